@@ -1,0 +1,68 @@
+//! The contract and the machinery of snippet profiling.
+//!
+//! A *target* ([`ProfileTarget`]) prepares data records and runs the code
+//! under study on them; `#[profile_target]` registers it at link time, and
+//! the [`runner`] profiles it on a config-driven [`data`] source: warmup
+//! passes, then measured passes inside one NVTX capture range, then a
+//! [`manifest`] of what ran.
+//!
+//! ```
+//! use profiling_core::prelude::*;
+//!
+//! /// Sums the dummy tensor of each record.
+//! #[derive(Default)]
+//! struct SumTensor;
+//!
+//! #[profile_target(name = "sum-tensor")]
+//! impl ProfileTarget for SumTensor {
+//!     type Prepared = Vec<f32>;
+//!     type Output = f32;
+//!
+//!     fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<Vec<f32>> {
+//!         let tensor = record.tensor("tensor")?;
+//!         Ok(tensor.iter().copied().collect())
+//!     }
+//!
+//!     fn run(&mut self, values: &Vec<f32>) -> anyhow::Result<f32> {
+//!         let _range = profiling_range("sum");
+//!         Ok(values.iter().sum())
+//!     }
+//! }
+//! # fn main() {
+//! # assert!(profiling_core::registry::targets().iter().any(|t| t.name == "sum-tensor"));
+//! # }
+//! ```
+
+pub mod config;
+pub mod data;
+pub mod device;
+pub mod host;
+pub mod manifest;
+pub mod nsys;
+pub mod nvtx;
+pub mod random;
+pub mod registry;
+pub mod runner;
+pub mod session;
+pub mod stats;
+pub mod target;
+
+pub use profiling_macros::{nvtx_range, profile_target};
+
+/// Everything a target needs: `use profiling_core::prelude::*;`.
+pub mod prelude {
+    pub use crate::data::DataRecord;
+    pub use crate::device::Device;
+    pub use crate::nvtx::{profiling_range, profiling_range_if_cuda, RangeGuard};
+    pub use crate::target::{ProfileTarget, Summary};
+    pub use profiling_macros::{nvtx_range, profile_target};
+}
+
+pub use prelude::*;
+
+/// Items the macros expand to. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use anyhow;
+    pub use inventory;
+}

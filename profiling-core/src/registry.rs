@@ -1,0 +1,162 @@
+//! The link-time registry of profile targets.
+//!
+//! `#[profile_target]` submits one [`TargetEntry`] per target through
+//! `inventory`; every crate linked into the binary contributes its entries
+//! before `main` runs. Lookups sort, since link order is not stable.
+
+use crate::runner::{RunError, RunOutcome, RunPlan};
+
+/// One registered target, as `#[profile_target]` describes it.
+#[derive(Debug)]
+pub struct TargetEntry {
+    /// The name `profile-cli run` takes.
+    pub name: &'static str,
+    /// The implementing type as written in the impl block.
+    pub type_name: &'static str,
+    /// The source file of the impl block, as the compiler names it.
+    pub file: &'static str,
+    /// The line of the impl block.
+    pub line: u32,
+    /// The module path of the impl block.
+    pub module_path: &'static str,
+    /// The first line of the type's doc comment, or empty.
+    pub doc: &'static str,
+    /// How the target is built: `Default::default` or the factory path.
+    pub constructor: &'static str,
+    /// Runs the target on a plan: monomorphized for the target's type.
+    pub launch: fn(&RunPlan) -> Result<RunOutcome, RunError>,
+}
+
+inventory::collect!(TargetEntry);
+
+impl TargetEntry {
+    /// The source file relative to `root` when it lies under it, else as
+    /// the compiler named it.
+    pub fn display_file(&self, root: &std::path::Path) -> String {
+        let path = std::path::Path::new(self.file);
+        path.strip_prefix(root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The source file as a path: relative names are taken from `root`,
+    /// which for workspace crates is the workspace root.
+    pub fn source_path(&self, root: &std::path::Path) -> std::path::PathBuf {
+        let path = std::path::Path::new(self.file);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            root.join(path)
+        }
+    }
+}
+
+/// Every registered target, sorted by name, then file and line.
+pub fn targets() -> Vec<&'static TargetEntry> {
+    let mut entries: Vec<&'static TargetEntry> = inventory::iter::<TargetEntry>.into_iter().collect();
+    entries.sort_by(|a, b| (a.name, a.file, a.line).cmp(&(b.name, b.file, b.line)));
+    entries
+}
+
+/// The result of looking a name up.
+#[derive(Debug)]
+pub enum Lookup {
+    Found(&'static TargetEntry),
+    /// Two or more targets share the name: none can be run by it.
+    Ambiguous(Vec<&'static TargetEntry>),
+    /// No target has the name; the near matches, closest first.
+    Missing { near: Vec<&'static str> },
+}
+
+/// Finds the target registered under `name`.
+pub fn lookup(name: &str) -> Lookup {
+    lookup_in(&targets(), name)
+}
+
+/// [`lookup`] over a given list of entries.
+pub fn lookup_in(entries: &[&'static TargetEntry], name: &str) -> Lookup {
+    let matching: Vec<_> = entries.iter().copied().filter(|e| e.name == name).collect();
+    match matching.len() {
+        0 => Lookup::Missing {
+            near: near_matches(name, entries.iter().map(|e| e.name)),
+        },
+        1 => Lookup::Found(matching[0]),
+        _ => Lookup::Ambiguous(matching),
+    }
+}
+
+/// Names that differ from `wanted` by a few edits or contain it, closest
+/// first, without repeats.
+pub fn near_matches<'n>(wanted: &str, names: impl IntoIterator<Item = &'n str>) -> Vec<&'n str> {
+    let wanted_lower = wanted.to_lowercase();
+    let budget = (wanted.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let distance = edit_distance(&wanted_lower, &name.to_lowercase());
+            let contains = !wanted_lower.is_empty()
+                && (name.to_lowercase().contains(&wanted_lower) || wanted_lower.contains(&name.to_lowercase()));
+            (distance <= budget || contains).then_some((distance, name))
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().map(|(_, name)| name).collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        current[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}
+
+/// What a factory named in `#[profile_target(factory = ...)]` may return:
+/// the target itself or an `anyhow::Result` of it.
+pub trait FactoryOutput<T> {
+    fn into_target(self) -> anyhow::Result<T>;
+}
+
+impl<T> FactoryOutput<T> for T {
+    #[inline]
+    fn into_target(self) -> anyhow::Result<T> {
+        Ok(self)
+    }
+}
+
+impl<T> FactoryOutput<T> for anyhow::Result<T> {
+    #[inline]
+    fn into_target(self) -> anyhow::Result<T> {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("smoke", "smoke"), 0);
+        assert_eq!(edit_distance("smoke", "smoek"), 2);
+        assert_eq!(edit_distance("smoke", "smokes"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn near_matches_rank_closest_first() {
+        let names = ["letterbox-preprocess", "detection-pipeline", "detection-postprocess", "smoke"];
+        assert_eq!(near_matches("detection-pipelin", names), vec!["detection-pipeline"]);
+        assert_eq!(near_matches("letterbox", names), vec!["letterbox-preprocess"]);
+        assert!(near_matches("zzzzzzzz", names).is_empty());
+    }
+}
