@@ -1,1 +1,599 @@
-//! (in progress)
+//! The run configuration: YAML parsed with serde into typed structs, the
+//! reference tool's other spellings folded in, CLI overrides applied, and
+//! every rule checked before anything runs.
+//!
+//! Errors name the file and the key (with line and column when serde knows
+//! them) and say which values are allowed.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_yaml::{Mapping, Value};
+
+use crate::device::Device;
+
+/// The capture range Nsight Systems is pointed at by default.
+pub const DEFAULT_CAPTURE_RANGE: &str = "profile-target";
+
+/// A fully resolved run configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    pub profile_name: String,
+    pub target: TargetConfig,
+    pub data_source: DataSourceConfig,
+    pub device: Device,
+    pub warmup: u32,
+    pub iterations: u32,
+    pub record_loading: RecordLoading,
+    pub seed: Option<u64>,
+    pub validate_output: bool,
+    pub capture_range: String,
+    pub output_dir: Option<PathBuf>,
+    pub write_manifest: bool,
+    pub cuda: CudaPolicy,
+}
+
+/// `target:`: which registered target runs, and how.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetConfig {
+    pub name: String,
+    /// `<file.rs>[:<Ident>]`: when given, must match the registered target.
+    pub import_path: Option<String>,
+    /// Run `prepare` inside every pass instead of once before them.
+    pub profile_prepare: bool,
+}
+
+/// `data_source:`: the source's name and its parameters (every other key).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataSourceConfig {
+    pub name: String,
+    pub parameters: Mapping,
+}
+
+impl Default for DataSourceConfig {
+    fn default() -> Self {
+        DataSourceConfig {
+            name: "dummy".to_owned(),
+            parameters: Mapping::new(),
+        }
+    }
+}
+
+/// When records are read: once before the passes, or afresh in each pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordLoading {
+    #[default]
+    Eager,
+    Lazy,
+}
+
+impl fmt::Display for RecordLoading {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RecordLoading::Eager => "eager",
+            RecordLoading::Lazy => "lazy",
+        })
+    }
+}
+
+impl std::str::FromStr for RecordLoading {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "eager" => Ok(RecordLoading::Eager),
+            "lazy" => Ok(RecordLoading::Lazy),
+            other => Err(format!("unknown record loading `{other}`: expected `eager` or `lazy`")),
+        }
+    }
+}
+
+/// `cuda:`: where the runner synchronizes the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CudaPolicy {
+    pub synchronize_before_warmup: bool,
+    pub synchronize_after_warmup: bool,
+    pub synchronize_before_capture: bool,
+    pub synchronize_after_capture: bool,
+    pub synchronize_each_iteration: bool,
+}
+
+impl Default for CudaPolicy {
+    fn default() -> Self {
+        CudaPolicy {
+            synchronize_before_warmup: true,
+            synchronize_after_warmup: true,
+            synchronize_before_capture: true,
+            synchronize_after_capture: true,
+            synchronize_each_iteration: false,
+        }
+    }
+}
+
+/// Settings given on the command line; each wins over the config.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub target: Option<String>,
+    pub data_source: Option<String>,
+    pub device: Option<Device>,
+    pub warmup: Option<u32>,
+    pub iterations: Option<u32>,
+    pub capture_range: Option<String>,
+    pub record_loading: Option<RecordLoading>,
+    pub seed: Option<u64>,
+    pub output_dir: Option<PathBuf>,
+}
+
+/// A config that cannot be used. Always names the file (when there is one)
+/// and the key or position involved.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}{message}", location_prefix(.file.as_deref(), *.line, *.column))]
+    Syntax {
+        file: Option<PathBuf>,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{}{key}: {message}", file_prefix(.file.as_deref()))]
+    Invalid {
+        file: Option<PathBuf>,
+        key: String,
+        message: String,
+    },
+}
+
+fn file_prefix(file: Option<&Path>) -> String {
+    file.map(|f| format!("{}: ", f.display())).unwrap_or_default()
+}
+
+fn location_prefix(file: Option<&Path>, line: usize, column: usize) -> String {
+    let name = file.map_or_else(|| "config".to_owned(), |f| f.display().to_string());
+    format!("{name}:{line}:{column}: ")
+}
+
+impl ConfigError {
+    /// The key the error is about, when it is about one key.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+}
+
+// The shapes the YAML may take, before defaults and rules.
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    profile_name: Option<String>,
+    profile: Option<RawProfile>,
+    target: Option<RawTarget>,
+    #[serde(alias = "data")]
+    data_source: Option<Mapping>,
+    device: Option<Value>,
+    warmup: Option<i64>,
+    iterations: Option<i64>,
+    record_loading: Option<RecordLoading>,
+    seed: Option<u64>,
+    validate_output: Option<bool>,
+    capture_range: Option<String>,
+    output_dir: Option<PathBuf>,
+    write_manifest: Option<bool>,
+    cuda: Option<CudaPolicy>,
+    workload: Option<RawWorkload>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTarget {
+    name: Option<String>,
+    import_path: Option<String>,
+    #[serde(default)]
+    profile_prepare: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    device: Option<Value>,
+    warmup: Option<i64>,
+    iterations: Option<i64>,
+    record_loading: Option<RecordLoading>,
+    seed: Option<u64>,
+    validate_output: Option<bool>,
+    capture_range: Option<String>,
+}
+
+/// A parsed config file that overrides have not yet been applied to.
+#[derive(Debug)]
+pub struct ConfigFile {
+    /// Where it was read from (`None` for text parsed directly).
+    pub path: Option<PathBuf>,
+    raw: RawConfig,
+}
+
+impl ConfigFile {
+    /// Reads and parses `path`.
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        ConfigFile::parse(&text, Some(path))
+    }
+
+    /// Parses YAML text; `path` only labels errors.
+    pub fn parse(text: &str, path: Option<&Path>) -> Result<ConfigFile, ConfigError> {
+        let file = path.map(Path::to_path_buf);
+        let raw: RawConfig = if text.trim().is_empty() {
+            RawConfig::default()
+        } else {
+            serde_yaml::from_str(text).map_err(|error| syntax_error(&error, file.clone()))?
+        };
+        Ok(ConfigFile { path: file, raw })
+    }
+
+    /// The target this config names, if it names one.
+    pub fn target_name(&self) -> Option<&str> {
+        self.raw.target.as_ref().and_then(|t| t.name.as_deref())
+    }
+
+    /// Applies the defaults, the overrides and every rule.
+    pub fn resolve(&self, overrides: &Overrides) -> Result<Config, ConfigError> {
+        resolve(&self.raw, self.path.as_deref(), overrides)
+    }
+}
+
+/// The config `profile-cli run NAME` uses when no file applies: the dummy
+/// source on the CPU, one warmup pass, one measured pass.
+pub fn defaults_for(target: &str, overrides: &Overrides) -> Result<Config, ConfigError> {
+    let raw = RawConfig {
+        target: Some(RawTarget {
+            name: Some(target.to_owned()),
+            import_path: None,
+            profile_prepare: false,
+        }),
+        ..RawConfig::default()
+    };
+    resolve(&raw, None, overrides)
+}
+
+fn syntax_error(error: &serde_yaml::Error, file: Option<PathBuf>) -> ConfigError {
+    let text = error.to_string();
+    let (line, column) = error.location().map_or((1, 1), |l| (l.line(), l.column()));
+    // serde_yaml appends the position; it is already in the prefix.
+    let message = match text.rfind(" at line ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    };
+    ConfigError::Syntax {
+        file,
+        line,
+        column,
+        message,
+    }
+}
+
+fn resolve(raw: &RawConfig, file: Option<&Path>, overrides: &Overrides) -> Result<Config, ConfigError> {
+    let invalid = |key: &str, message: String| ConfigError::Invalid {
+        file: file.map(Path::to_path_buf),
+        key: key.to_owned(),
+        message,
+    };
+    let workload = raw.workload.as_ref();
+    let from_workload = |top: Option<i64>, nested: Option<i64>, key: &str| -> (Option<i64>, String) {
+        match (top, nested) {
+            (Some(value), _) => (Some(value), key.to_owned()),
+            (None, Some(value)) => (Some(value), format!("workload.{key}")),
+            (None, None) => (None, key.to_owned()),
+        }
+    };
+
+    let target = raw.target.as_ref();
+    let target_name = match (&overrides.target, target.and_then(|t| t.name.as_ref())) {
+        (Some(name), _) => name.clone(),
+        (None, Some(name)) => name.clone(),
+        (None, None) => return Err(invalid("target.name", "missing: name the target to run".to_owned())),
+    };
+    if target_name.trim().is_empty() {
+        return Err(invalid("target.name", "must not be empty".to_owned()));
+    }
+
+    let profile_name = match (&raw.profile_name, raw.profile.as_ref().and_then(|p| p.name.as_ref())) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "profile_name",
+                "given twice (as `profile_name` and `profile.name`): keep one".to_owned(),
+            ))
+        }
+        (Some(name), None) => Some(("profile_name", name.clone())),
+        (None, Some(name)) => Some(("profile.name", name.clone())),
+        (None, None) => None,
+    };
+    let profile_name = match profile_name {
+        Some((key, name)) => {
+            check_profile_name(&name).map_err(|message| invalid(key, message))?;
+            name
+        }
+        None => target_name.clone(),
+    };
+
+    let import_path = target.and_then(|t| t.import_path.clone());
+    if let Some(path) = &import_path {
+        check_literal_path(path).map_err(|message| invalid("target.import_path", message))?;
+        if path.trim().is_empty() {
+            return Err(invalid("target.import_path", "must not be empty".to_owned()));
+        }
+    }
+    let profile_prepare = target.is_some_and(|t| t.profile_prepare);
+
+    let data_source = resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref())
+        .map_err(|(key, message)| invalid(&key, message))?;
+
+    let device = match overrides.device {
+        Some(device) => device,
+        None => {
+            let (value, key) = match (&raw.device, workload.and_then(|w| w.device.as_ref())) {
+                (Some(value), _) => (Some(value), "device"),
+                (None, Some(value)) => (Some(value), "workload.device"),
+                (None, None) => (None, "device"),
+            };
+            match value {
+                None => Device::Cpu,
+                Some(Value::String(text)) => text.parse().map_err(|e: crate::device::ParseDeviceError| invalid(key, e.to_string()))?,
+                Some(other) => {
+                    return Err(invalid(
+                        key,
+                        format!("expected `cpu`, `cuda` or `cuda:N`, got {}", describe_value(other)),
+                    ))
+                }
+            }
+        }
+    };
+
+    let warmup = match overrides.warmup {
+        Some(value) => value,
+        None => {
+            let (value, key) = from_workload(raw.warmup, workload.and_then(|w| w.warmup), "warmup");
+            match value {
+                None => 1,
+                Some(v) if v < 0 => return Err(invalid(&key, format!("must be >= 0, got {v}"))),
+                Some(v) => u32::try_from(v).map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
+            }
+        }
+    };
+
+    let iterations = match overrides.iterations {
+        Some(0) => return Err(invalid("iterations", "must be >= 1, got 0 (from the command line)".to_owned())),
+        Some(value) => value,
+        None => {
+            let (value, key) = from_workload(raw.iterations, workload.and_then(|w| w.iterations), "iterations");
+            match value {
+                None => 1,
+                Some(v) if v < 1 => return Err(invalid(&key, format!("must be >= 1, got {v}"))),
+                Some(v) => u32::try_from(v).map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
+            }
+        }
+    };
+
+    let record_loading = overrides
+        .record_loading
+        .or(raw.record_loading)
+        .or(workload.and_then(|w| w.record_loading))
+        .unwrap_or_default();
+    if record_loading == RecordLoading::Lazy && !profile_prepare {
+        let key = if raw.record_loading.is_some() || overrides.record_loading.is_some() {
+            "record_loading"
+        } else {
+            "workload.record_loading"
+        };
+        return Err(invalid(
+            key,
+            "`lazy` needs `target.profile_prepare: true`: lazy loading keeps no records to prepare ahead of the passes"
+                .to_owned(),
+        ));
+    }
+
+    let seed = overrides.seed.or(raw.seed).or(workload.and_then(|w| w.seed));
+    let validate_output = raw
+        .validate_output
+        .or(workload.and_then(|w| w.validate_output))
+        .unwrap_or(true);
+
+    let (capture_range, capture_key) = match (&overrides.capture_range, &raw.capture_range, workload.and_then(|w| w.capture_range.as_ref())) {
+        (Some(name), _, _) => (name.clone(), "capture_range"),
+        (None, Some(name), _) => (name.clone(), "capture_range"),
+        (None, None, Some(name)) => (name.clone(), "workload.capture_range"),
+        (None, None, None) => (DEFAULT_CAPTURE_RANGE.to_owned(), "capture_range"),
+    };
+    check_capture_range(&capture_range).map_err(|message| invalid(capture_key, message))?;
+
+    let output_dir = match (&overrides.output_dir, &raw.output_dir) {
+        (Some(dir), _) => Some((dir.clone(), "--output-dir")),
+        (None, Some(dir)) => Some((dir.clone(), "output_dir")),
+        (None, None) => None,
+    };
+    if let Some((dir, key)) = &output_dir {
+        check_literal_path(&dir.to_string_lossy()).map_err(|message| invalid(key, message))?;
+        if dir.as_os_str().is_empty() {
+            return Err(invalid(key, "must not be empty".to_owned()));
+        }
+    }
+
+    Ok(Config {
+        profile_name,
+        target: TargetConfig {
+            name: target_name,
+            import_path,
+            profile_prepare,
+        },
+        data_source,
+        device,
+        warmup,
+        iterations,
+        record_loading,
+        seed,
+        validate_output,
+        capture_range,
+        output_dir: output_dir.map(|(dir, _)| dir),
+        write_manifest: raw.write_manifest.unwrap_or(true),
+        cuda: raw.cuda.unwrap_or_default(),
+    })
+}
+
+/// Folds `source` into `name` and `parameters` into the other keys.
+fn resolve_data_source(raw: Option<&Mapping>, override_name: Option<&str>) -> Result<DataSourceConfig, (String, String)> {
+    let mut config = DataSourceConfig::default();
+    if let Some(mapping) = raw {
+        let mut parameters = Mapping::new();
+        let mut name: Option<(String, &str)> = None;
+        for (key, value) in mapping {
+            let Some(key_text) = key.as_str() else {
+                return Err(("data_source".to_owned(), format!("keys must be strings, got {}", describe_value(key))));
+            };
+            match key_text {
+                "name" | "source" => {
+                    if let Some((_, earlier)) = &name {
+                        return Err((
+                            format!("data_source.{key_text}"),
+                            format!("the source is already named by `{earlier}`: keep one"),
+                        ));
+                    }
+                    let Value::String(text) = value else {
+                        return Err((format!("data_source.{key_text}"), format!("expected a source name, got {}", describe_value(value))));
+                    };
+                    name = Some((text.clone(), if key_text == "name" { "name" } else { "source" }));
+                }
+                "parameters" => {
+                    let Value::Mapping(nested) = value else {
+                        return Err(("data_source.parameters".to_owned(), format!("expected a mapping, got {}", describe_value(value))));
+                    };
+                    for (nested_key, nested_value) in nested {
+                        if parameters.insert(nested_key.clone(), nested_value.clone()).is_some() {
+                            return Err((
+                                format!("data_source.parameters.{}", nested_key.as_str().unwrap_or("?")),
+                                "also given beside `parameters`: keep one".to_owned(),
+                            ));
+                        }
+                    }
+                }
+                _ => {
+                    if parameters.insert(key.clone(), value.clone()).is_some() {
+                        return Err((format!("data_source.{key_text}"), "also given inside `parameters`: keep one".to_owned()));
+                    }
+                }
+            }
+        }
+        match name {
+            Some((text, key)) if text.trim().is_empty() => {
+                return Err((format!("data_source.{key}"), "must not be empty".to_owned()))
+            }
+            Some((text, _)) => config.name = text,
+            None if override_name.is_none() => {
+                return Err(("data_source.name".to_owned(), format!("missing: one of {}", crate::data::KNOWN_SOURCES.join(", "))))
+            }
+            None => {}
+        }
+        config.parameters = parameters;
+    }
+    if let Some(name) = override_name {
+        if name != config.name {
+            // Parameters belong to the source they were written for.
+            config.parameters = Mapping::new();
+        }
+        config.name = name.to_owned();
+    }
+    if !crate::data::KNOWN_SOURCES.contains(&config.name.as_str()) {
+        return Err((
+            "data_source.name".to_owned(),
+            format!("unknown data source `{}`: expected one of {}", config.name, crate::data::KNOWN_SOURCES.join(", ")),
+        ));
+    }
+    Ok(config)
+}
+
+/// A profile name becomes a directory name: `[A-Za-z0-9._-]+`, starting with
+/// a letter or digit, at most 100 characters.
+pub fn check_profile_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    let valid = name.len() <= 100
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a valid profile name: use letters, digits, `-`, `_` and `.`, starting with a letter or digit (at most 100 characters)"
+        ))
+    }
+}
+
+/// Run ids become directory names: `[A-Za-z0-9._-]+`, not `.` or `..`.
+pub fn check_run_id(run_id: &str) -> Result<(), String> {
+    let valid = !run_id.is_empty()
+        && run_id != "."
+        && run_id != ".."
+        && run_id.len() <= 200
+        && run_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{run_id}` is not a valid run id: use letters, digits, `-`, `_` and `.` (not `.` or `..`, no path separators)"
+        ))
+    }
+}
+
+fn check_capture_range(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if name.contains('@') {
+        return Err(format!(
+            "`{name}` contains `@`, which Nsight's --nvtx-capture reads as the start of a domain name"
+        ));
+    }
+    if name.contains('\0') {
+        return Err("must not contain a NUL character".to_owned());
+    }
+    Ok(())
+}
+
+/// Paths are taken literally; a leading `~` would name a directory called
+/// `~`, which is never what was meant.
+pub fn check_literal_path(path: &str) -> Result<(), String> {
+    if path.starts_with('~') {
+        Err(format!(
+            "`{path}` starts with `~`, which is not expanded: write the absolute path instead"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A short description of a YAML value for error messages.
+pub fn describe_value(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("the boolean `{b}`"),
+        Value::Number(n) => format!("the number `{n}`"),
+        Value::String(s) => format!("the string `{s}`"),
+        Value::Sequence(_) => "a list".to_owned(),
+        Value::Mapping(_) => "a mapping".to_owned(),
+        Value::Tagged(tagged) => format!("a value tagged `{}`", tagged.tag),
+    }
+}

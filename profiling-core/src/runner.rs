@@ -1,8 +1,576 @@
-//! (in progress)
-use crate::target::ProfileTarget;
-pub struct RunPlan;
-#[derive(Debug)]
-pub struct RunOutcome;
-#[derive(Debug)]
-pub struct RunError;
-pub fn run_target<T: ProfileTarget, F: FnOnce() -> anyhow::Result<T>>(_plan: &RunPlan, _make: F) -> Result<RunOutcome, RunError> { Err(RunError) }
+//! The measured run: warmup passes, then measured passes inside one NVTX
+//! capture range, in exactly the order of the reference tool.
+//!
+//! [`run_target`] is generic over the target, so the pass loop is
+//! monomorphized for it: no boxing or dynamic dispatch between the clock
+//! reads, and nothing there allocates, logs or validates.
+
+use std::ffi::{c_char, CStr, CString};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::config::{Config, RecordLoading};
+use crate::data::{DataError, DataRecord, DataSource};
+use crate::device::{synchronize, Device};
+use crate::nvtx::profiling_range;
+use crate::stats::DurationStats;
+use crate::target::{ProfileTarget, Summary};
+
+/// Everything a run needs: the resolved config and the records (read
+/// already when eager, a source to read from when lazy).
+pub struct RunPlan {
+    pub config: Config,
+    pub records: Records,
+}
+
+/// The records of a run.
+pub enum Records {
+    /// Read once, before the target is built.
+    Eager(Vec<DataRecord>),
+    /// Read afresh in every pass (needs `target.profile_prepare`).
+    Lazy(Box<dyn DataSource>),
+}
+
+impl Records {
+    /// How many records one pass covers.
+    pub fn len(&self) -> usize {
+        match self {
+            Records::Eager(records) => records.len(),
+            Records::Lazy(source) => source.len(),
+        }
+    }
+
+    /// True when a pass would cover nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The steps of a run, named as the manifest and errors name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Building the target (`Default` or its factory).
+    Construct,
+    /// Reading a record (lazy loading).
+    Load,
+    Prepare,
+    Run,
+    Validate,
+    Summarize,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Phase::Construct => "construct",
+            Phase::Load => "load",
+            Phase::Prepare => "prepare",
+            Phase::Run => "run",
+            Phase::Validate => "validate",
+            Phase::Summarize => "summarize",
+        })
+    }
+}
+
+/// Where in the run something happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "index", rename_all = "snake_case")]
+pub enum Pass {
+    /// Before the passes: building the target, eager `prepare`.
+    Setup,
+    Warmup(u32),
+    Measured(u32),
+    /// After the capture range closed: late validation and summaries.
+    AfterCapture,
+}
+
+impl std::fmt::Display for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pass::Setup => f.write_str("before the passes"),
+            Pass::Warmup(i) => write!(f, "warmup pass {i}"),
+            Pass::Measured(i) => write!(f, "measured pass {i}"),
+            Pass::AfterCapture => f.write_str("after the capture"),
+        }
+    }
+}
+
+/// How often each method of the target was called.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CallCounts {
+    pub prepare: u64,
+    pub run: u64,
+    pub validate: u64,
+    pub summarize: u64,
+}
+
+/// Wall-clock figures of the run, from the host's monotonic clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Timings {
+    /// Eager `prepare` of every record, before the passes.
+    pub prepare_ns: u64,
+    /// All warmup passes together.
+    pub warmup_ns: u64,
+    /// From opening to closing the capture range.
+    pub capture_ns: u64,
+    /// One sample per measured pass.
+    pub iterations: Option<DurationStats>,
+}
+
+/// Which outputs were validated, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Validation {
+    /// `validate_output: false`.
+    Disabled,
+    /// Every output of every warmup pass.
+    Warmup,
+    /// With no warmup: the outputs of the last measured pass, after the
+    /// capture range closed.
+    AfterCapture,
+}
+
+/// One output summary, with the record it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputSummary {
+    pub record_id: String,
+    pub summary: Summary,
+}
+
+/// What a finished run did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    /// The records of the last measured pass, in order.
+    pub record_ids: Vec<String>,
+    pub output_summaries: Vec<OutputSummary>,
+    pub calls: CallCounts,
+    pub completed_warmup: u32,
+    pub completed_iterations: u32,
+    pub validation: Validation,
+    pub timings: Timings,
+}
+
+/// Why a run stopped, where, and how far it had got.
+#[derive(Debug, thiserror::Error)]
+#[error("{phase} failed{}{} ({pass}): {source:#}", record_suffix(.record_id.as_deref()), "")]
+pub struct RunError {
+    pub phase: Phase,
+    pub record_id: Option<String>,
+    pub pass: Pass,
+    pub source: anyhow::Error,
+    pub calls: CallCounts,
+    pub completed_iterations: u32,
+}
+
+fn record_suffix(record_id: Option<&str>) -> String {
+    record_id.map(|id| format!(" on record `{id}`")).unwrap_or_default()
+}
+
+impl RunError {
+    /// True when the data, not the target, failed (a record that could not
+    /// be read in a lazy pass).
+    pub fn is_data_error(&self) -> bool {
+        self.phase == Phase::Load
+    }
+}
+
+/// A failure inside one target call, before the pass adds where it was.
+struct CallError {
+    phase: Phase,
+    record_id: Option<String>,
+    source: anyhow::Error,
+}
+
+impl CallError {
+    fn at(self, pass: Pass, calls: CallCounts, completed_iterations: u32) -> RunError {
+        RunError {
+            phase: self.phase,
+            record_id: self.record_id,
+            pass,
+            source: self.source,
+            calls,
+            completed_iterations,
+        }
+    }
+}
+
+/// The inputs of a pass, in each of the three ways a run can get them.
+trait Inputs<T: ProfileTarget> {
+    fn len(&self) -> usize;
+    /// Prepares (when the pass does) and runs input `index`.
+    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError>;
+    fn record_id(&self, index: usize) -> &str;
+}
+
+/// Eager without `profile_prepare`: prepared once, before the passes.
+struct Prepared<'r, P> {
+    prepared: Vec<P>,
+    records: &'r [DataRecord],
+}
+
+impl<T: ProfileTarget> Inputs<T> for Prepared<'_, T::Prepared> {
+    fn len(&self) -> usize {
+        self.prepared.len()
+    }
+
+    #[inline]
+    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError> {
+        calls.run += 1;
+        target.run(&self.prepared[index]).map_err(|source| CallError {
+            phase: Phase::Run,
+            record_id: Some(self.records[index].id.clone()),
+            source,
+        })
+    }
+
+    fn record_id(&self, index: usize) -> &str {
+        &self.records[index].id
+    }
+}
+
+/// Eager with `profile_prepare`: every pass prepares each record again.
+struct EagerRecords<'r> {
+    records: &'r [DataRecord],
+    device: Device,
+}
+
+impl<T: ProfileTarget> Inputs<T> for EagerRecords<'_> {
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    #[inline]
+    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError> {
+        prepare_and_run(target, &self.records[index], self.device, calls)
+    }
+
+    fn record_id(&self, index: usize) -> &str {
+        &self.records[index].id
+    }
+}
+
+/// Lazy: every pass reads each record afresh, then prepares and runs it.
+struct LazyRecords<'s> {
+    source: &'s dyn DataSource,
+    device: Device,
+    ids: Vec<String>,
+}
+
+impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
+    fn len(&self) -> usize {
+        self.source.len()
+    }
+
+    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError> {
+        let record = self.source.read(index).map_err(|error: DataError| CallError {
+            phase: Phase::Load,
+            record_id: None,
+            source: error.into(),
+        })?;
+        let output = prepare_and_run(target, &record, self.device, calls);
+        self.ids[index] = record.id;
+        output
+    }
+
+    fn record_id(&self, index: usize) -> &str {
+        &self.ids[index]
+    }
+}
+
+#[inline]
+fn prepare_and_run<T: ProfileTarget>(
+    target: &mut T,
+    record: &DataRecord,
+    device: Device,
+    calls: &mut CallCounts,
+) -> Result<T::Output, CallError> {
+    calls.prepare += 1;
+    let prepared = target.prepare(record, device).map_err(|source| CallError {
+        phase: Phase::Prepare,
+        record_id: Some(record.id.clone()),
+        source,
+    })?;
+    calls.run += 1;
+    target.run(&prepared).map_err(|source| CallError {
+        phase: Phase::Run,
+        record_id: Some(record.id.clone()),
+        source,
+    })
+}
+
+/// Runs a target on a plan: the body `#[profile_target]` registers for
+/// every target, monomorphized for its type.
+pub fn run_target<T, F>(plan: &RunPlan, make: F) -> Result<RunOutcome, RunError>
+where
+    T: ProfileTarget,
+    F: FnOnce() -> anyhow::Result<T>,
+{
+    let config = &plan.config;
+    let mut calls = CallCounts::default();
+    let mut target = make().map_err(|source| RunError {
+        phase: Phase::Construct,
+        record_id: None,
+        pass: Pass::Setup,
+        source,
+        calls,
+        completed_iterations: 0,
+    })?;
+    match (&plan.records, config.target.profile_prepare) {
+        (Records::Eager(records), false) => {
+            let started = Instant::now();
+            let mut prepared = Vec::with_capacity(records.len());
+            for record in records {
+                calls.prepare += 1;
+                let input = target.prepare(record, config.device).map_err(|source| RunError {
+                    phase: Phase::Prepare,
+                    record_id: Some(record.id.clone()),
+                    pass: Pass::Setup,
+                    source,
+                    calls,
+                    completed_iterations: 0,
+                })?;
+                prepared.push(input);
+            }
+            let prepare_ns = elapsed_ns(started);
+            let inputs = Prepared { prepared, records };
+            let mut outcome = drive(&mut target, inputs, config, calls)?;
+            outcome.timings.prepare_ns = prepare_ns;
+            Ok(outcome)
+        }
+        (Records::Eager(records), true) => {
+            let inputs = EagerRecords {
+                records,
+                device: config.device,
+            };
+            drive(&mut target, inputs, config, calls)
+        }
+        (Records::Lazy(source), true) => {
+            let inputs = LazyRecords {
+                source: source.as_ref(),
+                device: config.device,
+                ids: vec![String::new(); source.len()],
+            };
+            drive(&mut target, inputs, config, calls)
+        }
+        (Records::Lazy(_), false) => Err(RunError {
+            phase: Phase::Load,
+            record_id: None,
+            pass: Pass::Setup,
+            source: anyhow::anyhow!(
+                "record_loading: {} needs target.profile_prepare: true",
+                RecordLoading::Lazy
+            ),
+            calls,
+            completed_iterations: 0,
+        }),
+    }
+}
+
+/// Warmup, capture and summaries over prepared inputs.
+fn drive<T: ProfileTarget, I: Inputs<T>>(
+    target: &mut T,
+    mut inputs: I,
+    config: &Config,
+    mut calls: CallCounts,
+) -> Result<RunOutcome, RunError> {
+    let device = config.device;
+    let cuda = config.cuda;
+    let count = inputs.len();
+    let sync_each = cuda.synchronize_each_iteration && device.is_cuda();
+    let mut outputs: Vec<Option<T::Output>> = (0..count).map(|_| None).collect();
+    let validate_in_warmup = config.validate_output && config.warmup > 0;
+
+    if cuda.synchronize_before_warmup {
+        synchronize(device);
+    }
+    let warmup_started = Instant::now();
+    for pass in 0..config.warmup {
+        for index in 0..count {
+            let output = inputs
+                .call(target, index, &mut calls)
+                .map_err(|e| e.at(Pass::Warmup(pass), calls, 0))?;
+            if validate_in_warmup {
+                calls.validate += 1;
+                target.validate(&output).map_err(|source| RunError {
+                    phase: Phase::Validate,
+                    record_id: Some(inputs.record_id(index).to_owned()),
+                    pass: Pass::Warmup(pass),
+                    source,
+                    calls,
+                    completed_iterations: 0,
+                })?;
+            }
+            if sync_each {
+                synchronize(device);
+            }
+            drop(output);
+        }
+    }
+    let warmup_ns = elapsed_ns(warmup_started);
+    if cuda.synchronize_after_warmup {
+        synchronize(device);
+    }
+
+    // Everything the measured loop touches exists before the capture opens.
+    let capture_name = CString::new(config.capture_range.as_str()).map_err(|_| RunError {
+        phase: Phase::Run,
+        record_id: None,
+        pass: Pass::Setup,
+        source: anyhow::anyhow!("capture_range contains a NUL character"),
+        calls,
+        completed_iterations: 0,
+    })?;
+    let mut iteration_ns = vec![0u64; config.iterations as usize];
+    let mut name_buffer = IterationName::new();
+
+    if cuda.synchronize_before_capture {
+        synchronize(device);
+    }
+    let capture_started = Instant::now();
+    let capture = profiling_range(capture_name.as_c_str());
+    for iteration in 0..config.iterations {
+        let started = Instant::now();
+        let range = profiling_range(name_buffer.format(iteration));
+        for (index, slot) in outputs.iter_mut().enumerate() {
+            let output = match inputs.call(target, index, &mut calls) {
+                Ok(output) => output,
+                Err(error) => {
+                    drop(range);
+                    drop(capture);
+                    return Err(error.at(Pass::Measured(iteration), calls, iteration));
+                }
+            };
+            if sync_each {
+                synchronize(device);
+            }
+            *slot = Some(output);
+        }
+        drop(range);
+        iteration_ns[iteration as usize] = elapsed_ns(started);
+    }
+    drop(capture);
+    let capture_ns = elapsed_ns(capture_started);
+    if cuda.synchronize_after_capture {
+        synchronize(device);
+    }
+
+    let validation = if !config.validate_output {
+        Validation::Disabled
+    } else if validate_in_warmup {
+        Validation::Warmup
+    } else {
+        for (index, output) in outputs.iter().enumerate() {
+            let output = output.as_ref().expect("every measured pass fills every slot");
+            calls.validate += 1;
+            target.validate(output).map_err(|source| RunError {
+                phase: Phase::Validate,
+                record_id: Some(inputs.record_id(index).to_owned()),
+                pass: Pass::AfterCapture,
+                source,
+                calls,
+                completed_iterations: config.iterations,
+            })?;
+        }
+        Validation::AfterCapture
+    };
+
+    let mut output_summaries = Vec::with_capacity(count);
+    for (index, output) in outputs.iter().enumerate() {
+        let output = output.as_ref().expect("every measured pass fills every slot");
+        calls.summarize += 1;
+        let record_id = inputs.record_id(index).to_owned();
+        let summary = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.summarize(output)))
+            .map_err(|panic| RunError {
+                phase: Phase::Summarize,
+                record_id: Some(record_id.clone()),
+                pass: Pass::AfterCapture,
+                source: anyhow::anyhow!("panicked: {}", panic_message(&panic)),
+                calls,
+                completed_iterations: config.iterations,
+            })?;
+        output_summaries.push(OutputSummary { record_id, summary });
+    }
+
+    Ok(RunOutcome {
+        record_ids: (0..count).map(|i| inputs.record_id(i).to_owned()).collect(),
+        output_summaries,
+        calls,
+        completed_warmup: config.warmup,
+        completed_iterations: config.iterations,
+        validation,
+        timings: Timings {
+            prepare_ns: 0,
+            warmup_ns,
+            capture_ns,
+            iterations: DurationStats::from_samples(&mut iteration_ns),
+        },
+    })
+}
+
+/// The text of a panic payload.
+pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
+}
+
+#[inline]
+fn elapsed_ns(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `iteration <i>` as a C string, formatted on the stack.
+struct IterationName {
+    buffer: [u8; 32],
+}
+
+impl IterationName {
+    const PREFIX: &'static [u8] = b"iteration ";
+
+    fn new() -> Self {
+        let mut buffer = [0u8; 32];
+        buffer[..Self::PREFIX.len()].copy_from_slice(Self::PREFIX);
+        IterationName { buffer }
+    }
+
+    #[inline]
+    fn format(&mut self, index: u32) -> &CStr {
+        let mut digits = [0u8; 10];
+        let mut n = index;
+        let mut len = 0;
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let start = Self::PREFIX.len();
+        for (offset, digit) in digits[..len].iter().rev().enumerate() {
+            self.buffer[start + offset] = *digit;
+        }
+        self.buffer[start + len] = 0;
+        // SAFETY: the buffer holds the prefix, ASCII digits and a NUL at
+        // `start + len`, with no NUL before it.
+        unsafe { CStr::from_ptr(self.buffer.as_ptr().cast::<c_char>()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iteration_names_count_from_zero() {
+        let mut name = IterationName::new();
+        assert_eq!(name.format(0).to_str().unwrap(), "iteration 0");
+        assert_eq!(name.format(42).to_str().unwrap(), "iteration 42");
+        assert_eq!(name.format(7).to_str().unwrap(), "iteration 7");
+        assert_eq!(name.format(u32::MAX).to_str().unwrap(), "iteration 4294967295");
+    }
+}
