@@ -1,1 +1,21 @@
-fn main() {}
+//! `profile-cli`: lists and runs the profile targets linked into it.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+// Linking these crates is what registers their targets.
+use inference_profiling as _;
+use profiling_examples as _;
+
+fn main() -> ExitCode {
+    // The workspace this binary was built from: relative source files of
+    // targets and the default run directories are found from it.
+    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
+    let code = profiling_cli::main_with(
+        std::env::args_os().collect(),
+        workspace_root,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    ExitCode::from(code)
+}

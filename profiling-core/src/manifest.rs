@@ -1,1 +1,131 @@
-//! (in progress)
+//! `manifest.yaml`: what ran, on what, how it ended and how long it took.
+//!
+//! Every field of the reference tool's manifest is here under its name,
+//! with the status, timestamps, build, host and timings added. Written to a
+//! temporary file and renamed into place, so a reader never sees half of one.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_yaml::Value;
+
+use crate::config::{CudaPolicy, RecordLoading};
+use crate::device::Device;
+use crate::host::HostInfo;
+use crate::runner::{CallCounts, OutputSummary, Pass, Phase, Timings, Validation};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Completed,
+    Failed,
+}
+
+/// The manifest of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Manifest {
+    pub profile_name: String,
+    pub run_id: String,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ManifestError>,
+    pub target: ManifestTarget,
+    pub data_source: ManifestDataSource,
+    pub record_ids: Vec<String>,
+    pub workload: Workload,
+    pub capture_range: String,
+    pub cuda: CudaPolicy,
+    pub device: Device,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub command_line: String,
+    pub config_path: Option<PathBuf>,
+    pub expected_trace_path: PathBuf,
+    pub output_summaries: Vec<OutputSummary>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub profile_cli_version: String,
+    pub build_profile: String,
+    pub host: HostInfo,
+    pub calls: CallCounts,
+    pub completed_warmup: u32,
+    pub completed_iterations: u32,
+    pub validation: Validation,
+    pub timings: Timings,
+}
+
+/// The target that ran and where it is defined.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ManifestTarget {
+    pub name: String,
+    pub import_path: Option<String>,
+    pub profile_prepare: bool,
+    pub type_name: String,
+    pub source: String,
+    pub module_path: String,
+}
+
+/// The data source and its own description of what it read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ManifestDataSource {
+    pub name: String,
+    pub description: BTreeMap<String, Value>,
+}
+
+/// How much work the run was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    pub warmup: u32,
+    pub iterations: u32,
+    pub record_loading: RecordLoading,
+    pub seed: Option<u64>,
+    pub validate_output: bool,
+}
+
+/// Where and why a run failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ManifestError {
+    pub phase: Phase,
+    pub record_id: Option<String>,
+    pub pass: Pass,
+    pub message: String,
+}
+
+impl Manifest {
+    /// The manifest as YAML text.
+    pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
+        serde_yaml::to_string(self)
+    }
+
+    /// Writes `manifest.yaml` into `run_dir` through a temporary file and a
+    /// rename; returns its path.
+    pub fn write(&self, run_dir: &Path) -> std::io::Result<PathBuf> {
+        let text = self
+            .to_yaml()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let path = run_dir.join("manifest.yaml");
+        write_atomically(&path, text.as_bytes())?;
+        Ok(path)
+    }
+}
+
+/// Writes `bytes` to `path` so that `path` holds either its old content or
+/// all of the new, never a part.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let directory = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy());
+    let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}

@@ -1,1 +1,485 @@
-//! (in progress)
+//! One invocation of `profile-cli run`, from arguments to manifest.
+//!
+//! [`plan`] resolves the config, the target, the device and the run
+//! directory and checks every rule without side effects (so
+//! `--print-nsys-command` can stop there); [`execute`] seeds, reads the
+//! records, launches the target and writes the manifest. Bad input is
+//! refused before any target code runs and before anything is written.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{self, Config, ConfigError, ConfigFile, Overrides, RecordLoading};
+use crate::data::{self, DataError};
+use crate::device::{cuda_backend_available, Device};
+use crate::host::{build_profile, git_state, HostInfo, UtcTime};
+use crate::manifest::{Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload};
+use crate::registry::{self, Lookup, TargetEntry};
+use crate::runner::{CallCounts, RunError, RunOutcome, RunPlan, Records, Timings, Validation};
+
+/// What the user asked for.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The target named on the command line.
+    pub target: Option<String>,
+    /// `--config FILE`.
+    pub config_path: Option<PathBuf>,
+    pub overrides: Overrides,
+    /// `--run-id`; a UTC timestamp when absent.
+    pub run_id: Option<String>,
+    /// The workspace the targets were built from: relative source files
+    /// and the default run directory are taken from it.
+    pub workspace_root: PathBuf,
+    /// The command line as typed, for the manifest.
+    pub command_line: Vec<String>,
+    /// The version of the program, for the manifest.
+    pub program_version: String,
+}
+
+/// Where the config of a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigOrigin {
+    /// `--config FILE`.
+    Explicit,
+    /// The `config.yaml` beside the target's source file.
+    BesideTarget,
+    /// Built-in defaults: dummy source, cpu, one warmup and one measured pass.
+    Defaults,
+}
+
+/// A run that passed every check and can start.
+#[derive(Debug)]
+pub struct Planned {
+    pub config: Config,
+    pub config_path: Option<PathBuf>,
+    pub config_origin: ConfigOrigin,
+    pub entry: &'static TargetEntry,
+    pub run_id: String,
+    pub run_dir: PathBuf,
+}
+
+/// Why a run did not happen or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("unknown target `{name}`{}", near_hint(.near))]
+    UnknownTarget { name: String, near: Vec<String> },
+    #[error("target name `{name}` is registered more than once ({}): rename one of them", .places.join(", "))]
+    AmbiguousTarget { name: String, places: Vec<String> },
+    #[error("target.import_path `{import_path}` does not match target `{name}`, defined at {defined_at}{detail}")]
+    ImportPathMismatch {
+        import_path: String,
+        name: String,
+        defined_at: String,
+        detail: String,
+    },
+    #[error("device `{0}` needs a CUDA backend, and this build has none: run on `cpu`, or build with a GPU backend")]
+    NoCuda(Device),
+    #[error("run id `{run_id}` is already used: {} exists; choose another --run-id", .run_dir.display())]
+    RunExists { run_id: String, run_dir: PathBuf },
+    #[error("--run-id: {0}")]
+    RunId(String),
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error("the target failed: {0}")]
+    Target(Box<RunError>),
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+fn near_hint(near: &[String]) -> String {
+    if near.is_empty() {
+        "; `profile-cli list` shows every target".to_owned()
+    } else {
+        format!("; did you mean {}?", near.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or "))
+    }
+}
+
+impl SessionError {
+    /// 2 for bad usage, config or data; 1 when the target itself failed or
+    /// the results could not be written.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            SessionError::Target(error) if !error.is_data_error() => 1,
+            SessionError::Write { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Resolves and checks everything about a run without running or writing
+/// anything.
+pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
+    let explicit = match &request.config_path {
+        Some(path) => Some(ConfigFile::load(path)?),
+        None => None,
+    };
+    let name = match (&request.target, explicit.as_ref().and_then(ConfigFile::target_name)) {
+        (Some(name), _) => name.clone(),
+        (None, Some(name)) => name.to_owned(),
+        (None, None) => {
+            return Err(match &request.config_path {
+                Some(path) => SessionError::Usage(format!(
+                    "{}: target.name: missing, and no target was named on the command line",
+                    path.display()
+                )),
+                None => SessionError::Usage("name a target to run, or give --config FILE (`profile-cli list` shows the targets)".to_owned()),
+            })
+        }
+    };
+    let entry = find_target(&name)?;
+
+    let (file, origin) = match explicit {
+        Some(file) => (Some(file), ConfigOrigin::Explicit),
+        None => match beside_target(entry, &request.workspace_root, &name)? {
+            Some(file) => (Some(file), ConfigOrigin::BesideTarget),
+            None => (None, ConfigOrigin::Defaults),
+        },
+    };
+    let mut overrides = request.overrides.clone();
+    overrides.target = Some(name.clone());
+    let config = match &file {
+        Some(file) => file.resolve(&overrides)?,
+        None => config::defaults_for(&name, &overrides)?,
+    };
+    let config_path = file.and_then(|f| f.path);
+
+    if let Some(import_path) = &config.target.import_path {
+        check_import_path(import_path, entry, &request.workspace_root, config_path.as_deref())?;
+    }
+    if config.device.is_cuda() && !cuda_backend_available() {
+        return Err(SessionError::NoCuda(config.device));
+    }
+    let run_id = match &request.run_id {
+        Some(run_id) => {
+            config::check_run_id(run_id).map_err(SessionError::RunId)?;
+            run_id.clone()
+        }
+        None => UtcTime::now().compact(),
+    };
+    let run_dir = run_directory(&config, config_path.as_deref(), &request.workspace_root).join(&run_id);
+    if run_dir.exists() {
+        return Err(SessionError::RunExists { run_id, run_dir });
+    }
+    Ok(Planned {
+        config,
+        config_path,
+        config_origin: origin,
+        entry,
+        run_id,
+        run_dir,
+    })
+}
+
+fn find_target(name: &str) -> Result<&'static TargetEntry, SessionError> {
+    match registry::lookup(name) {
+        Lookup::Found(entry) => Ok(entry),
+        Lookup::Ambiguous(entries) => Err(SessionError::AmbiguousTarget {
+            name: name.to_owned(),
+            places: entries.iter().map(|e| format!("{}:{}", e.file, e.line)).collect(),
+        }),
+        Lookup::Missing { near } => Err(SessionError::UnknownTarget {
+            name: name.to_owned(),
+            near: near.into_iter().map(str::to_owned).collect(),
+        }),
+    }
+}
+
+/// The `config.yaml` beside the target's source file, when it names this
+/// target.
+fn beside_target(entry: &TargetEntry, root: &Path, name: &str) -> Result<Option<ConfigFile>, SessionError> {
+    let source = entry.source_path(root);
+    let Some(candidate) = source.parent().map(|dir| dir.join("config.yaml")) else {
+        return Ok(None);
+    };
+    if !candidate.is_file() {
+        return Ok(None);
+    }
+    let file = ConfigFile::load(&candidate)?;
+    Ok((file.target_name() == Some(name)).then_some(file))
+}
+
+/// `DIR/<profile_name>/runs` with an output directory, else the config
+/// file's `runs/`, else the snippets directory of the workspace.
+pub fn run_directory(config: &Config, config_path: Option<&Path>, workspace_root: &Path) -> PathBuf {
+    if let Some(dir) = &config.output_dir {
+        return dir.join(&config.profile_name).join("runs");
+    }
+    if let Some(path) = config_path {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        return parent.join("runs");
+    }
+    let base = if workspace_root.is_dir() {
+        workspace_root.to_path_buf()
+    } else {
+        PathBuf::from(".")
+    };
+    base.join("inference_profiling")
+        .join("snippets")
+        .join(&config.profile_name)
+        .join("runs")
+}
+
+/// `target.import_path` is `<file.rs>[:<Ident>]`: the file must be the
+/// target's source file, the ident its type or factory.
+fn check_import_path(
+    import_path: &str,
+    entry: &TargetEntry,
+    root: &Path,
+    config_path: Option<&Path>,
+) -> Result<(), SessionError> {
+    let (file, ident) = match import_path.rsplit_once(':') {
+        Some((file, ident)) if is_identifier(ident) => (file, Some(ident)),
+        _ => (import_path, None),
+    };
+    let defined_at = format!("{}:{}", entry.display_file(root), entry.line);
+    let mismatch = |detail: String| SessionError::ImportPathMismatch {
+        import_path: import_path.to_owned(),
+        name: entry.name.to_owned(),
+        defined_at: defined_at.clone(),
+        detail,
+    };
+    let wanted = Path::new(file);
+    let source = entry.source_path(root);
+    let candidates: Vec<PathBuf> = if wanted.is_absolute() {
+        vec![wanted.to_path_buf()]
+    } else {
+        let mut list = vec![root.join(wanted), wanted.to_path_buf()];
+        if let Some(dir) = config_path.and_then(Path::parent) {
+            list.push(dir.join(wanted));
+        }
+        list
+    };
+    let same_file = |candidate: &PathBuf| match (candidate.canonicalize(), source.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !candidates.iter().any(same_file) {
+        let exists = candidates.iter().any(|c| c.is_file());
+        return Err(mismatch(if exists {
+            String::new()
+        } else {
+            format!(" ({file} does not exist)")
+        }));
+    }
+    if let Some(ident) = ident {
+        let type_ident = last_segment(entry.type_name);
+        let factory_ident = last_segment(entry.constructor);
+        if ident != type_ident && ident != factory_ident {
+            return Err(mismatch(format!(" (`{ident}` is neither its type `{type_ident}` nor its factory `{factory_ident}`)")));
+        }
+    }
+    Ok(())
+}
+
+fn last_segment(path: &str) -> &str {
+    let without_generics = path.split('<').next().unwrap_or(path);
+    without_generics.rsplit("::").next().unwrap_or(without_generics).trim()
+}
+
+fn is_identifier(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// The result of [`execute`]: the manifest (written when the config asks
+/// for it), and how the run ended.
+#[derive(Debug)]
+pub struct RunReport {
+    pub manifest: Manifest,
+    pub manifest_path: Option<PathBuf>,
+    pub outcome: Result<RunOutcome, SessionError>,
+}
+
+/// Runs a planned run: seeds, reads the records, launches the target and
+/// writes the manifest. Errors before the target starts (data that cannot
+/// be read) return `Err` and leave nothing behind; a target that fails
+/// still gets a manifest, with `status: failed`.
+pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, SessionError> {
+    let config = &planned.config;
+    crate::random::seed_run(config.seed);
+    let source = data::build(&config.data_source.name, &config.data_source.parameters)?;
+    let description = source.describe();
+    let records = match config.record_loading {
+        RecordLoading::Eager => {
+            let records = source.read_all()?;
+            if records.is_empty() {
+                return Err(DataError::NoRecords.into());
+            }
+            Records::Eager(records)
+        }
+        RecordLoading::Lazy => {
+            if source.is_empty() {
+                return Err(DataError::NoRecords.into());
+            }
+            Records::Lazy(source)
+        }
+    };
+    let run_plan = RunPlan {
+        config: config.clone(),
+        records,
+    };
+
+    let started_at = UtcTime::now().rfc3339();
+    let result = (planned.entry.launch)(&run_plan);
+    let finished_at = UtcTime::now().rfc3339();
+
+    let git = git_state(&request.workspace_root).or_else(|| git_state(Path::new(".")));
+    let entry = planned.entry;
+    let (status, error, outcome_view) = match &result {
+        Ok(outcome) => (Status::Completed, None, OutcomeView::from(outcome)),
+        Err(error) => (
+            Status::Failed,
+            Some(ManifestError {
+                phase: error.phase,
+                record_id: error.record_id.clone(),
+                pass: error.pass,
+                message: format!("{:#}", error.source),
+            }),
+            OutcomeView::failed(error.calls, error.completed_iterations),
+        ),
+    };
+    let manifest = Manifest {
+        profile_name: config.profile_name.clone(),
+        run_id: planned.run_id.clone(),
+        status,
+        error,
+        target: ManifestTarget {
+            name: config.target.name.clone(),
+            import_path: config.target.import_path.clone(),
+            profile_prepare: config.target.profile_prepare,
+            type_name: entry.type_name.to_owned(),
+            source: format!("{}:{}", entry.display_file(&request.workspace_root), entry.line),
+            module_path: entry.module_path.to_owned(),
+        },
+        data_source: ManifestDataSource {
+            name: config.data_source.name.clone(),
+            description,
+        },
+        record_ids: outcome_view.record_ids,
+        workload: Workload {
+            warmup: config.warmup,
+            iterations: config.iterations,
+            record_loading: config.record_loading,
+            seed: config.seed,
+            validate_output: config.validate_output,
+        },
+        capture_range: config.capture_range.clone(),
+        cuda: config.cuda,
+        device: config.device,
+        git_commit: git.as_ref().map(|(commit, _)| commit.clone()),
+        git_dirty: git.as_ref().map(|(_, dirty)| *dirty),
+        command_line: request
+            .command_line
+            .iter()
+            .map(|w| crate::nsys::shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+        config_path: planned.config_path.clone(),
+        expected_trace_path: planned.run_dir.join("trace.nsys-rep"),
+        output_summaries: outcome_view.output_summaries,
+        started_at,
+        finished_at,
+        profile_cli_version: request.program_version.clone(),
+        build_profile: build_profile().to_owned(),
+        host: HostInfo::current(),
+        calls: outcome_view.calls,
+        completed_warmup: outcome_view.completed_warmup,
+        completed_iterations: outcome_view.completed_iterations,
+        validation: outcome_view.validation,
+        timings: outcome_view.timings,
+    };
+
+    let manifest_path = if config.write_manifest {
+        std::fs::create_dir_all(&planned.run_dir).map_err(|source| SessionError::Write {
+            path: planned.run_dir.clone(),
+            source,
+        })?;
+        Some(manifest.write(&planned.run_dir).map_err(|source| SessionError::Write {
+            path: planned.run_dir.join("manifest.yaml"),
+            source,
+        })?)
+    } else {
+        None
+    };
+    Ok(RunReport {
+        manifest,
+        manifest_path,
+        outcome: result.map_err(|error| SessionError::Target(Box::new(error))),
+    })
+}
+
+/// The parts of an outcome the manifest records, for finished and failed
+/// runs alike.
+struct OutcomeView {
+    record_ids: Vec<String>,
+    output_summaries: Vec<crate::runner::OutputSummary>,
+    calls: CallCounts,
+    completed_warmup: u32,
+    completed_iterations: u32,
+    validation: Validation,
+    timings: Timings,
+}
+
+impl OutcomeView {
+    fn from(outcome: &RunOutcome) -> Self {
+        OutcomeView {
+            record_ids: outcome.record_ids.clone(),
+            output_summaries: outcome.output_summaries.clone(),
+            calls: outcome.calls,
+            completed_warmup: outcome.completed_warmup,
+            completed_iterations: outcome.completed_iterations,
+            validation: outcome.validation,
+            timings: outcome.timings.clone(),
+        }
+    }
+
+    fn failed(calls: CallCounts, completed_iterations: u32) -> Self {
+        OutcomeView {
+            record_ids: Vec::new(),
+            output_summaries: Vec::new(),
+            calls,
+            completed_warmup: 0,
+            completed_iterations,
+            validation: Validation::Disabled,
+            timings: Timings::default(),
+        }
+    }
+}
+
+/// The profiling command that repeats `planned` with every setting spelled
+/// out, as lines of words (program and target first, then one option per
+/// line).
+pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
+    let config = &planned.config;
+    let mut lines = vec![vec![
+        program.to_string_lossy().into_owned(),
+        "run".to_owned(),
+        config.target.name.clone(),
+    ]];
+    let mut option = |name: &str, value: String| lines.push(vec![name.to_owned(), value]);
+    if let Some(path) = &planned.config_path {
+        option("--config", absolute(path).to_string_lossy().into_owned());
+    }
+    option("--data-source", config.data_source.name.clone());
+    option("--device", config.device.to_string());
+    option("--warmup", config.warmup.to_string());
+    option("--iterations", config.iterations.to_string());
+    option("--capture-range", config.capture_range.clone());
+    option("--record-loading", config.record_loading.to_string());
+    if let Some(seed) = config.seed {
+        option("--seed", seed.to_string());
+    }
+    if let Some(dir) = &config.output_dir {
+        option("--output-dir", absolute(dir).to_string_lossy().into_owned());
+    }
+    option("--run-id", planned.run_id.clone());
+    lines
+}
+
+/// `path` made absolute against the current directory (not resolving links).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}

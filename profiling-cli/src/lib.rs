@@ -1,0 +1,290 @@
+//! The `profile-cli` command line: parses arguments and prints, calling
+//! `profiling_core` for everything else.
+//!
+//! [`main_with`] is the whole program with its streams passed in, so tests
+//! run it in-process against the targets they link.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use profiling_core::config::{Overrides, RecordLoading};
+use profiling_core::device::Device;
+use profiling_core::registry::{self, TargetEntry};
+use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
+
+/// Exit code: the run finished.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the target failed (or results could not be written).
+pub const EXIT_TARGET_FAILED: u8 = 1;
+/// Exit code: bad usage, config or data.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "profile-cli",
+    version,
+    about = "Profile isolated snippets of inference code under NVTX ranges",
+    long_about = "Profile isolated snippets of inference code.\n\n\
+        A target registered with #[profile_target] runs on a config-driven data source: \
+        warmup passes, then measured passes inside one NVTX capture range that Nsight Systems \
+        can capture alone, then a manifest.yaml recording what ran and how long it took.\n\n\
+        Exit codes: 0 done, 1 the target failed, 2 bad usage, config or data."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show every registered target: name, source location, description.
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a target: warmup passes, then measured passes inside the capture range.
+    ///
+    /// The config comes from --config FILE; failing that, from the config.yaml beside
+    /// the target's source file when it names this target; failing that, from built-in
+    /// defaults (dummy data source, cpu, warmup 1, iterations 1). Options given here
+    /// win over the config.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The target to run (`profile-cli list` shows them); defaults to the config's target.name.
+    name: Option<String>,
+    /// The YAML config of the run.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The data source: dummy or images (its parameters come from the config).
+    #[arg(long, value_name = "NAME")]
+    data_source: Option<String>,
+    /// cpu, cuda (= cuda:0) or cuda:N.
+    #[arg(long, value_name = "DEVICE", value_parser = parse_device)]
+    device: Option<Device>,
+    /// Passes run before the capture range opens.
+    #[arg(long, value_name = "N")]
+    warmup: Option<u32>,
+    /// Measured passes inside the capture range (at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    iterations: Option<u32>,
+    /// The name of the NVTX range Nsight captures.
+    #[arg(long, value_name = "NAME")]
+    capture_range: Option<String>,
+    /// eager (read records once) or lazy (read them in every pass; needs target.profile_prepare).
+    #[arg(long, value_name = "MODE", value_parser = parse_record_loading)]
+    record_loading: Option<RecordLoading>,
+    /// Seeds every random generator the run uses.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// The run's directory name under runs/ (default: UTC time, YYYYMMDDTHHMMSSZ).
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
+    /// Put the run in DIR/<profile_name>/runs/<run_id>/.
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<PathBuf>,
+    /// Print the nsys command that captures this run, and run nothing.
+    #[arg(long)]
+    print_nsys_command: bool,
+}
+
+fn parse_device(text: &str) -> Result<Device, String> {
+    text.parse().map_err(|e: profiling_core::device::ParseDeviceError| e.to_string())
+}
+
+fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
+    text.parse()
+}
+
+/// Runs `profile-cli` with `args` (the program name first), writing to
+/// `out` and `err`; returns the exit code.
+pub fn main_with(args: Vec<OsString>, workspace_root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let text = error.render().ansi().to_string();
+            let stream: &mut dyn Write = if error.use_stderr() { err } else { out };
+            let _ = write!(stream, "{text}");
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::List { json } => list(json, workspace_root, out, err),
+        Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            EXIT_TARGET_FAILED
+        }
+    }
+}
+
+fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    let entries = registry::targets();
+    let duplicated = |entry: &TargetEntry| entries.iter().filter(|e| e.name == entry.name).count() > 1;
+    if json {
+        let items: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "name": e.name,
+                    "file": e.display_file(root),
+                    "line": e.line,
+                    "type_name": e.type_name,
+                    "module_path": e.module_path,
+                    "constructor": e.constructor,
+                    "description": e.doc,
+                    "duplicate": duplicated(e),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
+    } else if entries.is_empty() {
+        writeln!(err, "no targets are registered: add #[profile_target] to an impl of ProfileTarget")?;
+    } else {
+        let name_width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
+        let places: Vec<String> = entries.iter().map(|e| format!("{}:{}", e.display_file(root), e.line)).collect();
+        let place_width = places.iter().map(String::len).max().unwrap_or(0);
+        for (entry, place) in entries.iter().zip(&places) {
+            let line = format!("{:name_width$}  {:place_width$}  {}", entry.name, place, entry.doc);
+            writeln!(out, "{}", line.trim_end())?;
+        }
+    }
+    let mut warned = Vec::new();
+    for entry in &entries {
+        if duplicated(entry) && !warned.contains(&entry.name) {
+            warned.push(entry.name);
+            let places: Vec<String> = entries
+                .iter()
+                .filter(|e| e.name == entry.name)
+                .map(|e| format!("{}:{}", e.display_file(root), e.line))
+                .collect();
+            writeln!(
+                err,
+                "warning: target name `{}` is registered {} times ({}): `profile-cli run {}` refuses it until one is renamed",
+                entry.name,
+                places.len(),
+                places.join(", "),
+                entry.name
+            )?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn run(args: RunArgs, argv: &[OsString], root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    let request = RunRequest {
+        target: args.name,
+        config_path: args.config,
+        overrides: Overrides {
+            target: None,
+            data_source: args.data_source,
+            device: args.device,
+            warmup: args.warmup,
+            iterations: args.iterations,
+            capture_range: args.capture_range,
+            record_loading: args.record_loading,
+            seed: args.seed,
+            output_dir: args.output_dir,
+        },
+        run_id: args.run_id,
+        workspace_root: root.to_path_buf(),
+        command_line: argv.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        program_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let planned = match session::plan(&request) {
+        Ok(planned) => planned,
+        Err(error) => return report_error(&error, root, err),
+    };
+
+    if args.print_nsys_command {
+        let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
+        let run_dir = session::absolute(&planned.run_dir);
+        let command = session::explicit_command(&planned, &program);
+        let lines = profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
+        writeln!(out, "{}", profiling_core::nsys::render_command(&lines))?;
+        return Ok(EXIT_OK);
+    }
+
+    let config = &planned.config;
+    if profiling_core::host::build_profile() == "debug" {
+        writeln!(
+            err,
+            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
+        )?;
+    }
+    let origin = match planned.config_origin {
+        ConfigOrigin::Explicit | ConfigOrigin::BesideTarget => planned
+            .config_path
+            .as_ref()
+            .map_or_else(String::new, |p| format!("config {}", p.display())),
+        ConfigOrigin::Defaults => "built-in defaults".to_owned(),
+    };
+    writeln!(
+        out,
+        "running `{}` ({}) on {} with {}: device {}, warmup {}, iterations {}, {} loading",
+        config.target.name,
+        planned.entry.display_file(root),
+        config.data_source.name,
+        origin,
+        config.device,
+        config.warmup,
+        config.iterations,
+        config.record_loading,
+    )?;
+
+    let report = match session::execute(&planned, &request) {
+        Ok(report) => report,
+        Err(error) => return report_error(&error, root, err),
+    };
+    let manifest = &report.manifest;
+    if let Some(stats) = &manifest.timings.iterations {
+        writeln!(
+            out,
+            "{} measured pass{} of {} record{}: median {} per pass (min {}, max {}); {} run calls",
+            stats.count,
+            if stats.count == 1 { "" } else { "es" },
+            manifest.record_ids.len(),
+            if manifest.record_ids.len() == 1 { "" } else { "s" },
+            format_ns(stats.p50_ns),
+            format_ns(stats.min_ns),
+            format_ns(stats.max_ns),
+            manifest.calls.run,
+        )?;
+    }
+    let code = match &report.outcome {
+        Ok(_) => EXIT_OK,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            error.exit_code()
+        }
+    };
+    match &report.manifest_path {
+        Some(path) => writeln!(out, "manifest: {}", session::absolute(path).display())?,
+        None => writeln!(out, "manifest: not written (write_manifest: false)")?,
+    }
+    Ok(code)
+}
+
+fn report_error(error: &SessionError, _root: &Path, err: &mut dyn Write) -> anyhow::Result<u8> {
+    writeln!(err, "error: {error}")?;
+    Ok(error.exit_code())
+}
+
+/// A duration in the unit that reads best.
+pub fn format_ns(ns: u64) -> String {
+    match ns {
+        0..=9_999 => format!("{ns} ns"),
+        10_000..=9_999_999 => format!("{:.2} µs", ns as f64 / 1e3),
+        10_000_000..=9_999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
