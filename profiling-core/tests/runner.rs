@@ -1,0 +1,222 @@
+//! The runner's order of calls, in each loading mode, and how it reports
+//! failures.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::data::{self, DataSource};
+use profiling_core::prelude::*;
+use profiling_core::runner::{run_target, CallCounts, Pass, Phase, Records, RunPlan, Validation};
+
+/// Logs every call as `<method> <record or output>`.
+#[derive(Default, Clone)]
+struct Logging {
+    log: Rc<RefCell<Vec<String>>>,
+    fail_validate_on: Option<String>,
+    fail_run_on_call: Option<usize>,
+    runs: usize,
+}
+
+impl ProfileTarget for Logging {
+    type Prepared = String;
+    type Output = String;
+
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<String> {
+        self.log.borrow_mut().push(format!("prepare {}", record.id));
+        Ok(record.id.clone())
+    }
+
+    fn run(&mut self, prepared: &String) -> anyhow::Result<String> {
+        self.runs += 1;
+        if self.fail_run_on_call == Some(self.runs) {
+            anyhow::bail!("run exploded");
+        }
+        self.log.borrow_mut().push(format!("run {prepared}"));
+        Ok(format!("out-{prepared}"))
+    }
+
+    fn validate(&self, output: &String) -> anyhow::Result<()> {
+        self.log.borrow_mut().push(format!("validate {output}"));
+        if self.fail_validate_on.as_deref() == Some(output.as_str()) {
+            anyhow::bail!("bad output {output}");
+        }
+        Ok(())
+    }
+
+    fn summarize(&self, output: &String) -> Summary {
+        self.log.borrow_mut().push(format!("summarize {output}"));
+        Summary::from([("output".to_owned(), serde_yaml::Value::from(output.as_str()))])
+    }
+}
+
+fn plan(yaml: &str) -> RunPlan {
+    let config = ConfigFile::parse(yaml, None).unwrap().resolve(&Overrides::default()).unwrap();
+    let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
+    let records = match config.record_loading {
+        profiling_core::config::RecordLoading::Eager => Records::Eager(source.read_all().unwrap()),
+        profiling_core::config::RecordLoading::Lazy => Records::Lazy(source),
+    };
+    RunPlan { config, records }
+}
+
+fn run_logged(yaml: &str, target: Logging) -> (Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError>, Vec<String>) {
+    let log = target.log.clone();
+    let result = run_target(&plan(yaml), move || Ok(target));
+    let lines = log.borrow().clone();
+    (result, lines)
+}
+
+const TWO_RECORDS: &str = "data_source: {name: dummy, record_count: 2, include_image: false}";
+
+#[test]
+fn eager_prepares_once_before_the_passes() {
+    let (result, log) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\niterations: 3"), Logging::default());
+    let outcome = result.unwrap();
+    assert_eq!(
+        outcome.calls,
+        CallCounts {
+            prepare: 2,
+            run: 10,
+            validate: 4,
+            summarize: 2
+        }
+    );
+    assert_eq!(
+        log[..8],
+        [
+            "prepare dummy-0",
+            "prepare dummy-1",
+            "run dummy-0",
+            "validate out-dummy-0",
+            "run dummy-1",
+            "validate out-dummy-1",
+            "run dummy-0",
+            "validate out-dummy-0",
+        ]
+    );
+    assert_eq!(log.iter().filter(|l| l.starts_with("prepare")).count(), 2);
+    assert_eq!(log[log.len() - 2..], ["summarize out-dummy-0", "summarize out-dummy-1"]);
+    assert_eq!(outcome.record_ids, ["dummy-0", "dummy-1"]);
+    assert_eq!(outcome.validation, Validation::Warmup);
+    assert_eq!((outcome.completed_warmup, outcome.completed_iterations), (2, 3));
+    assert_eq!(outcome.timings.iterations.unwrap().count, 3);
+    assert_eq!(outcome.output_summaries[1].record_id, "dummy-1");
+    assert_eq!(outcome.output_summaries[1].summary["output"], "out-dummy-1");
+}
+
+#[test]
+fn profile_prepare_prepares_inside_every_pass() {
+    let (result, log) = run_logged(
+        &format!("target: {{name: t, profile_prepare: true}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 2"),
+        Logging::default(),
+    );
+    let outcome = result.unwrap();
+    assert_eq!(
+        outcome.calls,
+        CallCounts {
+            prepare: 6,
+            run: 6,
+            validate: 2,
+            summarize: 2
+        }
+    );
+    assert_eq!(log[..3], ["prepare dummy-0", "run dummy-0", "validate out-dummy-0"]);
+}
+
+#[test]
+fn lazy_reads_and_prepares_inside_every_pass() {
+    let (result, log) = run_logged(
+        &format!("target: {{name: t, profile_prepare: true}}\n{TWO_RECORDS}\nrecord_loading: lazy\nwarmup: 2\niterations: 2"),
+        Logging::default(),
+    );
+    let outcome = result.unwrap();
+    assert_eq!(
+        outcome.calls,
+        CallCounts {
+            prepare: 8,
+            run: 8,
+            validate: 4,
+            summarize: 2
+        }
+    );
+    assert_eq!(outcome.record_ids, ["dummy-0", "dummy-1"]);
+    assert_eq!(log.iter().filter(|l| *l == "prepare dummy-1").count(), 4);
+}
+
+#[test]
+fn measured_passes_never_validate() {
+    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 5"), Logging::default());
+    // Two validations: the warmup pass only, none for the five measured passes.
+    assert_eq!(result.unwrap().calls.validate, 2);
+}
+
+#[test]
+fn without_warmup_the_last_pass_is_validated_after_the_capture() {
+    let (result, log) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 0\niterations: 3"), Logging::default());
+    let outcome = result.unwrap();
+    assert_eq!(outcome.validation, Validation::AfterCapture);
+    assert_eq!(outcome.calls.validate, 2);
+    let first_validate = log.iter().position(|l| l.starts_with("validate")).unwrap();
+    assert_eq!(log.iter().filter(|l| l.starts_with("run")).count(), 6);
+    assert!(log[..first_validate].iter().filter(|l| l.starts_with("run")).count() == 6, "{log:?}");
+}
+
+#[test]
+fn validate_output_false_validates_nothing() {
+    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\nvalidate_output: false"), Logging::default());
+    let outcome = result.unwrap();
+    assert_eq!(outcome.calls.validate, 0);
+    assert_eq!(outcome.validation, Validation::Disabled);
+}
+
+#[test]
+fn a_failed_validation_names_record_and_pass() {
+    let target = Logging {
+        fail_validate_on: Some("out-dummy-1".into()),
+        ..Logging::default()
+    };
+    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1"), target);
+    let error = result.unwrap_err();
+    assert_eq!(error.phase, Phase::Validate);
+    assert_eq!(error.record_id.as_deref(), Some("dummy-1"));
+    assert_eq!(error.pass, Pass::Warmup(0));
+    assert_eq!(error.to_string(), "validate failed on record `dummy-1` (warmup pass 0): bad output out-dummy-1");
+}
+
+#[test]
+fn a_failed_run_in_a_measured_pass_says_how_far_it_got() {
+    // Warmup: calls 1-2; measured pass 0: calls 3-4; pass 1 fails at call 6.
+    let target = Logging {
+        fail_run_on_call: Some(6),
+        ..Logging::default()
+    };
+    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 3"), target);
+    let error = result.unwrap_err();
+    assert_eq!((error.phase, error.pass), (Phase::Run, Pass::Measured(1)));
+    assert_eq!(error.record_id.as_deref(), Some("dummy-1"));
+    assert_eq!(error.completed_iterations, 1);
+    assert_eq!(error.calls.run, 6, "the failing call counts as a call");
+}
+
+#[test]
+fn a_failing_factory_stops_before_any_call() {
+    let plan = plan("target: {name: t}");
+    let error = run_target::<Logging, _>(&plan, || anyhow::bail!("no weights")).unwrap_err();
+    assert_eq!((error.phase, error.pass), (Phase::Construct, Pass::Setup));
+    assert_eq!(error.calls, CallCounts::default());
+}
+
+#[test]
+fn a_seed_makes_the_run_rng_repeat() {
+    use rand::Rng;
+    profiling_core::random::seed_run(Some(5));
+    let first: Vec<u32> = (0..4).map(|_| profiling_core::random::rng("s").gen()).collect();
+    let again: Vec<u32> = (0..4).map(|_| profiling_core::random::rng("s").gen()).collect();
+    assert_eq!(first, again);
+    profiling_core::random::seed_run(Some(6));
+    let other: u32 = profiling_core::random::rng("s").gen();
+    assert_ne!(first[0], other);
+    profiling_core::random::seed_run(None);
+    assert_eq!(profiling_core::random::run_seed(), None);
+}
