@@ -1,1 +1,83 @@
-fn main(){}
+//! The cost of an NVTX range with no tool attached: the guards of this
+//! crate against a raw `nvtxRangePushA`/`nvtxRangePop` pair and the nvtx
+//! crate's `LocalRange`.
+//!
+//! `cargo bench -p profiling-core --bench range`
+
+use std::hint::black_box;
+
+use profiling_core::nvtx::{profiling_range, profiling_range_if_cuda};
+use profiling_core::{nvtx_range, Device};
+
+fn main() {
+    // The first NVTX call of a process initializes the loader (looking for
+    // an injected tool); keep that one-off cost out of every measurement.
+    drop(profiling_range(c"initialize"));
+    divan::main();
+}
+
+#[divan::bench]
+fn raw_push_pop_pair() {
+    // SAFETY: a static C string; the pop closes the range just pushed.
+    unsafe {
+        nvtx::sys::ffi::nvtxRangePushA(black_box(c"decode_boxes").as_ptr());
+        nvtx::sys::ffi::nvtxRangePop();
+    }
+}
+
+#[divan::bench]
+fn nvtx_crate_local_range() {
+    let _range = nvtx::LocalRange::new(nvtx::Str::from_str_lossy(black_box("decode_boxes")));
+}
+
+#[divan::bench]
+fn guard_c_string_literal() {
+    let _range = profiling_range(black_box(c"decode_boxes"));
+}
+
+#[divan::bench]
+fn guard_str_literal() {
+    // As written in code: the literal and its length are known where the
+    // guard is inlined, so the NUL-terminated copy is a few fixed moves.
+    let _range = profiling_range("decode_boxes");
+}
+
+#[divan::bench]
+fn guard_str_opaque() {
+    // A name the compiler cannot see through: the copy has a run-time length.
+    let _range = profiling_range(black_box("decode_boxes"));
+}
+
+#[divan::bench]
+fn guard_dynamic_string(bencher: divan::Bencher) {
+    let stage = 7;
+    bencher.bench_local(|| {
+        let _range = profiling_range(format!("stage {}", black_box(stage)));
+    });
+}
+
+#[divan::bench]
+fn guard_if_cuda_on_cpu() {
+    let _range = profiling_range_if_cuda(black_box("upload"), black_box(Device::Cpu));
+}
+
+#[nvtx_range]
+#[inline(never)]
+fn decode_boxes(x: u64) -> u64 {
+    x.wrapping_mul(3)
+}
+
+#[divan::bench]
+fn attribute_on_a_function() -> u64 {
+    decode_boxes(black_box(7))
+}
+
+#[inline(never)]
+fn decode_boxes_bare(x: u64) -> u64 {
+    x.wrapping_mul(3)
+}
+
+#[divan::bench]
+fn function_without_range() -> u64 {
+    decode_boxes_bare(black_box(7))
+}

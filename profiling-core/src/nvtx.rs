@@ -69,7 +69,7 @@ impl RangeName<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&self) {
         match self {
             RangeName::CStr(name) => push_cstr(name),
@@ -88,7 +88,7 @@ fn push_cstr(name: &CStr) {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn push_str(name: &str) {
     let bytes = name.as_bytes();
     if bytes.len() <= STACK_NAME_CAPACITY {
@@ -141,7 +141,7 @@ impl Drop for RangeGuard {
 /// let _outer = profiling_range(format!("stage {stage}"));
 /// assert_eq!(decode(&[1.0, 2.0]), 3.0);
 /// ```
-#[inline]
+#[inline(always)]
 pub fn profiling_range<'a>(name: impl Into<RangeName<'a>>) -> RangeGuard {
     name.into().push();
     RangeGuard {
