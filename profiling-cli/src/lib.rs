@@ -108,7 +108,7 @@ pub fn main_with(args: Vec<OsString>, workspace_root: &Path, out: &mut dyn Write
         Ok(cli) => cli,
         Err(error) => {
             let code = if error.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            let text = error.render().ansi().to_string();
+            let text = error.render().to_string();
             let stream: &mut dyn Write = if error.use_stderr() { err } else { out };
             let _ = write!(stream, "{text}");
             return code;
@@ -215,12 +215,6 @@ fn run(args: RunArgs, argv: &[OsString], root: &Path, out: &mut dyn Write, err: 
     }
 
     let config = &planned.config;
-    if profiling_core::host::build_profile() == "debug" {
-        writeln!(
-            err,
-            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
-        )?;
-    }
     let origin = match planned.config_origin {
         ConfigOrigin::Explicit | ConfigOrigin::BesideTarget => planned
             .config_path
@@ -246,6 +240,12 @@ fn run(args: RunArgs, argv: &[OsString], root: &Path, out: &mut dyn Write, err: 
         Err(error) => return report_error(&error, root, err),
     };
     let manifest = &report.manifest;
+    if profiling_core::host::build_profile() == "debug" {
+        writeln!(
+            err,
+            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
+        )?;
+    }
     if let Some(stats) = &manifest.timings.iterations {
         writeln!(
             out,

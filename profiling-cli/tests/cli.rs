@@ -1,0 +1,383 @@
+//! `profile-cli` end to end, in-process, against targets defined here.
+
+use std::path::{Path, PathBuf};
+
+use profiling_core::prelude::*;
+use serde_yaml::Value;
+
+/// Doubles the dummy tensor and sums it.
+#[derive(Default)]
+struct Doubler;
+
+#[profile_target(name = "cli-doubler")]
+impl ProfileTarget for Doubler {
+    type Prepared = Vec<f32>;
+    type Output = Vec<f32>;
+
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<Vec<f32>> {
+        Ok(record.tensor("tensor")?.iter().copied().collect())
+    }
+
+    fn run(&mut self, values: &Vec<f32>) -> anyhow::Result<Vec<f32>> {
+        let _range = profiling_range("double");
+        Ok(values.iter().map(|v| v * 2.0).collect())
+    }
+
+    fn summarize(&self, output: &Vec<f32>) -> Summary {
+        Summary::from([("sum".to_owned(), Value::from(output.iter().sum::<f32>() as f64))])
+    }
+}
+
+/// One of two targets that share a name.
+#[derive(Default)]
+struct FirstTwin;
+
+#[profile_target(name = "cli-twin")]
+impl ProfileTarget for FirstTwin {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// The other of two targets that share a name.
+#[derive(Default)]
+struct SecondTwin;
+
+#[profile_target(name = "cli-twin")]
+impl ProfileTarget for SecondTwin {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// Fails in its second run call.
+#[derive(Default)]
+struct Failing {
+    calls: u32,
+}
+
+#[profile_target(name = "cli-failing")]
+impl ProfileTarget for Failing {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        self.calls += 1;
+        anyhow::ensure!(self.calls < 2, "exploded on call {}", self.calls);
+        Ok(())
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+struct Outcome {
+    code: u8,
+    stdout: String,
+    stderr: String,
+}
+
+fn cli(args: &[&str]) -> Outcome {
+    let mut argv = vec!["profile-cli".into()];
+    argv.extend(args.iter().map(Into::into));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = profiling_cli::main_with(argv, &workspace_root(), &mut out, &mut err);
+    Outcome {
+        code,
+        stdout: String::from_utf8(out).unwrap(),
+        stderr: String::from_utf8(err).unwrap(),
+    }
+}
+
+fn line_of(needle: &str) -> u32 {
+    let source = include_str!("cli.rs");
+    let index = source.lines().position(|l| l.starts_with(needle)).expect("needle in this file");
+    index as u32 + 1
+}
+
+fn manifest_path(stdout: &str) -> PathBuf {
+    let line = stdout.lines().find_map(|l| l.strip_prefix("manifest: ")).expect("the manifest path is printed");
+    PathBuf::from(line)
+}
+
+fn read_manifest(path: &Path) -> Value {
+    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn list_shows_name_place_and_description() {
+    let outcome = cli(&["list"]);
+    assert_eq!(outcome.code, 0);
+    let line = outcome.stdout.lines().find(|l| l.starts_with("cli-doubler ")).expect("cli-doubler listed");
+    let place = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for Doubler"));
+    let fields: Vec<&str> = line.split("  ").map(str::trim).filter(|f| !f.is_empty()).collect();
+    assert_eq!(fields, ["cli-doubler", place.as_str(), "Doubles the dummy tensor and sums it."]);
+}
+
+#[test]
+fn list_warns_about_shared_names_with_both_places() {
+    let outcome = cli(&["list"]);
+    assert_eq!(outcome.code, 0);
+    assert_eq!(outcome.stdout.lines().filter(|l| l.starts_with("cli-twin ")).count(), 2);
+    let first = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for FirstTwin"));
+    let second = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for SecondTwin"));
+    let warning = outcome.stderr.lines().find(|l| l.contains("`cli-twin`")).expect("a warning");
+    assert!(warning.starts_with("warning: target name `cli-twin` is registered 2 times"), "{warning}");
+    assert!(warning.contains(&first) && warning.contains(&second), "{warning}");
+}
+
+#[test]
+fn list_json_parses() {
+    let outcome = cli(&["list", "--json"]);
+    assert_eq!(outcome.code, 0);
+    let items: Vec<serde_json::Value> = serde_json::from_str(&outcome.stdout).unwrap();
+    let doubler = items.iter().find(|i| i["name"] == "cli-doubler").unwrap();
+    assert_eq!(doubler["file"], "profiling-cli/tests/cli.rs");
+    assert_eq!(doubler["line"], line_of("impl ProfileTarget for Doubler"));
+    assert_eq!(doubler["type_name"], "Doubler");
+    assert_eq!(doubler["description"], "Doubles the dummy tensor and sums it.");
+    assert_eq!(doubler["duplicate"], false);
+    assert_eq!(items.iter().filter(|i| i["name"] == "cli-twin" && i["duplicate"] == true).count(), 2);
+}
+
+#[test]
+fn run_writes_a_manifest_on_built_in_defaults() {
+    let out = tempfile::tempdir().unwrap();
+    let outcome = cli(&["run", "cli-doubler", "--output-dir", out.path().to_str().unwrap(), "--run-id", "r1"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let path = manifest_path(&outcome.stdout);
+    assert_eq!(path, out.path().join("cli-doubler/runs/r1/manifest.yaml"));
+    let manifest = read_manifest(&path);
+    assert_eq!(manifest["profile_name"], "cli-doubler");
+    assert_eq!(manifest["run_id"], "r1");
+    assert_eq!(manifest["status"], "completed");
+    assert_eq!(manifest["target"]["name"], "cli-doubler");
+    assert_eq!(manifest["target"]["profile_prepare"], false);
+    assert_eq!(manifest["target"]["type_name"], "Doubler");
+    assert_eq!(manifest["data_source"]["name"], "dummy");
+    assert_eq!(manifest["data_source"]["description"]["record_count"], 1);
+    assert_eq!(manifest["record_ids"], Value::from(vec!["dummy-0"]));
+    assert_eq!(manifest["workload"]["warmup"], 1);
+    assert_eq!(manifest["workload"]["iterations"], 1);
+    assert_eq!(manifest["workload"]["record_loading"], "eager");
+    assert_eq!(manifest["workload"]["seed"], Value::Null);
+    assert_eq!(manifest["workload"]["validate_output"], true);
+    assert_eq!(manifest["capture_range"], "profile-target");
+    assert_eq!(manifest["device"], "cpu");
+    assert_eq!(manifest["cuda"]["synchronize_each_iteration"], false);
+    assert_eq!(manifest["expected_trace_path"], out.path().join("cli-doubler/runs/r1/trace.nsys-rep").to_str().unwrap());
+    // arange(16) * 2 summed: 2 * 120.
+    assert_eq!(manifest["output_summaries"][0]["record_id"], "dummy-0");
+    assert_eq!(manifest["output_summaries"][0]["summary"]["sum"], 240.0);
+    assert_eq!(manifest["calls"]["prepare"], 1);
+    assert_eq!(manifest["calls"]["run"], 2);
+    assert_eq!(manifest["calls"]["validate"], 1);
+    assert_eq!(manifest["timings"]["iterations"]["count"], 1);
+    assert!(manifest["command_line"].as_str().unwrap().starts_with("profile-cli run cli-doubler"));
+    for key in ["started_at", "finished_at", "profile_cli_version", "build_profile", "git_commit"] {
+        assert!(manifest.get(key).is_some(), "{key} missing");
+    }
+    assert!(manifest["host"]["cores"].as_u64().unwrap() >= 1);
+    assert!(!std::fs::read_dir(path.parent().unwrap()).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+}
+
+#[test]
+fn run_with_a_config_file_uses_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "profile_name: doubled\ntarget: {name: cli-doubler}\ndata_source: {name: dummy, record_count: 2}\nwarmup: 2\niterations: 3\nseed: 4\n",
+    )
+    .unwrap();
+    let outcome = cli(&["run", "--config", config.to_str().unwrap(), "--run-id", "c1"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let path = manifest_path(&outcome.stdout);
+    assert_eq!(path, dir.path().join("runs/c1/manifest.yaml"));
+    let manifest = read_manifest(&path);
+    assert_eq!(manifest["profile_name"], "doubled");
+    assert_eq!(manifest["record_ids"], Value::from(vec!["dummy-0", "dummy-1"]));
+    assert_eq!(manifest["workload"]["seed"], 4);
+    assert_eq!(manifest["calls"]["run"], 10);
+    // Record 1 is arange(16) + 1: (120 + 16) * 2.
+    assert_eq!(manifest["output_summaries"][1]["summary"]["sum"], 272.0);
+    assert_eq!(manifest["config_path"], config.to_str().unwrap());
+}
+
+#[test]
+fn command_line_options_win_over_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "target: {name: cli-doubler}\nwarmup: 5\niterations: 5\n").unwrap();
+    let outcome = cli(&[
+        "run", "--config", config.to_str().unwrap(), "--warmup", "0", "--iterations", "2", "--seed", "9",
+        "--capture-range", "cap", "--run-id", "o1",
+    ]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let manifest = read_manifest(&manifest_path(&outcome.stdout));
+    assert_eq!(manifest["workload"]["warmup"], 0);
+    assert_eq!(manifest["workload"]["iterations"], 2);
+    assert_eq!(manifest["workload"]["seed"], 9);
+    assert_eq!(manifest["capture_range"], "cap");
+    assert_eq!(manifest["validation"], "after_capture");
+}
+
+#[test]
+fn a_shared_name_cannot_be_run() {
+    let out = tempfile::tempdir().unwrap();
+    let outcome = cli(&["run", "cli-twin", "--output-dir", out.path().to_str().unwrap()]);
+    assert_eq!(outcome.code, 2);
+    let first = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for FirstTwin"));
+    let second = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for SecondTwin"));
+    assert!(outcome.stderr.starts_with("error: target name `cli-twin` is registered more than once"), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains(&first) && outcome.stderr.contains(&second), "{}", outcome.stderr);
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn an_unknown_name_lists_near_matches() {
+    let outcome = cli(&["run", "cli-doubelr"]);
+    assert_eq!(outcome.code, 2);
+    assert_eq!(outcome.stderr, "error: unknown target `cli-doubelr`; did you mean `cli-doubler`?\n");
+}
+
+#[test]
+fn a_failing_target_gets_a_failed_manifest_and_exit_1() {
+    let out = tempfile::tempdir().unwrap();
+    let outcome = cli(&["run", "cli-failing", "--output-dir", out.path().to_str().unwrap(), "--run-id", "f1", "--warmup", "0", "--iterations", "3"]);
+    assert_eq!(outcome.code, 1);
+    assert!(
+        outcome.stderr.contains("error: the target failed: run failed on record `dummy-0` (measured pass 1): exploded on call 2"),
+        "{}",
+        outcome.stderr
+    );
+    let manifest = read_manifest(&out.path().join("cli-failing/runs/f1/manifest.yaml"));
+    assert_eq!(manifest["status"], "failed");
+    assert_eq!(manifest["error"]["phase"], "run");
+    assert_eq!(manifest["error"]["record_id"], "dummy-0");
+    assert_eq!(manifest["error"]["pass"]["kind"], "measured");
+    assert_eq!(manifest["error"]["pass"]["index"], 1);
+    assert_eq!(manifest["error"]["message"], "exploded on call 2");
+    assert_eq!(manifest["completed_iterations"], 1);
+}
+
+#[test]
+fn a_used_run_id_is_refused_and_the_earlier_run_kept() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    assert_eq!(cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "same"]).code, 0);
+    let manifest = out.path().join("cli-doubler/runs/same/manifest.yaml");
+    let before = std::fs::read_to_string(&manifest).unwrap();
+    let outcome = cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "same"]);
+    assert_eq!(outcome.code, 2);
+    assert!(outcome.stderr.starts_with("error: run id `same` is already used:"), "{}", outcome.stderr);
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), before);
+}
+
+#[test]
+fn print_nsys_command_spells_out_every_setting_and_writes_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let outcome = cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "n1", "--seed", "3", "--print-nsys-command"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let lines: Vec<&str> = outcome.stdout.lines().collect();
+    assert_eq!(lines[0], "nsys profile \\");
+    assert_eq!(lines[1], format!("  -o {dir}/cli-doubler/runs/n1/trace \\"));
+    assert!(lines.contains(&"  '--nvtx-capture=profile-target@*' \\"));
+    assert!(lines.contains(&"  -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0 \\"));
+    let program = std::env::current_exe().unwrap();
+    let tail: Vec<&str> = lines[10..].to_vec();
+    assert_eq!(
+        tail,
+        [
+            format!("  {} run cli-doubler \\", program.display()).as_str(),
+            "  --data-source dummy \\",
+            "  --device cpu \\",
+            "  --warmup 1 \\",
+            "  --iterations 1 \\",
+            "  --capture-range profile-target \\",
+            "  --record-loading eager \\",
+            "  --seed 3 \\",
+            format!("  --output-dir {dir} \\").as_str(),
+            "  --run-id n1",
+        ]
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
+
+/// Every bad input: exit 2, one `error:` line naming what was wrong, and no
+/// run directory.
+#[test]
+fn bad_input_is_refused_before_anything_is_written() {
+    let scratch = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| -> String {
+        let path = scratch.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let images = scratch.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    let empty = scratch.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(images.join("broken.png"), b"not a png").unwrap();
+
+    let lazy = write("lazy.yaml", "target: {name: cli-doubler}\nrecord_loading: lazy\n");
+    let zero = write("zero.yaml", "target: {name: cli-doubler}\niterations: 0\n");
+    let negative = write("negative.yaml", "target: {name: cli-doubler}\nwarmup: -2\n");
+    let unknown_key = write("unknown.yaml", "target: {name: cli-doubler}\nwarmpu: 1\n");
+    let broken = write("broken.yaml", "target: {name: cli-doubler\n");
+    let missing_dir = write("missing.yaml", "target: {name: cli-doubler}\ndata_source: {name: images, directory: /no/such/dir}\n");
+    let empty_dir = write("empty.yaml", &format!("target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}}}\n", empty.display()));
+    let tilde = write("tilde.yaml", "target: {name: cli-doubler}\ndata_source: {name: images, directory: ~/pictures}\n");
+    let undecodable = write("undecodable.yaml", &format!("target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}}}\n", images.display()));
+    let import = write("import.yaml", "target: {name: cli-doubler, import_path: profiling-cli/src/lib.rs}\n");
+
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["--config", &lazy], format!("error: {lazy}: record_loading: `lazy` needs `target.profile_prepare: true`")),
+        (vec!["--config", &zero], format!("error: {zero}: iterations: must be >= 1, got 0")),
+        (vec!["--config", &negative], format!("error: {negative}: warmup: must be >= 0, got -2")),
+        (vec!["--config", &unknown_key], format!("error: {unknown_key}:2:1: unknown field `warmpu`")),
+        (vec!["--config", &broken], format!("error: {broken}:2:1: ")),
+        (vec!["--config", &missing_dir], "error: image directory /no/such/dir does not exist".to_owned()),
+        (vec!["--config", &empty_dir], format!("error: image directory {} holds no images", empty.display())),
+        (vec!["--config", &tilde], "error: data_source.directory: `~/pictures` starts with `~`".to_owned()),
+        (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
+        (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
+        (vec!["cli-doubler", "--data-source", "webcam"], "error: data_source.name: unknown data source `webcam`: expected one of dummy, images".to_owned()),
+        (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
+        (vec!["cli-doubler", "--device", "cuda"], "error: device `cuda:0` needs a CUDA backend, and this build has none".to_owned()),
+        (vec!["cli-doubler", "--iterations", "0"], "error: invalid value '0' for '--iterations <N>'".to_owned()),
+        (vec!["cli-doubler", "--warmup", "-1"], "error: unexpected argument '-1' found".to_owned()),
+        (vec!["cli-doubler", "--run-id", "../escape"], "error: --run-id: `../escape` is not a valid run id".to_owned()),
+        (vec!["cli-doubler", "--run-id", "a/b"], "error: --run-id: `a/b` is not a valid run id".to_owned()),
+        (vec!["cli-doubler", "--record-loading", "sometimes"], "error: invalid value 'sometimes' for '--record-loading <MODE>'".to_owned()),
+        (vec!["no-such-target"], "error: unknown target `no-such-target`".to_owned()),
+        (vec![], "error: name a target to run, or give --config FILE".to_owned()),
+    ];
+    let out = scratch.path().join("out");
+    for (args, expected) in cases {
+        let mut argv = vec!["run"];
+        argv.extend(args.iter().copied());
+        argv.extend(["--output-dir", out.to_str().unwrap()]);
+        let outcome = cli(&argv);
+        assert_eq!(outcome.code, 2, "{args:?}: {}", outcome.stderr);
+        assert!(outcome.stderr.starts_with(&expected), "{args:?}:\n  got:      {}\n  expected: {expected}", outcome.stderr);
+        assert!(!out.exists(), "{args:?} created {}", out.display());
+        // Config rules and data are checked before the run starts, and nothing is
+        // written beside a config either.
+        assert!(!scratch.path().join("runs").exists(), "{args:?} created a run directory");
+    }
+}
