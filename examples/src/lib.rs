@@ -1,0 +1,39 @@
+//! Production-like inference code of a YOLO-style object detector, and the
+//! built-in reference targets that profile it.
+//!
+//! The modules are the stages of a detection pipeline, written as a real
+//! one would be, with `#[nvtx_range]` on each stage so a profile shows them
+//! as nested NVTX ranges:
+//!
+//! - [`preprocess`]: letterboxing an RGB image into a square CHW tensor;
+//! - [`model`]: a deterministic stand-in for the detector head, so the
+//!   pipeline runs without weights;
+//! - [`postprocess`]: decoding raw anchor predictions, class-aware NMS and
+//!   mapping boxes back to the original image;
+//! - [`synthetic`]: realistic raw detector output, to profile postprocessing
+//!   on its own.
+//!
+//! [`targets`] registers `letterbox-preprocess`, `detection-postprocess` and
+//! `detection-pipeline` with `profile-cli`; the snippets under
+//! `inference_profiling/snippets/` copy functions of this crate the way a
+//! production function is copied into a profiling snippet.
+//!
+//! ```
+//! use profiling_examples::model::SyntheticDetector;
+//! use profiling_examples::postprocess::{postprocess_detections, PostprocessParams};
+//! use profiling_examples::preprocess::letterbox;
+//!
+//! let image = image::RgbImage::from_fn(64, 48, |x, y| image::Rgb([x as u8 * 4, y as u8 * 5, 128]));
+//! let input = letterbox(&image, 640);
+//! let raw = SyntheticDetector::new(80, 40, 0).forward(&input.tensor);
+//! let detections = postprocess_detections(raw.view(), &input.info(), &PostprocessParams::default());
+//! assert!(detections.iter().all(|d| d.bbox[2] <= 64.0 && d.bbox[3] <= 48.0));
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod model;
+pub mod postprocess;
+pub mod preprocess;
+pub mod synthetic;
+pub mod targets;

@@ -79,9 +79,9 @@ impl DummySource {
         }
         let image_shape = match params.image_shape {
             None => defaults.image_shape,
-            Some(shape) => match shape.as_slice() {
-                &[h, w, 3] if h > 0 && w > 0 && h.saturating_mul(w).saturating_mul(3) <= MAX_ELEMENTS => [h, w, 3],
-                &[_, _, 3] => {
+            Some(shape) => match *shape.as_slice() {
+                [h, w, 3] if h > 0 && w > 0 && h.saturating_mul(w).saturating_mul(3) <= MAX_ELEMENTS => [h, w, 3],
+                [_, _, 3] => {
                     return Err(parameter_error(
                         "image_shape",
                         format!("{shape:?}: height and width must be >= 1 and the image at most {MAX_ELEMENTS} values"),

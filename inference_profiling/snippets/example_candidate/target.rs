@@ -1,0 +1,167 @@
+//! Snippet `example-candidate`: the body of
+//! `profiling_examples::postprocess::postprocess_detections`, copied with
+//! NVTX ranges around its decode, candidate cap, NMS and rescaling steps.
+//!
+//! The helpers the body calls are the production ones; only the body (its
+//! control flow and comments) is copied. See README.md for provenance.
+
+use ndarray::ArrayView2;
+use profiling_core::prelude::*;
+use profiling_examples::postprocess::{self, Detection, PostprocessParams, MAX_NMS_CANDIDATES};
+use profiling_examples::preprocess::LetterboxInfo;
+use profiling_examples::synthetic::{self, SyntheticPredictions};
+use profiling_examples::targets::DetectionOutput;
+
+/// Copy of `profiling_examples::postprocess::postprocess_detections` with a
+/// range around each step.
+fn postprocess_detections(
+    raw: ArrayView2<f32>,
+    letterbox: &LetterboxInfo,
+    params: &PostprocessParams,
+) -> Vec<Detection> {
+    // Best class per anchor, kept when it clears the confidence threshold.
+    let mut detections = {
+        let _range = profiling_range("decode");
+        postprocess::decode_predictions(raw, params.conf_threshold)
+    };
+    // Nothing is confident enough: skip suppression and rescaling.
+    if detections.is_empty() {
+        return detections;
+    }
+    // Bound the work NMS can be handed, keeping the best-scored candidates.
+    {
+        let _range = profiling_range("keep top candidates");
+        postprocess::keep_top_candidates(&mut detections, MAX_NMS_CANDIDATES);
+    }
+    // Per class, drop boxes that overlap a better one; at most max_detections stay.
+    let mut detections = {
+        let _range = profiling_range("nms");
+        postprocess::non_max_suppression(detections, params.iou_threshold, params.max_detections)
+    };
+    // From letterboxed input pixels back to the original image, clipped to it.
+    {
+        let _range = profiling_range("scale boxes");
+        postprocess::scale_boxes(&mut detections, letterbox);
+    }
+    detections
+}
+
+/// Postprocessing of a synthetic 8400x84 YOLO output, with ranges per step.
+#[derive(Debug, Default)]
+pub struct ExampleCandidate {
+    /// The production defaults: 0.25 confidence, 0.45 IoU, 300 detections.
+    pub params: PostprocessParams,
+}
+
+#[profile_target(name = "example-candidate")]
+impl ProfileTarget for ExampleCandidate {
+    type Prepared = SyntheticPredictions;
+    type Output = DetectionOutput;
+
+    fn prepare(
+        &mut self,
+        record: &DataRecord,
+        _device: Device,
+    ) -> anyhow::Result<SyntheticPredictions> {
+        // The same raw output `detection-postprocess` profiles: seeded by the
+        // run's seed and the record id.
+        synthetic::predictions_for_record(record)
+    }
+
+    fn run(&mut self, prepared: &SyntheticPredictions) -> anyhow::Result<DetectionOutput> {
+        Ok(DetectionOutput {
+            detections: postprocess_detections(
+                prepared.raw.view(),
+                &prepared.letterbox,
+                &self.params,
+            ),
+            image_size: prepared.letterbox.original,
+        })
+    }
+
+    fn validate(&self, output: &DetectionOutput) -> anyhow::Result<()> {
+        output.check(self.params.max_detections)
+    }
+
+    fn summarize(&self, output: &DetectionOutput) -> Summary {
+        output.summary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+    use profiling_core::data::dummy::DummySource;
+    use profiling_core::data::DataSource;
+    use rand::SeedableRng;
+
+    /// Letterboxed 100x100 from 200x100: scale 0.5, 25 px of padding on top.
+    fn letterbox() -> LetterboxInfo {
+        LetterboxInfo::fit((200, 100), 100)
+    }
+
+    #[test]
+    fn copy_matches_production_on_a_tiny_fixture() {
+        let raw = array![
+            [50.0, 50.0, 20.0, 20.0, 0.9, 0.0],
+            [51.0, 50.0, 20.0, 20.0, 0.8, 0.0],
+            [51.0, 50.0, 20.0, 20.0, 0.0, 0.7],
+            [10.0, 30.0, 4.0, 4.0, 0.3, 0.0],
+            [80.0, 60.0, 8.0, 8.0, 0.2, 0.1],
+        ];
+        let params = PostprocessParams::default();
+        let copied = postprocess_detections(raw.view(), &letterbox(), &params);
+        let production = postprocess::postprocess_detections(raw.view(), &letterbox(), &params);
+        assert_eq!(copied, production);
+        assert_eq!(copied.len(), 3);
+    }
+
+    #[test]
+    fn copy_keeps_the_early_return() {
+        let raw = array![[50.0, 50.0, 20.0, 20.0, 0.1, 0.2]];
+        let params = PostprocessParams::default();
+        assert!(postprocess_detections(raw.view(), &letterbox(), &params).is_empty());
+        assert!(postprocess::postprocess_detections(raw.view(), &letterbox(), &params).is_empty());
+    }
+
+    #[test]
+    fn copy_matches_production_on_the_synthetic_output() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let info = LetterboxInfo::fit((64, 48), synthetic::INPUT_SIZE);
+        let raw = synthetic::raw_predictions(
+            &mut rng,
+            &info,
+            synthetic::NUM_ANCHORS,
+            synthetic::NUM_CLASSES,
+        );
+        let params = PostprocessParams {
+            max_detections: 5,
+            ..PostprocessParams::default()
+        };
+        let copied = postprocess_detections(raw.view(), &info, &params);
+        assert_eq!(
+            copied,
+            postprocess::postprocess_detections(raw.view(), &info, &params)
+        );
+        assert_eq!(copied.len(), 5);
+    }
+
+    #[test]
+    fn target_runs_on_the_dummy_record() {
+        let record = DummySource::default().read(0).unwrap();
+        let mut target = ExampleCandidate::default();
+        let prepared = target.prepare(&record, Device::Cpu).unwrap();
+        let output = target.run(&prepared).unwrap();
+        target.validate(&output).unwrap();
+        assert_eq!(output.image_size, (64, 64));
+        assert!(!output.detections.is_empty());
+        let summary = target.summarize(&output);
+        assert_eq!(
+            summary["detections"].as_u64(),
+            Some(output.detections.len() as u64)
+        );
+        let top_score = summary["top_score"].as_f64().unwrap() as f32;
+        assert_eq!(top_score, output.detections[0].score);
+    }
+}

@@ -1,0 +1,79 @@
+//! The NVTX ranges of a whole run, as a profiler attached through NVTX's
+//! injection interface (`NVTX_INJECTION64_PATH`, the way Nsight Systems
+//! attaches) sees them.
+
+use std::process::Command;
+
+/// The ranges one `example-candidate` call opens: the snippet's own ranges
+/// around each step, each holding the range of the production helper's
+/// `#[nvtx_range]`.
+const ONE_CALL: &[(usize, &str)] = &[
+    (0, "decode"),
+    (1, "decode_predictions"),
+    (0, "keep top candidates"),
+    (0, "nms"),
+    (1, "non_max_suppression"),
+    (0, "scale boxes"),
+    (1, "scale_boxes"),
+];
+
+fn calls(records: usize, depth: usize) -> String {
+    let mut text = String::new();
+    for _ in 0..records {
+        for (level, name) in ONE_CALL {
+            text.push_str(&"  ".repeat(depth + level));
+            text.push_str(name);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+#[test]
+fn a_run_emits_warmup_ranges_then_one_capture_range_of_iterations() {
+    let scratch = tempfile::tempdir().unwrap();
+    let events_file = scratch.path().join("events.tsv");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_profile-cli"));
+    command.args([
+        "run",
+        "example-candidate",
+        "--warmup",
+        "1",
+        "--iterations",
+        "2",
+        "--seed",
+        "0",
+        "--capture-range",
+        "snippet-capture",
+        "--run-id",
+        "nvtx",
+        "--output-dir",
+    ]);
+    command.arg(scratch.path());
+    nvtx_recorder::attach(&mut command, &events_file);
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+
+    let events = nvtx_recorder::read_events(&events_file).unwrap();
+    let forest = nvtx_recorder::range_forest(&events).unwrap();
+    assert_eq!(forest.len(), 1, "every range is on the main thread");
+    let ranges = forest.values().next().unwrap();
+
+    // The config beside the snippet asks for two records. Warmup calls are
+    // outside every capture range; the measured passes are inside one.
+    let mut expected = calls(2, 0);
+    expected.push_str("snippet-capture\n");
+    for iteration in 0..2 {
+        expected.push_str(&format!("  iteration {iteration}\n"));
+        expected.push_str(&calls(2, 2));
+    }
+    assert_eq!(nvtx_recorder::render_tree(ranges), expected);
+
+    // Exactly one capture range, spanning both iterations in order.
+    let capture: Vec<_> = ranges.iter().filter(|r| r.name == "snippet-capture").collect();
+    assert_eq!(capture.len(), 1);
+    let [first, second] = &capture[0].children[..] else {
+        panic!("two iteration ranges");
+    };
+    assert!(capture[0].start_ns <= first.start_ns && first.end_ns <= second.start_ns && second.end_ns <= capture[0].end_ns);
+}
