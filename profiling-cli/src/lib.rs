@@ -282,9 +282,9 @@ fn report_error(error: &SessionError, _root: &Path, err: &mut dyn Write) -> anyh
 /// A duration in the unit that reads best.
 pub fn format_ns(ns: u64) -> String {
     match ns {
-        0..=9_999 => format!("{ns} ns"),
-        10_000..=9_999_999 => format!("{:.2} µs", ns as f64 / 1e3),
-        10_000_000..=9_999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.2} µs", ns as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
         _ => format!("{:.2} s", ns as f64 / 1e9),
     }
 }

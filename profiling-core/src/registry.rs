@@ -121,7 +121,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// What a factory named in `#[profile_target(factory = ...)]` may return:
-/// the target itself or an `anyhow::Result` of it.
+/// the target itself, or a `Result` of it whose error converts to
+/// `anyhow::Error`.
 pub trait FactoryOutput<T> {
     fn into_target(self) -> anyhow::Result<T>;
 }
@@ -133,10 +134,10 @@ impl<T> FactoryOutput<T> for T {
     }
 }
 
-impl<T> FactoryOutput<T> for anyhow::Result<T> {
+impl<T, E: Into<anyhow::Error>> FactoryOutput<T> for Result<T, E> {
     #[inline]
     fn into_target(self) -> anyhow::Result<T> {
-        self
+        self.map_err(Into::into)
     }
 }
 

@@ -9,7 +9,9 @@ macro_rules! unit_target {
         #[derive(Default)]
         struct $ty;
 
-        #[profile_target(name = $name)]
+        // The type is written by the macro, not in this file's text, so its
+        // doc comment cannot be read from the source: pass it explicitly.
+        #[profile_target(name = $name, description = $doc)]
         impl ProfileTarget for $ty {
             type Prepared = ();
             type Output = ();
@@ -78,6 +80,8 @@ fn every_target_in_the_binary_is_listed_sorted() {
             "registry-alpha",
             "registry-beta",
             "registry-factored",
+            "registry-from-disk",
+            "registry-gamma",
             "registry-twin",
             "registry-twin"
         ]
@@ -122,4 +126,64 @@ fn a_missing_name_offers_near_matches() {
         panic!("no such target");
     };
     assert!(near.is_empty());
+}
+
+macro_rules! positional_target {
+    ($ty:ident, $name:literal) => {
+        #[derive(Default)]
+        struct $ty;
+
+        #[profile_target($name)]
+        impl ProfileTarget for $ty {
+            type Prepared = ();
+            type Output = ();
+            fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+                Ok(())
+            }
+        }
+    };
+}
+
+positional_target!(Gamma, "registry-gamma");
+
+#[test]
+fn macro_rules_can_generate_targets() {
+    let Lookup::Found(entry) = registry::lookup("registry-gamma") else {
+        panic!("registry-gamma is registered");
+    };
+    assert_eq!(entry.type_name, "Gamma");
+    let Lookup::Found(alpha) = registry::lookup("registry-alpha") else {
+        panic!("registry-alpha is registered");
+    };
+    assert_eq!(alpha.doc, "The first target.");
+}
+
+/// Built by a factory whose error is an I/O error.
+struct FromDisk;
+
+fn open_from_disk() -> Result<FromDisk, std::io::Error> {
+    Ok(FromDisk)
+}
+
+#[profile_target(name = "registry-from-disk", factory = open_from_disk)]
+impl ProfileTarget for FromDisk {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_factory_may_return_any_error_anyhow_takes() {
+    let Lookup::Found(entry) = registry::lookup("registry-from-disk") else {
+        panic!("registry-from-disk is registered");
+    };
+    assert_eq!(entry.constructor, "open_from_disk");
 }

@@ -117,17 +117,32 @@ pub fn build(name: &str, parameters: &serde_yaml::Mapping) -> Result<Box<dyn Dat
     }
 }
 
-/// Deserializes a source's parameters into its typed struct, turning serde's
-/// message into one that names the key.
+/// Deserializes a source's parameters into its typed struct, with an error
+/// that names the parameter.
 pub(crate) fn parse_parameters<T: serde::de::DeserializeOwned>(
     source_name: &str,
     parameters: &serde_yaml::Mapping,
 ) -> Result<T, DataError> {
-    serde_yaml::from_value(Value::Mapping(parameters.clone())).map_err(|error| {
-        let message = error.to_string();
-        DataError::Parameters {
-            source_name: source_name.to_owned(),
-            message,
+    // Through text, so that serde_yaml's errors carry the key path.
+    let text = serde_yaml::to_string(parameters).map_err(|error| DataError::Parameters {
+        source_name: source_name.to_owned(),
+        message: error.to_string(),
+    })?;
+    serde_yaml::from_str(&text).map_err(|error| {
+        let mut message = error.to_string();
+        // Positions refer to the re-serialized text, not the user's file.
+        if let Some(at) = message.rfind(" at line ") {
+            message.truncate(at);
+        }
+        match message.split_once(": ") {
+            Some((key, rest)) if !key.contains(' ') => DataError::Parameter {
+                key: key.to_owned(),
+                message: rest.to_owned(),
+            },
+            _ => DataError::Parameters {
+                source_name: source_name.to_owned(),
+                message,
+            },
         }
     })
 }

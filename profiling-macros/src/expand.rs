@@ -1,0 +1,397 @@
+//! The code both attributes generate.
+//!
+//! `#[nvtx_range]` adds one statement, a range guard, to the top of the
+//! body and leaves every other token as written, spans included, so errors
+//! in the body still point at the user's code. `#[profile_target]` leaves
+//! the impl alone and adds a launch function and a registry entry.
+
+use std::ffi::CString;
+
+use proc_macro2::{Delimiter, Ident, Literal, Spacing, Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{ItemFn, ItemImpl, LitStr, Path};
+
+use crate::attr::{NvtxRangeArgs, ProfileTargetArgs};
+use crate::doc::{first_doc_line, type_ident};
+use crate::name::{kebab_case, target_name_problem, TARGET_NAME_RULE};
+
+fn default_crate_path() -> Path {
+    syn::parse_quote!(::profiling_core)
+}
+
+/// The function with a range guard as the first statement of its body.
+///
+/// The guard is a local, so it drops when the body ends however it ends
+/// (tail expression, `return`, `?`, unwinding), after everything it wraps.
+pub(crate) fn nvtx_range(args: NvtxRangeArgs, mut function: ItemFn) -> syn::Result<TokenStream> {
+    let krate = args.krate.unwrap_or_else(default_crate_path);
+    let (name, name_span) = match &args.name {
+        Some(name) => (name.value(), name.span()),
+        None => (
+            function.sig.ident.unraw().to_string(),
+            function.sig.ident.span(),
+        ),
+    };
+    let name = CString::new(name)
+        .map_err(|_| syn::Error::new(name_span, "the range name contains a NUL character"))?;
+    let mut name = Literal::c_string(&name);
+    name.set_span(name_span);
+
+    // Mixed-site: the body cannot see, nor be shadowed by, the guard.
+    let guard = Ident::new("__nvtx_range_guard", Span::mixed_site());
+    let open = match &args.if_cuda {
+        None => quote! { #krate::nvtx::profiling_range(#name) },
+        Some(device) => quote! { #krate::nvtx::profiling_range_if_cuda(#name, #device) },
+    };
+    function
+        .block
+        .stmts
+        .insert(0, syn::parse_quote! { let #guard = #open; });
+    Ok(function.into_token_stream())
+}
+
+/// The impl block as written, then its launch function and registry entry.
+///
+/// `source_doc` looks up the doc line of the type named by its argument in
+/// the impl's source file; it is only called when nothing closer describes
+/// the target.
+pub(crate) fn profile_target(
+    args: ProfileTargetArgs,
+    block: ItemImpl,
+    source_doc: impl FnOnce(&str) -> Option<String>,
+) -> syn::Result<TokenStream> {
+    let krate = args.krate.clone().unwrap_or_else(default_crate_path);
+    let self_ty = &block.self_ty;
+    let name = target_name(&args, &block)?;
+    let type_name = compact_tokens(self_ty);
+    let doc = match &args.description {
+        Some(description) => description.value(),
+        None => first_doc_line(&block.attrs)
+            .or_else(|| {
+                type_ident(self_ty).and_then(|ident| source_doc(&ident.unraw().to_string()))
+            })
+            .unwrap_or_default(),
+    };
+    let (constructor, build) = match &args.factory {
+        None => (
+            "Default::default".to_owned(),
+            build_by_default(&krate, &block),
+        ),
+        Some(factory) => (
+            compact_tokens(factory),
+            build_by_factory(&krate, &block, factory),
+        ),
+    };
+    // `line!()` and `file!()` spanned on the impl: one source location,
+    // resolved the same way for both, even when a macro wrote the impl.
+    let impl_span = block.impl_token.span;
+    let file = quote_spanned!(impl_span=> ::core::file!());
+    let line = quote_spanned!(impl_span=> ::core::line!());
+    let plan = Ident::new("plan", Span::mixed_site());
+
+    Ok(quote! {
+        #block
+
+        const _: () = {
+            #build
+
+            fn __profiling_launch(
+                #plan: &#krate::runner::RunPlan,
+            ) -> ::core::result::Result<#krate::runner::RunOutcome, #krate::runner::RunError> {
+                #krate::runner::run_target::<#self_ty, _>(#plan, __profiling_build)
+            }
+
+            #krate::__private::inventory::submit! {
+                #krate::registry::TargetEntry {
+                    name: #name,
+                    type_name: #type_name,
+                    file: #file,
+                    line: #line,
+                    module_path: ::core::module_path!(),
+                    doc: #doc,
+                    constructor: #constructor,
+                    launch: __profiling_launch,
+                }
+            }
+        };
+    })
+}
+
+/// The name given, or the kebab-case of the type's name, checked.
+fn target_name(args: &ProfileTargetArgs, block: &ItemImpl) -> syn::Result<LitStr> {
+    if let Some(name) = &args.name {
+        return Ok(name.clone());
+    }
+    let self_ty = &block.self_ty;
+    let Some(ident) = type_ident(self_ty) else {
+        return Err(syn::Error::new_spanned(
+            self_ty,
+            "name this target: `#[profile_target(\"my-target\")]`; a name is derived only from a type \
+             path like `MyTarget`",
+        ));
+    };
+    let ident_text = ident.unraw().to_string();
+    let derived = kebab_case(&ident_text);
+    if let Some(problem) = target_name_problem(&derived) {
+        return Err(syn::Error::new(
+            ident.span(),
+            format!(
+                "the name derived from `{ident_text}`, {derived:?}, is not a valid target name: {problem}\n\
+                 {TARGET_NAME_RULE}\nname the target: `#[profile_target(\"my-target\")]`"
+            ),
+        ));
+    }
+    Ok(LitStr::new(&derived, ident.span()))
+}
+
+/// `fn __profiling_build()` through `Default`, with an error that says what
+/// to do when the type has no `Default`.
+fn build_by_default(krate: &Path, block: &ItemImpl) -> TokenStream {
+    let self_ty = &block.self_ty;
+    let type_name = compact_tokens(self_ty);
+    let message = format!(
+        "`#[profile_target]` builds `{type_name}` with `Default::default()`, but `{type_name}` does \
+         not implement `Default`"
+    );
+    // Spanned on the self type: that is where the error points.
+    let call = quote_spanned!(self_ty.span()=> <#self_ty as BuildByDefault>::build());
+    quote! {
+        #[diagnostic::on_unimplemented(
+            message = #message,
+            label = "not `Default`",
+            note = "derive or implement `Default`, or name a function that builds the target: \
+                    `#[profile_target(factory = make_target)]`"
+        )]
+        trait BuildByDefault: ::core::marker::Sized {
+            fn build() -> Self;
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<T: ::core::default::Default> BuildByDefault for T {
+            #[inline]
+            fn build() -> Self {
+                <T as ::core::default::Default>::default()
+            }
+        }
+
+        fn __profiling_build() -> #krate::__private::anyhow::Result<#self_ty> {
+            ::core::result::Result::Ok(#call)
+        }
+    }
+}
+
+/// `fn __profiling_build()` through the factory, which may return the
+/// target or an `anyhow::Result` of it.
+fn build_by_factory(krate: &Path, block: &ItemImpl, factory: &syn::ExprPath) -> TokenStream {
+    let self_ty = &block.self_ty;
+    let type_name = compact_tokens(self_ty);
+    let factory_name = compact_tokens(factory);
+    let message = format!(
+        "the factory `{factory_name}` returns `{{Self}}`, but `#[profile_target]` needs `{type_name}` \
+         or `anyhow::Result<{type_name}>`"
+    );
+    let call = quote_spanned!(factory.span()=> FactoryReturn::<#self_ty>::into_target(#factory()));
+    quote! {
+        #[diagnostic::on_unimplemented(message = #message, label = "returns `{Self}`")]
+        trait FactoryReturn<T> {
+            fn into_target(self) -> #krate::__private::anyhow::Result<T>;
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<T, O: #krate::registry::FactoryOutput<T>> FactoryReturn<T> for O {
+            #[inline]
+            fn into_target(self) -> #krate::__private::anyhow::Result<T> {
+                #krate::registry::FactoryOutput::<T>::into_target(self)
+            }
+        }
+
+        fn __profiling_build() -> #krate::__private::anyhow::Result<#self_ty> {
+            #call
+        }
+    }
+}
+
+/// Tokens as a reader writes them: `targets::Smoke<f32>`, `Vec<(u8, u8)>`,
+/// `&'static str`, with no spaces around `::` or inside `<...>`.
+pub(crate) fn compact_tokens(tokens: &impl ToTokens) -> String {
+    let mut pieces = Vec::new();
+    flatten(tokens.to_token_stream(), &mut pieces);
+    let mut out = String::new();
+    let mut previous: Option<&Piece> = None;
+    for piece in &pieces {
+        if let Some(previous) = previous {
+            let spaced = matches!((previous, piece), (Piece::Word(_), Piece::Word(_)))
+                || matches!(piece, Piece::Op(op) if is_spaced_op(op))
+                || matches!(previous, Piece::Op(op) if is_spaced_op(op) || op == "," || op == ";");
+            if spaced {
+                out.push(' ');
+            }
+        }
+        match piece {
+            Piece::Word(text) | Piece::Op(text) => out.push_str(text),
+            Piece::Open(c) | Piece::Close(c) => out.push(*c),
+        }
+        previous = Some(piece);
+    }
+    out
+}
+
+fn is_spaced_op(op: &str) -> bool {
+    matches!(op, "->" | "+" | "=" | "=>")
+}
+
+enum Piece {
+    /// An identifier, a literal or a lifetime.
+    Word(String),
+    /// Punctuation, joint characters together: `::`, `->`, `&`.
+    Op(String),
+    Open(char),
+    Close(char),
+}
+
+fn flatten(tokens: TokenStream, out: &mut Vec<Piece>) {
+    let mut pending_op = String::new();
+    let mut lifetime = false;
+    for tree in tokens {
+        match tree {
+            TokenTree::Punct(punct)
+                if punct.as_char() == '\'' && punct.spacing() == Spacing::Joint =>
+            {
+                flush(&mut pending_op, out);
+                lifetime = true;
+            }
+            TokenTree::Punct(punct) => {
+                pending_op.push(punct.as_char());
+                if punct.spacing() == Spacing::Alone {
+                    flush(&mut pending_op, out);
+                }
+            }
+            TokenTree::Ident(ident) => {
+                flush(&mut pending_op, out);
+                let prefix = if std::mem::take(&mut lifetime) {
+                    "'"
+                } else {
+                    ""
+                };
+                out.push(Piece::Word(format!("{prefix}{ident}")));
+            }
+            TokenTree::Literal(literal) => {
+                flush(&mut pending_op, out);
+                out.push(Piece::Word(literal.to_string()));
+            }
+            TokenTree::Group(group) => {
+                flush(&mut pending_op, out);
+                let (open, close) = match group.delimiter() {
+                    Delimiter::Parenthesis => (Some('('), Some(')')),
+                    Delimiter::Bracket => (Some('['), Some(']')),
+                    Delimiter::Brace => (Some('{'), Some('}')),
+                    Delimiter::None => (None, None),
+                };
+                out.extend(open.map(Piece::Open));
+                flatten(group.stream(), out);
+                out.extend(close.map(Piece::Close));
+            }
+        }
+    }
+    flush(&mut pending_op, out);
+}
+
+fn flush(pending_op: &mut String, out: &mut Vec<Piece>) {
+    if !pending_op.is_empty() {
+        out.push(Piece::Op(std::mem::take(pending_op)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::{parse_quote, Type};
+
+    fn compact_type(ty: Type) -> String {
+        compact_tokens(&ty)
+    }
+
+    #[test]
+    fn compact_tokens_removes_spaces_inside_paths() {
+        assert_eq!(compact_type(parse_quote!(SmokeTensor)), "SmokeTensor");
+        assert_eq!(
+            compact_type(parse_quote!(targets::SmokeTensor)),
+            "targets::SmokeTensor"
+        );
+        assert_eq!(compact_type(parse_quote!(::a::b::C<f32>)), "::a::b::C<f32>");
+        assert_eq!(compact_type(parse_quote!(Vec<Vec<u8>>)), "Vec<Vec<u8>>");
+        assert_eq!(
+            compact_type(parse_quote!(<T as Trait>::Assoc)),
+            "<T as Trait>::Assoc"
+        );
+    }
+
+    #[test]
+    fn compact_tokens_keeps_spaces_a_reader_expects() {
+        assert_eq!(
+            compact_type(parse_quote!(Pair<(u8, u16), [f32; 4]>)),
+            "Pair<(u8, u16), [f32; 4]>"
+        );
+        assert_eq!(
+            compact_type(parse_quote!(&'static mut str)),
+            "&'static mut str"
+        );
+        assert_eq!(
+            compact_type(parse_quote!(Box<dyn Fn(u8) -> u8 + Send>)),
+            "Box<dyn Fn(u8) -> u8 + Send>"
+        );
+        assert_eq!(
+            compact_type(parse_quote!(Iter<Item = u8>)),
+            "Iter<Item = u8>"
+        );
+    }
+
+    #[test]
+    fn range_guard_is_the_only_statement_added() {
+        let function: ItemFn = parse_quote! {
+            /// Docs stay.
+            #[inline]
+            pub fn decode(x: u32) -> u32 { if x == 0 { return 1; } x }
+        };
+        let expanded: ItemFn =
+            syn::parse2(nvtx_range(NvtxRangeArgs::default(), function.clone()).unwrap()).unwrap();
+        assert_eq!(expanded.attrs, function.attrs);
+        assert_eq!(expanded.vis, function.vis);
+        assert_eq!(expanded.sig, function.sig);
+        assert_eq!(expanded.block.stmts.len(), function.block.stmts.len() + 1);
+        assert_eq!(expanded.block.stmts[1..], function.block.stmts[..]);
+        let guard = expanded.block.stmts[0].to_token_stream().to_string();
+        assert_eq!(
+            guard,
+            "let __nvtx_range_guard = :: profiling_core :: nvtx :: profiling_range (c\"decode\") ;"
+        );
+    }
+
+    #[test]
+    fn range_guard_uses_the_name_device_and_crate_given() {
+        let args: NvtxRangeArgs =
+            parse_quote!("upload boxes", if_cuda = self.device, crate = my::core);
+        let function: ItemFn = parse_quote!(
+            fn upload(&self) {}
+        );
+        let expanded: ItemFn = syn::parse2(nvtx_range(args, function).unwrap()).unwrap();
+        let guard = expanded.block.stmts[0].to_token_stream().to_string();
+        assert_eq!(
+            guard,
+            "let __nvtx_range_guard = my :: core :: nvtx :: profiling_range_if_cuda (c\"upload boxes\" , self . device) ;"
+        );
+    }
+
+    #[test]
+    fn raw_identifiers_name_ranges_without_the_prefix() {
+        let function: ItemFn = parse_quote!(
+            fn r#match() {}
+        );
+        let expanded: ItemFn =
+            syn::parse2(nvtx_range(NvtxRangeArgs::default(), function).unwrap()).unwrap();
+        let guard = expanded.block.stmts[0].to_token_stream().to_string();
+        assert!(guard.contains("c\"match\""), "{guard}");
+    }
+}

@@ -1,0 +1,191 @@
+//! What each attribute is written on, and whether it can go there.
+//!
+//! `#[nvtx_range]` needs a function with a synchronous, non-const body;
+//! `#[profile_target]` needs `impl ProfileTarget for ConcreteType`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::spanned::Spanned;
+use syn::{ForeignItemFn, Item, ItemFn, ItemImpl, Type};
+
+/// The function under `#[nvtx_range]`, checked: it has a body, and the body
+/// can hold a range guard.
+pub(crate) fn range_fn(tokens: TokenStream) -> syn::Result<ItemFn> {
+    let function = match syn::parse2::<ItemFn>(tokens.clone()) {
+        Ok(function) => function,
+        Err(error) => return Err(not_a_range_fn(tokens).unwrap_or(error)),
+    };
+    let sig = &function.sig;
+    if let Some(asyncness) = sig.asyncness {
+        return Err(syn::Error::new(
+            asyncness.span,
+            "`#[nvtx_range]` cannot wrap an `async fn`: an NVTX push/pop range belongs to the thread \
+             that opened it, and an async body may move between threads and interleave with other tasks \
+             at each `.await`\nput the range on the synchronous work instead: a `#[nvtx_range]` function \
+             called from the async body, or `let _range = profiling_range(\"...\");` in a block without `.await`",
+        ));
+    }
+    if let Some(constness) = sig.constness {
+        return Err(syn::Error::new(
+            constness.span,
+            "`#[nvtx_range]` cannot wrap a `const fn`: opening a range is a call into NVTX at run time, \
+             which a const body cannot make\nremove `const`, or open the range where the function is \
+             called at run time",
+        ));
+    }
+    Ok(function)
+}
+
+/// The error for tokens that are not a function with a body, when they can
+/// be told apart: a declaration, or another kind of item.
+fn not_a_range_fn(tokens: TokenStream) -> Option<syn::Error> {
+    if let Ok(declaration) = syn::parse2::<ForeignItemFn>(tokens.clone()) {
+        let sig = &declaration.sig;
+        let semi = &declaration.semi_token;
+        return Some(syn::Error::new_spanned(
+            quote!(#sig #semi),
+            format!(
+                "`#[nvtx_range]` wraps a function body, and `fn {}` has none\nput the attribute on the \
+                 functions that implement it, or give this declaration a default body",
+                sig.ident
+            ),
+        ));
+    }
+    let item = syn::parse2::<Item>(tokens).ok()?;
+    let (what, span) = describe(&item);
+    Some(syn::Error::new(
+        span,
+        format!("`#[nvtx_range]` goes on a function or a method with a body, not on {what}"),
+    ))
+}
+
+/// The impl block under `#[profile_target]`, checked: a positive impl of
+/// `ProfileTarget` with no generic parameters. (`unsafe impl` is left to
+/// the compiler, whose error says to remove `unsafe`.)
+pub(crate) fn target_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
+    let item = syn::parse2::<Item>(tokens)?;
+    let block = match item {
+        Item::Impl(block) => block,
+        other => {
+            let (what, span) = describe(&other);
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "`#[profile_target]` goes on an `impl ProfileTarget for YourType` block, not on {what}"
+                ),
+            ));
+        }
+    };
+    let self_ty = &block.self_ty;
+    let Some((negative, trait_path, _)) = &block.trait_ else {
+        let impl_token = block.impl_token;
+        return Err(syn::Error::new_spanned(
+            quote!(#impl_token #self_ty),
+            format!(
+                "`#[profile_target]` goes on the `ProfileTarget` impl of a type, and this is an inherent \
+                 impl\nwrite `impl ProfileTarget for {}` and put the attribute there",
+                crate::expand::compact_tokens(self_ty)
+            ),
+        ));
+    };
+    let is_profile_target = trait_path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "ProfileTarget");
+    if !is_profile_target {
+        return Err(syn::Error::new_spanned(
+            trait_path,
+            format!(
+                "`#[profile_target]` goes on an `impl ProfileTarget for ...` block, and this implements `{}`",
+                crate::expand::compact_tokens(trait_path)
+            ),
+        ));
+    }
+    if let Some(bang) = negative {
+        return Err(syn::Error::new(
+            bang.span,
+            "a negative impl says the type is not a target: it cannot be registered as one",
+        ));
+    }
+    if !block.generics.params.is_empty() {
+        let generics = &block.generics;
+        return Err(syn::Error::new_spanned(
+            generics,
+            format!(
+                "a profile target must be a concrete type, and this impl is generic over {}: the runner \
+                 builds a target from its name alone, with nothing to choose the parameters\nimplement \
+                 `ProfileTarget` for each concrete type to profile, like `impl ProfileTarget for {}`, \
+                 each with its own name",
+                generic_names(generics),
+                concrete_example(self_ty),
+            ),
+        ));
+    }
+    Ok(block)
+}
+
+fn generic_names(generics: &syn::Generics) -> String {
+    let names: Vec<String> = generics
+        .params
+        .iter()
+        .map(|param| match param {
+            syn::GenericParam::Type(t) => format!("`{}`", t.ident),
+            syn::GenericParam::Lifetime(l) => format!("`{}`", l.lifetime),
+            syn::GenericParam::Const(c) => format!("`{}`", c.ident),
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// `Foo<T>` as `Foo<f32>`-like text: the type with its arguments replaced
+/// by placeholders a reader recognises as "fill in".
+fn concrete_example(self_ty: &Type) -> String {
+    match self_ty {
+        Type::Path(path) if path.qself.is_none() => {
+            let last = path
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            match path.path.segments.last().map(|s| &s.arguments) {
+                Some(syn::PathArguments::AngleBracketed(args)) => {
+                    let filled: Vec<&str> = args
+                        .args
+                        .iter()
+                        .map(|arg| match arg {
+                            syn::GenericArgument::Lifetime(_) => "'static",
+                            syn::GenericArgument::Const(_) => "4",
+                            _ => "f32",
+                        })
+                        .collect();
+                    format!("{last}<{}>", filled.join(", "))
+                }
+                _ => last,
+            }
+        }
+        other => crate::expand::compact_tokens(other),
+    }
+}
+
+/// "a struct" and the span of its keyword, for "not on a struct".
+fn describe(item: &Item) -> (&'static str, Span) {
+    match item {
+        Item::Const(i) => ("a const", i.const_token.span),
+        Item::Enum(i) => ("an enum", i.enum_token.span),
+        Item::ExternCrate(i) => ("an `extern crate`", i.extern_token.span),
+        Item::Fn(i) => ("a function", i.sig.fn_token.span),
+        Item::ForeignMod(i) => ("an extern block", i.abi.extern_token.span),
+        Item::Impl(i) => ("an impl block", i.impl_token.span),
+        Item::Macro(i) => ("a macro invocation", i.mac.path.span()),
+        Item::Mod(i) => ("a module", i.mod_token.span),
+        Item::Static(i) => ("a static", i.static_token.span),
+        Item::Struct(i) => ("a struct", i.struct_token.span),
+        Item::Trait(i) => ("a trait", i.trait_token.span),
+        Item::TraitAlias(i) => ("a trait alias", i.trait_token.span),
+        Item::Type(i) => ("a type alias", i.type_token.span),
+        Item::Union(i) => ("a union", i.union_token.span),
+        Item::Use(i) => ("a `use` declaration", i.use_token.span),
+        _ => ("this item", item.span()),
+    }
+}
