@@ -94,7 +94,8 @@ struct RunArgs {
 }
 
 fn parse_device(text: &str) -> Result<Device, String> {
-    text.parse().map_err(|e: profiling_core::device::ParseDeviceError| e.to_string())
+    text.parse()
+        .map_err(|e: profiling_core::device::ParseDeviceError| e.to_string())
 }
 
 fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
@@ -103,11 +104,20 @@ fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
 
 /// Runs `profile-cli` with `args` (the program name first), writing to
 /// `out` and `err`; returns the exit code.
-pub fn main_with(args: Vec<OsString>, workspace_root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+pub fn main_with(
+    args: Vec<OsString>,
+    workspace_root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(error) => {
-            let code = if error.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let code = if error.use_stderr() {
+                EXIT_USAGE
+            } else {
+                EXIT_OK
+            };
             let text = error.render().to_string();
             let stream: &mut dyn Write = if error.use_stderr() { err } else { out };
             let _ = write!(stream, "{text}");
@@ -129,7 +139,8 @@ pub fn main_with(args: Vec<OsString>, workspace_root: &Path, out: &mut dyn Write
 
 fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
     let entries = registry::targets();
-    let duplicated = |entry: &TargetEntry| entries.iter().filter(|e| e.name == entry.name).count() > 1;
+    let duplicated =
+        |entry: &TargetEntry| entries.iter().filter(|e| e.name == entry.name).count() > 1;
     if json {
         let items: Vec<serde_json::Value> = entries
             .iter()
@@ -148,13 +159,22 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
     } else if entries.is_empty() {
-        writeln!(err, "no targets are registered: add #[profile_target] to an impl of ProfileTarget")?;
+        writeln!(
+            err,
+            "no targets are registered: add #[profile_target] to an impl of ProfileTarget"
+        )?;
     } else {
         let name_width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
-        let places: Vec<String> = entries.iter().map(|e| format!("{}:{}", e.display_file(root), e.line)).collect();
+        let places: Vec<String> = entries
+            .iter()
+            .map(|e| format!("{}:{}", e.display_file(root), e.line))
+            .collect();
         let place_width = places.iter().map(String::len).max().unwrap_or(0);
         for (entry, place) in entries.iter().zip(&places) {
-            let line = format!("{:name_width$}  {:place_width$}  {}", entry.name, place, entry.doc);
+            let line = format!(
+                "{:name_width$}  {:place_width$}  {}",
+                entry.name, place, entry.doc
+            );
             writeln!(out, "{}", line.trim_end())?;
         }
     }
@@ -180,7 +200,13 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
     Ok(EXIT_OK)
 }
 
-fn run(args: RunArgs, argv: &[OsString], root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+fn run(
+    args: RunArgs,
+    argv: &[OsString],
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
     let request = RunRequest {
         target: args.name,
         config_path: args.config,
@@ -197,7 +223,10 @@ fn run(args: RunArgs, argv: &[OsString], root: &Path, out: &mut dyn Write, err: 
         },
         run_id: args.run_id,
         workspace_root: root.to_path_buf(),
-        command_line: argv.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        command_line: argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         program_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
     let planned = match session::plan(&request) {
@@ -209,7 +238,8 @@ fn run(args: RunArgs, argv: &[OsString], root: &Path, out: &mut dyn Write, err: 
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
         let run_dir = session::absolute(&planned.run_dir);
         let command = session::explicit_command(&planned, &program);
-        let lines = profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
+        let lines =
+            profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
         writeln!(out, "{}", profiling_core::nsys::render_command(&lines))?;
         return Ok(EXIT_OK);
     }
@@ -253,7 +283,11 @@ fn run(args: RunArgs, argv: &[OsString], root: &Path, out: &mut dyn Write, err: 
             stats.count,
             if stats.count == 1 { "" } else { "es" },
             manifest.record_ids.len(),
-            if manifest.record_ids.len() == 1 { "" } else { "s" },
+            if manifest.record_ids.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
             format_ns(stats.p50_ns),
             format_ns(stats.min_ns),
             format_ns(stats.max_ns),

@@ -10,7 +10,9 @@ use profiling_examples as _;
 fn main() -> ExitCode {
     // The workspace this binary was built from: relative source files of
     // targets and the default run directories are found from it.
-    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
+    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
     let code = profiling_cli::main_with(
         std::env::args_os().collect(),
         workspace_root,

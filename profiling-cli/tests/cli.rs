@@ -24,7 +24,10 @@ impl ProfileTarget for Doubler {
     }
 
     fn summarize(&self, output: &Vec<f32>) -> Summary {
-        Summary::from([("sum".to_owned(), Value::from(output.iter().sum::<f32>() as f64))])
+        Summary::from([(
+            "sum".to_owned(),
+            Value::from(output.iter().sum::<f32>() as f64),
+        )])
     }
 }
 
@@ -81,7 +84,10 @@ impl ProfileTarget for Failing {
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 struct Outcome {
@@ -104,12 +110,18 @@ fn cli(args: &[&str]) -> Outcome {
 
 fn line_of(needle: &str) -> u32 {
     let source = include_str!("cli.rs");
-    let index = source.lines().position(|l| l.starts_with(needle)).expect("needle in this file");
+    let index = source
+        .lines()
+        .position(|l| l.starts_with(needle))
+        .expect("needle in this file");
     index as u32 + 1
 }
 
 fn manifest_path(stdout: &str) -> PathBuf {
-    let line = stdout.lines().find_map(|l| l.strip_prefix("manifest: ")).expect("the manifest path is printed");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("manifest: "))
+        .expect("the manifest path is printed");
     PathBuf::from(line)
 }
 
@@ -121,22 +133,63 @@ fn read_manifest(path: &Path) -> Value {
 fn list_shows_name_place_and_description() {
     let outcome = cli(&["list"]);
     assert_eq!(outcome.code, 0);
-    let line = outcome.stdout.lines().find(|l| l.starts_with("cli-doubler ")).expect("cli-doubler listed");
-    let place = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for Doubler"));
-    let fields: Vec<&str> = line.split("  ").map(str::trim).filter(|f| !f.is_empty()).collect();
-    assert_eq!(fields, ["cli-doubler", place.as_str(), "Doubles the dummy tensor and sums it."]);
+    let line = outcome
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("cli-doubler "))
+        .expect("cli-doubler listed");
+    let place = format!(
+        "profiling-cli/tests/cli.rs:{}",
+        line_of("impl ProfileTarget for Doubler")
+    );
+    let fields: Vec<&str> = line
+        .split("  ")
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "cli-doubler",
+            place.as_str(),
+            "Doubles the dummy tensor and sums it."
+        ]
+    );
 }
 
 #[test]
 fn list_warns_about_shared_names_with_both_places() {
     let outcome = cli(&["list"]);
     assert_eq!(outcome.code, 0);
-    assert_eq!(outcome.stdout.lines().filter(|l| l.starts_with("cli-twin ")).count(), 2);
-    let first = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for FirstTwin"));
-    let second = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for SecondTwin"));
-    let warning = outcome.stderr.lines().find(|l| l.contains("`cli-twin`")).expect("a warning");
-    assert!(warning.starts_with("warning: target name `cli-twin` is registered 2 times"), "{warning}");
-    assert!(warning.contains(&first) && warning.contains(&second), "{warning}");
+    assert_eq!(
+        outcome
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("cli-twin "))
+            .count(),
+        2
+    );
+    let first = format!(
+        "profiling-cli/tests/cli.rs:{}",
+        line_of("impl ProfileTarget for FirstTwin")
+    );
+    let second = format!(
+        "profiling-cli/tests/cli.rs:{}",
+        line_of("impl ProfileTarget for SecondTwin")
+    );
+    let warning = outcome
+        .stderr
+        .lines()
+        .find(|l| l.contains("`cli-twin`"))
+        .expect("a warning");
+    assert!(
+        warning.starts_with("warning: target name `cli-twin` is registered 2 times"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(&first) && warning.contains(&second),
+        "{warning}"
+    );
 }
 
 #[test]
@@ -148,15 +201,31 @@ fn list_json_parses() {
     assert_eq!(doubler["file"], "profiling-cli/tests/cli.rs");
     assert_eq!(doubler["line"], line_of("impl ProfileTarget for Doubler"));
     assert_eq!(doubler["type_name"], "Doubler");
-    assert_eq!(doubler["description"], "Doubles the dummy tensor and sums it.");
+    assert_eq!(
+        doubler["description"],
+        "Doubles the dummy tensor and sums it."
+    );
     assert_eq!(doubler["duplicate"], false);
-    assert_eq!(items.iter().filter(|i| i["name"] == "cli-twin" && i["duplicate"] == true).count(), 2);
+    assert_eq!(
+        items
+            .iter()
+            .filter(|i| i["name"] == "cli-twin" && i["duplicate"] == true)
+            .count(),
+        2
+    );
 }
 
 #[test]
 fn run_writes_a_manifest_on_built_in_defaults() {
     let out = tempfile::tempdir().unwrap();
-    let outcome = cli(&["run", "cli-doubler", "--output-dir", out.path().to_str().unwrap(), "--run-id", "r1"]);
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "r1",
+    ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     let path = manifest_path(&outcome.stdout);
     assert_eq!(path, out.path().join("cli-doubler/runs/r1/manifest.yaml"));
@@ -178,7 +247,13 @@ fn run_writes_a_manifest_on_built_in_defaults() {
     assert_eq!(manifest["capture_range"], "profile-target");
     assert_eq!(manifest["device"], "cpu");
     assert_eq!(manifest["cuda"]["synchronize_each_iteration"], false);
-    assert_eq!(manifest["expected_trace_path"], out.path().join("cli-doubler/runs/r1/trace.nsys-rep").to_str().unwrap());
+    assert_eq!(
+        manifest["expected_trace_path"],
+        out.path()
+            .join("cli-doubler/runs/r1/trace.nsys-rep")
+            .to_str()
+            .unwrap()
+    );
     // arange(16) * 2 summed: 2 * 120.
     assert_eq!(manifest["output_summaries"][0]["record_id"], "dummy-0");
     assert_eq!(manifest["output_summaries"][0]["summary"]["sum"], 240.0);
@@ -186,12 +261,27 @@ fn run_writes_a_manifest_on_built_in_defaults() {
     assert_eq!(manifest["calls"]["run"], 2);
     assert_eq!(manifest["calls"]["validate"], 1);
     assert_eq!(manifest["timings"]["iterations"]["count"], 1);
-    assert!(manifest["command_line"].as_str().unwrap().starts_with("profile-cli run cli-doubler"));
-    for key in ["started_at", "finished_at", "profile_cli_version", "build_profile", "git_commit"] {
+    assert!(manifest["command_line"]
+        .as_str()
+        .unwrap()
+        .starts_with("profile-cli run cli-doubler"));
+    for key in [
+        "started_at",
+        "finished_at",
+        "profile_cli_version",
+        "build_profile",
+        "git_commit",
+    ] {
         assert!(manifest.get(key).is_some(), "{key} missing");
     }
     assert!(manifest["host"]["cores"].as_u64().unwrap() >= 1);
-    assert!(!std::fs::read_dir(path.parent().unwrap()).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+    assert!(
+        !std::fs::read_dir(path.parent().unwrap()).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
+    );
 }
 
 #[test]
@@ -203,13 +293,22 @@ fn run_with_a_config_file_uses_its_directory() {
         "profile_name: doubled\ntarget: {name: cli-doubler}\ndata_source: {name: dummy, record_count: 2}\nwarmup: 2\niterations: 3\nseed: 4\n",
     )
     .unwrap();
-    let outcome = cli(&["run", "--config", config.to_str().unwrap(), "--run-id", "c1"]);
+    let outcome = cli(&[
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--run-id",
+        "c1",
+    ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     let path = manifest_path(&outcome.stdout);
     assert_eq!(path, dir.path().join("runs/c1/manifest.yaml"));
     let manifest = read_manifest(&path);
     assert_eq!(manifest["profile_name"], "doubled");
-    assert_eq!(manifest["record_ids"], Value::from(vec!["dummy-0", "dummy-1"]));
+    assert_eq!(
+        manifest["record_ids"],
+        Value::from(vec!["dummy-0", "dummy-1"])
+    );
     assert_eq!(manifest["workload"]["seed"], 4);
     assert_eq!(manifest["calls"]["run"], 10);
     // Record 1 is arange(16) + 1: (120 + 16) * 2.
@@ -221,10 +320,25 @@ fn run_with_a_config_file_uses_its_directory() {
 fn command_line_options_win_over_the_config() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.yaml");
-    std::fs::write(&config, "target: {name: cli-doubler}\nwarmup: 5\niterations: 5\n").unwrap();
+    std::fs::write(
+        &config,
+        "target: {name: cli-doubler}\nwarmup: 5\niterations: 5\n",
+    )
+    .unwrap();
     let outcome = cli(&[
-        "run", "--config", config.to_str().unwrap(), "--warmup", "0", "--iterations", "2", "--seed", "9",
-        "--capture-range", "cap", "--run-id", "o1",
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--warmup",
+        "0",
+        "--iterations",
+        "2",
+        "--seed",
+        "9",
+        "--capture-range",
+        "cap",
+        "--run-id",
+        "o1",
     ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     let manifest = read_manifest(&manifest_path(&outcome.stdout));
@@ -238,12 +352,33 @@ fn command_line_options_win_over_the_config() {
 #[test]
 fn a_shared_name_cannot_be_run() {
     let out = tempfile::tempdir().unwrap();
-    let outcome = cli(&["run", "cli-twin", "--output-dir", out.path().to_str().unwrap()]);
+    let outcome = cli(&[
+        "run",
+        "cli-twin",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+    ]);
     assert_eq!(outcome.code, 2);
-    let first = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for FirstTwin"));
-    let second = format!("profiling-cli/tests/cli.rs:{}", line_of("impl ProfileTarget for SecondTwin"));
-    assert!(outcome.stderr.starts_with("error: target name `cli-twin` is registered more than once"), "{}", outcome.stderr);
-    assert!(outcome.stderr.contains(&first) && outcome.stderr.contains(&second), "{}", outcome.stderr);
+    let first = format!(
+        "profiling-cli/tests/cli.rs:{}",
+        line_of("impl ProfileTarget for FirstTwin")
+    );
+    let second = format!(
+        "profiling-cli/tests/cli.rs:{}",
+        line_of("impl ProfileTarget for SecondTwin")
+    );
+    assert!(
+        outcome
+            .stderr
+            .starts_with("error: target name `cli-twin` is registered more than once"),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        outcome.stderr.contains(&first) && outcome.stderr.contains(&second),
+        "{}",
+        outcome.stderr
+    );
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
 
@@ -251,13 +386,27 @@ fn a_shared_name_cannot_be_run() {
 fn an_unknown_name_lists_near_matches() {
     let outcome = cli(&["run", "cli-doubelr"]);
     assert_eq!(outcome.code, 2);
-    assert_eq!(outcome.stderr, "error: unknown target `cli-doubelr`; did you mean `cli-doubler`?\n");
+    assert_eq!(
+        outcome.stderr,
+        "error: unknown target `cli-doubelr`; did you mean `cli-doubler`?\n"
+    );
 }
 
 #[test]
 fn a_failing_target_gets_a_failed_manifest_and_exit_1() {
     let out = tempfile::tempdir().unwrap();
-    let outcome = cli(&["run", "cli-failing", "--output-dir", out.path().to_str().unwrap(), "--run-id", "f1", "--warmup", "0", "--iterations", "3"]);
+    let outcome = cli(&[
+        "run",
+        "cli-failing",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "f1",
+        "--warmup",
+        "0",
+        "--iterations",
+        "3",
+    ]);
     assert_eq!(outcome.code, 1);
     assert!(
         outcome.stderr.contains("error: the target failed: run failed on record `dummy-0` (measured pass 1): exploded on call 2"),
@@ -278,12 +427,36 @@ fn a_failing_target_gets_a_failed_manifest_and_exit_1() {
 fn a_used_run_id_is_refused_and_the_earlier_run_kept() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    assert_eq!(cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "same"]).code, 0);
+    assert_eq!(
+        cli(&[
+            "run",
+            "cli-doubler",
+            "--output-dir",
+            dir,
+            "--run-id",
+            "same"
+        ])
+        .code,
+        0
+    );
     let manifest = out.path().join("cli-doubler/runs/same/manifest.yaml");
     let before = std::fs::read_to_string(&manifest).unwrap();
-    let outcome = cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "same"]);
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--output-dir",
+        dir,
+        "--run-id",
+        "same",
+    ]);
     assert_eq!(outcome.code, 2);
-    assert!(outcome.stderr.starts_with("error: run id `same` is already used:"), "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .starts_with("error: run id `same` is already used:"),
+        "{}",
+        outcome.stderr
+    );
     assert_eq!(std::fs::read_to_string(&manifest).unwrap(), before);
 }
 
@@ -291,7 +464,17 @@ fn a_used_run_id_is_refused_and_the_earlier_run_kept() {
 fn print_nsys_command_spells_out_every_setting_and_writes_nothing() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    let outcome = cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "n1", "--seed", "3", "--print-nsys-command"]);
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--output-dir",
+        dir,
+        "--run-id",
+        "n1",
+        "--seed",
+        "3",
+        "--print-nsys-command",
+    ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     let lines: Vec<&str> = outcome.stdout.lines().collect();
     assert_eq!(lines[0], "nsys profile \\");
@@ -334,16 +517,40 @@ fn bad_input_is_refused_before_anything_is_written() {
     std::fs::create_dir(&empty).unwrap();
     std::fs::write(images.join("broken.png"), b"not a png").unwrap();
 
-    let lazy = write("lazy.yaml", "target: {name: cli-doubler}\nrecord_loading: lazy\n");
+    let lazy = write(
+        "lazy.yaml",
+        "target: {name: cli-doubler}\nrecord_loading: lazy\n",
+    );
     let zero = write("zero.yaml", "target: {name: cli-doubler}\niterations: 0\n");
     let negative = write("negative.yaml", "target: {name: cli-doubler}\nwarmup: -2\n");
     let unknown_key = write("unknown.yaml", "target: {name: cli-doubler}\nwarmpu: 1\n");
     let broken = write("broken.yaml", "target: {name: cli-doubler\n");
-    let missing_dir = write("missing.yaml", "target: {name: cli-doubler}\ndata_source: {name: images, directory: /no/such/dir}\n");
-    let empty_dir = write("empty.yaml", &format!("target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}}}\n", empty.display()));
-    let tilde = write("tilde.yaml", "target: {name: cli-doubler}\ndata_source: {name: images, directory: ~/pictures}\n");
-    let undecodable = write("undecodable.yaml", &format!("target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}}}\n", images.display()));
-    let import = write("import.yaml", "target: {name: cli-doubler, import_path: profiling-cli/src/lib.rs}\n");
+    let missing_dir = write(
+        "missing.yaml",
+        "target: {name: cli-doubler}\ndata_source: {name: images, directory: /no/such/dir}\n",
+    );
+    let empty_dir = write(
+        "empty.yaml",
+        &format!(
+            "target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}}}\n",
+            empty.display()
+        ),
+    );
+    let tilde = write(
+        "tilde.yaml",
+        "target: {name: cli-doubler}\ndata_source: {name: images, directory: ~/pictures}\n",
+    );
+    let undecodable = write(
+        "undecodable.yaml",
+        &format!(
+            "target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}}}\n",
+            images.display()
+        ),
+    );
+    let import = write(
+        "import.yaml",
+        "target: {name: cli-doubler, import_path: profiling-cli/src/lib.rs}\n",
+    );
 
     let cases: Vec<(Vec<&str>, String)> = vec![
         (vec!["--config", &lazy], format!("error: {lazy}: record_loading: `lazy` needs `target.profile_prepare: true`")),
@@ -374,10 +581,17 @@ fn bad_input_is_refused_before_anything_is_written() {
         argv.extend(["--output-dir", out.to_str().unwrap()]);
         let outcome = cli(&argv);
         assert_eq!(outcome.code, 2, "{args:?}: {}", outcome.stderr);
-        assert!(outcome.stderr.starts_with(&expected), "{args:?}:\n  got:      {}\n  expected: {expected}", outcome.stderr);
+        assert!(
+            outcome.stderr.starts_with(&expected),
+            "{args:?}:\n  got:      {}\n  expected: {expected}",
+            outcome.stderr
+        );
         assert!(!out.exists(), "{args:?} created {}", out.display());
         // Config rules and data are checked before the run starts, and nothing is
         // written beside a config either.
-        assert!(!scratch.path().join("runs").exists(), "{args:?} created a run directory");
+        assert!(
+            !scratch.path().join("runs").exists(),
+            "{args:?} created a run directory"
+        );
     }
 }

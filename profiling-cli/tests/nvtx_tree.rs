@@ -52,7 +52,11 @@ fn a_run_emits_warmup_ranges_then_one_capture_range_of_iterations() {
     command.arg(scratch.path());
     nvtx_recorder::attach(&mut command, &events_file);
     let output = command.output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     let events = nvtx_recorder::read_events(&events_file).unwrap();
     let forest = nvtx_recorder::range_forest(&events).unwrap();
@@ -70,10 +74,17 @@ fn a_run_emits_warmup_ranges_then_one_capture_range_of_iterations() {
     assert_eq!(nvtx_recorder::render_tree(ranges), expected);
 
     // Exactly one capture range, spanning both iterations in order.
-    let capture: Vec<_> = ranges.iter().filter(|r| r.name == "snippet-capture").collect();
+    let capture: Vec<_> = ranges
+        .iter()
+        .filter(|r| r.name == "snippet-capture")
+        .collect();
     assert_eq!(capture.len(), 1);
     let [first, second] = &capture[0].children[..] else {
         panic!("two iteration ranges");
     };
-    assert!(capture[0].start_ns <= first.start_ns && first.end_ns <= second.start_ns && second.end_ns <= capture[0].end_ns);
+    assert!(
+        capture[0].start_ns <= first.start_ns
+            && first.end_ns <= second.start_ns
+            && second.end_ns <= capture[0].end_ns
+    );
 }

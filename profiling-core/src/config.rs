@@ -84,7 +84,9 @@ impl std::str::FromStr for RecordLoading {
         match s {
             "eager" => Ok(RecordLoading::Eager),
             "lazy" => Ok(RecordLoading::Lazy),
-            other => Err(format!("unknown record loading `{other}`: expected `eager` or `lazy`")),
+            other => Err(format!(
+                "unknown record loading `{other}`: expected `eager` or `lazy`"
+            )),
         }
     }
 }
@@ -131,7 +133,10 @@ pub struct Overrides {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config {}: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}{message}", location_prefix(.file.as_deref(), *.line, *.column))]
     Syntax {
         file: Option<PathBuf>,
@@ -148,7 +153,8 @@ pub enum ConfigError {
 }
 
 fn file_prefix(file: Option<&Path>) -> String {
-    file.map(|f| format!("{}: ", f.display())).unwrap_or_default()
+    file.map(|f| format!("{}: ", f.display()))
+        .unwrap_or_default()
 }
 
 fn location_prefix(file: Option<&Path>, line: usize, column: usize) -> String {
@@ -286,32 +292,45 @@ fn syntax_error(error: &serde_yaml::Error, file: Option<PathBuf>) -> ConfigError
     }
 }
 
-fn resolve(raw: &RawConfig, file: Option<&Path>, overrides: &Overrides) -> Result<Config, ConfigError> {
+fn resolve(
+    raw: &RawConfig,
+    file: Option<&Path>,
+    overrides: &Overrides,
+) -> Result<Config, ConfigError> {
     let invalid = |key: &str, message: String| ConfigError::Invalid {
         file: file.map(Path::to_path_buf),
         key: key.to_owned(),
         message,
     };
     let workload = raw.workload.as_ref();
-    let from_workload = |top: Option<i64>, nested: Option<i64>, key: &str| -> (Option<i64>, String) {
-        match (top, nested) {
-            (Some(value), _) => (Some(value), key.to_owned()),
-            (None, Some(value)) => (Some(value), format!("workload.{key}")),
-            (None, None) => (None, key.to_owned()),
-        }
-    };
+    let from_workload =
+        |top: Option<i64>, nested: Option<i64>, key: &str| -> (Option<i64>, String) {
+            match (top, nested) {
+                (Some(value), _) => (Some(value), key.to_owned()),
+                (None, Some(value)) => (Some(value), format!("workload.{key}")),
+                (None, None) => (None, key.to_owned()),
+            }
+        };
 
     let target = raw.target.as_ref();
     let target_name = match (&overrides.target, target.and_then(|t| t.name.as_ref())) {
         (Some(name), _) => name.clone(),
         (None, Some(name)) => name.clone(),
-        (None, None) => return Err(invalid("target.name", "missing: name the target to run".to_owned())),
+        (None, None) => {
+            return Err(invalid(
+                "target.name",
+                "missing: name the target to run".to_owned(),
+            ))
+        }
     };
     if target_name.trim().is_empty() {
         return Err(invalid("target.name", "must not be empty".to_owned()));
     }
 
-    let profile_name = match (&raw.profile_name, raw.profile.as_ref().and_then(|p| p.name.as_ref())) {
+    let profile_name = match (
+        &raw.profile_name,
+        raw.profile.as_ref().and_then(|p| p.name.as_ref()),
+    ) {
         (Some(_), Some(_)) => {
             return Err(invalid(
                 "profile_name",
@@ -334,13 +353,17 @@ fn resolve(raw: &RawConfig, file: Option<&Path>, overrides: &Overrides) -> Resul
     if let Some(path) = &import_path {
         check_literal_path(path).map_err(|message| invalid("target.import_path", message))?;
         if path.trim().is_empty() {
-            return Err(invalid("target.import_path", "must not be empty".to_owned()));
+            return Err(invalid(
+                "target.import_path",
+                "must not be empty".to_owned(),
+            ));
         }
     }
     let profile_prepare = target.is_some_and(|t| t.profile_prepare);
 
-    let data_source = resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref())
-        .map_err(|(key, message)| invalid(&key, message))?;
+    let data_source =
+        resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref())
+            .map_err(|(key, message)| invalid(&key, message))?;
 
     let device = match overrides.device {
         Some(device) => device,
@@ -352,11 +375,16 @@ fn resolve(raw: &RawConfig, file: Option<&Path>, overrides: &Overrides) -> Resul
             };
             match value {
                 None => Device::Cpu,
-                Some(Value::String(text)) => text.parse().map_err(|e: crate::device::ParseDeviceError| invalid(key, e.to_string()))?,
+                Some(Value::String(text)) => text
+                    .parse()
+                    .map_err(|e: crate::device::ParseDeviceError| invalid(key, e.to_string()))?,
                 Some(other) => {
                     return Err(invalid(
                         key,
-                        format!("expected `cpu`, `cuda` or `cuda:N`, got {}", describe_value(other)),
+                        format!(
+                            "expected `cpu`, `cuda` or `cuda:N`, got {}",
+                            describe_value(other)
+                        ),
                     ))
                 }
             }
@@ -370,20 +398,31 @@ fn resolve(raw: &RawConfig, file: Option<&Path>, overrides: &Overrides) -> Resul
             match value {
                 None => 1,
                 Some(v) if v < 0 => return Err(invalid(&key, format!("must be >= 0, got {v}"))),
-                Some(v) => u32::try_from(v).map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
+                Some(v) => u32::try_from(v)
+                    .map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
             }
         }
     };
 
     let iterations = match overrides.iterations {
-        Some(0) => return Err(invalid("iterations", "must be >= 1, got 0 (from the command line)".to_owned())),
+        Some(0) => {
+            return Err(invalid(
+                "iterations",
+                "must be >= 1, got 0 (from the command line)".to_owned(),
+            ))
+        }
         Some(value) => value,
         None => {
-            let (value, key) = from_workload(raw.iterations, workload.and_then(|w| w.iterations), "iterations");
+            let (value, key) = from_workload(
+                raw.iterations,
+                workload.and_then(|w| w.iterations),
+                "iterations",
+            );
             match value {
                 None => 1,
                 Some(v) if v < 1 => return Err(invalid(&key, format!("must be >= 1, got {v}"))),
-                Some(v) => u32::try_from(v).map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
+                Some(v) => u32::try_from(v)
+                    .map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
             }
         }
     };
@@ -406,13 +445,20 @@ fn resolve(raw: &RawConfig, file: Option<&Path>, overrides: &Overrides) -> Resul
         ));
     }
 
-    let seed = overrides.seed.or(raw.seed).or(workload.and_then(|w| w.seed));
+    let seed = overrides
+        .seed
+        .or(raw.seed)
+        .or(workload.and_then(|w| w.seed));
     let validate_output = raw
         .validate_output
         .or(workload.and_then(|w| w.validate_output))
         .unwrap_or(true);
 
-    let (capture_range, capture_key) = match (&overrides.capture_range, &raw.capture_range, workload.and_then(|w| w.capture_range.as_ref())) {
+    let (capture_range, capture_key) = match (
+        &overrides.capture_range,
+        &raw.capture_range,
+        workload.and_then(|w| w.capture_range.as_ref()),
+    ) {
         (Some(name), _, _) => (name.clone(), "capture_range"),
         (None, Some(name), _) => (name.clone(), "capture_range"),
         (None, None, Some(name)) => (name.clone(), "workload.capture_range"),
@@ -454,14 +500,20 @@ fn resolve(raw: &RawConfig, file: Option<&Path>, overrides: &Overrides) -> Resul
 }
 
 /// Folds `source` into `name` and `parameters` into the other keys.
-fn resolve_data_source(raw: Option<&Mapping>, override_name: Option<&str>) -> Result<DataSourceConfig, (String, String)> {
+fn resolve_data_source(
+    raw: Option<&Mapping>,
+    override_name: Option<&str>,
+) -> Result<DataSourceConfig, (String, String)> {
     let mut config = DataSourceConfig::default();
     if let Some(mapping) = raw {
         let mut parameters = Mapping::new();
         let mut name: Option<(String, &str)> = None;
         for (key, value) in mapping {
             let Some(key_text) = key.as_str() else {
-                return Err(("data_source".to_owned(), format!("keys must be strings, got {}", describe_value(key))));
+                return Err((
+                    "data_source".to_owned(),
+                    format!("keys must be strings, got {}", describe_value(key)),
+                ));
             };
             match key_text {
                 "name" | "source" => {
@@ -472,18 +524,33 @@ fn resolve_data_source(raw: Option<&Mapping>, override_name: Option<&str>) -> Re
                         ));
                     }
                     let Value::String(text) = value else {
-                        return Err((format!("data_source.{key_text}"), format!("expected a source name, got {}", describe_value(value))));
+                        return Err((
+                            format!("data_source.{key_text}"),
+                            format!("expected a source name, got {}", describe_value(value)),
+                        ));
                     };
-                    name = Some((text.clone(), if key_text == "name" { "name" } else { "source" }));
+                    name = Some((
+                        text.clone(),
+                        if key_text == "name" { "name" } else { "source" },
+                    ));
                 }
                 "parameters" => {
                     let Value::Mapping(nested) = value else {
-                        return Err(("data_source.parameters".to_owned(), format!("expected a mapping, got {}", describe_value(value))));
+                        return Err((
+                            "data_source.parameters".to_owned(),
+                            format!("expected a mapping, got {}", describe_value(value)),
+                        ));
                     };
                     for (nested_key, nested_value) in nested {
-                        if parameters.insert(nested_key.clone(), nested_value.clone()).is_some() {
+                        if parameters
+                            .insert(nested_key.clone(), nested_value.clone())
+                            .is_some()
+                        {
                             return Err((
-                                format!("data_source.parameters.{}", nested_key.as_str().unwrap_or("?")),
+                                format!(
+                                    "data_source.parameters.{}",
+                                    nested_key.as_str().unwrap_or("?")
+                                ),
                                 "also given beside `parameters`: keep one".to_owned(),
                             ));
                         }
@@ -491,7 +558,10 @@ fn resolve_data_source(raw: Option<&Mapping>, override_name: Option<&str>) -> Re
                 }
                 _ => {
                     if parameters.insert(key.clone(), value.clone()).is_some() {
-                        return Err((format!("data_source.{key_text}"), "also given inside `parameters`: keep one".to_owned()));
+                        return Err((
+                            format!("data_source.{key_text}"),
+                            "also given inside `parameters`: keep one".to_owned(),
+                        ));
                     }
                 }
             }
@@ -502,7 +572,10 @@ fn resolve_data_source(raw: Option<&Mapping>, override_name: Option<&str>) -> Re
             }
             Some((text, _)) => config.name = text,
             None if override_name.is_none() => {
-                return Err(("data_source.name".to_owned(), format!("missing: one of {}", crate::data::KNOWN_SOURCES.join(", "))))
+                return Err((
+                    "data_source.name".to_owned(),
+                    format!("missing: one of {}", crate::data::KNOWN_SOURCES.join(", ")),
+                ))
             }
             None => {}
         }
@@ -518,7 +591,11 @@ fn resolve_data_source(raw: Option<&Mapping>, override_name: Option<&str>) -> Re
     if !crate::data::KNOWN_SOURCES.contains(&config.name.as_str()) {
         return Err((
             "data_source.name".to_owned(),
-            format!("unknown data source `{}`: expected one of {}", config.name, crate::data::KNOWN_SOURCES.join(", ")),
+            format!(
+                "unknown data source `{}`: expected one of {}",
+                config.name,
+                crate::data::KNOWN_SOURCES.join(", ")
+            ),
         ));
     }
     Ok(config)
@@ -532,7 +609,9 @@ pub fn check_profile_name(name: &str) -> Result<(), String> {
     }
     let valid = name.len() <= 100
         && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if valid {
         Ok(())
     } else {
@@ -548,7 +627,9 @@ pub fn check_run_id(run_id: &str) -> Result<(), String> {
         && run_id != "."
         && run_id != ".."
         && run_id.len() <= 200
-        && run_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        && run_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if valid {
         Ok(())
     } else {

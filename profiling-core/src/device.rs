@@ -81,6 +81,13 @@ pub fn cuda_backend_available() -> bool {
     false
 }
 
+/// Waits for the work queued on `device` to finish. On the CPU, and in a
+/// build without a GPU backend, there is nothing to wait for.
+#[inline]
+pub fn synchronize(device: Device) {
+    let _ = device;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,7 +103,11 @@ mod tests {
     #[test]
     fn refuses_other_strings() {
         for bad in ["", "gpu", "cuda:", "cuda:-1", "cuda:x", "CPU", "cuda:1:2"] {
-            assert_eq!(bad.parse::<Device>(), Err(ParseDeviceError(bad.to_owned())), "{bad:?}");
+            assert_eq!(
+                bad.parse::<Device>(),
+                Err(ParseDeviceError(bad.to_owned())),
+                "{bad:?}"
+            );
         }
     }
 
@@ -106,11 +117,4 @@ mod tests {
             assert_eq!(device.to_string().parse(), Ok(device));
         }
     }
-}
-
-/// Waits for the work queued on `device` to finish. On the CPU, and in a
-/// build without a GPU backend, there is nothing to wait for.
-#[inline]
-pub fn synchronize(device: Device) {
-    let _ = device;
 }

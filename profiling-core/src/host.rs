@@ -33,7 +33,13 @@ impl HostInfo {
             })
             .map_or_else(
                 || format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
-                |pretty| format!("{pretty} ({} {})", std::env::consts::OS, std::env::consts::ARCH),
+                |pretty| {
+                    format!(
+                        "{pretty} ({} {})",
+                        std::env::consts::OS,
+                        std::env::consts::ARCH
+                    )
+                },
             );
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
@@ -75,14 +81,20 @@ pub fn build_profile() -> &'static str {
 /// changes; `None` outside a git work tree or without git.
 pub fn git_state(dir: &Path) -> Option<(String, bool)> {
     let run = |args: &[&str]| -> Option<String> {
-        let output = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .ok()?;
         output
             .status
             .success()
             .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
     };
     let commit = run(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
-    let dirty = run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    let dirty =
+        run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
     Some((commit, dirty))
 }
 
@@ -159,8 +171,14 @@ mod tests {
     #[test]
     fn unix_epoch_and_known_dates() {
         assert_eq!(UtcTime::from_unix(0).rfc3339(), "1970-01-01T00:00:00Z");
-        assert_eq!(UtcTime::from_unix(951_782_400).rfc3339(), "2000-02-29T00:00:00Z");
-        assert_eq!(UtcTime::from_unix(1_795_988_040).compact(), "20261129T213400Z");
+        assert_eq!(
+            UtcTime::from_unix(951_782_400).rfc3339(),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            UtcTime::from_unix(1_795_988_040).compact(),
+            "20261129T213400Z"
+        );
         assert_eq!(UtcTime::from_unix(-1).rfc3339(), "1969-12-31T23:59:59Z");
     }
 

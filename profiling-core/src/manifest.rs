@@ -116,7 +116,9 @@ impl Manifest {
 /// all of the new, never a part.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let directory = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy());
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy());
     let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
         let mut file = std::fs::File::create(&temporary)?;

@@ -9,7 +9,11 @@ use std::path::Path;
 /// The lines of the `nsys profile` command around `command`, the
 /// profiling command with every setting spelled out (a program and its
 /// subcommand on its first line, then one option and its value per line).
-pub fn nsys_lines(run_dir: &Path, capture_range: &str, command: &[Vec<String>]) -> Vec<Vec<String>> {
+pub fn nsys_lines(
+    run_dir: &Path,
+    capture_range: &str,
+    command: &[Vec<String>],
+) -> Vec<Vec<String>> {
     let line = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
     let trace = run_dir.join("trace").to_string_lossy().into_owned();
     let capture = format!("--nvtx-capture={capture_range}@*");
@@ -35,7 +39,13 @@ pub fn nsys_lines(run_dir: &Path, capture_range: &str, command: &[Vec<String>]) 
 pub fn render_command(lines: &[Vec<String>]) -> String {
     lines
         .iter()
-        .map(|words| words.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "))
+        .map(|words| {
+            words
+                .iter()
+                .map(|w| shell_quote(w))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect::<Vec<_>>()
         .join(" \\\n  ")
 }
@@ -62,7 +72,10 @@ mod tests {
     fn quotes_only_what_needs_it() {
         assert_eq!(shell_quote("--warmup"), "--warmup");
         assert_eq!(shell_quote("/a/b-c_d.e"), "/a/b-c_d.e");
-        assert_eq!(shell_quote("--nvtx-capture=profile-target@*"), "'--nvtx-capture=profile-target@*'");
+        assert_eq!(
+            shell_quote("--nvtx-capture=profile-target@*"),
+            "'--nvtx-capture=profile-target@*'"
+        );
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("a b"), "'a b'");
@@ -71,10 +84,18 @@ mod tests {
     #[test]
     fn one_option_per_line_with_continuations() {
         let command = vec![
-            vec!["/bin/profile-cli".to_owned(), "run".to_owned(), "smoke".to_owned()],
+            vec![
+                "/bin/profile-cli".to_owned(),
+                "run".to_owned(),
+                "smoke".to_owned(),
+            ],
             vec!["--run-id".to_owned(), "r1".to_owned()],
         ];
-        let text = render_command(&nsys_lines(Path::new("/r/runs/r1"), "profile-target", &command));
+        let text = render_command(&nsys_lines(
+            Path::new("/r/runs/r1"),
+            "profile-target",
+            &command,
+        ));
         let expected = [
             "nsys profile \\",
             "  -o /r/runs/r1/trace \\",

@@ -21,7 +21,9 @@ pub fn seed_run(seed: Option<u64>) {
 
 /// The seed of the current run, if it has one.
 pub fn run_seed() -> Option<u64> {
-    SEEDED.load(Ordering::SeqCst).then(|| SEED.load(Ordering::SeqCst))
+    SEEDED
+        .load(Ordering::SeqCst)
+        .then(|| SEED.load(Ordering::SeqCst))
 }
 
 /// A generator for the stream named `stream`: the same stream and seed
@@ -45,5 +47,7 @@ pub fn rng(stream: &str) -> StdRng {
 
 /// FNV-1a: a hash that is the same on every build and platform.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

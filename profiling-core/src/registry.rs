@@ -54,7 +54,8 @@ impl TargetEntry {
 
 /// Every registered target, sorted by name, then file and line.
 pub fn targets() -> Vec<&'static TargetEntry> {
-    let mut entries: Vec<&'static TargetEntry> = inventory::iter::<TargetEntry>.into_iter().collect();
+    let mut entries: Vec<&'static TargetEntry> =
+        inventory::iter::<TargetEntry>.into_iter().collect();
     entries.sort_by(|a, b| (a.name, a.file, a.line).cmp(&(b.name, b.file, b.line)));
     entries
 }
@@ -66,7 +67,9 @@ pub enum Lookup {
     /// Two or more targets share the name: none can be run by it.
     Ambiguous(Vec<&'static TargetEntry>),
     /// No target has the name; the near matches, closest first.
-    Missing { near: Vec<&'static str> },
+    Missing {
+        near: Vec<&'static str>,
+    },
 }
 
 /// Finds the target registered under `name`.
@@ -96,7 +99,8 @@ pub fn near_matches<'n>(wanted: &str, names: impl IntoIterator<Item = &'n str>) 
         .filter_map(|name| {
             let distance = edit_distance(&wanted_lower, &name.to_lowercase());
             let contains = !wanted_lower.is_empty()
-                && (name.to_lowercase().contains(&wanted_lower) || wanted_lower.contains(&name.to_lowercase()));
+                && (name.to_lowercase().contains(&wanted_lower)
+                    || wanted_lower.contains(&name.to_lowercase()));
             (distance <= budget || contains).then_some((distance, name))
         })
         .collect();
@@ -155,9 +159,20 @@ mod tests {
 
     #[test]
     fn near_matches_rank_closest_first() {
-        let names = ["letterbox-preprocess", "detection-pipeline", "detection-postprocess", "smoke"];
-        assert_eq!(near_matches("detection-pipelin", names), vec!["detection-pipeline"]);
-        assert_eq!(near_matches("letterbox", names), vec!["letterbox-preprocess"]);
+        let names = [
+            "letterbox-preprocess",
+            "detection-pipeline",
+            "detection-postprocess",
+            "smoke",
+        ];
+        assert_eq!(
+            near_matches("detection-pipelin", names),
+            vec!["detection-pipeline"]
+        );
+        assert_eq!(
+            near_matches("letterbox", names),
+            vec!["letterbox-preprocess"]
+        );
         assert!(near_matches("zzzzzzzz", names).is_empty());
     }
 }

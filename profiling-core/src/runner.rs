@@ -165,7 +165,9 @@ pub struct RunError {
 }
 
 fn record_suffix(record_id: Option<&str>) -> String {
-    record_id.map(|id| format!(" on record `{id}`")).unwrap_or_default()
+    record_id
+        .map(|id| format!(" on record `{id}`"))
+        .unwrap_or_default()
 }
 
 impl RunError {
@@ -200,7 +202,12 @@ impl CallError {
 trait Inputs<T: ProfileTarget> {
     fn len(&self) -> usize;
     /// Prepares (when the pass does) and runs input `index`.
-    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError>;
+    fn call(
+        &mut self,
+        target: &mut T,
+        index: usize,
+        calls: &mut CallCounts,
+    ) -> Result<T::Output, CallError>;
     fn record_id(&self, index: usize) -> &str;
 }
 
@@ -216,13 +223,20 @@ impl<T: ProfileTarget> Inputs<T> for Prepared<'_, T::Prepared> {
     }
 
     #[inline]
-    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError> {
+    fn call(
+        &mut self,
+        target: &mut T,
+        index: usize,
+        calls: &mut CallCounts,
+    ) -> Result<T::Output, CallError> {
         calls.run += 1;
-        target.run(&self.prepared[index]).map_err(|source| CallError {
-            phase: Phase::Run,
-            record_id: Some(self.records[index].id.clone()),
-            source,
-        })
+        target
+            .run(&self.prepared[index])
+            .map_err(|source| CallError {
+                phase: Phase::Run,
+                record_id: Some(self.records[index].id.clone()),
+                source,
+            })
     }
 
     fn record_id(&self, index: usize) -> &str {
@@ -242,7 +256,12 @@ impl<T: ProfileTarget> Inputs<T> for EagerRecords<'_> {
     }
 
     #[inline]
-    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError> {
+    fn call(
+        &mut self,
+        target: &mut T,
+        index: usize,
+        calls: &mut CallCounts,
+    ) -> Result<T::Output, CallError> {
         prepare_and_run(target, &self.records[index], self.device, calls)
     }
 
@@ -263,12 +282,20 @@ impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
         self.source.len()
     }
 
-    fn call(&mut self, target: &mut T, index: usize, calls: &mut CallCounts) -> Result<T::Output, CallError> {
-        let record = self.source.read(index).map_err(|error: DataError| CallError {
-            phase: Phase::Load,
-            record_id: None,
-            source: error.into(),
-        })?;
+    fn call(
+        &mut self,
+        target: &mut T,
+        index: usize,
+        calls: &mut CallCounts,
+    ) -> Result<T::Output, CallError> {
+        let record = self
+            .source
+            .read(index)
+            .map_err(|error: DataError| CallError {
+                phase: Phase::Load,
+                record_id: None,
+                source: error.into(),
+            })?;
         let output = prepare_and_run(target, &record, self.device, calls);
         self.ids[index] = record.id;
         output
@@ -323,14 +350,16 @@ where
             let mut prepared = Vec::with_capacity(records.len());
             for record in records {
                 calls.prepare += 1;
-                let input = target.prepare(record, config.device).map_err(|source| RunError {
-                    phase: Phase::Prepare,
-                    record_id: Some(record.id.clone()),
-                    pass: Pass::Setup,
-                    source,
-                    calls,
-                    completed_iterations: 0,
-                })?;
+                let input = target
+                    .prepare(record, config.device)
+                    .map_err(|source| RunError {
+                        phase: Phase::Prepare,
+                        record_id: Some(record.id.clone()),
+                        pass: Pass::Setup,
+                        source,
+                        calls,
+                        completed_iterations: 0,
+                    })?;
                 prepared.push(input);
             }
             let prepare_ns = elapsed_ns(started);
@@ -462,7 +491,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         Validation::Warmup
     } else {
         for (index, output) in outputs.iter().enumerate() {
-            let output = output.as_ref().expect("every measured pass fills every slot");
+            let output = output
+                .as_ref()
+                .expect("every measured pass fills every slot");
             calls.validate += 1;
             target.validate(output).map_err(|source| RunError {
                 phase: Phase::Validate,
@@ -478,18 +509,21 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
 
     let mut output_summaries = Vec::with_capacity(count);
     for (index, output) in outputs.iter().enumerate() {
-        let output = output.as_ref().expect("every measured pass fills every slot");
+        let output = output
+            .as_ref()
+            .expect("every measured pass fills every slot");
         calls.summarize += 1;
         let record_id = inputs.record_id(index).to_owned();
-        let summary = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.summarize(output)))
-            .map_err(|panic| RunError {
-                phase: Phase::Summarize,
-                record_id: Some(record_id.clone()),
-                pass: Pass::AfterCapture,
-                source: anyhow::anyhow!("panicked: {}", panic_message(&panic)),
-                calls,
-                completed_iterations: config.iterations,
-            })?;
+        let summary =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.summarize(output)))
+                .map_err(|panic| RunError {
+                    phase: Phase::Summarize,
+                    record_id: Some(record_id.clone()),
+                    pass: Pass::AfterCapture,
+                    source: anyhow::anyhow!("panicked: {}", panic_message(&panic)),
+                    calls,
+                    completed_iterations: config.iterations,
+                })?;
         output_summaries.push(OutputSummary { record_id, summary });
     }
 
@@ -571,6 +605,9 @@ mod tests {
         assert_eq!(name.format(0).to_str().unwrap(), "iteration 0");
         assert_eq!(name.format(42).to_str().unwrap(), "iteration 42");
         assert_eq!(name.format(7).to_str().unwrap(), "iteration 7");
-        assert_eq!(name.format(u32::MAX).to_str().unwrap(), "iteration 4294967295");
+        assert_eq!(
+            name.format(u32::MAX).to_str().unwrap(),
+            "iteration 4294967295"
+        );
     }
 }

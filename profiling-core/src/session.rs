@@ -12,9 +12,11 @@ use crate::config::{self, Config, ConfigError, ConfigFile, Overrides, RecordLoad
 use crate::data::{self, DataError};
 use crate::device::{cuda_backend_available, Device};
 use crate::host::{build_profile, git_state, HostInfo, UtcTime};
-use crate::manifest::{Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload};
+use crate::manifest::{
+    Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload,
+};
 use crate::registry::{self, Lookup, TargetEntry};
-use crate::runner::{CallCounts, RunError, RunOutcome, RunPlan, Records, Timings, Validation};
+use crate::runner::{CallCounts, Records, RunError, RunOutcome, RunPlan, Timings, Validation};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -86,14 +88,23 @@ pub enum SessionError {
     #[error("the target failed: {0}")]
     Target(Box<RunError>),
     #[error("cannot write {}: {source}", path.display())]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 fn near_hint(near: &[String]) -> String {
     if near.is_empty() {
         "; `profile-cli list` shows every target".to_owned()
     } else {
-        format!("; did you mean {}?", near.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or "))
+        format!(
+            "; did you mean {}?",
+            near.iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
     }
 }
 
@@ -147,7 +158,12 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
     let config_path = file.and_then(|f| f.path);
 
     if let Some(import_path) = &config.target.import_path {
-        check_import_path(import_path, entry, &request.workspace_root, config_path.as_deref())?;
+        check_import_path(
+            import_path,
+            entry,
+            &request.workspace_root,
+            config_path.as_deref(),
+        )?;
     }
     if config.device.is_cuda() && !cuda_backend_available() {
         return Err(SessionError::NoCuda(config.device));
@@ -159,7 +175,8 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         }
         None => UtcTime::now().compact(),
     };
-    let run_dir = run_directory(&config, config_path.as_deref(), &request.workspace_root).join(&run_id);
+    let run_dir =
+        run_directory(&config, config_path.as_deref(), &request.workspace_root).join(&run_id);
     if run_dir.exists() {
         return Err(SessionError::RunExists { run_id, run_dir });
     }
@@ -178,7 +195,10 @@ fn find_target(name: &str) -> Result<&'static TargetEntry, SessionError> {
         Lookup::Found(entry) => Ok(entry),
         Lookup::Ambiguous(entries) => Err(SessionError::AmbiguousTarget {
             name: name.to_owned(),
-            places: entries.iter().map(|e| format!("{}:{}", e.file, e.line)).collect(),
+            places: entries
+                .iter()
+                .map(|e| format!("{}:{}", e.file, e.line))
+                .collect(),
         }),
         Lookup::Missing { near } => Err(SessionError::UnknownTarget {
             name: name.to_owned(),
@@ -189,7 +209,11 @@ fn find_target(name: &str) -> Result<&'static TargetEntry, SessionError> {
 
 /// The `config.yaml` beside the target's source file, when it names this
 /// target.
-fn beside_target(entry: &TargetEntry, root: &Path, name: &str) -> Result<Option<ConfigFile>, SessionError> {
+fn beside_target(
+    entry: &TargetEntry,
+    root: &Path,
+    name: &str,
+) -> Result<Option<ConfigFile>, SessionError> {
     let source = entry.source_path(root);
     let Some(candidate) = source.parent().map(|dir| dir.join("config.yaml")) else {
         return Ok(None);
@@ -203,12 +227,19 @@ fn beside_target(entry: &TargetEntry, root: &Path, name: &str) -> Result<Option<
 
 /// `DIR/<profile_name>/runs` with an output directory, else the config
 /// file's `runs/`, else the snippets directory of the workspace.
-pub fn run_directory(config: &Config, config_path: Option<&Path>, workspace_root: &Path) -> PathBuf {
+pub fn run_directory(
+    config: &Config,
+    config_path: Option<&Path>,
+    workspace_root: &Path,
+) -> PathBuf {
     if let Some(dir) = &config.output_dir {
         return dir.join(&config.profile_name).join("runs");
     }
     if let Some(path) = config_path {
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         return parent.join("runs");
     }
     let base = if workspace_root.is_dir() {
@@ -268,7 +299,9 @@ fn check_import_path(
         let type_ident = last_segment(entry.type_name);
         let factory_ident = last_segment(entry.constructor);
         if ident != type_ident && ident != factory_ident {
-            return Err(mismatch(format!(" (`{ident}` is neither its type `{type_ident}` nor its factory `{factory_ident}`)")));
+            return Err(mismatch(format!(
+                " (`{ident}` is neither its type `{type_ident}` nor its factory `{factory_ident}`)"
+            )));
         }
     }
     Ok(())
@@ -276,12 +309,17 @@ fn check_import_path(
 
 fn last_segment(path: &str) -> &str {
     let without_generics = path.split('<').next().unwrap_or(path);
-    without_generics.rsplit("::").next().unwrap_or(without_generics).trim()
+    without_generics
+        .rsplit("::")
+        .next()
+        .unwrap_or(without_generics)
+        .trim()
 }
 
 fn is_identifier(text: &str) -> bool {
     let mut chars = text.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
 /// The result of [`execute`]: the manifest (written when the config asks
@@ -351,7 +389,11 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
             import_path: config.target.import_path.clone(),
             profile_prepare: config.target.profile_prepare,
             type_name: entry.type_name.to_owned(),
-            source: format!("{}:{}", entry.display_file(&request.workspace_root), entry.line),
+            source: format!(
+                "{}:{}",
+                entry.display_file(&request.workspace_root),
+                entry.line
+            ),
             module_path: entry.module_path.to_owned(),
         },
         data_source: ManifestDataSource {
@@ -397,10 +439,14 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
             path: planned.run_dir.clone(),
             source,
         })?;
-        Some(manifest.write(&planned.run_dir).map_err(|source| SessionError::Write {
-            path: planned.run_dir.join("manifest.yaml"),
-            source,
-        })?)
+        Some(
+            manifest
+                .write(&planned.run_dir)
+                .map_err(|source| SessionError::Write {
+                    path: planned.run_dir.join("manifest.yaml"),
+                    source,
+                })?,
+        )
     } else {
         None
     };

@@ -27,7 +27,11 @@ impl DurationStats {
         let count = samples.len() as u64;
         let total: u128 = samples.iter().map(|&s| u128::from(s)).sum();
         let mean = total as f64 / count as f64;
-        let variance = samples.iter().map(|&s| (s as f64 - mean).powi(2)).sum::<f64>() / count as f64;
+        let variance = samples
+            .iter()
+            .map(|&s| (s as f64 - mean).powi(2))
+            .sum::<f64>()
+            / count as f64;
         let rank = |p: f64| -> u64 {
             let index = ((p * count as f64).ceil() as usize).clamp(1, samples.len()) - 1;
             samples[index]
@@ -69,6 +73,15 @@ mod tests {
     #[test]
     fn single_sample() {
         let stats = DurationStats::from_samples(&mut [42]).unwrap();
-        assert_eq!((stats.min_ns, stats.p50_ns, stats.p99_ns, stats.max_ns, stats.stddev_ns), (42, 42, 42, 42, 0));
+        assert_eq!(
+            (
+                stats.min_ns,
+                stats.p50_ns,
+                stats.p99_ns,
+                stats.max_ns,
+                stats.stddev_ns
+            ),
+            (42, 42, 42, 42, 0)
+        );
     }
 }

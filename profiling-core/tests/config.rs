@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use profiling_core::config::{Config, ConfigError, ConfigFile, CudaPolicy, Overrides, RecordLoading, DEFAULT_CAPTURE_RANGE};
+use profiling_core::config::{
+    Config, ConfigError, ConfigFile, CudaPolicy, Overrides, RecordLoading, DEFAULT_CAPTURE_RANGE,
+};
 use profiling_core::device::Device;
 
 fn resolve(yaml: &str) -> Result<Config, ConfigError> {
@@ -11,7 +13,9 @@ fn resolve(yaml: &str) -> Result<Config, ConfigError> {
 }
 
 fn error(yaml: &str) -> String {
-    resolve(yaml).expect_err("the config should be refused").to_string()
+    resolve(yaml)
+        .expect_err("the config should be refused")
+        .to_string()
 }
 
 #[test]
@@ -63,13 +67,22 @@ cuda:
     .unwrap();
     assert_eq!(config.profile_name, "my-profile");
     assert_eq!(config.device, Device::Cuda(0));
-    assert_eq!((config.warmup, config.iterations, config.seed), (10, 100, Some(0)));
-    assert_eq!(config.target.import_path.as_deref(), Some("inference_profiling/snippets/my_profile/target.rs"));
+    assert_eq!(
+        (config.warmup, config.iterations, config.seed),
+        (10, 100, Some(0))
+    );
+    assert_eq!(
+        config.target.import_path.as_deref(),
+        Some("inference_profiling/snippets/my_profile/target.rs")
+    );
 }
 
 #[test]
 fn data_source_parameters_sit_beside_the_name() {
-    let config = resolve("target: {name: t}\ndata_source: {name: dummy, record_count: 3, tensor_shape: [2, 2]}").unwrap();
+    let config = resolve(
+        "target: {name: t}\ndata_source: {name: dummy, record_count: 3, tensor_shape: [2, 2]}",
+    )
+    .unwrap();
     assert_eq!(config.data_source.name, "dummy");
     assert_eq!(config.data_source.parameters.len(), 2);
     assert_eq!(config.data_source.parameters["record_count"], 3);
@@ -90,14 +103,18 @@ workload: {device: 'cuda:1', warmup: 0, iterations: 7, seed: 3, validate_output:
     assert_eq!(config.data_source.parameters["record_count"], 2);
     assert_eq!(config.data_source.parameters["include_image"], false);
     assert_eq!(config.device, Device::Cuda(1));
-    assert_eq!((config.warmup, config.iterations, config.seed), (0, 7, Some(3)));
+    assert_eq!(
+        (config.warmup, config.iterations, config.seed),
+        (0, 7, Some(3))
+    );
     assert!(!config.validate_output);
     assert_eq!(config.capture_range, "cap");
 }
 
 #[test]
 fn a_top_level_key_wins_over_workload() {
-    let config = resolve("target: {name: t}\nwarmup: 4\nworkload: {warmup: 9, iterations: 2}").unwrap();
+    let config =
+        resolve("target: {name: t}\nwarmup: 4\nworkload: {warmup: 9, iterations: 2}").unwrap();
     assert_eq!((config.warmup, config.iterations), (4, 2));
 }
 
@@ -118,7 +135,10 @@ fn overrides_win_over_the_file() {
     assert_eq!(config.target.name, "other");
     assert_eq!(config.profile_name, "other");
     assert_eq!(config.device, Device::Cuda(2));
-    assert_eq!((config.warmup, config.iterations, config.seed), (0, 9, Some(11)));
+    assert_eq!(
+        (config.warmup, config.iterations, config.seed),
+        (0, 9, Some(11))
+    );
     assert_eq!(config.capture_range, "cap");
     assert_eq!(config.record_loading, RecordLoading::Lazy);
     assert_eq!(config.data_source.parameters["record_count"], 3);
@@ -126,7 +146,11 @@ fn overrides_win_over_the_file() {
 
 #[test]
 fn overriding_the_data_source_drops_the_other_sources_parameters() {
-    let file = ConfigFile::parse("target: {name: t}\ndata_source: {name: images, directory: /data}", None).unwrap();
+    let file = ConfigFile::parse(
+        "target: {name: t}\ndata_source: {name: images, directory: /data}",
+        None,
+    )
+    .unwrap();
     let config = file
         .resolve(&Overrides {
             data_source: Some("dummy".into()),
@@ -140,40 +164,68 @@ fn overriding_the_data_source_drops_the_other_sources_parameters() {
 #[test]
 fn lazy_loading_needs_profile_prepare() {
     let message = error("target: {name: t}\nrecord_loading: lazy");
-    assert!(message.starts_with("snippet/config.yaml: record_loading: `lazy` needs `target.profile_prepare: true`"), "{message}");
+    assert!(
+        message.starts_with(
+            "snippet/config.yaml: record_loading: `lazy` needs `target.profile_prepare: true`"
+        ),
+        "{message}"
+    );
     let config = resolve("target: {name: t, profile_prepare: true}\nrecord_loading: lazy").unwrap();
     assert_eq!(config.record_loading, RecordLoading::Lazy);
 }
 
 #[test]
 fn iterations_must_be_at_least_one() {
-    assert_eq!(error("target: {name: t}\niterations: 0"), "snippet/config.yaml: iterations: must be >= 1, got 0");
-    assert_eq!(error("target: {name: t}\nworkload: {iterations: -3}"), "snippet/config.yaml: workload.iterations: must be >= 1, got -3");
+    assert_eq!(
+        error("target: {name: t}\niterations: 0"),
+        "snippet/config.yaml: iterations: must be >= 1, got 0"
+    );
+    assert_eq!(
+        error("target: {name: t}\nworkload: {iterations: -3}"),
+        "snippet/config.yaml: workload.iterations: must be >= 1, got -3"
+    );
 }
 
 #[test]
 fn warmup_must_not_be_negative() {
-    assert_eq!(error("target: {name: t}\nwarmup: -1"), "snippet/config.yaml: warmup: must be >= 0, got -1");
+    assert_eq!(
+        error("target: {name: t}\nwarmup: -1"),
+        "snippet/config.yaml: warmup: must be >= 0, got -1"
+    );
     assert_eq!(resolve("target: {name: t}\nwarmup: 0").unwrap().warmup, 0);
 }
 
 #[test]
 fn unknown_keys_are_named() {
     let message = error("target: {name: t}\nwarmpu: 3");
-    assert!(message.starts_with("snippet/config.yaml:2:1: unknown field `warmpu`, expected one of"), "{message}");
+    assert!(
+        message.starts_with("snippet/config.yaml:2:1: unknown field `warmpu`, expected one of"),
+        "{message}"
+    );
     let message = error("target: {name: t, profile_prepar: true}");
-    assert!(message.contains("target: unknown field `profile_prepar`"), "{message}");
+    assert!(
+        message.contains("target: unknown field `profile_prepar`"),
+        "{message}"
+    );
     let message = error("target: {name: t}\ncuda: {synchronize_everything: true}");
-    assert!(message.contains("cuda: unknown field `synchronize_everything`"), "{message}");
+    assert!(
+        message.contains("cuda: unknown field `synchronize_everything`"),
+        "{message}"
+    );
     let message = error("target: {name: t}\nworkload: {warmups: 1}");
-    assert!(message.contains("workload: unknown field `warmups`"), "{message}");
+    assert!(
+        message.contains("workload: unknown field `warmups`"),
+        "{message}"
+    );
 }
 
 #[test]
 fn broken_yaml_names_file_line_and_column() {
     let message = error("target: {name: t}\nwarmup: [1, 2\niterations: 3\n");
     assert!(message.starts_with("snippet/config.yaml:"), "{message}");
-    let ConfigError::Syntax { line, column, .. } = resolve("target:\n  name: t\n   bad: indent\n").unwrap_err() else {
+    let ConfigError::Syntax { line, column, .. } =
+        resolve("target:\n  name: t\n   bad: indent\n").unwrap_err()
+    else {
         panic!("expected a syntax error");
     };
     assert_eq!((line, column), (3, 7));
@@ -184,7 +236,10 @@ fn wrong_types_name_the_key() {
     let message = error("target: {name: t}\nvalidate_output: maybe");
     assert!(message.starts_with("snippet/config.yaml:2:18: validate_output: invalid type: string \"maybe\", expected a boolean"), "{message}");
     let message = error("target: {name: t}\nrecord_loading: sometimes");
-    assert!(message.contains("record_loading: unknown variant `sometimes`, expected `eager` or `lazy`"), "{message}");
+    assert!(
+        message.contains("record_loading: unknown variant `sometimes`, expected `eager` or `lazy`"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -209,23 +264,46 @@ fn unknown_devices_list_the_allowed_forms() {
 
 #[test]
 fn empty_names_are_refused() {
-    assert_eq!(error("target: {name: '  '}"), "snippet/config.yaml: target.name: must not be empty");
-    assert_eq!(error("target: {name: t}\nprofile_name: ''"), "snippet/config.yaml: profile_name: must not be empty");
-    assert_eq!(error("target: {name: t}\ndata_source: {name: ''}"), "snippet/config.yaml: data_source.name: must not be empty");
-    assert_eq!(error("profile_name: p"), "snippet/config.yaml: target.name: missing: name the target to run");
-    assert_eq!(error("target: {name: t}\ncapture_range: ''"), "snippet/config.yaml: capture_range: must not be empty");
+    assert_eq!(
+        error("target: {name: '  '}"),
+        "snippet/config.yaml: target.name: must not be empty"
+    );
+    assert_eq!(
+        error("target: {name: t}\nprofile_name: ''"),
+        "snippet/config.yaml: profile_name: must not be empty"
+    );
+    assert_eq!(
+        error("target: {name: t}\ndata_source: {name: ''}"),
+        "snippet/config.yaml: data_source.name: must not be empty"
+    );
+    assert_eq!(
+        error("profile_name: p"),
+        "snippet/config.yaml: target.name: missing: name the target to run"
+    );
+    assert_eq!(
+        error("target: {name: t}\ncapture_range: ''"),
+        "snippet/config.yaml: capture_range: must not be empty"
+    );
 }
 
 #[test]
 fn profile_names_must_be_directory_names() {
     let message = error("target: {name: t}\nprofile_name: ../escape");
-    assert!(message.starts_with("snippet/config.yaml: profile_name: `../escape` is not a valid profile name"), "{message}");
+    assert!(
+        message.starts_with(
+            "snippet/config.yaml: profile_name: `../escape` is not a valid profile name"
+        ),
+        "{message}"
+    );
 }
 
 #[test]
 fn capture_ranges_cannot_hold_a_domain_separator() {
     let message = error("target: {name: t}\ncapture_range: 'a@b'");
-    assert!(message.starts_with("snippet/config.yaml: capture_range: `a@b` contains `@`"), "{message}");
+    assert!(
+        message.starts_with("snippet/config.yaml: capture_range: `a@b` contains `@`"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -237,25 +315,45 @@ fn tilde_paths_are_refused() {
 #[test]
 fn duplicate_spellings_are_refused() {
     let message = error("target: {name: t}\ndata_source: {name: dummy}\ndata: {name: dummy}");
-    assert!(message.contains("duplicate field `data_source`"), "{message}");
+    assert!(
+        message.contains("duplicate field `data_source`"),
+        "{message}"
+    );
     let message = error("target: {name: t}\ndata_source: {name: dummy, source: dummy}");
-    assert!(message.contains("data_source.source: the source is already named by `name`"), "{message}");
-    let message = error("target: {name: t}\ndata_source: {name: dummy, limit: 1, parameters: {limit: 2}}");
-    assert!(message.contains("data_source.parameters.limit: also given beside `parameters`"), "{message}");
+    assert!(
+        message.contains("data_source.source: the source is already named by `name`"),
+        "{message}"
+    );
+    let message =
+        error("target: {name: t}\ndata_source: {name: dummy, limit: 1, parameters: {limit: 2}}");
+    assert!(
+        message.contains("data_source.parameters.limit: also given beside `parameters`"),
+        "{message}"
+    );
 }
 
 #[test]
 fn an_empty_file_needs_a_target() {
     let file = ConfigFile::parse("", None).unwrap();
     assert_eq!(file.target_name(), None);
-    let config = file.resolve(&Overrides { target: Some("t".into()), ..Overrides::default() }).unwrap();
+    let config = file
+        .resolve(&Overrides {
+            target: Some("t".into()),
+            ..Overrides::default()
+        })
+        .unwrap();
     assert_eq!(config.target.name, "t");
 }
 
 #[test]
 fn a_missing_file_is_named() {
-    let error = ConfigFile::load(Path::new("/nonexistent/config.yaml")).unwrap_err().to_string();
-    assert!(error.starts_with("cannot read config /nonexistent/config.yaml:"), "{error}");
+    let error = ConfigFile::load(Path::new("/nonexistent/config.yaml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("cannot read config /nonexistent/config.yaml:"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -35,24 +35,41 @@ fn ids(records: &[profiling_core::data::DataRecord]) -> Vec<&str> {
 fn lists_images_sorted_by_path_any_case() {
     let dir = fixture();
     let source = source(&format!("directory: {}", dir.path().display())).unwrap();
-    let names: Vec<_> = source.files().iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+    let names: Vec<_> = source
+        .files()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap())
+        .collect();
     assert_eq!(names, ["a.JPG", "b.png", "c.bmp"]);
     let records = source.read_all().unwrap();
     assert_eq!(ids(&records), ["a", "b", "c"]);
     let first = records[0].image.as_ref().unwrap();
     assert_eq!((first.width(), first.height()), (6, 3));
-    assert_eq!(records[1].image.as_ref().unwrap().get_pixel(0, 0).0, [10, 245, 7]);
-    assert_eq!(records[1].path.as_deref(), Some(dir.path().join("b.png").as_path()));
+    assert_eq!(
+        records[1].image.as_ref().unwrap().get_pixel(0, 0).0,
+        [10, 245, 7]
+    );
+    assert_eq!(
+        records[1].path.as_deref(),
+        Some(dir.path().join("b.png").as_path())
+    );
     assert_eq!(records[1].metadata["width"], 8);
 }
 
 #[test]
 fn limit_then_repeat_cycles_with_numbered_ids() {
     let dir = fixture();
-    let source = source(&format!("{{directory: {}, limit: 2, repeat: 5}}", dir.path().display())).unwrap();
+    let source = source(&format!(
+        "{{directory: {}, limit: 2, repeat: 5}}",
+        dir.path().display()
+    ))
+    .unwrap();
     assert_eq!(source.len(), 5);
     let records = source.read_all().unwrap();
-    assert_eq!(ids(&records), ["a", "b", "a-repeat-1", "b-repeat-1", "a-repeat-2"]);
+    assert_eq!(
+        ids(&records),
+        ["a", "b", "a-repeat-1", "b-repeat-1", "a-repeat-2"]
+    );
     assert_eq!(records[2].image, records[0].image);
     let lazily: Vec<_> = (0..5).map(|i| source.read(i).unwrap()).collect();
     assert_eq!(lazily, records);
@@ -61,15 +78,29 @@ fn limit_then_repeat_cycles_with_numbered_ids() {
 #[test]
 fn repeat_below_the_file_count_truncates() {
     let dir = fixture();
-    let records = source(&format!("{{directory: {}, repeat: 2}}", dir.path().display())).unwrap().read_all().unwrap();
+    let records = source(&format!(
+        "{{directory: {}, repeat: 2}}",
+        dir.path().display()
+    ))
+    .unwrap()
+    .read_all()
+    .unwrap();
     assert_eq!(ids(&records), ["a", "b"]);
 }
 
 #[test]
 fn decode_false_keeps_paths_only() {
     let dir = fixture();
-    let records = source(&format!("{{directory: {}, decode: false}}", dir.path().display())).unwrap().read_all().unwrap();
-    assert!(records.iter().all(|r| r.image.is_none() && r.path.is_some()));
+    let records = source(&format!(
+        "{{directory: {}, decode: false}}",
+        dir.path().display()
+    ))
+    .unwrap()
+    .read_all()
+    .unwrap();
+    assert!(records
+        .iter()
+        .all(|r| r.image.is_none() && r.path.is_some()));
 }
 
 #[test]
@@ -77,7 +108,10 @@ fn explicit_paths_are_sorted_too() {
     let dir = fixture();
     let c = dir.path().join("c.bmp");
     let b = dir.path().join("b.png");
-    let records = source(&format!("paths: [{}, {}]", c.display(), b.display())).unwrap().read_all().unwrap();
+    let records = source(&format!("paths: [{}, {}]", c.display(), b.display()))
+        .unwrap()
+        .read_all()
+        .unwrap();
     assert_eq!(ids(&records), ["b", "c"]);
 }
 
@@ -85,9 +119,17 @@ fn explicit_paths_are_sorted_too() {
 fn parallel_decoding_keeps_order() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..24u8 {
-        write_image(&dir.path().join(format!("img{i:02}.png")), 16 + u32::from(i), 8, i);
+        write_image(
+            &dir.path().join(format!("img{i:02}.png")),
+            16 + u32::from(i),
+            8,
+            i,
+        );
     }
-    let records = source(&format!("directory: {}", dir.path().display())).unwrap().read_all().unwrap();
+    let records = source(&format!("directory: {}", dir.path().display()))
+        .unwrap()
+        .read_all()
+        .unwrap();
     for (i, record) in records.iter().enumerate() {
         assert_eq!(record.id, format!("img{i:02}"));
         assert_eq!(record.image.as_ref().unwrap().width(), 16 + i as u32);
@@ -96,7 +138,9 @@ fn parallel_decoding_keeps_order() {
 
 #[test]
 fn a_missing_directory_is_named() {
-    let error = source("directory: /no/such/images").unwrap_err().to_string();
+    let error = source("directory: /no/such/images")
+        .unwrap_err()
+        .to_string();
     assert_eq!(error, "image directory /no/such/images does not exist");
 }
 
@@ -104,8 +148,16 @@ fn a_missing_directory_is_named() {
 fn an_empty_directory_is_named() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("readme.md"), "x").unwrap();
-    let error = source(&format!("directory: {}", dir.path().display())).unwrap_err().to_string();
-    assert!(error.starts_with(&format!("image directory {} holds no images", dir.path().display())), "{error}");
+    let error = source(&format!("directory: {}", dir.path().display()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(&format!(
+            "image directory {} holds no images",
+            dir.path().display()
+        )),
+        "{error}"
+    );
 }
 
 #[test]
@@ -121,7 +173,10 @@ fn an_undecodable_file_is_named() {
     std::fs::write(&broken, b"\x89PNG\r\n\x1a\nnot really").unwrap();
     let source = source(&format!("directory: {}", dir.path().display())).unwrap();
     let error = source.read_all().unwrap_err().to_string();
-    assert!(error.starts_with(&format!("cannot decode image {}:", broken.display())), "{error}");
+    assert!(
+        error.starts_with(&format!("cannot decode image {}:", broken.display())),
+        "{error}"
+    );
     let error = source.read(2).unwrap_err().to_string();
     assert!(error.contains("broken.png"), "{error}");
 }
@@ -132,11 +187,26 @@ fn bad_parameters_name_their_key() {
     let d = dir.path().display();
     for (yaml, expected) in [
         ("{}".to_owned(), "data_source.directory: missing"),
-        (format!("{{directory: {d}, limit: 0}}"), "data_source.limit: must be >= 1"),
-        (format!("{{directory: {d}, repeat: 0}}"), "data_source.repeat: must be >= 1"),
-        (format!("{{directory: {d}, paths: [{d}/a.JPG]}}"), "data_source.paths: give either"),
-        ("paths: [/no/such.png]".to_owned(), "data_source.paths: /no/such.png is not a file"),
-        (format!("{{directory: {d}, recursive: true}}"), "data_source (images): unknown field `recursive`"),
+        (
+            format!("{{directory: {d}, limit: 0}}"),
+            "data_source.limit: must be >= 1",
+        ),
+        (
+            format!("{{directory: {d}, repeat: 0}}"),
+            "data_source.repeat: must be >= 1",
+        ),
+        (
+            format!("{{directory: {d}, paths: [{d}/a.JPG]}}"),
+            "data_source.paths: give either",
+        ),
+        (
+            "paths: [/no/such.png]".to_owned(),
+            "data_source.paths: /no/such.png is not a file",
+        ),
+        (
+            format!("{{directory: {d}, recursive: true}}"),
+            "data_source (images): unknown field `recursive`",
+        ),
     ] {
         let error = source(&yaml).unwrap_err().to_string();
         assert!(error.starts_with(expected), "{yaml}: {error}");
@@ -146,7 +216,11 @@ fn bad_parameters_name_their_key() {
 #[test]
 fn describe_reports_what_was_read() {
     let dir = fixture();
-    let source = source(&format!("{{directory: {}, limit: 2, repeat: 3}}", dir.path().display())).unwrap();
+    let source = source(&format!(
+        "{{directory: {}, limit: 2, repeat: 3}}",
+        dir.path().display()
+    ))
+    .unwrap();
     let description = source.describe();
     assert_eq!(description["files"], 2);
     assert_eq!(description["records"], 3);

@@ -60,5 +60,8 @@ fn literal_ranges_do_not_allocate() {
     assert_eq!(counted, 0);
     // A name too long for the stack buffer is the one case that allocates.
     let longer = "n".repeat(256);
-    assert_eq!(allocations_during(|| drop(profiling_range(longer.as_str()))), 1);
+    assert_eq!(
+        allocations_during(|| drop(profiling_range(longer.as_str()))),
+        1
+    );
 }

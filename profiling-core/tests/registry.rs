@@ -36,7 +36,9 @@ struct Factored {
 }
 
 fn load_factored() -> anyhow::Result<Factored> {
-    Ok(Factored { _weights: vec![1.0] })
+    Ok(Factored {
+        _weights: vec![1.0],
+    })
 }
 
 #[profile_target(name = "registry-factored", factory = load_factored)]

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use profiling_core::config::{ConfigFile, Overrides};
-use profiling_core::data::{self, DataSource};
+use profiling_core::data;
 use profiling_core::prelude::*;
 use profiling_core::runner::{run_target, CallCounts, Pass, Phase, Records, RunPlan, Validation};
 
@@ -46,12 +46,18 @@ impl ProfileTarget for Logging {
 
     fn summarize(&self, output: &String) -> Summary {
         self.log.borrow_mut().push(format!("summarize {output}"));
-        Summary::from([("output".to_owned(), serde_yaml::Value::from(output.as_str()))])
+        Summary::from([(
+            "output".to_owned(),
+            serde_yaml::Value::from(output.as_str()),
+        )])
     }
 }
 
 fn plan(yaml: &str) -> RunPlan {
-    let config = ConfigFile::parse(yaml, None).unwrap().resolve(&Overrides::default()).unwrap();
+    let config = ConfigFile::parse(yaml, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let records = match config.record_loading {
         profiling_core::config::RecordLoading::Eager => Records::Eager(source.read_all().unwrap()),
@@ -60,7 +66,13 @@ fn plan(yaml: &str) -> RunPlan {
     RunPlan { config, records }
 }
 
-fn run_logged(yaml: &str, target: Logging) -> (Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError>, Vec<String>) {
+fn run_logged(
+    yaml: &str,
+    target: Logging,
+) -> (
+    Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError>,
+    Vec<String>,
+) {
     let log = target.log.clone();
     let result = run_target(&plan(yaml), move || Ok(target));
     let lines = log.borrow().clone();
@@ -71,7 +83,10 @@ const TWO_RECORDS: &str = "data_source: {name: dummy, record_count: 2, include_i
 
 #[test]
 fn eager_prepares_once_before_the_passes() {
-    let (result, log) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\niterations: 3"), Logging::default());
+    let (result, log) = run_logged(
+        &format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\niterations: 3"),
+        Logging::default(),
+    );
     let outcome = result.unwrap();
     assert_eq!(
         outcome.calls,
@@ -96,10 +111,16 @@ fn eager_prepares_once_before_the_passes() {
         ]
     );
     assert_eq!(log.iter().filter(|l| l.starts_with("prepare")).count(), 2);
-    assert_eq!(log[log.len() - 2..], ["summarize out-dummy-0", "summarize out-dummy-1"]);
+    assert_eq!(
+        log[log.len() - 2..],
+        ["summarize out-dummy-0", "summarize out-dummy-1"]
+    );
     assert_eq!(outcome.record_ids, ["dummy-0", "dummy-1"]);
     assert_eq!(outcome.validation, Validation::Warmup);
-    assert_eq!((outcome.completed_warmup, outcome.completed_iterations), (2, 3));
+    assert_eq!(
+        (outcome.completed_warmup, outcome.completed_iterations),
+        (2, 3)
+    );
     assert_eq!(outcome.timings.iterations.unwrap().count, 3);
     assert_eq!(outcome.output_summaries[1].record_id, "dummy-1");
     assert_eq!(outcome.output_summaries[1].summary["output"], "out-dummy-1");
@@ -108,7 +129,9 @@ fn eager_prepares_once_before_the_passes() {
 #[test]
 fn profile_prepare_prepares_inside_every_pass() {
     let (result, log) = run_logged(
-        &format!("target: {{name: t, profile_prepare: true}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 2"),
+        &format!(
+            "target: {{name: t, profile_prepare: true}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 2"
+        ),
         Logging::default(),
     );
     let outcome = result.unwrap();
@@ -121,7 +144,10 @@ fn profile_prepare_prepares_inside_every_pass() {
             summarize: 2
         }
     );
-    assert_eq!(log[..3], ["prepare dummy-0", "run dummy-0", "validate out-dummy-0"]);
+    assert_eq!(
+        log[..3],
+        ["prepare dummy-0", "run dummy-0", "validate out-dummy-0"]
+    );
 }
 
 #[test]
@@ -146,25 +172,41 @@ fn lazy_reads_and_prepares_inside_every_pass() {
 
 #[test]
 fn measured_passes_never_validate() {
-    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 5"), Logging::default());
+    let (result, _) = run_logged(
+        &format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 5"),
+        Logging::default(),
+    );
     // Two validations: the warmup pass only, none for the five measured passes.
     assert_eq!(result.unwrap().calls.validate, 2);
 }
 
 #[test]
 fn without_warmup_the_last_pass_is_validated_after_the_capture() {
-    let (result, log) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 0\niterations: 3"), Logging::default());
+    let (result, log) = run_logged(
+        &format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 0\niterations: 3"),
+        Logging::default(),
+    );
     let outcome = result.unwrap();
     assert_eq!(outcome.validation, Validation::AfterCapture);
     assert_eq!(outcome.calls.validate, 2);
     let first_validate = log.iter().position(|l| l.starts_with("validate")).unwrap();
     assert_eq!(log.iter().filter(|l| l.starts_with("run")).count(), 6);
-    assert!(log[..first_validate].iter().filter(|l| l.starts_with("run")).count() == 6, "{log:?}");
+    assert!(
+        log[..first_validate]
+            .iter()
+            .filter(|l| l.starts_with("run"))
+            .count()
+            == 6,
+        "{log:?}"
+    );
 }
 
 #[test]
 fn validate_output_false_validates_nothing() {
-    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\nvalidate_output: false"), Logging::default());
+    let (result, _) = run_logged(
+        &format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\nvalidate_output: false"),
+        Logging::default(),
+    );
     let outcome = result.unwrap();
     assert_eq!(outcome.calls.validate, 0);
     assert_eq!(outcome.validation, Validation::Disabled);
@@ -176,12 +218,18 @@ fn a_failed_validation_names_record_and_pass() {
         fail_validate_on: Some("out-dummy-1".into()),
         ..Logging::default()
     };
-    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1"), target);
+    let (result, _) = run_logged(
+        &format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1"),
+        target,
+    );
     let error = result.unwrap_err();
     assert_eq!(error.phase, Phase::Validate);
     assert_eq!(error.record_id.as_deref(), Some("dummy-1"));
     assert_eq!(error.pass, Pass::Warmup(0));
-    assert_eq!(error.to_string(), "validate failed on record `dummy-1` (warmup pass 0): bad output out-dummy-1");
+    assert_eq!(
+        error.to_string(),
+        "validate failed on record `dummy-1` (warmup pass 0): bad output out-dummy-1"
+    );
 }
 
 #[test]
@@ -191,7 +239,10 @@ fn a_failed_run_in_a_measured_pass_says_how_far_it_got() {
         fail_run_on_call: Some(6),
         ..Logging::default()
     };
-    let (result, _) = run_logged(&format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 3"), target);
+    let (result, _) = run_logged(
+        &format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 3"),
+        target,
+    );
     let error = result.unwrap_err();
     assert_eq!((error.phase, error.pass), (Phase::Run, Pass::Measured(1)));
     assert_eq!(error.record_id.as_deref(), Some("dummy-1"));
@@ -211,8 +262,12 @@ fn a_failing_factory_stops_before_any_call() {
 fn a_seed_makes_the_run_rng_repeat() {
     use rand::Rng;
     profiling_core::random::seed_run(Some(5));
-    let first: Vec<u32> = (0..4).map(|_| profiling_core::random::rng("s").gen()).collect();
-    let again: Vec<u32> = (0..4).map(|_| profiling_core::random::rng("s").gen()).collect();
+    let first: Vec<u32> = (0..4)
+        .map(|_| profiling_core::random::rng("s").gen())
+        .collect();
+    let again: Vec<u32> = (0..4)
+        .map(|_| profiling_core::random::rng("s").gen())
+        .collect();
     assert_eq!(first, again);
     profiling_core::random::seed_run(Some(6));
     let other: u32 = profiling_core::random::rng("s").gen();

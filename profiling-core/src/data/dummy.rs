@@ -75,7 +75,10 @@ impl DummySource {
             (None, None) => ("record_count", defaults.record_count),
         };
         if record_count.1 == 0 {
-            return Err(parameter_error(record_count.0, "must be >= 1: a run needs at least one record"));
+            return Err(parameter_error(
+                record_count.0,
+                "must be >= 1: a run needs at least one record",
+            ));
         }
         let image_shape = match params.image_shape {
             None => defaults.image_shape,
@@ -96,8 +99,13 @@ impl DummySource {
             },
         };
         let tensor_shape = params.tensor_shape.unwrap_or(defaults.tensor_shape);
-        let elements = tensor_shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
-        if tensor_shape.is_empty() || tensor_shape.contains(&0) || elements.is_none_or(|n| n > MAX_ELEMENTS) {
+        let elements = tensor_shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        if tensor_shape.is_empty()
+            || tensor_shape.contains(&0)
+            || elements.is_none_or(|n| n > MAX_ELEMENTS)
+        {
             return Err(parameter_error(
                 "tensor_shape",
                 format!("{tensor_shape:?}: expected at least one dimension, each >= 1, at most {MAX_ELEMENTS} values in all"),
@@ -116,7 +124,11 @@ impl DummySource {
         let shift = index.wrapping_mul(7);
         image::RgbImage::from_fn(width as u32, height as u32, |x, y| {
             let base = x as usize + 2 * y as usize + shift;
-            image::Rgb([base as u8, base.wrapping_add(85) as u8, base.wrapping_add(170) as u8])
+            image::Rgb([
+                base as u8,
+                base.wrapping_add(85) as u8,
+                base.wrapping_add(170) as u8,
+            ])
         })
     }
 
@@ -127,9 +139,11 @@ impl DummySource {
         let tensor = ArrayD::from_shape_vec(shape, (0..count).map(|v| v as f32 + offset).collect())
             .expect("shape and element count agree by construction");
         let rows = self.tensor_shape[0];
-        let scores = ArrayD::from_shape_vec(IxDyn(&[rows]), linspace(rows)).expect("one value per row");
-        let boxes = ArrayD::from_shape_vec(IxDyn(&[rows, 4]), (0..rows * 4).map(|v| v as f32).collect())
-            .expect("four values per row");
+        let scores =
+            ArrayD::from_shape_vec(IxDyn(&[rows]), linspace(rows)).expect("one value per row");
+        let boxes =
+            ArrayD::from_shape_vec(IxDyn(&[rows, 4]), (0..rows * 4).map(|v| v as f32).collect())
+                .expect("four values per row");
         BTreeMap::from([
             ("boxes".to_owned(), boxes),
             ("scores".to_owned(), scores),
@@ -157,7 +171,10 @@ impl DataSource for DummySource {
 
     fn describe(&self) -> BTreeMap<String, Value> {
         BTreeMap::from([
-            ("record_count".to_owned(), Value::from(self.record_count as u64)),
+            (
+                "record_count".to_owned(),
+                Value::from(self.record_count as u64),
+            ),
             ("image_shape".to_owned(), shape_value(&self.image_shape)),
             ("include_image".to_owned(), Value::Bool(self.include_image)),
             ("tensor_shape".to_owned(), shape_value(&self.tensor_shape)),
@@ -221,15 +238,24 @@ mod tests {
         let values: Vec<f32> = record.tensors["tensor"].iter().copied().collect();
         assert_eq!(values, vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
         assert_eq!(record.tensors["tensor"].shape(), &[2, 3]);
-        assert_eq!(record.tensors["scores"].iter().copied().collect::<Vec<_>>(), vec![0.0, 1.0]);
+        assert_eq!(
+            record.tensors["scores"].iter().copied().collect::<Vec<_>>(),
+            vec![0.0, 1.0]
+        );
         assert_eq!(record.tensors["boxes"].shape(), &[2, 4]);
-        assert_eq!(record.tensors["boxes"].iter().copied().collect::<Vec<_>>(), (0..8).map(|v| v as f32).collect::<Vec<_>>());
+        assert_eq!(
+            record.tensors["boxes"].iter().copied().collect::<Vec<_>>(),
+            (0..8).map(|v| v as f32).collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn scores_span_zero_to_one() {
         let dummy = source("{tensor_shape: [5, 2]}").unwrap();
-        let scores: Vec<f32> = dummy.read(0).unwrap().tensors["scores"].iter().copied().collect();
+        let scores: Vec<f32> = dummy.read(0).unwrap().tensors["scores"]
+            .iter()
+            .copied()
+            .collect();
         assert_eq!(scores, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
     }
 
@@ -250,7 +276,9 @@ mod tests {
     #[test]
     fn limit_is_record_count() {
         assert_eq!(source("{limit: 5}").unwrap().len(), 5);
-        let error = source("{limit: 5, record_count: 2}").unwrap_err().to_string();
+        let error = source("{limit: 5, record_count: 2}")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("data_source.limit"), "{error}");
     }
 

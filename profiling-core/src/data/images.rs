@@ -71,34 +71,44 @@ impl ImageSource {
     /// so that a missing or empty directory is reported before any run.
     pub fn from_parameters(parameters: &serde_yaml::Mapping) -> Result<Self, DataError> {
         let params: ImageParameters = parse_parameters("images", parameters)?;
-        let (origin, mut files) = match (params.directory, params.paths) {
-            (Some(_), Some(_)) => {
-                return Err(parameter_error("paths", "give either `directory` or `paths`, not both"))
-            }
-            (None, None) => {
-                return Err(parameter_error(
+        let (origin, mut files) =
+            match (params.directory, params.paths) {
+                (Some(_), Some(_)) => {
+                    return Err(parameter_error(
+                        "paths",
+                        "give either `directory` or `paths`, not both",
+                    ))
+                }
+                (None, None) => return Err(parameter_error(
                     "directory",
                     "missing: the images source needs `directory` (or `paths`, a list of files)",
-                ))
-            }
-            (Some(directory), None) => {
-                check_literal_path(&directory.to_string_lossy()).map_err(|m| parameter_error("directory", m))?;
-                let files = list_directory(&directory)?;
-                (ImageOrigin::Directory(directory), files)
-            }
-            (None, Some(paths)) => {
-                if paths.is_empty() {
-                    return Err(parameter_error("paths", "is empty: list at least one image file"));
+                )),
+                (Some(directory), None) => {
+                    check_literal_path(&directory.to_string_lossy())
+                        .map_err(|m| parameter_error("directory", m))?;
+                    let files = list_directory(&directory)?;
+                    (ImageOrigin::Directory(directory), files)
                 }
-                for path in &paths {
-                    check_literal_path(&path.to_string_lossy()).map_err(|m| parameter_error("paths", m))?;
-                    if !path.is_file() {
-                        return Err(parameter_error("paths", format!("{} is not a file", path.display())));
+                (None, Some(paths)) => {
+                    if paths.is_empty() {
+                        return Err(parameter_error(
+                            "paths",
+                            "is empty: list at least one image file",
+                        ));
                     }
+                    for path in &paths {
+                        check_literal_path(&path.to_string_lossy())
+                            .map_err(|m| parameter_error("paths", m))?;
+                        if !path.is_file() {
+                            return Err(parameter_error(
+                                "paths",
+                                format!("{} is not a file", path.display()),
+                            ));
+                        }
+                    }
+                    (ImageOrigin::Paths, paths)
                 }
-                (ImageOrigin::Paths, paths)
-            }
-        };
+            };
         files.sort();
         if let Some(limit) = params.limit {
             if limit == 0 {
@@ -131,7 +141,9 @@ impl ImageSource {
 
     fn record(&self, index: usize, image: Option<image::RgbImage>) -> DataRecord {
         let (path, repeat) = self.position(index);
-        let stem = path.file_stem().map_or_else(|| path.to_string_lossy(), |s| s.to_string_lossy());
+        let stem = path
+            .file_stem()
+            .map_or_else(|| path.to_string_lossy(), |s| s.to_string_lossy());
         let id = if repeat == 0 {
             stem.into_owned()
         } else {
@@ -151,7 +163,10 @@ impl ImageSource {
             source: BTreeMap::from([
                 ("name".to_owned(), Value::from("images")),
                 ("index".to_owned(), Value::from(index as u64)),
-                ("path".to_owned(), Value::from(path.to_string_lossy().into_owned())),
+                (
+                    "path".to_owned(),
+                    Value::from(path.to_string_lossy().into_owned()),
+                ),
                 ("repeat".to_owned(), Value::from(repeat as u64)),
             ]),
         }
@@ -207,10 +222,17 @@ impl DataSource for ImageSource {
         let mut description = BTreeMap::new();
         match &self.origin {
             ImageOrigin::Directory(directory) => {
-                description.insert("directory".to_owned(), Value::from(directory.to_string_lossy().into_owned()));
+                description.insert(
+                    "directory".to_owned(),
+                    Value::from(directory.to_string_lossy().into_owned()),
+                );
             }
             ImageOrigin::Paths => {
-                let paths = self.files.iter().map(|p| Value::from(p.to_string_lossy().into_owned())).collect();
+                let paths = self
+                    .files
+                    .iter()
+                    .map(|p| Value::from(p.to_string_lossy().into_owned()))
+                    .collect();
                 description.insert("paths".to_owned(), Value::Sequence(paths));
             }
         }

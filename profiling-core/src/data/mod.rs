@@ -49,7 +49,11 @@ impl DataRecord {
             anyhow::anyhow!(
                 "record `{}` has no tensor `{name}` (it has: {})",
                 self.id,
-                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
             )
         })
     }
@@ -57,7 +61,11 @@ impl DataRecord {
     /// Approximate bytes held in memory by the record's decoded data.
     pub fn decoded_bytes(&self) -> usize {
         let image = self.image.as_ref().map_or(0, |img| img.as_raw().len());
-        let tensors: usize = self.tensors.values().map(|t| t.len() * std::mem::size_of::<f32>()).sum();
+        let tensors: usize = self
+            .tensors
+            .values()
+            .map(|t| t.len() * std::mem::size_of::<f32>())
+            .sum();
         image + tensors
     }
 }
@@ -71,13 +79,19 @@ pub enum DataError {
     #[error("data_source.{key}: {message}")]
     Parameter { key: String, message: String },
     #[error("data_source ({source_name}): {message}")]
-    Parameters { source_name: String, message: String },
+    Parameters {
+        source_name: String,
+        message: String,
+    },
     #[error("image directory {} does not exist", .0.display())]
     MissingDirectory(PathBuf),
     #[error("image directory {} holds no images (looked for {})", .0.display(), images::EXTENSIONS.join(", "))]
     EmptyDirectory(PathBuf),
     #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot decode image {}: {message}", path.display())]
     Decode { path: PathBuf, message: String },
     #[error("the data source produced no records")]
@@ -109,11 +123,16 @@ pub trait DataSource: Send + Sync {
 
 /// Builds the source named `name` from its parameters (every key of the
 /// `data_source` mapping but `name`).
-pub fn build(name: &str, parameters: &serde_yaml::Mapping) -> Result<Box<dyn DataSource>, DataError> {
+pub fn build(
+    name: &str,
+    parameters: &serde_yaml::Mapping,
+) -> Result<Box<dyn DataSource>, DataError> {
     match name {
         "dummy" => Ok(Box::new(dummy::DummySource::from_parameters(parameters)?)),
         "images" => Ok(Box::new(images::ImageSource::from_parameters(parameters)?)),
-        other => Err(DataError::UnknownSource { name: other.to_owned() }),
+        other => Err(DataError::UnknownSource {
+            name: other.to_owned(),
+        }),
     }
 }
 
