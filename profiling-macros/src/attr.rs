@@ -315,7 +315,7 @@ fn parse_crate_path(input: ParseStream) -> syn::Result<Path> {
 /// `factory = path::to::function`.
 fn parse_factory(input: ParseStream) -> syn::Result<ExprPath> {
     const USAGE: &str = "`factory` takes the path of a function with no arguments that returns \
-                         the target or `anyhow::Result` of it, like `factory = make_target`";
+                         the target or a `Result` of it, like `factory = make_target`";
     let span = input.span();
     let value: Expr = input.parse().map_err(|_| syn::Error::new(span, USAGE))?;
     match value {

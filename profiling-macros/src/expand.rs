@@ -183,14 +183,14 @@ fn build_by_default(krate: &Path, block: &ItemImpl) -> TokenStream {
 }
 
 /// `fn __profiling_build()` through the factory, which may return the
-/// target or an `anyhow::Result` of it.
+/// target or a `Result` of it whose error converts into `anyhow::Error`.
 fn build_by_factory(krate: &Path, block: &ItemImpl, factory: &syn::ExprPath) -> TokenStream {
     let self_ty = &block.self_ty;
     let type_name = compact_tokens(self_ty);
     let factory_name = compact_tokens(factory);
     let message = format!(
         "the factory `{factory_name}` returns `{{Self}}`, but `#[profile_target]` needs `{type_name}` \
-         or `anyhow::Result<{type_name}>`"
+         or a `Result<{type_name}, E>` whose error converts into `anyhow::Error`"
     );
     let call = quote_spanned!(factory.span()=> FactoryReturn::<#self_ty>::into_target(#factory()));
     quote! {

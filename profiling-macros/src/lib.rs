@@ -149,7 +149,7 @@ pub fn nvtx_range(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   digits, `-`, `_` or `.`.
 /// - `factory = path::to::function`: how to build the target, instead of
 ///   `Default::default()`. The function takes no arguments and returns the
-///   target or an `anyhow::Result` of it.
+///   target or a `Result` of it whose error converts into `anyhow::Error`.
 /// - `description = "..."`: the one-line description `profile-cli list`
 ///   shows. Without it, the first line of the doc comment on the impl block,
 ///   or else of the type's doc comment when the type is defined in the same
