@@ -607,11 +607,8 @@ pub fn check_profile_name(name: &str) -> Result<(), String> {
     if name.trim().is_empty() {
         return Err("must not be empty".to_owned());
     }
-    let valid = name.len() <= 100
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    let valid =
+        name.len() <= 100 && name.as_bytes()[0].is_ascii_alphanumeric() && is_plain_name(name);
     if valid {
         Ok(())
     } else {
@@ -621,15 +618,19 @@ pub fn check_profile_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// Letters, digits, `-`, `_` and `.` only: safe as one path component.
+fn is_plain_name(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
 /// Run ids become directory names: `[A-Za-z0-9._-]+`, not `.` or `..`.
 pub fn check_run_id(run_id: &str) -> Result<(), String> {
     let valid = !run_id.is_empty()
         && run_id != "."
         && run_id != ".."
         && run_id.len() <= 200
-        && run_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        && is_plain_name(run_id);
     if valid {
         Ok(())
     } else {
