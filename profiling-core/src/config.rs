@@ -42,6 +42,9 @@ pub struct TargetConfig {
     pub import_path: Option<String>,
     /// Run `prepare` inside every pass instead of once before them.
     pub profile_prepare: bool,
+    /// `target.parameters`: settings of the target itself (a model file, a
+    /// threshold), read by the target with [`crate::target::parameters`].
+    pub parameters: Mapping,
 }
 
 /// `data_source:`: the source's name and its parameters (every other key).
@@ -208,6 +211,8 @@ struct RawTarget {
     import_path: Option<String>,
     #[serde(default)]
     profile_prepare: bool,
+    #[serde(default)]
+    parameters: Mapping,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -270,6 +275,7 @@ pub fn defaults_for(target: &str, overrides: &Overrides) -> Result<Config, Confi
             name: Some(target.to_owned()),
             import_path: None,
             profile_prepare: false,
+            parameters: Mapping::new(),
         }),
         ..RawConfig::default()
     };
@@ -484,6 +490,7 @@ fn resolve(
             name: target_name,
             import_path,
             profile_prepare,
+            parameters: target.map(|t| t.parameters.clone()).unwrap_or_default(),
         },
         data_source,
         device,
@@ -665,6 +672,26 @@ pub fn check_literal_path(path: &str) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+/// Deserializes a mapping into `T`. On failure, the key path serde names
+/// (when it names one) and the message, without positions: they would
+/// point into the re-serialized text, not the user's file.
+pub fn deserialize_mapping<T: serde::de::DeserializeOwned>(
+    mapping: &Mapping,
+) -> Result<T, (Option<String>, String)> {
+    // Through text, so that serde_yaml's errors carry the key path.
+    let text = serde_yaml::to_string(mapping).map_err(|error| (None, error.to_string()))?;
+    serde_yaml::from_str(&text).map_err(|error| {
+        let mut message = error.to_string();
+        if let Some(at) = message.rfind(" at line ") {
+            message.truncate(at);
+        }
+        match message.split_once(": ") {
+            Some((key, rest)) if !key.contains(' ') => (Some(key.to_owned()), rest.to_owned()),
+            _ => (None, message),
+        }
+    })
 }
 
 /// A short description of a YAML value for error messages.

@@ -75,18 +75,138 @@ impl<'de> serde::Deserialize<'de> for Device {
     }
 }
 
-/// Whether this build can run on CUDA devices. Without a tensor backend
-/// compiled in, nothing here can reach a GPU, so `cuda` is refused up front.
-pub fn cuda_backend_available() -> bool {
-    false
+/// Anything that says which device it is on: a [`Device`], and with the
+/// `tch` feature a `tch::Device` or a tensor. [`crate::nvtx::profiling_range_if_cuda`]
+/// takes any of them.
+pub trait DeviceKind {
+    /// True for a CUDA device.
+    fn is_cuda_device(&self) -> bool;
 }
 
-/// Waits for the work queued on `device` to finish. On the CPU, and in a
-/// build without a GPU backend, there is nothing to wait for.
+impl DeviceKind for Device {
+    #[inline]
+    fn is_cuda_device(&self) -> bool {
+        self.is_cuda()
+    }
+}
+
+impl<T: DeviceKind + ?Sized> DeviceKind for &T {
+    #[inline]
+    fn is_cuda_device(&self) -> bool {
+        (**self).is_cuda_device()
+    }
+}
+
+/// Whether this build can reach a CUDA device now: a GPU backend compiled
+/// in, and a device it can see.
+pub fn cuda_backend_available() -> bool {
+    backend::cuda_available()
+}
+
+/// Refuses a device this build or this machine cannot run on, saying why.
+pub fn check_available(device: Device) -> Result<(), String> {
+    match device {
+        Device::Cpu => Ok(()),
+        Device::Cuda(index) => backend::check_cuda(index),
+    }
+}
+
+/// Waits for the work queued on `device` to finish. On the CPU there is
+/// nothing to wait for.
 #[inline]
 pub fn synchronize(device: Device) {
-    let _ = device;
+    if let Device::Cuda(index) = device {
+        backend::synchronize(index);
+    }
 }
+
+#[cfg(not(feature = "tch"))]
+mod backend {
+    pub(super) fn cuda_available() -> bool {
+        false
+    }
+
+    pub(super) fn check_cuda(_index: usize) -> Result<(), String> {
+        Err("this build has no CUDA backend: run on `cpu`, or build with `--features tch` (scripts/setup-libtorch installs libtorch)".to_owned())
+    }
+
+    #[inline]
+    pub(super) fn synchronize(_index: usize) {}
+}
+
+#[cfg(feature = "tch")]
+mod backend {
+    pub(super) fn cuda_available() -> bool {
+        tch::Cuda::is_available()
+    }
+
+    pub(super) fn check_cuda(index: usize) -> Result<(), String> {
+        if !tch::Cuda::is_available() {
+            return Err("libtorch sees no CUDA device on this machine (no GPU, no driver, or a CPU-only libtorch)".to_owned());
+        }
+        let count = usize::try_from(tch::Cuda::device_count()).unwrap_or(0);
+        if index >= count {
+            return Err(format!(
+                "there is no GPU {index}: libtorch sees {count} (cuda:0 to cuda:{})",
+                count.saturating_sub(1)
+            ));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    pub(super) fn synchronize(index: usize) {
+        tch::Cuda::synchronize(index as i64);
+    }
+}
+
+#[cfg(feature = "tch")]
+mod tch_conversions {
+    use super::{Device, DeviceKind};
+
+    impl From<Device> for tch::Device {
+        fn from(device: Device) -> Self {
+            match device {
+                Device::Cpu => tch::Device::Cpu,
+                Device::Cuda(index) => tch::Device::Cuda(index),
+            }
+        }
+    }
+
+    /// A `tch` device the profiler does not run on (MPS, Vulkan).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+    #[error("unsupported device {0:?}: the profiler runs on `cpu` and `cuda:N`")]
+    pub struct UnsupportedDevice(pub tch::Device);
+
+    impl TryFrom<tch::Device> for Device {
+        type Error = UnsupportedDevice;
+
+        fn try_from(device: tch::Device) -> Result<Self, Self::Error> {
+            match device {
+                tch::Device::Cpu => Ok(Device::Cpu),
+                tch::Device::Cuda(index) => Ok(Device::Cuda(index)),
+                other => Err(UnsupportedDevice(other)),
+            }
+        }
+    }
+
+    impl DeviceKind for tch::Device {
+        #[inline]
+        fn is_cuda_device(&self) -> bool {
+            matches!(self, tch::Device::Cuda(_))
+        }
+    }
+
+    impl DeviceKind for tch::Tensor {
+        #[inline]
+        fn is_cuda_device(&self) -> bool {
+            self.device().is_cuda_device()
+        }
+    }
+}
+
+#[cfg(feature = "tch")]
+pub use tch_conversions::UnsupportedDevice;
 
 #[cfg(test)]
 mod tests {
@@ -109,6 +229,39 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn cpu_is_always_available() {
+        assert_eq!(check_available(Device::Cpu), Ok(()));
+        assert!(!Device::Cpu.is_cuda_device());
+        assert!((&Device::Cuda(1)).is_cuda_device());
+    }
+
+    #[cfg(not(feature = "tch"))]
+    #[test]
+    fn cuda_is_refused_without_a_backend() {
+        assert!(!cuda_backend_available());
+        let message = check_available(Device::Cuda(0)).unwrap_err();
+        assert!(
+            message.starts_with("this build has no CUDA backend"),
+            "{message}"
+        );
+    }
+
+    #[cfg(feature = "tch")]
+    #[test]
+    fn converts_to_and_from_tch() {
+        for device in [Device::Cpu, Device::Cuda(0), Device::Cuda(3)] {
+            let converted: tch::Device = device.into();
+            assert_eq!(Device::try_from(converted), Ok(device));
+        }
+        assert_eq!(
+            Device::try_from(tch::Device::Mps),
+            Err(UnsupportedDevice(tch::Device::Mps))
+        );
+        assert!(tch::Device::Cuda(0).is_cuda_device());
+        assert!(!tch::Tensor::zeros([2], (tch::Kind::Float, tch::Device::Cpu)).is_cuda_device());
     }
 
     #[test]

@@ -67,6 +67,108 @@ fn read_trimmed(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The tensor backend compiled in, and what it can reach on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendInfo {
+    /// `libtorch` with the `tch` feature, else `none`.
+    pub name: String,
+    /// The version of the libtorch loaded at run time (`2.11.0+cu130`).
+    pub libtorch_version: Option<String>,
+    pub cuda_available: bool,
+    /// Every GPU libtorch can see, in CUDA's order.
+    pub gpus: Vec<GpuInfo>,
+}
+
+/// One GPU, as CUDA names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GpuInfo {
+    pub index: usize,
+    pub name: String,
+}
+
+impl BackendInfo {
+    /// The backend of this build, probed now.
+    pub fn current() -> BackendInfo {
+        #[cfg(feature = "tch")]
+        {
+            let cuda_available = tch::Cuda::is_available();
+            let count = if cuda_available {
+                usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
+            } else {
+                0
+            };
+            BackendInfo {
+                name: "libtorch".to_owned(),
+                libtorch_version: loaded_libtorch_version(),
+                cuda_available,
+                gpus: (0..count)
+                    .map(|index| GpuInfo {
+                        index,
+                        name: cuda_device_name(index).unwrap_or_else(|| "unknown".to_owned()),
+                    })
+                    .collect(),
+            }
+        }
+        #[cfg(not(feature = "tch"))]
+        BackendInfo {
+            name: "none".to_owned(),
+            libtorch_version: None,
+            cuda_available: false,
+            gpus: Vec::new(),
+        }
+    }
+}
+
+/// The version of the libtorch this process loaded: read from the
+/// `version.py` beside the `lib/` directory `libtorch_cpu.so` was mapped
+/// from, which is right even when the library comes from another install
+/// than the one built against.
+#[cfg(feature = "tch")]
+fn loaded_libtorch_version() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let library = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .find(|path| path.ends_with("/libtorch_cpu.so"))?;
+    let torch_dir = Path::new(library).parent()?.parent()?;
+    let text = std::fs::read_to_string(torch_dir.join("version.py")).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("__version__ = "))
+        .map(|v| v.trim().trim_matches('\'').trim_matches('"').to_owned())
+}
+
+/// CUDA's name for GPU `index`, asked of the CUDA runtime libtorch loaded
+/// (`cudaGetDeviceProperties`: the name is the first field of the struct).
+#[cfg(feature = "tch")]
+fn cuda_device_name(index: usize) -> Option<String> {
+    use std::ffi::{c_char, c_int, c_void, CStr};
+
+    extern "C" {
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    }
+    type GetProperties = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+    // Larger than every cudaDeviceProp so far (about 1 KiB); zeroed so the
+    // name is NUL-terminated even if the runtime wrote less.
+    let mut properties = vec![0u8; 8192];
+    for symbol in [c"cudaGetDeviceProperties_v2", c"cudaGetDeviceProperties"] {
+        // SAFETY: RTLD_DEFAULT (null) searches the libraries already loaded;
+        // the symbol, when found, has this C signature in every CUDA runtime.
+        let function = unsafe { dlsym(std::ptr::null_mut(), symbol.as_ptr()) };
+        if function.is_null() {
+            continue;
+        }
+        let function: GetProperties = unsafe { std::mem::transmute(function) };
+        let status =
+            unsafe { function(properties.as_mut_ptr().cast(), c_int::try_from(index).ok()?) };
+        if status != 0 {
+            return None;
+        }
+        let name = CStr::from_bytes_until_nul(&properties[..256]).ok()?;
+        return Some(name.to_string_lossy().into_owned());
+    }
+    None
+}
+
 /// `debug` or `release`: timings of a debug build say little about
 /// production code.
 pub fn build_profile() -> &'static str {

@@ -46,6 +46,8 @@ pub mod runner;
 pub mod session;
 pub mod stats;
 pub mod target;
+#[cfg(feature = "tch")]
+pub mod tensor;
 
 pub use profiling_macros::{nvtx_range, profile_target};
 

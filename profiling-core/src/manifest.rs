@@ -13,7 +13,7 @@ use serde_yaml::Value;
 
 use crate::config::{CudaPolicy, RecordLoading};
 use crate::device::Device;
-use crate::host::HostInfo;
+use crate::host::{BackendInfo, HostInfo};
 use crate::runner::{CallCounts, OutputSummary, Pass, Phase, Timings, Validation};
 
 /// How a run ended.
@@ -50,6 +50,7 @@ pub struct Manifest {
     pub profile_cli_version: String,
     pub build_profile: String,
     pub host: HostInfo,
+    pub backend: BackendInfo,
     pub calls: CallCounts,
     pub completed_warmup: u32,
     pub completed_iterations: u32,
@@ -63,6 +64,7 @@ pub struct ManifestTarget {
     pub name: String,
     pub import_path: Option<String>,
     pub profile_prepare: bool,
+    pub parameters: serde_yaml::Mapping,
     pub type_name: String,
     pub source: String,
     pub module_path: String,

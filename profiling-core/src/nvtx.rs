@@ -10,7 +10,7 @@ use std::ffi::{c_char, CStr, CString};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
-use crate::device::Device;
+use crate::device::DeviceKind;
 use nvtx::sys::ffi;
 
 /// Names at most this long (in bytes) are copied to the stack to add the NUL
@@ -150,7 +150,8 @@ pub fn profiling_range<'a>(name: impl Into<RangeName<'a>>) -> RangeGuard {
 }
 
 /// Opens a range only when `device` is a CUDA device, for operations whose
-/// host time matters only as the launch side of GPU work.
+/// host time matters only as the launch side of GPU work. `device` is a
+/// [`crate::Device`], or with the `tch` feature a `tch::Device` or a tensor.
 ///
 /// ```
 /// use profiling_core::prelude::*;
@@ -159,9 +160,9 @@ pub fn profiling_range<'a>(name: impl Into<RangeName<'a>>) -> RangeGuard {
 #[inline]
 pub fn profiling_range_if_cuda<'a>(
     name: impl Into<RangeName<'a>>,
-    device: impl Into<Device>,
+    device: impl DeviceKind,
 ) -> Option<RangeGuard> {
-    if device.into().is_cuda() {
+    if device.is_cuda_device() {
         Some(profiling_range(name))
     } else {
         None

@@ -22,6 +22,20 @@ use crate::target::{ProfileTarget, Summary};
 pub struct RunPlan {
     pub config: Config,
     pub records: Records,
+    /// Waits for a CUDA device at the synchronization points of the config;
+    /// [`crate::device::synchronize`] unless a test observes them.
+    pub synchronize: fn(Device),
+}
+
+impl RunPlan {
+    /// A plan that synchronizes CUDA devices through the backend.
+    pub fn new(config: Config, records: Records) -> RunPlan {
+        RunPlan {
+            config,
+            records,
+            synchronize,
+        }
+    }
 }
 
 /// The records of a run.
@@ -109,6 +123,8 @@ pub struct CallCounts {
 /// Wall-clock figures of the run, from the host's monotonic clock.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Timings {
+    /// What these host clocks mean for the run's device and sync policy.
+    pub host_timing_note: String,
     /// Eager `prepare` of every record, before the passes.
     pub prepare_ns: u64,
     /// All warmup passes together.
@@ -336,6 +352,7 @@ where
 {
     let config = &plan.config;
     let mut calls = CallCounts::default();
+    crate::target::set_parameters(&config.target.parameters);
     let mut target = make().map_err(|source| RunError {
         phase: Phase::Construct,
         record_id: None,
@@ -364,7 +381,7 @@ where
             }
             let prepare_ns = elapsed_ns(started);
             let inputs = Prepared { prepared, records };
-            let mut outcome = drive(&mut target, inputs, config, calls)?;
+            let mut outcome = drive(&mut target, inputs, plan, calls)?;
             outcome.timings.prepare_ns = prepare_ns;
             Ok(outcome)
         }
@@ -373,7 +390,7 @@ where
                 records,
                 device: config.device,
             };
-            drive(&mut target, inputs, config, calls)
+            drive(&mut target, inputs, plan, calls)
         }
         (Records::Lazy(source), true) => {
             let inputs = LazyRecords {
@@ -381,7 +398,7 @@ where
                 device: config.device,
                 ids: vec![String::new(); source.len()],
             };
-            drive(&mut target, inputs, config, calls)
+            drive(&mut target, inputs, plan, calls)
         }
         (Records::Lazy(_), false) => Err(RunError {
             phase: Phase::Load,
@@ -401,19 +418,24 @@ where
 fn drive<T: ProfileTarget, I: Inputs<T>>(
     target: &mut T,
     mut inputs: I,
-    config: &Config,
+    plan: &RunPlan,
     mut calls: CallCounts,
 ) -> Result<RunOutcome, RunError> {
+    let config = &plan.config;
     let device = config.device;
     let cuda = config.cuda;
     let count = inputs.len();
+    // Synchronizing means something only on a CUDA device.
+    let synchronize_at = |point: bool| {
+        if point && device.is_cuda() {
+            (plan.synchronize)(device);
+        }
+    };
     let sync_each = cuda.synchronize_each_iteration && device.is_cuda();
     let mut outputs: Vec<Option<T::Output>> = (0..count).map(|_| None).collect();
     let validate_in_warmup = config.validate_output && config.warmup > 0;
 
-    if cuda.synchronize_before_warmup {
-        synchronize(device);
-    }
+    synchronize_at(cuda.synchronize_before_warmup);
     let warmup_started = Instant::now();
     for pass in 0..config.warmup {
         for index in 0..count {
@@ -432,15 +454,13 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
                 })?;
             }
             if sync_each {
-                synchronize(device);
+                (plan.synchronize)(device);
             }
             drop(output);
         }
     }
     let warmup_ns = elapsed_ns(warmup_started);
-    if cuda.synchronize_after_warmup {
-        synchronize(device);
-    }
+    synchronize_at(cuda.synchronize_after_warmup);
 
     // Everything the measured loop touches exists before the capture opens.
     let capture_name = CString::new(config.capture_range.as_str()).map_err(|_| RunError {
@@ -454,9 +474,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let mut iteration_ns = vec![0u64; config.iterations as usize];
     let mut name_buffer = IterationName::new();
 
-    if cuda.synchronize_before_capture {
-        synchronize(device);
-    }
+    synchronize_at(cuda.synchronize_before_capture);
     let capture_started = Instant::now();
     let capture = profiling_range(capture_name.as_c_str());
     for iteration in 0..config.iterations {
@@ -472,7 +490,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
                 }
             };
             if sync_each {
-                synchronize(device);
+                (plan.synchronize)(device);
             }
             *slot = Some(output);
         }
@@ -481,9 +499,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     }
     drop(capture);
     let capture_ns = elapsed_ns(capture_started);
-    if cuda.synchronize_after_capture {
-        synchronize(device);
-    }
+    synchronize_at(cuda.synchronize_after_capture);
 
     let validation = if !config.validate_output {
         Validation::Disabled
@@ -535,12 +551,27 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         completed_iterations: config.iterations,
         validation,
         timings: Timings {
+            host_timing_note: host_timing_note(device, &cuda),
             prepare_ns: 0,
             warmup_ns,
             capture_ns,
             iterations: DurationStats::from_samples(&mut iteration_ns),
         },
     })
+}
+
+/// What host timings mean on `device` under `policy`: on CUDA without a
+/// synchronize after each call, they time kernel launches, not the GPU work.
+pub fn host_timing_note(device: Device, policy: &crate::config::CudaPolicy) -> String {
+    match device {
+        Device::Cpu => "host wall-clock time: on the CPU it covers all the work of each call".to_owned(),
+        Device::Cuda(_) if policy.synchronize_each_iteration => {
+            "host wall-clock time with a device synchronize after every call: it covers the GPU work too".to_owned()
+        }
+        Device::Cuda(_) => "host timings measure kernel launches, not their completion: CUDA work is asynchronous \
+             and cuda.synchronize_each_iteration is false; the GPU time is in the Nsight trace"
+            .to_owned(),
+    }
 }
 
 /// The text of a panic payload.

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{self, Config, ConfigError, ConfigFile, Overrides, RecordLoading};
 use crate::data::{self, DataError};
-use crate::device::{cuda_backend_available, Device};
-use crate::host::{build_profile, git_state, HostInfo, UtcTime};
+use crate::device::{self, Device};
+use crate::host::{build_profile, git_state, BackendInfo, HostInfo, UtcTime};
 use crate::manifest::{
     Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload,
 };
@@ -77,8 +77,8 @@ pub enum SessionError {
         defined_at: String,
         detail: String,
     },
-    #[error("device `{0}` needs a CUDA backend, and this build has none: run on `cpu`, or build with a GPU backend")]
-    NoCuda(Device),
+    #[error("device `{device}`: {reason}")]
+    DeviceUnavailable { device: Device, reason: String },
     #[error("run id `{run_id}` is already used: {} exists; choose another --run-id", .run_dir.display())]
     RunExists { run_id: String, run_dir: PathBuf },
     #[error("--run-id: {0}")]
@@ -165,9 +165,10 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
             config_path.as_deref(),
         )?;
     }
-    if config.device.is_cuda() && !cuda_backend_available() {
-        return Err(SessionError::NoCuda(config.device));
-    }
+    device::check_available(config.device).map_err(|reason| SessionError::DeviceUnavailable {
+        device: config.device,
+        reason,
+    })?;
     let run_id = match &request.run_id {
         Some(run_id) => {
             config::check_run_id(run_id).map_err(SessionError::RunId)?;
@@ -355,10 +356,7 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
             Records::Lazy(source)
         }
     };
-    let run_plan = RunPlan {
-        config: config.clone(),
-        records,
-    };
+    let run_plan = RunPlan::new(config.clone(), records);
 
     let started_at = UtcTime::now().rfc3339();
     let result = (planned.entry.launch)(&run_plan);
@@ -376,7 +374,7 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
                 pass: error.pass,
                 message: format!("{:#}", error.source),
             }),
-            OutcomeView::failed(error.calls, error.completed_iterations),
+            OutcomeView::failed(error.calls, error.completed_iterations, config),
         ),
     };
     let manifest = Manifest {
@@ -388,6 +386,7 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
             name: config.target.name.clone(),
             import_path: config.target.import_path.clone(),
             profile_prepare: config.target.profile_prepare,
+            parameters: config.target.parameters.clone(),
             type_name: entry.type_name.to_owned(),
             source: format!(
                 "{}:{}",
@@ -427,6 +426,7 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
         profile_cli_version: request.program_version.clone(),
         build_profile: build_profile().to_owned(),
         host: HostInfo::current(),
+        backend: BackendInfo::current(),
         calls: outcome_view.calls,
         completed_warmup: outcome_view.completed_warmup,
         completed_iterations: outcome_view.completed_iterations,
@@ -482,7 +482,7 @@ impl OutcomeView {
         }
     }
 
-    fn failed(calls: CallCounts, completed_iterations: u32) -> Self {
+    fn failed(calls: CallCounts, completed_iterations: u32, config: &Config) -> Self {
         OutcomeView {
             record_ids: Vec::new(),
             output_summaries: Vec::new(),
@@ -490,7 +490,10 @@ impl OutcomeView {
             completed_warmup: 0,
             completed_iterations,
             validation: Validation::Disabled,
-            timings: Timings::default(),
+            timings: Timings {
+                host_timing_note: crate::runner::host_timing_note(config.device, &config.cuda),
+                ..Timings::default()
+            },
         }
     }
 }

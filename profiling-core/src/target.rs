@@ -37,3 +37,36 @@ pub trait ProfileTarget {
         Summary::new()
     }
 }
+
+thread_local! {
+    // Per thread: the runner builds and runs a target on the thread that
+    // called it, and concurrent runs (tests) must not see each other's.
+    static PARAMETERS: std::cell::RefCell<serde_yaml::Mapping> = std::cell::RefCell::new(serde_yaml::Mapping::new());
+}
+
+/// Sets the `target.parameters` of the run about to build its target.
+pub(crate) fn set_parameters(parameters: &serde_yaml::Mapping) {
+    PARAMETERS.with(|current| *current.borrow_mut() = parameters.clone());
+}
+
+/// The run's `target.parameters`, deserialized into `T`: for a target's
+/// factory (`#[profile_target(factory = ...)]`) or its methods to read
+/// settings of its own, such as a model file. An error names the key.
+///
+/// ```
+/// #[derive(serde::Deserialize)]
+/// struct Settings {
+///     #[serde(default)]
+///     threshold: Option<f32>,
+/// }
+/// // Outside a run there are no parameters: every field takes its default.
+/// let settings: Settings = profiling_core::target::parameters().unwrap();
+/// assert_eq!(settings.threshold, None);
+/// ```
+pub fn parameters<T: serde::de::DeserializeOwned>() -> anyhow::Result<T> {
+    let parameters = PARAMETERS.with(|current| current.borrow().clone());
+    crate::config::deserialize_mapping(&parameters).map_err(|(key, message)| match key {
+        Some(key) => anyhow::anyhow!("target.parameters.{key}: {message}"),
+        None => anyhow::anyhow!("target.parameters: {message}"),
+    })
+}

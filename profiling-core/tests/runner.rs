@@ -63,7 +63,7 @@ fn plan(yaml: &str) -> RunPlan {
         profiling_core::config::RecordLoading::Eager => Records::Eager(source.read_all().unwrap()),
         profiling_core::config::RecordLoading::Lazy => Records::Lazy(source),
     };
-    RunPlan { config, records }
+    RunPlan::new(config, records)
 }
 
 fn run_logged(
@@ -274,4 +274,169 @@ fn a_seed_makes_the_run_rng_repeat() {
     assert_ne!(first[0], other);
     profiling_core::random::seed_run(None);
     assert_eq!(profiling_core::random::run_seed(), None);
+}
+
+thread_local! {
+    static EVENTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+fn event(text: String) {
+    EVENTS.with(|events| events.borrow_mut().push(text));
+}
+
+/// Logs its calls beside the synchronizations, into one thread-local list.
+#[derive(Default)]
+struct SyncProbe;
+
+impl ProfileTarget for SyncProbe {
+    type Prepared = String;
+    type Output = ();
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<String> {
+        event(format!("prepare {}", record.id));
+        Ok(record.id.clone())
+    }
+    fn run(&mut self, id: &String) -> anyhow::Result<()> {
+        event(format!("run {id}"));
+        Ok(())
+    }
+    fn validate(&self, _output: &()) -> anyhow::Result<()> {
+        event("validate".to_owned());
+        Ok(())
+    }
+}
+
+fn record_sync(device: Device) {
+    event(format!("sync {device}"));
+}
+
+fn sync_events(yaml: &str) -> Vec<String> {
+    EVENTS.with(|events| events.borrow_mut().clear());
+    let mut plan = plan(yaml);
+    plan.synchronize = record_sync;
+    run_target(&plan, || Ok(SyncProbe)).unwrap();
+    EVENTS.with(|events| events.borrow().clone())
+}
+
+const CUDA_RUN: &str = "target: {name: t}
+data_source: {name: dummy, record_count: 2, include_image: false}
+device: 'cuda:1'
+warmup: 1
+iterations: 2
+";
+
+#[test]
+fn cuda_synchronizes_around_warmup_and_capture() {
+    assert_eq!(
+        sync_events(CUDA_RUN),
+        [
+            "prepare dummy-0",
+            "prepare dummy-1",
+            "sync cuda:1", // before warmup
+            "run dummy-0",
+            "validate",
+            "run dummy-1",
+            "validate",
+            "sync cuda:1", // after warmup
+            "sync cuda:1", // before capture
+            "run dummy-0",
+            "run dummy-1",
+            "run dummy-0",
+            "run dummy-1",
+            "sync cuda:1", // after capture
+        ]
+    );
+}
+
+#[test]
+fn synchronize_each_iteration_follows_every_call() {
+    let events = sync_events(&format!(
+        "{CUDA_RUN}cuda: {{synchronize_before_warmup: false, synchronize_after_warmup: false, synchronize_before_capture: false, synchronize_after_capture: false, synchronize_each_iteration: true}}"
+    ));
+    assert_eq!(
+        events[2..],
+        [
+            "run dummy-0",
+            "validate",
+            "sync cuda:1",
+            "run dummy-1",
+            "validate",
+            "sync cuda:1",
+            "run dummy-0",
+            "sync cuda:1",
+            "run dummy-1",
+            "sync cuda:1",
+            "run dummy-0",
+            "sync cuda:1",
+            "run dummy-1",
+            "sync cuda:1",
+        ]
+    );
+}
+
+#[test]
+fn each_switch_removes_its_synchronization() {
+    let events = sync_events(&format!(
+        "{CUDA_RUN}cuda: {{synchronize_before_warmup: false, synchronize_after_capture: false}}"
+    ));
+    assert_eq!(events.iter().filter(|e| e.starts_with("sync")).count(), 2);
+    assert_eq!(events[2], "run dummy-0");
+    assert_eq!(events.last().unwrap(), "run dummy-1");
+}
+
+#[test]
+fn the_cpu_never_synchronizes() {
+    let events = sync_events(&CUDA_RUN.replace("'cuda:1'", "cpu").to_string());
+    assert!(events.iter().all(|e| !e.starts_with("sync")), "{events:?}");
+}
+
+#[test]
+fn host_timing_notes_say_what_the_clock_covers() {
+    use profiling_core::config::CudaPolicy;
+    use profiling_core::runner::host_timing_note;
+    let launches = host_timing_note(Device::Cuda(0), &CudaPolicy::default());
+    assert!(
+        launches.starts_with("host timings measure kernel launches, not their completion"),
+        "{launches}"
+    );
+    let synced = CudaPolicy {
+        synchronize_each_iteration: true,
+        ..CudaPolicy::default()
+    };
+    assert!(host_timing_note(Device::Cuda(0), &synced).contains("covers the GPU work too"));
+    assert!(host_timing_note(Device::Cpu, &CudaPolicy::default()).contains("on the CPU"));
+}
+
+#[test]
+fn targets_read_their_parameters_during_construction() {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Settings {
+        module: String,
+        scale: f32,
+    }
+    let plan = plan("target: {name: t, parameters: {module: model.pt, scale: 0.5}}");
+    let mut seen = None;
+    let result = run_target(&plan, || {
+        let settings: Settings = profiling_core::target::parameters()?;
+        seen = Some((settings.module, settings.scale));
+        Ok(Logging::default())
+    });
+    assert!(result.is_ok());
+    assert_eq!(seen, Some(("model.pt".to_owned(), 0.5)));
+
+    let plan = plan_with_bad_parameters();
+    let error = run_target(&plan, || {
+        let _: Settings = profiling_core::target::parameters()?;
+        Ok(Logging::default())
+    })
+    .unwrap_err();
+    assert_eq!(error.phase, Phase::Construct);
+    assert_eq!(
+        error.source.to_string(),
+        "target.parameters.scale: invalid type: string \"big\", expected f32"
+    );
+}
+
+fn plan_with_bad_parameters() -> RunPlan {
+    plan("target: {name: t, parameters: {module: m.pt, scale: big}}")
 }

@@ -187,7 +187,10 @@ impl DataSource for DummySource {
 
     fn read(&self, index: usize) -> Result<DataRecord, DataError> {
         if index >= self.record_count {
-            return Err(DataError::NoRecords);
+            return Err(DataError::OutOfRange {
+                index,
+                len: self.record_count,
+            });
         }
         let image = self.include_image.then(|| self.image(index));
         let mut metadata = BTreeMap::from([

@@ -254,7 +254,10 @@ impl DataSource for ImageSource {
 
     fn read(&self, index: usize) -> Result<DataRecord, DataError> {
         if index >= self.len() {
-            return Err(DataError::NoRecords);
+            return Err(DataError::OutOfRange {
+                index,
+                len: self.len(),
+            });
         }
         let image = if self.decode {
             Some(decode_rgb(self.position(index).0)?)

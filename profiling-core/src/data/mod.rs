@@ -96,6 +96,8 @@ pub enum DataError {
     Decode { path: PathBuf, message: String },
     #[error("the data source produced no records")]
     NoRecords,
+    #[error("record {index} asked of a source of {len} records")]
+    OutOfRange { index: usize, len: usize },
 }
 
 /// The names `data_source.name` accepts.
@@ -142,26 +144,11 @@ pub(crate) fn parse_parameters<T: serde::de::DeserializeOwned>(
     source_name: &str,
     parameters: &serde_yaml::Mapping,
 ) -> Result<T, DataError> {
-    // Through text, so that serde_yaml's errors carry the key path.
-    let text = serde_yaml::to_string(parameters).map_err(|error| DataError::Parameters {
-        source_name: source_name.to_owned(),
-        message: error.to_string(),
-    })?;
-    serde_yaml::from_str(&text).map_err(|error| {
-        let mut message = error.to_string();
-        // Positions refer to the re-serialized text, not the user's file.
-        if let Some(at) = message.rfind(" at line ") {
-            message.truncate(at);
-        }
-        match message.split_once(": ") {
-            Some((key, rest)) if !key.contains(' ') => DataError::Parameter {
-                key: key.to_owned(),
-                message: rest.to_owned(),
-            },
-            _ => DataError::Parameters {
-                source_name: source_name.to_owned(),
-                message,
-            },
-        }
+    crate::config::deserialize_mapping(parameters).map_err(|(key, message)| match key {
+        Some(key) => DataError::Parameter { key, message },
+        None => DataError::Parameters {
+            source_name: source_name.to_owned(),
+            message,
+        },
     })
 }
