@@ -1,0 +1,245 @@
+//! Tensor targets on libtorch (the `tch` feature): the reference smoke
+//! target, a small seeded convolutional network, and a TorchScript module
+//! loaded from a file, the way an exported model is profiled.
+
+use std::path::PathBuf;
+
+use profiling_core::prelude::*;
+use profiling_core::tensor::array_to_tensor;
+use serde_yaml::Value;
+use tch::nn::{self, Module};
+use tch::{Kind, Tensor};
+
+use crate::preprocess::letterbox;
+
+/// The name torch gives a tensor's element type (`float32`, `uint8`, ...).
+pub fn dtype_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Uint8 => "uint8",
+        Kind::Int8 => "int8",
+        Kind::Int16 => "int16",
+        Kind::Int => "int32",
+        Kind::Int64 => "int64",
+        Kind::Half => "float16",
+        Kind::BFloat16 => "bfloat16",
+        Kind::Float => "float32",
+        Kind::Double => "float64",
+        Kind::Bool => "bool",
+        _ => "other",
+    }
+}
+
+/// `shape`, `dtype` and `checksum` (the sum of every element) of a tensor.
+pub fn tensor_summary(tensor: &Tensor) -> Summary {
+    let shape = tensor.size().into_iter().map(Value::from).collect();
+    Summary::from([
+        ("shape".to_owned(), Value::Sequence(shape)),
+        ("dtype".to_owned(), Value::from(dtype_name(tensor.kind()))),
+        ("checksum".to_owned(), Value::from(tensor.sum(Kind::Double).double_value(&[]))),
+    ])
+}
+
+/// The reference smoke target: doubles the record's tensor and sums its last dimension.
+#[derive(Debug, Default)]
+pub struct SmokeTensor;
+
+#[profile_target(name = "smoke-tensor")]
+impl ProfileTarget for SmokeTensor {
+    type Prepared = Tensor;
+    type Output = Tensor;
+
+    fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<Tensor> {
+        let tensor = match record.tensors.get("tensor") {
+            Some(array) => array_to_tensor(array, device),
+            None => Tensor::ones([4, 4], (Kind::Float, device.into())),
+        };
+        Ok(tensor.to_kind(Kind::Float))
+    }
+
+    fn run(&mut self, tensor: &Tensor) -> anyhow::Result<Tensor> {
+        let doubled = {
+            let _range = profiling_range("smoke multiply");
+            tensor * 2.0
+        };
+        let _range = profiling_range("smoke reduction");
+        Ok(doubled.sum_dim_intlist([-1i64].as_slice(), false, Kind::Float))
+    }
+
+    fn validate(&self, output: &Tensor) -> anyhow::Result<()> {
+        anyhow::ensure!(output.dim() > 0, "smoke-tensor produced a scalar");
+        Ok(())
+    }
+
+    fn summarize(&self, output: &Tensor) -> Summary {
+        let mut summary = tensor_summary(output);
+        let sum = summary.remove("checksum").unwrap_or(Value::Null);
+        summary.insert("sum".to_owned(), sum);
+        summary
+    }
+}
+
+/// The side of the letterboxed input of `tiny-cnn`.
+pub const TINY_CNN_INPUT: u32 = 64;
+/// The classes `tiny-cnn` scores.
+pub const TINY_CNN_CLASSES: i64 = 10;
+
+/// A small convolutional classifier, initialised from the run's seed, on letterboxed images.
+#[derive(Debug)]
+pub struct TinyCnn {
+    vs: nn::VarStore,
+    net: nn::Sequential,
+}
+
+impl Default for TinyCnn {
+    fn default() -> Self {
+        // Built on the CPU from libtorch's generator, which the runner seeds
+        // with the run's seed before building the target; `prepare` moves it.
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let root = vs.root();
+        let padded = nn::ConvConfig {
+            padding: 1,
+            ..Default::default()
+        };
+        let net = nn::seq()
+            .add(nn::conv2d(&root / "conv1", 3, 8, 3, padded))
+            .add_fn(|x| x.relu().max_pool2d_default(2))
+            .add(nn::conv2d(&root / "conv2", 8, 16, 3, padded))
+            .add_fn(|x| x.relu().max_pool2d_default(2))
+            .add(nn::conv2d(&root / "conv3", 16, 16, 3, padded))
+            .add_fn(|x| x.relu().adaptive_avg_pool2d([4, 4]).flatten(1, -1))
+            .add(nn::linear(&root / "fc", 16 * 4 * 4, TINY_CNN_CLASSES, Default::default()));
+        TinyCnn { vs, net }
+    }
+}
+
+/// What `tiny-cnn` returns: the logits and the best class of each image.
+#[derive(Debug)]
+pub struct Classification {
+    /// `[1, TINY_CNN_CLASSES]` scores, on the CPU.
+    pub logits: Tensor,
+    /// `[1]`: the index of the highest score, on the CPU.
+    pub top_class: Tensor,
+}
+
+/// The preprocessed input of a network: a `[1, 3, S, S]` f32 tensor on the run's device.
+fn letterboxed_batch(record: &DataRecord, size: u32, device: Device) -> anyhow::Result<Tensor> {
+    let input = letterbox(record.image()?, size);
+    let chw = input.tensor.into_dyn();
+    Ok(array_to_tensor(&chw, device).unsqueeze(0))
+}
+
+#[profile_target(name = "tiny-cnn")]
+impl ProfileTarget for TinyCnn {
+    type Prepared = (image::RgbImage, Device);
+    type Output = Classification;
+
+    fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<(image::RgbImage, Device)> {
+        self.vs.set_device(device.into());
+        Ok((record.image()?.clone(), device))
+    }
+
+    fn run(&mut self, (image, device): &(image::RgbImage, Device)) -> anyhow::Result<Classification> {
+        let _no_grad = tch::no_grad_guard();
+        let batch = {
+            let _range = profiling_range("preprocess");
+            let record = DataRecord {
+                image: Some(image.clone()),
+                ..DataRecord::default()
+            };
+            letterboxed_batch(&record, TINY_CNN_INPUT, *device)?
+        };
+        let logits = {
+            let _range = profiling_range("forward");
+            self.net.forward(&batch)
+        };
+        let _range = profiling_range("postprocess");
+        let top_class = logits.argmax(-1, false);
+        Ok(Classification {
+            logits: logits.to_device(tch::Device::Cpu),
+            top_class: top_class.to_device(tch::Device::Cpu),
+        })
+    }
+
+    fn validate(&self, output: &Classification) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            output.logits.size() == [1, TINY_CNN_CLASSES],
+            "tiny-cnn logits have shape {:?}, expected [1, {TINY_CNN_CLASSES}]",
+            output.logits.size()
+        );
+        anyhow::ensure!(
+            output.logits.isfinite().all().int64_value(&[]) == 1,
+            "tiny-cnn logits are not all finite"
+        );
+        Ok(())
+    }
+
+    fn summarize(&self, output: &Classification) -> Summary {
+        let mut summary = tensor_summary(&output.logits);
+        summary.insert("top_class".to_owned(), Value::from(output.top_class.int64_value(&[0])));
+        summary
+    }
+}
+
+/// `target.parameters` of `torchscript`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TorchScriptParameters {
+    /// The TorchScript file (`torch.jit.save`), taken as written.
+    pub module: PathBuf,
+    /// The side of the square letterboxed input (default 64).
+    #[serde(default = "default_input_size")]
+    pub input_size: u32,
+}
+
+fn default_input_size() -> u32 {
+    64
+}
+
+/// An exported TorchScript model from `target.parameters.module`, on letterboxed images.
+#[derive(Debug)]
+pub struct TorchScript {
+    module: tch::CModule,
+    parameters: TorchScriptParameters,
+    device: Option<Device>,
+}
+
+/// Loads the module named by the run's `target.parameters`.
+pub fn load_torchscript() -> anyhow::Result<TorchScript> {
+    let parameters: TorchScriptParameters = profiling_core::target::parameters()?;
+    profiling_core::config::check_literal_path(&parameters.module.to_string_lossy())
+        .map_err(|message| anyhow::anyhow!("target.parameters.module: {message}"))?;
+    let mut module = tch::CModule::load(&parameters.module).map_err(|error| {
+        anyhow::anyhow!("cannot load TorchScript module {}: {error}", parameters.module.display())
+    })?;
+    module.set_eval();
+    Ok(TorchScript {
+        module,
+        parameters,
+        device: None,
+    })
+}
+
+#[profile_target(name = "torchscript", factory = load_torchscript)]
+impl ProfileTarget for TorchScript {
+    type Prepared = Tensor;
+    type Output = Tensor;
+
+    fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<Tensor> {
+        if self.device != Some(device) {
+            self.module.to(device.into(), Kind::Float, false);
+            self.device = Some(device);
+        }
+        let _range = profiling_range("preprocess");
+        letterboxed_batch(record, self.parameters.input_size, device)
+    }
+
+    fn run(&mut self, batch: &Tensor) -> anyhow::Result<Tensor> {
+        let _no_grad = tch::no_grad_guard();
+        let _range = profiling_range("forward");
+        Ok(self.module.forward_ts(&[batch])?)
+    }
+
+    fn summarize(&self, output: &Tensor) -> Summary {
+        tensor_summary(output)
+    }
+}

@@ -1,0 +1,344 @@
+//! A Rust source file read for extraction: its text, its syntax tree, and
+//! the byte offsets and line numbers of the spans syn gives, so code is
+//! copied from the file's own bytes rather than re-printed from tokens.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use proc_macro2::Span;
+
+use super::SnippetError;
+
+/// A parsed source file.
+pub(crate) struct SourceFile {
+    /// Absolute.
+    pub path: PathBuf,
+    /// How messages and provenance name it: relative to the workspace root
+    /// when it lies under it.
+    pub display: String,
+    pub text: String,
+    /// Bytes before the parsed text: a byte order mark, which syn does not take.
+    offset: usize,
+    /// The byte offset where each line starts; line 1 is at index 0.
+    line_starts: Vec<usize>,
+    pub syntax: syn::File,
+}
+
+impl SourceFile {
+    /// Reads and parses `path`; `display` names it in messages.
+    pub fn read(path: &Path, display: String) -> Result<SourceFile, SnippetError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| SnippetError::Source(format!("cannot read {display}: {error}")))?;
+        SourceFile::parse(path.to_path_buf(), display, text)
+    }
+
+    /// Parses `text`, read from `path`.
+    pub fn parse(path: PathBuf, display: String, text: String) -> Result<SourceFile, SnippetError> {
+        let offset = if text.starts_with('\u{feff}') { 3 } else { 0 };
+        let syntax = syn::parse_str::<syn::File>(&text[offset..]).map_err(|error| {
+            let start = error.span().start();
+            SnippetError::Source(format!(
+                "{display}:{}:{}: cannot parse the file: {error}",
+                start.line,
+                start.column + 1
+            ))
+        })?;
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+            .collect();
+        Ok(SourceFile {
+            path,
+            display,
+            text,
+            offset,
+            line_starts,
+            syntax,
+        })
+    }
+
+    /// The bytes of the file a span of its syntax tree covers.
+    pub fn range(&self, span: Span) -> Range<usize> {
+        let range = span.byte_range();
+        range.start + self.offset..range.end + self.offset
+    }
+
+    /// The line (from 1) holding byte `at`.
+    pub fn line_of(&self, at: usize) -> usize {
+        match self.line_starts.binary_search(&at) {
+            Ok(index) => index + 1,
+            Err(index) => index,
+        }
+    }
+
+    /// The first and last line a span covers.
+    pub fn lines(&self, span: Span) -> (usize, usize) {
+        let range = self.range(span);
+        (
+            self.line_of(range.start),
+            self.line_of(range.end.max(range.start + 1) - 1),
+        )
+    }
+
+    /// How many lines the file has.
+    pub fn line_count(&self) -> usize {
+        if self.text.ends_with('\n') {
+            self.line_starts.len() - 1
+        } else {
+            self.line_starts.len()
+        }
+    }
+
+    /// The byte where `line` starts.
+    pub fn line_start(&self, line: usize) -> usize {
+        self.line_starts
+            .get(line - 1)
+            .copied()
+            .unwrap_or(self.text.len())
+    }
+
+    /// The text of `line`, without its line break.
+    pub fn line_text(&self, line: usize) -> &str {
+        let start = self.line_start(line);
+        let end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |next| next - 1);
+        self.text[start..end].trim_end_matches('\r')
+    }
+
+    /// The text between the start of the line holding `at` and `at`.
+    pub fn before_on_line(&self, at: usize) -> &str {
+        &self.text[self.line_start(self.line_of(at))..at]
+    }
+
+    /// The text between `at` and the end of its line.
+    pub fn after_on_line(&self, at: usize) -> &str {
+        let line = self.line_of(at);
+        let end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |next| next - 1);
+        &self.text[at..end.max(at)]
+    }
+}
+
+/// `path` relative to `root` when it lies under it, else as given.
+pub(crate) fn display_path(path: &Path, root: &Path) -> String {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What a `Cargo.toml` says about its package, read line by line: the
+/// package and library names, the library's root file, and the names the
+/// package's code gives its dependencies.
+///
+/// Enough for the manifests of a workspace like this one; keys written in
+/// forms this reader does not know are simply not found.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Manifest {
+    pub dir: PathBuf,
+    pub package: Option<String>,
+    lib_name: Option<String>,
+    lib_path: Option<String>,
+    /// As the code names them: `-` becomes `_`.
+    pub dependencies: Vec<String>,
+}
+
+impl Manifest {
+    /// Reads the `Cargo.toml` in `dir`; `None` when there is none.
+    pub fn read(dir: &Path) -> Option<Manifest> {
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        let mut manifest = Manifest {
+            dir: dir.to_path_buf(),
+            ..Manifest::default()
+        };
+        let mut section = String::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('#') || line.is_empty() {
+                continue;
+            }
+            if line.starts_with('[') {
+                section = line.trim_matches(|c| c == '[' || c == ']').trim().to_owned();
+                if let Some(name) = section.strip_prefix("dependencies.") {
+                    manifest.dependencies.push(crate_ident(name.trim_matches('"')));
+                }
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            let key = key.trim().trim_matches('"');
+            let string = || value.trim().trim_matches('"').to_owned();
+            match section.as_str() {
+                "package" if key == "name" => manifest.package = Some(string()),
+                "lib" if key == "name" => manifest.lib_name = Some(string()),
+                "lib" if key == "path" => manifest.lib_path = Some(string()),
+                "dependencies" => {
+                    let name = key.split('.').next().unwrap_or(key).trim_matches('"');
+                    manifest.dependencies.push(crate_ident(name));
+                }
+                _ => {}
+            }
+        }
+        Some(manifest)
+    }
+
+    /// The manifest of the package `file` belongs to: the nearest
+    /// `Cargo.toml` with a `[package]` above it.
+    pub fn of_file(file: &Path) -> Option<Manifest> {
+        file.ancestors()
+            .skip(1)
+            .filter_map(Manifest::read)
+            .find(|manifest| manifest.package.is_some())
+    }
+
+    /// The name the library is used by in code, when the package has one.
+    pub fn lib_ident(&self) -> Option<String> {
+        self.lib_root()?;
+        match (&self.lib_name, &self.package) {
+            (Some(name), _) | (None, Some(name)) => Some(crate_ident(name)),
+            (None, None) => None,
+        }
+    }
+
+    /// The library's root file, when it exists.
+    pub fn lib_root(&self) -> Option<PathBuf> {
+        let root = self
+            .dir
+            .join(self.lib_path.as_deref().unwrap_or("src/lib.rs"));
+        root.is_file().then_some(root)
+    }
+}
+
+/// A package name as code writes it.
+pub(crate) fn crate_ident(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+/// Where a file's items live in their crate, and whether code outside the
+/// crate can reach them.
+#[derive(Debug, Clone)]
+pub(crate) struct ModuleLocation {
+    /// The library's name in code (`profiling_examples`), when the file is
+    /// part of a library.
+    pub crate_ident: Option<String>,
+    /// The package's name (`profiling-examples`).
+    pub package: Option<String>,
+    /// The modules from the crate root down to the file.
+    pub modules: Vec<String>,
+    /// Why the file's items cannot be named from another crate, when they
+    /// cannot.
+    pub unreachable: Option<String>,
+}
+
+impl ModuleLocation {
+    /// The absolute path of the module `inline` (modules inside the file)
+    /// below the file's module.
+    pub fn path(&self, inline: &[String]) -> String {
+        let mut segments = vec![self
+            .crate_ident
+            .clone()
+            .unwrap_or_else(|| "crate".to_owned())];
+        segments.extend(self.modules.iter().cloned());
+        segments.extend(inline.iter().cloned());
+        segments.join("::")
+    }
+
+    /// Finds the crate and module of `file` and checks that every module
+    /// from the crate root down to it is declared `pub`.
+    pub fn of_file(file: &Path) -> ModuleLocation {
+        let Some(manifest) = Manifest::of_file(file) else {
+            return ModuleLocation {
+                crate_ident: None,
+                package: None,
+                modules: Vec::new(),
+                unreachable: Some("it belongs to no Cargo package".to_owned()),
+            };
+        };
+        let package = manifest.package.clone();
+        let unreachable = |why: String| ModuleLocation {
+            crate_ident: manifest.lib_ident(),
+            package: package.clone(),
+            modules: Vec::new(),
+            unreachable: Some(why),
+        };
+        let (Some(crate_ident), Some(root)) = (manifest.lib_ident(), manifest.lib_root()) else {
+            return unreachable(format!(
+                "package `{}` has no library",
+                package.as_deref().unwrap_or("?")
+            ));
+        };
+        let src = root.parent().unwrap_or(Path::new("."));
+        let Ok(relative) = file.strip_prefix(src) else {
+            return unreachable(format!(
+                "it lies outside {}, the library's source directory",
+                src.display()
+            ));
+        };
+        let mut modules: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if file == root {
+            modules.clear();
+        } else if let Some(last) = modules.pop() {
+            if last != "mod.rs" {
+                modules.push(last.trim_end_matches(".rs").to_owned());
+            }
+        }
+        let unreachable = check_declarations(&root, src, &modules);
+        ModuleLocation {
+            crate_ident: Some(crate_ident),
+            package,
+            modules,
+            unreachable,
+        }
+    }
+}
+
+/// Walks the `mod` declarations from the crate root to `modules`; says why
+/// the last module cannot be reached from outside the crate, if it cannot.
+fn check_declarations(root: &Path, src: &Path, modules: &[String]) -> Option<String> {
+    let mut parent = root.to_path_buf();
+    for (depth, name) in modules.iter().enumerate() {
+        let Ok(text) = std::fs::read_to_string(&parent) else {
+            return Some(format!("cannot read {}", parent.display()));
+        };
+        let Ok(file) = syn::parse_file(&text) else {
+            return Some(format!("cannot parse {}", parent.display()));
+        };
+        let declaration = file.items.iter().find_map(|item| match item {
+            syn::Item::Mod(module) if module.ident == name.as_str() => Some(module),
+            _ => None,
+        });
+        let parent_name = parent
+            .strip_prefix(src.parent().unwrap_or(src))
+            .unwrap_or(&parent)
+            .display()
+            .to_string();
+        match declaration {
+            None => {
+                return Some(format!(
+                    "{parent_name} declares no `mod {name}`: the file is not part of the library"
+                ))
+            }
+            Some(module) if !matches!(module.vis, syn::Visibility::Public(_)) => {
+                return Some(format!(
+                    "module `{name}` is private (declared in {parent_name} without `pub`)"
+                ))
+            }
+            Some(_) => {}
+        }
+        let dir = src.join(modules[..=depth].join("/"));
+        parent = if dir.join("mod.rs").is_file() {
+            dir.join("mod.rs")
+        } else {
+            dir.with_extension("rs")
+        };
+    }
+    None
+}
