@@ -565,7 +565,11 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
         (vec!["cli-doubler", "--data-source", "webcam"], "error: data_source.name: unknown data source `webcam`: expected one of dummy, images".to_owned()),
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
-        (vec!["cli-doubler", "--device", "cuda"], "error: device `cuda:0`: this build has no CUDA backend: run on `cpu`, or build with `--features tch`".to_owned()),
+        (vec!["cli-doubler", "--device", "cuda"], format!("error: device `cuda:0`: {}", if cfg!(feature = "tch") {
+                "libtorch sees no CUDA device on this machine"
+            } else {
+                "this build has no CUDA backend"
+            })),
         (vec!["cli-doubler", "--iterations", "0"], "error: invalid value '0' for '--iterations <N>'".to_owned()),
         (vec!["cli-doubler", "--warmup", "-1"], "error: unexpected argument '-1' found".to_owned()),
         (vec!["cli-doubler", "--run-id", "../escape"], "error: --run-id: `../escape` is not a valid run id".to_owned()),
