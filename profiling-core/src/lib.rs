@@ -48,6 +48,8 @@ pub mod stats;
 pub mod target;
 #[cfg(feature = "tch")]
 pub mod tensor;
+pub mod timing;
+pub mod trace;
 
 pub use profiling_macros::{nvtx_range, profile_target};
 

@@ -56,6 +56,8 @@ pub struct Manifest {
     pub completed_iterations: u32,
     pub validation: Validation,
     pub timings: Timings,
+    /// `trace.json` beside the manifest, when one was written.
+    pub trace: Option<crate::trace::TraceSummary>,
 }
 
 /// The target that ran and where it is defined.

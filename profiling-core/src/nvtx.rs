@@ -77,6 +77,16 @@ impl RangeName<'_> {
             RangeName::Owned(name) => push_str(name),
         }
     }
+
+    /// The name's bytes, without a NUL.
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        match self {
+            RangeName::CStr(name) => name.to_bytes(),
+            RangeName::Str(name) => name.as_bytes(),
+            RangeName::Owned(name) => name.as_bytes(),
+        }
+    }
 }
 
 #[inline]
@@ -111,17 +121,50 @@ fn push_str(name: &str) {
 
 /// An open NVTX range; dropping it closes the range.
 ///
+/// While a capture is open, the range is also recorded (start and end on
+/// the host clock) for the run's timings.
+///
 /// Not `Send`: push/pop ranges belong to the thread that opened them.
 #[must_use = "the range closes as soon as the guard is dropped; bind it with `let _range = ...`"]
 #[derive(Debug)]
 pub struct RangeGuard {
+    recorded: bool,
     _thread_bound: PhantomData<*const ()>,
 }
 
 impl Drop for RangeGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.recorded {
+            crate::timing::recorder::close();
+        }
+        // SAFETY: pops the range this guard pushed on this same thread.
+        unsafe {
+            ffi::nvtxRangePop();
+        }
+    }
+}
+
+/// A range the runner opens around the capture and each pass: seen by
+/// NVTX, never recorded as one of the target's ranges.
+pub(crate) struct PassRange {
+    _thread_bound: PhantomData<*const ()>,
+}
+
+impl PassRange {
+    #[inline]
+    pub(crate) fn open(name: &CStr) -> PassRange {
+        push_cstr(name);
+        PassRange {
+            _thread_bound: PhantomData,
+        }
+    }
+}
+
+impl Drop for PassRange {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: pops the range this guard pushed on this same thread.
+        // SAFETY: pops the range `open` pushed on this same thread.
         unsafe {
             ffi::nvtxRangePop();
         }
@@ -143,8 +186,10 @@ impl Drop for RangeGuard {
 /// ```
 #[inline(always)]
 pub fn profiling_range<'a>(name: impl Into<RangeName<'a>>) -> RangeGuard {
-    name.into().push();
+    let name = name.into();
+    name.push();
     RangeGuard {
+        recorded: crate::timing::recorder::open(name.bytes()),
         _thread_bound: PhantomData,
     }
 }

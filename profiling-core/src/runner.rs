@@ -6,16 +6,16 @@
 //! reads, and nothing there allocates, logs or validates.
 
 use std::ffi::{c_char, CStr, CString};
-use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::config::{Config, RecordLoading};
 use crate::data::{DataError, DataRecord, DataSource};
 use crate::device::{synchronize, Device};
-use crate::nvtx::profiling_range;
+use crate::nvtx::PassRange;
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
+use crate::timing::{now_ns, range_timings, Capture, RangeLog, RangeTimings, SampleSet, TimerInfo};
 
 /// Everything a run needs: the resolved config and the records (read
 /// already when eager, a source to read from when lazy).
@@ -25,18 +25,38 @@ pub struct RunPlan {
     /// Waits for a CUDA device at the synchronization points of the config;
     /// [`crate::device::synchronize`] unless a test observes them.
     pub synchronize: fn(Device),
+    /// Told how far the warmup and measured phases are, between passes
+    /// (never inside a pass's timed window).
+    pub progress: Option<Box<dyn Fn(Progress)>>,
 }
 
 impl RunPlan {
-    /// A plan that synchronizes CUDA devices through the backend.
+    /// A plan that synchronizes CUDA devices through the backend and
+    /// reports no progress.
     pub fn new(config: Config, records: Records) -> RunPlan {
         RunPlan {
             config,
             records,
             synchronize,
+            progress: None,
         }
     }
 }
+
+/// How far a run is: `done` of `total` passes of a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub measured: bool,
+    pub done: u32,
+    pub total: u32,
+}
+
+/// Samples kept one by one per run (pass durations, call durations):
+/// 8 MiB each; past it, exact aggregates and a histogram.
+pub const SAMPLES_KEPT: usize = 1 << 20;
+
+/// Measured passes whose start and end are kept for the trace.
+pub const PASSES_KEPT: usize = 100_000;
 
 /// The records of a run.
 pub enum Records {
@@ -123,16 +143,40 @@ pub struct CallCounts {
 /// Wall-clock figures of the run, from the host's monotonic clock.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Timings {
+    /// One sample per measured pass.
+    pub iterations: Option<DurationStats>,
+    /// One sample per target call in a measured pass (`prepare` and `run`
+    /// with `profile_prepare`, else `run`).
+    pub runs: Option<DurationStats>,
+    /// Every range name seen inside the capture range, largest inclusive
+    /// total first.
+    pub ranges: Vec<RangeTimings>,
+    /// The clock, its resolution and the cost of a reading: reported, never
+    /// subtracted.
+    pub timer: Option<TimerInfo>,
     /// What these host clocks mean for the run's device and sync policy.
     pub host_timing_note: String,
+    /// Said when some quantiles come from histograms rather than every
+    /// sample (very long runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sketch_note: Option<String>,
     /// Eager `prepare` of every record, before the passes.
     pub prepare_ns: u64,
     /// All warmup passes together.
     pub warmup_ns: u64,
     /// From opening to closing the capture range.
     pub capture_ns: u64,
-    /// One sample per measured pass.
-    pub iterations: Option<DurationStats>,
+}
+
+/// What the trace needs of a finished capture.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureRecord {
+    /// The ranges every thread recorded.
+    pub ranges: RangeLog,
+    /// Start and end of each measured pass (the first [`PASSES_KEPT`]).
+    pub passes: Vec<(u64, u64)>,
+    /// Measured passes in all.
+    pub pass_count: u32,
 }
 
 /// Which outputs were validated, and when.
@@ -156,7 +200,7 @@ pub struct OutputSummary {
 }
 
 /// What a finished run did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct RunOutcome {
     /// The records of the last measured pass, in order.
     pub record_ids: Vec<String>,
@@ -166,6 +210,9 @@ pub struct RunOutcome {
     pub completed_iterations: u32,
     pub validation: Validation,
     pub timings: Timings,
+    /// The raw ranges and passes, for the trace.
+    #[serde(skip)]
+    pub capture: CaptureRecord,
 }
 
 /// Why a run stopped, where, and how far it had got.
@@ -363,7 +410,7 @@ where
     })?;
     match (&plan.records, config.target.profile_prepare) {
         (Records::Eager(records), false) => {
-            let started = Instant::now();
+            let started = now_ns();
             let mut prepared = Vec::with_capacity(records.len());
             for record in records {
                 calls.prepare += 1;
@@ -379,7 +426,7 @@ where
                     })?;
                 prepared.push(input);
             }
-            let prepare_ns = elapsed_ns(started);
+            let prepare_ns = now_ns() - started;
             let inputs = Prepared { prepared, records };
             let mut outcome = drive(&mut target, inputs, plan, calls)?;
             outcome.timings.prepare_ns = prepare_ns;
@@ -434,9 +481,19 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let sync_each = cuda.synchronize_each_iteration && device.is_cuda();
     let mut outputs: Vec<Option<T::Output>> = (0..count).map(|_| None).collect();
     let validate_in_warmup = config.validate_output && config.warmup > 0;
+    let timer = TimerInfo::measure();
+    let report = |measured: bool, done: u32, total: u32| {
+        if let Some(progress) = &plan.progress {
+            progress(Progress {
+                measured,
+                done,
+                total,
+            });
+        }
+    };
 
     synchronize_at(cuda.synchronize_before_warmup);
-    let warmup_started = Instant::now();
+    let warmup_started = now_ns();
     for pass in 0..config.warmup {
         for index in 0..count {
             let output = inputs
@@ -458,8 +515,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
             }
             drop(output);
         }
+        report(false, pass + 1, config.warmup);
     }
-    let warmup_ns = elapsed_ns(warmup_started);
+    let warmup_ns = now_ns() - warmup_started;
     synchronize_at(cuda.synchronize_after_warmup);
 
     // Everything the measured loop touches exists before the capture opens.
@@ -471,34 +529,51 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         calls,
         completed_iterations: 0,
     })?;
-    let mut iteration_ns = vec![0u64; config.iterations as usize];
+    let iterations = config.iterations;
+    let mut pass_samples = SampleSet::with_capacity((iterations as usize).min(SAMPLES_KEPT));
+    let mut call_samples = SampleSet::with_capacity(
+        (iterations as usize)
+            .saturating_mul(count)
+            .min(SAMPLES_KEPT),
+    );
+    let mut passes = Vec::with_capacity((iterations as usize).min(PASSES_KEPT));
     let mut name_buffer = IterationName::new();
 
     synchronize_at(cuda.synchronize_before_capture);
-    let capture_started = Instant::now();
-    let capture = profiling_range(capture_name.as_c_str());
-    for iteration in 0..config.iterations {
-        let started = Instant::now();
-        let range = profiling_range(name_buffer.format(iteration));
+    let capture = Capture::begin();
+    let capture_started = now_ns();
+    let capture_range = PassRange::open(capture_name.as_c_str());
+    for iteration in 0..iterations {
+        let started = now_ns();
+        let pass_range = PassRange::open(name_buffer.format(iteration));
         for (index, slot) in outputs.iter_mut().enumerate() {
+            let call_started = now_ns();
             let output = match inputs.call(target, index, &mut calls) {
                 Ok(output) => output,
                 Err(error) => {
-                    drop(range);
-                    drop(capture);
+                    drop(pass_range);
+                    drop(capture_range);
+                    drop(capture.end());
                     return Err(error.at(Pass::Measured(iteration), calls, iteration));
                 }
             };
             if sync_each {
                 (plan.synchronize)(device);
             }
+            call_samples.push(now_ns() - call_started);
             *slot = Some(output);
         }
-        drop(range);
-        iteration_ns[iteration as usize] = elapsed_ns(started);
+        drop(pass_range);
+        let ended = now_ns();
+        pass_samples.push(ended - started);
+        if passes.len() < passes.capacity() {
+            passes.push((started, ended));
+        }
+        report(true, iteration + 1, iterations);
     }
-    drop(capture);
-    let capture_ns = elapsed_ns(capture_started);
+    drop(capture_range);
+    let capture_ns = now_ns() - capture_started;
+    let range_log = capture.end();
     synchronize_at(cuda.synchronize_after_capture);
 
     let validation = if !config.validate_output {
@@ -522,6 +597,8 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         }
         Validation::AfterCapture
     };
+
+    let (ranges, ranges_sketched) = range_timings(&range_log);
 
     let mut output_summaries = Vec::with_capacity(count);
     for (index, output) in outputs.iter().enumerate() {
@@ -551,11 +628,20 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         completed_iterations: config.iterations,
         validation,
         timings: Timings {
+            iterations: pass_samples.stats(),
+            runs: call_samples.stats(),
+            ranges,
+            timer: Some(timer),
             host_timing_note: host_timing_note(device, &cuda),
+            sketch_note: sketch_note(&pass_samples, &call_samples, ranges_sketched),
             prepare_ns: 0,
             warmup_ns,
             capture_ns,
-            iterations: DurationStats::from_samples(&mut iteration_ns),
+        },
+        capture: CaptureRecord {
+            ranges: range_log,
+            passes,
+            pass_count: iterations,
         },
     })
 }
@@ -574,6 +660,26 @@ pub fn host_timing_note(device: Device, policy: &crate::config::CudaPolicy) -> S
     }
 }
 
+/// Says which figures come from histograms, if any do.
+fn sketch_note(passes: &SampleSet, calls: &SampleSet, ranges: bool) -> Option<String> {
+    let mut parts = Vec::new();
+    if passes.is_sketched() {
+        parts.push("iterations");
+    }
+    if calls.is_sketched() {
+        parts.push("runs");
+    }
+    if ranges {
+        parts.push("ranges");
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "the quantiles of {} come from a histogram (within 1.6 %): the run produced more samples than are kept one by one; counts, totals, means and extremes are exact",
+            parts.join(", ")
+        )
+    })
+}
+
 /// The text of a panic payload.
 pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
     payload
@@ -581,11 +687,6 @@ pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
-}
-
-#[inline]
-fn elapsed_ns(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// `iteration <i>` as a C string, formatted on the stack.

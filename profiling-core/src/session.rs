@@ -337,6 +337,16 @@ pub struct RunReport {
 /// be read) return `Err` and leave nothing behind; a target that fails
 /// still gets a manifest, with `status: failed`.
 pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, SessionError> {
+    execute_with_progress(planned, request, None)
+}
+
+/// [`execute`], telling `progress` how far the warmup and measured phases
+/// are, between passes.
+pub fn execute_with_progress(
+    planned: &Planned,
+    request: &RunRequest,
+    progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
+) -> Result<RunReport, SessionError> {
     let config = &planned.config;
     crate::random::seed_run(config.seed);
     let source = data::build(&config.data_source.name, &config.data_source.parameters)?;
@@ -356,7 +366,8 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
             Records::Lazy(source)
         }
     };
-    let run_plan = RunPlan::new(config.clone(), records);
+    let mut run_plan = RunPlan::new(config.clone(), records);
+    run_plan.progress = progress;
 
     let started_at = UtcTime::now().rfc3339();
     let result = (planned.entry.launch)(&run_plan);
@@ -432,13 +443,23 @@ pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, Ses
         completed_iterations: outcome_view.completed_iterations,
         validation: outcome_view.validation,
         timings: outcome_view.timings,
+        trace: None,
     };
 
+    let mut manifest = manifest;
     let manifest_path = if config.write_manifest {
         std::fs::create_dir_all(&planned.run_dir).map_err(|source| SessionError::Write {
             path: planned.run_dir.clone(),
             source,
         })?;
+        if let Ok(outcome) = &result {
+            let path = planned.run_dir.join("trace.json");
+            let title = format!("profile-cli {} ({})", config.profile_name, planned.run_id);
+            let summary =
+                crate::trace::write_trace(&path, &outcome.capture, &config.capture_range, &title)
+                    .map_err(|source| SessionError::Write { path, source })?;
+            manifest.trace = Some(summary);
+        }
         Some(
             manifest
                 .write(&planned.run_dir)

@@ -1,0 +1,80 @@
+//! From recorded ranges to per-name statistics.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::recorder::RangeLog;
+use super::samples::SampleSet;
+use crate::stats::DurationStats;
+
+/// The timings of every range with one name, over all threads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RangeTimings {
+    pub name: String,
+    pub count: u64,
+    /// From opening to closing the range.
+    pub inclusive: DurationStats,
+    /// Inclusive time minus the time spent in recorded ranges inside it.
+    pub exclusive: DurationStats,
+}
+
+/// Per-name timings, largest inclusive total first; the flag is true when
+/// some quantiles come from histograms (more ranges than the event buffers
+/// hold).
+pub fn range_timings(log: &RangeLog) -> (Vec<RangeTimings>, bool) {
+    // Exact capacity per name, so every kept event stays a sample.
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for thread in &log.threads {
+        for event in &thread.events {
+            *counts
+                .entry(thread.names[event.name as usize].as_str())
+                .or_default() += 1;
+        }
+    }
+    let mut sets: BTreeMap<String, (SampleSet, SampleSet)> = BTreeMap::new();
+    let set_for = |name: &str| -> (SampleSet, SampleSet) {
+        let capacity = counts.get(name).copied().unwrap_or(0);
+        (
+            SampleSet::with_capacity(capacity),
+            SampleSet::with_capacity(capacity),
+        )
+    };
+    for thread in &log.threads {
+        for event in &thread.events {
+            let name = &thread.names[event.name as usize];
+            let (inclusive, exclusive) = sets.entry(name.clone()).or_insert_with(|| set_for(name));
+            inclusive.push(event.inclusive_ns);
+            exclusive.push(event.exclusive_ns);
+        }
+        for (index, overflow) in thread.overflow.iter().enumerate() {
+            if let Some(overflow) = overflow {
+                let name = &thread.names[index];
+                let (inclusive, exclusive) =
+                    sets.entry(name.clone()).or_insert_with(|| set_for(name));
+                inclusive.absorb(&overflow.inclusive);
+                exclusive.absorb(&overflow.exclusive);
+            }
+        }
+    }
+    let mut sketched = false;
+    let mut timings: Vec<RangeTimings> = sets
+        .into_iter()
+        .filter_map(|(name, (inclusive, exclusive))| {
+            sketched |= inclusive.is_sketched();
+            Some(RangeTimings {
+                name,
+                count: inclusive.count(),
+                inclusive: inclusive.stats()?,
+                exclusive: exclusive.stats()?,
+            })
+        })
+        .collect();
+    timings.sort_by(|a, b| {
+        b.inclusive
+            .total_ns
+            .cmp(&a.inclusive.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    (timings, sketched)
+}

@@ -1,0 +1,12 @@
+//! Host timings of a run: the clock, bounded sample sets, the ranges
+//! recorded while the capture is open, and their aggregation.
+
+pub mod aggregate;
+pub mod clock;
+pub mod recorder;
+pub mod samples;
+
+pub use aggregate::{range_timings, RangeTimings};
+pub use clock::{now_ns, TimerInfo};
+pub use recorder::{Capture, RangeLog};
+pub use samples::SampleSet;

@@ -1,0 +1,372 @@
+//! Range recording while a capture is open.
+//!
+//! Every thread that opens a range while recording gets a log, registered
+//! once and allocated then: a name table, a fixed-capacity event buffer and,
+//! past that capacity, per-name aggregates. Opening and closing a range only
+//! touches the calling thread's own log and stack: no allocation (after a
+//! thread's first range or a name's first use), no lock, no formatting.
+//!
+//! The capturing thread collects the logs after recording stops. A writer
+//! raises its log's `writing` flag before it checks that recording is still
+//! on, and the collector waits for the flag to fall after switching
+//! recording off (both sequentially consistent), so a log is never read
+//! while it is written.
+
+use std::cell::{RefCell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::clock::now_ns;
+use super::samples::SampleSet;
+
+/// True while a capture records ranges.
+pub(crate) static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// Range events kept per thread and capture (32 bytes each: 8 MiB); past
+/// them, each name keeps exact counts and totals and a histogram.
+pub const EVENTS_PER_THREAD: usize = 1 << 18;
+
+/// Ranges nested deeper than this on one thread are not recorded (NVTX
+/// still sees them).
+const MAX_DEPTH: usize = 256;
+
+/// Direct-mapped cache of name pointers to ids, per thread.
+const NAME_CACHE: usize = 64;
+
+static LOGS: Mutex<Vec<Arc<ThreadLog>>> = Mutex::new(Vec::new());
+static NEXT_THREAD: AtomicU32 = AtomicU32::new(1);
+/// One capture at a time: a second run in the process waits for the first.
+static CAPTURE: Mutex<()> = Mutex::new(());
+
+/// One closed range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeEvent {
+    /// Index into the thread's name table.
+    pub name: u32,
+    /// 0 for a range opened outside any other recorded range.
+    pub depth: u16,
+    pub start_ns: u64,
+    pub inclusive_ns: u64,
+    /// Inclusive time minus the time of the recorded ranges inside it.
+    pub exclusive_ns: u64,
+}
+
+/// Aggregates of one name's ranges that did not fit the event buffer.
+#[derive(Debug, Clone)]
+pub struct Overflow {
+    pub inclusive: SampleSet,
+    pub exclusive: SampleSet,
+}
+
+struct ThreadLog {
+    thread: u32,
+    thread_name: String,
+    writing: AtomicBool,
+    // Separate cells: the owner reads `names` on every range while the
+    // collector may read it too; only writes are fenced by `writing`.
+    names: UnsafeCell<Vec<Box<str>>>,
+    events: UnsafeCell<Vec<RangeEvent>>,
+    overflow: UnsafeCell<Vec<Option<Box<Overflow>>>>,
+}
+
+// SAFETY: the owner thread writes the cells only with `writing` raised and
+// recording on; other threads read them only with recording off and
+// `writing` down (see the module docs); `names` is only appended to.
+unsafe impl Sync for ThreadLog {}
+unsafe impl Send for ThreadLog {}
+
+impl ThreadLog {
+    fn wait_idle(&self) {
+        while self.writing.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    name: u32,
+    start_ns: u64,
+    child_ns: u64,
+}
+
+struct Local {
+    log: Option<Arc<ThreadLog>>,
+    stack: Vec<Frame>,
+    cache: [(usize, usize, u32); NAME_CACHE],
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local {
+            log: None,
+            stack: Vec::new(),
+            cache: [(0, 0, 0); NAME_CACHE],
+        })
+    };
+}
+
+fn register() -> Arc<ThreadLog> {
+    let thread = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+    let current = std::thread::current();
+    let log = Arc::new(ThreadLog {
+        thread,
+        thread_name: current
+            .name()
+            .map_or_else(|| format!("thread {thread}"), str::to_owned),
+        writing: AtomicBool::new(false),
+        names: UnsafeCell::new(Vec::new()),
+        events: UnsafeCell::new(Vec::with_capacity(EVENTS_PER_THREAD)),
+        overflow: UnsafeCell::new(Vec::new()),
+    });
+    LOGS.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Arc::clone(&log));
+    log
+}
+
+impl Local {
+    fn log(&mut self) -> &Arc<ThreadLog> {
+        if self.log.is_none() {
+            self.stack.reserve_exact(MAX_DEPTH);
+            self.log = Some(register());
+        }
+        self.log.as_ref().expect("registered just above")
+    }
+
+    /// The id of `name` in this thread's table, adding it when new.
+    fn intern(&mut self, name: &[u8]) -> Option<u32> {
+        let key = (name.as_ptr() as usize, name.len());
+        let slot = (key.0 >> 3 ^ key.1) % NAME_CACHE;
+        // SAFETY: the log is owned by `self.log`, which this call does not
+        // change: the reference stays valid, without an `Arc` count per range.
+        let log: &ThreadLog = unsafe { &*Arc::as_ptr(self.log()) };
+        let (ptr, len, id) = self.cache[slot];
+        if (ptr, len) == key && id > 0 {
+            // SAFETY: only this thread appends to `names`; a shared read.
+            let names = unsafe { &*log.names.get() };
+            if names[id as usize - 1].as_bytes() == name {
+                return Some(id - 1);
+            }
+        }
+        // A name not seen at this address: look it up, or add it.
+        log.writing.store(true, Ordering::SeqCst);
+        if !RECORDING.load(Ordering::SeqCst) {
+            log.writing.store(false, Ordering::Release);
+            return None;
+        }
+        // SAFETY: `writing` is raised and recording is on: no one else reads.
+        let names = unsafe { &mut *log.names.get() };
+        let id = match names.iter().position(|known| known.as_bytes() == name) {
+            Some(id) => id,
+            None => {
+                names.push(String::from_utf8_lossy(name).into());
+                names.len() - 1
+            }
+        };
+        log.writing.store(false, Ordering::Release);
+        self.cache[slot] = (key.0, key.1, id as u32 + 1);
+        Some(id as u32)
+    }
+}
+
+/// Starts recording a range named `name` on this thread; false when it is
+/// not recorded (recording off, or nested too deep).
+#[inline]
+pub(crate) fn open(name: &[u8]) -> bool {
+    if !RECORDING.load(Ordering::Relaxed) {
+        return false;
+    }
+    open_recording(name)
+}
+
+#[inline(never)]
+fn open_recording(name: &[u8]) -> bool {
+    LOCAL.with(|local| {
+        let Ok(mut local) = local.try_borrow_mut() else {
+            return false;
+        };
+        if local.stack.len() >= MAX_DEPTH {
+            return false;
+        }
+        let Some(id) = local.intern(name) else {
+            return false;
+        };
+        local.stack.push(Frame {
+            name: id,
+            start_ns: now_ns(),
+            child_ns: 0,
+        });
+        true
+    })
+}
+
+/// Ends the innermost range [`open`] started on this thread.
+#[inline(never)]
+pub(crate) fn close() {
+    let end_ns = now_ns();
+    LOCAL.with(|local| {
+        let Ok(mut local) = local.try_borrow_mut() else {
+            return;
+        };
+        let Some(frame) = local.stack.pop() else {
+            return;
+        };
+        let inclusive_ns = end_ns.saturating_sub(frame.start_ns);
+        let exclusive_ns = inclusive_ns.saturating_sub(frame.child_ns);
+        if let Some(parent) = local.stack.last_mut() {
+            parent.child_ns += inclusive_ns;
+        }
+        let depth = local.stack.len() as u16;
+        let Some(log) = local.log.as_ref() else {
+            return;
+        };
+        log.writing.store(true, Ordering::SeqCst);
+        if RECORDING.load(Ordering::SeqCst) {
+            // SAFETY: `writing` is raised and recording is on: no one else reads.
+            let events = unsafe { &mut *log.events.get() };
+            if events.len() < events.capacity() {
+                events.push(RangeEvent {
+                    name: frame.name,
+                    depth,
+                    start_ns: frame.start_ns,
+                    inclusive_ns,
+                    exclusive_ns,
+                });
+            } else {
+                // SAFETY: as above.
+                let overflow = unsafe { &mut *log.overflow.get() };
+                let index = frame.name as usize;
+                if overflow.len() <= index {
+                    overflow.resize_with(index + 1, || None);
+                }
+                let aggregates = overflow[index].get_or_insert_with(|| {
+                    Box::new(Overflow {
+                        inclusive: SampleSet::with_capacity(0),
+                        exclusive: SampleSet::with_capacity(0),
+                    })
+                });
+                aggregates.inclusive.push(inclusive_ns);
+                aggregates.exclusive.push(exclusive_ns);
+            }
+        }
+        log.writing.store(false, Ordering::Release);
+    });
+}
+
+/// The ranges one thread recorded during a capture.
+#[derive(Debug, Clone)]
+pub struct ThreadRanges {
+    /// A small number unique in the process, in order of first range.
+    pub thread: u32,
+    pub thread_name: String,
+    /// The names events refer to by index.
+    pub names: Vec<String>,
+    /// Ranges in the order they closed, up to [`EVENTS_PER_THREAD`].
+    pub events: Vec<RangeEvent>,
+    /// By name index: what did not fit `events`.
+    pub overflow: Vec<Option<Overflow>>,
+}
+
+impl ThreadRanges {
+    /// Ranges recorded only as aggregates.
+    pub fn overflowed(&self) -> u64 {
+        self.overflow
+            .iter()
+            .flatten()
+            .map(|o| o.inclusive.count())
+            .sum()
+    }
+}
+
+/// Everything recorded between [`Capture::begin`] and [`Capture::end`].
+#[derive(Debug, Clone, Default)]
+pub struct RangeLog {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// The thread that opened the capture.
+    pub capture_thread: u32,
+    pub threads: Vec<ThreadRanges>,
+}
+
+/// An open capture: ranges are recorded until [`Capture::end`].
+pub struct Capture {
+    _exclusive: MutexGuard<'static, ()>,
+    start_ns: u64,
+    thread: u32,
+}
+
+impl Capture {
+    /// Clears every log and starts recording. Everything the calling
+    /// thread needs to record is allocated here, before the first range.
+    pub fn begin() -> Capture {
+        let exclusive = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+        let thread = LOCAL.with(|local| local.borrow_mut().log().thread);
+        for log in LOGS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            log.wait_idle();
+            // SAFETY: recording is off and the log idle: only this thread
+            // touches the events and aggregates until recording starts.
+            unsafe {
+                (*log.events.get()).clear();
+                (*log.overflow.get()).clear();
+            }
+        }
+        let start_ns = now_ns();
+        RECORDING.store(true, Ordering::SeqCst);
+        Capture {
+            _exclusive: exclusive,
+            start_ns,
+            thread,
+        }
+    }
+
+    /// The clock reading at the start of the capture.
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
+    /// Stops recording and collects what every thread recorded.
+    pub fn end(self) -> RangeLog {
+        RECORDING.store(false, Ordering::SeqCst);
+        let end_ns = now_ns();
+        let logs: Vec<Arc<ThreadLog>> = LOGS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut threads = Vec::new();
+        for log in logs {
+            log.wait_idle();
+            // SAFETY: recording is off and the log idle: its owner will not
+            // write it until the next capture, which waits for this one.
+            let (names, events, overflow) =
+                unsafe { (&*log.names.get(), &*log.events.get(), &*log.overflow.get()) };
+            if events.is_empty() && overflow.is_empty() {
+                continue;
+            }
+            threads.push(ThreadRanges {
+                thread: log.thread,
+                thread_name: log.thread_name.clone(),
+                names: names.iter().map(|n| n.to_string()).collect(),
+                events: events.clone(),
+                overflow: overflow.iter().map(|o| o.as_deref().cloned()).collect(),
+            });
+        }
+        threads.sort_by_key(|t| t.thread);
+        RangeLog {
+            start_ns: self.start_ns,
+            end_ns,
+            capture_thread: self.thread,
+            threads,
+        }
+    }
+}
+
+impl Drop for Capture {
+    /// A capture left without [`Capture::end`] (a panic unwinding through
+    /// the measured loop) still stops recording.
+    fn drop(&mut self) {
+        RECORDING.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The recorder's number for the calling thread.
+pub fn current_thread() -> u32 {
+    LOCAL.with(|local| local.borrow_mut().log().thread)
+}

@@ -1,0 +1,123 @@
+//! `trace.json`: the capture's ranges in the Trace Event Format, which
+//! Perfetto and `chrome://tracing` open.
+//!
+//! One complete (`"ph": "X"`) event per range, on its thread, nested by
+//! time; the capture range and each measured pass (`iteration <i>`) on the
+//! capturing thread, the passes labelled with their index. Bounded: past
+//! [`MAX_EVENTS`] events the trace is cut, and says so.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::runner::CaptureRecord;
+
+/// The most events one trace holds (about 100 bytes each).
+pub const MAX_EVENTS: usize = 200_000;
+
+/// What was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TraceSummary {
+    pub path: std::path::PathBuf,
+    /// Range and pass events written (metadata events aside).
+    pub events: u64,
+    /// True when ranges or passes were left out to bound the size.
+    pub truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+fn micros(ns: u64, origin: u64) -> f64 {
+    ns.saturating_sub(origin) as f64 / 1_000.0
+}
+
+/// The trace of a capture as a JSON document (`title` names the process).
+pub fn trace_document(
+    capture: &CaptureRecord,
+    capture_name: &str,
+    title: &str,
+) -> (serde_json::Value, u64, bool) {
+    let log = &capture.ranges;
+    let origin = log.start_ns;
+    let pid = std::process::id();
+    let main = log.capture_thread;
+    let mut events = vec![
+        json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": title}}),
+        json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": main, "args": {"name": "runner"}}),
+    ];
+    for thread in &log.threads {
+        if thread.thread != main {
+            events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": thread.thread, "args": {"name": thread.thread_name}}));
+        }
+    }
+    let mut written: u64 = 0;
+    let mut truncated = false;
+    let mut push = |event: serde_json::Value, events: &mut Vec<serde_json::Value>| {
+        if (written as usize) < MAX_EVENTS {
+            events.push(event);
+            written += 1;
+        } else {
+            truncated = true;
+        }
+    };
+    push(
+        json!({"name": capture_name, "cat": "capture", "ph": "X", "pid": pid, "tid": main,
+               "ts": micros(log.start_ns, origin), "dur": micros(log.end_ns, log.start_ns)}),
+        &mut events,
+    );
+    for (index, (start, end)) in capture.passes.iter().enumerate() {
+        push(
+            json!({"name": format!("iteration {index}"), "cat": "pass", "ph": "X", "pid": pid, "tid": main,
+                   "ts": micros(*start, origin), "dur": micros(*end, *start), "args": {"pass": index}}),
+            &mut events,
+        );
+    }
+    let passes_missing = capture.pass_count as usize > capture.passes.len();
+    for thread in &log.threads {
+        for event in &thread.events {
+            push(
+                json!({"name": thread.names[event.name as usize], "cat": "range", "ph": "X", "pid": pid, "tid": thread.thread,
+                       "ts": micros(event.start_ns, origin), "dur": event.inclusive_ns as f64 / 1_000.0,
+                       "args": {"exclusive_us": event.exclusive_ns as f64 / 1_000.0}}),
+                &mut events,
+            );
+        }
+    }
+    let overflowed: u64 = log.threads.iter().map(|t| t.overflowed()).sum();
+    let truncated = truncated || passes_missing || overflowed > 0;
+    let document = json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {"capture_range": capture_name, "truncated": truncated},
+    });
+    (document, written, truncated)
+}
+
+/// Writes the trace of `capture` to `path` (through a temporary file).
+pub fn write_trace(
+    path: &Path,
+    capture: &CaptureRecord,
+    capture_name: &str,
+    title: &str,
+) -> std::io::Result<TraceSummary> {
+    let (document, events, truncated) = trace_document(capture, capture_name, title);
+    let mut bytes = Vec::new();
+    serde_json::to_writer(&mut bytes, &document).map_err(std::io::Error::other)?;
+    bytes.flush()?;
+    crate::manifest::write_atomically(path, &bytes)?;
+    let note = truncated.then(|| {
+        format!(
+            "the trace holds the first {} passes and up to {} events per thread ({MAX_EVENTS} in all); the manifest's timings count every range",
+            crate::runner::PASSES_KEPT,
+            crate::timing::recorder::EVENTS_PER_THREAD
+        )
+    });
+    Ok(TraceSummary {
+        path: path.to_path_buf(),
+        events,
+        truncated,
+        note,
+    })
+}
