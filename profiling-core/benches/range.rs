@@ -61,6 +61,29 @@ fn guard_if_cuda_on_cpu() {
     let _range = profiling_range_if_cuda(black_box("upload"), black_box(Device::Cpu));
 }
 
+/// Literal-named guards while a capture records them: each range is also
+/// timed and logged for the manifest.
+#[divan::bench]
+fn guard_str_literal_recording(bencher: divan::Bencher) {
+    let capture = profiling_core::timing::Capture::begin();
+    bencher.bench_local(|| {
+        let _range = profiling_range("decode_boxes");
+    });
+    drop(capture.end());
+}
+
+/// Dynamic names while recording: the name is interned once, then found by
+/// its address.
+#[divan::bench]
+fn guard_dynamic_string_recording(bencher: divan::Bencher) {
+    let capture = profiling_core::timing::Capture::begin();
+    let stage = 7;
+    bencher.bench_local(|| {
+        let _range = profiling_range(format!("stage {}", black_box(stage)));
+    });
+    drop(capture.end());
+}
+
 #[nvtx_range]
 #[inline(never)]
 fn decode_boxes(x: u64) -> u64 {

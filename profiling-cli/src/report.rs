@@ -1,0 +1,173 @@
+//! What `profile-cli run` prints after a run: the human summary, the
+//! `--json` document, and the progress bar shown during long phases.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use profiling_core::manifest::Manifest;
+use profiling_core::runner::Progress;
+use profiling_core::stats::DurationStats;
+use profiling_core::timing::RangeTimings;
+
+/// Ranges listed in each of the two top lists.
+const TOP_RANGES: usize = 5;
+
+/// A duration in the unit that reads best.
+pub fn format_ns(ns: u64) -> String {
+    match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.2} µs", ns as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+fn plural(count: u64, word: &str) -> String {
+    if count == 1 {
+        format!("{count} {word}")
+    } else if word.ends_with('s') {
+        format!("{count} {word}es")
+    } else {
+        format!("{count} {word}s")
+    }
+}
+
+fn spread(stats: &DurationStats) -> String {
+    format!(
+        "median {} (p90 {}, min {}, max {})",
+        format_ns(stats.p50_ns),
+        format_ns(stats.p90_ns),
+        format_ns(stats.min_ns),
+        format_ns(stats.max_ns)
+    )
+}
+
+/// The pass and call statistics, the top ranges by inclusive and by self
+/// time with their share of a pass, and what the clock means.
+pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
+    let timings = &manifest.timings;
+    let records = manifest.record_ids.len() as u64;
+    if let Some(passes) = &timings.iterations {
+        writeln!(
+            out,
+            "passes: {} of {}, {} per pass",
+            plural(passes.count, "measured pass"),
+            plural(records, "record"),
+            spread(passes)
+        )?;
+    }
+    if let Some(calls) = &timings.runs {
+        writeln!(out, "calls:  {}, {} per call", plural(calls.count, "target call"), spread(calls))?;
+    }
+    let pass_total = timings.iterations.as_ref().map_or(0, |p| p.total_ns);
+    let share = |total: u64| -> String {
+        if pass_total == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.1} %", total as f64 * 100.0 / pass_total as f64)
+        }
+    };
+    let passes = timings.iterations.as_ref().map_or(1, |p| p.count.max(1));
+    let mut write_top = |title: &str, ranges: &[&RangeTimings], pick: fn(&RangeTimings) -> &DurationStats| -> std::io::Result<()> {
+        writeln!(out, "{title}")?;
+        let width = ranges.iter().map(|r| r.name.chars().count()).max().unwrap_or(0);
+        for range in ranges {
+            let stats = pick(range);
+            writeln!(
+                out,
+                "  {:width$}  {:>9} per pass  {:>7} of a pass  {} calls, median {}",
+                range.name,
+                format_ns(stats.total_ns / passes),
+                share(stats.total_ns),
+                range.count,
+                format_ns(stats.p50_ns),
+            )?;
+        }
+        Ok(())
+    };
+    if !timings.ranges.is_empty() {
+        let by_inclusive: Vec<&RangeTimings> = timings.ranges.iter().take(TOP_RANGES).collect();
+        write_top("top ranges by inclusive time:", &by_inclusive, |r| &r.inclusive)?;
+        let mut by_self: Vec<&RangeTimings> = timings.ranges.iter().collect();
+        by_self.sort_by(|a, b| b.exclusive.total_ns.cmp(&a.exclusive.total_ns).then_with(|| a.name.cmp(&b.name)));
+        by_self.truncate(TOP_RANGES);
+        write_top("top ranges by self time:", &by_self, |r| &r.exclusive)?;
+    }
+    if let Some(timer) = &timings.timer {
+        writeln!(
+            out,
+            "timer:  {}, resolution {} ns, {:.1} ns per reading (not subtracted)",
+            timer.source, timer.resolution_ns, timer.overhead_ns
+        )?;
+    }
+    if manifest.device.is_cuda() {
+        writeln!(out, "note:   {}", timings.host_timing_note)?;
+    }
+    if let Some(note) = &timings.sketch_note {
+        writeln!(out, "note:   {note}")?;
+    }
+    if let Some(trace) = &manifest.trace {
+        writeln!(out, "trace:  {}", trace.path.display())?;
+        if let Some(note) = &trace.note {
+            writeln!(out, "note:   {note}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The one JSON document `--json` prints.
+pub fn json_document(manifest: &Manifest, manifest_path: Option<&Path>, error: Option<&str>) -> serde_json::Value {
+    serde_json::json!({
+        "manifest_path": manifest_path,
+        "status": manifest.status,
+        "profile_name": manifest.profile_name,
+        "run_id": manifest.run_id,
+        "target": manifest.target.name,
+        "device": manifest.device,
+        "record_ids": manifest.record_ids,
+        "calls": manifest.calls,
+        "timings": manifest.timings,
+        "trace": manifest.trace,
+        "error": error,
+    })
+}
+
+/// A progress bar on stderr for phases that last: it appears after a
+/// second, redraws at most ten times a second, and clears itself at the
+/// end of each phase. Called between passes, outside their timed windows.
+pub fn progress_bar() -> Box<dyn Fn(Progress)> {
+    let phase_started = Cell::new(Instant::now());
+    let last_draw = Cell::new(None::<Instant>);
+    let current_phase = Cell::new(None::<bool>);
+    let stderr = RefCell::new(std::io::stderr());
+    Box::new(move |progress: Progress| {
+        let now = Instant::now();
+        if current_phase.get() != Some(progress.measured) {
+            current_phase.set(Some(progress.measured));
+            phase_started.set(now);
+        }
+        let finished = progress.done >= progress.total;
+        let mut stderr = stderr.borrow_mut();
+        if finished {
+            if last_draw.take().is_some() {
+                let _ = write!(stderr, "\r\x1b[2K");
+                let _ = stderr.flush();
+            }
+            return;
+        }
+        let shown_long_enough = now.duration_since(phase_started.get()) >= Duration::from_secs(1);
+        let due = last_draw.get().is_none_or(|at| now.duration_since(at) >= Duration::from_millis(100));
+        if !shown_long_enough || !due {
+            return;
+        }
+        last_draw.set(Some(now));
+        const WIDTH: u32 = 30;
+        let filled = (u64::from(progress.done) * u64::from(WIDTH) / u64::from(progress.total.max(1))) as usize;
+        let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH as usize - filled);
+        let phase = if progress.measured { "measured" } else { "warmup" };
+        let _ = write!(stderr, "\r\x1b[2K{phase:>8} {bar} {}/{}", progress.done, progress.total);
+        let _ = stderr.flush();
+    })
+}
