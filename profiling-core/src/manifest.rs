@@ -22,6 +22,8 @@ use crate::runner::{CallCounts, OutputSummary, Pass, Phase, Timings, Validation}
 pub enum Status {
     Completed,
     Failed,
+    /// Stopped by SIGINT or SIGTERM after a target call.
+    Interrupted,
 }
 
 /// The manifest of one run.
@@ -32,6 +34,9 @@ pub struct Manifest {
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ManifestError>,
+    /// `SIGINT` or `SIGTERM` when a signal stopped the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
     pub target: ManifestTarget,
     pub data_source: ManifestDataSource,
     pub record_ids: Vec<String>,
@@ -134,4 +139,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     result
+}
+
+/// The name of a signal the run can be stopped by.
+pub fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT".to_owned(),
+        libc::SIGTERM => "SIGTERM".to_owned(),
+        other => format!("signal {other}"),
+    }
 }

@@ -13,6 +13,8 @@ use crate::config::{Config, RecordLoading};
 use crate::data::{DataError, DataRecord, DataSource};
 use crate::device::{synchronize, Device};
 use crate::nvtx::PassRange;
+use crate::interrupt;
+use crate::panics::guard;
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
 use crate::timing::{now_ns, range_timings, Capture, RangeLog, RangeTimings, SampleSet, TimerInfo};
@@ -213,6 +215,8 @@ pub struct RunOutcome {
     /// The raw ranges and passes, for the trace.
     #[serde(skip)]
     pub capture: CaptureRecord,
+    /// The signal that stopped the run early, if one did.
+    pub interrupted: Option<i32>,
 }
 
 /// Why a run stopped, where, and how far it had got.
@@ -293,9 +297,7 @@ impl<T: ProfileTarget> Inputs<T> for Prepared<'_, T::Prepared> {
         calls: &mut CallCounts,
     ) -> Result<T::Output, CallError> {
         calls.run += 1;
-        target
-            .run(&self.prepared[index])
-            .map_err(|source| CallError {
+        guard(|| target.run(&self.prepared[index])).map_err(|source| CallError {
                 phase: Phase::Run,
                 record_id: Some(self.records[index].id.clone()),
                 source,
@@ -377,13 +379,13 @@ fn prepare_and_run<T: ProfileTarget>(
     calls: &mut CallCounts,
 ) -> Result<T::Output, CallError> {
     calls.prepare += 1;
-    let prepared = target.prepare(record, device).map_err(|source| CallError {
+    let prepared = guard(|| target.prepare(record, device)).map_err(|source| CallError {
         phase: Phase::Prepare,
         record_id: Some(record.id.clone()),
         source,
     })?;
     calls.run += 1;
-    target.run(&prepared).map_err(|source| CallError {
+    guard(|| target.run(&prepared)).map_err(|source| CallError {
         phase: Phase::Run,
         record_id: Some(record.id.clone()),
         source,
@@ -400,7 +402,7 @@ where
     let config = &plan.config;
     let mut calls = CallCounts::default();
     crate::target::set_parameters(&config.target.parameters);
-    let mut target = make().map_err(|source| RunError {
+    let mut target = guard(make).map_err(|source| RunError {
         phase: Phase::Construct,
         record_id: None,
         pass: Pass::Setup,
@@ -414,8 +416,7 @@ where
             let mut prepared = Vec::with_capacity(records.len());
             for record in records {
                 calls.prepare += 1;
-                let input = target
-                    .prepare(record, config.device)
+                let input = guard(|| target.prepare(record, config.device))
                     .map_err(|source| RunError {
                         phase: Phase::Prepare,
                         record_id: Some(record.id.clone()),
@@ -492,16 +493,20 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         }
     };
 
+    // A signal stops the run after the call in progress (see `interrupt`).
+    let mut interrupted = None;
+    let mut completed_warmup = 0;
+
     synchronize_at(cuda.synchronize_before_warmup);
     let warmup_started = now_ns();
-    for pass in 0..config.warmup {
+    'warmup: for pass in 0..config.warmup {
         for index in 0..count {
             let output = inputs
                 .call(target, index, &mut calls)
                 .map_err(|e| e.at(Pass::Warmup(pass), calls, 0))?;
             if validate_in_warmup {
                 calls.validate += 1;
-                target.validate(&output).map_err(|source| RunError {
+                guard(|| target.validate(&output)).map_err(|source| RunError {
                     phase: Phase::Validate,
                     record_id: Some(inputs.record_id(index).to_owned()),
                     pass: Pass::Warmup(pass),
@@ -514,7 +519,12 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
                 (plan.synchronize)(device);
             }
             drop(output);
+            if let Some(signal) = interrupt::requested() {
+                interrupted = Some(signal);
+                break 'warmup;
+            }
         }
+        completed_warmup = pass + 1;
         report(false, pass + 1, config.warmup);
     }
     let warmup_ns = now_ns() - warmup_started;
@@ -538,12 +548,15 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     );
     let mut passes = Vec::with_capacity((iterations as usize).min(PASSES_KEPT));
     let mut name_buffer = IterationName::new();
+    let mut completed_iterations = 0;
+    // Interrupted in warmup: no measured pass starts.
+    let measured_passes = if interrupted.is_some() { 0 } else { iterations };
 
     synchronize_at(cuda.synchronize_before_capture);
     let capture = Capture::begin();
     let capture_started = now_ns();
     let capture_range = PassRange::open(capture_name.as_c_str());
-    for iteration in 0..iterations {
+    for iteration in 0..measured_passes {
         let started = now_ns();
         let pass_range = PassRange::open(name_buffer.format(iteration));
         for (index, slot) in outputs.iter_mut().enumerate() {
@@ -562,19 +575,60 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
             }
             call_samples.push(now_ns() - call_started);
             *slot = Some(output);
+            if let Some(signal) = interrupt::requested() {
+                interrupted = Some(signal);
+                break;
+            }
         }
         drop(pass_range);
+        if interrupted.is_some() {
+            // The pass in progress did not complete: it is not a sample.
+            break;
+        }
         let ended = now_ns();
         pass_samples.push(ended - started);
         if passes.len() < passes.capacity() {
             passes.push((started, ended));
         }
+        completed_iterations = iteration + 1;
         report(true, iteration + 1, iterations);
     }
     drop(capture_range);
     let capture_ns = now_ns() - capture_started;
     let range_log = capture.end();
     synchronize_at(cuda.synchronize_after_capture);
+
+    let (ranges, ranges_sketched) = range_timings(&range_log);
+    let timings = Timings {
+        iterations: pass_samples.stats(),
+        runs: call_samples.stats(),
+        ranges,
+        timer: Some(timer),
+        host_timing_note: host_timing_note(device, &cuda),
+        sketch_note: sketch_note(&pass_samples, &call_samples, ranges_sketched),
+        prepare_ns: 0,
+        warmup_ns,
+        capture_ns,
+    };
+    let capture = CaptureRecord {
+        ranges: range_log,
+        passes,
+        pass_count: completed_iterations,
+    };
+    if let Some(signal) = interrupted {
+        // What completed is reported; outputs of a cut pass are not summarized.
+        return Ok(RunOutcome {
+            record_ids: Vec::new(),
+            output_summaries: Vec::new(),
+            calls,
+            completed_warmup,
+            completed_iterations,
+            validation: if validate_in_warmup { Validation::Warmup } else { Validation::Disabled },
+            timings,
+            capture,
+            interrupted: Some(signal),
+        });
+    }
 
     let validation = if !config.validate_output {
         Validation::Disabled
@@ -586,7 +640,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
                 .as_ref()
                 .expect("every measured pass fills every slot");
             calls.validate += 1;
-            target.validate(output).map_err(|source| RunError {
+            guard(|| target.validate(output)).map_err(|source| RunError {
                 phase: Phase::Validate,
                 record_id: Some(inputs.record_id(index).to_owned()),
                 pass: Pass::AfterCapture,
@@ -598,8 +652,6 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         Validation::AfterCapture
     };
 
-    let (ranges, ranges_sketched) = range_timings(&range_log);
-
     let mut output_summaries = Vec::with_capacity(count);
     for (index, output) in outputs.iter().enumerate() {
         let output = output
@@ -607,16 +659,14 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
             .expect("every measured pass fills every slot");
         calls.summarize += 1;
         let record_id = inputs.record_id(index).to_owned();
-        let summary =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.summarize(output)))
-                .map_err(|panic| RunError {
-                    phase: Phase::Summarize,
-                    record_id: Some(record_id.clone()),
-                    pass: Pass::AfterCapture,
-                    source: anyhow::anyhow!("panicked: {}", panic_message(&panic)),
-                    calls,
-                    completed_iterations: config.iterations,
-                })?;
+        let summary = guard(|| Ok(target.summarize(output))).map_err(|source| RunError {
+            phase: Phase::Summarize,
+            record_id: Some(record_id.clone()),
+            pass: Pass::AfterCapture,
+            source,
+            calls,
+            completed_iterations: config.iterations,
+        })?;
         output_summaries.push(OutputSummary { record_id, summary });
     }
 
@@ -624,25 +674,12 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         record_ids: (0..count).map(|i| inputs.record_id(i).to_owned()).collect(),
         output_summaries,
         calls,
-        completed_warmup: config.warmup,
-        completed_iterations: config.iterations,
+        completed_warmup,
+        completed_iterations,
         validation,
-        timings: Timings {
-            iterations: pass_samples.stats(),
-            runs: call_samples.stats(),
-            ranges,
-            timer: Some(timer),
-            host_timing_note: host_timing_note(device, &cuda),
-            sketch_note: sketch_note(&pass_samples, &call_samples, ranges_sketched),
-            prepare_ns: 0,
-            warmup_ns,
-            capture_ns,
-        },
-        capture: CaptureRecord {
-            ranges: range_log,
-            passes,
-            pass_count: iterations,
-        },
+        timings,
+        capture,
+        interrupted: None,
     })
 }
 
@@ -680,14 +717,6 @@ fn sketch_note(passes: &SampleSet, calls: &SampleSet, ranges: bool) -> Option<St
     })
 }
 
-/// The text of a panic payload.
-pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
-}
 
 /// `iteration <i>` as a C string, formatted on the stack.
 struct IterationName {

@@ -376,6 +376,7 @@ pub fn execute_with_progress(
     let git = git_state(&request.workspace_root).or_else(|| git_state(Path::new(".")));
     let entry = planned.entry;
     let (status, error, outcome_view) = match &result {
+        Ok(outcome) if outcome.interrupted.is_some() => (Status::Interrupted, None, OutcomeView::from(outcome)),
         Ok(outcome) => (Status::Completed, None, OutcomeView::from(outcome)),
         Err(error) => (
             Status::Failed,
@@ -393,6 +394,11 @@ pub fn execute_with_progress(
         run_id: planned.run_id.clone(),
         status,
         error,
+        interrupted_by: result
+            .as_ref()
+            .ok()
+            .and_then(|o| o.interrupted)
+            .map(crate::manifest::signal_name),
         target: ManifestTarget {
             name: config.target.name.clone(),
             import_path: config.target.import_path.clone(),

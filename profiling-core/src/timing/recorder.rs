@@ -366,6 +366,11 @@ impl Drop for Capture {
     }
 }
 
+/// True while a capture records ranges.
+pub fn is_recording() -> bool {
+    RECORDING.load(Ordering::SeqCst)
+}
+
 /// The recorder's number for the calling thread.
 pub fn current_thread() -> u32 {
     LOCAL.with(|local| local.borrow_mut().log().thread)
