@@ -83,6 +83,8 @@ pub enum SessionError {
     RunExists { run_id: String, run_dir: PathBuf },
     #[error("--run-id: {0}")]
     RunId(String),
+    #[error("cannot write the run to {}: {reason}", .run_dir.display())]
+    OutputNotWritable { run_dir: PathBuf, reason: String },
     #[error(transparent)]
     Data(#[from] DataError),
     #[error("the target failed: {0}")]
@@ -348,6 +350,9 @@ pub fn execute_with_progress(
     progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
 ) -> Result<RunReport, SessionError> {
     let config = &planned.config;
+    if config.write_manifest {
+        check_writable(&planned.run_dir)?;
+    }
     crate::random::seed_run(config.seed);
     let source = data::build(&config.data_source.name, &config.data_source.parameters)?;
     let description = source.describe();
@@ -482,6 +487,37 @@ pub fn execute_with_progress(
         manifest_path,
         outcome: result.map_err(|error| SessionError::Target(Box::new(error))),
     })
+}
+
+/// Finds out, before any target code runs, whether the run directory can be
+/// made: its nearest existing ancestor must be a directory that takes new
+/// entries (tried with a probe file, removed at once).
+fn check_writable(run_dir: &Path) -> Result<(), SessionError> {
+    let not_writable = |reason: String| SessionError::OutputNotWritable {
+        run_dir: run_dir.to_path_buf(),
+        reason,
+    };
+    let mut ancestor = run_dir;
+    while !ancestor.exists() {
+        match ancestor.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => ancestor = parent,
+            _ => {
+                ancestor = Path::new(".");
+                break;
+            }
+        }
+    }
+    if !ancestor.is_dir() {
+        return Err(not_writable(format!("{} is not a directory", ancestor.display())));
+    }
+    let probe = ancestor.join(format!(".profile-cli-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(error) => Err(not_writable(format!("cannot create files in {}: {error}", ancestor.display()))),
+    }
 }
 
 /// The parts of an outcome the manifest records, for finished and failed
