@@ -65,7 +65,7 @@ fn example_candidate_is_registered_from_its_target_rs() {
     assert_eq!(source_file(entry), expected);
     assert_eq!(
         entry.doc,
-        "Postprocessing of a synthetic 8400x84 YOLO output, with ranges per step."
+        "Profiles a copy of `postprocess_detections` (examples/src/postprocess.rs:74-94)."
     );
 }
 

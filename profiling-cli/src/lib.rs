@@ -13,6 +13,7 @@ use profiling_core::config::{Overrides, RecordLoading};
 use profiling_core::device::Device;
 use profiling_core::registry::{self, TargetEntry};
 use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
+use profiling_core::snippet::{self, Instrumentation, NewSnippet, SnippetsCrate, SourceSpec};
 
 /// Exit code: the run finished.
 pub const EXIT_OK: u8 = 0;
@@ -52,6 +53,46 @@ enum Command {
     /// defaults (dummy data source, cpu, warmup 1, iterations 1). Options given here
     /// win over the config.
     Run(RunArgs),
+    /// Copy a production function into a new snippet: target.rs, config.yaml, README.md.
+    ///
+    /// Creates inference_profiling/snippets/<NAME with - as _>/ (or --directory): target.rs holds
+    /// the function copied byte for byte from its file with an NVTX range added, `use`s of the
+    /// items of its module it calls (so it runs the production helpers), and a #[profile_target]
+    /// whose `run` calls the copy; config.yaml spells out every key; README.md records where the
+    /// code came from and what is left to do. A line range selects the function holding it; when
+    /// the lines are whole statements of one block, the range goes around just them.
+    ///
+    /// Then, unless --no-check, builds the crate that compiles the snippet and reports the
+    /// compiler's messages about the new files; with --smoke, also runs the new target once.
+    ///
+    /// Exit codes: 0 created (and built, and run); 1 created, but the build or the smoke run
+    /// failed (the files stay, to fix), or the files could not be written; 2 bad usage or an
+    /// unusable source, and nothing was written.
+    New(NewArgs),
+}
+
+#[derive(Debug, Args)]
+struct NewArgs {
+    /// The profile name: the new target's name, and (with - as _) its directory's.
+    name: String,
+    /// What to copy: FILE.rs::FUNCTION, FILE.rs::TYPE::METHOD or FILE.rs:START-END.
+    #[arg(long, value_name = "SOURCE")]
+    from: String,
+    /// The data source of the generated config: dummy or images.
+    #[arg(long, value_name = "NAME", default_value = "dummy")]
+    data_source: String,
+    /// The device of the generated config: cpu, cuda (= cuda:0) or cuda:N.
+    #[arg(long, value_name = "DEVICE", value_parser = parse_device, default_value = "cpu")]
+    device: Device,
+    /// Create the snippet in DIR (which must not exist) instead of inference_profiling/snippets/.
+    #[arg(long, value_name = "DIR")]
+    directory: Option<PathBuf>,
+    /// Do not build the snippets crate afterwards.
+    #[arg(long)]
+    no_check: bool,
+    /// Also run the new target once (no warmup, one measured pass) on its config.
+    #[arg(long)]
+    smoke: bool,
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +168,7 @@ pub fn main_with(
     let result = match cli.command {
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
+        Command::New(new_args) => new(new_args, workspace_root, out, err),
     };
     match result {
         Ok(code) => code,
@@ -306,6 +348,209 @@ fn run(
         None => writeln!(out, "manifest: not written (write_manifest: false)")?,
     }
     Ok(code)
+}
+
+fn new(args: NewArgs, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    let from = match args.from.parse::<SourceSpec>() {
+        Ok(from) => from,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    let request = NewSnippet {
+        name: args.name,
+        from,
+        data_source: args.data_source,
+        device: args.device,
+        directory: args.directory,
+        workspace_root: root.to_path_buf(),
+    };
+    let created = match snippet::create(&request) {
+        Ok(created) => created,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    let report = &created.report;
+    let shown = &report.directory_display;
+    let files: Vec<&str> = created.files.iter().map(|(name, _)| *name).collect();
+    writeln!(out, "created {shown}/: {}", files.join(", "))?;
+    let range = match &report.instrumentation {
+        Instrumentation::KeptAttribute => "its #[nvtx_range] kept".to_owned(),
+        Instrumentation::AddedAttribute => "#[nvtx_range] added".to_owned(),
+        Instrumentation::Statements { name, first, last } => {
+            format!("a range `{name}` around lines {first}-{last}")
+        }
+    };
+    writeln!(
+        out,
+        "  copied `{}` ({}:{}-{}), {range}",
+        report.item, report.source, report.lines.0, report.lines.1
+    )?;
+    for (parameter, source) in &report.mapped {
+        writeln!(out, "  prepare: `{parameter}` is {source}")?;
+    }
+    for warning in &report.warnings {
+        writeln!(err, "warning: {warning}")?;
+    }
+    if let Some(note) = &report.range_note {
+        writeln!(err, "note: {note}")?;
+    }
+    if !report.left_out.is_empty() {
+        writeln!(
+            err,
+            "note: left out imports of the source module the copy does not name; add back any of these that is a trait whose methods it calls: {}",
+            report.left_out.join(", ")
+        )?;
+    }
+    let mut todo: Vec<String> = report
+        .unresolved
+        .iter()
+        .map(|u| format!("`{}`: {}", u.name, u.reason))
+        .collect();
+    todo.extend(
+        report
+            .unmapped
+            .iter()
+            .map(|p| format!("map `{p}` in prepare: the types do not say where it comes from")),
+    );
+    if report.needs_factory {
+        todo.push("write build_target: it makes the `self` of the copied method".to_owned());
+    }
+    if !todo.is_empty() {
+        writeln!(out, "to resolve (README.md lists them too):")?;
+        for item in &todo {
+            writeln!(out, "  - {item}")?;
+        }
+    }
+
+    let mut code = EXIT_OK;
+    match (&report.snippets_crate, args.no_check, args.smoke) {
+        (_, true, false) => {}
+        (None, _, _) => writeln!(
+            err,
+            "note: {shown} is not in the snippets/ directory of a crate: nothing compiles it, so it was not built"
+        )?,
+        (Some(krate), no_check, smoke) => {
+            if !no_check {
+                code = code.max(build_check(krate, &created.directory, out, err)?);
+            }
+            if smoke && code == EXIT_OK {
+                code = code.max(smoke_check(krate, &created.directory, out, err)?);
+            }
+        }
+    }
+    writeln!(
+        out,
+        "next: edit {shown}/target.rs, then: scripts/profile run --config {} --run-id smoke",
+        report.config_display
+    )?;
+    Ok(code)
+}
+
+fn build_check(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    writeln!(out, "building: {}", snippet::check_command(krate))?;
+    let check = match snippet::check_build(krate, directory) {
+        Ok(check) => check,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    let errors = check
+        .in_snippet
+        .iter()
+        .filter(|d| d.level == "error")
+        .count();
+    let warnings = check.in_snippet.len() - errors;
+    for diagnostic in &check.in_snippet {
+        write!(err, "{}", diagnostic.rendered)?;
+    }
+    if !check.elsewhere.is_empty() {
+        writeln!(
+            err,
+            "{} error(s) outside the new snippet, so the crate did not build for another reason:",
+            check.elsewhere.len()
+        )?;
+        for diagnostic in &check.elsewhere {
+            write!(err, "{}", diagnostic.rendered)?;
+        }
+    }
+    if check.success {
+        let warned = if warnings == 0 {
+            String::new()
+        } else {
+            format!(", with {warnings} warning(s) in the new files (above)")
+        };
+        writeln!(
+            out,
+            "  {} builds with the new snippet{warned}",
+            krate.package
+        )?;
+        return Ok(EXIT_OK);
+    }
+    if errors > 0 {
+        writeln!(
+            err,
+            "error: {} does not build with the new snippet ({errors} error(s) in its files, above): fix {}/target.rs, or remove the directory; until then nothing that links {} builds",
+            krate.package,
+            directory.display(),
+            krate.package
+        )?;
+    } else if !check.elsewhere.is_empty() {
+        writeln!(
+            err,
+            "error: {} does not build, for reasons outside the new snippet (above)",
+            krate.package
+        )?;
+    } else {
+        write!(err, "{}", check.cargo_stderr)?;
+        writeln!(err, "error: `{}` failed (above)", check.command)?;
+    }
+    Ok(EXIT_TARGET_FAILED)
+}
+
+fn smoke_check(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let release = profiling_core::host::build_profile() == "release";
+    let config = directory.join("config.yaml");
+    writeln!(
+        out,
+        "smoke run: {}",
+        snippet::smoke_command(krate, &config, release)
+    )?;
+    let run = match snippet::smoke_run(krate, &config, release) {
+        Ok(run) => run,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    for line in run.stdout.lines() {
+        writeln!(out, "  {line}")?;
+    }
+    write!(err, "{}", run.stderr)?;
+    if run.success {
+        Ok(EXIT_OK)
+    } else {
+        writeln!(
+            err,
+            "error: the smoke run of the new target failed (above): see what is left to resolve in {}/README.md",
+            directory.display()
+        )?;
+        Ok(EXIT_TARGET_FAILED)
+    }
 }
 
 fn report_error(error: &SessionError, _root: &Path, err: &mut dyn Write) -> anyhow::Result<u8> {

@@ -4,17 +4,18 @@
 
 use std::process::Command;
 
-/// The ranges one `example-candidate` call opens: the snippet's own ranges
-/// around each step, each holding the range of the production helper's
-/// `#[nvtx_range]`.
+/// The ranges one `example-candidate` call opens: the copied function's
+/// `#[nvtx_range]`, holding the snippet's own ranges around each step, each
+/// holding the range of the production helper's `#[nvtx_range]`.
 const ONE_CALL: &[(usize, &str)] = &[
-    (0, "decode"),
-    (1, "decode_predictions"),
-    (0, "keep top candidates"),
-    (0, "nms"),
-    (1, "non_max_suppression"),
-    (0, "scale boxes"),
-    (1, "scale_boxes"),
+    (0, "postprocess_detections"),
+    (1, "decode"),
+    (2, "decode_predictions"),
+    (1, "keep top candidates"),
+    (1, "nms"),
+    (2, "non_max_suppression"),
+    (1, "scale boxes"),
+    (2, "scale_boxes"),
 ];
 
 fn calls(records: usize, depth: usize) -> String {

@@ -46,6 +46,7 @@ pub mod random;
 pub mod registry;
 pub mod runner;
 pub mod session;
+pub mod snippet;
 pub mod stats;
 pub mod target;
 #[cfg(feature = "tch")]

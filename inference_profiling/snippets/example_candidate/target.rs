@@ -1,20 +1,23 @@
-//! Snippet `example-candidate`: the body of
-//! `profiling_examples::postprocess::postprocess_detections`, copied with
-//! NVTX ranges around its decode, candidate cap, NMS and rescaling steps.
-//!
-//! The helpers the body calls are the production ones; only the body (its
-//! control flow and comments) is copied. See README.md for provenance.
+//! Snippet `example-candidate`: a copy of
+//! `profiling_examples::postprocess::postprocess_detections`
+//! (examples/src/postprocess.rs:74-94), made by `profile-cli new` with an NVTX
+//! range around it. Its calls into `profiling_examples::postprocess` run the
+//! production code. README.md says where it came from and what is left to do.
 
 use ndarray::ArrayView2;
 use profiling_core::prelude::*;
-use profiling_examples::postprocess::{self, Detection, PostprocessParams, MAX_NMS_CANDIDATES};
+use profiling_examples::postprocess::{
+    decode_predictions, keep_top_candidates, non_max_suppression, scale_boxes, Detection,
+    PostprocessParams, MAX_NMS_CANDIDATES,
+};
 use profiling_examples::preprocess::LetterboxInfo;
 use profiling_examples::synthetic::{self, SyntheticPredictions};
 use profiling_examples::targets::DetectionOutput;
 
-/// Copy of `profiling_examples::postprocess::postprocess_detections` with a
-/// range around each step.
-fn postprocess_detections(
+/// Copy of `profiling_examples::postprocess::postprocess_detections`
+/// (examples/src/postprocess.rs:74-94).
+#[nvtx_range]
+pub fn postprocess_detections(
     raw: ArrayView2<f32>,
     letterbox: &LetterboxInfo,
     params: &PostprocessParams,
@@ -22,7 +25,7 @@ fn postprocess_detections(
     // Best class per anchor, kept when it clears the confidence threshold.
     let mut detections = {
         let _range = profiling_range("decode");
-        postprocess::decode_predictions(raw, params.conf_threshold)
+        decode_predictions(raw, params.conf_threshold)
     };
     // Nothing is confident enough: skip suppression and rescaling.
     if detections.is_empty() {
@@ -31,58 +34,78 @@ fn postprocess_detections(
     // Bound the work NMS can be handed, keeping the best-scored candidates.
     {
         let _range = profiling_range("keep top candidates");
-        postprocess::keep_top_candidates(&mut detections, MAX_NMS_CANDIDATES);
+        keep_top_candidates(&mut detections, MAX_NMS_CANDIDATES);
     }
     // Per class, drop boxes that overlap a better one; at most max_detections stay.
     let mut detections = {
         let _range = profiling_range("nms");
-        postprocess::non_max_suppression(detections, params.iou_threshold, params.max_detections)
+        non_max_suppression(detections, params.iou_threshold, params.max_detections)
     };
     // From letterboxed input pixels back to the original image, clipped to it.
     {
         let _range = profiling_range("scale boxes");
-        postprocess::scale_boxes(&mut detections, letterbox);
+        scale_boxes(&mut detections, letterbox);
     }
     detections
 }
 
-/// Postprocessing of a synthetic 8400x84 YOLO output, with ranges per step.
-#[derive(Debug, Default)]
-pub struct ExampleCandidate {
-    /// The production defaults: 0.25 confidence, 0.45 IoU, 300 detections.
+/// The arguments of one call to `postprocess_detections`, made from a record by `prepare`.
+pub struct ExampleCandidateInputs {
+    /// `raw: ArrayView2<f32>`: a synthetic `[8400, 84]` raw output for the record.
+    pub raw: ndarray::Array2<f32>,
+    /// `letterbox: &LetterboxInfo`: the record's image letterboxed into 640x640.
+    pub letterbox: LetterboxInfo,
+    /// `params: &PostprocessParams`: `PostprocessParams::default()`.
     pub params: PostprocessParams,
 }
 
+/// Profiles a copy of `postprocess_detections` (examples/src/postprocess.rs:74-94).
+#[derive(Default)]
+pub struct ExampleCandidate;
+
 #[profile_target(name = "example-candidate")]
 impl ProfileTarget for ExampleCandidate {
-    type Prepared = SyntheticPredictions;
+    type Prepared = ExampleCandidateInputs;
     type Output = DetectionOutput;
 
+    // Once per record, outside every range (inside the passes with
+    // target.profile_prepare: true).
     fn prepare(
         &mut self,
         record: &DataRecord,
         _device: Device,
-    ) -> anyhow::Result<SyntheticPredictions> {
+    ) -> anyhow::Result<ExampleCandidateInputs> {
         // The same raw output `detection-postprocess` profiles: seeded by the
         // run's seed and the record id.
-        synthetic::predictions_for_record(record)
-    }
-
-    fn run(&mut self, prepared: &SyntheticPredictions) -> anyhow::Result<DetectionOutput> {
-        Ok(DetectionOutput {
-            detections: postprocess_detections(
-                prepared.raw.view(),
-                &prepared.letterbox,
-                &self.params,
-            ),
-            image_size: prepared.letterbox.original,
+        let SyntheticPredictions { raw, letterbox } = synthetic::predictions_for_record(record)?;
+        let params: PostprocessParams = Default::default();
+        Ok(ExampleCandidateInputs {
+            raw,
+            letterbox,
+            params,
         })
     }
 
-    fn validate(&self, output: &DetectionOutput) -> anyhow::Result<()> {
-        output.check(self.params.max_detections)
+    // Measured: runs in every warmup and measured pass.
+    fn run(&mut self, inputs: &ExampleCandidateInputs) -> anyhow::Result<DetectionOutput> {
+        Ok(DetectionOutput {
+            detections: postprocess_detections(
+                inputs.raw.view(),
+                &inputs.letterbox,
+                &inputs.params,
+            ),
+            image_size: inputs.letterbox.original,
+        })
     }
 
+    // Warmup outputs only, never inside the capture range: check here what
+    // production promises (shapes, ranges, ordering).
+    fn validate(&self, output: &DetectionOutput) -> anyhow::Result<()> {
+        output.check(PostprocessParams::default().max_detections)
+    }
+
+    // Outputs of the last measured pass, into the manifest: a few values that
+    // say what came out.
     fn summarize(&self, output: &DetectionOutput) -> Summary {
         output.summary()
     }
@@ -94,6 +117,7 @@ mod tests {
     use ndarray::array;
     use profiling_core::data::dummy::DummySource;
     use profiling_core::data::DataSource;
+    use profiling_examples::postprocess;
     use rand::SeedableRng;
 
     /// Letterboxed 100x100 from 200x100: scale 0.5, 25 px of padding on top.
@@ -150,7 +174,7 @@ mod tests {
     #[test]
     fn target_runs_on_the_dummy_record() {
         let record = DummySource::default().read(0).unwrap();
-        let mut target = ExampleCandidate::default();
+        let mut target = ExampleCandidate;
         let prepared = target.prepare(&record, Device::Cpu).unwrap();
         let output = target.run(&prepared).unwrap();
         target.validate(&output).unwrap();

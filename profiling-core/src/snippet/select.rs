@@ -313,9 +313,7 @@ fn ambiguous(
     name: &str,
     spans: impl Iterator<Item = proc_macro2::Span>,
 ) -> SnippetError {
-    let lines: Vec<String> = spans
-        .map(|span| source.lines(span).0.to_string())
-        .collect();
+    let lines: Vec<String> = spans.map(|span| source.lines(span).0.to_string()).collect();
     SnippetError::Source(format!(
         "{} defines `{name}` {} times (lines {}): select one by its lines, {}:<start>-<end>",
         source.display,
@@ -343,11 +341,7 @@ fn suggestion(wanted: &str, known: &[String], what: &str) -> String {
 
 /// Every function with a body at item level: free functions and the
 /// methods of impl blocks, in inline modules too.
-fn all_functions<'a>(
-    items: &'a [syn::Item],
-    modules: &[String],
-    out: &mut Vec<Function<'a>>,
-) {
+fn all_functions<'a>(items: &'a [syn::Item], modules: &[String], out: &mut Vec<Function<'a>>) {
     for item in items {
         match item {
             syn::Item::Fn(function) => out.push(Function {

@@ -11,8 +11,6 @@ use super::SnippetError;
 
 /// A parsed source file.
 pub(crate) struct SourceFile {
-    /// Absolute.
-    pub path: PathBuf,
     /// How messages and provenance name it: relative to the workspace root
     /// when it lies under it.
     pub display: String,
@@ -29,11 +27,11 @@ impl SourceFile {
     pub fn read(path: &Path, display: String) -> Result<SourceFile, SnippetError> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| SnippetError::Source(format!("cannot read {display}: {error}")))?;
-        SourceFile::parse(path.to_path_buf(), display, text)
+        SourceFile::parse(display, text)
     }
 
-    /// Parses `text`, read from `path`.
-    pub fn parse(path: PathBuf, display: String, text: String) -> Result<SourceFile, SnippetError> {
+    /// Parses `text`; `display` names it in messages.
+    pub fn parse(display: String, text: String) -> Result<SourceFile, SnippetError> {
         let offset = if text.starts_with('\u{feff}') { 3 } else { 0 };
         let syntax = syn::parse_str::<syn::File>(&text[offset..]).map_err(|error| {
             let start = error.span().start();
@@ -47,7 +45,6 @@ impl SourceFile {
             .chain(text.match_indices('\n').map(|(at, _)| at + 1))
             .collect();
         Ok(SourceFile {
-            path,
             display,
             text,
             offset,
@@ -162,9 +159,14 @@ impl Manifest {
                 continue;
             }
             if line.starts_with('[') {
-                section = line.trim_matches(|c| c == '[' || c == ']').trim().to_owned();
+                section = line
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .trim()
+                    .to_owned();
                 if let Some(name) = section.strip_prefix("dependencies.") {
-                    manifest.dependencies.push(crate_ident(name.trim_matches('"')));
+                    manifest
+                        .dependencies
+                        .push(crate_ident(name.trim_matches('"')));
                 }
                 continue;
             }
@@ -226,13 +228,13 @@ pub(crate) struct ModuleLocation {
     /// The library's name in code (`profiling_examples`), when the file is
     /// part of a library.
     pub crate_ident: Option<String>,
-    /// The package's name (`profiling-examples`).
-    pub package: Option<String>,
     /// The modules from the crate root down to the file.
     pub modules: Vec<String>,
     /// Why the file's items cannot be named from another crate, when they
     /// cannot.
     pub unreachable: Option<String>,
+    /// The library's root file.
+    pub lib_root: Option<PathBuf>,
 }
 
 impl ModuleLocation {
@@ -254,17 +256,17 @@ impl ModuleLocation {
         let Some(manifest) = Manifest::of_file(file) else {
             return ModuleLocation {
                 crate_ident: None,
-                package: None,
                 modules: Vec::new(),
                 unreachable: Some("it belongs to no Cargo package".to_owned()),
+                lib_root: None,
             };
         };
         let package = manifest.package.clone();
         let unreachable = |why: String| ModuleLocation {
             crate_ident: manifest.lib_ident(),
-            package: package.clone(),
             modules: Vec::new(),
             unreachable: Some(why),
+            lib_root: None,
         };
         let (Some(crate_ident), Some(root)) = (manifest.lib_ident(), manifest.lib_root()) else {
             return unreachable(format!(
@@ -293,18 +295,80 @@ impl ModuleLocation {
         let unreachable = check_declarations(&root, src, &modules);
         ModuleLocation {
             crate_ident: Some(crate_ident),
-            package,
             modules,
             unreachable,
+            lib_root: Some(root),
         }
     }
+
+    /// Why `path` (an item of this crate: its modules from the crate root,
+    /// then its name) cannot be named from another crate, when the source
+    /// shows it: a private module on the way, or a private item.
+    pub fn unreachable_item(&self, path: &[String]) -> Option<String> {
+        let root = self.lib_root.as_deref()?;
+        let src = root.parent()?;
+        let (_, modules) = path.split_last()?;
+        if let Some(why) = check_declarations(root, src, modules) {
+            return Some(why);
+        }
+        let (_, public) = self.find_item(path)?;
+        let file = module_file(root, src, modules);
+        (!public).then(|| format!("private to its module ({})", display_below(&file, src)))
+    }
+
+    /// The kind (`fn`, `struct`, `trait`...) of the item at `path` (its
+    /// modules from the crate root, then its name), and whether it is
+    /// `pub`, when its module's file defines it.
+    pub fn find_item(&self, path: &[String]) -> Option<(&'static str, bool)> {
+        let root = self.lib_root.as_deref()?;
+        let (name, modules) = path.split_last()?;
+        let file = module_file(root, root.parent()?, modules);
+        let syntax = syn::parse_file(&std::fs::read_to_string(file).ok()?).ok()?;
+        syntax.items.iter().find_map(|item| {
+            let (ident, kind, vis) = match item {
+                syn::Item::Fn(i) => (&i.sig.ident, "fn", &i.vis),
+                syn::Item::Struct(i) => (&i.ident, "struct", &i.vis),
+                syn::Item::Enum(i) => (&i.ident, "enum", &i.vis),
+                syn::Item::Const(i) => (&i.ident, "const", &i.vis),
+                syn::Item::Static(i) => (&i.ident, "static", &i.vis),
+                syn::Item::Type(i) => (&i.ident, "type", &i.vis),
+                syn::Item::Trait(i) => (&i.ident, "trait", &i.vis),
+                syn::Item::Mod(i) => (&i.ident, "mod", &i.vis),
+                _ => return None,
+            };
+            let public = matches!(vis, syn::Visibility::Public(_));
+            (ident == name.as_str()).then_some((kind, public))
+        })
+    }
+}
+
+/// The file of the module `modules` below the crate root `root`.
+fn module_file(root: &Path, src: &Path, modules: &[String]) -> PathBuf {
+    if modules.is_empty() {
+        return root.to_path_buf();
+    }
+    let dir = src.join(modules.join("/"));
+    if dir.join("mod.rs").is_file() {
+        dir.join("mod.rs")
+    } else {
+        dir.with_extension("rs")
+    }
+}
+
+/// `file` from the directory above the library's source directory.
+fn display_below(file: &Path, src: &Path) -> String {
+    file.strip_prefix(src.parent().unwrap_or(src))
+        .unwrap_or(file)
+        .display()
+        .to_string()
 }
 
 /// Walks the `mod` declarations from the crate root to `modules`; says why
 /// the last module cannot be reached from outside the crate, if it cannot.
 fn check_declarations(root: &Path, src: &Path, modules: &[String]) -> Option<String> {
-    let mut parent = root.to_path_buf();
-    for (depth, name) in modules.iter().enumerate() {
+    for depth in 0..modules.len() {
+        let parent = module_file(root, src, &modules[..depth]);
+        let name = &modules[depth];
         let Ok(text) = std::fs::read_to_string(&parent) else {
             return Some(format!("cannot read {}", parent.display()));
         };
@@ -315,11 +379,7 @@ fn check_declarations(root: &Path, src: &Path, modules: &[String]) -> Option<Str
             syn::Item::Mod(module) if module.ident == name.as_str() => Some(module),
             _ => None,
         });
-        let parent_name = parent
-            .strip_prefix(src.parent().unwrap_or(src))
-            .unwrap_or(&parent)
-            .display()
-            .to_string();
+        let parent_name = display_below(&parent, src);
         match declaration {
             None => {
                 return Some(format!(
@@ -333,12 +393,6 @@ fn check_declarations(root: &Path, src: &Path, modules: &[String]) -> Option<Str
             }
             Some(_) => {}
         }
-        let dir = src.join(modules[..=depth].join("/"));
-        parent = if dir.join("mod.rs").is_file() {
-            dir.join("mod.rs")
-        } else {
-            dir.with_extension("rs")
-        };
     }
     None
 }

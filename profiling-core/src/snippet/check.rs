@@ -1,0 +1,223 @@
+//! After `new` has written a snippet: compile the crate that holds it and
+//! report the compiler's messages about the new files, and run the new
+//! target once through the command line tool, rebuilt with it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{SnippetError, SnippetsCrate};
+
+/// The package and binary that run targets.
+const CLI_PACKAGE: &str = "profiling-cli";
+const CLI_BINARY: &str = "profile-cli";
+
+/// One compiler message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// `error` or `warning`.
+    pub level: String,
+    /// The file of its primary span, as the compiler names it.
+    pub file: Option<String>,
+    pub line: Option<u64>,
+    /// The message as the compiler prints it.
+    pub rendered: String,
+}
+
+/// The result of compiling the snippets crate.
+#[derive(Debug, Clone)]
+pub struct BuildCheck {
+    /// The cargo command, as it could be typed.
+    pub command: String,
+    pub success: bool,
+    /// Errors and warnings located in the new snippet's files.
+    pub in_snippet: Vec<Diagnostic>,
+    /// Errors located anywhere else.
+    pub elsewhere: Vec<Diagnostic>,
+    /// What cargo wrote on its error stream, for failures with no message.
+    pub cargo_stderr: String,
+}
+
+fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+fn run(command: &mut Command, shown: &str) -> Result<std::process::Output, SnippetError> {
+    command.output().map_err(|source| SnippetError::Cargo {
+        command: shown.to_owned(),
+        source,
+    })
+}
+
+/// The command [`check_build`] runs, as it could be typed.
+pub fn check_command(krate: &SnippetsCrate) -> String {
+    format!(
+        "cargo check -p {} --manifest-path {}",
+        krate.package,
+        krate.dir.join("Cargo.toml").display()
+    )
+}
+
+/// Runs `cargo check` on `krate` and sorts the compiler's messages into
+/// those about `snippet` (the new snippet directory) and the rest.
+///
+/// cargo's own environment applies: `CARGO_TARGET_DIR` picks the build
+/// directory.
+pub fn check_build(krate: &SnippetsCrate, snippet: &Path) -> Result<BuildCheck, SnippetError> {
+    let manifest = krate.dir.join("Cargo.toml");
+    let shown = check_command(krate);
+    let output = run(
+        Command::new(cargo())
+            .args(["check", "--message-format=json", "-p", &krate.package])
+            .arg("--manifest-path")
+            .arg(&manifest),
+        &shown,
+    )?;
+    let snippet = snippet
+        .canonicalize()
+        .unwrap_or_else(|_| snippet.to_path_buf());
+    let mut check = BuildCheck {
+        command: shown,
+        success: output.status.success(),
+        in_snippet: Vec::new(),
+        elsewhere: Vec::new(),
+        cargo_stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Some(diagnostic) = diagnostic(line) else {
+            continue;
+        };
+        let inside = diagnostic
+            .file
+            .as_deref()
+            .is_some_and(|file| lies_in(file, &snippet, &krate.dir));
+        if inside {
+            check.in_snippet.push(diagnostic);
+        } else if diagnostic.level == "error" {
+            check.elsewhere.push(diagnostic);
+        }
+    }
+    Ok(check)
+}
+
+/// A compiler error or warning from one line of cargo's JSON output.
+fn diagnostic(line: &str) -> Option<Diagnostic> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    if value["reason"] != "compiler-message" {
+        return None;
+    }
+    let message = &value["message"];
+    let level = message["level"].as_str()?;
+    if level != "error" && level != "warning" {
+        return None;
+    }
+    let primary = message["spans"]
+        .as_array()
+        .and_then(|spans| spans.iter().find(|s| s["is_primary"] == true));
+    Some(Diagnostic {
+        level: level.to_owned(),
+        file: primary.and_then(|s| s["file_name"].as_str().map(str::to_owned)),
+        line: primary.and_then(|s| s["line_start"].as_u64()),
+        rendered: message["rendered"]
+            .as_str()
+            .unwrap_or_else(|| message["message"].as_str().unwrap_or(""))
+            .to_owned(),
+    })
+}
+
+/// Whether `file` (absolute, or relative to the workspace of `crate_dir`)
+/// lies in `directory`.
+fn lies_in(file: &str, directory: &Path, crate_dir: &Path) -> bool {
+    let file = Path::new(file);
+    let candidates: Vec<PathBuf> = if file.is_absolute() {
+        vec![file.to_path_buf()]
+    } else {
+        crate_dir
+            .ancestors()
+            .map(|dir| dir.join(file))
+            .filter(|path| path.exists())
+            .collect()
+    };
+    candidates.iter().any(|candidate| {
+        candidate
+            .canonicalize()
+            .unwrap_or_else(|_| candidate.clone())
+            .starts_with(directory)
+    })
+}
+
+/// The result of running the new target once.
+#[derive(Debug, Clone)]
+pub struct SmokeRun {
+    pub command: String,
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The `cargo run` that [`smoke_run`] runs, as program and arguments.
+fn smoke_words(krate: &SnippetsCrate, config: &Path, release: bool) -> Vec<String> {
+    let mut words: Vec<String> = ["cargo", "run", "--quiet"].map(String::from).to_vec();
+    if release {
+        words.push("--release".to_owned());
+    }
+    words.extend(["-p", CLI_PACKAGE, "--bin", CLI_BINARY, "--manifest-path"].map(String::from));
+    words.push(krate.dir.join("Cargo.toml").to_string_lossy().into_owned());
+    words.extend(["--", "run", "--config"].map(String::from));
+    words.push(config.to_string_lossy().into_owned());
+    words.extend(["--warmup", "0", "--iterations", "1"].map(String::from));
+    words
+}
+
+/// The command [`smoke_run`] runs, as it could be typed.
+pub fn smoke_command(krate: &SnippetsCrate, config: &Path, release: bool) -> String {
+    smoke_words(krate, config, release)
+        .iter()
+        .map(|w| crate::nsys::shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Builds the command line tool of the workspace that holds `krate`
+/// (optimized when `release`) and runs `config`'s target once: no warmup,
+/// one measured pass, its output validated.
+pub fn smoke_run(
+    krate: &SnippetsCrate,
+    config: &Path,
+    release: bool,
+) -> Result<SmokeRun, SnippetError> {
+    let words = smoke_words(krate, config, release);
+    let shown = smoke_command(krate, config, release);
+    let output = run(Command::new(cargo()).args(&words[1..]), &shown)?;
+    Ok(SmokeRun {
+        command: shown,
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiler_messages_are_read_from_cargo_json() {
+        let line = r#"{"reason":"compiler-message","message":{"level":"error","message":"cannot find value `x`","rendered":"error[E0425]: cannot find value `x`\n","spans":[{"file_name":"/w/snippets/a/target.rs","line_start":12,"is_primary":true}]}}"#;
+        assert_eq!(
+            diagnostic(line),
+            Some(Diagnostic {
+                level: "error".to_owned(),
+                file: Some("/w/snippets/a/target.rs".to_owned()),
+                line: Some(12),
+                rendered: "error[E0425]: cannot find value `x`\n".to_owned(),
+            })
+        );
+        assert_eq!(
+            diagnostic(r#"{"reason":"build-finished","success":true}"#),
+            None
+        );
+        let note =
+            r#"{"reason":"compiler-message","message":{"level":"note","message":"n","spans":[]}}"#;
+        assert_eq!(diagnostic(note), None);
+    }
+}

@@ -1,0 +1,657 @@
+//! Snippet extraction: what `profile-cli new` does.
+//!
+//! [`generate`] copies one production function (found with syn, copied
+//! from the file's own bytes) into the three files of a snippet directory:
+//! `target.rs` (the copy with an NVTX range, imports of the production
+//! helpers it calls, and a `#[profile_target]` around it), `config.yaml`
+//! and `README.md`. [`create`] writes them all or nothing; [`check_build`]
+//! then compiles the snippets crate and [`smoke_run`] runs the new target.
+//!
+//! ```no_run
+//! use profiling_core::snippet::{self, NewSnippet};
+//!
+//! let request = NewSnippet::new(
+//!     "nms",
+//!     "examples/src/postprocess.rs::non_max_suppression".parse()?,
+//!     std::path::Path::new("."),
+//! );
+//! let created = snippet::create(&request)?;
+//! println!("{}", created.directory.display());
+//! # Ok::<(), snippet::SnippetError>(())
+//! ```
+
+mod check;
+mod copy;
+mod names;
+mod render;
+mod scaffold;
+mod select;
+mod source;
+
+use std::path::{Path, PathBuf};
+
+pub use check::{
+    check_build, check_command, smoke_command, smoke_run, BuildCheck, Diagnostic, SmokeRun,
+};
+pub use copy::Instrumentation;
+pub use names::Unresolved;
+pub use select::{Selector, SourceSpec};
+
+use crate::config::check_profile_name;
+use crate::device::Device;
+use source::{display_path, Manifest, ModuleLocation, SourceFile};
+
+/// What `profile-cli new` was asked for.
+#[derive(Debug, Clone)]
+pub struct NewSnippet {
+    /// The profile name: the target's name, and with `-` as `_` the
+    /// directory's.
+    pub name: String,
+    /// What to copy.
+    pub from: SourceSpec,
+    /// `dummy` or `images`.
+    pub data_source: String,
+    pub device: Device,
+    /// The snippet directory to create, instead of
+    /// `inference_profiling/snippets/<name with - as _>`.
+    pub directory: Option<PathBuf>,
+    /// The workspace `profile-cli` was built from: relative source files
+    /// that are not found from the current directory are looked up here, and
+    /// the snippet's files show paths from it (from the workspace of the
+    /// crate that compiles the snippet, when that is another one).
+    pub workspace_root: PathBuf,
+}
+
+impl NewSnippet {
+    /// A request with the defaults: the dummy source, on the CPU, in the
+    /// workspace's snippets directory.
+    pub fn new(name: &str, from: SourceSpec, workspace_root: &Path) -> NewSnippet {
+        NewSnippet {
+            name: name.to_owned(),
+            from,
+            data_source: "dummy".to_owned(),
+            device: Device::Cpu,
+            directory: None,
+            workspace_root: workspace_root.to_path_buf(),
+        }
+    }
+}
+
+/// Why `new` did not create a snippet.
+#[derive(Debug, thiserror::Error)]
+pub enum SnippetError {
+    /// Bad arguments: the name, `--from`, an option.
+    #[error("{0}")]
+    Usage(String),
+    /// The source cannot be used: an unknown file, function or line range,
+    /// or a function the command cannot copy.
+    #[error("{0}")]
+    Source(String),
+    #[error("{} already exists: `new` never overwrites a snippet; choose another name or --directory, or remove it first", .0.display())]
+    Exists(PathBuf),
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// cargo could not be started for the build check or the smoke run.
+    #[error("cannot run `{command}`: {source}")]
+    Cargo {
+        command: String,
+        source: std::io::Error,
+    },
+}
+
+impl SnippetError {
+    /// 2 for bad usage or an unusable source; 1 when writing or cargo failed.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            SnippetError::Write { .. } | SnippetError::Cargo { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// The crate that compiles the snippets under its `snippets/` directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnippetsCrate {
+    /// The directory of its `Cargo.toml`.
+    pub dir: PathBuf,
+    pub package: String,
+    /// Its dependencies, as code names them.
+    pub dependencies: Vec<String>,
+}
+
+impl SnippetsCrate {
+    /// The crate a snippet directory at `directory` is compiled by: the
+    /// package whose `snippets/` holds it.
+    pub fn of_directory(directory: &Path) -> Option<SnippetsCrate> {
+        let snippets = directory.parent()?;
+        if snippets.file_name()? != "snippets" {
+            return None;
+        }
+        SnippetsCrate::at(snippets.parent()?)
+    }
+
+    /// The root of the workspace the crate belongs to: the nearest
+    /// directory above it whose `Cargo.toml` has a `[workspace]`, else the
+    /// crate's own.
+    pub fn workspace_root(&self) -> PathBuf {
+        self.dir
+            .ancestors()
+            .find(|dir| {
+                std::fs::read_to_string(dir.join("Cargo.toml"))
+                    .is_ok_and(|text| text.lines().any(|l| l.trim() == "[workspace]"))
+            })
+            .unwrap_or(&self.dir)
+            .to_path_buf()
+    }
+
+    fn at(dir: &Path) -> Option<SnippetsCrate> {
+        let manifest = Manifest::read(dir)?;
+        Some(SnippetsCrate {
+            dir: dir.to_path_buf(),
+            package: manifest.package?,
+            dependencies: manifest.dependencies,
+        })
+    }
+}
+
+/// What `new` made, and what it could not do for the user.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The target's (and profile's) name.
+    pub target_name: String,
+    /// The target's type in `target.rs`.
+    pub type_name: String,
+    /// The source file, from the workspace root when under it.
+    pub source: String,
+    /// `profiling_examples::postprocess::postprocess_detections`.
+    pub item: String,
+    /// The module the function is defined in.
+    pub module: String,
+    /// The function's name.
+    pub function_name: String,
+    /// For a method: its type.
+    pub owner: Option<String>,
+    /// The source lines copied.
+    pub lines: (usize, usize),
+    pub instrumentation: Instrumentation,
+    /// Why a line range was instrumented as a whole function.
+    pub range_note: Option<String>,
+    /// `name: Type` and where `prepare` gets it.
+    pub mapped: Vec<(String, String)>,
+    /// `name: Type` of the parameters `prepare` cannot fill yet.
+    pub unmapped: Vec<String>,
+    /// Whether `build_target` is still to write (a method's `self`).
+    pub needs_factory: bool,
+    pub unresolved: Vec<Unresolved>,
+    /// Imports of the source module the copy does not name.
+    pub left_out: Vec<String>,
+    /// Items of the source module the copy imports from production.
+    pub module_items: Vec<String>,
+    /// Edits made to the copied text.
+    pub changes: Vec<String>,
+    pub warnings: Vec<String>,
+    /// The first line of the production doc comment.
+    pub production_doc: Option<String>,
+    /// `(commit, the source file had uncommitted changes)`.
+    pub git: Option<(String, bool)>,
+    pub data_source: String,
+    pub device: Device,
+    /// The command that makes this snippet again.
+    pub command: String,
+    /// How messages name the snippet directory, its config and target files:
+    /// from the workspace root when under it.
+    pub directory_display: String,
+    pub config_display: String,
+    pub target_display: String,
+    /// The `nsys profile` command, as `--print-nsys-command` prints it.
+    pub nsys_command: String,
+    /// The crate that compiles the snippet, when it lands in one.
+    pub snippets_crate: Option<SnippetsCrate>,
+}
+
+/// A snippet ready to be written.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The directory to create.
+    pub directory: PathBuf,
+    /// File names and contents.
+    pub files: Vec<(&'static str, String)>,
+    pub report: Report,
+}
+
+impl Generated {
+    /// The contents of one of the files.
+    pub fn file(&self, name: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(file, _)| *file == name)
+            .map(|(_, text)| text.as_str())
+    }
+}
+
+/// Works out a snippet without writing anything: every check `new` makes
+/// before it writes.
+pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
+    check_profile_name(&request.name)
+        .map_err(|message| SnippetError::Usage(format!("profile name: {message}")))?;
+    if !crate::data::KNOWN_SOURCES.contains(&request.data_source.as_str()) {
+        return Err(SnippetError::Usage(format!(
+            "--data-source: unknown data source `{}`: expected one of {}",
+            request.data_source,
+            crate::data::KNOWN_SOURCES.join(", ")
+        )));
+    }
+    let directory = destination(request)?;
+    let snippets_crate = SnippetsCrate::of_directory(&directory);
+    let mut warnings = Vec::new();
+    check_name_is_free(request, &directory, snippets_crate.as_ref(), &mut warnings)?;
+    // The snippet's files name paths from the workspace that compiles it,
+    // where its commands run.
+    let root = &snippets_crate
+        .as_ref()
+        .map_or_else(|| request.workspace_root.clone(), |k| k.workspace_root());
+
+    let path = find_source(&request.from.file, &request.workspace_root)?;
+    let display = display_path(&path, root);
+    let source = SourceFile::read(&path, display.clone())?;
+    let function = select::find(&source, &request.from.selector)?;
+    select::check_supported(&source, &function)?;
+
+    let location = ModuleLocation::of_file(&path);
+    // Which crates the snippet can name: those of the crate that compiles
+    // it, else those of the workspace's snippets crate.
+    let dependencies_of = snippets_crate
+        .clone()
+        .or_else(|| SnippetsCrate::at(&request.workspace_root.join("inference_profiling")));
+    let (dependencies, snippets_package) = match &dependencies_of {
+        Some(krate) => (krate.dependencies.clone(), krate.package.clone()),
+        None => (Vec::new(), "inference-profiling".to_owned()),
+    };
+    let imports = names::imports(
+        &source,
+        &function,
+        &location,
+        &dependencies,
+        &snippets_package,
+    );
+    let lines = match request.from.selector {
+        Selector::Lines { start, end } => Some((start, end)),
+        Selector::Path(_) => None,
+    };
+    let indent = if function.owner.is_some() { 4 } else { 0 };
+    let copied = copy::copy(&source, &function, &location, lines, indent);
+    let target = scaffold::plan(&source, &function, &request.name);
+
+    let module = location.path(&function.inline_modules);
+    let item = format!("{module}::{}", function.label);
+    let config_path = directory.join("config.yaml");
+    let target_path = directory.join("target.rs");
+    let config_display = display_path(&config_path, root);
+    let target_display = display_path(&target_path, root);
+    let git = git_provenance(&path);
+    let report = Report {
+        target_name: request.name.clone(),
+        type_name: target.type_name.clone(),
+        source: display.clone(),
+        item,
+        module,
+        function_name: function.name(),
+        owner: function.owner_name(),
+        lines: (copied.first_line, copied.last_line),
+        instrumentation: copied.instrumentation.clone(),
+        range_note: copied.range_note.clone(),
+        mapped: target
+            .parameters
+            .iter()
+            .filter(|p| p.source != scaffold::ValueSource::Unmapped)
+            .map(|p| (p.declared.clone(), p.describe_source()))
+            .collect(),
+        unmapped: target
+            .unmapped()
+            .iter()
+            .map(|p| p.declared.clone())
+            .collect(),
+        needs_factory: target.needs_factory(),
+        unresolved: imports.unresolved.clone(),
+        left_out: imports.left_out.clone(),
+        module_items: imports.module_items.clone(),
+        changes: copied.changes.clone(),
+        warnings,
+        production_doc: first_doc_paragraph(function.attrs),
+        git,
+        data_source: request.data_source.clone(),
+        device: request.device,
+        command: command_line(request, &display, &directory, root),
+        nsys_command: nsys_command(request, root, &config_path),
+        directory_display: display_path(&directory, root),
+        config_display,
+        target_display,
+        snippets_crate,
+    };
+    let files = vec![
+        (
+            "target.rs",
+            render::target_rs(&report, &copied, &imports, &target),
+        ),
+        ("config.yaml", render::config_yaml(&report, &target)),
+        ("README.md", render::readme(&report, &copied, &target)),
+    ];
+    Ok(Generated {
+        directory,
+        files,
+        report,
+    })
+}
+
+/// Generates the snippet and writes it: all three files, or nothing.
+pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
+    let generated = generate(request)?;
+    write_all_or_nothing(&generated.directory, &generated.files)?;
+    Ok(generated)
+}
+
+fn destination(request: &NewSnippet) -> Result<PathBuf, SnippetError> {
+    let directory = match &request.directory {
+        Some(dir) => std::path::absolute(dir).map_err(|error| {
+            SnippetError::Usage(format!("--directory {}: {error}", dir.display()))
+        })?,
+        None => request
+            .workspace_root
+            .join("inference_profiling")
+            .join("snippets")
+            .join(request.name.replace('-', "_")),
+    };
+    if directory.exists() {
+        return Err(SnippetError::Exists(directory));
+    }
+    match directory.parent() {
+        Some(parent) if parent.is_dir() => Ok(directory),
+        Some(parent) => Err(SnippetError::Usage(format!(
+            "--directory {}: the directory above it, {}, does not exist",
+            directory.display(),
+            parent.display()
+        ))),
+        None => Err(SnippetError::Usage(format!(
+            "--directory {}: not a directory a snippet can go in",
+            directory.display()
+        ))),
+    }
+}
+
+/// Refuses a directory that would compile into the same module as another
+/// snippet, and a name that a compiled target already has.
+fn check_name_is_free(
+    request: &NewSnippet,
+    directory: &Path,
+    snippets_crate: Option<&SnippetsCrate>,
+    warnings: &mut Vec<String>,
+) -> Result<(), SnippetError> {
+    let module = |name: &str| -> String {
+        name.chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect()
+    };
+    if let (Some(parent), Some(name)) = (directory.parent(), directory.file_name()) {
+        let wanted = module(&name.to_string_lossy());
+        if let Ok(entries) = std::fs::read_dir(parent) {
+            for entry in entries.flatten() {
+                let other = entry.file_name().to_string_lossy().into_owned();
+                if entry.path().join("target.rs").is_file() && module(&other) == wanted {
+                    return Err(SnippetError::Usage(format!(
+                        "snippet directory {} would compile into module `{wanted}`, as {} does: choose another name",
+                        directory.display(),
+                        entry.path().display()
+                    )));
+                }
+            }
+        }
+    }
+    // A target compiled from this very directory, since removed, is the
+    // snippet being made again.
+    let remade = directory.join("target.rs");
+    let taken: Vec<String> = crate::registry::targets()
+        .iter()
+        .filter(|entry| {
+            entry.name == request.name && entry.source_path(&request.workspace_root) != remade
+        })
+        .map(|entry| {
+            format!(
+                "{}:{}",
+                entry.display_file(&request.workspace_root),
+                entry.line
+            )
+        })
+        .collect();
+    if let Some(place) = taken.first() {
+        let message = format!(
+            "a target named `{}` is already registered ({place})",
+            request.name
+        );
+        if snippets_crate.is_some() {
+            return Err(SnippetError::Usage(format!(
+                "{message}: `profile-cli run` would refuse both; choose another name"
+            )));
+        }
+        warnings.push(format!(
+            "{message}; the new snippet is not compiled where it is, but rename one before compiling both"
+        ));
+    }
+    Ok(())
+}
+
+/// The source file: as given when absolute or found from the current
+/// directory, else from the workspace root.
+fn find_source(file: &Path, root: &Path) -> Result<PathBuf, SnippetError> {
+    let candidates = if file.is_absolute() {
+        vec![file.to_path_buf()]
+    } else {
+        vec![file.to_path_buf(), root.join(file)]
+    };
+    candidates
+        .iter()
+        .find(|c| c.is_file())
+        .and_then(|c| c.canonicalize().ok())
+        .ok_or_else(|| {
+            SnippetError::Source(if file.is_absolute() {
+                format!("--from: no such file: {}", file.display())
+            } else {
+                format!(
+                    "--from: no such file: {} (looked in the current directory and in {})",
+                    file.display(),
+                    root.display()
+                )
+            })
+        })
+}
+
+/// The first paragraph of a doc comment, on one line.
+fn first_doc_paragraph(attrs: &[syn::Attribute]) -> Option<String> {
+    let lines = attrs.iter().filter_map(|attr| match &attr.meta {
+        syn::Meta::NameValue(meta) if meta.path.is_ident("doc") => match &meta.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) => Some(text.value()),
+            _ => None,
+        },
+        _ => None,
+    });
+    let paragraph: Vec<String> = lines
+        .flat_map(|text| {
+            text.lines()
+                .map(|l| l.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .skip_while(String::is_empty)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    (!paragraph.is_empty()).then(|| paragraph.join(" "))
+}
+
+/// The commit checked out where `file` is, and whether `file` differs from it.
+fn git_provenance(file: &Path) -> Option<(String, bool)> {
+    let dir = file.parent()?;
+    let git = |args: &[&std::ffi::OsStr]| -> Option<String> {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .ok()?;
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse".as_ref(), "HEAD".as_ref()]).filter(|c| !c.is_empty())?;
+    let status = git(&[
+        "status".as_ref(),
+        "--porcelain".as_ref(),
+        "--".as_ref(),
+        file.as_os_str(),
+    ])?;
+    Some((commit, !status.is_empty()))
+}
+
+/// The `profile-cli new` command that makes the same snippet.
+fn command_line(request: &NewSnippet, source: &str, directory: &Path, root: &Path) -> String {
+    let spec = SourceSpec {
+        file: PathBuf::from(source),
+        selector: request.from.selector.clone(),
+    };
+    let mut words = vec![
+        "profile-cli".to_owned(),
+        "new".to_owned(),
+        request.name.clone(),
+        "--from".to_owned(),
+        spec.to_string(),
+    ];
+    if request.data_source != "dummy" {
+        words.extend(["--data-source".to_owned(), request.data_source.clone()]);
+    }
+    if request.device != Device::Cpu {
+        words.extend(["--device".to_owned(), request.device.to_string()]);
+    }
+    if request.directory.is_some() {
+        words.extend(["--directory".to_owned(), display_path(directory, root)]);
+    }
+    words
+        .iter()
+        .map(|w| crate::nsys::shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The command `--print-nsys-command` prints for the generated config,
+/// with the workspace root shown as `<repo>`.
+fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let run_dir = config
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("runs")
+        .join("smoke");
+    let word = |text: &str| text.to_owned();
+    let program = root.join("target/release/profile-cli");
+    let mut lines = vec![vec![
+        program.to_string_lossy().into_owned(),
+        word("run"),
+        request.name.clone(),
+    ]];
+    for (option, value) in [
+        ("--config", config.to_string_lossy().into_owned()),
+        ("--data-source", request.data_source.clone()),
+        ("--device", request.device.to_string()),
+        ("--warmup", "10".to_owned()),
+        ("--iterations", "100".to_owned()),
+        (
+            "--capture-range",
+            crate::config::DEFAULT_CAPTURE_RANGE.to_owned(),
+        ),
+        ("--record-loading", "eager".to_owned()),
+        ("--seed", "0".to_owned()),
+        ("--run-id", "smoke".to_owned()),
+    ] {
+        lines.push(vec![word(option), value]);
+    }
+    let lines = crate::nsys::nsys_lines(&run_dir, crate::config::DEFAULT_CAPTURE_RANGE, &lines);
+    crate::nsys::render_command(&lines).replace(&*root.to_string_lossy(), "<repo>")
+}
+
+/// Writes `files` into a staging directory beside `directory`, then
+/// renames it into place: a failure leaves nothing behind.
+fn write_all_or_nothing(
+    directory: &Path,
+    files: &[(&'static str, String)],
+) -> Result<(), SnippetError> {
+    struct Staging(Option<PathBuf>);
+    impl Drop for Staging {
+        fn drop(&mut self) {
+            if let Some(path) = &self.0 {
+                let _ = std::fs::remove_dir_all(path);
+            }
+        }
+    }
+    let parent = directory.parent().unwrap_or(Path::new("."));
+    let name = directory
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let staging_path = parent.join(format!(".{name}.new-{}", std::process::id()));
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SnippetError::Write { path, source }
+    };
+    std::fs::create_dir(&staging_path).map_err(write_error(&staging_path))?;
+    let mut staging = Staging(Some(staging_path.clone()));
+    for (file, text) in files {
+        let path = staging_path.join(file);
+        std::fs::write(&path, text).map_err(write_error(&directory.join(file)))?;
+    }
+    if directory.exists() {
+        return Err(SnippetError::Exists(directory.to_path_buf()));
+    }
+    std::fs::rename(&staging_path, directory).map_err(write_error(directory))?;
+    staging.0 = None;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_that_fails_midway_leaves_nothing_behind() {
+        let parent = tempfile::tempdir().unwrap();
+        let directory = parent.path().join("half");
+        let files = [
+            ("target.rs", "// written first\n".to_owned()),
+            ("no/such/dir/README.md", "never written\n".to_owned()),
+        ];
+        let error = write_all_or_nothing(&directory, &files).unwrap_err();
+        assert!(
+            matches!(&error, SnippetError::Write { path, .. } if path.ends_with("no/such/dir/README.md")),
+            "{error}"
+        );
+        assert_eq!(error.exit_code(), 1);
+        assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_directory_that_compiles_into_a_taken_module_is_refused() {
+        let parent = tempfile::tempdir().unwrap();
+        let taken = parent.path().join("my_nms");
+        std::fs::create_dir(&taken).unwrap();
+        std::fs::write(taken.join("target.rs"), "").unwrap();
+        let mut request = NewSnippet::new("my-nms", "src/x.rs::f".parse().unwrap(), parent.path());
+        request.directory = Some(parent.path().join("my.nms"));
+        let error = generate(&request).unwrap_err().to_string();
+        assert!(
+            error.contains("would compile into module `my_nms`"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,687 @@
+//! The names the copied function uses, and where the snippet takes them
+//! from: items of the function's own module are imported from the
+//! production crate (so the copy calls the production helpers), the
+//! module's own `use` declarations are carried over with `crate::`,
+//! `self::` and `super::` made absolute, and what production does not
+//! export is listed as something to resolve.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proc_macro2::{TokenStream, TokenTree};
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+
+use super::select::{type_name, Function};
+use super::source::{ModuleLocation, SourceFile};
+
+/// Something the copy needs that the snippet cannot reach as generated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    /// `fit`, `self.grid`, `rand::Rng`.
+    pub name: String,
+    /// Why it cannot be reached, and where it is defined.
+    pub reason: String,
+}
+
+/// The `use` declarations of the snippet, and what they cannot provide.
+#[derive(Debug, Default)]
+pub(crate) struct Imports {
+    /// Paths to import, each `a::b::c`, `a::b::c as d` or `a::b::*`.
+    pub paths: Vec<ImportPath>,
+    pub unresolved: Vec<Unresolved>,
+    /// Imports of the production module the copy does not name, left out,
+    /// that could be traits whose methods it calls.
+    pub left_out: Vec<String>,
+    /// The items of the production module the copy calls or names.
+    pub module_items: Vec<String>,
+}
+
+/// One imported path.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct ImportPath {
+    pub parent: Vec<String>,
+    /// The last segment, `*` for a glob.
+    pub name: String,
+    pub rename: Option<String>,
+}
+
+impl ImportPath {
+    fn binding(&self) -> &str {
+        self.rename.as_deref().unwrap_or(&self.name)
+    }
+
+    fn display(&self) -> String {
+        let mut text = self.parent.join("::");
+        if !text.is_empty() {
+            text.push_str("::");
+        }
+        text.push_str(&self.name);
+        if let Some(rename) = &self.rename {
+            text.push_str(" as ");
+            text.push_str(rename);
+        }
+        text
+    }
+}
+
+/// What the function's text refers to, gathered from its syntax tree and
+/// from the tokens of the macros it calls (which syn leaves unparsed).
+#[derive(Default)]
+struct Uses {
+    /// First segments of paths with two or more segments (`Foo::new`).
+    qualified: BTreeSet<String>,
+    /// Paths of one segment (`decode`, `Detection`, `x`).
+    single: BTreeSet<String>,
+    /// Names bound by patterns: parameters, `let`, closures, `match` arms.
+    locals: BTreeSet<String>,
+    /// Identifiers inside macro calls, and `{name}` captures in their strings.
+    in_macros: BTreeSet<String>,
+    /// `self.<field>` reads, with their lines.
+    self_fields: Vec<(String, proc_macro2::Span)>,
+    /// `self.<method>(...)` calls and `Self::<item>` paths.
+    self_items: Vec<(String, proc_macro2::Span)>,
+}
+
+impl<'ast> Visit<'ast> for Uses {
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        if path.leading_colon.is_none() {
+            if let Some(first) = path.segments.first() {
+                let name = first.ident.to_string();
+                if path.segments.len() == 1 {
+                    self.single.insert(name);
+                } else {
+                    if name == "Self" {
+                        let second = &path.segments[1];
+                        self.self_items
+                            .push((second.ident.to_string(), second.ident.span()));
+                    }
+                    self.qualified.insert(name);
+                }
+            }
+        }
+        visit::visit_path(self, path);
+    }
+
+    fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+        self.locals.insert(pat.ident.to_string());
+        visit::visit_pat_ident(self, pat);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        scan_tokens(mac.tokens.clone(), &mut self.in_macros);
+        visit::visit_macro(self, mac);
+    }
+
+    fn visit_expr_field(&mut self, expr: &'ast syn::ExprField) {
+        if is_self(&expr.base) {
+            if let syn::Member::Named(field) = &expr.member {
+                self.self_fields.push((field.to_string(), field.span()));
+            }
+        }
+        visit::visit_expr_field(self, expr);
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        if is_self(&call.receiver) {
+            self.self_items
+                .push((call.method.to_string(), call.method.span()));
+        }
+        visit::visit_expr_method_call(self, call);
+    }
+}
+
+fn is_self(expr: &syn::Expr) -> bool {
+    matches!(expr, syn::Expr::Path(path) if path.path.is_ident("self"))
+}
+
+/// Every identifier in `tokens`, and the `{name}` or `{name:...}` captures
+/// of their string literals (format strings).
+fn scan_tokens(tokens: TokenStream, out: &mut BTreeSet<String>) {
+    for token in tokens {
+        match token {
+            TokenTree::Ident(ident) => {
+                out.insert(ident.to_string());
+            }
+            TokenTree::Group(group) => scan_tokens(group.stream(), out),
+            TokenTree::Literal(literal) => format_captures(&literal.to_string(), out),
+            TokenTree::Punct(_) => {}
+        }
+    }
+}
+
+fn format_captures(literal: &str, out: &mut BTreeSet<String>) {
+    if !literal.ends_with('"') {
+        return;
+    }
+    let mut rest = literal;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        if let Some(escaped) = rest.strip_prefix('{') {
+            rest = escaped;
+            continue;
+        }
+        let end = rest.find(['}', ':']).unwrap_or(rest.len());
+        let name = rest[..end].trim();
+        let mut chars = name.chars();
+        if chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            && chars.all(|c| c.is_alphanumeric() || c == '_')
+        {
+            out.insert(name.to_owned());
+        }
+    }
+}
+
+/// An item defined in the function's module.
+struct ModuleItem {
+    kind: &'static str,
+    public: bool,
+    line: usize,
+    /// `#[macro_export]` macros live at the crate root.
+    exported_macro: bool,
+}
+
+fn module_items(source: &SourceFile, scope: &[syn::Item]) -> BTreeMap<String, ModuleItem> {
+    let mut items = BTreeMap::new();
+    for item in scope {
+        let (ident, kind, vis) = match item {
+            syn::Item::Fn(i) => (&i.sig.ident, "fn", &i.vis),
+            syn::Item::Struct(i) => (&i.ident, "struct", &i.vis),
+            syn::Item::Enum(i) => (&i.ident, "enum", &i.vis),
+            syn::Item::Union(i) => (&i.ident, "union", &i.vis),
+            syn::Item::Const(i) => (&i.ident, "const", &i.vis),
+            syn::Item::Static(i) => (&i.ident, "static", &i.vis),
+            syn::Item::Type(i) => (&i.ident, "type", &i.vis),
+            syn::Item::Trait(i) => (&i.ident, "trait", &i.vis),
+            syn::Item::Mod(i) => (&i.ident, "mod", &i.vis),
+            syn::Item::Macro(i) => {
+                if let Some(ident) = &i.ident {
+                    let exported = i.attrs.iter().any(|a| a.path().is_ident("macro_export"));
+                    items.insert(
+                        ident.to_string(),
+                        ModuleItem {
+                            kind: "macro",
+                            public: exported,
+                            line: source.lines(i.span()).0,
+                            exported_macro: exported,
+                        },
+                    );
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        items.insert(
+            ident.to_string(),
+            ModuleItem {
+                kind,
+                public: matches!(vis, syn::Visibility::Public(_)),
+                line: source.lines(item.span()).0,
+                exported_macro: false,
+            },
+        );
+    }
+    items
+}
+
+/// The module's `use` declarations, flattened and made absolute.
+fn module_imports(
+    scope: &[syn::Item],
+    location: &ModuleLocation,
+    inline: &[String],
+    items: &BTreeMap<String, ModuleItem>,
+) -> Vec<ImportPath> {
+    let mut out = Vec::new();
+    for item in scope {
+        if let syn::Item::Use(item_use) = item {
+            let prefix = if item_use.leading_colon.is_some() {
+                vec![String::new()]
+            } else {
+                Vec::new()
+            };
+            flatten_use(&item_use.tree, prefix, &mut out);
+        }
+    }
+    let here: Vec<String> = location
+        .path(inline)
+        .split("::")
+        .map(str::to_owned)
+        .collect();
+    for import in &mut out {
+        let mut full = import.parent.clone();
+        full.push(import.name.clone());
+        let absolute = absolutize(&full, &here, items);
+        import.name = absolute.last().cloned().unwrap_or_default();
+        import.parent = absolute[..absolute.len().saturating_sub(1)].to_vec();
+        if import.name == "self" {
+            if let Some(last) = import.parent.pop() {
+                import.name = last;
+            }
+        }
+    }
+    out
+}
+
+fn flatten_use(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<ImportPath>) {
+    match tree {
+        syn::UseTree::Path(path) => {
+            let mut prefix = prefix;
+            prefix.push(path.ident.to_string());
+            flatten_use(&path.tree, prefix, out);
+        }
+        syn::UseTree::Name(name) => out.push(ImportPath {
+            parent: prefix,
+            name: name.ident.to_string(),
+            rename: None,
+        }),
+        syn::UseTree::Rename(rename) => out.push(ImportPath {
+            parent: prefix,
+            name: rename.ident.to_string(),
+            rename: Some(rename.rename.to_string()),
+        }),
+        syn::UseTree::Glob(_) => out.push(ImportPath {
+            parent: prefix,
+            name: "*".to_owned(),
+            rename: None,
+        }),
+        syn::UseTree::Group(group) => {
+            for tree in &group.items {
+                flatten_use(tree, prefix.clone(), out);
+            }
+        }
+    }
+}
+
+/// A path as the production module writes it, made absolute from `here`
+/// (the module's absolute path): `crate`, `self`, `super` and names of
+/// the module's own items become paths from the crate's name.
+fn absolutize(
+    path: &[String],
+    here: &[String],
+    items: &BTreeMap<String, ModuleItem>,
+) -> Vec<String> {
+    let Some(first) = path.first() else {
+        return Vec::new();
+    };
+    match first.as_str() {
+        "" => path[1..].to_vec(),
+        "crate" => here[..1].iter().chain(&path[1..]).cloned().collect(),
+        "self" => here.iter().chain(&path[1..]).cloned().collect(),
+        "super" => {
+            let ups = path.iter().take_while(|s| *s == "super").count();
+            let keep = here.len().saturating_sub(ups).max(1);
+            here[..keep].iter().chain(&path[ups..]).cloned().collect()
+        }
+        name if items.contains_key(name) => here.iter().chain(path).cloned().collect(),
+        _ => path.to_vec(),
+    }
+}
+
+/// Crates a snippet can always name.
+const BUILT_IN_CRATES: &[&str] = &["std", "core", "alloc"];
+
+/// Works out the snippet's imports for `function`.
+///
+/// `dependencies` are the crates the snippets crate depends on, as code
+/// names them; `generated` are names the snippet itself defines.
+pub(crate) fn imports(
+    source: &SourceFile,
+    function: &Function<'_>,
+    location: &ModuleLocation,
+    dependencies: &[String],
+    snippets_package: &str,
+) -> Imports {
+    let mut uses = Uses::default();
+    for attr in function.attrs {
+        uses.visit_attribute(attr);
+    }
+    uses.visit_signature(function.sig);
+    uses.visit_block(function.block);
+    let mut used: BTreeSet<String> = uses.qualified.clone();
+    used.extend(uses.single.difference(&uses.locals).cloned());
+    used.extend(uses.in_macros.difference(&uses.locals).cloned());
+    for keyword in ["Self", "self", "crate", "super"] {
+        used.remove(keyword);
+    }
+    match function.owner_name() {
+        // The target names the method's type even when the body does not.
+        Some(owner) => {
+            used.insert(owner);
+        }
+        // The copy is defined in the snippet under its own name.
+        None => {
+            used.remove(&function.name());
+        }
+    }
+
+    let items = module_items(source, function.scope);
+    let carried = module_imports(function.scope, location, &function.inline_modules, &items);
+    let module_path: Vec<String> = location
+        .path(&function.inline_modules)
+        .split("::")
+        .map(str::to_owned)
+        .collect();
+    let crate_ident = location.crate_ident.clone();
+    let is_dependency =
+        |name: &str| BUILT_IN_CRATES.contains(&name) || dependencies.iter().any(|d| d == name);
+    let not_dependency = |name: &str| {
+        format!(
+            "crate `{name}` is not a dependency of `{snippets_package}`: add it to its Cargo.toml"
+        )
+    };
+    // Why the module's items cannot be named from the snippet, if they cannot.
+    let blocked: Option<String> = match (&crate_ident, &location.unreachable) {
+        (_, Some(why)) => Some(format!("{} is not reachable: {why}", source.display)),
+        (Some(name), None) if !is_dependency(name) => Some(not_dependency(name)),
+        (None, None) => Some(format!("{} is not part of a library", source.display)),
+        _ => None,
+    };
+
+    let mut result = Imports::default();
+    let mut chosen: BTreeSet<ImportPath> = BTreeSet::new();
+    for name in &used {
+        if let Some(item) = items.get(name) {
+            let place = format!("{} {name}, {}:{}", item.kind, source.display, item.line);
+            if let Some(why) = &blocked {
+                result.unresolved.push(Unresolved {
+                    name: name.clone(),
+                    reason: format!("{place}: {why}"),
+                });
+            } else if !item.public {
+                result.unresolved.push(Unresolved {
+                    name: name.clone(),
+                    reason: if item.kind == "macro" {
+                        format!("{place}: not `#[macro_export]`ed, so other crates cannot use it")
+                    } else {
+                        format!("{place}: private to `{}`", module_path.join("::"))
+                    },
+                });
+            } else {
+                let parent = if item.exported_macro {
+                    module_path[..1].to_vec()
+                } else {
+                    module_path.clone()
+                };
+                result.module_items.push(name.clone());
+                chosen.insert(ImportPath {
+                    parent,
+                    name: name.clone(),
+                    rename: None,
+                });
+            }
+        } else if let Some(import) = carried.iter().find(|i| i.binding() == name) {
+            if let Some(root) = import.parent.first() {
+                let into_source = crate_ident.as_deref() == Some(root.as_str());
+                if into_source {
+                    let mut path = import.parent[1..].to_vec();
+                    path.push(import.name.clone());
+                    let why = blocked.clone().or_else(|| location.unreachable_item(&path));
+                    if let Some(why) = why {
+                        result.unresolved.push(Unresolved {
+                            name: import.display(),
+                            reason: why,
+                        });
+                    }
+                } else if !is_dependency(root) {
+                    result.unresolved.push(Unresolved {
+                        name: import.display(),
+                        reason: not_dependency(root),
+                    });
+                }
+            }
+            chosen.insert(import.clone());
+        }
+    }
+    for import in &carried {
+        // Globs, and traits imported as `_`, may provide what the copy calls
+        // without naming it.
+        if import.name == "*" || import.rename.as_deref() == Some("_") {
+            chosen.insert(import.clone());
+        } else if !chosen.contains(import) && could_be_trait(import, location) {
+            result.left_out.push(import.display());
+        }
+    }
+    result
+        .unresolved
+        .extend(private_members(source, function, &uses));
+    result.paths = chosen.into_iter().collect();
+    result
+}
+
+/// Whether an import the copy does not name may still be needed: a trait
+/// brings methods into scope without being named. Only CamelCase names can
+/// be traits, and an item of the production crate is looked up.
+fn could_be_trait(import: &ImportPath, location: &ModuleLocation) -> bool {
+    let name = import.binding();
+    let camel =
+        name.starts_with(|c: char| c.is_uppercase()) && name.chars().any(char::is_lowercase);
+    if !camel {
+        return false;
+    }
+    match import.parent.split_first() {
+        Some((root, modules)) if location.crate_ident.as_deref() == Some(root.as_str()) => {
+            let mut path = modules.to_vec();
+            path.push(import.name.clone());
+            location
+                .find_item(&path)
+                .is_none_or(|(kind, _)| kind == "trait")
+        }
+        _ => true,
+    }
+}
+
+/// For a method: the private fields and methods of its own type that it
+/// uses through `self` or `Self`, which the snippet, in another crate,
+/// cannot reach.
+fn private_members(source: &SourceFile, function: &Function<'_>, uses: &Uses) -> Vec<Unresolved> {
+    let Some(owner) = function.owner_name() else {
+        return Vec::new();
+    };
+    let mut private_fields = BTreeMap::new();
+    let mut private_items = BTreeMap::new();
+    for item in function.scope {
+        match item {
+            syn::Item::Struct(definition) if definition.ident == owner.as_str() => {
+                for field in &definition.fields {
+                    if let (Some(ident), false) = (
+                        &field.ident,
+                        matches!(field.vis, syn::Visibility::Public(_)),
+                    ) {
+                        private_fields.insert(ident.to_string(), source.lines(field.span()).0);
+                    }
+                }
+            }
+            syn::Item::Impl(imp)
+                if imp.trait_.is_none() && type_name(&imp.self_ty).as_deref() == Some(&owner) =>
+            {
+                for impl_item in &imp.items {
+                    let (ident, vis) = match impl_item {
+                        syn::ImplItem::Fn(f) => (&f.sig.ident, &f.vis),
+                        syn::ImplItem::Const(c) => (&c.ident, &c.vis),
+                        _ => continue,
+                    };
+                    if !matches!(vis, syn::Visibility::Public(_)) {
+                        private_items.insert(ident.to_string(), source.lines(impl_item.span()).0);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = BTreeMap::new();
+    for (name, _) in &uses.self_fields {
+        if let Some(line) = private_fields.get(name) {
+            found.entry(format!("self.{name}")).or_insert(format!(
+                "private field of `{owner}` ({}:{line})",
+                source.display
+            ));
+        }
+    }
+    for (name, _) in &uses.self_items {
+        if let Some(line) = private_items.get(name) {
+            found
+                .entry(format!("{owner}::{name}"))
+                .or_insert(format!("private to `{owner}` ({}:{line})", source.display));
+        }
+    }
+    found
+        .into_iter()
+        .map(|(name, reason)| Unresolved { name, reason })
+        .collect()
+}
+
+/// The `use` declarations for `paths`, grouped by parent and laid out as
+/// rustfmt lays them out.
+pub(crate) fn render_uses(paths: &[ImportPath]) -> Vec<String> {
+    let mut groups: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
+    for path in paths {
+        let leaf = match &path.rename {
+            Some(rename) => format!("{} as {rename}", path.name),
+            None => path.name.clone(),
+        };
+        let leaves = groups.entry(path.parent.clone()).or_default();
+        if !leaves.contains(&leaf) {
+            leaves.push(leaf);
+        }
+    }
+    // A line sorts by its path; a group of names, `{...}`, after every name.
+    let key = |parent: &[String], leaves: &[String]| -> Vec<String> {
+        let mut key = parent.to_vec();
+        key.push(if leaves.len() == 1 {
+            leaves[0].clone()
+        } else {
+            "{".to_owned()
+        });
+        key
+    };
+    let mut ordered: Vec<(Vec<String>, Vec<String>)> = groups.into_iter().collect();
+    ordered.sort_by(|a, b| compare_segments(&key(&a.0, &a.1), &key(&b.0, &b.1)));
+    ordered
+        .into_iter()
+        .map(|(parent, mut leaves)| {
+            leaves.sort_by(|a, b| compare_segment(a, b));
+            let prefix = parent.join("::");
+            if leaves.len() == 1 {
+                return format!("use {prefix}::{};", leaves[0]);
+            }
+            let one_line = format!("use {prefix}::{{{}}};", leaves.join(", "));
+            if one_line.len() <= 100 {
+                return one_line;
+            }
+            let mut text = format!("use {prefix}::{{\n");
+            let mut line = String::from("   ");
+            for leaf in &leaves {
+                if line.len() + 1 + leaf.len() + 1 > 100 {
+                    text.push_str(&line);
+                    text.push('\n');
+                    line = String::from("   ");
+                }
+                line.push(' ');
+                line.push_str(leaf);
+                line.push(',');
+            }
+            text.push_str(&line);
+            text.push_str("\n};");
+            text
+        })
+        .collect()
+}
+
+fn compare_segments(a: &[String], b: &[String]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let order = compare_segment(x, y);
+        if order.is_ne() {
+            return order;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// rustfmt's order of names in a `use`: `self`, then snake_case, then
+/// CamelCase, then SCREAMING_CASE, then globs.
+fn compare_segment(a: &str, b: &str) -> std::cmp::Ordering {
+    fn rank(name: &str) -> u8 {
+        let first = name.chars().next().unwrap_or('a');
+        if name == "self" || name.starts_with("self ") {
+            0
+        } else if name == "*" {
+            4
+        } else if name == "{" {
+            5
+        } else if first.is_lowercase() || first == '_' {
+            1
+        } else if name.chars().any(|c| c.is_lowercase()) {
+            2
+        } else {
+            3
+        }
+    }
+    (rank(a), a).cmp(&(rank(b), b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_captures_skip_escapes_and_take_names() {
+        let mut out = BTreeSet::new();
+        format_captures(r#""{{not}} {BOX_COLUMNS} and {count:>4} {0} {}""#, &mut out);
+        assert_eq!(
+            out.into_iter().collect::<Vec<_>>(),
+            vec!["BOX_COLUMNS", "count"]
+        );
+    }
+
+    #[test]
+    fn absolutize_makes_crate_self_and_super_paths_absolute() {
+        let here: Vec<String> = ["lib", "a", "b"].map(String::from).to_vec();
+        let items = BTreeMap::new();
+        let path = |p: &str| p.split("::").map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            absolutize(&path("crate::x::Y"), &here, &items),
+            path("lib::x::Y")
+        );
+        assert_eq!(
+            absolutize(&path("super::Y"), &here, &items),
+            path("lib::a::Y")
+        );
+        assert_eq!(
+            absolutize(&path("super::super::Y"), &here, &items),
+            path("lib::Y")
+        );
+        assert_eq!(
+            absolutize(&path("self::Y"), &here, &items),
+            path("lib::a::b::Y")
+        );
+        assert_eq!(
+            absolutize(&path("ndarray::Array2"), &here, &items),
+            path("ndarray::Array2")
+        );
+    }
+
+    #[test]
+    fn uses_are_grouped_sorted_and_wrapped_like_rustfmt() {
+        let path = |parent: &str, name: &str| ImportPath {
+            parent: parent.split("::").map(str::to_owned).collect(),
+            name: name.to_owned(),
+            rename: None,
+        };
+        let lines = render_uses(&[
+            path("profiling_examples::postprocess", "MAX_NMS_CANDIDATES"),
+            path("profiling_examples::postprocess", "Detection"),
+            path("profiling_examples::postprocess", "decode_predictions"),
+            path("profiling_examples::postprocess", "keep_top_candidates"),
+            path("profiling_examples::postprocess", "non_max_suppression"),
+            path("profiling_examples::postprocess", "scale_boxes"),
+            path("profiling_examples::postprocess", "PostprocessParams"),
+            path("ndarray", "ArrayView2"),
+        ]);
+        assert_eq!(
+            lines,
+            vec![
+                "use ndarray::ArrayView2;".to_owned(),
+                "use profiling_examples::postprocess::{\n    decode_predictions, keep_top_candidates, non_max_suppression, scale_boxes, Detection,\n    PostprocessParams, MAX_NMS_CANDIDATES,\n};".to_owned(),
+            ]
+        );
+    }
+}

@@ -1,0 +1,430 @@
+//! The three files of a snippet as text: `target.rs` (header, imports,
+//! the copy, the target), `config.yaml` (every key, commented) and
+//! `README.md` (provenance, what is left to do, the commands).
+
+use std::fmt::Write as _;
+
+use super::copy::{Copied, Instrumentation};
+use super::names::{render_uses, ImportPath, Imports};
+use super::scaffold::{Target, ValueSource};
+use super::Report;
+
+/// Words of `text` laid out in lines of at most `width` columns, each
+/// starting with `prefix`.
+pub(crate) fn wrap(text: &str, width: usize, prefix: &str) -> String {
+    hanging(text, width, prefix, prefix)
+}
+
+/// Like [`wrap`], with `first` before the first line and `rest` before
+/// the others: a Markdown list item.
+fn hanging(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut prefix = first;
+    let mut line = String::from(first);
+    for word in text.split_whitespace() {
+        if line.len() > prefix.len() && line.len() + 1 + word.len() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            prefix = rest;
+            line = String::from(rest);
+        }
+        if line.len() > prefix.len() || (!prefix.is_empty() && !prefix.ends_with(' ')) {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// `text` with its first letter in upper case.
+fn sentence_case(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// `target.rs`.
+pub(crate) fn target_rs(
+    report: &Report,
+    copied: &Copied,
+    imports: &Imports,
+    target: &Target,
+) -> String {
+    let provenance = format!(
+        "{}:{}-{}",
+        report.source, copied.first_line, copied.last_line
+    );
+    let range = match &copied.instrumentation {
+        Instrumentation::Statements { name, .. } => {
+            format!("with an NVTX range `{name}` around the selected lines")
+        }
+        _ => "with an NVTX range around it".to_owned(),
+    };
+    let mut text = wrap(
+        &format!(
+            "Snippet `{}`: a copy of `{}` ({provenance}), made by `profile-cli new` {range}. \
+             Its calls into `{}` run the production code. README.md says where it came from and \
+             what is left to do.",
+            report.target_name, report.item, report.module
+        ),
+        80,
+        "//!",
+    );
+    text.push('\n');
+
+    let mut paths = imports.paths.clone();
+    let prelude = ImportPath {
+        parent: vec!["profiling_core".to_owned(), "prelude".to_owned()],
+        name: "*".to_owned(),
+        rename: None,
+    };
+    if !paths.contains(&prelude) {
+        paths.push(prelude);
+    }
+    for line in render_uses(&paths) {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text.push('\n');
+
+    let doc = format!("Copy of `{}` ({provenance}).", report.item);
+    match (
+        &target.trait_name,
+        &copied.trait_signature,
+        report.owner.as_deref(),
+    ) {
+        (Some(trait_name), Some(signature), Some(owner)) => {
+            text.push_str(&wrap(
+                &format!(
+                    "Holds the copy of `{}`: as a method of this trait, implemented for `{owner}`, it keeps its `self`.",
+                    target.function
+                ),
+                100,
+                "///",
+            ));
+            let _ = write!(
+                text,
+                "trait {trait_name} {{\n{signature}\n}}\n\nimpl {trait_name} for {owner} {{\n{}{}\n}}\n",
+                wrap(&doc, 100, "    ///"),
+                copied.text
+            );
+        }
+        _ => {
+            let _ = writeln!(text, "{}{}", wrap(&doc, 100, "///"), copied.text);
+        }
+    }
+    text.push('\n');
+    text.push_str(&target.render(&provenance));
+    text
+}
+
+/// `config.yaml`.
+pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "# Profile of the copy of `{}` in target.rs.\n# Run from the repository root:\n#   scripts/profile run --config {} --run-id smoke\n",
+        target.function, report.config_display
+    );
+    let _ = writeln!(
+        text,
+        "# Names the run directory's manifest and the profile; defaults to target.name.\nprofile_name: {}\n",
+        report.target_name
+    );
+    let _ = writeln!(
+        text,
+        "target:\n  # The name the target registers with #[profile_target].\n  name: {}\n  # The file that defines it; the run refuses to start if it does not match.\n  import_path: {}\n  # false: prepare runs once per record before any pass, outside every range.\n  profile_prepare: false\n",
+        report.target_name, report.target_display
+    );
+    text.push_str("data_source:\n");
+    if report.data_source == "images" {
+        text.push_str(
+            "  # Image files decoded to RGB, in path order.\n  name: images\n  \
+             # The directory of images: an absolute path (`~` is not expanded).\n  \
+             directory: /path/to/images\n  decode: true\n  \
+             # The first N files; `repeat: M` then cycles them into M records.\n  limit: 4\n",
+        );
+    } else {
+        text.push_str(
+            "  # Synthetic records: a 64x64 RGB image and the tensors `tensor`, `scores`\n  \
+             # and `boxes`.\n  name: dummy\n  record_count: 1\n",
+        );
+        if let Some(shape) = target.tensor_shape() {
+            let shape: Vec<String> = shape.iter().map(ToString::to_string).collect();
+            let _ = writeln!(
+                text,
+                "  # The shape of `tensor`, for the parameter that takes it.\n  tensor_shape: [{}]",
+                shape.join(", ")
+            );
+        }
+    }
+    let _ = writeln!(text, "\n# cpu, cuda or cuda:N.\ndevice: {}", report.device);
+    text.push_str(
+        "# Unmeasured passes first; their outputs are validated.\n\
+         warmup: 10\n\
+         # Measured passes, each an `iteration <i>` range inside the capture range.\n\
+         iterations: 100\n\
+         # eager: read every record once before the passes (lazy needs profile_prepare: true).\n\
+         record_loading: eager\n\
+         # Seeds every random generator of the run: the same seed, the same data.\n\
+         seed: 0\n\
+         # Run validate on every warmup output (never on measured ones).\n\
+         validate_output: true\n\
+         # The NVTX range around the measured passes, which Nsight captures.\n\
+         capture_range: profile-target\n\
+         # Write runs/<run-id>/manifest.yaml.\n\
+         write_manifest: true\n\
+         # Left out on purpose: runs then go to runs/ beside this file. Setting it\n\
+         # sends them to <output_dir>/<profile_name>/runs instead.\n\
+         # output_dir: /absolute/path\n\
+         \n\
+         # Where the runner waits for the device; no-ops on the CPU.\n\
+         cuda:\n  \
+         synchronize_before_warmup: true\n  \
+         synchronize_after_warmup: true\n  \
+         synchronize_before_capture: true\n  \
+         synchronize_after_capture: true\n  \
+         # true adds a wait after every target call, inside the measured passes.\n  \
+         synchronize_each_iteration: false\n",
+    );
+    text
+}
+
+/// `README.md`.
+pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> String {
+    let mut text = format!("# {}\n\n", report.target_name);
+    let summary = match &report.production_doc {
+        Some(doc) => format!(
+            "Profiles a copy of `{}`, made by `profile-cli new`. Production says of it: \"{doc}\"",
+            report.item
+        ),
+        None => format!(
+            "Profiles a copy of `{}`, made by `profile-cli new`.",
+            report.item
+        ),
+    };
+    text.push_str(&wrap(&summary, 78, ""));
+
+    text.push_str("\n## Provenance\n\n| | |\n| --- | --- |\n");
+    let _ = writeln!(text, "| source file | `{}` |", report.source);
+    let doc_note = copied
+        .doc_line
+        .map(|line| format!("; its doc comment starts at line {line}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        text,
+        "| lines | {}-{} (`{}`{doc_note}) |",
+        copied.first_line, copied.last_line, target.function
+    );
+    let _ = writeln!(text, "| item | `{}` |", report.item);
+    let git = match &report.git {
+        Some((commit, false)) => format!("`{commit}`; the source file had no uncommitted changes"),
+        Some((commit, true)) => {
+            format!("`{commit}`; the source file had uncommitted changes, which the copy holds")
+        }
+        None => "none: the source file is not in a git work tree".to_owned(),
+    };
+    let _ = writeln!(text, "| git commit | {git} |");
+    let copied_into = match &target.trait_name {
+        Some(trait_name) => format!(
+            "`target.rs`, method `{}` of trait `{trait_name}`",
+            report.function_name
+        ),
+        None => format!("`target.rs`, function `{}`", report.function_name),
+    };
+    let _ = writeln!(text, "| copied into | {copied_into} |");
+    let _ = writeln!(text, "| made by | `{}` |", report.command);
+
+    text.push_str("\nHow it was made:\n\n");
+    let mut made = vec![format!(
+        "The function was copied byte for byte from the source file, with its comments and layout (lines {}-{}).",
+        copied.first_line, copied.last_line
+    )];
+    made.push(match &copied.instrumentation {
+        Instrumentation::KeptAttribute => {
+            "Its `#[nvtx_range]` is kept: the copy runs inside a range named after it.".to_owned()
+        }
+        Instrumentation::AddedAttribute => {
+            "`#[nvtx_range]` is added: the copy runs inside a range named after it.".to_owned()
+        }
+        Instrumentation::Statements { name, first, last } => format!(
+            "A range `{name}` is opened before the statements of lines {first}-{last} and closed after them (`_snippet_range`)."
+        ),
+    });
+    if let Some(note) = &copied.range_note {
+        made.push(format!(
+            "The line range was not instrumented as statements: {note}."
+        ));
+    }
+    made.extend(
+        copied
+            .changes
+            .iter()
+            .map(|change| format!("{}.", sentence_case(change))),
+    );
+    if report.module_items.is_empty() {
+        made.push("It names no other item of its module.".to_owned());
+    } else {
+        made.push(format!(
+            "The items of `{}` it names are not copied but imported from production, so the copy runs the production code: {}.",
+            report.module,
+            report
+                .module_items
+                .iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !report.left_out.is_empty() {
+        made.push(format!(
+            "The imports of the source module that the copy does not name are left out. These could be traits whose methods it calls, which it would need back: {}.",
+            report
+                .left_out
+                .iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let (Some(trait_name), Some(receiver), Some(owner)) =
+        (&target.trait_name, &target.receiver, &report.owner)
+    {
+        let built = if receiver.default {
+            format!("built with `{owner}::default()`")
+        } else {
+            "built by `build_target`, which is still to write".to_owned()
+        };
+        let how = match receiver.pass {
+            super::scaffold::Pass::Ref => "`run` lends it to every call (`&self`)",
+            super::scaffold::Pass::RefMut => {
+                "`run` lends it mutably to every call (`&mut self`): what a call changes, the next call sees, across passes and records"
+            }
+            _ => "`run` passes every call a copy of it (`self` by value)",
+        };
+        made.push(format!(
+            "`self`: the method is copied unchanged into `impl {trait_name} for {owner}`, a trait `target.rs` declares, so its `self` is still a `{owner}` and its body reads fields and calls methods as production does. The target holds that `{owner}` in its field `receiver`, {built}; {how}."
+        ));
+    } else if let (Some(trait_name), Some(owner)) = (&target.trait_name, &report.owner) {
+        made.push(format!(
+            "The associated function is copied unchanged into `impl {trait_name} for {owner}`, a trait `target.rs` declares, so `Self` is still `{owner}`."
+        ));
+    }
+    for line in made {
+        text.push_str(&hanging(&line, 78, "- ", "  "));
+    }
+
+    text.push_str("\n## To do\n\n");
+    let mut todo = Vec::new();
+    for unresolved in &report.unresolved {
+        todo.push(format!(
+            "Resolve `{}`: {}. Make it reachable in production, or copy it into `target.rs`.",
+            unresolved.name, unresolved.reason
+        ));
+    }
+    for parameter in target.unmapped() {
+        todo.push(format!(
+            "Map `{}` in `prepare`: the types do not say where it comes from (it returns an error until then).",
+            parameter.declared
+        ));
+    }
+    if target.needs_factory() {
+        todo.push("Write `build_target`: it makes the `self` of the copied method (it returns an error until then).".to_owned());
+    }
+    todo.push("Place ranges (`profiling_range`) around the meaningful operations inside the copied body: decoding, model calls, filtering, NMS.".to_owned());
+    todo.push("Fill in `validate` (what production promises of the output) and `summarize` (a few values that say what came out).".to_owned());
+    todo.push(
+        "Compare the copy against production on a tiny fixture, in a unit test in `target.rs`."
+            .to_owned(),
+    );
+    for line in todo {
+        text.push_str(&hanging(&line, 78, "- [ ] ", "  "));
+    }
+
+    text.push_str("\n## Assumptions and differences from production\n\n");
+    text.push_str("To fill in. What `profile-cli new` knows:\n\n");
+    let mut facts = Vec::new();
+    for parameter in &target.parameters {
+        if parameter.source != ValueSource::Unmapped {
+            facts.push(format!(
+                "`{}` is {}.",
+                parameter.declared,
+                parameter.describe_source()
+            ));
+        }
+    }
+    if target.parameters.iter().any(|p| {
+        matches!(
+            p.pass,
+            super::scaffold::Pass::RefMut | super::scaffold::Pass::ViewMut
+        )
+    }) {
+        facts.push("Parameters taken by `&mut` are cloned from the prepared inputs in every `run` call: inside the measured pass, outside the copy's range.".to_owned());
+    }
+    if target
+        .parameters
+        .iter()
+        .any(|p| p.pass == super::scaffold::Pass::Clone)
+    {
+        facts.push(
+            "Parameters taken by value are cloned from the prepared inputs in every `run` call."
+                .to_owned(),
+        );
+    }
+    match &target.output {
+        super::scaffold::Output::Discarded(ty) => facts.push(format!(
+            "The result (`{ty}`) borrows from the inputs: `run` passes it to `black_box` and returns nothing."
+        )),
+        super::scaffold::Output::Result(_) => facts.push(
+            "An `Err` from the copy fails the call, with its message.".to_owned(),
+        ),
+        super::scaffold::Output::Mutated(index) => facts.push(format!(
+            "The function returns nothing: `run` returns `{}` as the call left it.",
+            target.parameters[*index].name
+        )),
+        _ => {}
+    }
+    facts.push(format!(
+        "The config runs it on the `{}` data source, on `{}`.",
+        report.data_source, report.device
+    ));
+    for fact in facts {
+        text.push_str(&hanging(&fact, 78, "- ", "  "));
+    }
+
+    text.push_str("\n## Requirements\n\n");
+    if report.data_source == "images" {
+        text.push_str(&wrap(
+            "Set `data_source.directory` in config.yaml to a directory of images (an absolute path). To fill in: any model, file or environment variable the copied code needs.",
+            78,
+            "",
+        ));
+    } else {
+        text.push_str(&wrap(
+            "The dummy data source builds its records in memory. To fill in: any model, file or environment variable the copied code needs.",
+            78,
+            "",
+        ));
+    }
+
+    let _ = write!(
+        text,
+        "\n## Smoke run (no Nsight)\n\nFrom the repository root:\n\n```sh\nscripts/profile run \\\n  --config {} \\\n  --run-id smoke\n```\n",
+        report.config_display
+    );
+    let _ = write!(
+        text,
+        "\n## Nsight Systems\n\nAdding `--print-nsys-command` prints the full `nsys profile` command instead\nof running; paste it to record the trace:\n\n```sh\nscripts/profile run \\\n  --config {} \\\n  --run-id smoke \\\n  --print-nsys-command\n```\n\nIt prints (`<repo>` is the absolute repository root):\n\n```text\n{}\n```\n",
+        report.config_display, report.nsys_command
+    );
+    let _ = write!(
+        text,
+        "\n## Where runs go\n\n`runs/<run-id>/manifest.yaml` beside config.yaml, with the trace beside it as\n`trace.nsys-rep` when recorded with Nsight. A run id is used once.\n\n## Regenerate\n\nFrom the repository root (into a new directory: `new` never overwrites):\n\n```sh\n{}\n```\n",
+        report.command
+    );
+    text
+}

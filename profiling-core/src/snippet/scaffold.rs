@@ -1,0 +1,1171 @@
+//! The target around the copy: which record field feeds which parameter
+//! (where the types make it clear), the struct that holds one call's
+//! arguments, and the `#[profile_target]` impl whose `run` calls the copy.
+//! What the types do not make clear becomes an error `prepare` returns,
+//! never a panic.
+
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+
+use super::select::{type_name, Function};
+use super::source::SourceFile;
+
+/// Widest line rustfmt keeps.
+const WIDTH: usize = 100;
+
+/// Where `prepare` gets a parameter's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ValueSource {
+    /// The record's decoded image.
+    Image,
+    /// The record itself.
+    Record,
+    /// The run's device.
+    Device,
+    /// One of the record's tensors, flattened into a `Vec<f32>`.
+    Values(&'static str),
+    /// One of the record's tensors, as an array of `dims` dimensions
+    /// (`None`: any).
+    Tensor {
+        name: &'static str,
+        dims: Option<usize>,
+    },
+    /// `Default::default()` of a type whose production module implements it.
+    Default,
+    /// Not clear from the type.
+    Unmapped,
+}
+
+/// How `run` hands the held value to the copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// `&inputs.x`.
+    Ref,
+    /// `&mut x` on a clone made in `run`.
+    RefMut,
+    /// `inputs.x.view()`.
+    View,
+    /// `&inputs.x.view()`.
+    ViewRef,
+    /// `x.view_mut()` on a clone made in `run`.
+    ViewMut,
+    /// `inputs.x`, a `Copy` value.
+    Copy,
+    /// `inputs.x.clone()`.
+    Clone,
+}
+
+/// One parameter of the copied function.
+#[derive(Debug, Clone)]
+pub(crate) struct Parameter {
+    /// The field of the inputs struct.
+    pub name: String,
+    /// As declared: `raw: ArrayView2<f32>`.
+    pub declared: String,
+    /// The type the inputs struct holds.
+    pub field_type: String,
+    pub source: ValueSource,
+    pub pass: Pass,
+}
+
+impl Parameter {
+    /// How `prepare` fills it, in words, for the README and the output.
+    pub fn describe_source(&self) -> String {
+        match &self.source {
+            ValueSource::Image => "the record's image (`record.image()`)".to_owned(),
+            ValueSource::Record => "the record".to_owned(),
+            ValueSource::Device => "the run's device".to_owned(),
+            ValueSource::Values(name) => {
+                format!("the record's tensor `{name}`, flattened into a `Vec<f32>`")
+            }
+            ValueSource::Tensor { name, dims } => match dims {
+                Some(dims) => {
+                    format!("the record's tensor `{name}`, as a {dims}-dimensional array")
+                }
+                None => format!("the record's tensor `{name}`"),
+            },
+            ValueSource::Default => format!("`{}::default()`", self.field_type),
+            ValueSource::Unmapped => "still to map".to_owned(),
+        }
+    }
+
+    fn needs_local(&self) -> bool {
+        matches!(self.pass, Pass::RefMut | Pass::ViewMut)
+    }
+
+    fn argument(&self) -> String {
+        let name = &self.name;
+        match self.pass {
+            Pass::Ref => format!("&inputs.{name}"),
+            Pass::RefMut => format!("&mut {name}"),
+            Pass::View => format!("inputs.{name}.view()"),
+            Pass::ViewRef => format!("&inputs.{name}.view()"),
+            Pass::ViewMut => format!("{name}.view_mut()"),
+            Pass::Copy => format!("inputs.{name}"),
+            Pass::Clone => format!("inputs.{name}.clone()"),
+        }
+    }
+}
+
+/// The `self` of a method: the target holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct Receiver {
+    pub type_text: String,
+    pub pass: Pass,
+    /// Its type implements `Default` in the production module, so the
+    /// target can be built by `Default`.
+    pub default: bool,
+}
+
+/// What `run` returns.
+#[derive(Debug, Clone)]
+pub(crate) enum Output {
+    /// The function's return value.
+    Value(String),
+    /// The `Ok` value of a returned `Result`; its error fails the call.
+    Result(String),
+    /// Nothing.
+    Unit,
+    /// The one `&mut` parameter of a function that returns nothing.
+    Mutated(usize),
+    /// A return value that borrows (or is `impl Trait`): passed to
+    /// `black_box` and dropped.
+    Discarded(String),
+}
+
+/// Everything the target needs to know about the copy.
+pub(crate) struct Target {
+    pub profile_name: String,
+    pub type_name: String,
+    pub inputs_name: String,
+    pub function: String,
+    pub parameters: Vec<Parameter>,
+    pub receiver: Option<Receiver>,
+    pub output: Output,
+    /// How `run` names the copy: `f`, or `<Type as Trait>::method`.
+    pub call_path: String,
+    /// For a method: the trait the snippet declares to hold the copy.
+    pub trait_name: Option<String>,
+    /// Whether the function is `unsafe`.
+    pub is_unsafe: bool,
+}
+
+impl Target {
+    /// The dimensions the dummy source's `tensor` needs, when they are not
+    /// its default `[4, 4]`.
+    pub fn tensor_shape(&self) -> Option<Vec<usize>> {
+        self.parameters.iter().find_map(|p| match p.source {
+            ValueSource::Tensor {
+                name: "tensor",
+                dims: Some(dims),
+            } if dims != 2 => Some(match dims {
+                0 => Vec::new(),
+                1 => vec![16],
+                n => {
+                    let mut shape = vec![1; n.saturating_sub(3)];
+                    shape.extend([3, 64, 64]);
+                    shape
+                }
+            }),
+            _ => None,
+        })
+    }
+
+    pub fn unmapped(&self) -> Vec<&Parameter> {
+        self.parameters
+            .iter()
+            .filter(|p| p.source == ValueSource::Unmapped)
+            .collect()
+    }
+
+    pub fn needs_factory(&self) -> bool {
+        self.receiver.as_ref().is_some_and(|r| !r.default)
+    }
+
+    /// What `run` returns, as a type.
+    pub fn output_type(&self) -> String {
+        match &self.output {
+            Output::Value(ty) | Output::Result(ty) => ty.clone(),
+            Output::Unit | Output::Discarded(_) => "()".to_owned(),
+            Output::Mutated(index) => self.parameters[*index].field_type.clone(),
+        }
+    }
+}
+
+/// Facts about the production module's types that decide mappings.
+struct ModuleTypes {
+    defaults: Vec<String>,
+    copies: Vec<String>,
+}
+
+impl ModuleTypes {
+    fn of(scope: &[syn::Item]) -> ModuleTypes {
+        let mut types = ModuleTypes {
+            defaults: Vec::new(),
+            copies: Vec::new(),
+        };
+        for item in scope {
+            let (ident, attrs) = match item {
+                syn::Item::Struct(s) => (&s.ident, &s.attrs),
+                syn::Item::Enum(e) => (&e.ident, &e.attrs),
+                syn::Item::Impl(imp) => {
+                    let implemented = imp
+                        .trait_
+                        .as_ref()
+                        .and_then(|(_, path, _)| path.segments.last())
+                        .map(|s| s.ident.to_string());
+                    if let (Some(name), Some(ty)) = (implemented, type_name(&imp.self_ty)) {
+                        match name.as_str() {
+                            "Default" => types.defaults.push(ty),
+                            "Copy" => types.copies.push(ty),
+                            _ => {}
+                        }
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            for attr in attrs.iter().filter(|a| a.path().is_ident("derive")) {
+                let Ok(paths) = attr.parse_args_with(
+                    syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+                ) else {
+                    continue;
+                };
+                for path in paths {
+                    match path.segments.last().map(|s| s.ident.to_string()).as_deref() {
+                        Some("Default") => types.defaults.push(ident.to_string()),
+                        Some("Copy") => types.copies.push(ident.to_string()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        types
+    }
+}
+
+const PRIMITIVES: &[&str] = &[
+    "bool", "char", "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32",
+    "u64", "u128", "usize", "Device",
+];
+
+/// The type `ty` written as source text, owned: `Self` becomes the
+/// method's type and every lifetime `'static`, on one line.
+fn owned_text(source: &SourceFile, ty: &syn::Type, owner: Option<&str>) -> String {
+    struct Edits<'o> {
+        owner: Option<&'o str>,
+        edits: Vec<(proc_macro2::Span, String)>,
+    }
+    impl<'ast> Visit<'ast> for Edits<'_> {
+        fn visit_lifetime(&mut self, lifetime: &'ast syn::Lifetime) {
+            self.edits.push((lifetime.span(), "'static".to_owned()));
+        }
+        fn visit_path_segment(&mut self, segment: &'ast syn::PathSegment) {
+            if let (true, Some(owner)) = (segment.ident == "Self", self.owner) {
+                self.edits.push((segment.ident.span(), owner.to_owned()));
+            }
+            visit::visit_path_segment(self, segment);
+        }
+    }
+    let range = source.range(ty.span());
+    let mut finder = Edits {
+        owner,
+        edits: Vec::new(),
+    };
+    finder.visit_type(ty);
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = finder
+        .edits
+        .into_iter()
+        .map(|(span, text)| (source.range(span), text))
+        .collect();
+    edits.sort_by_key(|(at, _)| at.start);
+    let mut text = String::new();
+    let mut at = range.start;
+    for (edit, replacement) in edits {
+        if edit.start < at || edit.end > range.end {
+            continue;
+        }
+        text.push_str(&source.text[at..edit.start]);
+        text.push_str(&replacement);
+        at = edit.end;
+    }
+    text.push_str(&source.text[at..range.end]);
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
+    match ty {
+        syn::Type::Path(path) if path.qself.is_none() => path.path.segments.last(),
+        syn::Type::Group(group) => last_segment(&group.elem),
+        syn::Type::Paren(paren) => last_segment(&paren.elem),
+        _ => None,
+    }
+}
+
+fn type_arguments(segment: &syn::PathSegment) -> Vec<&syn::Type> {
+    match &segment.arguments {
+        syn::PathArguments::AngleBracketed(args) => args
+            .args
+            .iter()
+            .filter_map(|arg| match arg {
+                syn::GenericArgument::Type(ty) => Some(ty),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_named(ty: &syn::Type, name: &str) -> bool {
+    last_segment(ty).is_some_and(|s| s.ident == name && s.arguments.is_none())
+}
+
+/// `ndarray` arrays and views of `f32`: (is a view, is mutable, dimensions).
+fn ndarray_f32(ty: &syn::Type) -> Option<(bool, bool, Option<usize>)> {
+    let segment = last_segment(ty)?;
+    let ident = segment.ident.to_string();
+    let (view, mutable, suffix) = if let Some(rest) = ident.strip_prefix("ArrayViewMut") {
+        (true, true, rest)
+    } else if let Some(rest) = ident.strip_prefix("ArrayView") {
+        (true, false, rest)
+    } else if let Some(rest) = ident.strip_prefix("Array") {
+        (false, false, rest)
+    } else {
+        return None;
+    };
+    let args = type_arguments(segment);
+    if !is_named(args.first()?, "f32") {
+        return None;
+    }
+    let dims = match suffix {
+        "D" => None,
+        "" => {
+            let dim = last_segment(args.get(1)?)?.ident.to_string();
+            match dim.strip_prefix("Ix")? {
+                "Dyn" => None,
+                n => Some(n.parse::<usize>().ok()?),
+            }
+        }
+        n => Some(n.parse::<usize>().ok().filter(|n| *n <= 6)?),
+    };
+    Some((view, mutable, dims))
+}
+
+fn is_f32_values(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Slice(slice) => is_named(&slice.elem, "f32"),
+        _ => last_segment(ty).is_some_and(|s| {
+            s.ident == "Vec"
+                && type_arguments(s)
+                    .first()
+                    .is_some_and(|t| is_named(t, "f32"))
+        }),
+    }
+}
+
+fn tensor_for(name: &str, dims: Option<usize>) -> &'static str {
+    match (name, dims) {
+        ("scores", Some(1)) => "scores",
+        ("boxes", Some(2)) => "boxes",
+        _ => "tensor",
+    }
+}
+
+/// Works out the target for the copied `function`.
+pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &str) -> Target {
+    let owner = function.owner_name();
+    let types = ModuleTypes::of(function.scope);
+    let is_copy = |ty: &syn::Type| match ty {
+        syn::Type::Reference(r) => r.mutability.is_none(),
+        syn::Type::Tuple(t) => t.elems.is_empty(),
+        _ => last_segment(ty).is_some_and(|s| {
+            let name = s.ident.to_string();
+            s.arguments.is_none()
+                && (PRIMITIVES.contains(&name.as_str()) || types.copies.contains(&name))
+        }),
+    };
+    let has_default = |ty: &syn::Type| {
+        last_segment(ty).is_some_and(|s| {
+            let name = s.ident.to_string();
+            types.defaults.contains(&name)
+                || (name == "Self" && owner.as_ref().is_some_and(|o| types.defaults.contains(o)))
+        })
+    };
+
+    let mut parameters = Vec::new();
+    let mut receiver = None;
+    for (index, input) in function.sig.inputs.iter().enumerate() {
+        let typed = match input {
+            syn::FnArg::Receiver(r) => {
+                let type_text = owner.clone().unwrap_or_else(|| "Self".to_owned());
+                let default = types.defaults.contains(&type_text);
+                let copy = types.copies.contains(&type_text);
+                receiver = Some(Receiver {
+                    pass: match (&r.reference, &r.mutability) {
+                        (Some(_), None) => Pass::Ref,
+                        (Some(_), Some(_)) => Pass::RefMut,
+                        (None, _) if copy => Pass::Copy,
+                        (None, _) => Pass::Clone,
+                    },
+                    type_text,
+                    default,
+                });
+                continue;
+            }
+            syn::FnArg::Typed(typed) => typed,
+        };
+        let name = match &*typed.pat {
+            syn::Pat::Ident(pat) if pat.subpat.is_none() => pat.ident.to_string(),
+            _ => format!("arg{index}"),
+        };
+        let declared = format!(
+            "{}: {}",
+            source.text[source.range(typed.pat.span())]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            owned_text(source, &typed.ty, None)
+        );
+        let (inner, reference) = match &*typed.ty {
+            syn::Type::Reference(r) => (&*r.elem, Some(r.mutability.is_some())),
+            other => (other, None),
+        };
+        let by_reference = |mutable: bool| if mutable { Pass::RefMut } else { Pass::Ref };
+        let by_value = |ty: &syn::Type| if is_copy(ty) { Pass::Copy } else { Pass::Clone };
+        let (field_type, value_source, pass) =
+            if let Some((view, mutable, dims)) = ndarray_f32(inner) {
+                let field = match dims {
+                    Some(n) => format!("ndarray::Array{n}<f32>"),
+                    None => "ndarray::ArrayD<f32>".to_owned(),
+                };
+                let pass = match (view, mutable, reference) {
+                    (true, true, _) => Pass::ViewMut,
+                    (true, false, Some(_)) => Pass::ViewRef,
+                    (true, false, None) => Pass::View,
+                    (false, _, Some(mutable)) => by_reference(mutable),
+                    (false, _, None) => Pass::Clone,
+                };
+                let tensor = tensor_for(&name, dims);
+                (field, ValueSource::Tensor { name: tensor, dims }, pass)
+            } else if is_f32_values(inner) {
+                let tensor = match name.as_str() {
+                    "scores" => "scores",
+                    "boxes" => "boxes",
+                    _ => "tensor",
+                };
+                let pass = reference.map_or(Pass::Clone, by_reference);
+                ("Vec<f32>".to_owned(), ValueSource::Values(tensor), pass)
+            } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner, reference) {
+                // `&[T]` and `&mut [T]`: held as a `Vec<T>`, which derefs to the slice.
+                let element = owned_text(source, &slice.elem, owner.as_deref());
+                let field = format!("Vec<{element}>");
+                (field, ValueSource::Unmapped, by_reference(mutable))
+            } else if let (true, Some(mutable)) = (is_named(inner, "str"), reference) {
+                let field = "String".to_owned();
+                (field, ValueSource::Unmapped, by_reference(mutable))
+            } else {
+                let field = owned_text(source, inner, owner.as_deref());
+                let value_source = if is_named(inner, "RgbImage") {
+                    ValueSource::Image
+                } else if is_named(inner, "DataRecord") {
+                    ValueSource::Record
+                } else if is_named(inner, "Device") {
+                    ValueSource::Device
+                } else if has_default(inner) {
+                    ValueSource::Default
+                } else {
+                    ValueSource::Unmapped
+                };
+                let pass = reference.map_or_else(|| by_value(inner), by_reference);
+                (field, value_source, pass)
+            };
+        parameters.push(Parameter {
+            name,
+            declared,
+            field_type,
+            source: value_source,
+            pass,
+        });
+    }
+
+    let output = match &function.sig.output {
+        syn::ReturnType::Default => {
+            let mutated: Vec<usize> = parameters
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.needs_local())
+                .map(|(i, _)| i)
+                .collect();
+            match mutated.as_slice() {
+                [only] => Output::Mutated(*only),
+                _ => Output::Unit,
+            }
+        }
+        syn::ReturnType::Type(_, ty) => {
+            let text = owned_text(source, ty, owner.as_deref());
+            let borrows = {
+                struct Borrow(bool);
+                impl<'ast> Visit<'ast> for Borrow {
+                    fn visit_type_reference(&mut self, _: &'ast syn::TypeReference) {
+                        self.0 = true;
+                    }
+                    fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {
+                        self.0 = true;
+                    }
+                    fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+                        self.0 = true;
+                    }
+                }
+                let mut finder = Borrow(false);
+                finder.visit_type(ty);
+                finder.0
+            };
+            let result_ok = last_segment(ty)
+                .filter(|s| s.ident == "Result")
+                .and_then(|s| type_arguments(s).first().copied());
+            if borrows {
+                Output::Discarded(text)
+            } else if let Some(ok) = result_ok {
+                Output::Result(owned_text(source, ok, owner.as_deref()))
+            } else if text == "()" {
+                Output::Unit
+            } else {
+                Output::Value(text)
+            }
+        }
+    };
+
+    let type_name = pascal_case(profile_name);
+    let function_name = function.name();
+    let trait_name = owner
+        .as_ref()
+        .map(|owner| format!("{owner}{}", pascal_case(&function_name)));
+    let call_path = match (&owner, &trait_name) {
+        (Some(owner), Some(trait_name)) => format!("<{owner} as {trait_name}>::{function_name}"),
+        _ => function_name.clone(),
+    };
+    Target {
+        profile_name: profile_name.to_owned(),
+        inputs_name: format!("{type_name}Inputs"),
+        type_name,
+        function: function.label.clone(),
+        parameters,
+        receiver,
+        output,
+        call_path,
+        trait_name,
+        is_unsafe: function.sig.unsafety.is_some(),
+    }
+}
+
+/// `example-candidate` and `postprocess_detections` to `ExampleCandidate`
+/// and `PostprocessDetections`; a leading digit gets `Target` before it.
+pub(crate) fn pascal_case(name: &str) -> String {
+    let mut out = String::new();
+    for word in name.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            out.push(first.to_ascii_uppercase());
+            out.extend(chars);
+        }
+    }
+    if out.starts_with(|c: char| c.is_ascii_digit()) || out.is_empty() {
+        out.insert_str(0, "Target");
+    }
+    out
+}
+
+/// `head(args)tail` on one line when it fits, else one argument per line.
+fn call_layout(indent: usize, head: &str, args: &[String], tail: &str) -> String {
+    let pad = " ".repeat(indent);
+    let one_line = format!("{pad}{head}({}){tail}", args.join(", "));
+    if one_line.len() <= WIDTH || args.is_empty() {
+        return one_line;
+    }
+    vertical(&pad, head, args, tail)
+}
+
+fn vertical(pad: &str, head: &str, args: &[String], tail: &str) -> String {
+    let mut text = format!("{pad}{head}(\n");
+    for arg in args {
+        text.push_str(&format!("{pad}    {arg},\n"));
+    }
+    text.push_str(&format!("{pad}){tail}"));
+    text
+}
+
+/// Widest argument list rustfmt keeps on one line (`fn_call_width`).
+const CALL_WIDTH: usize = 60;
+
+/// A statement around the call `head(args)close`, laid out as rustfmt
+/// does: `prefix` before it (`let output = `, or `Ok(` when `nested`, a
+/// call whose only argument is this call), `end` after it.
+fn call_statement(
+    indent: usize,
+    prefix: &str,
+    head: &str,
+    args: &[String],
+    close: &str,
+    end: &str,
+    nested: bool,
+) -> String {
+    let pad = " ".repeat(indent);
+    let joined = args.join(", ");
+    let call = format!("{head}({joined}){close}");
+    // Nested in another call, a call of several arguments breaks when it is
+    // wider than a call may be on one line.
+    let fits =
+        joined.len() <= CALL_WIDTH && (!nested || args.len() < 2 || call.len() <= CALL_WIDTH);
+    let one_line = format!("{pad}{prefix}{call}{end}");
+    if fits && one_line.len() <= WIDTH {
+        return one_line;
+    }
+    if fits && prefix.starts_with("let ") {
+        let next_line = format!("{pad}    {call}{end}");
+        if next_line.len() <= WIDTH {
+            return format!("{pad}{}\n{next_line}", prefix.trim_end());
+        }
+    }
+    vertical(
+        &pad,
+        &format!("{prefix}{head}"),
+        args,
+        &format!("{close}{end}"),
+    )
+}
+
+/// `Name { a, b }` as rustfmt writes a struct literal of shorthand fields.
+fn struct_literal(indent: usize, head: &str, name: &str, fields: &[String], tail: &str) -> String {
+    let pad = " ".repeat(indent);
+    let inline = fields.join(", ");
+    let one_line = format!("{pad}{head}{name} {{ {inline} }}{tail}");
+    if fields.is_empty() {
+        return format!("{pad}{head}{name} {{}}{tail}");
+    }
+    if inline.len() <= 18 && one_line.len() <= WIDTH {
+        return one_line;
+    }
+    let mut text = format!("{pad}{head}{name} {{\n");
+    for field in fields {
+        text.push_str(&format!("{pad}    {field},\n"));
+    }
+    text.push_str(&format!("{pad}}}{tail}"));
+    text
+}
+
+/// The let-else that returns an error naming the values still to set.
+fn missing_values(indent: usize, names: &[(String, String)], what: &str) -> String {
+    let pad = " ".repeat(indent);
+    let pattern = if names.len() == 1 {
+        format!("Some({})", names[0].0)
+    } else {
+        format!(
+            "({})",
+            names
+                .iter()
+                .map(|(n, _)| format!("Some({n})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let value = if names.len() == 1 {
+        names[0].0.clone()
+    } else {
+        format!(
+            "({})",
+            names
+                .iter()
+                .map(|(n, _)| n.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let mut text = format!("{pad}let {pattern} = {value} else {{\n");
+    text.push_str(&format!("{pad}    anyhow::bail!(\n"));
+    text.push_str(&format!("{pad}        \"{{}}: {what} yet:"));
+    for (i, (_, ty)) in names.iter().enumerate() {
+        let separator = if i + 1 == names.len() { "" } else { "," };
+        text.push_str(&format!(" \\\n{pad}         `{ty}`{separator}"));
+    }
+    text.push_str("\",\n");
+    text.push_str(&format!("{pad}        file!()\n"));
+    text.push_str(&format!("{pad}    );\n"));
+    text.push_str(&format!("{pad}}};\n"));
+    text
+}
+
+impl Target {
+    /// The items after the copy in `target.rs`: the inputs struct, the
+    /// target and its impl.
+    pub fn render(&self, provenance: &str) -> String {
+        let mut out = String::new();
+        if self
+            .parameters
+            .iter()
+            .any(|p| matches!(p.source, ValueSource::Tensor { dims: Some(_), .. }))
+        {
+            out.push_str(TENSOR_HELPER);
+            out.push('\n');
+        }
+        let prepared = if self.parameters.is_empty() {
+            "()".to_owned()
+        } else {
+            out.push_str(&self.render_inputs());
+            out.push('\n');
+            self.inputs_name.clone()
+        };
+
+        // The target type.
+        out.push_str(&super::render::wrap(
+            &format!("Profiles a copy of `{}` ({provenance}).", self.function),
+            100,
+            "///",
+        ));
+        match &self.receiver {
+            Some(receiver) => {
+                if receiver.default {
+                    out.push_str("#[derive(Default)]\n");
+                }
+                out.push_str(&format!("pub struct {} {{\n", self.type_name));
+                out.push_str(&format!(
+                    "    /// The `{}` the copied method runs on: its `self`.\n",
+                    receiver.type_text
+                ));
+                out.push_str(&format!(
+                    "    pub receiver: {},\n}}\n\n",
+                    receiver.type_text
+                ));
+            }
+            None => out.push_str(&format!(
+                "#[derive(Default)]\npub struct {};\n\n",
+                self.type_name
+            )),
+        }
+        if self.needs_factory() {
+            out.push_str(&self.render_factory());
+            out.push('\n');
+        }
+
+        let factory = if self.needs_factory() {
+            ", factory = build_target"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "#[profile_target(name = {:?}{factory})]\n",
+            self.profile_name
+        ));
+        out.push_str(&format!("impl ProfileTarget for {} {{\n", self.type_name));
+        let output = self.output_type();
+        out.push_str(&format!("    type Prepared = {prepared};\n"));
+        out.push_str(&format!("    type Output = {output};\n\n"));
+        out.push_str(&self.render_prepare(&prepared));
+        out.push('\n');
+        out.push_str(&self.render_run(&prepared, &output));
+        out.push('\n');
+        out.push_str(
+            "    // Warmup outputs only, never inside the capture range: check here what\n    \
+             // production promises (shapes, ranges, ordering).\n",
+        );
+        out.push_str(&call_layout(
+            4,
+            "fn validate",
+            &["&self".to_owned(), format!("_output: &{output}")],
+            " -> anyhow::Result<()> {",
+        ));
+        out.push_str("\n        Ok(())\n    }\n\n");
+        out.push_str(&self.render_summarize(&output));
+        out.push_str("}\n");
+        out
+    }
+
+    fn render_inputs(&self) -> String {
+        let mut text = super::render::wrap(
+            &format!(
+                "The arguments of one call to `{}`, made from a record by `prepare`.",
+                self.function
+            ),
+            100,
+            "///",
+        );
+        text.push_str(&format!("pub struct {} {{\n", self.inputs_name));
+        for parameter in &self.parameters {
+            text.push_str(&super::render::wrap(
+                &format!("`{}`: {}.", parameter.declared, parameter.describe_source()),
+                100,
+                "    ///",
+            ));
+            text.push_str(&format!(
+                "    pub {}: {},\n",
+                parameter.name, parameter.field_type
+            ));
+        }
+        text.push_str("}\n");
+        text
+    }
+
+    fn render_factory(&self) -> String {
+        let Some(receiver) = &self.receiver else {
+            return String::new();
+        };
+        let ty = &receiver.type_text;
+        let mut text = format!(
+            "/// Builds the target: the `{ty}` the copied method runs on.\nfn build_target() -> anyhow::Result<{}> {{\n",
+            self.type_name
+        );
+        text.push_str(&format!(
+            "    // Not clear from the types: build the `{ty}` here.\n    let receiver: Option<{ty}> = None;\n"
+        ));
+        text.push_str(&missing_values(
+            4,
+            &[("receiver".to_owned(), format!("self: {ty}"))],
+            "build_target does not build the `self` of the copied method",
+        ));
+        text.push_str(&format!("    Ok({} {{ receiver }})\n}}\n", self.type_name));
+        text
+    }
+
+    fn render_prepare(&self, prepared: &str) -> String {
+        let uses_device = self
+            .parameters
+            .iter()
+            .any(|p| p.source == ValueSource::Device);
+        let record = if self.parameters.iter().any(|p| {
+            matches!(
+                p.source,
+                ValueSource::Image
+                    | ValueSource::Record
+                    | ValueSource::Values(_)
+                    | ValueSource::Tensor { .. }
+            )
+        }) {
+            "record"
+        } else {
+            "_record"
+        };
+        let device = if uses_device { "device" } else { "_device" };
+        let mut text = String::from(
+            "    // Once per record, outside every range (inside the passes with\n    \
+             // target.profile_prepare: true).\n",
+        );
+        text.push_str(&call_layout(
+            4,
+            "fn prepare",
+            &[
+                "&mut self".to_owned(),
+                format!("{record}: &DataRecord"),
+                format!("{device}: Device"),
+            ],
+            &format!(" -> anyhow::Result<{prepared}> {{"),
+        ));
+        text.push('\n');
+        if self.parameters.is_empty() {
+            text.push_str("        Ok(())\n    }\n");
+            return text;
+        }
+        for parameter in &self.parameters {
+            let name = &parameter.name;
+            let line = match &parameter.source {
+                ValueSource::Image => format!("let {name} = record.image()?.clone();"),
+                ValueSource::Record => format!("let {name} = record.clone();"),
+                // Taken straight from `prepare`'s parameter in the struct below.
+                ValueSource::Device => continue,
+                ValueSource::Values(tensor) => {
+                    format!("let {name}: Vec<f32> = record.tensor({tensor:?})?.iter().copied().collect();")
+                }
+                ValueSource::Tensor {
+                    name: tensor,
+                    dims: Some(dims),
+                } => {
+                    format!("let {name} = record_tensor::<ndarray::Ix{dims}>(record, {tensor:?})?;")
+                }
+                ValueSource::Tensor {
+                    name: tensor,
+                    dims: None,
+                } => format!("let {name} = record.tensor({tensor:?})?.clone();"),
+                ValueSource::Default => {
+                    format!("let {name}: {} = Default::default();", parameter.field_type)
+                }
+                ValueSource::Unmapped => continue,
+            };
+            text.push_str(&format!("        {line}\n"));
+        }
+        let unmapped = self.unmapped();
+        if !unmapped.is_empty() {
+            text.push_str(
+                "        // Not clear from the types: make these from the record, the config or\n        \
+                 // constants, as production does.\n",
+            );
+            for parameter in &unmapped {
+                text.push_str(&format!(
+                    "        let {}: Option<{}> = None;\n",
+                    parameter.name, parameter.field_type
+                ));
+            }
+            let names: Vec<(String, String)> = unmapped
+                .iter()
+                .map(|p| (p.name.clone(), p.declared.clone()))
+                .collect();
+            text.push_str(&missing_values(
+                8,
+                &names,
+                &format!(
+                    "prepare does not map these parameters of `{}`",
+                    self.function
+                ),
+            ));
+        }
+        let fields: Vec<String> = self
+            .parameters
+            .iter()
+            .map(|p| {
+                if p.source == ValueSource::Device && p.name != "device" {
+                    format!("{}: device", p.name)
+                } else {
+                    p.name.clone()
+                }
+            })
+            .collect();
+        text.push_str(&struct_literal(8, "Ok(", &self.inputs_name, &fields, ")"));
+        text.push_str("\n    }\n");
+        text
+    }
+
+    fn render_run(&self, prepared: &str, output: &str) -> String {
+        let inputs = if self.parameters.is_empty() {
+            "_inputs"
+        } else {
+            "inputs"
+        };
+        let mut text = String::from("    // Measured: runs in every warmup and measured pass.\n");
+        text.push_str(&call_layout(
+            4,
+            "fn run",
+            &["&mut self".to_owned(), format!("{inputs}: &{prepared}")],
+            &format!(" -> anyhow::Result<{output}> {{"),
+        ));
+        text.push('\n');
+        for parameter in self.parameters.iter().filter(|p| p.needs_local()) {
+            text.push_str(&format!(
+                "        let mut {0} = inputs.{0}.clone();\n",
+                parameter.name
+            ));
+        }
+        let mut args = Vec::new();
+        if let Some(receiver) = &self.receiver {
+            args.push(match receiver.pass {
+                Pass::Ref => "&self.receiver".to_owned(),
+                Pass::RefMut => "&mut self.receiver".to_owned(),
+                Pass::Copy => "self.receiver".to_owned(),
+                _ => "self.receiver.clone()".to_owned(),
+            });
+        }
+        args.extend(self.parameters.iter().map(Parameter::argument));
+        if self.is_unsafe {
+            text.push_str(
+                "        // SAFETY: the production function's conditions must hold for the\n        \
+                 // prepared inputs: check them before profiling.\n",
+            );
+        }
+        let (head, close) = if self.is_unsafe {
+            (format!("unsafe {{ {}", self.call_path), " }")
+        } else {
+            (self.call_path.clone(), "")
+        };
+        let call = |prefix: &str, end: &str, nested: bool| {
+            call_statement(8, prefix, &head, &args, close, end, nested)
+        };
+        match &self.output {
+            Output::Value(_) => {
+                text.push_str(&call("Ok(", ")", true));
+                text.push('\n');
+            }
+            Output::Result(_) => {
+                text.push_str(&call("let output = ", ";", false));
+                text.push_str("\n        output.map_err(|error| anyhow::anyhow!(\"{error:#}\"))\n");
+            }
+            Output::Unit => {
+                text.push_str(&call("", ";", false));
+                text.push_str("\n        Ok(())\n");
+            }
+            Output::Mutated(index) => {
+                text.push_str(&call("", ";", false));
+                text.push_str(&format!("\n        Ok({})\n", self.parameters[*index].name));
+            }
+            Output::Discarded(_) => {
+                text.push_str(
+                    "        // The result borrows from the inputs: kept from the optimizer, then dropped.\n",
+                );
+                text.push_str(&call("let output = ", ";", false));
+                text.push_str("\n        std::hint::black_box(output);\n        Ok(())\n");
+            }
+        }
+        text.push_str("    }\n");
+        text
+    }
+
+    fn render_summarize(&self, output: &str) -> String {
+        let mut text = String::from(
+            "    // Outputs of the last measured pass, into the manifest: a few values that\n    \
+             // say what came out.\n",
+        );
+        let ty: syn::Type = match syn::parse_str(output) {
+            Ok(ty) => ty,
+            Err(_) => syn::parse_quote!(()),
+        };
+        let segment = last_segment(&ty).map(|s| s.ident.to_string());
+        let body = match segment.as_deref() {
+            Some("Vec") => Some(
+                "        Summary::from([(\"len\".to_owned(), (output.len() as u64).into())])\n"
+                    .to_owned(),
+            ),
+            Some(name) if name.starts_with("Array") => Some(
+                "        let shape: Vec<u64> = output.shape().iter().map(|&d| d as u64).collect();\n        \
+                 Summary::from([(\"shape\".to_owned(), shape.into())])\n"
+                    .to_owned(),
+            ),
+            Some("usize" | "u64" | "u32" | "u16" | "u8") => Some(
+                "        Summary::from([(\"value\".to_owned(), (*output as u64).into())])\n".to_owned(),
+            ),
+            Some("isize" | "i64" | "i32" | "i16" | "i8") => Some(
+                "        Summary::from([(\"value\".to_owned(), (*output as i64).into())])\n".to_owned(),
+            ),
+            Some("f32" | "f64") => Some(
+                "        Summary::from([(\"value\".to_owned(), f64::from(*output).into())])\n"
+                    .to_owned(),
+            ),
+            Some("bool") => Some(
+                "        Summary::from([(\"value\".to_owned(), (*output).into())])\n".to_owned(),
+            ),
+            _ => None,
+        };
+        match body {
+            Some(body) => {
+                text.push_str(&format!(
+                    "    fn summarize(&self, output: &{output}) -> Summary {{\n"
+                ));
+                text.push_str(&body);
+            }
+            None => {
+                text.push_str(&format!(
+                    "    fn summarize(&self, _output: &{output}) -> Summary {{\n"
+                ));
+                text.push_str("        Summary::new()\n");
+            }
+        }
+        text.push_str("    }\n");
+        text
+    }
+}
+
+/// The helper `prepare` uses for tensors of a fixed number of dimensions.
+const TENSOR_HELPER: &str = "\
+/// The record's tensor `name` as an array of `D`'s dimensions, or an error
+/// that says which shape it has.
+fn record_tensor<D: ndarray::Dimension>(
+    record: &DataRecord,
+    name: &str,
+) -> anyhow::Result<ndarray::Array<f32, D>> {
+    let tensor = record.tensor(name)?;
+    tensor.clone().into_dimensionality::<D>().map_err(|_| {
+        anyhow::anyhow!(
+            \"record `{}`: tensor `{name}` has shape {:?}, not the {} dimensions the copy \\
+             takes (set data_source.tensor_shape in config.yaml)\",
+            record.id,
+            tensor.shape(),
+            D::NDIM.unwrap_or(0)
+        )
+    })
+}
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pascal_case_of_profile_and_function_names() {
+        assert_eq!(pascal_case("example-candidate"), "ExampleCandidate");
+        assert_eq!(
+            pascal_case("postprocess_detections"),
+            "PostprocessDetections"
+        );
+        assert_eq!(pascal_case("nms.v2"), "NmsV2");
+        assert_eq!(pascal_case("3d-nms"), "Target3dNms");
+    }
+
+    #[test]
+    fn calls_break_one_argument_per_line_past_the_width() {
+        let args: Vec<String> = ["inputs.raw.view()", "&inputs.letterbox", "&inputs.params"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            call_layout(8, "Ok(f", &args, ")"),
+            "        Ok(f(inputs.raw.view(), &inputs.letterbox, &inputs.params))"
+        );
+        assert_eq!(
+            call_layout(8, "Ok(postprocess_detections_with_a_very_long_name", &args, ")"),
+            "        Ok(postprocess_detections_with_a_very_long_name(\n            inputs.raw.view(),\n            &inputs.letterbox,\n            &inputs.params,\n        ))"
+        );
+    }
+
+    #[test]
+    fn statements_around_a_call_are_laid_out_as_rustfmt_lays_them_out() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        // Several arguments, nested in `Ok(`: broken past 60 columns.
+        assert_eq!(
+            call_statement(
+                8,
+                "Ok(",
+                "postprocess_detections",
+                &args(&["inputs.raw.view()", "&inputs.letterbox", "&inputs.params"]),
+                "",
+                ")",
+                true
+            ),
+            "        Ok(postprocess_detections(\n            inputs.raw.view(),\n            &inputs.letterbox,\n            &inputs.params,\n        ))"
+        );
+        // One argument stays on the line.
+        assert_eq!(
+            call_statement(
+                8,
+                "Ok(",
+                "<SyntheticDetector as SyntheticDetectorNumAnchors>::num_anchors",
+                &args(&["&self.receiver"]),
+                "",
+                ")",
+                true
+            ),
+            "        Ok(<SyntheticDetector as SyntheticDetectorNumAnchors>::num_anchors(&self.receiver))"
+        );
+        // After `let`, the call moves to the next line before it breaks.
+        assert_eq!(
+            call_statement(
+                8,
+                "let output = ",
+                "<DetectionPipeline as DetectionPipelineRun>::run",
+                &args(&["&mut self.receiver", "&inputs.image"]),
+                "",
+                ";",
+                false
+            ),
+            "        let output =\n            <DetectionPipeline as DetectionPipelineRun>::run(&mut self.receiver, &inputs.image);"
+        );
+    }
+
+    #[test]
+    fn f32_arrays_and_views_are_recognized_with_their_dimensions() {
+        let parse = |text: &str| ndarray_f32(&syn::parse_str::<syn::Type>(text).unwrap());
+        assert_eq!(parse("ArrayView2<f32>"), Some((true, false, Some(2))));
+        assert_eq!(
+            parse("ndarray::ArrayView2<'a, f32>"),
+            Some((true, false, Some(2)))
+        );
+        assert_eq!(parse("ArrayViewMut1<f32>"), Some((true, true, Some(1))));
+        assert_eq!(parse("Array3<f32>"), Some((false, false, Some(3))));
+        assert_eq!(parse("ArrayD<f32>"), Some((false, false, None)));
+        assert_eq!(parse("Array<f32, Ix4>"), Some((false, false, Some(4))));
+        assert_eq!(parse("Array2<f64>"), None);
+        assert_eq!(parse("Vec<f32>"), None);
+    }
+}

@@ -1,0 +1,607 @@
+//! Snippet extraction on a fixture library: what `profile-cli new` copies,
+//! imports, instruments and generates, and what it refuses.
+
+use std::path::{Path, PathBuf};
+
+use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::device::Device;
+use profiling_core::snippet::{
+    self, Generated, Instrumentation, NewSnippet, SnippetError, SourceSpec,
+};
+
+/// The production module the snippets copy from.
+const OPS: &str = r#"//! Fixture operations.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::hidden::secret;
+use crate::shapes::Shape;
+
+/// Scores above this are kept.
+pub const THRESHOLD: f32 = 0.5;
+const PRIVATE_LIMIT: usize = 8;
+
+/// How to scale what is kept.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    pub scale: f32,
+}
+
+/// Counts what it is given.
+#[derive(Default)]
+pub struct Counter {
+    pub total: usize,
+    hidden: usize,
+}
+
+impl Counter {
+    /// Adds the values.
+    pub fn add(&mut self, values: &[f32]) -> usize {
+        self.total += values.len();
+        self.hidden += self.bump();
+        self.total
+    }
+
+    fn bump(&self) -> usize {
+        1
+    }
+
+    /// A counter that starts at `total`.
+    pub fn with_total(total: usize) -> Counter {
+        Counter { total, hidden: 0 }
+    }
+}
+
+/// Doubles.
+pub fn helper(x: f32) -> f32 {
+    x * 2.0
+}
+
+fn private_helper(x: f32) -> f32 {
+    x + 1.0
+}
+
+/// Keeps the big ones.
+///
+/// More text.
+pub fn odd_layout(values: &[f32],   settings: &Settings) -> Vec<f32> {
+    // keep the big ones
+    let kept: Vec<f32> = values.iter().copied().filter(|v| *v > THRESHOLD)   /* inline */
+        .map(helper)
+        .collect();
+    assert!(kept.len() <= 1000, "more than {PRIVATE_LIMIT}");
+    kept.iter().map(|v| v * settings.scale).collect()   // trailing
+}
+
+pub fn uses_private(x: f32) -> f32 {
+    private_helper(x) + secret() + Shape::area()
+}
+
+pub fn with_paths(x: f32) -> f32 {
+    crate::ops::helper(x) + self::helper(x) + super::ops::helper(x)
+}
+
+pub fn statements(values: &[f32]) -> f32 {
+    let mut total = 0.0;
+    // sum them
+    for v in values {
+        total += v;
+    }
+    let doubled = total * 2.0;
+    doubled + 1.0
+}
+
+pub fn from_record(image: &RgbImage, raw: ArrayView2<f32>, scores: &[f32], device: Device) -> usize {
+    image.len() + raw.len() + scores.len() + usize::from(device.is_cuda())
+}
+
+pub async fn later() {}
+
+pub fn generic<T: Copy>(x: T) -> T {
+    x
+}
+
+pub fn twice() {}
+"#;
+
+const LIB: &str = "pub mod ops;\nmod hidden;\npub mod shapes;\n";
+const HIDDEN: &str = "pub fn secret() -> f32 {\n    1.0\n}\n";
+const SHAPES: &str =
+    "pub struct Shape;\n\nimpl Shape {\n    pub fn area() -> f32 {\n        0.0\n    }\n}\n";
+
+/// A workspace in a temporary directory: a fixture library, and a
+/// snippets crate that depends on it.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"fixture\", \"host\"]\n",
+        );
+        write(
+            "fixture/Cargo.toml",
+            "[package]\nname = \"fixture-ops\"\nversion = \"0.1.0\"\n",
+        );
+        write("fixture/src/lib.rs", LIB);
+        write("fixture/src/ops.rs", OPS);
+        write("fixture/src/hidden.rs", HIDDEN);
+        write("fixture/src/shapes.rs", SHAPES);
+        write(
+            "host/Cargo.toml",
+            "[package]\nname = \"host-snippets\"\nversion = \"0.1.0\"\n\n[dependencies]\nfixture-ops = { path = \"../fixture\" }\nprofiling-core.workspace = true\nndarray.workspace = true\nimage.workspace = true\nanyhow.workspace = true\n",
+        );
+        std::fs::create_dir_all(dir.path().join("host/snippets")).unwrap();
+        Fixture { dir }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    fn ops(&self) -> PathBuf {
+        self.root().join("fixture/src/ops.rs")
+    }
+
+    fn request(&self, name: &str, selector: &str) -> NewSnippet {
+        let from: SourceSpec = format!("{}{selector}", self.ops().display())
+            .parse()
+            .unwrap();
+        let mut request = NewSnippet::new(name, from, &self.root());
+        request.directory = Some(
+            self.root()
+                .join("host/snippets")
+                .join(name.replace('-', "_")),
+        );
+        request
+    }
+
+    fn generate(&self, name: &str, selector: &str) -> Generated {
+        snippet::generate(&self.request(name, selector)).unwrap()
+    }
+
+    fn error(&self, name: &str, selector: &str) -> String {
+        match snippet::generate(&self.request(name, selector)) {
+            Ok(_) => panic!("{selector} was accepted"),
+            Err(error) => error.to_string(),
+        }
+    }
+}
+
+/// The text of the function `name` in OPS, from `pub fn` to its closing brace.
+fn source_of(name: &str) -> &'static str {
+    let start = OPS.find(&format!("pub fn {name}")).unwrap();
+    let end = start + OPS[start..].find("\n}\n").unwrap() + 2;
+    &OPS[start..end]
+}
+
+fn line_of(text: &str) -> usize {
+    OPS.lines().position(|l| l.trim() == text).unwrap() + 1
+}
+
+#[test]
+fn the_copy_is_the_source_text_byte_for_byte_with_a_range_added() {
+    let generated = Fixture::new().generate("extract-odd", "::odd_layout");
+    let target = generated.file("target.rs").unwrap();
+    let expected = format!("#[nvtx_range]\n{}", source_of("odd_layout"));
+    assert!(target.contains(&expected), "{target}");
+    assert!(
+        !target.contains("More text."),
+        "the production doc is not copied"
+    );
+    assert_eq!(
+        generated.report.instrumentation,
+        Instrumentation::AddedAttribute
+    );
+    let first = line_of("pub fn odd_layout(values: &[f32],   settings: &Settings) -> Vec<f32> {");
+    assert_eq!(generated.report.lines, (first, first + 7));
+    assert_eq!(generated.report.item, "fixture_ops::ops::odd_layout");
+}
+
+#[test]
+fn items_of_the_module_are_imported_from_production_not_copied() {
+    let generated = Fixture::new().generate("extract-imports", "::odd_layout");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("use fixture_ops::ops::{helper, Settings, THRESHOLD};\n"),
+        "{target}"
+    );
+    assert!(!target.contains("pub fn helper"), "helpers are not copied");
+    assert_eq!(
+        generated.report.module_items,
+        vec!["Settings", "THRESHOLD", "helper"]
+    );
+    // Only `PRIVATE_LIMIT`, in a format string, is out of reach.
+    let unresolved: Vec<&str> = generated
+        .report
+        .unresolved
+        .iter()
+        .map(|u| u.name.as_str())
+        .collect();
+    assert_eq!(unresolved, vec!["PRIVATE_LIMIT"]);
+}
+
+#[test]
+fn module_imports_are_carried_when_named_and_listed_when_not() {
+    let generated = Fixture::new().generate("extract-carried", "::uses_private");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("use fixture_ops::shapes::Shape;\n"),
+        "{target}"
+    );
+    assert!(
+        target.contains("use std::fmt::Write as _;\n"),
+        "trait imports as `_` always come along: {target}"
+    );
+    assert_eq!(
+        generated.report.left_out,
+        vec!["std::collections::BTreeMap"]
+    );
+}
+
+#[test]
+fn what_production_does_not_export_is_listed_with_where_it_is() {
+    let fixture = Fixture::new();
+    let generated = fixture.generate("extract-private", "::uses_private");
+    let reasons: Vec<(String, String)> = generated
+        .report
+        .unresolved
+        .iter()
+        .map(|u| (u.name.clone(), u.reason.clone()))
+        .collect();
+    let ops = "fixture/src/ops.rs";
+    assert_eq!(
+        reasons,
+        vec![
+            (
+                "private_helper".to_owned(),
+                format!(
+                    "fn private_helper, {ops}:{}: private to `fixture_ops::ops`",
+                    line_of("fn private_helper(x: f32) -> f32 {")
+                )
+            ),
+            (
+                "fixture_ops::hidden::secret".to_owned(),
+                "module `hidden` is private (declared in src/lib.rs without `pub`)".to_owned()
+            ),
+        ]
+    );
+    let readme = generated.file("README.md").unwrap();
+    assert!(
+        readme.contains("- [ ] Resolve `private_helper`: fn private_helper,"),
+        "{readme}"
+    );
+}
+
+#[test]
+fn crate_self_and_super_paths_are_written_from_the_crate_name() {
+    let generated = Fixture::new().generate("extract-paths", "::with_paths");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains(
+            "    fixture_ops::ops::helper(x) + fixture_ops::ops::helper(x) + fixture_ops::ops::helper(x)\n"
+        ),
+        "{target}"
+    );
+    assert!(generated
+        .report
+        .changes
+        .iter()
+        .any(|c| c.contains("`crate::`")));
+}
+
+#[test]
+fn a_method_is_copied_unchanged_into_a_trait_impl_and_keeps_its_self() {
+    let generated = Fixture::new().generate("extract-method", "::Counter::add");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains(
+            "trait CounterAdd {\n    fn add(&mut self, values: &[f32]) -> usize;\n}\n\nimpl CounterAdd for Counter {\n"
+        ),
+        "{target}"
+    );
+    // The body is the production one; only the visibility a trait impl
+    // refuses is gone.
+    let start = OPS.find("    pub fn add").unwrap();
+    let end = start + OPS[start..].find("\n    }\n").unwrap() + 7;
+    let method = OPS[start..end].replacen("pub fn", "fn", 1);
+    assert!(
+        target.contains(&format!("    #[nvtx_range]\n{method}")),
+        "{target}"
+    );
+    assert!(target.contains("#[derive(Default)]\npub struct ExtractMethod {\n"));
+    assert!(
+        target.contains(
+            "        Ok(<Counter as CounterAdd>::add(\n            &mut self.receiver,\n            &inputs.values,\n        ))\n"
+        ),
+        "{target}"
+    );
+    let unresolved: Vec<&str> = generated
+        .report
+        .unresolved
+        .iter()
+        .map(|u| u.name.as_str())
+        .collect();
+    assert_eq!(unresolved, vec!["Counter::bump", "self.hidden"]);
+    let readme = generated.file("README.md").unwrap();
+    assert!(readme.contains("`self`: the method is copied unchanged into `impl CounterAdd for"));
+}
+
+#[test]
+fn an_associated_function_is_called_through_its_trait() {
+    let generated = Fixture::new().generate("extract-assoc", "::Counter::with_total");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("trait CounterWithTotal {\n    fn with_total(total: usize) -> Counter;\n}")
+    );
+    assert!(target.contains("Ok(<Counter as CounterWithTotal>::with_total(inputs.total))"));
+    assert!(target.contains("#[derive(Default)]\npub struct ExtractAssoc;"));
+}
+
+#[test]
+fn whole_statements_of_a_line_range_get_a_range_named_after_them() {
+    let fixture = Fixture::new();
+    let first = line_of("// sum them");
+    let last = line_of("let doubled = total * 2.0;");
+    let generated = fixture.generate("extract-lines", &format!(":{first}-{last}"));
+    let target = generated.file("target.rs").unwrap();
+    let name = format!("statements:{first}-{last}");
+    assert!(
+        target.contains(&format!(
+            "    let mut total = 0.0;\n    let _snippet_range = profiling_range(\"{name}\");\n    // sum them\n    for v in values {{\n        total += v;\n    }}\n    let doubled = total * 2.0;\n    drop(_snippet_range);\n    doubled + 1.0\n"
+        )),
+        "{target}"
+    );
+    assert!(!target.contains("#[nvtx_range]\npub fn statements"));
+    assert_eq!(
+        generated.report.instrumentation,
+        Instrumentation::Statements {
+            name,
+            first: first + 1,
+            last
+        }
+    );
+}
+
+#[test]
+fn lines_that_are_not_whole_statements_instrument_the_whole_function() {
+    let fixture = Fixture::new();
+    let line = line_of("total += v;");
+    let generated = fixture.generate("extract-part", &format!(":{}-{}", line, line + 1));
+    assert_eq!(
+        generated.report.instrumentation,
+        Instrumentation::AddedAttribute
+    );
+    assert_eq!(
+        generated.report.range_note.as_deref(),
+        Some(&*format!("lines {}-{} are not whole statements of one block of `statements`: the whole function is instrumented", line, line + 1))
+    );
+}
+
+#[test]
+fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
+    let fixture = Fixture::new();
+    let generated = fixture.generate("extract-record", "::from_record");
+    let target = generated.file("target.rs").unwrap();
+    for line in [
+        "        let image = record.image()?.clone();\n",
+        "        let raw = record_tensor::<ndarray::Ix2>(record, \"tensor\")?;\n",
+        "        let scores: Vec<f32> = record.tensor(\"scores\")?.iter().copied().collect();\n",
+        "            device,\n",
+    ] {
+        assert!(target.contains(line), "{line} missing from {target}");
+    }
+    assert!(generated.report.unmapped.is_empty());
+
+    let generated = fixture.generate("extract-default", "::odd_layout");
+    let target = generated.file("target.rs").unwrap();
+    assert!(target.contains("        let settings: Settings = Default::default();\n"));
+    assert!(target.contains(
+        "        let values: Vec<f32> = record.tensor(\"tensor\")?.iter().copied().collect();\n"
+    ));
+
+    let generated = fixture.generate("extract-unmapped", "::helper");
+    let target = generated.file("target.rs").unwrap();
+    assert_eq!(generated.report.unmapped, vec!["x: f32"]);
+    assert!(
+        target.contains("        let x: Option<f32> = None;\n        let Some(x) = x else {\n            anyhow::bail!(\n                \"{}: prepare does not map these parameters of `helper` yet: \\\n                 `x: f32`\",\n                file!()\n            );\n        };\n"),
+        "{target}"
+    );
+    assert!(!target.contains("todo!") && !target.contains("panic!") && !target.contains("unwrap"));
+}
+
+#[test]
+fn the_config_names_the_target_and_parses_with_every_key() {
+    let fixture = Fixture::new();
+    let mut request = fixture.request("extract-config", "::helper");
+    request.device = Device::Cuda(1);
+    let generated = snippet::generate(&request).unwrap();
+    let text = generated.file("config.yaml").unwrap();
+    let config = ConfigFile::parse(text, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
+    assert_eq!(config.target.name, "extract-config");
+    assert_eq!(config.profile_name, "extract-config");
+    assert_eq!(
+        config.target.import_path.as_deref(),
+        Some("host/snippets/extract_config/target.rs")
+    );
+    assert_eq!(config.device, Device::Cuda(1));
+    assert_eq!(
+        (config.warmup, config.iterations, config.seed),
+        (10, 100, Some(0))
+    );
+    for key in [
+        "validate_output:",
+        "capture_range:",
+        "write_manifest:",
+        "record_loading:",
+        "synchronize_each_iteration:",
+    ] {
+        assert!(text.contains(key), "{key} missing from {text}");
+    }
+
+    let mut request = fixture.request("extract-images", "::helper");
+    request.data_source = "images".to_owned();
+    let text = snippet::generate(&request).unwrap().files[1].1.clone();
+    assert!(text.contains("  name: images\n") && text.contains("  directory: /path/to/images\n"));
+}
+
+#[test]
+fn the_readme_records_provenance_and_the_commands() {
+    let fixture = Fixture::new();
+    let generated = fixture.generate("extract-readme", "::odd_layout");
+    let readme = generated.file("README.md").unwrap();
+    let first = line_of("pub fn odd_layout(values: &[f32],   settings: &Settings) -> Vec<f32> {");
+    for expected in [
+        "| source file | `fixture/src/ops.rs` |".to_owned(),
+        format!(
+            "| lines | {first}-{} (`odd_layout`; its doc comment starts at line {}) |",
+            first + 7,
+            first - 3
+        ),
+        "| item | `fixture_ops::ops::odd_layout` |".to_owned(),
+        "| git commit | none: the source file is not in a git work tree |".to_owned(),
+        "| made by | `profile-cli new extract-readme --from fixture/src/ops.rs::odd_layout --directory host/snippets/extract_readme` |".to_owned(),
+        "  --config host/snippets/extract_readme/config.yaml \\\n  --run-id smoke\n".to_owned(),
+        "  --print-nsys-command\n".to_owned(),
+        "  -o <repo>/host/snippets/extract_readme/runs/smoke/trace \\\n".to_owned(),
+        "  '--nvtx-capture=profile-target@*' \\\n".to_owned(),
+        "## Assumptions and differences from production\n".to_owned(),
+        "## Requirements\n".to_owned(),
+    ] {
+        assert!(readme.contains(&expected), "{expected}\nmissing from\n{readme}");
+    }
+}
+
+#[test]
+fn a_snippet_is_written_whole_and_never_over_another() {
+    let fixture = Fixture::new();
+    let request = fixture.request("extract-write", "::helper");
+    let created = snippet::create(&request).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&created.directory)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["README.md", "config.yaml", "target.rs"]);
+    assert_eq!(
+        std::fs::read_to_string(created.directory.join("target.rs")).unwrap(),
+        created.file("target.rs").unwrap()
+    );
+    let again = snippet::create(&request).unwrap_err();
+    assert!(matches!(again, SnippetError::Exists(ref dir) if dir == &created.directory));
+    assert_eq!(again.exit_code(), 2);
+    assert_eq!(
+        entries(&fixture.root().join("host/snippets")),
+        vec!["extract_write"]
+    );
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn unknown_or_unusable_sources_are_refused_with_what_and_where() {
+    let fixture = Fixture::new();
+    let ops = "fixture/src/ops.rs";
+    let count = OPS.lines().count();
+    let cases = [
+        (
+            "::odd_layot",
+            format!("{ops} has no function `odd_layot`; did you mean `odd_layout`?"),
+        ),
+        (
+            "::add",
+            format!("{ops} has no function `add`; it is a method: select Counter::add"),
+        ),
+        (
+            "::Counter::sub",
+            format!("`Counter` has no method `sub` in {ops}; its methods: add, bump, with_total"),
+        ),
+        (
+            "::Gauge::add",
+            format!("{ops} has no impl block for `Gauge`; the types it implements: Counter"),
+        ),
+        (
+            ":1-2",
+            format!("lines 1-2 of {ops} are not inside a function"),
+        ),
+        (
+            &format!(":{}-{}", count, count + 3),
+            format!(
+                "{ops} has {count} lines: the line range {count}-{} runs past its end",
+                count + 3
+            ),
+        ),
+        ("::later", "`later` is an `async fn`".to_owned()),
+        ("::generic", "`generic` is generic over `T`".to_owned()),
+    ];
+    for (selector, expected) in cases {
+        let error = fixture.error("extract-refused", selector);
+        assert!(error.contains(&expected), "{selector}: {error}");
+    }
+    assert_eq!(
+        entries(&fixture.root().join("host/snippets")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn bad_names_specs_and_options_are_usage_errors() {
+    let fixture = Fixture::new();
+    let mut request = fixture.request("Not a name", "::helper");
+    request.directory = None;
+    let error = snippet::generate(&request).unwrap_err();
+    assert_eq!(error.exit_code(), 2);
+    assert!(
+        error
+            .to_string()
+            .starts_with("profile name: `Not a name` is not a valid profile name"),
+        "{error}"
+    );
+
+    let mut request = fixture.request("extract-source", "::helper");
+    request.data_source = "video".to_owned();
+    assert_eq!(
+        snippet::generate(&request).unwrap_err().to_string(),
+        "--data-source: unknown data source `video`: expected one of dummy, images"
+    );
+
+    for (spec, expected) in [
+        ("ops.rs", "--from `ops.rs`: expected <file.rs>::<function>, <file.rs>::<Type>::<method> or <file.rs>:<start>-<end>"),
+        ("ops.rs:9-3", "--from `ops.rs:9-3`: the line range 9-3 ends before it starts"),
+        ("ops.rs:a-b", "--from `ops.rs:a-b`: `a-b` is not a line range: expected <start>-<end>, lines counted from 1"),
+        ("ops.rs::my-fn", "--from `ops.rs::my-fn`: `my-fn` is not a Rust identifier"),
+    ] {
+        let error = spec.parse::<SourceSpec>().unwrap_err();
+        assert!(error.to_string().starts_with(expected), "{spec}: {error}");
+        assert_eq!(error.exit_code(), 2);
+    }
+
+    let mut request = fixture.request("extract-missing", "::helper");
+    request.from = "nowhere/ops.rs::helper".parse().unwrap();
+    let error = snippet::generate(&request).unwrap_err().to_string();
+    assert!(
+        error.starts_with(
+            "--from: no such file: nowhere/ops.rs (looked in the current directory and in "
+        ),
+        "{error}"
+    );
+}
