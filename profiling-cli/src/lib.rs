@@ -8,6 +8,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use std::io::IsTerminal;
+
 use clap::{Args, Parser, Subcommand};
 use profiling_core::config::{Overrides, RecordLoading};
 use profiling_core::device::Device;
@@ -21,6 +23,8 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_TARGET_FAILED: u8 = 1;
 /// Exit code: bad usage, config or data.
 pub const EXIT_USAGE: u8 = 2;
+
+pub mod report;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -132,6 +136,12 @@ struct RunArgs {
     /// Print the nsys command that captures this run, and run nothing.
     #[arg(long)]
     print_nsys_command: bool,
+    /// Replace an earlier run with the same --run-id (by default it is refused).
+    #[arg(long)]
+    force: bool,
+    /// Print one JSON document on stdout (manifest path, status, timings); human output goes to stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 fn parse_device(text: &str) -> Result<Device, String> {
@@ -242,6 +252,39 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
     Ok(EXIT_OK)
 }
 
+/// Where `run` writes: human text on stdout, or on stderr with `--json`,
+/// which keeps stdout for the one JSON document.
+struct Streams<'a> {
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    json: bool,
+}
+
+impl Streams<'_> {
+    fn human(&mut self) -> &mut dyn Write {
+        if self.json {
+            &mut *self.err
+        } else {
+            &mut *self.out
+        }
+    }
+
+    /// A refusal or failure: one `error:` line on stderr, and with `--json`
+    /// the document saying so.
+    fn fail(&mut self, error: &SessionError) -> anyhow::Result<u8> {
+        writeln!(self.err, "error: {error}")?;
+        if self.json {
+            let document = serde_json::json!({
+                "manifest_path": null,
+                "status": "refused",
+                "error": error.to_string(),
+            });
+            writeln!(self.out, "{document}")?;
+        }
+        Ok(error.exit_code())
+    }
+}
+
 fn run(
     args: RunArgs,
     argv: &[OsString],
@@ -249,6 +292,11 @@ fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
+    let mut streams = Streams {
+        out,
+        err,
+        json: args.json,
+    };
     let request = RunRequest {
         target: args.name,
         config_path: args.config,
@@ -264,6 +312,7 @@ fn run(
             output_dir: args.output_dir,
         },
         run_id: args.run_id,
+        force: args.force,
         workspace_root: root.to_path_buf(),
         command_line: argv
             .iter()
@@ -273,7 +322,7 @@ fn run(
     };
     let planned = match session::plan(&request) {
         Ok(planned) => planned,
-        Err(error) => return report_error(&error, root, err),
+        Err(error) => return streams.fail(&error),
     };
 
     if args.print_nsys_command {
@@ -282,10 +331,12 @@ fn run(
         let command = session::explicit_command(&planned, &program);
         let lines =
             profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
-        writeln!(out, "{}", profiling_core::nsys::render_command(&lines))?;
+        writeln!(streams.out, "{}", profiling_core::nsys::render_command(&lines))?;
         return Ok(EXIT_OK);
     }
 
+    // Panics in target code become one error line; see profiling_core::panics.
+    profiling_core::panics::install_hook();
     let config = &planned.config;
     let origin = match planned.config_origin {
         ConfigOrigin::Explicit | ConfigOrigin::BesideTarget => planned
@@ -295,7 +346,7 @@ fn run(
         ConfigOrigin::Defaults => "built-in defaults".to_owned(),
     };
     writeln!(
-        out,
+        streams.human(),
         "running `{}` ({}) on {} with {}: device {}, warmup {}, iterations {}, {} loading",
         config.target.name,
         planned.entry.display_file(root),
@@ -307,45 +358,46 @@ fn run(
         config.record_loading,
     )?;
 
-    let report = match session::execute(&planned, &request) {
+    let progress = std::io::stderr().is_terminal().then(report::progress_bar);
+    let report = match session::execute_with_progress(&planned, &request, progress) {
         Ok(report) => report,
-        Err(error) => return report_error(&error, root, err),
+        Err(error) => return streams.fail(&error),
     };
     let manifest = &report.manifest;
     if profiling_core::host::build_profile() == "debug" {
         writeln!(
-            err,
+            streams.err,
             "warning: this is a debug build: its timings say little about optimized code (build with --release)"
         )?;
     }
-    if let Some(stats) = &manifest.timings.iterations {
-        writeln!(
-            out,
-            "{} measured pass{} of {} record{}: median {} per pass (min {}, max {}); {} run calls",
-            stats.count,
-            if stats.count == 1 { "" } else { "es" },
-            manifest.record_ids.len(),
-            if manifest.record_ids.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            format_ns(stats.p50_ns),
-            format_ns(stats.min_ns),
-            format_ns(stats.max_ns),
-            manifest.calls.run,
-        )?;
-    }
-    let code = match &report.outcome {
-        Ok(_) => EXIT_OK,
+    report::write_summary(manifest, streams.human())?;
+    let (code, error) = match &report.outcome {
+        Ok(outcome) => match outcome.interrupted {
+            Some(signal) => {
+                writeln!(
+                    streams.err,
+                    "interrupted by {} after {} of {} measured passes: the manifest keeps what completed",
+                    profiling_core::manifest::signal_name(signal),
+                    outcome.completed_iterations,
+                    config.iterations
+                )?;
+                (profiling_core::interrupt::exit_code(signal), None)
+            }
+            None => (EXIT_OK, None),
+        },
         Err(error) => {
-            writeln!(err, "error: {error}")?;
-            error.exit_code()
+            writeln!(streams.err, "error: {error}")?;
+            (error.exit_code(), Some(error.to_string()))
         }
     };
-    match &report.manifest_path {
-        Some(path) => writeln!(out, "manifest: {}", session::absolute(path).display())?,
-        None => writeln!(out, "manifest: not written (write_manifest: false)")?,
+    let manifest_path = report.manifest_path.as_deref().map(session::absolute);
+    match &manifest_path {
+        Some(path) => writeln!(streams.human(), "manifest: {}", path.display())?,
+        None => writeln!(streams.human(), "manifest: not written (write_manifest: false)")?,
+    }
+    if streams.json {
+        let document = report::json_document(manifest, manifest_path.as_deref(), error.as_deref());
+        writeln!(streams.out, "{document}")?;
     }
     Ok(code)
 }
@@ -553,17 +605,4 @@ fn smoke_check(
     }
 }
 
-fn report_error(error: &SessionError, _root: &Path, err: &mut dyn Write) -> anyhow::Result<u8> {
-    writeln!(err, "error: {error}")?;
-    Ok(error.exit_code())
-}
 
-/// A duration in the unit that reads best.
-pub fn format_ns(ns: u64) -> String {
-    match ns {
-        0..=999 => format!("{ns} ns"),
-        1_000..=999_999 => format!("{:.2} µs", ns as f64 / 1e3),
-        1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
-        _ => format!("{:.2} s", ns as f64 / 1e9),
-    }
-}

@@ -8,6 +8,12 @@ use inference_profiling as _;
 use profiling_examples as _;
 
 fn main() -> ExitCode {
+    // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
+    // a second one ends the process at once.
+    if let Err(error) = profiling_core::interrupt::install_handlers() {
+        eprintln!("warning: cannot handle Ctrl-C ({error}): an interrupted run will leave no manifest");
+    }
+    profiling_core::panics::install_hook();
     // The workspace this binary was built from: relative source files of
     // targets and the default run directories are found from it.
     let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -49,7 +49,13 @@ pub fn guard<R>(call: impl FnOnce() -> anyhow::Result<R>) -> anyhow::Result<R> {
     match result {
         Ok(result) => result,
         Err(payload) => Err(Panicked {
-            message: message(&payload),
+            // One line: multi-line messages (assert_eq!'s) are joined.
+            message: message(&payload)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
             location: LOCATION.with(|cell| cell.borrow_mut().take()),
         }
         .into()),

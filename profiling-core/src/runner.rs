@@ -618,7 +618,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     if let Some(signal) = interrupted {
         // What completed is reported; outputs of a cut pass are not summarized.
         return Ok(RunOutcome {
-            record_ids: Vec::new(),
+            record_ids: (0..count).map(|i| inputs.record_id(i).to_owned()).collect(),
             output_summaries: Vec::new(),
             calls,
             completed_warmup,

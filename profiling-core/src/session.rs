@@ -28,6 +28,8 @@ pub struct RunRequest {
     pub overrides: Overrides,
     /// `--run-id`; a UTC timestamp when absent.
     pub run_id: Option<String>,
+    /// `--force`: replace an earlier run with the same id.
+    pub force: bool,
     /// The workspace the targets were built from: relative source files
     /// and the default run directory are taken from it.
     pub workspace_root: PathBuf,
@@ -79,7 +81,7 @@ pub enum SessionError {
     },
     #[error("device `{device}`: {reason}")]
     DeviceUnavailable { device: Device, reason: String },
-    #[error("run id `{run_id}` is already used: {} exists; choose another --run-id", .run_dir.display())]
+    #[error("run id `{run_id}` is already used: {} exists; choose another --run-id, or replace it with --force", .run_dir.display())]
     RunExists { run_id: String, run_dir: PathBuf },
     #[error("--run-id: {0}")]
     RunId(String),
@@ -180,7 +182,7 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
     };
     let run_dir =
         run_directory(&config, config_path.as_deref(), &request.workspace_root).join(&run_id);
-    if run_dir.exists() {
+    if run_dir.exists() && !request.force {
         return Err(SessionError::RunExists { run_id, run_dir });
     }
     Ok(Planned {
@@ -459,6 +461,13 @@ pub fn execute_with_progress(
 
     let mut manifest = manifest;
     let manifest_path = if config.write_manifest {
+        if request.force && planned.run_dir.exists() {
+            // Replaced only now, once there is a run to replace it with.
+            std::fs::remove_dir_all(&planned.run_dir).map_err(|source| SessionError::Write {
+                path: planned.run_dir.clone(),
+                source,
+            })?;
+        }
         std::fs::create_dir_all(&planned.run_dir).map_err(|source| SessionError::Write {
             path: planned.run_dir.clone(),
             source,
