@@ -547,6 +547,10 @@ fn bad_input_is_refused_before_anything_is_written() {
             images.display()
         ),
     );
+    let huge = write(
+        "huge.yaml",
+        "target: {name: cli-doubler}\ndata_source: {name: dummy, record_count: 100000, image_shape: [1000, 1000, 3]}\n",
+    );
     let import = write(
         "import.yaml",
         "target: {name: cli-doubler, import_path: profiling-cli/src/lib.rs}\n",
@@ -562,6 +566,7 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &empty_dir], format!("error: image directory {} holds no images", empty.display())),
         (vec!["--config", &tilde], "error: data_source.directory: `~/pictures` starts with `~`".to_owned()),
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
+        (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),
         (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
         (vec!["cli-doubler", "--data-source", "webcam"], "error: data_source.name: unknown data source `webcam`: expected one of dummy, images".to_owned()),
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),

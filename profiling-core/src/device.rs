@@ -78,6 +78,10 @@ impl<'de> serde::Deserialize<'de> for Device {
 /// Anything that says which device it is on: a [`Device`], and with the
 /// `tch` feature a `tch::Device` or a tensor. [`crate::nvtx::profiling_range_if_cuda`]
 /// takes any of them.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a device: `if_cuda` and `profiling_range_if_cuda` take a `Device`",
+    label = "expected a `Device` (or, with the `tch` feature, a `tch::Device` or a tensor)"
+)]
 pub trait DeviceKind {
     /// True for a CUDA device.
     fn is_cuda_device(&self) -> bool;
@@ -235,7 +239,8 @@ mod tests {
     fn cpu_is_always_available() {
         assert_eq!(check_available(Device::Cpu), Ok(()));
         assert!(!Device::Cpu.is_cuda_device());
-        assert!((&Device::Cuda(1)).is_cuda_device());
+        let by_reference: &Device = &Device::Cuda(1);
+        assert!(DeviceKind::is_cuda_device(&by_reference));
     }
 
     #[cfg(not(feature = "tch"))]

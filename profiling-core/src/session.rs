@@ -360,6 +360,8 @@ pub fn execute_with_progress(
     let description = source.describe();
     let records = match config.record_loading {
         RecordLoading::Eager => {
+            // Refused before decoding anything when it would not fit.
+            data::check_fits_in_memory(&*source)?;
             let records = source.read_all()?;
             if records.is_empty() {
                 return Err(DataError::NoRecords.into());

@@ -185,6 +185,24 @@ impl DataSource for DummySource {
         self.record_count
     }
 
+    fn estimated_bytes(&self) -> Result<u64, DataError> {
+        let [height, width, channels] = self.image_shape.map(|d| d as u64);
+        let image = if self.include_image {
+            height.saturating_mul(width).saturating_mul(channels)
+        } else {
+            0
+        };
+        // `tensor`, then `scores` (one per row) and `boxes` (four per row).
+        let elements = self
+            .tensor_shape
+            .iter()
+            .fold(1u64, |acc, &d| acc.saturating_mul(d as u64));
+        let rows = self.tensor_shape.first().map_or(0, |&d| d as u64);
+        let values = elements.saturating_add(rows.saturating_mul(5));
+        let tensors = values.saturating_mul(std::mem::size_of::<f32>() as u64);
+        Ok((self.record_count as u64).saturating_mul(image.saturating_add(tensors)))
+    }
+
     fn read(&self, index: usize) -> Result<DataRecord, DataError> {
         if index >= self.record_count {
             return Err(DataError::OutOfRange {

@@ -206,11 +206,51 @@ pub fn decode_rgb(path: &Path) -> Result<image::RgbImage, DataError> {
             path: path.to_path_buf(),
             source,
         })?;
-    let decoded = reader.decode().map_err(|error| DataError::Decode {
+    decode_to_rgb(reader).map_err(|message| DataError::Decode {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
+/// [`decode_rgb`] of an encoded image held in memory; the error is the
+/// decoder's message.
+pub fn decode_rgb_bytes(bytes: &[u8]) -> Result<image::RgbImage, String> {
+    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|error| error.to_string())?;
+    decode_to_rgb(reader)
+}
+
+/// The one decoding step of files and bytes alike, within the `image`
+/// crate's default limits (512 MiB per allocation).
+fn decode_to_rgb<R: std::io::BufRead + std::io::Seek>(
+    reader: image::ImageReader<R>,
+) -> Result<image::RgbImage, String> {
+    let decoded = reader.decode().map_err(|error| error.to_string())?;
+    Ok(decoded.to_rgb8())
+}
+
+/// The width and height of the image in `path`, read from its header only.
+pub fn image_dimensions(path: &Path) -> Result<(u32, u32), DataError> {
+    let reader = image::ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .map_err(|source| DataError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    reader.into_dimensions().map_err(|error| DataError::Decode {
         path: path.to_path_buf(),
         message: error.to_string(),
-    })?;
-    Ok(decoded.to_rgb8())
+    })
+}
+
+/// [`image_dimensions`] of an encoded image held in memory.
+pub fn image_dimensions_bytes(bytes: &[u8]) -> Result<(u32, u32), String> {
+    image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|error| error.to_string())?
+        .into_dimensions()
+        .map_err(|error| error.to_string())
 }
 
 impl DataSource for ImageSource {
@@ -252,6 +292,32 @@ impl DataSource for ImageSource {
         self.repeat.unwrap_or(self.files.len())
     }
 
+    /// Width × height × 3 of every record from the file headers, a file
+    /// counted once per record it gives (eager loading holds a copy of the
+    /// image per repeat); 0 without `decode`.
+    fn estimated_bytes(&self) -> Result<u64, DataError> {
+        if !self.decode || self.files.is_empty() || self.is_empty() {
+            return Ok(0);
+        }
+        let records = self.len() as u64;
+        let files = self.files.len() as u64;
+        let used = self.files.len().min(self.len());
+        let sizes: Vec<u64> = self.files[..used]
+            .par_iter()
+            .enumerate()
+            .map(|(position, path)| {
+                let (width, height) = image_dimensions(path)?;
+                // Record `i` is file `i % files`: this file's share of them.
+                let copies = records / files + u64::from((position as u64) < records % files);
+                Ok(u64::from(width)
+                    .saturating_mul(u64::from(height))
+                    .saturating_mul(3)
+                    .saturating_mul(copies))
+            })
+            .collect::<Result<_, DataError>>()?;
+        Ok(sizes.into_iter().fold(0, u64::saturating_add))
+    }
+
     fn read(&self, index: usize) -> Result<DataRecord, DataError> {
         if index >= self.len() {
             return Err(DataError::OutOfRange {
@@ -269,7 +335,7 @@ impl DataSource for ImageSource {
 
     fn read_all(&self) -> Result<Vec<DataRecord>, DataError> {
         let distinct = self.files.len().min(self.len());
-        let images: Vec<Option<image::RgbImage>> = if self.decode {
+        let mut images: Vec<Option<image::RgbImage>> = if self.decode {
             self.files[..distinct]
                 .par_iter()
                 .map(|path| decode_rgb(path).map(Some))
@@ -277,8 +343,20 @@ impl DataSource for ImageSource {
         } else {
             vec![None; distinct]
         };
-        Ok((0..self.len())
-            .map(|index| self.record(index, images[index % distinct].clone()))
+        let len = self.len();
+        Ok((0..len)
+            .map(|index| {
+                // A file's last record takes its image and the repeats before
+                // copy it, so no image is held twice: what
+                // `estimated_bytes` counts.
+                let slot = &mut images[index % distinct];
+                let image = if index + distinct >= len {
+                    slot.take()
+                } else {
+                    slot.clone()
+                };
+                self.record(index, image)
+            })
             .collect())
     }
 }

@@ -1,0 +1,30 @@
+//! Any bytes, read as config text, parse and resolve to a config or to an
+//! error whose first line says what is wrong; a config's data source builds
+//! or is refused the same way. Never a panic.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::data;
+
+fn assert_reads_well(error: &dyn std::fmt::Display) {
+    let text = error.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    assert!(!first.trim().is_empty(), "{text:?}");
+}
+
+fuzz_target!(|bytes: &[u8]| {
+    let text = String::from_utf8_lossy(bytes);
+    let file = match ConfigFile::parse(&text, None) {
+        Ok(file) => file,
+        Err(error) => return assert_reads_well(&error),
+    };
+    let config = match file.resolve(&Overrides::default()) {
+        Ok(config) => config,
+        Err(error) => return assert_reads_well(&error),
+    };
+    if let Err(error) = data::build(&config.data_source.name, &config.data_source.parameters) {
+        assert_reads_well(&error);
+    }
+});
