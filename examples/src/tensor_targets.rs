@@ -35,7 +35,10 @@ pub fn tensor_summary(tensor: &Tensor) -> Summary {
     Summary::from([
         ("shape".to_owned(), Value::Sequence(shape)),
         ("dtype".to_owned(), Value::from(dtype_name(tensor.kind()))),
-        ("checksum".to_owned(), Value::from(tensor.sum(Kind::Double).double_value(&[]))),
+        (
+            "checksum".to_owned(),
+            Value::from(tensor.sum(Kind::Double).double_value(&[])),
+        ),
     ])
 }
 
@@ -107,7 +110,12 @@ impl Default for TinyCnn {
             .add_fn(|x| x.relu().max_pool2d_default(2))
             .add(nn::conv2d(&root / "conv3", 16, 16, 3, padded))
             .add_fn(|x| x.relu().adaptive_avg_pool2d([4, 4]).flatten(1, -1))
-            .add(nn::linear(&root / "fc", 16 * 4 * 4, TINY_CNN_CLASSES, Default::default()));
+            .add(nn::linear(
+                &root / "fc",
+                16 * 4 * 4,
+                TINY_CNN_CLASSES,
+                Default::default(),
+            ));
         TinyCnn { vs, net }
     }
 }
@@ -133,12 +141,19 @@ impl ProfileTarget for TinyCnn {
     type Prepared = (image::RgbImage, Device);
     type Output = Classification;
 
-    fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<(image::RgbImage, Device)> {
+    fn prepare(
+        &mut self,
+        record: &DataRecord,
+        device: Device,
+    ) -> anyhow::Result<(image::RgbImage, Device)> {
         self.vs.set_device(device.into());
         Ok((record.image()?.clone(), device))
     }
 
-    fn run(&mut self, (image, device): &(image::RgbImage, Device)) -> anyhow::Result<Classification> {
+    fn run(
+        &mut self,
+        (image, device): &(image::RgbImage, Device),
+    ) -> anyhow::Result<Classification> {
         let _no_grad = tch::no_grad_guard();
         let batch = {
             let _range = profiling_range("preprocess");
@@ -175,7 +190,10 @@ impl ProfileTarget for TinyCnn {
 
     fn summarize(&self, output: &Classification) -> Summary {
         let mut summary = tensor_summary(&output.logits);
-        summary.insert("top_class".to_owned(), Value::from(output.top_class.int64_value(&[0])));
+        summary.insert(
+            "top_class".to_owned(),
+            Value::from(output.top_class.int64_value(&[0])),
+        );
         summary
     }
 }
@@ -209,7 +227,10 @@ pub fn load_torchscript() -> anyhow::Result<TorchScript> {
     profiling_core::config::check_literal_path(&parameters.module.to_string_lossy())
         .map_err(|message| anyhow::anyhow!("target.parameters.module: {message}"))?;
     let mut module = tch::CModule::load(&parameters.module).map_err(|error| {
-        anyhow::anyhow!("cannot load TorchScript module {}: {error}", parameters.module.display())
+        anyhow::anyhow!(
+            "cannot load TorchScript module {}: {error}",
+            parameters.module.display()
+        )
     })?;
     module.set_eval();
     Ok(TorchScript {

@@ -12,22 +12,38 @@ use profiling_examples::tensor_targets::{load_torchscript, SmokeTensor, TinyCnn,
 use serde_yaml::Value;
 
 fn plan(yaml: &str) -> RunPlan {
-    let config = ConfigFile::parse(yaml, None).unwrap().resolve(&Overrides::default()).unwrap();
+    let config = ConfigFile::parse(yaml, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     RunPlan::new(config, Records::Eager(source.read_all().unwrap()))
 }
 
 fn summary_values(outcome: &RunOutcome, key: &str) -> Vec<Value> {
-    outcome.output_summaries.iter().map(|s| s.summary[key].clone()).collect()
+    outcome
+        .output_summaries
+        .iter()
+        .map(|s| s.summary[key].clone())
+        .collect()
 }
 
 #[test]
 fn smoke_tensor_gives_the_reference_sums() {
     let plan = plan("target: {name: smoke-tensor}\ndata_source: {name: dummy, record_count: 2}\nwarmup: 1\niterations: 2");
     let outcome = run_target(&plan, || Ok(SmokeTensor)).unwrap();
-    assert_eq!(summary_values(&outcome, "sum"), [Value::from(240.0), Value::from(272.0)]);
-    assert_eq!(summary_values(&outcome, "dtype"), [Value::from("float32"), Value::from("float32")]);
-    assert_eq!(outcome.output_summaries[0].summary["shape"], Value::Sequence(vec![Value::from(4)]));
+    assert_eq!(
+        summary_values(&outcome, "sum"),
+        [Value::from(240.0), Value::from(272.0)]
+    );
+    assert_eq!(
+        summary_values(&outcome, "dtype"),
+        [Value::from("float32"), Value::from("float32")]
+    );
+    assert_eq!(
+        outcome.output_summaries[0].summary["shape"],
+        Value::Sequence(vec![Value::from(4)])
+    );
 }
 
 #[test]
@@ -41,7 +57,9 @@ fn smoke_tensor_uses_ones_without_a_tensor() {
 
 #[test]
 fn smoke_tensor_refuses_a_scalar() {
-    let error = SmokeTensor.validate(&tch::Tensor::from(3.0f32)).unwrap_err();
+    let error = SmokeTensor
+        .validate(&tch::Tensor::from(3.0f32))
+        .unwrap_err();
     assert_eq!(error.to_string(), "smoke-tensor produced a scalar");
 }
 
@@ -50,7 +68,10 @@ fn tiny_cnn_checksum(seed: u64) -> f64 {
     let plan = plan("target: {name: tiny-cnn}\ndata_source: {name: dummy, record_count: 1}\nwarmup: 1\niterations: 1");
     let outcome = run_target(&plan, || Ok(TinyCnn::default())).unwrap();
     let summary = &outcome.output_summaries[0].summary;
-    assert_eq!(summary["shape"], Value::Sequence(vec![Value::from(1), Value::from(10)]));
+    assert_eq!(
+        summary["shape"],
+        Value::Sequence(vec![Value::from(1), Value::from(10)])
+    );
     summary["checksum"].as_f64().unwrap()
 }
 
@@ -78,7 +99,11 @@ fn tiny_module(dir: &Path) -> PathBuf {
         .arg(&module)
         .output()
         .expect("scripts/setup-libtorch installs .venv's python");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     module
 }
 
@@ -92,9 +117,15 @@ fn torchscript_runs_the_module_named_in_the_config() {
     ));
     let outcome = run_target::<TorchScript, _>(&plan, load_torchscript).unwrap();
     let shapes = summary_values(&outcome, "shape");
-    assert_eq!(shapes[0], Value::Sequence(vec![Value::from(1), Value::from(4)]));
+    assert_eq!(
+        shapes[0],
+        Value::Sequence(vec![Value::from(1), Value::from(4)])
+    );
     let checksums = summary_values(&outcome, "checksum");
-    assert_ne!(checksums[0], checksums[1], "two different images give two outputs");
+    assert_ne!(
+        checksums[0], checksums[1],
+        "two different images give two outputs"
+    );
 }
 
 #[test]
@@ -103,11 +134,17 @@ fn torchscript_names_a_missing_module() {
     let error = run_target::<TorchScript, _>(&plan, load_torchscript).unwrap_err();
     assert_eq!(error.phase, Phase::Construct);
     assert!(
-        error.source.to_string().starts_with("cannot load TorchScript module /no/such/model.pt"),
+        error
+            .source
+            .to_string()
+            .starts_with("cannot load TorchScript module /no/such/model.pt"),
         "{}",
         error.source
     );
     let plan = self::plan("target: {name: torchscript}");
     let error = run_target::<TorchScript, _>(&plan, load_torchscript).unwrap_err();
-    assert_eq!(error.source.to_string(), "target.parameters: missing field `module`");
+    assert_eq!(
+        error.source.to_string(),
+        "target.parameters: missing field `module`"
+    );
 }

@@ -331,7 +331,11 @@ fn run(
         let command = session::explicit_command(&planned, &program);
         let lines =
             profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
-        writeln!(streams.out, "{}", profiling_core::nsys::render_command(&lines))?;
+        writeln!(
+            streams.out,
+            "{}",
+            profiling_core::nsys::render_command(&lines)
+        )?;
         return Ok(EXIT_OK);
     }
 
@@ -393,7 +397,10 @@ fn run(
     let manifest_path = report.manifest_path.as_deref().map(session::absolute);
     match &manifest_path {
         Some(path) => writeln!(streams.human(), "manifest: {}", path.display())?,
-        None => writeln!(streams.human(), "manifest: not written (write_manifest: false)")?,
+        None => writeln!(
+            streams.human(),
+            "manifest: not written (write_manifest: false)"
+        )?,
     }
     if streams.json {
         let document = report::json_document(manifest, manifest_path.as_deref(), error.as_deref());
@@ -604,5 +611,3 @@ fn smoke_check(
         Ok(EXIT_TARGET_FAILED)
     }
 }
-
-

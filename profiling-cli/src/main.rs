@@ -11,7 +11,9 @@ fn main() -> ExitCode {
     // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
     // a second one ends the process at once.
     if let Err(error) = profiling_core::interrupt::install_handlers() {
-        eprintln!("warning: cannot handle Ctrl-C ({error}): an interrupted run will leave no manifest");
+        eprintln!(
+            "warning: cannot handle Ctrl-C ({error}): an interrupted run will leave no manifest"
+        );
     }
     profiling_core::panics::install_hook();
     // The workspace this binary was built from: relative source files of

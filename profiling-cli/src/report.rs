@@ -59,7 +59,12 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
         )?;
     }
     if let Some(calls) = &timings.runs {
-        writeln!(out, "calls:  {}, {} per call", plural(calls.count, "target call"), spread(calls))?;
+        writeln!(
+            out,
+            "calls:  {}, {} per call",
+            plural(calls.count, "target call"),
+            spread(calls)
+        )?;
     }
     let pass_total = timings.iterations.as_ref().map_or(0, |p| p.total_ns);
     let share = |total: u64| -> String {
@@ -70,9 +75,16 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
         }
     };
     let passes = timings.iterations.as_ref().map_or(1, |p| p.count.max(1));
-    let mut write_top = |title: &str, ranges: &[&RangeTimings], pick: fn(&RangeTimings) -> &DurationStats| -> std::io::Result<()> {
+    let mut write_top = |title: &str,
+                         ranges: &[&RangeTimings],
+                         pick: fn(&RangeTimings) -> &DurationStats|
+     -> std::io::Result<()> {
         writeln!(out, "{title}")?;
-        let width = ranges.iter().map(|r| r.name.chars().count()).max().unwrap_or(0);
+        let width = ranges
+            .iter()
+            .map(|r| r.name.chars().count())
+            .max()
+            .unwrap_or(0);
         for range in ranges {
             let stats = pick(range);
             writeln!(
@@ -89,9 +101,16 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
     };
     if !timings.ranges.is_empty() {
         let by_inclusive: Vec<&RangeTimings> = timings.ranges.iter().take(TOP_RANGES).collect();
-        write_top("top ranges by inclusive time:", &by_inclusive, |r| &r.inclusive)?;
+        write_top("top ranges by inclusive time:", &by_inclusive, |r| {
+            &r.inclusive
+        })?;
         let mut by_self: Vec<&RangeTimings> = timings.ranges.iter().collect();
-        by_self.sort_by(|a, b| b.exclusive.total_ns.cmp(&a.exclusive.total_ns).then_with(|| a.name.cmp(&b.name)));
+        by_self.sort_by(|a, b| {
+            b.exclusive
+                .total_ns
+                .cmp(&a.exclusive.total_ns)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         by_self.truncate(TOP_RANGES);
         write_top("top ranges by self time:", &by_self, |r| &r.exclusive)?;
     }
@@ -118,7 +137,11 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
 }
 
 /// The one JSON document `--json` prints.
-pub fn json_document(manifest: &Manifest, manifest_path: Option<&Path>, error: Option<&str>) -> serde_json::Value {
+pub fn json_document(
+    manifest: &Manifest,
+    manifest_path: Option<&Path>,
+    error: Option<&str>,
+) -> serde_json::Value {
     serde_json::json!({
         "manifest_path": manifest_path,
         "status": manifest.status,
@@ -158,16 +181,27 @@ pub fn progress_bar() -> Box<dyn Fn(Progress)> {
             return;
         }
         let shown_long_enough = now.duration_since(phase_started.get()) >= Duration::from_secs(1);
-        let due = last_draw.get().is_none_or(|at| now.duration_since(at) >= Duration::from_millis(100));
+        let due = last_draw
+            .get()
+            .is_none_or(|at| now.duration_since(at) >= Duration::from_millis(100));
         if !shown_long_enough || !due {
             return;
         }
         last_draw.set(Some(now));
         const WIDTH: u32 = 30;
-        let filled = (u64::from(progress.done) * u64::from(WIDTH) / u64::from(progress.total.max(1))) as usize;
+        let filled = (u64::from(progress.done) * u64::from(WIDTH)
+            / u64::from(progress.total.max(1))) as usize;
         let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH as usize - filled);
-        let phase = if progress.measured { "measured" } else { "warmup" };
-        let _ = write!(stderr, "\r\x1b[2K{phase:>8} {bar} {}/{}", progress.done, progress.total);
+        let phase = if progress.measured {
+            "measured"
+        } else {
+            "warmup"
+        };
+        let _ = write!(
+            stderr,
+            "\r\x1b[2K{phase:>8} {bar} {}/{}",
+            progress.done, progress.total
+        );
         let _ = stderr.flush();
     })
 }

@@ -650,9 +650,20 @@ impl ProfileTarget for Watched {
 #[test]
 fn a_panic_is_one_error_line_exit_1_and_a_failed_manifest() {
     let out = tempfile::tempdir().unwrap();
-    let outcome = cli(&["run", "cli-panicking", "--output-dir", out.path().to_str().unwrap(), "--run-id", "p1"]);
+    let outcome = cli(&[
+        "run",
+        "cli-panicking",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "p1",
+    ]);
     assert_eq!(outcome.code, 1);
-    let errors: Vec<&str> = outcome.stderr.lines().filter(|l| !l.starts_with("warning:")).collect();
+    let errors: Vec<&str> = outcome
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("warning:"))
+        .collect();
     let line = line_of("        Ok(assert_eq!(values.len(), 1, \"kaboom\"))");
     assert_eq!(errors.len(), 1, "{}", outcome.stderr);
     assert!(
@@ -666,22 +677,45 @@ fn a_panic_is_one_error_line_exit_1_and_a_failed_manifest() {
     assert_eq!(manifest["status"], "failed");
     assert_eq!(manifest["error"]["phase"], "run");
     assert_eq!(manifest["error"]["pass"]["kind"], "warmup");
-    assert!(manifest["error"]["message"].as_str().unwrap().contains("kaboom"));
+    assert!(manifest["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("kaboom"));
 }
 
 #[test]
 fn json_prints_exactly_one_document_on_stdout() {
     let out = tempfile::tempdir().unwrap();
-    let outcome = cli(&["run", "cli-doubler", "--json", "--output-dir", out.path().to_str().unwrap(), "--run-id", "j1", "--iterations", "3"]);
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--json",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "j1",
+        "--iterations",
+        "3",
+    ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
-    let document: serde_json::Value = serde_json::from_str(&outcome.stdout).expect("stdout is one JSON document");
+    let document: serde_json::Value =
+        serde_json::from_str(&outcome.stdout).expect("stdout is one JSON document");
     assert_eq!(document["status"], "completed");
-    assert_eq!(document["manifest_path"], out.path().join("cli-doubler/runs/j1/manifest.yaml").to_str().unwrap());
+    assert_eq!(
+        document["manifest_path"],
+        out.path()
+            .join("cli-doubler/runs/j1/manifest.yaml")
+            .to_str()
+            .unwrap()
+    );
     assert_eq!(document["timings"]["iterations"]["count"], 3);
     assert_eq!(document["timings"]["runs"]["count"], 3);
     assert_eq!(document["timings"]["ranges"][0]["name"], "double");
     assert_eq!(document["timings"]["ranges"][0]["count"], 3);
-    assert_eq!(document["trace"]["events"], 7, "the capture, three passes, three ranges");
+    assert_eq!(
+        document["trace"]["events"], 7,
+        "the capture, three passes, three ranges"
+    );
     assert!(outcome.stderr.contains("running `cli-doubler`"));
     assert!(outcome.stderr.contains("top ranges by inclusive time:"));
 
@@ -689,35 +723,95 @@ fn json_prints_exactly_one_document_on_stdout() {
     assert_eq!(refused.code, 2);
     let document: serde_json::Value = serde_json::from_str(&refused.stdout).unwrap();
     assert_eq!(document["status"], "refused");
-    assert!(document["error"].as_str().unwrap().starts_with("unknown target `no-such-target`"));
+    assert!(document["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("unknown target `no-such-target`"));
 }
 
 #[test]
 fn the_summary_shows_passes_calls_and_top_ranges() {
     let out = tempfile::tempdir().unwrap();
-    let outcome = cli(&["run", "cli-doubler", "--output-dir", out.path().to_str().unwrap(), "--run-id", "s1", "--iterations", "4"]);
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "s1",
+        "--iterations",
+        "4",
+    ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     let stdout = &outcome.stdout;
-    assert!(stdout.contains("passes: 4 measured passes of 1 record, median "), "{stdout}");
-    assert!(stdout.contains("calls:  4 target calls, median "), "{stdout}");
-    let inclusive = stdout.lines().skip_while(|l| *l != "top ranges by inclusive time:").nth(1).unwrap();
+    assert!(
+        stdout.contains("passes: 4 measured passes of 1 record, median "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("calls:  4 target calls, median "),
+        "{stdout}"
+    );
+    let inclusive = stdout
+        .lines()
+        .skip_while(|l| *l != "top ranges by inclusive time:")
+        .nth(1)
+        .unwrap();
     assert!(inclusive.trim_start().starts_with("double "), "{inclusive}");
-    assert!(inclusive.contains(" of a pass  4 calls, median "), "{inclusive}");
+    assert!(
+        inclusive.contains(" of a pass  4 calls, median "),
+        "{inclusive}"
+    );
     assert!(stdout.contains("top ranges by self time:"));
     assert!(stdout.contains("timer:  std::time::Instant"));
-    assert!(stdout.contains(&format!("trace:  {}", out.path().join("cli-doubler/runs/s1/trace.json").display())));
-    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("cli-doubler/runs/s1/trace.json")).unwrap()).unwrap();
-    assert_eq!(trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "double").count(), 4);
+    assert!(stdout.contains(&format!(
+        "trace:  {}",
+        out.path().join("cli-doubler/runs/s1/trace.json").display()
+    )));
+    let trace: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("cli-doubler/runs/s1/trace.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "double")
+            .count(),
+        4
+    );
 }
 
 #[test]
 fn force_replaces_an_earlier_run() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    assert_eq!(cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "again"]).code, 0);
+    assert_eq!(
+        cli(&[
+            "run",
+            "cli-doubler",
+            "--output-dir",
+            dir,
+            "--run-id",
+            "again"
+        ])
+        .code,
+        0
+    );
     let stale = out.path().join("cli-doubler/runs/again/stale.txt");
     std::fs::write(&stale, "from the earlier run").unwrap();
-    let outcome = cli(&["run", "cli-doubler", "--output-dir", dir, "--run-id", "again", "--force", "--iterations", "2"]);
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--output-dir",
+        dir,
+        "--run-id",
+        "again",
+        "--force",
+        "--iterations",
+        "2",
+    ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     assert!(!stale.exists(), "the earlier run is replaced, not merged");
     let manifest = read_manifest(&out.path().join("cli-doubler/runs/again/manifest.yaml"));
@@ -731,13 +825,26 @@ fn an_unwritable_output_directory_is_refused_before_target_code_runs() {
     std::fs::write(&file, "not a directory").unwrap();
     let under_file = file.join("runs");
     for (dir, reason) in [
-        (under_file.to_str().unwrap().to_owned(), format!("{} is not a directory", file.display())),
-        ("/proc/profile-cli-runs".to_owned(), "cannot create files in /proc".to_owned()),
+        (
+            under_file.to_str().unwrap().to_owned(),
+            format!("{} is not a directory", file.display()),
+        ),
+        (
+            "/proc/profile-cli-runs".to_owned(),
+            "cannot create files in /proc".to_owned(),
+        ),
     ] {
         let outcome = cli(&["run", "cli-watched", "--output-dir", &dir, "--run-id", "w"]);
         assert_eq!(outcome.code, 2, "{}", outcome.stderr);
         let expected = format!("error: cannot write the run to {dir}/cli-watched/runs/w: {reason}");
-        assert!(outcome.stderr.starts_with(&expected), "{}\nexpected: {expected}", outcome.stderr);
+        assert!(
+            outcome.stderr.starts_with(&expected),
+            "{}\nexpected: {expected}",
+            outcome.stderr
+        );
     }
-    assert!(!CONSTRUCTED.load(std::sync::atomic::Ordering::SeqCst), "no target code ran");
+    assert!(
+        !CONSTRUCTED.load(std::sync::atomic::Ordering::SeqCst),
+        "no target code ran"
+    );
 }

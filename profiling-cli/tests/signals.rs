@@ -57,7 +57,18 @@ fn child_process() {
     };
     profiling_core::interrupt::install_handlers().unwrap();
     let target = std::env::var(CHILD_TARGET).unwrap();
-    let args = ["profile-cli", "run", &target, "--warmup", "0", "--iterations", "50", "--run-id", "sig", "--output-dir"];
+    let args = [
+        "profile-cli",
+        "run",
+        &target,
+        "--warmup",
+        "0",
+        "--iterations",
+        "50",
+        "--run-id",
+        "sig",
+        "--output-dir",
+    ];
     let mut argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
     argv.push(output);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -74,7 +85,12 @@ fn start(output: &Path) -> Child {
 
 fn start_target(output: &Path, target: &str, settle: Duration) -> Child {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_process", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "child_process",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, output)
         .env(CHILD_TARGET, target)
         .stdout(Stdio::piped())
@@ -117,10 +133,19 @@ fn ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130() {
     assert_eq!(manifest["interrupted_by"], "SIGINT");
     let completed = manifest["completed_iterations"].as_u64().unwrap();
     assert!((1..50).contains(&completed), "{completed}");
-    assert_eq!(manifest["timings"]["iterations"]["count"].as_u64(), Some(completed));
+    assert_eq!(
+        manifest["timings"]["iterations"]["count"].as_u64(),
+        Some(completed)
+    );
     // The call in progress finished: every call started is a sample.
-    assert_eq!(manifest["timings"]["runs"]["count"], manifest["calls"]["run"]);
-    assert_eq!(manifest["timings"]["ranges"][0]["count"], manifest["calls"]["run"]);
+    assert_eq!(
+        manifest["timings"]["runs"]["count"],
+        manifest["calls"]["run"]
+    );
+    assert_eq!(
+        manifest["timings"]["ranges"][0]["count"],
+        manifest["calls"]["run"]
+    );
 }
 
 #[test]
@@ -135,7 +160,11 @@ fn sigterm_exits_143_with_the_manifest() {
 #[test]
 fn a_second_ctrl_c_exits_at_once() {
     let output = tempfile::tempdir().unwrap();
-    let mut child = start_target(output.path(), "signal-long-sleeper", Duration::from_millis(300));
+    let mut child = start_target(
+        output.path(),
+        "signal-long-sleeper",
+        Duration::from_millis(300),
+    );
     signal(&child, libc::SIGINT);
     // Two identical signals pending at once are delivered as one: let the
     // first land before sending the second.
@@ -144,6 +173,10 @@ fn a_second_ctrl_c_exits_at_once() {
     let sent = Instant::now();
     assert_eq!(child.wait().unwrap().code(), Some(130));
     // Without waiting for the 5 s call in progress, nor writing anything.
-    assert!(sent.elapsed() < Duration::from_secs(2), "{:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
     assert!(!output.path().join("signal-long-sleeper/runs/sig").exists());
 }

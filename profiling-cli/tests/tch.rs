@@ -17,25 +17,61 @@ fn profile_cli() -> Command {
 fn smoke_tensor_gives_the_reference_numbers() {
     let out = tempfile::tempdir().unwrap();
     let config = out.path().join("smoke.yaml");
-    std::fs::write(&config, "target: {name: smoke-tensor}\ndata_source: {name: dummy, record_count: 2}\nseed: 0\n").unwrap();
+    std::fs::write(
+        &config,
+        "target: {name: smoke-tensor}\ndata_source: {name: dummy, record_count: 2}\nseed: 0\n",
+    )
+    .unwrap();
     let events = out.path().join("events.tsv");
     let mut command = profile_cli();
-    command.args(["run", "--config", config.to_str().unwrap(), "--run-id", "smoke"]);
+    command.args([
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--run-id",
+        "smoke",
+    ]);
     nvtx_recorder::attach(&mut command, &events);
     let output = command.output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
-    let manifest: Value = serde_yaml::from_str(&std::fs::read_to_string(out.path().join("runs/smoke/manifest.yaml")).unwrap()).unwrap();
-    let sums: Vec<f64> = (0..2).map(|i| manifest["output_summaries"][i]["summary"]["sum"].as_f64().unwrap()).collect();
+    let manifest: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(out.path().join("runs/smoke/manifest.yaml")).unwrap(),
+    )
+    .unwrap();
+    let sums: Vec<f64> = (0..2)
+        .map(|i| {
+            manifest["output_summaries"][i]["summary"]["sum"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
     assert_eq!(sums, [240.0, 272.0]);
-    assert_eq!(manifest["output_summaries"][0]["summary"]["dtype"], "float32");
+    assert_eq!(
+        manifest["output_summaries"][0]["summary"]["dtype"],
+        "float32"
+    );
     assert_eq!(manifest["backend"]["name"], "libtorch");
-    assert!(manifest["backend"]["libtorch_version"].as_str().unwrap().starts_with("2.11.0"));
+    assert!(manifest["backend"]["libtorch_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("2.11.0"));
     assert_eq!(manifest["backend"]["cuda_available"], false);
-    assert!(manifest["timings"]["host_timing_note"].as_str().unwrap().contains("on the CPU"));
+    assert!(manifest["timings"]["host_timing_note"]
+        .as_str()
+        .unwrap()
+        .contains("on the CPU"));
 
-    let forest = nvtx_recorder::range_forest(&nvtx_recorder::read_events(&events).unwrap()).unwrap();
-    let main_thread = forest.values().find(|ranges| ranges.iter().any(|r| r.name == "profile-target")).unwrap();
+    let forest =
+        nvtx_recorder::range_forest(&nvtx_recorder::read_events(&events).unwrap()).unwrap();
+    let main_thread = forest
+        .values()
+        .find(|ranges| ranges.iter().any(|r| r.name == "profile-target"))
+        .unwrap();
     let call = "smoke multiply\nsmoke reduction\n";
     let expected = format!("{call}{call}profile-target\n  iteration 0\n    smoke multiply\n    smoke reduction\n    smoke multiply\n    smoke reduction\n");
     assert_eq!(nvtx_recorder::render_tree(main_thread), expected);
@@ -45,12 +81,22 @@ fn smoke_tensor_gives_the_reference_numbers() {
 fn cuda_without_a_gpu_is_refused_before_any_work() {
     let out = tempfile::tempdir().unwrap();
     let output = profile_cli()
-        .args(["run", "smoke-tensor", "--device", "cuda", "--output-dir", out.path().to_str().unwrap()])
+        .args([
+            "run",
+            "smoke-tensor",
+            "--device",
+            "cuda",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(stderr.starts_with("error: device `cuda:0`: libtorch sees no CUDA device"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: device `cuda:0`: libtorch sees no CUDA device"),
+        "{stderr}"
+    );
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
 
@@ -59,6 +105,9 @@ fn list_shows_the_tensor_targets() {
     let output = profile_cli().arg("list").output().unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
     for name in ["smoke-tensor", "tiny-cnn", "torchscript"] {
-        assert!(stdout.lines().any(|l| l.starts_with(&format!("{name} "))), "{name} missing:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&format!("{name} "))),
+            "{name} missing:\n{stdout}"
+        );
     }
 }

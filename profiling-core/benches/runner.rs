@@ -39,10 +39,15 @@ const CALLS: u32 = 100_000;
 #[divan::bench(sample_count = 10)]
 fn empty_target_per_call(bencher: divan::Bencher) {
     let yaml = format!("target: {{name: empty}}\ndata_source: {{name: dummy, include_image: false}}\nwarmup: 0\niterations: {CALLS}");
-    let config = ConfigFile::parse(&yaml, None).unwrap().resolve(&Overrides::default()).unwrap();
+    let config = ConfigFile::parse(&yaml, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
-    bencher.counter(ItemsCount::new(CALLS)).bench_local(|| run_target(&plan, || Ok(Empty)).unwrap());
+    bencher
+        .counter(ItemsCount::new(CALLS))
+        .bench_local(|| run_target(&plan, || Ok(Empty)).unwrap());
 }
 
 const IMAGES: usize = 64;
@@ -58,7 +63,9 @@ fn jpeg_directory() -> &'static Path {
                     let v = (x * 7 + y * 13 + index as u32 * 31) ^ (x * y / 97);
                     image::Rgb([v as u8, (v >> 3) as u8, (x ^ y) as u8])
                 });
-                image.save(dir.path().join(format!("image{index:02}.jpg"))).unwrap();
+                image
+                    .save(dir.path().join(format!("image{index:02}.jpg")))
+                    .unwrap();
             }
             dir
         })
@@ -66,7 +73,8 @@ fn jpeg_directory() -> &'static Path {
 }
 
 fn image_source() -> ImageSource {
-    let mapping: serde_yaml::Mapping = serde_yaml::from_str(&format!("directory: {}", jpeg_directory().display())).unwrap();
+    let mapping: serde_yaml::Mapping =
+        serde_yaml::from_str(&format!("directory: {}", jpeg_directory().display())).unwrap();
     ImageSource::from_parameters(&mapping).unwrap()
 }
 
@@ -74,14 +82,18 @@ fn image_source() -> ImageSource {
 #[divan::bench(sample_count = 10)]
 fn eager_load_64_jpegs_parallel(bencher: divan::Bencher) {
     let source = image_source();
-    bencher.counter(ItemsCount::new(IMAGES)).bench_local(|| source.read_all().unwrap());
+    bencher
+        .counter(ItemsCount::new(IMAGES))
+        .bench_local(|| source.read_all().unwrap());
 }
 
 /// The same images decoded one by one.
 #[divan::bench(sample_count = 10)]
 fn eager_load_64_jpegs_one_by_one(bencher: divan::Bencher) {
     let source = image_source();
-    bencher
-        .counter(ItemsCount::new(IMAGES))
-        .bench_local(|| (0..source.len()).map(|i| source.read(i).unwrap()).collect::<Vec<_>>());
+    bencher.counter(ItemsCount::new(IMAGES)).bench_local(|| {
+        (0..source.len())
+            .map(|i| source.read(i).unwrap())
+            .collect::<Vec<_>>()
+    });
 }

@@ -22,7 +22,9 @@ pub fn install_hook() {
     INSTALL.call_once(|| {
         let default = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            let location = info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
             LOCATION.with(|cell| *cell.borrow_mut() = location);
             let wants_backtrace = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
             if !GUARDED.with(Cell::get) || wants_backtrace {

@@ -12,8 +12,8 @@ use serde::Serialize;
 use crate::config::{Config, RecordLoading};
 use crate::data::{DataError, DataRecord, DataSource};
 use crate::device::{synchronize, Device};
-use crate::nvtx::PassRange;
 use crate::interrupt;
+use crate::nvtx::PassRange;
 use crate::panics::guard;
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
@@ -298,10 +298,10 @@ impl<T: ProfileTarget> Inputs<T> for Prepared<'_, T::Prepared> {
     ) -> Result<T::Output, CallError> {
         calls.run += 1;
         guard(|| target.run(&self.prepared[index])).map_err(|source| CallError {
-                phase: Phase::Run,
-                record_id: Some(self.records[index].id.clone()),
-                source,
-            })
+            phase: Phase::Run,
+            record_id: Some(self.records[index].id.clone()),
+            source,
+        })
     }
 
     fn record_id(&self, index: usize) -> &str {
@@ -416,8 +416,8 @@ where
             let mut prepared = Vec::with_capacity(records.len());
             for record in records {
                 calls.prepare += 1;
-                let input = guard(|| target.prepare(record, config.device))
-                    .map_err(|source| RunError {
+                let input =
+                    guard(|| target.prepare(record, config.device)).map_err(|source| RunError {
                         phase: Phase::Prepare,
                         record_id: Some(record.id.clone()),
                         pass: Pass::Setup,
@@ -623,7 +623,11 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
             calls,
             completed_warmup,
             completed_iterations,
-            validation: if validate_in_warmup { Validation::Warmup } else { Validation::Disabled },
+            validation: if validate_in_warmup {
+                Validation::Warmup
+            } else {
+                Validation::Disabled
+            },
             timings,
             capture,
             interrupted: Some(signal),
@@ -716,7 +720,6 @@ fn sketch_note(passes: &SampleSet, calls: &SampleSet, ranges: bool) -> Option<St
         )
     })
 }
-
 
 /// `iteration <i>` as a C string, formatted on the stack.
 struct IterationName {

@@ -385,7 +385,9 @@ pub fn execute_with_progress(
     let git = git_state(&request.workspace_root).or_else(|| git_state(Path::new(".")));
     let entry = planned.entry;
     let (status, error, outcome_view) = match &result {
-        Ok(outcome) if outcome.interrupted.is_some() => (Status::Interrupted, None, OutcomeView::from(outcome)),
+        Ok(outcome) if outcome.interrupted.is_some() => {
+            (Status::Interrupted, None, OutcomeView::from(outcome))
+        }
         Ok(outcome) => (Status::Completed, None, OutcomeView::from(outcome)),
         Err(error) => (
             Status::Failed,
@@ -519,15 +521,25 @@ fn check_writable(run_dir: &Path) -> Result<(), SessionError> {
         }
     }
     if !ancestor.is_dir() {
-        return Err(not_writable(format!("{} is not a directory", ancestor.display())));
+        return Err(not_writable(format!(
+            "{} is not a directory",
+            ancestor.display()
+        )));
     }
     let probe = ancestor.join(format!(".profile-cli-write-check-{}", std::process::id()));
-    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(error) => Err(not_writable(format!("cannot create files in {}: {error}", ancestor.display()))),
+        Err(error) => Err(not_writable(format!(
+            "cannot create files in {}: {error}",
+            ancestor.display()
+        ))),
     }
 }
 

@@ -27,7 +27,10 @@ fn spin(duration: Duration) {
 }
 
 fn run<T: ProfileTarget>(yaml: &str, target: T) -> RunOutcome {
-    let config = ConfigFile::parse(yaml, None).unwrap().resolve(&Overrides::default()).unwrap();
+    let config = ConfigFile::parse(yaml, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
     run_target(&plan, move || Ok(target)).unwrap()
@@ -47,9 +50,21 @@ const MICROS: u64 = 1_000;
 /// A busy median: at least the nominal time, at most 1.5 times it plus 300 µs.
 fn assert_near(stats: &DurationStats, nominal_us: u64, what: &str) {
     let nominal = nominal_us * MICROS;
-    assert!(stats.p50_ns >= nominal * 98 / 100, "{what}: median {} ns < {nominal} ns", stats.p50_ns);
-    assert!(stats.p50_ns <= nominal * 3 / 2 + 300 * MICROS, "{what}: median {} ns >> {nominal} ns", stats.p50_ns);
-    assert!(stats.min_ns >= nominal * 98 / 100, "{what}: min {} ns < {nominal} ns", stats.min_ns);
+    assert!(
+        stats.p50_ns >= nominal * 98 / 100,
+        "{what}: median {} ns < {nominal} ns",
+        stats.p50_ns
+    );
+    assert!(
+        stats.p50_ns <= nominal * 3 / 2 + 300 * MICROS,
+        "{what}: median {} ns >> {nominal} ns",
+        stats.p50_ns
+    );
+    assert!(
+        stats.min_ns >= nominal * 98 / 100,
+        "{what}: min {} ns < {nominal} ns",
+        stats.min_ns
+    );
 }
 
 /// `outer` (300 µs, then `inner` 500 µs, then 200 µs): 1 ms a call.
@@ -73,7 +88,8 @@ impl ProfileTarget for Nested {
     }
 }
 
-const TWO_RECORDS: &str = "target: {name: t}\ndata_source: {name: dummy, record_count: 2, include_image: false}\n";
+const TWO_RECORDS: &str =
+    "target: {name: t}\ndata_source: {name: dummy, record_count: 2, include_image: false}\n";
 
 #[test]
 fn nested_ranges_have_the_inclusive_and_exclusive_times_spent() {
@@ -92,13 +108,20 @@ fn nested_ranges_have_the_inclusive_and_exclusive_times_spent() {
     assert_eq!(names, ["outer", "inner"], "largest inclusive total first");
     let outer = range(&outcome, "outer");
     let inner = range(&outcome, "inner");
-    assert_eq!((outer.count, inner.count), (30, 30), "measured passes only, no warmup");
+    assert_eq!(
+        (outer.count, inner.count),
+        (30, 30),
+        "measured passes only, no warmup"
+    );
     assert_near(&outer.inclusive, 1_000, "outer inclusive");
     assert_near(&outer.exclusive, 500, "outer exclusive");
     assert_near(&inner.inclusive, 500, "inner inclusive");
     assert_near(&inner.exclusive, 500, "inner exclusive");
     // Exclusive plus children is inclusive, range by range.
-    assert_eq!(outer.exclusive.total_ns + inner.inclusive.total_ns, outer.inclusive.total_ns);
+    assert_eq!(
+        outer.exclusive.total_ns + inner.inclusive.total_ns,
+        outer.inclusive.total_ns
+    );
     assert_eq!(inner.inclusive.total_ns, inner.exclusive.total_ns);
     // Ranges lie within calls, calls within passes, passes within the capture.
     assert!(outer.inclusive.total_ns <= runs.total_ns);
@@ -106,7 +129,10 @@ fn nested_ranges_have_the_inclusive_and_exclusive_times_spent() {
     assert!(iterations.total_ns <= timings.capture_ns);
     assert!(timings.sketch_note.is_none());
     let timer = timings.timer.as_ref().unwrap();
-    assert!(timer.overhead_ns > 0.0 && timer.overhead_ns < 10_000.0, "{timer:?}");
+    assert!(
+        timer.overhead_ns > 0.0 && timer.overhead_ns < 10_000.0,
+        "{timer:?}"
+    );
 }
 
 /// Opens `worker` (400 µs) on two threads of its own in every call.
@@ -143,36 +169,66 @@ fn ranges_on_other_threads_are_counted_apart() {
     // Ranges on other threads are not children of the caller's range.
     assert_eq!(fan_out.exclusive.total_ns, fan_out.inclusive.total_ns);
     assert!(fan_out.inclusive.p50_ns >= 400 * MICROS);
-    let threads: Vec<u32> = outcome.capture.ranges.threads.iter().map(|t| t.thread).collect();
-    assert!(threads.len() >= 3, "the runner's thread and the workers: {threads:?}");
+    let threads: Vec<u32> = outcome
+        .capture
+        .ranges
+        .threads
+        .iter()
+        .map(|t| t.thread)
+        .collect();
+    assert!(
+        threads.len() >= 3,
+        "the runner's thread and the workers: {threads:?}"
+    );
 }
 
 #[test]
 fn the_trace_holds_every_range_and_pass_of_the_manifest() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let outcome = run(&format!("{TWO_RECORDS}warmup: 0\niterations: 6"), Nested);
-    let (document, written, truncated) = profiling_core::trace::trace_document(&outcome.capture, "profile-target", "test");
+    let (document, written, truncated) =
+        profiling_core::trace::trace_document(&outcome.capture, "profile-target", "test");
     assert!(!truncated);
     let events = document["traceEvents"].as_array().unwrap();
     let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
     assert_eq!(complete.len() as u64, written);
-    let count = |cat: &str, name: &str| complete.iter().filter(|e| e["cat"] == cat && e["name"] == name).count() as u64;
+    let count = |cat: &str, name: &str| {
+        complete
+            .iter()
+            .filter(|e| e["cat"] == cat && e["name"] == name)
+            .count() as u64
+    };
     assert_eq!(count("capture", "profile-target"), 1);
     for range in &outcome.timings.ranges {
         assert_eq!(count("range", &range.name), range.count, "{}", range.name);
     }
     let passes: Vec<&&serde_json::Value> = complete.iter().filter(|e| e["cat"] == "pass").collect();
-    assert_eq!(passes.len() as u64, outcome.timings.iterations.as_ref().unwrap().count);
+    assert_eq!(
+        passes.len() as u64,
+        outcome.timings.iterations.as_ref().unwrap().count
+    );
     for (index, pass) in passes.iter().enumerate() {
         assert_eq!(pass["name"], format!("iteration {index}"));
         assert_eq!(pass["args"]["pass"], index);
     }
     // Nesting by time: every inner range lies within an outer one on its thread.
-    let span = |e: &serde_json::Value| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap());
-    let outers: Vec<(f64, f64)> = complete.iter().filter(|e| e["name"] == "outer").map(|e| span(e)).collect();
+    let span = |e: &serde_json::Value| {
+        (
+            e["ts"].as_f64().unwrap(),
+            e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap(),
+        )
+    };
+    let outers: Vec<(f64, f64)> = complete
+        .iter()
+        .filter(|e| e["name"] == "outer")
+        .map(|e| span(e))
+        .collect();
     for inner in complete.iter().filter(|e| e["name"] == "inner") {
         let (start, end) = span(inner);
-        assert!(outers.iter().any(|(s, e)| *s <= start && end <= *e + 0.001), "inner at {start} is inside no outer");
+        assert!(
+            outers.iter().any(|(s, e)| *s <= start && end <= *e + 0.001),
+            "inner at {start} is inside no outer"
+        );
     }
 }
 
@@ -205,10 +261,26 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
     let tick = range(&outcome, "tick");
     assert_eq!(tick.count, iterations);
     let note = timings.sketch_note.as_deref().unwrap();
-    assert!(note.starts_with("the quantiles of iterations, runs, ranges come from a histogram"), "{note}");
-    let kept: usize = outcome.capture.ranges.threads.iter().map(|t| t.events.len()).sum();
+    assert!(
+        note.starts_with("the quantiles of iterations, runs, ranges come from a histogram"),
+        "{note}"
+    );
+    let kept: usize = outcome
+        .capture
+        .ranges
+        .threads
+        .iter()
+        .map(|t| t.events.len())
+        .sum();
     assert_eq!(kept, profiling_core::timing::recorder::EVENTS_PER_THREAD);
-    assert_eq!(outcome.capture.passes.len(), profiling_core::runner::PASSES_KEPT);
+    assert_eq!(
+        outcome.capture.passes.len(),
+        profiling_core::runner::PASSES_KEPT
+    );
     let stats = timings.iterations.as_ref().unwrap();
-    assert!(stats.min_ns <= stats.p50_ns && stats.p50_ns <= stats.p99_ns && stats.p99_ns <= stats.max_ns);
+    assert!(
+        stats.min_ns <= stats.p50_ns
+            && stats.p50_ns <= stats.p99_ns
+            && stats.p99_ns <= stats.max_ns
+    );
 }

@@ -32,7 +32,10 @@ impl ProfileTarget for StopsItself {
 fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
     profiling_core::interrupt::reset();
     let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 2, include_image: false}\nwarmup: 1\niterations: 10\n";
-    let config = ConfigFile::parse(yaml, None).unwrap().resolve(&Overrides::default()).unwrap();
+    let config = ConfigFile::parse(yaml, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
     let outcome = run_target(&plan, || Ok(StopsItself::default())).unwrap();
@@ -40,11 +43,22 @@ fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
 
     // Warmup: calls 1-2; pass 0: calls 3-4; pass 1 stops after call 5.
     assert_eq!(outcome.interrupted, Some(libc::SIGINT));
-    assert_eq!((outcome.completed_warmup, outcome.completed_iterations), (1, 1));
+    assert_eq!(
+        (outcome.completed_warmup, outcome.completed_iterations),
+        (1, 1)
+    );
     assert_eq!(outcome.calls.run, 5);
     let timings = &outcome.timings;
-    assert_eq!(timings.iterations.as_ref().unwrap().count, 1, "only the completed pass");
-    assert_eq!(timings.runs.as_ref().unwrap().count, 3, "every completed call");
+    assert_eq!(
+        timings.iterations.as_ref().unwrap().count,
+        1,
+        "only the completed pass"
+    );
+    assert_eq!(
+        timings.runs.as_ref().unwrap().count,
+        3,
+        "every completed call"
+    );
     assert_eq!(timings.ranges[0].count, 3);
     assert!(outcome.output_summaries.is_empty());
     assert_eq!(outcome.validation, Validation::Warmup);
