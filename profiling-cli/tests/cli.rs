@@ -619,7 +619,8 @@ impl ProfileTarget for Panicking {
     fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
         let values: Vec<u32> = Vec::new();
         let _range = profiling_range("doomed");
-        Ok(assert_eq!(values.len(), 1, "kaboom"))
+        assert_eq!(values.len(), 1, "kaboom");
+        Ok(())
     }
 }
 
@@ -664,11 +665,11 @@ fn a_panic_is_one_error_line_exit_1_and_a_failed_manifest() {
         .lines()
         .filter(|l| !l.starts_with("warning:"))
         .collect();
-    let line = line_of("        Ok(assert_eq!(values.len(), 1, \"kaboom\"))");
+    let line = line_of("        assert_eq!(values.len(), 1, \"kaboom\");");
     assert_eq!(errors.len(), 1, "{}", outcome.stderr);
     assert!(
         errors[0].starts_with(&format!(
-            "error: the target failed: run failed on record `dummy-0` (warmup pass 0): panicked at profiling-cli/tests/cli.rs:{line}:12: assertion `left == right` failed: kaboom; left: 0; right: 1"
+            "error: the target failed: run failed on record `dummy-0` (warmup pass 0): panicked at profiling-cli/tests/cli.rs:{line}:9: assertion `left == right` failed: kaboom; left: 0; right: 1"
         )),
         "{}",
         errors[0]
