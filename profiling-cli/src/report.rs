@@ -89,11 +89,11 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             let stats = pick(range);
             writeln!(
                 out,
-                "  {:width$}  {:>9} per pass  {:>7} of a pass  {} calls, median {}",
+                "  {:width$}  {:>9} per pass  {:>7} of a pass  {}, median {}",
                 range.name,
                 format_ns(stats.total_ns / passes),
                 share(stats.total_ns),
-                range.count,
+                plural(range.count, "call"),
                 format_ns(stats.p50_ns),
             )?;
         }
