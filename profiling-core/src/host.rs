@@ -182,22 +182,29 @@ pub fn build_profile() -> &'static str {
 /// The commit checked out at `dir`, and whether the tree has uncommitted
 /// changes; `None` outside a git work tree or without git.
 pub fn git_state(dir: &Path) -> Option<(String, bool)> {
-    let run = |args: &[&str]| -> Option<String> {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()?;
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    };
-    let commit = run(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
-    let dirty =
-        run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    let commit = git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
+    let dirty = git_output(dir, ["status", "--porcelain", "--untracked-files=no"])
+        .is_some_and(|s| !s.is_empty());
     Some((commit, dirty))
+}
+
+/// What `git -C dir <args>` prints, trimmed; `None` when git is missing or
+/// fails (outside a work tree, say).
+pub fn git_output<I, S>(dir: &Path, args: I) -> Option<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 /// A UTC calendar time, to the second.

@@ -493,26 +493,18 @@ fn first_doc_paragraph(attrs: &[syn::Attribute]) -> Option<String> {
 
 /// The commit checked out where `file` is, and whether `file` differs from it.
 fn git_provenance(file: &Path) -> Option<(String, bool)> {
+    use std::ffi::OsStr;
     let dir = file.parent()?;
-    let git = |args: &[&std::ffi::OsStr]| -> Option<String> {
-        let output = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()?;
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    };
-    let commit = git(&["rev-parse".as_ref(), "HEAD".as_ref()]).filter(|c| !c.is_empty())?;
-    let status = git(&[
-        "status".as_ref(),
-        "--porcelain".as_ref(),
-        "--".as_ref(),
-        file.as_os_str(),
-    ])?;
+    let commit = crate::host::git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
+    let status = crate::host::git_output(
+        dir,
+        [
+            OsStr::new("status"),
+            OsStr::new("--porcelain"),
+            OsStr::new("--"),
+            file.as_os_str(),
+        ],
+    )?;
     Some((commit, !status.is_empty()))
 }
 
