@@ -548,3 +548,31 @@ fn a_new_snippet_builds_runs_and_is_listed_straight_after() {
     );
     assert_eq!(entries(&broken), ["README.md", "config.yaml", "target.rs"]);
 }
+
+/// No name can point `new` outside the snippets directory: a name becomes
+/// one directory name, so separators and `..` are refused before anything
+/// is written.
+#[test]
+fn a_name_cannot_escape_the_snippets_directory() {
+    let snippets = workspace_root().join("inference_profiling/snippets");
+    let before = entries(&snippets);
+    for name in ["../escape", "a/b", "..", "/tmp/x", ".hidden"] {
+        let outcome = cli(&[
+            "new",
+            name,
+            "--from",
+            "examples/src/postprocess.rs::iou",
+            "--no-check",
+        ]);
+        assert_eq!(outcome.code, 2, "{name}: {}", outcome.stderr);
+        assert!(
+            outcome.stderr.starts_with(&format!(
+                "error: profile name: `{name}` is not a valid profile name"
+            )),
+            "{name}: {}",
+            outcome.stderr
+        );
+    }
+    assert_eq!(entries(&snippets), before);
+    assert!(!workspace_root().join("inference_profiling/escape").exists());
+}
