@@ -83,30 +83,9 @@ impl ProfileTarget for Failing {
     }
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
 
-struct Outcome {
-    code: u8,
-    stdout: String,
-    stderr: String,
-}
-
-fn cli(args: &[&str]) -> Outcome {
-    let mut argv = vec!["profile-cli".into()];
-    argv.extend(args.iter().map(Into::into));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = profiling_cli::main_with(argv, &workspace_root(), &mut out, &mut err);
-    Outcome {
-        code,
-        stdout: String::from_utf8(out).unwrap(),
-        stderr: String::from_utf8(err).unwrap(),
-    }
-}
+use common::cli;
 
 fn line_of(needle: &str) -> u32 {
     let source = include_str!("cli.rs");

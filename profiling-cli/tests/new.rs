@@ -5,30 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
 
-struct Outcome {
-    code: u8,
-    stdout: String,
-    stderr: String,
-}
-
-fn cli(args: &[&str]) -> Outcome {
-    let mut argv = vec!["profile-cli".into()];
-    argv.extend(args.iter().map(Into::into));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = profiling_cli::main_with(argv, &workspace_root(), &mut out, &mut err);
-    Outcome {
-        code,
-        stdout: String::from_utf8(out).unwrap(),
-        stderr: String::from_utf8(err).unwrap(),
-    }
-}
+use common::{cli, workspace_root, Outcome};
 
 /// `profile-cli new NAME --from FROM --directory DIR/<NAME with - as _>`.
 fn new_in(dir: &Path, name: &str, from: &str) -> (Outcome, PathBuf) {
