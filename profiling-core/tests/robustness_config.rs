@@ -5,7 +5,6 @@
 //! `ConfigFile::parse`, `resolve` and `data::build`, and come back as a
 //! config or as an error whose first line says what is wrong.
 
-use std::fmt::Display;
 use std::path::Path;
 
 use proptest::prelude::*;
@@ -14,6 +13,10 @@ use serde_yaml::{Mapping, Value};
 
 use profiling_core::config::{ConfigFile, Overrides};
 use profiling_core::data;
+
+mod common;
+
+use common::{assert_reads_well, config};
 
 /// Keys of the config's top level.
 const TOP_KEYS: &[&str] = &[
@@ -92,34 +95,6 @@ const WORDS: &[&str] = &[
     "\0",
     "é",
 ];
-
-/// `cases` cases, or `PROPTEST_CASES` when set (for a longer run); a
-/// failure is reported with its input, not saved.
-fn config(cases: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(cases);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// An error reads well: something to say, said on its first line.
-fn assert_reads_well(error: &dyn Display) {
-    let text = error.to_string();
-    let first = text.lines().next().unwrap_or_default();
-    assert!(
-        !first.trim().is_empty(),
-        "an error whose first line is empty: {text:?}"
-    );
-    assert!(
-        !text.starts_with(char::is_whitespace),
-        "an error starting with white space: {text:?}"
-    );
-}
 
 /// Parses, resolves and builds the data source, as a run does before any
 /// target code: every step either succeeds or gives an error that reads

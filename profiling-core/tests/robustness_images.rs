@@ -3,48 +3,23 @@
 //! memory estimate, `read` and `read_all`. Each comes back as records or as
 //! an error; an error about a file names it.
 
-use std::fmt::Display;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
 use proptest::sample::select;
-use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use proptest::test_runner::TestRunner;
 use serde_yaml::{Mapping, Value};
 
 use profiling_core::data::images::{self, EXTENSIONS};
 use profiling_core::data::{self, DataError, DataSource};
 
-/// `cases` cases, or `PROPTEST_CASES` when set (for a longer run); a
-/// failure is reported with its input, not saved.
-fn config(cases: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(cases);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
+mod common;
+
+use common::{assert_reads_well, config};
 
 /// The memory eager loading may use in these tests: sources beyond it are
 /// refused by the check, as a run refuses them, and never read.
 const TEST_MEMORY: u64 = 64 << 20;
-
-/// An error reads well: something to say, said on its first line.
-fn assert_reads_well(error: &dyn Display) {
-    let text = error.to_string();
-    let first = text.lines().next().unwrap_or_default();
-    assert!(
-        !first.trim().is_empty(),
-        "an error whose first line is empty: {text:?}"
-    );
-    assert!(
-        !text.starts_with(char::is_whitespace),
-        "an error starting with white space: {text:?}"
-    );
-}
 
 /// An error reading files reads well and names the file it is about.
 fn assert_names_its_file(error: &DataError, files: &[PathBuf]) {
