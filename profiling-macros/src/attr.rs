@@ -44,24 +44,9 @@ impl Parse for NvtxRangeArgs {
             sample_name: "decode",
         };
         grammar.parse_each(input, |arg, input| match arg {
-            Arg::Bare(lit) => {
-                let span = lit.span();
-                let name = grammar.name_literal(lit)?;
-                set_once(
-                    &mut args.name,
-                    check_range_name(name)?,
-                    span,
-                    "the range name",
-                )
-            }
-            Arg::Keyed(key) if key == "name" => {
-                let name = grammar.name_value(input.parse()?)?;
-                set_once(
-                    &mut args.name,
-                    check_range_name(name)?,
-                    key.span(),
-                    "the range name",
-                )
+            Arg::Bare(_) => grammar.set_name(arg, input, &mut args.name, check_range_name),
+            Arg::Keyed(ref key) if key == "name" => {
+                grammar.set_name(arg, input, &mut args.name, check_range_name)
             }
             Arg::Keyed(key) if key == "if_cuda" => {
                 set_once(&mut args.if_cuda, input.parse()?, key.span(), "`if_cuda`")
@@ -88,24 +73,9 @@ impl Parse for ProfileTargetArgs {
             sample_name: "my-target",
         };
         grammar.parse_each(input, |arg, input| match arg {
-            Arg::Bare(lit) => {
-                let span = lit.span();
-                let name = grammar.name_literal(lit)?;
-                set_once(
-                    &mut args.name,
-                    check_target_name(name)?,
-                    span,
-                    "the target name",
-                )
-            }
-            Arg::Keyed(key) if key == "name" => {
-                let name = grammar.name_value(input.parse()?)?;
-                set_once(
-                    &mut args.name,
-                    check_target_name(name)?,
-                    key.span(),
-                    "the target name",
-                )
+            Arg::Bare(_) => grammar.set_name(arg, input, &mut args.name, check_target_name),
+            Arg::Keyed(ref key) if key == "name" => {
+                grammar.set_name(arg, input, &mut args.name, check_target_name)
             }
             Arg::Keyed(key) if key == "factory" => set_once(
                 &mut args.factory,
@@ -236,6 +206,30 @@ impl Grammar {
             Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
             None => String::new(),
         }
+    }
+
+    /// The name, given bare (`"decode"`) or as `name = "decode"`, checked by
+    /// `check` and stored once.
+    fn set_name(
+        &self,
+        arg: Arg,
+        input: ParseStream,
+        slot: &mut Option<LitStr>,
+        check: fn(LitStr) -> syn::Result<LitStr>,
+    ) -> syn::Result<()> {
+        let (name, span) = match arg {
+            Arg::Bare(lit) => {
+                let span = lit.span();
+                (self.name_literal(lit)?, span)
+            }
+            Arg::Keyed(key) => (self.name_value(input.parse()?)?, key.span()),
+        };
+        set_once(
+            slot,
+            check(name)?,
+            span,
+            &format!("the {} name", self.named),
+        )
     }
 
     /// A bare literal used as the name: it must be a string.
