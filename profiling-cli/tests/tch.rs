@@ -111,3 +111,42 @@ fn list_shows_the_tensor_targets() {
         );
     }
 }
+
+/// A copy of the binary outside the repository still finds libtorch: the
+/// rpath holds the absolute libtorch directory it was built against, not only
+/// entries relative to the repository's `target/` (what a `CARGO_TARGET_DIR`
+/// elsewhere or `cargo install` gives).
+#[test]
+fn a_copy_outside_the_repository_starts_without_a_library_path() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .canonicalize()
+        .unwrap();
+    assert!(!elsewhere
+        .path()
+        .canonicalize()
+        .unwrap()
+        .starts_with(&repository));
+    let copy = elsewhere.path().join("bin/profile-cli");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_profile-cli"), &copy).unwrap();
+
+    let output = Command::new(&copy)
+        .arg("list")
+        .env("LD_LIBRARY_PATH", "")
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.lines().any(|l| l.starts_with("smoke-tensor ")),
+        "smoke-tensor missing:\n{stdout}"
+    );
+}

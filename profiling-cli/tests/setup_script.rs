@@ -1,0 +1,245 @@
+//! `scripts/setup` decides that libclang is present only when a file that
+//! bindgen (through clang-sys) loads exists. These tests run the real script
+//! with its search roots replaced by a directory tree of their own, so that
+//! the machine's own libraries do not matter.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/setup")
+}
+
+/// A tree standing for the machine: `lib/` holds the given files, and the
+/// virtual environment the script would fill is `venv/`.
+struct Machine {
+    root: tempfile::TempDir,
+}
+
+impl Machine {
+    fn with_libraries(files: &[&str]) -> Machine {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir_all(root.path().join("lib")).unwrap();
+        for file in files {
+            fs::write(root.path().join("lib").join(file), b"\x7fELF").unwrap();
+        }
+        Machine { root }
+    }
+
+    fn lib(&self) -> PathBuf {
+        self.root.path().join("lib")
+    }
+
+    /// Runs `scripts/setup ARG` with only this tree searched, nothing from
+    /// the environment that clang-sys reads, and `apt_get` as apt-get
+    /// (None: a machine without it).
+    fn setup(&self, arg: &str, apt_get: Option<&str>) -> Output {
+        let mut command = Command::new(script());
+        command
+            .arg(arg)
+            .env(
+                "PROFILING_SETUP_LIBCLANG_DIRS",
+                format!("{}/*", self.root.path().display()),
+            )
+            .env("PROFILING_SETUP_VENV", self.root.path().join("venv"))
+            .env("PROFILING_SETUP_APT_GET", apt_get.unwrap_or(""))
+            .env("LLVM_CONFIG_PATH", self.root.path().join("no-llvm-config"))
+            .env_remove("LIBCLANG_PATH")
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("LIBRARY_PATH");
+        command.output().unwrap()
+    }
+
+    fn find(&self) -> Option<String> {
+        let output = self.setup("--find-libclang", Some("/usr/bin/apt-get"));
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        match output.status.code() {
+            Some(0) => Some(stdout.trim_end().to_owned()),
+            Some(1) => {
+                assert_eq!(stdout, "", "nothing is printed when none is found");
+                None
+            }
+            other => panic!(
+                "exit {other:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        }
+    }
+
+    fn dry_run(&self, apt_get: Option<&str>) -> String {
+        let output = self.setup("--dry-run", apt_get);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
+fn shown(path: PathBuf) -> String {
+    path.display().to_string()
+}
+
+#[test]
+fn libclang_cpp_alone_is_not_libclang() {
+    let machine = Machine::with_libraries(&["libclang-cpp.so.14", "libclang-cpp.so"]);
+    assert_eq!(machine.find(), None);
+}
+
+#[test]
+fn a_soname_file_is_libclang() {
+    let machine = Machine::with_libraries(&["libclang-cpp.so.14", "libclang.so.1"]);
+    assert_eq!(
+        machine.find(),
+        Some(shown(machine.lib().join("libclang.so.1")))
+    );
+}
+
+#[test]
+fn a_versioned_name_is_libclang() {
+    let machine = Machine::with_libraries(&["libclang-14.so"]);
+    assert_eq!(
+        machine.find(),
+        Some(shown(machine.lib().join("libclang-14.so")))
+    );
+}
+
+#[test]
+fn a_plain_name_is_libclang() {
+    let machine = Machine::with_libraries(&["libclang.so"]);
+    assert_eq!(
+        machine.find(),
+        Some(shown(machine.lib().join("libclang.so")))
+    );
+}
+
+#[test]
+fn an_empty_machine_has_no_libclang() {
+    let machine = Machine::with_libraries(&[]);
+    assert_eq!(machine.find(), None);
+}
+
+#[test]
+fn a_dangling_link_is_not_libclang() {
+    let machine = Machine::with_libraries(&[]);
+    std::os::unix::fs::symlink("libclang-14.so.1", machine.lib().join("libclang.so")).unwrap();
+    assert_eq!(machine.find(), None);
+}
+
+#[test]
+fn libclang_path_is_the_only_place_searched_when_set() {
+    let machine = Machine::with_libraries(&["libclang.so.1"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+
+    let mut command = Command::new(script());
+    command
+        .arg("--find-libclang")
+        .env(
+            "PROFILING_SETUP_LIBCLANG_DIRS",
+            format!("{}/*", machine.root.path().display()),
+        )
+        .env("LIBCLANG_PATH", elsewhere.path());
+    assert_eq!(command.output().unwrap().status.code(), Some(1));
+
+    fs::write(elsewhere.path().join("libclang-18.so.18"), b"\x7fELF").unwrap();
+    let output = command.output().unwrap();
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap().trim_end(),
+        shown(elsewhere.path().join("libclang-18.so.18"))
+    );
+}
+
+#[test]
+fn the_wheel_linked_into_the_venv_is_found() {
+    let machine = Machine::with_libraries(&[]);
+    let lib = machine.root.path().join("venv/libclang/lib");
+    fs::create_dir_all(&lib).unwrap();
+    fs::write(lib.join("libclang.so"), b"\x7fELF").unwrap();
+    assert_eq!(machine.find(), Some(shown(lib.join("libclang.so"))));
+}
+
+#[test]
+fn with_apt_the_system_package_is_installed_and_says_why() {
+    let machine = Machine::with_libraries(&["libclang-cpp.so.14"]);
+    let why = format!(
+        "no libclang that bindgen can load (only {}, which is another library)",
+        shown(machine.lib().join("libclang-cpp.so.14"))
+    );
+    let expected = match who_installs() {
+        Some(how) => format!("setup: would install libclang-dev with {how}: {why}\n"),
+        None => format!(
+            "setup: would install the PyPI wheel libclang==18.1.1 into {}: {why}, and this user cannot install Debian packages (not root, no password-less sudo, or no apt-get)\n",
+            shown(machine.root.path().join("venv"))
+        ),
+    };
+    assert_eq!(machine.dry_run(Some("/usr/bin/apt-get")), expected);
+}
+
+#[test]
+fn without_apt_the_wheel_goes_into_the_venv_and_says_why() {
+    let machine = Machine::with_libraries(&[]);
+    let venv = shown(machine.root.path().join("venv"));
+    assert_eq!(
+        machine.dry_run(None),
+        format!(
+            "setup: would install the PyPI wheel libclang==18.1.1 into {venv}: no libclang that bindgen can load, and this user cannot install Debian packages (not root, no password-less sudo, or no apt-get)\n"
+        )
+    );
+}
+
+#[test]
+fn when_libclang_is_there_nothing_is_installed() {
+    let machine = Machine::with_libraries(&["libclang-14.so.1"]);
+    let found = shown(machine.lib().join("libclang-14.so.1"));
+    assert_eq!(
+        machine.dry_run(Some("/usr/bin/apt-get")),
+        format!("setup: nothing to install: libclang is {found}\n")
+    );
+    let output = machine.setup("", Some("/usr/bin/apt-get"));
+    assert!(output.status.success());
+    assert_eq!(output.stdout, b"", "the quick path prints nothing");
+    assert_eq!(output.stderr, b"");
+    assert!(
+        !machine.root.path().join("venv").exists(),
+        "nothing was created"
+    );
+}
+
+#[test]
+fn libclang_path_without_libclang_is_an_error_naming_it() {
+    let machine = Machine::with_libraries(&["libclang.so.1"]);
+    let empty = tempfile::tempdir().unwrap();
+    let output = Command::new(script())
+        .env(
+            "PROFILING_SETUP_LIBCLANG_DIRS",
+            format!("{}/*", machine.root.path().display()),
+        )
+        .env("PROFILING_SETUP_VENV", machine.root.path().join("venv"))
+        .env("LIBCLANG_PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "setup: LIBCLANG_PATH={} holds no libclang.so: point it at the directory that has one, or unset it, and run again\n",
+            empty.path().display()
+        )
+    );
+}
+
+/// How this user may run apt-get: as root, through password-less sudo, or not.
+fn who_installs() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return Some("apt-get");
+    }
+    let sudo = Command::new("sudo").args(["-n", "true"]).output();
+    match sudo {
+        Ok(output) if output.status.success() => Some("sudo apt-get"),
+        _ => None,
+    }
+}
