@@ -375,7 +375,7 @@ fn run(
         )?;
     }
     report::write_summary(manifest, streams.human())?;
-    let (code, error) = match &report.outcome {
+    let (mut code, mut error) = match &report.outcome {
         Ok(outcome) => match outcome.interrupted {
             Some(signal) => {
                 writeln!(
@@ -395,12 +395,20 @@ fn run(
         }
     };
     let manifest_path = report.manifest_path.as_deref().map(session::absolute);
-    match &manifest_path {
-        Some(path) => writeln!(streams.human(), "manifest: {}", path.display())?,
-        None => writeln!(
+    match (&manifest_path, &report.write_error) {
+        (Some(path), _) => writeln!(streams.human(), "manifest: {}", path.display())?,
+        (None, Some(_)) => writeln!(streams.human(), "manifest: not written (below)")?,
+        (None, None) => writeln!(
             streams.human(),
             "manifest: not written (write_manifest: false)"
         )?,
+    }
+    if let Some(failure) = &report.write_error {
+        writeln!(streams.err, "error: {failure}")?;
+        if code == EXIT_OK {
+            code = EXIT_TARGET_FAILED;
+        }
+        error.get_or_insert_with(|| failure.to_string());
     }
     if streams.json {
         let document = report::json_document(manifest, manifest_path.as_deref(), error.as_deref());

@@ -7,6 +7,12 @@ use std::process::ExitCode;
 use inference_profiling as _;
 use profiling_examples as _;
 
+// Counts what a target's `prepare` keeps, so that eager runs that would not
+// fit in memory are refused; one relaxed load per allocation otherwise.
+#[global_allocator]
+static ALLOCATOR: profiling_core::memory::CountingAllocator =
+    profiling_core::memory::CountingAllocator;
+
 fn main() -> ExitCode {
     // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
     // a second one ends the process at once.

@@ -10,7 +10,7 @@ use std::ffi::{c_char, CStr, CString};
 use serde::Serialize;
 
 use crate::config::{Config, RecordLoading};
-use crate::data::{DataError, DataRecord, DataSource};
+use crate::data::{AvailableMemory, DataError, DataRecord, DataSource};
 use crate::device::{synchronize, Device};
 use crate::interrupt;
 use crate::nvtx::PassRange;
@@ -30,6 +30,11 @@ pub struct RunPlan {
     /// Told how far the warmup and measured phases are, between passes
     /// (never inside a pass's timed window).
     pub progress: Option<Box<dyn Fn(Progress)>>,
+    /// What the process could use before the records were read. With it,
+    /// an eager run measures what `prepare` keeps of its first record and
+    /// refuses, before preparing the rest, when the records and every
+    /// prepared input would not fit ([`crate::data::check_within`]).
+    pub memory: Option<AvailableMemory>,
 }
 
 impl RunPlan {
@@ -41,6 +46,7 @@ impl RunPlan {
             records,
             synchronize,
             progress: None,
+            memory: None,
         }
     }
 }
@@ -414,17 +420,28 @@ where
         (Records::Eager(records), false) => {
             let started = now_ns();
             let mut prepared = Vec::with_capacity(records.len());
-            for record in records {
+            for (index, record) in records.iter().enumerate() {
                 calls.prepare += 1;
-                let input =
-                    guard(|| target.prepare(record, config.device)).map_err(|source| RunError {
-                        phase: Phase::Prepare,
-                        record_id: Some(record.id.clone()),
-                        pass: Pass::Setup,
-                        source,
-                        calls,
-                        completed_iterations: 0,
-                    })?;
+                let setup_error = |source: anyhow::Error, calls: CallCounts| RunError {
+                    phase: Phase::Prepare,
+                    record_id: Some(record.id.clone()),
+                    pass: Pass::Setup,
+                    source,
+                    calls,
+                    completed_iterations: 0,
+                };
+                let mut prepare = || guard(|| target.prepare(record, config.device));
+                let input = match (&plan.memory, index) {
+                    (Some(available), 0) => {
+                        let (input, held) = crate::memory::measure_held(prepare);
+                        let input = input.map_err(|e| setup_error(e, calls))?;
+                        let each = held.saturating_add(std::mem::size_of::<T::Prepared>() as u64);
+                        check_prepared_fit(records, each, available)
+                            .map_err(|e| setup_error(e.into(), calls))?;
+                        input
+                    }
+                    _ => prepare().map_err(|e| setup_error(e, calls))?,
+                };
                 prepared.push(input);
             }
             let prepare_ns = now_ns() - started;
@@ -460,6 +477,31 @@ where
             completed_iterations: 0,
         }),
     }
+}
+
+/// Refuses an eager run whose records and prepared inputs, `each` bytes
+/// per record as measured on the first, would not fit in `available`.
+fn check_prepared_fit(
+    records: &[DataRecord],
+    each: u64,
+    available: &AvailableMemory,
+) -> Result<u64, DataError> {
+    let count = records.len() as u64;
+    let record_bytes = records
+        .iter()
+        .map(|r| r.decoded_bytes() as u64 + crate::data::RECORD_OVERHEAD_BYTES)
+        .fold(0u64, u64::saturating_add);
+    let total = each.saturating_mul(count);
+    let prepared = crate::data::PreparedBytes {
+        each,
+        total,
+        record_id: records.first().map(|r| r.id.clone()).unwrap_or_default(),
+    };
+    crate::data::check_within(
+        record_bytes.saturating_add(total),
+        Some(prepared),
+        available,
+    )
 }
 
 /// Warmup, capture and summaries over prepared inputs.

@@ -16,7 +16,10 @@ use crate::manifest::{
     Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload,
 };
 use crate::registry::{self, Lookup, TargetEntry};
-use crate::runner::{CallCounts, Records, RunError, RunOutcome, RunPlan, Timings, Validation};
+use crate::run_dir::{write_run, TraceInput, WriteFailure};
+use crate::runner::{
+    CallCounts, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
+};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -91,11 +94,6 @@ pub enum SessionError {
     Data(#[from] DataError),
     #[error("the target failed: {0}")]
     Target(Box<RunError>),
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
 }
 
 fn near_hint(near: &[String]) -> String {
@@ -113,12 +111,10 @@ fn near_hint(near: &[String]) -> String {
 }
 
 impl SessionError {
-    /// 2 for bad usage, config or data; 1 when the target itself failed or
-    /// the results could not be written.
+    /// 2 for bad usage, config or data; 1 when the target itself failed.
     pub fn exit_code(&self) -> u8 {
         match self {
             SessionError::Target(error) if !error.is_data_error() => 1,
-            SessionError::Write { .. } => 1,
             _ => 2,
         }
     }
@@ -332,7 +328,11 @@ fn is_identifier(text: &str) -> bool {
 #[derive(Debug)]
 pub struct RunReport {
     pub manifest: Manifest,
+    /// Where the manifest is, when it was written (also when the trace
+    /// beside it could not be).
     pub manifest_path: Option<PathBuf>,
+    /// What of the run could not be written, and what was kept.
+    pub write_error: Option<WriteFailure>,
     pub outcome: Result<RunOutcome, SessionError>,
 }
 
@@ -358,10 +358,18 @@ pub fn execute_with_progress(
     crate::random::seed_run(config.seed);
     let source = data::build(&config.data_source.name, &config.data_source.parameters)?;
     let description = source.describe();
+    // Read before the records take their share of it.
+    let memory = match config.record_loading {
+        RecordLoading::Eager => data::memory_budget(),
+        RecordLoading::Lazy => None,
+    };
     let records = match config.record_loading {
         RecordLoading::Eager => {
-            // Refused before decoding anything when it would not fit.
-            data::check_fits_in_memory(&*source)?;
+            // Refused before decoding anything when it would not fit; the
+            // runner checks again with the prepared inputs measured.
+            if let Some(available) = &memory {
+                data::check_within(data::eager_bytes(&*source)?, None, available)?;
+            }
             let records = source.read_all()?;
             if records.is_empty() {
                 return Err(DataError::NoRecords.into());
@@ -377,9 +385,10 @@ pub fn execute_with_progress(
     };
     let mut run_plan = RunPlan::new(config.clone(), records);
     run_plan.progress = progress;
+    run_plan.memory = memory;
 
     let started_at = UtcTime::now().rfc3339();
-    let result = (planned.entry.launch)(&run_plan);
+    let result = refusal_of(planned, (planned.entry.launch)(&run_plan))?;
     let finished_at = UtcTime::now().rfc3339();
 
     let git = git_state(&request.workspace_root).or_else(|| git_state(Path::new(".")));
@@ -464,42 +473,54 @@ pub fn execute_with_progress(
     };
 
     let mut manifest = manifest;
-    let manifest_path = if config.write_manifest {
-        if request.force && planned.run_dir.exists() {
-            // Replaced only now, once there is a run to replace it with.
-            std::fs::remove_dir_all(&planned.run_dir).map_err(|source| SessionError::Write {
-                path: planned.run_dir.clone(),
-                source,
-            })?;
+    let title = format!("profile-cli {} ({})", config.profile_name, planned.run_id);
+    let (manifest_path, write_error) = if config.write_manifest {
+        let trace = result.as_ref().ok().map(|outcome| TraceInput {
+            capture: &outcome.capture,
+            capture_range: &config.capture_range,
+            title: &title,
+        });
+        match write_run(&planned.run_dir, &mut manifest, trace) {
+            Ok(path) => (Some(path), None),
+            Err(failure) => {
+                let kept = failure
+                    .kept
+                    .iter()
+                    .find(|p| p.ends_with("manifest.yaml"))
+                    .cloned();
+                (kept, Some(failure))
+            }
         }
-        std::fs::create_dir_all(&planned.run_dir).map_err(|source| SessionError::Write {
-            path: planned.run_dir.clone(),
-            source,
-        })?;
-        if let Ok(outcome) = &result {
-            let path = planned.run_dir.join("trace.json");
-            let title = format!("profile-cli {} ({})", config.profile_name, planned.run_id);
-            let summary =
-                crate::trace::write_trace(&path, &outcome.capture, &config.capture_range, &title)
-                    .map_err(|source| SessionError::Write { path, source })?;
-            manifest.trace = Some(summary);
-        }
-        Some(
-            manifest
-                .write(&planned.run_dir)
-                .map_err(|source| SessionError::Write {
-                    path: planned.run_dir.join("manifest.yaml"),
-                    source,
-                })?,
-        )
     } else {
-        None
+        (None, None)
     };
     Ok(RunReport {
         manifest,
         manifest_path,
+        write_error,
         outcome: result.map_err(|error| SessionError::Target(Box::new(error))),
     })
+}
+
+/// A failure of the target that is a refusal of the run (nothing is written,
+/// exit 2): eager inputs that would not fit in memory.
+fn refusal_of(
+    _planned: &Planned,
+    result: Result<RunOutcome, RunError>,
+) -> Result<Result<RunOutcome, RunError>, SessionError> {
+    match result {
+        Err(error)
+            if error.phase == Phase::Prepare
+                && matches!(
+                    error.source.downcast_ref::<DataError>(),
+                    Some(DataError::TooLargeForMemory { .. })
+                ) =>
+        {
+            let refusal = error.source.downcast::<DataError>().expect("checked above");
+            Err(SessionError::Data(refusal))
+        }
+        other => Ok(other),
+    }
 }
 
 /// Finds out, before any target code runs, whether the run directory can be

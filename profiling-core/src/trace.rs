@@ -95,18 +95,18 @@ pub fn trace_document(
     (document, written, truncated)
 }
 
-/// Writes the trace of `capture` to `path` (through a temporary file).
-pub fn write_trace(
+/// The trace of `capture` as the bytes of `trace.json`, and what the
+/// manifest says of it once it is written to `path`.
+pub fn render_trace(
     path: &Path,
     capture: &CaptureRecord,
     capture_name: &str,
     title: &str,
-) -> std::io::Result<TraceSummary> {
+) -> std::io::Result<(Vec<u8>, TraceSummary)> {
     let (document, events, truncated) = trace_document(capture, capture_name, title);
     let mut bytes = Vec::new();
     serde_json::to_writer(&mut bytes, &document).map_err(std::io::Error::other)?;
     bytes.flush()?;
-    crate::manifest::write_atomically(path, &bytes)?;
     let note = truncated.then(|| {
         format!(
             "the trace holds the first {} passes and up to {} events per thread ({MAX_EVENTS} in all); the manifest's timings count every range",
@@ -114,10 +114,23 @@ pub fn write_trace(
             crate::timing::recorder::EVENTS_PER_THREAD
         )
     });
-    Ok(TraceSummary {
+    let summary = TraceSummary {
         path: path.to_path_buf(),
         events,
         truncated,
         note,
-    })
+    };
+    Ok((bytes, summary))
+}
+
+/// Writes the trace of `capture` to `path` (through a temporary file).
+pub fn write_trace(
+    path: &Path,
+    capture: &CaptureRecord,
+    capture_name: &str,
+    title: &str,
+) -> std::io::Result<TraceSummary> {
+    let (bytes, summary) = render_trace(path, capture, capture_name, title)?;
+    crate::manifest::write_atomically(path, &bytes)?;
+    Ok(summary)
 }

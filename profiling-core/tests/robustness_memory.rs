@@ -180,16 +180,22 @@ fn a_source_beyond_the_available_memory_is_refused_with_advice() {
     let error = data::check_fits(&*source, available).unwrap_err();
     let DataError::TooLargeForMemory {
         needed,
-        available: reported,
+        ref prepared,
+        available: ref reported,
     } = error
     else {
         panic!("expected TooLargeForMemory, got {error:?}");
     };
-    assert_eq!(reported, available);
+    assert_eq!(reported.bytes, available);
+    assert_eq!(
+        *prepared, None,
+        "the prepared inputs are measured later, by the runner"
+    );
     assert_eq!(needed, data::eager_bytes(&*source).unwrap());
     assert_eq!(
         error.to_string(),
-        "eager loading would hold about 5.8 GiB of records, more than 80% of the 4.0 GiB of memory available: \
+        "eager loading would hold about 5.8 GiB of records, more than 80% of the 4.0 GiB of memory available, \
+         the other 20% being kept for the target's outputs and the rest of the process: \
          use `record_loading: lazy` with `target.profile_prepare: true`, or fewer records (limit/repeat/record_count)"
     );
 }

@@ -99,12 +99,67 @@ pub enum DataError {
     NoRecords,
     #[error("record {index} asked of a source of {len} records")]
     OutOfRange { index: usize, len: usize },
-    #[error(
-        "eager loading would hold about {} of records, more than {EAGER_MEMORY_PERCENT}% of the {} of memory available: use `record_loading: lazy` with `target.profile_prepare: true`, or fewer records (limit/repeat/record_count)",
-        human_bytes(*.needed),
-        human_bytes(*.available)
-    )]
-    TooLargeForMemory { needed: u64, available: u64 },
+    #[error("{}", memory_refusal(*.needed, .prepared.as_ref(), .available))]
+    TooLargeForMemory {
+        /// Everything eager loading would hold: the records, and their
+        /// prepared inputs when `prepared` says how large those are.
+        needed: u64,
+        prepared: Option<PreparedBytes>,
+        available: AvailableMemory,
+    },
+}
+
+/// The prepared inputs of an eager run, measured on its first record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedBytes {
+    /// What `prepare` kept for the first record.
+    pub each: u64,
+    /// `each` for every record.
+    pub total: u64,
+    /// The record it was measured on.
+    pub record_id: String,
+}
+
+/// The memory a run was checked against, and where that figure comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AvailableMemory {
+    pub bytes: u64,
+    /// `8.0 GiB of memory available (MemAvailable)`, or the cgroup limit.
+    pub description: String,
+}
+
+impl AvailableMemory {
+    /// `bytes` described as plainly available memory.
+    pub fn plain(bytes: u64) -> AvailableMemory {
+        AvailableMemory {
+            bytes,
+            description: format!("{} of memory available", human_bytes(bytes)),
+        }
+    }
+}
+
+fn memory_refusal(
+    needed: u64,
+    prepared: Option<&PreparedBytes>,
+    available: &AvailableMemory,
+) -> String {
+    let holds = match prepared {
+        None => format!("about {} of records", human_bytes(needed)),
+        Some(prepared) => format!(
+            "about {}: {} of records and {} of prepared inputs ({} each, measured on record `{}`)",
+            human_bytes(needed),
+            human_bytes(needed.saturating_sub(prepared.total)),
+            human_bytes(prepared.total),
+            human_bytes(prepared.each),
+            prepared.record_id
+        ),
+    };
+    format!(
+        "eager loading would hold {holds}, more than {EAGER_MEMORY_PERCENT}% of the {}, the other {}% being kept for the target's outputs and the rest of the process: \
+         use `record_loading: lazy` with `target.profile_prepare: true`, or fewer records (limit/repeat/record_count)",
+        available.description,
+        100 - EAGER_MEMORY_PERCENT
+    )
 }
 
 /// The names `data_source.name` accepts.
@@ -181,60 +236,59 @@ pub fn eager_bytes(source: &dyn DataSource) -> Result<u64, DataError> {
 /// assert!(error.to_string().contains("record_loading: lazy"));
 /// ```
 pub fn check_fits(source: &dyn DataSource, available: u64) -> Result<u64, DataError> {
-    let needed = eager_bytes(source)?;
-    let allowed = u128::from(available) * u128::from(EAGER_MEMORY_PERCENT) / 100;
+    check_within(
+        eager_bytes(source)?,
+        None,
+        &AvailableMemory::plain(available),
+    )
+}
+
+/// Refuses `needed` bytes (with `prepared` inputs among them, when known)
+/// beyond [`EAGER_MEMORY_PERCENT`] of `available`; otherwise returns them.
+pub fn check_within(
+    needed: u64,
+    prepared: Option<PreparedBytes>,
+    available: &AvailableMemory,
+) -> Result<u64, DataError> {
+    let allowed = u128::from(available.bytes) * u128::from(EAGER_MEMORY_PERCENT) / 100;
     if u128::from(needed) > allowed {
-        return Err(DataError::TooLargeForMemory { needed, available });
+        return Err(DataError::TooLargeForMemory {
+            needed,
+            prepared,
+            available: available.clone(),
+        });
     }
     Ok(needed)
 }
 
-/// [`check_fits`] against the memory available now ([`available_memory`]);
-/// when that cannot be read, returns the estimate unchecked. Call it before
-/// loading a source eagerly (`read_all`); lazy loading holds one record at
-/// a time and needs no check.
+/// What this process may use now ([`crate::memory::budget`]), for
+/// [`check_within`]; `None` where it cannot be read.
+pub fn memory_budget() -> Option<AvailableMemory> {
+    crate::memory::budget().map(|budget| AvailableMemory {
+        bytes: budget.bytes,
+        description: budget.describe(),
+    })
+}
+
+/// [`check_fits`] against what this process may use now
+/// ([`memory_budget`]); when that cannot be read, returns the estimate
+/// unchecked. Call it before loading a source eagerly (`read_all`); lazy
+/// loading holds one record at a time and needs no check.
 pub fn check_fits_in_memory(source: &dyn DataSource) -> Result<u64, DataError> {
-    match available_memory() {
-        Some(available) => check_fits(source, available),
+    match memory_budget() {
+        Some(available) => check_within(eager_bytes(source)?, None, &available),
         None => eager_bytes(source),
     }
 }
 
-/// The memory available to new allocations without swapping, in bytes:
-/// `MemAvailable` of `/proc/meminfo`. `None` where that cannot be read.
+/// The memory this process may still use, in bytes: the smaller of
+/// `MemAvailable` and its cgroup's headroom ([`crate::memory::budget`]).
+/// `None` where neither can be read.
 pub fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    parse_mem_available(&meminfo)
+    crate::memory::budget().map(|budget| budget.bytes)
 }
 
-/// `MemAvailable:   24318564 kB` in bytes.
-fn parse_mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo
-        .lines()
-        .find_map(|line| line.strip_prefix("MemAvailable:"))?;
-    let mut words = line.split_whitespace();
-    let value: u64 = words.next()?.parse().ok()?;
-    match words.next() {
-        Some("kB") => value.checked_mul(1024),
-        None => Some(value),
-        Some(_) => None,
-    }
-}
-
-/// `bytes` in binary units with one decimal: `512 B`, `1.5 KiB`, `12.0 GiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
+pub use crate::memory::human_bytes;
 
 /// Deserializes a source's parameters into its typed struct, with an error
 /// that names the parameter.
@@ -249,33 +303,4 @@ pub(crate) fn parse_parameters<T: serde::de::DeserializeOwned>(
             message,
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mem_available_is_read_in_bytes() {
-        let meminfo =
-            "MemTotal:       32795840 kB\nMemFree:         1000 kB\nMemAvailable:   24318564 kB\n";
-        assert_eq!(parse_mem_available(meminfo), Some(24_318_564 * 1024));
-    }
-
-    #[test]
-    fn a_meminfo_without_mem_available_gives_none() {
-        assert_eq!(parse_mem_available("MemTotal: 1000 kB\n"), None);
-        assert_eq!(parse_mem_available("MemAvailable: lots kB\n"), None);
-        assert_eq!(parse_mem_available("MemAvailable: 12 MB\n"), None);
-        assert_eq!(parse_mem_available(""), None);
-    }
-
-    #[test]
-    fn sizes_read_in_binary_units() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(12 << 30), "12.0 GiB");
-        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
-    }
 }

@@ -1,0 +1,140 @@
+//! Writing a finished run: `manifest.yaml` first, then the larger
+//! `trace.json`, into a staging directory beside the run directory that is
+//! renamed into place at the end.
+//!
+//! So a full disk or a quota costs the trace before the manifest, and an
+//! earlier run replaced with `--force` stays whole until the new one is in
+//! place. A failure says which file could not be written and what was kept.
+
+use std::path::{Path, PathBuf};
+
+use crate::manifest::Manifest;
+use crate::runner::CaptureRecord;
+
+/// What could not be written, and what of the run was kept.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}; {}", .path.display(), kept_text(.kept))]
+pub struct WriteFailure {
+    /// The file or directory that could not be written.
+    pub path: PathBuf,
+    pub source: std::io::Error,
+    /// The files of the run that are in place despite it.
+    pub kept: Vec<PathBuf>,
+}
+
+fn kept_text(kept: &[PathBuf]) -> String {
+    if kept.is_empty() {
+        "nothing of this run was written: the summary above is all that remains of it".to_owned()
+    } else {
+        let files: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+        format!("kept {}", files.join(", "))
+    }
+}
+
+/// The trace to write beside the manifest.
+pub struct TraceInput<'a> {
+    pub capture: &'a CaptureRecord,
+    pub capture_range: &'a str,
+    pub title: &'a str,
+}
+
+/// Writes `manifest` (and the trace, when given) as the run directory
+/// `run_dir`, replacing an earlier one there (the caller checked `--force`).
+/// Sets `manifest.trace` to what was written. Returns the manifest's path,
+/// or what failed with what was kept.
+pub fn write_run(
+    run_dir: &Path,
+    manifest: &mut Manifest,
+    trace: Option<TraceInput<'_>>,
+) -> Result<PathBuf, WriteFailure> {
+    let failure = |path: &Path, source: std::io::Error, kept: Vec<PathBuf>| WriteFailure {
+        path: path.to_path_buf(),
+        source,
+        kept,
+    };
+    let parent = run_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = run_dir
+        .file_name()
+        .map_or_else(|| "run".into(), |n| n.to_string_lossy());
+    std::fs::create_dir_all(parent).map_err(|e| failure(parent, e, Vec::new()))?;
+    let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir(&staging).map_err(|e| failure(run_dir, e, Vec::new()))?;
+
+    let manifest_path = run_dir.join("manifest.yaml");
+    let trace_path = run_dir.join("trace.json");
+    let rendered = match &trace {
+        Some(trace) => {
+            match crate::trace::render_trace(
+                &trace_path,
+                trace.capture,
+                trace.capture_range,
+                trace.title,
+            ) {
+                Ok((bytes, summary)) => {
+                    manifest.trace = Some(summary);
+                    Some(bytes)
+                }
+                Err(error) => {
+                    let _ = std::fs::remove_dir_all(&staging);
+                    return Err(failure(&trace_path, error, Vec::new()));
+                }
+            }
+        }
+        None => None,
+    };
+
+    // The manifest first: small, and what a run is read from.
+    if let Err(error) = manifest.write(&staging) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(failure(&manifest_path, error, Vec::new()));
+    }
+    let mut trace_failure = None;
+    if let Some(bytes) = rendered {
+        let staged = staging.join("trace.json");
+        if let Err(error) = std::fs::write(&staged, &bytes) {
+            let _ = std::fs::remove_file(&staged);
+            // Say so in the manifest when there is room for that; else it
+            // keeps naming a trace that is not there, and the error says so.
+            manifest.trace = None;
+            let _ = manifest.write(&staging);
+            trace_failure = Some(error);
+        }
+    }
+
+    if let Err(error) = move_into_place(&staging, run_dir) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(failure(run_dir, error, Vec::new()));
+    }
+    match trace_failure {
+        Some(error) => Err(failure(&trace_path, error, vec![manifest_path])),
+        None => Ok(manifest_path),
+    }
+}
+
+/// Renames `staging` to `run_dir`; an existing `run_dir` is moved aside
+/// first and removed only once the new one is in place.
+fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
+    if !run_dir.exists() {
+        return std::fs::rename(staging, run_dir);
+    }
+    let aside = staging.with_file_name(format!(
+        ".{}.replaced-{}",
+        run_dir
+            .file_name()
+            .map_or_else(|| "run".into(), |n| n.to_string_lossy()),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&aside);
+    std::fs::rename(run_dir, &aside)?;
+    if let Err(error) = std::fs::rename(staging, run_dir) {
+        // Put the earlier run back: nothing the user had is lost.
+        let _ = std::fs::rename(&aside, run_dir);
+        return Err(error);
+    }
+    let _ = std::fs::remove_dir_all(&aside);
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! Eager runs count what `prepare` keeps: a target whose prepared inputs
+//! are several times its records is refused, before the rest of the records
+//! are prepared, with an error naming both sizes. The prepared size is
+//! measured with the crate's counting allocator, installed here as the
+//! binary's global allocator, as `profile-cli` installs it.
+
+use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::data::{
+    self, AvailableMemory, DataError, PreparedBytes, RECORD_OVERHEAD_BYTES,
+};
+use profiling_core::memory::CountingAllocator;
+use profiling_core::prelude::*;
+use profiling_core::runner::{run_target, Pass, Phase, Records, RunPlan};
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// The allocator counts every thread: the tests of this binary take turns.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records of 64 KiB of tensor data, each prepared into a buffer `factor`
+/// times its size.
+struct Expanding {
+    factor: usize,
+    prepared: usize,
+}
+
+impl ProfileTarget for Expanding {
+    type Prepared = Vec<f32>;
+    type Output = usize;
+
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<Vec<f32>> {
+        self.prepared += 1;
+        let tensor = record.tensor("tensor")?;
+        let mut expanded = Vec::with_capacity(tensor.len() * self.factor);
+        for _ in 0..self.factor {
+            expanded.extend(tensor.iter().copied());
+        }
+        Ok(expanded)
+    }
+
+    fn run(&mut self, prepared: &Vec<f32>) -> anyhow::Result<usize> {
+        Ok(prepared.len())
+    }
+}
+
+const TENSOR_BYTES: u64 = 16384 * 4;
+const RECORDS: u64 = 10;
+/// Each prepared input is this many copies of its record's tensor.
+const FACTOR: usize = 32;
+
+fn plan(available: u64) -> RunPlan {
+    let config = ConfigFile::parse(
+        "target: {name: expanding}\ndata_source: {name: dummy, record_count: 10, tensor_shape: [16384]}\n",
+        None,
+    )
+    .unwrap()
+    .resolve(&Overrides::default())
+    .unwrap();
+    let source = data::build("dummy", &config.data_source.parameters).unwrap();
+    let mut plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
+    plan.memory = Some(AvailableMemory::plain(available));
+    plan
+}
+
+/// What the records of [`plan`] hold by the check's own count.
+fn record_bytes() -> u64 {
+    let source = data::build(
+        "dummy",
+        &serde_yaml::from_str("{record_count: 10, tensor_shape: [16384]}").unwrap(),
+    )
+    .unwrap();
+    source
+        .read_all()
+        .unwrap()
+        .iter()
+        .map(|r| r.decoded_bytes() as u64 + RECORD_OVERHEAD_BYTES)
+        .sum()
+}
+
+#[test]
+fn prepared_inputs_several_times_the_records_are_refused_naming_both_sizes() {
+    let _turn = turn();
+    let records = record_bytes();
+    assert!(records > RECORDS * (TENSOR_BYTES + RECORD_OVERHEAD_BYTES));
+    let each = FACTOR as u64 * TENSOR_BYTES + std::mem::size_of::<Vec<f32>>() as u64;
+    // The records alone fit with room to spare; with the inputs they do not.
+    let available = 2 * records;
+    assert!(each > 4 * records / RECORDS, "several times a record");
+
+    let mut target = Some(Expanding {
+        factor: FACTOR,
+        prepared: 0,
+    });
+    let error = run_target(&plan(available), || Ok(target.take().unwrap())).unwrap_err();
+    assert_eq!(error.phase, Phase::Prepare);
+    assert_eq!(error.pass, Pass::Setup);
+    assert_eq!(error.record_id.as_deref(), Some("dummy-0"));
+    assert_eq!(error.calls.prepare, 1, "refused before preparing the rest");
+    assert_eq!(error.calls.run, 0);
+
+    let refusal = error.source.downcast_ref::<DataError>().unwrap();
+    let DataError::TooLargeForMemory {
+        needed,
+        prepared,
+        available: checked,
+    } = refusal
+    else {
+        panic!("expected TooLargeForMemory, got {refusal:?}");
+    };
+    assert_eq!(
+        prepared.as_ref(),
+        Some(&PreparedBytes {
+            each,
+            total: each * RECORDS,
+            record_id: "dummy-0".to_owned(),
+        })
+    );
+    assert_eq!(*needed, records + each * RECORDS);
+    assert_eq!(checked.bytes, available);
+    assert_eq!(
+        refusal.to_string(),
+        format!(
+            "eager loading would hold about {}: {} of records and {} of prepared inputs ({} each, measured on record `dummy-0`), \
+             more than 80% of the {} of memory available, the other 20% being kept for the target's outputs and the rest of the process: \
+             use `record_loading: lazy` with `target.profile_prepare: true`, or fewer records (limit/repeat/record_count)",
+            data::human_bytes(records + each * RECORDS),
+            data::human_bytes(records),
+            data::human_bytes(each * RECORDS),
+            data::human_bytes(each),
+            data::human_bytes(available),
+        )
+    );
+}
+
+#[test]
+fn prepared_inputs_that_fit_run_as_before() {
+    let _turn = turn();
+    let records = record_bytes();
+    let each = FACTOR as u64 * TENSOR_BYTES + std::mem::size_of::<Vec<f32>>() as u64;
+    // Exactly the share allowed: the check passes and every record is prepared.
+    let needed = records + each * RECORDS;
+    let available = needed * 100 / 80;
+    assert_eq!(available * 80 / 100, needed);
+    let outcome = run_target(&plan(available), || {
+        Ok(Expanding {
+            factor: FACTOR,
+            prepared: 0,
+        })
+    })
+    .unwrap();
+    assert_eq!(outcome.calls.prepare, RECORDS);
+    assert_eq!(outcome.completed_iterations, 1);
+    // A byte less is refused: the measurement is exact.
+    let error = run_target(&plan(available - 1), || {
+        Ok(Expanding {
+            factor: FACTOR,
+            prepared: 0,
+        })
+    })
+    .unwrap_err();
+    assert!(matches!(
+        error.source.downcast_ref::<DataError>(),
+        Some(DataError::TooLargeForMemory { .. })
+    ));
+}
+
+#[test]
+fn without_a_memory_budget_nothing_is_measured_or_refused() {
+    let _turn = turn();
+    let mut plan = plan(0);
+    plan.memory = None;
+    let outcome = run_target(&plan, || {
+        Ok(Expanding {
+            factor: FACTOR,
+            prepared: 0,
+        })
+    })
+    .unwrap();
+    assert_eq!(outcome.calls.prepare, RECORDS);
+}
