@@ -336,6 +336,12 @@ fn run(
             "{}",
             profiling_core::nsys::render_command(&lines)
         )?;
+        if let Err(error) = session::check_run_dir_free(&planned) {
+            writeln!(
+                streams.err,
+                "warning: {error}; the command above fails until then"
+            )?;
+        }
         return Ok(EXIT_OK);
     }
 

@@ -109,3 +109,65 @@ fn help_reads_as_the_manual() {
     }
     assert_eq!(profile_cli(&["frobnicate"]).status.code(), Some(2));
 }
+
+/// The profiling command inside what `--print-nsys-command` printed: from
+/// the line naming the binary to the end, continuations joined.
+fn printed_profile_command(printed: &str) -> String {
+    let lines: Vec<&str> = printed.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with(env!("CARGO_BIN_EXE_profile-cli")))
+        .expect("the printed command runs profile-cli");
+    lines[start..]
+        .iter()
+        .map(|l| l.trim().trim_end_matches('\\').trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Following the README: a smoke run, then the command for Nsight with the
+/// same run id. Printing looks at no run directory, carries `--force` when
+/// given, and the profiling part of what it prints succeeds as printed.
+#[test]
+fn the_printed_nsys_command_runs_as_printed() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let smoke = ["run", "detection-postprocess", "--output-dir", dir, "--run-id", "smoke"];
+    assert!(profile_cli(&smoke).status.success());
+    let manifest = out.path().join("detection-postprocess/runs/smoke/manifest.yaml");
+    let first = std::fs::read_to_string(&manifest).unwrap();
+
+    // Without --force: printed all the same, with a warning that it would fail.
+    let output = profile_cli(&[&smoke[..], &["--print-nsys-command"]].concat());
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "warning: run id `smoke` is already used: {} exists; choose another --run-id, or replace it with --force; the command above fails until then\n",
+            out.path().join("detection-postprocess/runs/smoke").display()
+        )
+    );
+    let printed = String::from_utf8(output.stdout).unwrap();
+    assert!(!printed.contains("--force"), "{printed}");
+
+    let output = profile_cli(&[&smoke[..], &["--force", "--print-nsys-command"]].concat());
+    assert_eq!(output.status.code(), Some(0));
+    assert!(output.stderr.is_empty());
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let command = printed_profile_command(&printed);
+    assert!(command.ends_with("--run-id smoke --force"), "{command}");
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), first, "printing wrote nothing");
+
+    let run = Command::new("sh").args(["-c", &command]).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{command}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let replaced = std::fs::read_to_string(&manifest).unwrap();
+    assert_ne!(replaced, first, "the printed command replaced the smoke run");
+    let value: serde_yaml::Value = serde_yaml::from_str(&replaced).unwrap();
+    assert_eq!(value["status"], "completed");
+    assert!(value["command_line"].as_str().unwrap().ends_with("--run-id smoke --force"));
+}

@@ -2,9 +2,10 @@
 //!
 //! [`plan`] resolves the config, the target, the device and the run
 //! directory and checks every rule without side effects (so
-//! `--print-nsys-command` can stop there); [`execute`] seeds, reads the
-//! records, launches the target and writes the manifest. Bad input is
-//! refused before any target code runs and before anything is written.
+//! `--print-nsys-command` can stop there); [`execute`] checks that the run
+//! directory is free, seeds, reads the records, launches the target and
+//! writes the manifest. Bad input is refused before any target code runs
+//! and before anything is written.
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +63,8 @@ pub struct Planned {
     pub entry: &'static TargetEntry,
     pub run_id: String,
     pub run_dir: PathBuf,
+    /// `--force`: an earlier run in `run_dir` is replaced.
+    pub force: bool,
 }
 
 /// Why a run did not happen or did not finish.
@@ -178,9 +181,6 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
     };
     let run_dir =
         run_directory(&config, config_path.as_deref(), &request.workspace_root).join(&run_id);
-    if run_dir.exists() && !request.force {
-        return Err(SessionError::RunExists { run_id, run_dir });
-    }
     Ok(Planned {
         config,
         config_path,
@@ -188,7 +188,21 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         entry,
         run_id,
         run_dir,
+        force: request.force,
     })
+}
+
+/// Refuses a run whose directory holds an earlier run, unless `--force`
+/// replaces it. Not part of [`plan`]: `--print-nsys-command` prints a
+/// command for later and looks at no directory.
+pub fn check_run_dir_free(planned: &Planned) -> Result<(), SessionError> {
+    if planned.run_dir.exists() && !planned.force {
+        return Err(SessionError::RunExists {
+            run_id: planned.run_id.clone(),
+            run_dir: planned.run_dir.clone(),
+        });
+    }
+    Ok(())
 }
 
 fn find_target(name: &str) -> Result<&'static TargetEntry, SessionError> {
@@ -352,6 +366,7 @@ pub fn execute_with_progress(
     progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
 ) -> Result<RunReport, SessionError> {
     let config = &planned.config;
+    check_run_dir_free(planned)?;
     if config.write_manifest {
         check_writable(&planned.run_dir)?;
     }
@@ -632,6 +647,9 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
         option("--output-dir", absolute(dir).to_string_lossy().into_owned());
     }
     option("--run-id", planned.run_id.clone());
+    if planned.force {
+        lines.push(vec!["--force".to_owned()]);
+    }
     lines
 }
 
