@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use profiling_core::prelude::*;
+use profiling_core::target::ParameterError;
 use profiling_core::tensor::array_to_tensor;
 use serde_yaml::Value;
 use tch::nn::{self, Module};
@@ -225,11 +226,14 @@ pub struct TorchScript {
 pub fn load_torchscript() -> anyhow::Result<TorchScript> {
     let parameters: TorchScriptParameters = profiling_core::target::parameters()?;
     profiling_core::config::check_literal_path(&parameters.module.to_string_lossy())
-        .map_err(|message| anyhow::anyhow!("target.parameters.module: {message}"))?;
+        .map_err(|message| ParameterError::new("module", message))?;
     let mut module = tch::CModule::load(&parameters.module).map_err(|error| {
-        anyhow::anyhow!(
-            "cannot load TorchScript module {}: {error}",
-            parameters.module.display()
+        ParameterError::new(
+            "module",
+            format!(
+                "cannot load TorchScript module {}: {error}",
+                parameters.module.display()
+            ),
         )
     })?;
     module.set_eval();

@@ -137,7 +137,7 @@ fn torchscript_names_a_missing_module() {
         error
             .source
             .to_string()
-            .starts_with("cannot load TorchScript module /no/such/model.pt"),
+            .starts_with("target.parameters.module: cannot load TorchScript module /no/such/model.pt"),
         "{}",
         error.source
     );

@@ -83,6 +83,36 @@ impl ProfileTarget for Failing {
     }
 }
 
+/// Needs `target.parameters.scale`, read by its factory.
+struct Scaled {
+    scale: f64,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScaleParameters {
+    scale: f64,
+}
+
+fn scaled() -> anyhow::Result<Scaled> {
+    let parameters: ScaleParameters = profiling_core::target::parameters()?;
+    Ok(Scaled {
+        scale: parameters.scale,
+    })
+}
+
+#[profile_target(name = "cli-scaled", factory = scaled)]
+impl ProfileTarget for Scaled {
+    type Prepared = ();
+    type Output = f64;
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<f64> {
+        Ok(self.scale)
+    }
+}
+
 mod common;
 
 use common::cli;
@@ -534,6 +564,19 @@ fn bad_input_is_refused_before_anything_is_written() {
         "import.yaml",
         "target: {name: cli-doubler, import_path: profiling-cli/src/lib.rs}\n",
     );
+    let colour = write(
+        "colour.yaml",
+        "target: {name: cli-doubler}\ndata_source: {name: dummy, colour: red}\n",
+    );
+    let count = write(
+        "count.yaml",
+        "target: {name: cli-doubler}\ndata_source: {name: dummy, record_count: many}\n",
+    );
+    let no_scale = write("no_scale.yaml", "target: {name: cli-scaled}\n");
+    let bad_scale = write(
+        "bad_scale.yaml",
+        "target: {name: cli-scaled, parameters: {scale: big}}\n",
+    );
 
     let cases: Vec<(Vec<&str>, String)> = vec![
         (vec!["--config", &lazy], format!("error: {lazy}: record_loading: `lazy` needs `target.profile_prepare: true`")),
@@ -543,11 +586,16 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &broken], format!("error: {broken}:2:1: ")),
         (vec!["--config", &missing_dir], "error: image directory /no/such/dir does not exist".to_owned()),
         (vec!["--config", &empty_dir], format!("error: image directory {} holds no images", empty.display())),
-        (vec!["--config", &tilde], "error: data_source.directory: `~/pictures` starts with `~`".to_owned()),
+        (vec!["--config", &tilde], format!("error: {tilde}: data_source.directory: `~/pictures` starts with `~`")),
+        (vec!["--config", &colour], format!("error: {colour}: data_source: unknown field `colour`, expected one of")),
+        (vec!["--config", &count], format!("error: {count}: data_source.record_count: invalid type: string \"many\"")),
+        (vec!["--config", &no_scale], format!("error: {no_scale}: target.parameters: missing field `scale`")),
+        (vec!["--config", &bad_scale], format!("error: {bad_scale}: target.parameters.scale: invalid type: string \"big\"")),
+        (vec!["cli-doubler", "--capture-range", "a@b"], "error: command line: --capture-range: `a@b` contains `@`".to_owned()),
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
         (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),
         (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
-        (vec!["cli-doubler", "--data-source", "webcam"], "error: data_source.name: unknown data source `webcam`: expected one of dummy, images".to_owned()),
+        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: expected one of dummy, images".to_owned()),
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
         (vec!["cli-doubler", "--device", "cuda"], format!("error: device `cuda:0`: {}", if cfg!(feature = "tch") {
                 "libtorch sees no CUDA device on this machine"
@@ -582,6 +630,16 @@ fn bad_input_is_refused_before_anything_is_written() {
             "{args:?} created a run directory"
         );
     }
+
+    // The value came from the command line, not from the config beside it.
+    let config = write("plain.yaml", "target: {name: cli-doubler}\n");
+    let outcome = cli(&["run", "--config", &config, "--output-dir", "~/x"]);
+    assert_eq!(outcome.code, 2);
+    assert_eq!(
+        outcome.stderr,
+        "error: command line: --output-dir: `~/x` starts with `~`, which is not expanded: write the absolute path instead\n"
+    );
+    assert!(!scratch.path().join("runs").exists());
 }
 
 /// Panics in its run.

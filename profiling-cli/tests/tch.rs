@@ -150,3 +150,39 @@ fn a_copy_outside_the_repository_starts_without_a_library_path() {
         "smoke-tensor missing:\n{stdout}"
     );
 }
+
+/// A TorchScript config without its module is bad configuration: exit 2,
+/// the file and key named, nothing written.
+#[test]
+fn torchscript_without_a_module_is_a_config_error() {
+    let out = tempfile::tempdir().unwrap();
+    let config = out.path().join("torchscript.yaml");
+    std::fs::write(&config, "target: {name: torchscript}\n").unwrap();
+    let missing = out.path().join("missing.yaml");
+    std::fs::write(
+        &missing,
+        "target: {name: torchscript, parameters: {module: /no/such/model.pt}}\n",
+    )
+    .unwrap();
+    for (file, expected) in [
+        (&config, "target.parameters: missing field `module`".to_owned()),
+        (
+            &missing,
+            "target.parameters.module: cannot load TorchScript module /no/such/model.pt".to_owned(),
+        ),
+    ] {
+        let output = profile_cli()
+            .args(["run", "--config", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.starts_with(&format!("error: {}: {expected}", file.display())),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    let left: Vec<_> = std::fs::read_dir(out.path()).unwrap().collect();
+    assert_eq!(left.len(), 2, "only the two configs: no runs/ beside them");
+}

@@ -153,6 +153,9 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    /// A value given on the command line, named by its option.
+    #[error("command line: {option}: {message}")]
+    CommandLine { option: String, message: String },
 }
 
 fn file_prefix(file: Option<&Path>) -> String {
@@ -170,6 +173,7 @@ impl ConfigError {
     pub fn key(&self) -> Option<&str> {
         match self {
             ConfigError::Invalid { key, .. } => Some(key),
+            ConfigError::CommandLine { option, .. } => Some(option),
             _ => None,
         }
     }
@@ -308,6 +312,10 @@ fn resolve(
         key: key.to_owned(),
         message,
     };
+    let invalid_option = |option: &str, message: String| ConfigError::CommandLine {
+        option: option.to_owned(),
+        message,
+    };
     let workload = raw.workload.as_ref();
     let from_workload =
         |top: Option<i64>, nested: Option<i64>, key: &str| -> (Option<i64>, String) {
@@ -369,7 +377,10 @@ fn resolve(
 
     let data_source =
         resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref())
-            .map_err(|(key, message)| invalid(&key, message))?;
+            .map_err(|(key, message)| match &overrides.data_source {
+                Some(_) if key == "data_source.name" => invalid_option("--data-source", message),
+                _ => invalid(&key, message),
+            })?;
 
     let device = match overrides.device {
         Some(device) => device,
@@ -412,9 +423,9 @@ fn resolve(
 
     let iterations = match overrides.iterations {
         Some(0) => {
-            return Err(invalid(
-                "iterations",
-                "must be >= 1, got 0 (from the command line)".to_owned(),
+            return Err(invalid_option(
+                "--iterations",
+                "must be >= 1, got 0".to_owned(),
             ))
         }
         Some(value) => value,
@@ -439,16 +450,15 @@ fn resolve(
         .or(workload.and_then(|w| w.record_loading))
         .unwrap_or_default();
     if record_loading == RecordLoading::Lazy && !profile_prepare {
-        let key = if raw.record_loading.is_some() || overrides.record_loading.is_some() {
-            "record_loading"
+        let message = "`lazy` needs `target.profile_prepare: true`: lazy loading keeps no records to prepare ahead of the passes"
+            .to_owned();
+        return Err(if overrides.record_loading.is_some() {
+            invalid_option("--record-loading", message)
+        } else if raw.record_loading.is_some() {
+            invalid("record_loading", message)
         } else {
-            "workload.record_loading"
-        };
-        return Err(invalid(
-            key,
-            "`lazy` needs `target.profile_prepare: true`: lazy loading keeps no records to prepare ahead of the passes"
-                .to_owned(),
-        ));
+            invalid("workload.record_loading", message)
+        });
     }
 
     let seed = overrides
@@ -465,22 +475,29 @@ fn resolve(
         &raw.capture_range,
         workload.and_then(|w| w.capture_range.as_ref()),
     ) {
-        (Some(name), _, _) => (name.clone(), "capture_range"),
-        (None, Some(name), _) => (name.clone(), "capture_range"),
-        (None, None, Some(name)) => (name.clone(), "workload.capture_range"),
-        (None, None, None) => (DEFAULT_CAPTURE_RANGE.to_owned(), "capture_range"),
+        (Some(name), _, _) => (name.clone(), None),
+        (None, Some(name), _) => (name.clone(), Some("capture_range")),
+        (None, None, Some(name)) => (name.clone(), Some("workload.capture_range")),
+        (None, None, None) => (DEFAULT_CAPTURE_RANGE.to_owned(), Some("capture_range")),
     };
-    check_capture_range(&capture_range).map_err(|message| invalid(capture_key, message))?;
+    check_capture_range(&capture_range).map_err(|message| match capture_key {
+        Some(key) => invalid(key, message),
+        None => invalid_option("--capture-range", message),
+    })?;
 
     let output_dir = match (&overrides.output_dir, &raw.output_dir) {
-        (Some(dir), _) => Some((dir.clone(), "--output-dir")),
-        (None, Some(dir)) => Some((dir.clone(), "output_dir")),
+        (Some(dir), _) => Some((dir.clone(), true)),
+        (None, Some(dir)) => Some((dir.clone(), false)),
         (None, None) => None,
     };
-    if let Some((dir, key)) = &output_dir {
-        check_literal_path(&dir.to_string_lossy()).map_err(|message| invalid(key, message))?;
+    if let Some((dir, from_option)) = &output_dir {
+        let error = |message: String| match from_option {
+            true => invalid_option("--output-dir", message),
+            false => invalid("output_dir", message),
+        };
+        check_literal_path(&dir.to_string_lossy()).map_err(error)?;
         if dir.as_os_str().is_empty() {
-            return Err(invalid(key, "must not be empty".to_owned()));
+            return Err(error("must not be empty".to_owned()));
         }
     }
 

@@ -18,6 +18,7 @@ use crate::manifest::{
 };
 use crate::registry::{self, Lookup, TargetEntry};
 use crate::run_dir::{write_run, TraceInput, WriteFailure};
+use crate::target::ParameterError;
 use crate::runner::{
     CallCounts, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
 };
@@ -371,7 +372,8 @@ pub fn execute_with_progress(
         check_writable(&planned.run_dir)?;
     }
     crate::random::seed_run(config.seed);
-    let source = data::build(&config.data_source.name, &config.data_source.parameters)?;
+    let source = data::build(&config.data_source.name, &config.data_source.parameters)
+        .map_err(|error| data_source_error(planned, error))?;
     let description = source.describe();
     // Read before the records take their share of it.
     let memory = match config.record_loading {
@@ -517,25 +519,56 @@ pub fn execute_with_progress(
     })
 }
 
-/// A failure of the target that is a refusal of the run (nothing is written,
-/// exit 2): eager inputs that would not fit in memory.
+/// A data source's parameters are part of the config: their errors name
+/// the file and the key.
+fn data_source_error(planned: &Planned, error: DataError) -> SessionError {
+    let (key, message) = match error {
+        DataError::Parameter { key, message } => (format!("data_source.{key}"), message),
+        DataError::Parameters { message, .. } => ("data_source".to_owned(), message),
+        other => return other.into(),
+    };
+    ConfigError::Invalid {
+        file: planned.config_path.clone(),
+        key,
+        message,
+    }
+    .into()
+}
+
+/// A failure of the target that is a refusal of the run, so that nothing
+/// is written and the exit is 2: `target.parameters` the target cannot use
+/// (bad configuration), or eager inputs that would not fit in memory.
 fn refusal_of(
-    _planned: &Planned,
+    planned: &Planned,
     result: Result<RunOutcome, RunError>,
 ) -> Result<Result<RunOutcome, RunError>, SessionError> {
-    match result {
-        Err(error)
-            if error.phase == Phase::Prepare
-                && matches!(
-                    error.source.downcast_ref::<DataError>(),
-                    Some(DataError::TooLargeForMemory { .. })
-                ) =>
-        {
-            let refusal = error.source.downcast::<DataError>().expect("checked above");
-            Err(SessionError::Data(refusal))
+    let error = match result {
+        Err(error) => error,
+        ok => return Ok(ok),
+    };
+    if error.phase == Phase::Construct {
+        if let Some(parameter) = error.source.downcast_ref::<ParameterError>() {
+            return Err(ConfigError::Invalid {
+                file: planned.config_path.clone(),
+                key: match &parameter.key {
+                    Some(key) => format!("target.parameters.{key}"),
+                    None => "target.parameters".to_owned(),
+                },
+                message: parameter.message.clone(),
+            }
+            .into());
         }
-        other => Ok(other),
     }
+    if error.phase == Phase::Prepare
+        && matches!(
+            error.source.downcast_ref::<DataError>(),
+            Some(DataError::TooLargeForMemory { .. })
+        )
+    {
+        let refusal = error.source.downcast::<DataError>().expect("checked above");
+        return Err(SessionError::Data(refusal));
+    }
+    Ok(Err(error))
 }
 
 /// Finds out, before any target code runs, whether the run directory can be

@@ -49,9 +49,32 @@ pub(crate) fn set_parameters(parameters: &serde_yaml::Mapping) {
     PARAMETERS.with(|current| *current.borrow_mut() = parameters.clone());
 }
 
+/// A `target.parameters` value the target cannot use. Returned by
+/// [`parameters`], and by a target's factory for a value it checks itself
+/// (a model file that does not load): the run is then refused as bad
+/// configuration (exit 2, nothing written), with the config file and key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("target.parameters{}: {message}", .key.as_ref().map(|k| format!(".{k}")).unwrap_or_default())]
+pub struct ParameterError {
+    /// The key under `target.parameters`, when the error is about one.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl ParameterError {
+    /// An error about `target.parameters.<key>`.
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> ParameterError {
+        ParameterError {
+            key: Some(key.into()),
+            message: message.into(),
+        }
+    }
+}
+
 /// The run's `target.parameters`, deserialized into `T`: for a target's
 /// factory (`#[profile_target(factory = ...)]`) or its methods to read
-/// settings of its own, such as a model file. An error names the key.
+/// settings of its own, such as a model file. An error is a
+/// [`ParameterError`] naming the key.
 ///
 /// ```
 /// #[derive(serde::Deserialize)]
@@ -65,8 +88,6 @@ pub(crate) fn set_parameters(parameters: &serde_yaml::Mapping) {
 /// ```
 pub fn parameters<T: serde::de::DeserializeOwned>() -> anyhow::Result<T> {
     let parameters = PARAMETERS.with(|current| current.borrow().clone());
-    crate::config::deserialize_mapping(&parameters).map_err(|(key, message)| match key {
-        Some(key) => anyhow::anyhow!("target.parameters.{key}: {message}"),
-        None => anyhow::anyhow!("target.parameters: {message}"),
-    })
+    crate::config::deserialize_mapping(&parameters)
+        .map_err(|(key, message)| ParameterError { key, message }.into())
 }
