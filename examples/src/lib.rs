@@ -40,3 +40,7 @@ pub mod synthetic;
 pub mod targets;
 #[cfg(feature = "tch")]
 pub mod tensor_targets;
+
+// Without the feature, `profile-cli run smoke-tensor` says how to get it.
+#[cfg(not(feature = "tch"))]
+profiling_core::targets_needing_feature!("tch": "smoke-tensor", "tiny-cnn", "torchscript");

@@ -230,6 +230,23 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
             writeln!(out, "{}", line.trim_end())?;
         }
     }
+    let missing = registry::unavailable();
+    if !json && !missing.is_empty() {
+        let mut features: Vec<&str> = missing.iter().map(|u| u.feature).collect();
+        features.dedup();
+        for feature in features {
+            let names: Vec<&str> = missing
+                .iter()
+                .filter(|u| u.feature == feature)
+                .map(|u| u.name)
+                .collect();
+            writeln!(
+                out,
+                "not in this build, need the `{feature}` feature (scripts/profile --features {feature} list): {}",
+                names.join(", ")
+            )?;
+        }
+    }
     let mut warned = Vec::new();
     for entry in &entries {
         if duplicated(entry) && !warned.contains(&entry.name) {

@@ -171,3 +171,22 @@ fn the_printed_nsys_command_runs_as_printed() {
     assert_eq!(value["status"], "completed");
     assert!(value["command_line"].as_str().unwrap().ends_with("--run-id smoke --force"));
 }
+
+/// In a build without `tch`, its targets are named with the feature that
+/// builds them in, not as unknown.
+#[cfg(not(feature = "tch"))]
+#[test]
+fn a_target_of_a_missing_feature_says_how_to_build_it() {
+    let output = profile_cli(&["run", "smoke-tensor"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "error: target `smoke-tensor` is not in this build: it needs the `tch` feature; build with it: \
+         `scripts/profile --features tch run smoke-tensor` (or `cargo build --release -p profiling-cli --features tch`)\n"
+    );
+    let list = String::from_utf8(profile_cli(&["list"]).stdout).unwrap();
+    assert_eq!(
+        list.lines().last(),
+        Some("not in this build, need the `tch` feature (scripts/profile --features tch list): smoke-tensor, tiny-cnn, torchscript")
+    );
+}

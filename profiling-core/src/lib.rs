@@ -69,6 +69,26 @@ pub mod prelude {
 
 pub use prelude::*;
 
+/// Declares targets that exist only in builds with a cargo feature, so that
+/// a build without it names the feature instead of "unknown target":
+///
+/// ```
+/// profiling_core::targets_needing_feature!("tch": "smoke-tensor", "tiny-cnn");
+/// ```
+///
+/// Put it under `#[cfg(not(feature = "..."))]` in the crate that defines
+/// the targets.
+#[macro_export]
+macro_rules! targets_needing_feature {
+    ($feature:literal : $($name:literal),+ $(,)?) => {
+        $(
+            $crate::__private::inventory::submit! {
+                $crate::registry::UnavailableTarget { name: $name, feature: $feature }
+            }
+        )+
+    };
+}
+
 /// Items the macros expand to. Not a public API.
 #[doc(hidden)]
 pub mod __private {

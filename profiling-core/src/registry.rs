@@ -52,6 +52,34 @@ impl TargetEntry {
     }
 }
 
+/// A target that exists, but not in this build: it needs a cargo feature
+/// the binary was built without. Submitted with `inventory::submit!` by the
+/// crate that defines the target, under `#[cfg(not(feature = ...))]`, so
+/// that `run` and `list` can say how to get it.
+///
+/// ```ignore
+/// #[cfg(not(feature = "tch"))]
+/// inventory::submit! {
+///     profiling_core::registry::UnavailableTarget { name: "smoke-tensor", feature: "tch" }
+/// }
+/// ```
+#[derive(Debug)]
+pub struct UnavailableTarget {
+    pub name: &'static str,
+    /// The cargo feature of `profiling-cli` that builds it in.
+    pub feature: &'static str,
+}
+
+inventory::collect!(UnavailableTarget);
+
+/// The targets this build lacks, sorted by name.
+pub fn unavailable() -> Vec<&'static UnavailableTarget> {
+    let mut entries: Vec<&'static UnavailableTarget> =
+        inventory::iter::<UnavailableTarget>.into_iter().collect();
+    entries.sort_by_key(|e| e.name);
+    entries
+}
+
 /// Every registered target, sorted by name, then file and line.
 pub fn targets() -> Vec<&'static TargetEntry> {
     let mut entries: Vec<&'static TargetEntry> =

@@ -77,6 +77,11 @@ pub enum SessionError {
     Usage(String),
     #[error("unknown target `{name}`{}", near_hint(.near))]
     UnknownTarget { name: String, near: Vec<String> },
+    #[error("target `{name}` is not in this build: it needs the `{feature}` feature; build with it: `scripts/profile --features {feature} run {name}` (or `cargo build --release -p profiling-cli --features {feature}`)")]
+    NeedsFeature {
+        name: String,
+        feature: &'static str,
+    },
     #[error("target name `{name}` is registered more than once ({}): rename one of them", .places.join(", "))]
     AmbiguousTarget { name: String, places: Vec<String> },
     #[error("target.import_path `{import_path}` does not match target `{name}`, defined at {defined_at}{detail}")]
@@ -216,10 +221,16 @@ fn find_target(name: &str) -> Result<&'static TargetEntry, SessionError> {
                 .map(|e| format!("{}:{}", e.file, e.line))
                 .collect(),
         }),
-        Lookup::Missing { near } => Err(SessionError::UnknownTarget {
-            name: name.to_owned(),
-            near: near.into_iter().map(str::to_owned).collect(),
-        }),
+        Lookup::Missing { near } => match registry::unavailable().iter().find(|u| u.name == name) {
+            Some(unavailable) => Err(SessionError::NeedsFeature {
+                name: name.to_owned(),
+                feature: unavailable.feature,
+            }),
+            None => Err(SessionError::UnknownTarget {
+                name: name.to_owned(),
+                near: near.into_iter().map(str::to_owned).collect(),
+            }),
+        },
     }
 }
 
