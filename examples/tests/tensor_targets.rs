@@ -134,10 +134,9 @@ fn torchscript_names_a_missing_module() {
     let error = run_target::<TorchScript, _>(&plan, load_torchscript).unwrap_err();
     assert_eq!(error.phase, Phase::Construct);
     assert!(
-        error
-            .source
-            .to_string()
-            .starts_with("target.parameters.module: cannot load TorchScript module /no/such/model.pt"),
+        error.source.to_string().starts_with(
+            "target.parameters.module: cannot load TorchScript module /no/such/model.pt"
+        ),
         "{}",
         error.source
     );

@@ -521,7 +521,7 @@ fn new(args: NewArgs, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> 
         (_, true, false) => {}
         (None, _, _) => writeln!(
             err,
-            "note: {shown} is not in the snippets/ directory of a crate: nothing compiles it, so it was not built"
+            "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
         )?,
         (Some(krate), no_check, smoke) => {
             if !no_check {
@@ -532,11 +532,18 @@ fn new(args: NewArgs, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> 
             }
         }
     }
-    writeln!(
-        out,
-        "next: edit {shown}/target.rs, then: scripts/profile run --config {} --run-id smoke",
-        report.config_display
-    )?;
+    match &report.move_to {
+        Some(place) => writeln!(
+            out,
+            "next: mv {shown} {place}, edit {place}/target.rs, then: scripts/profile run --config {} --run-id smoke",
+            report.config_display
+        )?,
+        None => writeln!(
+            out,
+            "next: edit {shown}/target.rs, then: scripts/profile run --config {} --run-id smoke",
+            report.config_display
+        )?,
+    }
     Ok(code)
 }
 

@@ -116,7 +116,10 @@ fn printed_profile_command(printed: &str) -> String {
     let lines: Vec<&str> = printed.lines().collect();
     let start = lines
         .iter()
-        .position(|l| l.trim_start().starts_with(env!("CARGO_BIN_EXE_profile-cli")))
+        .position(|l| {
+            l.trim_start()
+                .starts_with(env!("CARGO_BIN_EXE_profile-cli"))
+        })
         .expect("the printed command runs profile-cli");
     lines[start..]
         .iter()
@@ -132,9 +135,18 @@ fn printed_profile_command(printed: &str) -> String {
 fn the_printed_nsys_command_runs_as_printed() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    let smoke = ["run", "detection-postprocess", "--output-dir", dir, "--run-id", "smoke"];
+    let smoke = [
+        "run",
+        "detection-postprocess",
+        "--output-dir",
+        dir,
+        "--run-id",
+        "smoke",
+    ];
     assert!(profile_cli(&smoke).status.success());
-    let manifest = out.path().join("detection-postprocess/runs/smoke/manifest.yaml");
+    let manifest = out
+        .path()
+        .join("detection-postprocess/runs/smoke/manifest.yaml");
     let first = std::fs::read_to_string(&manifest).unwrap();
 
     // Without --force: printed all the same, with a warning that it would fail.
@@ -157,7 +169,11 @@ fn the_printed_nsys_command_runs_as_printed() {
     let printed = String::from_utf8(output.stdout).unwrap();
     let command = printed_profile_command(&printed);
     assert!(command.ends_with("--run-id smoke --force"), "{command}");
-    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), first, "printing wrote nothing");
+    assert_eq!(
+        std::fs::read_to_string(&manifest).unwrap(),
+        first,
+        "printing wrote nothing"
+    );
 
     let run = Command::new("sh").args(["-c", &command]).output().unwrap();
     assert!(
@@ -166,10 +182,16 @@ fn the_printed_nsys_command_runs_as_printed() {
         String::from_utf8_lossy(&run.stderr)
     );
     let replaced = std::fs::read_to_string(&manifest).unwrap();
-    assert_ne!(replaced, first, "the printed command replaced the smoke run");
+    assert_ne!(
+        replaced, first,
+        "the printed command replaced the smoke run"
+    );
     let value: serde_yaml::Value = serde_yaml::from_str(&replaced).unwrap();
     assert_eq!(value["status"], "completed");
-    assert!(value["command_line"].as_str().unwrap().ends_with("--run-id smoke --force"));
+    assert!(value["command_line"]
+        .as_str()
+        .unwrap()
+        .ends_with("--run-id smoke --force"));
 }
 
 /// In a build without `tch`, its targets are named with the feature that

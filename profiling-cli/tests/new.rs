@@ -76,7 +76,7 @@ fn a_free_function_is_copied_verbatim_and_calls_the_production_helpers() {
     );
     assert!(outcome
         .stderr
-        .contains("nothing compiles it, so it was not built"));
+        .contains("so nothing compiles it: it was not built"));
     assert_eq!(entries(&snippet), ["README.md", "config.yaml", "target.rs"]);
 
     let target = read(&snippet.join("target.rs"));
@@ -98,6 +98,47 @@ fn a_free_function_is_copied_verbatim_and_calls_the_production_helpers() {
     assert!(outcome
         .stdout
         .contains("  - map `letterbox: &LetterboxInfo` in prepare: the types do not say where it comes from\n"));
+}
+
+/// A snippet made outside the snippets directory is not compiled: `new`
+/// says so and prints the command that moves it where it is, and its files
+/// already name the paths it will have there.
+#[test]
+fn a_snippet_made_elsewhere_says_how_to_move_it_where_it_is_compiled() {
+    let dir = tempfile::tempdir().unwrap();
+    let (outcome, snippet) = new_in(
+        dir.path(),
+        "moved-scale",
+        "examples/src/postprocess.rs::scale_boxes",
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let place = "inference_profiling/snippets/moved_scale";
+    assert!(!workspace_root().join(place).exists());
+    assert_eq!(
+        outcome.stdout.lines().last().unwrap(),
+        format!(
+            "next: mv {} {place}, edit {place}/target.rs, then: scripts/profile run --config {place}/config.yaml --run-id smoke",
+            snippet.display()
+        )
+    );
+    assert!(
+        outcome.stderr.contains(&format!(
+            "note: {} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there\n",
+            snippet.display()
+        )),
+        "{}",
+        outcome.stderr
+    );
+    let config = read(&snippet.join("config.yaml"));
+    assert!(
+        config.contains(&format!("\n  import_path: {place}/target.rs\n")),
+        "{config}"
+    );
+    let readme = read(&snippet.join("README.md"));
+    assert!(
+        readme.contains(&format!("--config {place}/config.yaml")),
+        "{readme}"
+    );
 }
 
 #[test]

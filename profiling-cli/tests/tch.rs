@@ -165,7 +165,10 @@ fn torchscript_without_a_module_is_a_config_error() {
     )
     .unwrap();
     for (file, expected) in [
-        (&config, "target.parameters: missing field `module`".to_owned()),
+        (
+            &config,
+            "target.parameters: missing field `module`".to_owned(),
+        ),
         (
             &missing,
             "target.parameters.module: cannot load TorchScript module /no/such/model.pt".to_owned(),

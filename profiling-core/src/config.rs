@@ -376,11 +376,12 @@ fn resolve(
     let profile_prepare = target.is_some_and(|t| t.profile_prepare);
 
     let data_source =
-        resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref())
-            .map_err(|(key, message)| match &overrides.data_source {
+        resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref()).map_err(
+            |(key, message)| match &overrides.data_source {
                 Some(_) if key == "data_source.name" => invalid_option("--data-source", message),
                 _ => invalid(&key, message),
-            })?;
+            },
+        )?;
 
     let device = match overrides.device {
         Some(device) => device,

@@ -18,10 +18,10 @@ use crate::manifest::{
 };
 use crate::registry::{self, Lookup, TargetEntry};
 use crate::run_dir::{write_run, TraceInput, WriteFailure};
-use crate::target::ParameterError;
 use crate::runner::{
     CallCounts, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
 };
+use crate::target::ParameterError;
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -78,10 +78,7 @@ pub enum SessionError {
     #[error("unknown target `{name}`{}", near_hint(.near))]
     UnknownTarget { name: String, near: Vec<String> },
     #[error("target `{name}` is not in this build: it needs the `{feature}` feature; build with it: `scripts/profile --features {feature} run {name}` (or `cargo build --release -p profiling-cli --features {feature}`)")]
-    NeedsFeature {
-        name: String,
-        feature: &'static str,
-    },
+    NeedsFeature { name: String, feature: &'static str },
     #[error("target name `{name}` is registered more than once ({}): rename one of them", .places.join(", "))]
     AmbiguousTarget { name: String, places: Vec<String> },
     #[error("target.import_path `{import_path}` does not match target `{name}`, defined at {defined_at}{detail}")]

@@ -210,6 +210,9 @@ pub struct Report {
     pub nsys_command: String,
     /// The crate that compiles the snippet, when it lands in one.
     pub snippets_crate: Option<SnippetsCrate>,
+    /// Where to move a snippet made outside every snippets directory for it
+    /// to be compiled (the paths in its files name that place).
+    pub move_to: Option<String>,
 }
 
 /// A snippet ready to be written.
@@ -287,8 +290,28 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
 
     let module = location.path(&function.inline_modules);
     let item = format!("{module}::{}", function.label);
-    let config_path = directory.join("config.yaml");
-    let target_path = directory.join("target.rs");
+    // Outside a snippets directory nothing compiles the snippet: its files
+    // name the paths it will have once moved into the workspace's.
+    let move_to = match &snippets_crate {
+        Some(_) => None,
+        None => {
+            let placed = request
+                .workspace_root
+                .join("inference_profiling")
+                .join("snippets")
+                .join(request.name.replace('-', "_"));
+            if placed.exists() {
+                warnings.push(format!(
+                    "{} already exists: give the snippet another name before moving it there",
+                    display_path(&placed, root)
+                ));
+            }
+            Some(placed)
+        }
+    };
+    let home = move_to.as_deref().unwrap_or(&directory);
+    let config_path = home.join("config.yaml");
+    let target_path = home.join("target.rs");
     let config_display = display_path(&config_path, root);
     let target_display = display_path(&target_path, root);
     let git = git_provenance(&path);
@@ -330,6 +353,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         config_display,
         target_display,
         snippets_crate,
+        move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
     };
     let files = vec![
         (
