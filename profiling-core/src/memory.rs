@@ -349,22 +349,52 @@ pub fn counting_installed() -> bool {
     INSTALLED.load(Ordering::Relaxed)
 }
 
-/// Runs `f` and says what it allocated, on every thread, while it ran;
-/// `None` for the counts when [`CountingAllocator`] is not installed.
-/// Windows on several threads at once see each other's allocations.
-pub fn count_allocations<R>(f: impl FnOnce() -> R) -> (R, Option<Allocations>) {
+/// Counts allocations on every thread from [`watch_allocations`] until
+/// [`AllocationWatch::finish`] (or its drop).
+pub struct AllocationWatch {
+    before: (u64, i64),
+    open: bool,
+}
+
+/// Starts counting allocations, for code whose start and end are in
+/// different places (a measured loop seen from inside a target).
+pub fn watch_allocations() -> AllocationWatch {
     let before = (
         ALLOCATIONS.load(Ordering::SeqCst),
         NET_BYTES.load(Ordering::SeqCst),
     );
     WATCHING.fetch_add(1, Ordering::SeqCst);
+    AllocationWatch { before, open: true }
+}
+
+impl AllocationWatch {
+    /// Stops counting; `None` when [`CountingAllocator`] is not installed.
+    pub fn finish(mut self) -> Option<Allocations> {
+        self.open = false;
+        WATCHING.fetch_sub(1, Ordering::SeqCst);
+        let counts = Allocations {
+            count: ALLOCATIONS.load(Ordering::SeqCst) - self.before.0,
+            net_bytes: NET_BYTES.load(Ordering::SeqCst) - self.before.1,
+        };
+        counting_installed().then_some(counts)
+    }
+}
+
+impl Drop for AllocationWatch {
+    fn drop(&mut self) {
+        if self.open {
+            WATCHING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Runs `f` and says what it allocated, on every thread, while it ran;
+/// `None` for the counts when [`CountingAllocator`] is not installed.
+/// Windows on several threads at once see each other's allocations.
+pub fn count_allocations<R>(f: impl FnOnce() -> R) -> (R, Option<Allocations>) {
+    let watch = watch_allocations();
     let result = f();
-    WATCHING.fetch_sub(1, Ordering::SeqCst);
-    let counts = Allocations {
-        count: ALLOCATIONS.load(Ordering::SeqCst) - before.0,
-        net_bytes: NET_BYTES.load(Ordering::SeqCst) - before.1,
-    };
-    (result, counting_installed().then_some(counts))
+    (result, watch.finish())
 }
 
 /// Runs `f` and says how many bytes of what it allocated are still held

@@ -17,7 +17,9 @@ use crate::nvtx::PassRange;
 use crate::panics::guard;
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
-use crate::timing::{now_ns, range_timings, Capture, RangeLog, RangeTimings, SampleSet, TimerInfo};
+use crate::timing::{
+    now_ns, range_timings, Capture, RangeLog, RangeTimings, Registration, SampleSet, TimerInfo,
+};
 
 /// Everything a run needs: the resolved config and the records (read
 /// already when eager, a source to read from when lazy).
@@ -540,6 +542,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let mut completed_warmup = 0;
 
     synchronize_at(cuda.synchronize_before_warmup);
+    // Threads and range names seen in warmup get their place in the
+    // recorder now, so the capture allocates nothing for them.
+    let registration = Registration::begin();
     let warmup_started = now_ns();
     'warmup: for pass in 0..config.warmup {
         for index in 0..count {
@@ -570,6 +575,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         report(false, pass + 1, config.warmup);
     }
     let warmup_ns = now_ns() - warmup_started;
+    drop(registration);
     synchronize_at(cuda.synchronize_after_warmup);
 
     // Everything the measured loop touches exists before the capture opens.
@@ -582,12 +588,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         completed_iterations: 0,
     })?;
     let iterations = config.iterations;
-    let mut pass_samples = SampleSet::with_capacity((iterations as usize).min(SAMPLES_KEPT));
-    let mut call_samples = SampleSet::with_capacity(
-        (iterations as usize)
-            .saturating_mul(count)
-            .min(SAMPLES_KEPT),
-    );
+    let mut pass_samples = SampleSet::expecting(iterations as usize, SAMPLES_KEPT);
+    let mut call_samples =
+        SampleSet::expecting((iterations as usize).saturating_mul(count), SAMPLES_KEPT);
     let mut passes = Vec::with_capacity((iterations as usize).min(PASSES_KEPT));
     let mut name_buffer = IterationName::new();
     let mut completed_iterations = 0;
@@ -647,7 +650,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         ranges,
         timer: Some(timer),
         host_timing_note: host_timing_note(device, &cuda),
-        sketch_note: sketch_note(&pass_samples, &call_samples, ranges_sketched),
+        sketch_note: sketch_note(&pass_samples, &call_samples, ranges_sketched, &range_log),
         prepare_ns: 0,
         warmup_ns,
         capture_ns,
@@ -743,8 +746,14 @@ pub fn host_timing_note(device: Device, policy: &crate::config::CudaPolicy) -> S
     }
 }
 
-/// Says which figures come from histograms, if any do.
-fn sketch_note(passes: &SampleSet, calls: &SampleSet, ranges: bool) -> Option<String> {
+/// Says which figures come from histograms, if any do, and what the
+/// recorder had to allocate inside the measured passes, if anything.
+fn sketch_note(
+    passes: &SampleSet,
+    calls: &SampleSet,
+    ranges: bool,
+    log: &RangeLog,
+) -> Option<String> {
     let mut parts = Vec::new();
     if passes.is_sketched() {
         parts.push("iterations");
@@ -755,12 +764,21 @@ fn sketch_note(passes: &SampleSet, calls: &SampleSet, ranges: bool) -> Option<St
     if ranges {
         parts.push("ranges");
     }
-    (!parts.is_empty()).then(|| {
-        format!(
+    let mut notes = Vec::new();
+    if !parts.is_empty() {
+        notes.push(format!(
             "the quantiles of {} come from a histogram (within 1.6 %): the run produced more samples than are kept one by one; counts, totals, means and extremes are exact",
             parts.join(", ")
-        )
-    })
+        ));
+    }
+    if log.late_threads > 0 || log.late_names > 0 {
+        notes.push(format!(
+            "{} thread(s) and {} range name(s) were first seen inside the capture, not in warmup: each cost an allocation (a thread also a lock) inside a measured pass; \
+             with warmup passes that open the same ranges on the same threads, the measured passes allocate nothing",
+            log.late_threads, log.late_names
+        ));
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 /// `iteration <i>` as a C string, formatted on the stack.

@@ -8,5 +8,5 @@ pub mod samples;
 
 pub use aggregate::{range_timings, RangeTimings};
 pub use clock::{now_ns, TimerInfo};
-pub use recorder::{Capture, RangeLog};
+pub use recorder::{Capture, RangeLog, Registration};
 pub use samples::SampleSet;

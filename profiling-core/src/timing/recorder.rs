@@ -6,6 +6,13 @@
 //! touches the calling thread's own log and stack: no allocation (after a
 //! thread's first range or a name's first use), no lock, no formatting.
 //!
+//! The runner turns on [`Registration`] for its warmup passes: ranges are
+//! not recorded then, but the threads that open them get their logs and
+//! their names enter the tables, so that the measured passes allocate
+//! nothing. A thread or name first seen inside the capture is still
+//! recorded, at the cost of that allocation (and, for a thread, a lock)
+//! inside a measured pass; [`RangeLog`] counts them so the manifest can say.
+//!
 //! The capturing thread collects the logs after recording stops. A writer
 //! raises its log's `writing` flag before it checks that recording is still
 //! on, and the collector waits for the flag to fall after switching
@@ -21,6 +28,13 @@ use super::samples::SampleSet;
 
 /// True while a capture records ranges.
 pub(crate) static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// True while warmup passes register threads and names without recording.
+static REGISTERING: AtomicBool = AtomicBool::new(false);
+
+/// Threads and names first seen while recording, since the capture began.
+static LATE_THREADS: AtomicU32 = AtomicU32::new(0);
+static LATE_NAMES: AtomicU32 = AtomicU32::new(0);
 
 /// Range events kept per thread and capture (32 bytes each: 8 MiB); past
 /// them, each name keeps exact counts and totals and a histogram.
@@ -128,13 +142,17 @@ fn register() -> Arc<ThreadLog> {
 impl Local {
     fn log(&mut self) -> &Arc<ThreadLog> {
         if self.log.is_none() {
+            if RECORDING.load(Ordering::Relaxed) {
+                LATE_THREADS.fetch_add(1, Ordering::Relaxed);
+            }
             self.stack.reserve_exact(MAX_DEPTH);
             self.log = Some(register());
         }
         self.log.as_ref().expect("registered just above")
     }
 
-    /// The id of `name` in this thread's table, adding it when new.
+    /// The id of `name` in this thread's table, adding it when new; `None`
+    /// when neither recording nor registering (then nothing is written).
     fn intern(&mut self, name: &[u8]) -> Option<u32> {
         let key = (name.as_ptr() as usize, name.len());
         let slot = (key.0 >> 3 ^ key.1) % NAME_CACHE;
@@ -151,15 +169,20 @@ impl Local {
         }
         // A name not seen at this address: look it up, or add it.
         log.writing.store(true, Ordering::SeqCst);
-        if !RECORDING.load(Ordering::SeqCst) {
+        let recording = RECORDING.load(Ordering::SeqCst);
+        if !recording && !REGISTERING.load(Ordering::SeqCst) {
             log.writing.store(false, Ordering::Release);
             return None;
         }
-        // SAFETY: `writing` is raised and recording is on: no one else reads.
+        // SAFETY: `writing` is raised and recording or registration is on:
+        // no one else reads.
         let names = unsafe { &mut *log.names.get() };
         let id = match names.iter().position(|known| known.as_bytes() == name) {
             Some(id) => id,
             None => {
+                if recording {
+                    LATE_NAMES.fetch_add(1, Ordering::Relaxed);
+                }
                 names.push(String::from_utf8_lossy(name).into());
                 names.len() - 1
             }
@@ -175,9 +198,44 @@ impl Local {
 #[inline]
 pub(crate) fn open(name: &[u8]) -> bool {
     if !RECORDING.load(Ordering::Relaxed) {
+        if REGISTERING.load(Ordering::Relaxed) {
+            register_name(name);
+        }
         return false;
     }
     open_recording(name)
+}
+
+/// Gives this thread its log and `name` its id, recording nothing.
+#[cold]
+#[inline(never)]
+fn register_name(name: &[u8]) {
+    LOCAL.with(|local| {
+        if let Ok(mut local) = local.try_borrow_mut() {
+            local.intern(name);
+        }
+    });
+}
+
+/// While it lives, the ranges threads open register their threads and
+/// names with the recorder without being recorded: the runner holds one
+/// over its warmup passes, so that the capture allocates nothing for them.
+pub struct Registration {
+    _private: (),
+}
+
+impl Registration {
+    /// Starts registering.
+    pub fn begin() -> Registration {
+        REGISTERING.store(true, Ordering::SeqCst);
+        Registration { _private: () }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        REGISTERING.store(false, Ordering::SeqCst);
+    }
 }
 
 #[inline(never)]
@@ -287,6 +345,11 @@ pub struct RangeLog {
     /// The thread that opened the capture.
     pub capture_thread: u32,
     pub threads: Vec<ThreadRanges>,
+    /// Threads whose first range came inside the capture: each allocated
+    /// its log and took a lock inside a measured pass.
+    pub late_threads: u32,
+    /// Names first seen inside the capture (per thread): each allocated.
+    pub late_names: u32,
 }
 
 /// An open capture: ranges are recorded until [`Capture::end`].
@@ -311,6 +374,8 @@ impl Capture {
                 (*log.overflow.get()).clear();
             }
         }
+        LATE_THREADS.store(0, Ordering::SeqCst);
+        LATE_NAMES.store(0, Ordering::SeqCst);
         let start_ns = now_ns();
         RECORDING.store(true, Ordering::SeqCst);
         Capture {
@@ -354,6 +419,8 @@ impl Capture {
             end_ns,
             capture_thread: self.thread,
             threads,
+            late_threads: LATE_THREADS.load(Ordering::SeqCst),
+            late_names: LATE_NAMES.load(Ordering::SeqCst),
         }
     }
 }

@@ -103,8 +103,20 @@ impl SampleSet {
         }
     }
 
+    /// A set for `expected` samples: up to `kept` of them one by one, and
+    /// the histogram for the rest allocated now, so that [`SampleSet::push`]
+    /// never allocates.
+    pub fn expecting(expected: usize, kept: usize) -> SampleSet {
+        let mut set = SampleSet::with_capacity(expected.min(kept));
+        if expected > kept {
+            set.histogram = Some(Histogram::default());
+        }
+        set
+    }
+
     /// Adds a sample; allocates only the first time the capacity is passed
-    /// (the histogram), never while samples are still kept.
+    /// (the histogram, unless [`SampleSet::expecting`] made it), never while
+    /// samples are still kept.
     #[inline]
     pub fn push(&mut self, value: u64) {
         self.count += 1;
@@ -150,7 +162,7 @@ impl SampleSet {
 
     /// True when some samples live only in the histogram.
     pub fn is_sketched(&self) -> bool {
-        self.histogram.is_some()
+        self.count > self.kept.len() as u64
     }
 
     /// The samples kept, in the order added.
@@ -165,7 +177,8 @@ impl SampleSet {
         if self.count == 0 {
             return None;
         }
-        let mut stats = if let Some(histogram) = &self.histogram {
+        let sketched = self.histogram.as_ref().filter(|_| self.is_sketched());
+        let mut stats = if let Some(histogram) = sketched {
             let mut all = histogram.clone();
             for &value in &self.kept {
                 all.record(value);
@@ -218,6 +231,25 @@ mod tests {
                 "{value}: {representative} ({error})"
             );
         }
+    }
+
+    #[test]
+    fn a_set_expecting_more_than_it_keeps_has_its_histogram_and_is_exact_until_used() {
+        let mut set = SampleSet::expecting(10, 4);
+        assert_eq!(set.kept.capacity(), 4);
+        assert!(set.histogram.is_some());
+        for value in [5, 1, 3] {
+            set.push(value);
+        }
+        assert!(!set.is_sketched());
+        let stats = set.stats().unwrap();
+        assert_eq!((stats.min_ns, stats.p50_ns, stats.max_ns), (1, 3, 5));
+        for value in [7, 9] {
+            set.push(value);
+        }
+        assert!(set.is_sketched());
+        assert_eq!(set.count(), 5);
+        assert!(SampleSet::expecting(3, 4).histogram.is_none());
     }
 
     #[test]

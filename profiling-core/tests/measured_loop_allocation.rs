@@ -1,0 +1,196 @@
+//! Nothing in the measured loop allocates: the threads and range names a
+//! target uses are registered in warmup, so the measured passes of a target
+//! with nested ranges on two threads allocate nothing, harness included.
+//! Counted with the crate's counting allocator, installed here as the
+//! binary's global allocator.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::JoinHandle;
+
+use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::data;
+use profiling_core::memory::{watch_allocations, AllocationWatch, Allocations, CountingAllocator};
+use profiling_core::prelude::*;
+use profiling_core::runner::{run_target, Records, RunPlan};
+use profiling_core::timing::recorder::is_recording;
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// The allocator counts every thread: the tests of this binary take turns.
+static TURN: Mutex<()> = Mutex::new(());
+
+/// Opens nested ranges in `run`, and has a worker thread, started when the
+/// target is built, open nested ranges of its own during every call.
+/// Counts allocations from its first measured call to its last.
+struct TwoThreads {
+    start: Arc<Barrier>,
+    done: Arc<Barrier>,
+    stop: Arc<AtomicBool>,
+    worker: Option<JoinHandle<()>>,
+    measured_calls: u64,
+    expected_calls: u64,
+    watch: Option<AllocationWatch>,
+    counted: Arc<Mutex<Option<Option<Allocations>>>>,
+}
+
+impl TwoThreads {
+    fn new(expected_calls: u64, counted: Arc<Mutex<Option<Option<Allocations>>>>) -> Self {
+        let start = Arc::new(Barrier::new(2));
+        let done = Arc::new(Barrier::new(2));
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (start, done, stop) = (start.clone(), done.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("worker".to_owned())
+                .spawn(move || loop {
+                    start.wait();
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    {
+                        let _outer = profiling_range("worker outer");
+                        let _inner = profiling_range("worker inner");
+                        std::hint::black_box(17u64.pow(2));
+                    }
+                    done.wait();
+                })
+                .unwrap()
+        };
+        TwoThreads {
+            start,
+            done,
+            stop,
+            worker: Some(worker),
+            measured_calls: 0,
+            expected_calls,
+            watch: None,
+            counted,
+        }
+    }
+}
+
+impl Drop for TwoThreads {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.start.wait();
+        if let Some(worker) = self.worker.take() {
+            worker.join().unwrap();
+        }
+    }
+}
+
+impl ProfileTarget for TwoThreads {
+    type Prepared = u64;
+    type Output = u64;
+
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<u64> {
+        Ok(3)
+    }
+
+    fn run(&mut self, prepared: &u64) -> anyhow::Result<u64> {
+        if is_recording() && self.watch.is_none() && self.measured_calls == 0 {
+            self.watch = Some(watch_allocations());
+        }
+        self.start.wait();
+        let value = {
+            let _outer = profiling_range("main outer");
+            let _inner = profiling_range(c"main inner");
+            std::hint::black_box(prepared * 2)
+        };
+        self.done.wait();
+        if is_recording() {
+            self.measured_calls += 1;
+            if self.measured_calls == self.expected_calls {
+                let counts = self.watch.take().and_then(AllocationWatch::finish);
+                *self.counted.lock().unwrap() = Some(counts);
+            }
+        }
+        Ok(value)
+    }
+}
+
+fn plan(warmup: u32, iterations: u32, records: u32) -> RunPlan {
+    let config = ConfigFile::parse(
+        &format!(
+            "target: {{name: two-threads}}\ndata_source: {{name: dummy, record_count: {records}, tensor_shape: [4]}}\nwarmup: {warmup}\niterations: {iterations}\n"
+        ),
+        None,
+    )
+    .unwrap()
+    .resolve(&Overrides::default())
+    .unwrap();
+    let source = data::build("dummy", &config.data_source.parameters).unwrap();
+    RunPlan::new(config, Records::Eager(source.read_all().unwrap()))
+}
+
+#[test]
+fn measured_passes_of_nested_ranges_on_two_threads_allocate_nothing() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let counted = Arc::new(Mutex::new(None));
+    let (iterations, records) = (50, 3);
+    let expected = u64::from(iterations * records);
+    let plan = plan(2, iterations, records);
+    let outcome = {
+        let counted = counted.clone();
+        run_target(&plan, move || Ok(TwoThreads::new(expected, counted))).unwrap()
+    };
+    let counts = counted
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the last measured call ran");
+    assert_eq!(
+        counts,
+        Some(Allocations {
+            count: 0,
+            net_bytes: 0
+        })
+    );
+    // Both threads' ranges were recorded all the same, once per call.
+    for name in ["main outer", "main inner", "worker outer", "worker inner"] {
+        let range = outcome
+            .timings
+            .ranges
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("{name} recorded"));
+        assert_eq!(range.inclusive.count, expected, "{name}");
+    }
+    assert_eq!(outcome.capture.ranges.late_threads, 0);
+    assert_eq!(outcome.capture.ranges.late_names, 0);
+    assert_eq!(outcome.timings.sketch_note, None);
+}
+
+#[test]
+fn threads_and_names_first_seen_in_the_capture_are_counted_and_said() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let counted = Arc::new(Mutex::new(None));
+    // No warmup: nothing is registered before the capture.
+    let plan = plan(0, 5, 1);
+    let outcome = {
+        let counted = counted.clone();
+        run_target(&plan, move || Ok(TwoThreads::new(5, counted))).unwrap()
+    };
+    let log = &outcome.capture.ranges;
+    assert_eq!(log.late_threads, 1, "the worker");
+    assert_eq!(log.late_names, 4, "two names on each thread");
+    let counts = counted.lock().unwrap().take().unwrap().unwrap();
+    assert!(counts.count >= 5, "{counts:?}: the registrations allocated");
+    assert_eq!(
+        outcome.timings.sketch_note.as_deref(),
+        Some(
+            "1 thread(s) and 4 range name(s) were first seen inside the capture, not in warmup: each cost an allocation \
+             (a thread also a lock) inside a measured pass; with warmup passes that open the same ranges on the same \
+             threads, the measured passes allocate nothing"
+        )
+    );
+    let worker = outcome
+        .timings
+        .ranges
+        .iter()
+        .find(|r| r.name == "worker inner")
+        .unwrap();
+    assert_eq!(worker.inclusive.count, 5, "still recorded");
+}
