@@ -74,6 +74,10 @@ pub enum Records {
     Eager(Vec<DataRecord>),
     /// Read afresh in every pass (needs `target.profile_prepare`).
     Lazy(Box<dyn DataSource>),
+    /// Eager, read by the runner once the target is built: without
+    /// `profile_prepare`, it reads and prepares the first record alone and
+    /// checks the memory ([`RunPlan::memory`]) before reading the rest.
+    Unread(Box<dyn DataSource>),
 }
 
 impl Records {
@@ -81,7 +85,7 @@ impl Records {
     pub fn len(&self) -> usize {
         match self {
             Records::Eager(records) => records.len(),
-            Records::Lazy(source) => source.len(),
+            Records::Lazy(source) | Records::Unread(source) => source.len(),
         }
     }
 
@@ -418,48 +422,72 @@ where
         calls,
         completed_iterations: 0,
     })?;
-    match (&plan.records, config.target.profile_prepare) {
-        (Records::Eager(records), false) => {
-            let started = now_ns();
+    // An eager source the runner reads itself: the first record is read
+    // and prepared alone, so that a run whose prepared inputs would not fit
+    // is refused before the rest is read.
+    let loaded: Vec<DataRecord>;
+    let mut first_input = None;
+    let records = match &plan.records {
+        Records::Unread(source) => {
+            let load_error = |error: DataError, calls: CallCounts| RunError {
+                phase: Phase::Load,
+                record_id: None,
+                pass: Pass::Setup,
+                source: error.into(),
+                calls,
+                completed_iterations: 0,
+            };
+            if !config.target.profile_prepare {
+                let first = source.read(0).map_err(|e| load_error(e, calls))?;
+                let started = now_ns();
+                let estimate =
+                    crate::data::eager_bytes(source.as_ref()).map_err(|e| load_error(e, calls))?;
+                let memory = plan.memory.as_ref().map(|m| (m, estimate, source.len()));
+                let input =
+                    prepare_measured(&mut target, &first, config.device, &mut calls, memory)?;
+                first_input = Some((input, now_ns() - started));
+            }
+            loaded = source.read_all().map_err(|e| load_error(e, calls))?;
+            Some(loaded.as_slice())
+        }
+        Records::Eager(records) => Some(records.as_slice()),
+        Records::Lazy(_) => None,
+    };
+    match (records, &plan.records, config.target.profile_prepare) {
+        (Some(records), _, false) => {
             let mut prepared = Vec::with_capacity(records.len());
-            for (index, record) in records.iter().enumerate() {
-                calls.prepare += 1;
-                let setup_error = |source: anyhow::Error, calls: CallCounts| RunError {
-                    phase: Phase::Prepare,
-                    record_id: Some(record.id.clone()),
-                    pass: Pass::Setup,
-                    source,
-                    calls,
-                    completed_iterations: 0,
-                };
-                let mut prepare = || guard(|| target.prepare(record, config.device));
-                let input = match (&plan.memory, index) {
-                    (Some(available), 0) => {
-                        let (input, held) = crate::memory::measure_held(prepare);
-                        let input = input.map_err(|e| setup_error(e, calls))?;
-                        let each = held.saturating_add(std::mem::size_of::<T::Prepared>() as u64);
-                        check_prepared_fit(records, each, available)
-                            .map_err(|e| setup_error(e.into(), calls))?;
-                        input
+            let mut prepare_ns = 0;
+            if let Some((input, ns)) = first_input {
+                prepared.push(input);
+                prepare_ns = ns;
+            }
+            let started = now_ns();
+            for record in &records[prepared.len()..] {
+                // Eager records given whole are checked on the first too.
+                let memory = match (&plan.memory, prepared.is_empty()) {
+                    (Some(available), true) => {
+                        Some((available, records_bytes(records), records.len()))
                     }
-                    _ => prepare().map_err(|e| setup_error(e, calls))?,
+                    _ => None,
                 };
+                let input =
+                    prepare_measured(&mut target, record, config.device, &mut calls, memory)?;
                 prepared.push(input);
             }
-            let prepare_ns = now_ns() - started;
+            prepare_ns += now_ns() - started;
             let inputs = Prepared { prepared, records };
             let mut outcome = drive(&mut target, inputs, plan, calls)?;
             outcome.timings.prepare_ns = prepare_ns;
             Ok(outcome)
         }
-        (Records::Eager(records), true) => {
+        (Some(records), _, true) => {
             let inputs = EagerRecords {
                 records,
                 device: config.device,
             };
             drive(&mut target, inputs, plan, calls)
         }
-        (Records::Lazy(source), true) => {
+        (None, Records::Lazy(source), true) => {
             let inputs = LazyRecords {
                 source: source.as_ref(),
                 device: config.device,
@@ -467,7 +495,7 @@ where
             };
             drive(&mut target, inputs, plan, calls)
         }
-        (Records::Lazy(_), false) => Err(RunError {
+        (None, _, _) => Err(RunError {
             phase: Phase::Load,
             record_id: None,
             pass: Pass::Setup,
@@ -481,29 +509,55 @@ where
     }
 }
 
-/// Refuses an eager run whose records and prepared inputs, `each` bytes
-/// per record as measured on the first, would not fit in `available`.
-fn check_prepared_fit(
-    records: &[DataRecord],
-    each: u64,
-    available: &AvailableMemory,
-) -> Result<u64, DataError> {
-    let count = records.len() as u64;
-    let record_bytes = records
-        .iter()
-        .map(|r| r.decoded_bytes() as u64 + crate::data::RECORD_OVERHEAD_BYTES)
-        .fold(0u64, u64::saturating_add);
-    let total = each.saturating_mul(count);
+/// Prepares `record` outside every range. With `memory` (what the process
+/// may use, the bytes of the run's records, their count), also measures
+/// what `prepare` kept and refuses the run when the records and that much
+/// for every record would not fit.
+fn prepare_measured<T: ProfileTarget>(
+    target: &mut T,
+    record: &DataRecord,
+    device: Device,
+    calls: &mut CallCounts,
+    memory: Option<(&AvailableMemory, u64, usize)>,
+) -> Result<T::Prepared, RunError> {
+    calls.prepare += 1;
+    let setup_error = |source: anyhow::Error, calls: CallCounts| RunError {
+        phase: Phase::Prepare,
+        record_id: Some(record.id.clone()),
+        pass: Pass::Setup,
+        source,
+        calls,
+        completed_iterations: 0,
+    };
+    let mut prepare = || guard(|| target.prepare(record, device));
+    let Some((available, record_bytes, count)) = memory else {
+        return prepare().map_err(|e| setup_error(e, *calls));
+    };
+    let (input, held) = crate::memory::measure_held(prepare);
+    let input = input.map_err(|e| setup_error(e, *calls))?;
+    let each = held.saturating_add(std::mem::size_of::<T::Prepared>() as u64);
+    let total = each.saturating_mul(count as u64);
     let prepared = crate::data::PreparedBytes {
         each,
         total,
-        record_id: records.first().map(|r| r.id.clone()).unwrap_or_default(),
+        record_id: record.id.clone(),
     };
     crate::data::check_within(
         record_bytes.saturating_add(total),
         Some(prepared),
         available,
     )
+    .map_err(|e| setup_error(e.into(), *calls))?;
+    Ok(input)
+}
+
+/// What eager records hold by the memory check's count: their decoded data
+/// and [`crate::data::RECORD_OVERHEAD_BYTES`] each.
+fn records_bytes(records: &[DataRecord]) -> u64 {
+    records
+        .iter()
+        .map(|r| r.decoded_bytes() as u64 + crate::data::RECORD_OVERHEAD_BYTES)
+        .fold(0, u64::saturating_add)
 }
 
 /// Warmup, capture and summaries over prepared inputs.

@@ -19,7 +19,7 @@ use crate::manifest::{
 use crate::registry::{self, Lookup, TargetEntry};
 use crate::run_dir::{write_run, TraceInput, WriteFailure};
 use crate::runner::{
-    CallCounts, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
+    CallCounts, Pass, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
 };
 use crate::target::ParameterError;
 
@@ -388,25 +388,20 @@ pub fn execute_with_progress(
         RecordLoading::Eager => data::memory_budget(),
         RecordLoading::Lazy => None,
     };
+    if source.is_empty() {
+        return Err(DataError::NoRecords.into());
+    }
     let records = match config.record_loading {
         RecordLoading::Eager => {
             // Refused before decoding anything when it would not fit; the
-            // runner checks again with the prepared inputs measured.
+            // runner reads the records, after checking again with the
+            // first record's prepared input measured.
             if let Some(available) = &memory {
                 data::check_within(data::eager_bytes(&*source)?, None, available)?;
             }
-            let records = source.read_all()?;
-            if records.is_empty() {
-                return Err(DataError::NoRecords.into());
-            }
-            Records::Eager(records)
+            Records::Unread(source)
         }
-        RecordLoading::Lazy => {
-            if source.is_empty() {
-                return Err(DataError::NoRecords.into());
-            }
-            Records::Lazy(source)
-        }
+        RecordLoading::Lazy => Records::Lazy(source),
     };
     let mut run_plan = RunPlan::new(config.clone(), records);
     run_plan.progress = progress;
@@ -545,7 +540,8 @@ fn data_source_error(planned: &Planned, error: DataError) -> SessionError {
 
 /// A failure of the target that is a refusal of the run, so that nothing
 /// is written and the exit is 2: `target.parameters` the target cannot use
-/// (bad configuration), or eager inputs that would not fit in memory.
+/// (bad configuration), eager records that cannot be read, or eager inputs
+/// that would not fit in memory.
 fn refusal_of(
     planned: &Planned,
     result: Result<RunOutcome, RunError>,
@@ -567,14 +563,19 @@ fn refusal_of(
             .into());
         }
     }
-    if error.phase == Phase::Prepare
-        && matches!(
+    // Records that cannot be read before the passes, and inputs too large:
+    // refused as bad data, like a source that cannot be built.
+    let refused = match error.phase {
+        Phase::Load => error.pass == Pass::Setup,
+        Phase::Prepare => matches!(
             error.source.downcast_ref::<DataError>(),
             Some(DataError::TooLargeForMemory { .. })
-        )
-    {
-        let refusal = error.source.downcast::<DataError>().expect("checked above");
-        return Err(SessionError::Data(refusal));
+        ),
+        _ => false,
+    };
+    if refused && error.source.is::<DataError>() {
+        let data_error = error.source.downcast::<DataError>().expect("checked above");
+        return Err(SessionError::Data(data_error));
     }
     Ok(Err(error))
 }

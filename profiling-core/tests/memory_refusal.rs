@@ -183,3 +183,84 @@ fn without_a_memory_budget_nothing_is_measured_or_refused() {
     .unwrap();
     assert_eq!(outcome.calls.prepare, RECORDS);
 }
+
+/// A dummy source that counts the records read.
+struct CountingReads {
+    inner: Box<dyn data::DataSource>,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl data::DataSource for CountingReads {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
+        self.inner.describe()
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn estimated_bytes(&self) -> Result<u64, DataError> {
+        self.inner.estimated_bytes()
+    }
+    fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.read(index)
+    }
+}
+
+#[test]
+fn an_unread_source_is_refused_after_reading_only_its_first_record() {
+    let _turn = turn();
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut plan = plan(0);
+    let source = CountingReads {
+        inner: data::build("dummy", &plan.config.data_source.parameters).unwrap(),
+        reads: reads.clone(),
+    };
+    let estimate = data::eager_bytes(&source).unwrap();
+    plan.records = Records::Unread(Box::new(source));
+    plan.memory = Some(AvailableMemory::plain(2 * estimate));
+    let error = run_target(&plan, || {
+        Ok(Expanding {
+            factor: FACTOR,
+            prepared: 0,
+        })
+    })
+    .unwrap_err();
+    let Some(DataError::TooLargeForMemory {
+        needed, prepared, ..
+    }) = error.source.downcast_ref::<DataError>()
+    else {
+        panic!("expected TooLargeForMemory, got {:?}", error.source);
+    };
+    let each = FACTOR as u64 * TENSOR_BYTES + std::mem::size_of::<Vec<f32>>() as u64;
+    assert_eq!(prepared.as_ref().map(|p| p.each), Some(each));
+    assert_eq!(
+        *needed,
+        estimate + each * RECORDS,
+        "the records by the estimate"
+    );
+    assert_eq!(
+        reads.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "only the first record was read"
+    );
+    assert_eq!(error.calls.prepare, 1);
+
+    // With room for everything, the run reads every record (the first twice).
+    reads.store(0, std::sync::atomic::Ordering::SeqCst);
+    plan.memory = Some(AvailableMemory::plain(u64::MAX));
+    let outcome = run_target(&plan, || {
+        Ok(Expanding {
+            factor: FACTOR,
+            prepared: 0,
+        })
+    })
+    .unwrap();
+    assert_eq!(outcome.calls.prepare, RECORDS);
+    assert_eq!(
+        reads.load(std::sync::atomic::Ordering::SeqCst),
+        RECORDS as usize + 1
+    );
+}
