@@ -422,32 +422,13 @@ where
         calls,
         completed_iterations: 0,
     })?;
-    // An eager source the runner reads itself: the first record is read
-    // and prepared alone, so that a run whose prepared inputs would not fit
-    // is refused before the rest is read.
     let loaded: Vec<DataRecord>;
     let mut first_input = None;
     let records = match &plan.records {
         Records::Unread(source) => {
-            let load_error = |error: DataError, calls: CallCounts| RunError {
-                phase: Phase::Load,
-                record_id: None,
-                pass: Pass::Setup,
-                source: error.into(),
-                calls,
-                completed_iterations: 0,
-            };
-            if !config.target.profile_prepare {
-                let first = source.read(0).map_err(|e| load_error(e, calls))?;
-                let started = now_ns();
-                let estimate =
-                    crate::data::eager_bytes(source.as_ref()).map_err(|e| load_error(e, calls))?;
-                let memory = plan.memory.as_ref().map(|m| (m, estimate, source.len()));
-                let input =
-                    prepare_measured(&mut target, &first, config.device, &mut calls, memory)?;
-                first_input = Some((input, now_ns() - started));
-            }
-            loaded = source.read_all().map_err(|e| load_error(e, calls))?;
+            let (records, first) = read_eager(&mut target, source.as_ref(), plan, &mut calls)?;
+            loaded = records;
+            first_input = first;
             Some(loaded.as_slice())
         }
         Records::Eager(records) => Some(records.as_slice()),
@@ -507,6 +488,39 @@ where
             completed_iterations: 0,
         }),
     }
+}
+
+/// Reads an eager source. Without `profile_prepare`, the first record is
+/// read and prepared alone first, so that a run whose prepared inputs would
+/// not fit ([`RunPlan::memory`]) is refused before the rest is read; its
+/// prepared input is returned with the time `prepare` took.
+#[allow(clippy::type_complexity)]
+fn read_eager<T: ProfileTarget>(
+    target: &mut T,
+    source: &dyn DataSource,
+    plan: &RunPlan,
+    calls: &mut CallCounts,
+) -> Result<(Vec<DataRecord>, Option<(T::Prepared, u64)>), RunError> {
+    let load_error = |error: DataError, calls: CallCounts| RunError {
+        phase: Phase::Load,
+        record_id: None,
+        pass: Pass::Setup,
+        source: error.into(),
+        calls,
+        completed_iterations: 0,
+    };
+    let config = &plan.config;
+    let mut first_input = None;
+    if !config.target.profile_prepare {
+        let first = source.read(0).map_err(|e| load_error(e, *calls))?;
+        let estimate = crate::data::eager_bytes(source).map_err(|e| load_error(e, *calls))?;
+        let memory = plan.memory.as_ref().map(|m| (m, estimate, source.len()));
+        let started = now_ns();
+        let input = prepare_measured(target, &first, config.device, calls, memory)?;
+        first_input = Some((input, now_ns() - started));
+    }
+    let records = source.read_all().map_err(|e| load_error(e, *calls))?;
+    Ok((records, first_input))
 }
 
 /// Prepares `record` outside every range. With `memory` (what the process

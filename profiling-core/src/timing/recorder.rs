@@ -20,7 +20,7 @@
 //! while it is written.
 
 use std::cell::{RefCell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::clock::now_ns;
@@ -31,6 +31,26 @@ pub(crate) static RECORDING: AtomicBool = AtomicBool::new(false);
 
 /// True while warmup passes register threads and names without recording.
 static REGISTERING: AtomicBool = AtomicBool::new(false);
+
+/// What a range opened now does, in one load for the path every range
+/// takes: [`MODE_OFF`] (nothing), [`MODE_REGISTERING`] or
+/// [`MODE_RECORDING`]. The flags above stay the truth for the slow paths.
+static MODE: AtomicU8 = AtomicU8::new(MODE_OFF);
+const MODE_OFF: u8 = 0;
+const MODE_REGISTERING: u8 = 1;
+const MODE_RECORDING: u8 = 2;
+
+/// Sets [`MODE`] from the flags, after one of them changed.
+fn update_mode() {
+    let mode = if RECORDING.load(Ordering::SeqCst) {
+        MODE_RECORDING
+    } else if REGISTERING.load(Ordering::SeqCst) {
+        MODE_REGISTERING
+    } else {
+        MODE_OFF
+    };
+    MODE.store(mode, Ordering::SeqCst);
+}
 
 /// Threads and names first seen while recording, since the capture began.
 static LATE_THREADS: AtomicU32 = AtomicU32::new(0);
@@ -197,13 +217,14 @@ impl Local {
 /// not recorded (recording off, or nested too deep).
 #[inline]
 pub(crate) fn open(name: &[u8]) -> bool {
-    if !RECORDING.load(Ordering::Relaxed) {
-        if REGISTERING.load(Ordering::Relaxed) {
+    match MODE.load(Ordering::Relaxed) {
+        MODE_OFF => false,
+        MODE_RECORDING => open_recording(name),
+        _ => {
             register_name(name);
+            false
         }
-        return false;
     }
-    open_recording(name)
 }
 
 /// Gives this thread its log and `name` its id, recording nothing.
@@ -228,6 +249,7 @@ impl Registration {
     /// Starts registering.
     pub fn begin() -> Registration {
         REGISTERING.store(true, Ordering::SeqCst);
+        update_mode();
         Registration { _private: () }
     }
 }
@@ -235,6 +257,7 @@ impl Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         REGISTERING.store(false, Ordering::SeqCst);
+        update_mode();
     }
 }
 
@@ -378,6 +401,7 @@ impl Capture {
         LATE_NAMES.store(0, Ordering::SeqCst);
         let start_ns = now_ns();
         RECORDING.store(true, Ordering::SeqCst);
+        update_mode();
         Capture {
             _exclusive: exclusive,
             start_ns,
@@ -393,6 +417,7 @@ impl Capture {
     /// Stops recording and collects what every thread recorded.
     pub fn end(self) -> RangeLog {
         RECORDING.store(false, Ordering::SeqCst);
+        update_mode();
         let end_ns = now_ns();
         let logs: Vec<Arc<ThreadLog>> = LOGS.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut threads = Vec::new();
@@ -430,6 +455,7 @@ impl Drop for Capture {
     /// the measured loop) still stops recording.
     fn drop(&mut self) {
         RECORDING.store(false, Ordering::SeqCst);
+        update_mode();
     }
 }
 
