@@ -23,10 +23,15 @@ apt_command() {
     fi
 }
 
-# apt_install PACKAGE...: installs Debian packages with the command apt_command set.
+# apt_install PACKAGE...: installs Debian packages with the command
+# apt_command set; apt's own output is shown only when it fails.
 apt_install() {
-    $apt update -qq
-    DEBIAN_FRONTEND=noninteractive $apt install -y -qq "$@" >/dev/null
+    local log status=0
+    log="$(mktemp)"
+    { $apt update -qq && DEBIAN_FRONTEND=noninteractive $apt install -y -qq "$@"; } >"$log" 2>&1 || status=$?
+    [ "$status" -eq 0 ] || cat "$log" >&2
+    rm -f "$log"
+    return "$status"
 }
 
 # ensure_venv VENV WHO: creates the virtual environment VENV with $PYTHON (or
