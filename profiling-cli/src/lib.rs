@@ -153,6 +153,34 @@ fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
     text.parse()
 }
 
+/// The whole `profile-cli` program as its `main` runs it: the signal
+/// handlers, the panic hook, the workspace it was built from, and
+/// [`main_with`] on the process's arguments and standard streams. A binary
+/// that links targets of its own (a test's, say) gets the same program by
+/// calling it from its `main`.
+pub fn run_main() -> std::process::ExitCode {
+    // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
+    // a second one ends the process at once.
+    if let Err(error) = profiling_core::interrupt::install_handlers() {
+        eprintln!(
+            "warning: cannot handle Ctrl-C ({error}): an interrupted run will leave no manifest"
+        );
+    }
+    profiling_core::panics::install_hook();
+    // The workspace this binary was built from: relative source files of
+    // targets and the default run directories are found from it.
+    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
+    let code = main_with(
+        std::env::args_os().collect(),
+        workspace_root,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    std::process::ExitCode::from(code)
+}
+
 /// Runs `profile-cli` with `args` (the program name first), writing to
 /// `out` and `err`; returns the exit code.
 pub fn main_with(

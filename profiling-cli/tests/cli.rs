@@ -686,7 +686,7 @@ impl ProfileTarget for Watched {
 }
 
 #[test]
-fn a_panic_is_one_error_line_exit_1_and_a_failed_manifest() {
+fn a_panic_is_an_error_naming_the_call_and_a_failed_manifest() {
     let out = tempfile::tempdir().unwrap();
     let outcome = cli(&[
         "run",
