@@ -1,12 +1,15 @@
 //! Ctrl-C and SIGTERM end a run with a manifest that says so, and the
 //! conventional exit code; a second Ctrl-C ends it at once.
 //!
-//! Each scenario runs `profile-cli` in a child process (this test binary,
-//! re-run), on a target whose calls sleep, so when a signal lands is known.
+//! Each scenario signals a real process: the `profile-cli` binary itself on
+//! a long run of a built-in target, or this test binary, whose `main` is the
+//! program's (`run_main`, handlers and all) with targets whose calls sleep,
+//! so when a signal lands is known. Run without arguments, it runs the
+//! scenarios; with the child variable set, it is the program.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use profiling_core::prelude::*;
@@ -46,36 +49,19 @@ impl ProfileTarget for LongSleeper {
     }
 }
 
-const CHILD: &str = "PROFILE_CLI_SIGNALS_CHILD_OUTPUT";
-const CHILD_TARGET: &str = "PROFILE_CLI_SIGNALS_CHILD_TARGET";
+/// Set in the child: it is the program.
+const CHILD: &str = "PROFILE_CLI_SIGNALS_CHILD";
 
-/// In the child: the program, as `profile-cli` runs it.
-#[test]
-fn child_process() {
-    let Some(output) = std::env::var_os(CHILD) else {
-        return;
-    };
-    profiling_core::interrupt::install_handlers().unwrap();
-    let target = std::env::var(CHILD_TARGET).unwrap();
-    let args = [
-        "profile-cli",
-        "run",
-        &target,
-        "--warmup",
-        "0",
-        "--iterations",
-        "50",
-        "--run-id",
-        "sig",
-        "--output-dir",
-    ];
-    let mut argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-    argv.push(output);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let mut stdout = std::io::stdout();
-    let mut stderr = std::io::stderr();
-    let code = profiling_cli::main_with(argv, root, &mut stdout, &mut stderr);
-    std::process::exit(i32::from(code));
+fn main() -> ExitCode {
+    if std::env::var_os(CHILD).is_some() {
+        return profiling_cli::run_main();
+    }
+    ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130();
+    sigterm_exits_143_with_the_manifest();
+    a_second_ctrl_c_exits_at_once();
+    the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest();
+    println!("signals: 4 checks passed");
+    ExitCode::SUCCESS
 }
 
 /// Starts the child and waits until it is running the target.
@@ -84,15 +70,24 @@ fn start(output: &Path) -> Child {
 }
 
 fn start_target(output: &Path, target: &str, settle: Duration) -> Child {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_process",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, output)
-        .env(CHILD_TARGET, target)
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.env(CHILD, "1");
+    start_command(command, output, target, "50", settle)
+}
+
+/// Runs `command` as `profile-cli run TARGET` with `iterations` measured
+/// passes into `output`, and waits until it runs the target.
+fn start_command(
+    mut command: Command,
+    output: &Path,
+    target: &str,
+    iterations: &str,
+    settle: Duration,
+) -> Child {
+    let mut child = command
+        .args(["run", target, "--warmup", "0", "--iterations", iterations])
+        .args(["--run-id", "sig", "--output-dir"])
+        .arg(output)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -117,11 +112,14 @@ fn signal(child: &Child, signal: i32) {
 }
 
 fn manifest(output: &Path) -> serde_yaml::Value {
-    let path = output.join("signal-sleeper/runs/sig/manifest.yaml");
+    manifest_of(output, "signal-sleeper")
+}
+
+fn manifest_of(output: &Path, target: &str) -> serde_yaml::Value {
+    let path = output.join(target).join("runs/sig/manifest.yaml");
     serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-#[test]
 fn ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130() {
     let output = tempfile::tempdir().unwrap();
     let mut child = start(output.path());
@@ -148,7 +146,6 @@ fn ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130() {
     );
 }
 
-#[test]
 fn sigterm_exits_143_with_the_manifest() {
     let output = tempfile::tempdir().unwrap();
     let mut child = start(output.path());
@@ -157,7 +154,6 @@ fn sigterm_exits_143_with_the_manifest() {
     assert_eq!(manifest(output.path())["interrupted_by"], "SIGTERM");
 }
 
-#[test]
 fn a_second_ctrl_c_exits_at_once() {
     let output = tempfile::tempdir().unwrap();
     let mut child = start_target(
@@ -179,4 +175,29 @@ fn a_second_ctrl_c_exits_at_once() {
         sent.elapsed()
     );
     assert!(!output.path().join("signal-long-sleeper/runs/sig").exists());
+}
+
+fn the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest() {
+    let output = tempfile::tempdir().unwrap();
+    let command = Command::new(env!("CARGO_BIN_EXE_profile-cli"));
+    // Thousands of passes of about a millisecond or more: well under way
+    // when the signal lands, far from done.
+    let mut child = start_command(
+        command,
+        output.path(),
+        "detection-postprocess",
+        "100000",
+        Duration::from_millis(800),
+    );
+    signal(&child, libc::SIGINT);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let manifest = manifest_of(output.path(), "detection-postprocess");
+    assert_eq!(manifest["status"], "interrupted");
+    assert_eq!(manifest["interrupted_by"], "SIGINT");
+    let completed = manifest["completed_iterations"].as_u64().unwrap();
+    assert!((1..100_000).contains(&completed), "{completed}");
+    assert_eq!(
+        manifest["timings"]["iterations"]["count"].as_u64(),
+        Some(completed)
+    );
 }
