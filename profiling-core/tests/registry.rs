@@ -1,7 +1,9 @@
 //! Targets register at link time and are found by name.
 
 use profiling_core::prelude::*;
+use profiling_core::config::{ConfigFile, Overrides};
 use profiling_core::registry::{self, Lookup};
+use profiling_core::runner::{Pass, Phase, Records, RunPlan};
 
 macro_rules! unit_target {
     ($ty:ident, $name:literal, $doc:literal) => {
@@ -167,7 +169,10 @@ fn macro_rules_can_generate_targets() {
 struct FromDisk;
 
 fn open_from_disk() -> Result<FromDisk, std::io::Error> {
-    Ok(FromDisk)
+    Err(std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        "weights.bin: no such file",
+    ))
 }
 
 #[profile_target(name = "registry-from-disk", factory = open_from_disk)]
@@ -188,4 +193,16 @@ fn a_factory_may_return_any_error_anyhow_takes() {
         panic!("registry-from-disk is registered");
     };
     assert_eq!(entry.constructor, "open_from_disk");
+    let config = ConfigFile::parse("target: {name: registry-from-disk}", None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
+    let source = profiling_core::data::build("dummy", &config.data_source.parameters).unwrap();
+    let error = (entry.launch)(&RunPlan::new(config, Records::Unread(source))).unwrap_err();
+    assert_eq!(error.phase, Phase::Construct);
+    assert_eq!(error.pass, Pass::Setup);
+    assert_eq!(error.calls.prepare, 0, "nothing ran after the factory failed");
+    assert_eq!(error.source.to_string(), "weights.bin: no such file");
+    let io = error.source.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
 }

@@ -108,7 +108,20 @@ mod stages {
 
 #[profile_target(name = "nms", factory = stages::make_nms)]
 impl ProfileTarget for stages::NMSTarget {
-    unit_target_body!();
+    type Prepared = ();
+    type Output = f32;
+
+    fn prepare(&mut self, _: &DataRecord, _: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn run(&mut self, _: &()) -> anyhow::Result<f32> {
+        Ok(self.iou)
+    }
+
+    fn summarize(&self, iou: &f32) -> profiling_core::target::Summary {
+        profiling_core::target::Summary::from([("iou".to_owned(), f64::from(*iou).into())])
+    }
 }
 
 mod nested {
@@ -182,7 +195,23 @@ fn module_path_is_the_module_of_the_impl() {
     assert_eq!(target.line, impl_line("Plain"));
 }
 
+/// Launches the registered entry as `profile-cli run` does.
+fn launch(name: &str) -> Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError> {
+    use profiling_core::config::{ConfigFile, Overrides};
+    use profiling_core::runner::{Records, RunPlan};
+    let config = ConfigFile::parse(&format!("target: {{name: {name}}}"), None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
+    let source = profiling_core::data::build("dummy", &config.data_source.parameters).unwrap();
+    let plan = RunPlan::new(config, Records::Unread(source));
+    (entry(name).launch)(&plan)
+}
+
 #[test]
 fn factory_results_build_the_target() {
-    assert_eq!(stages::make_nms().unwrap().iou, 0.5);
+    let outcome = launch("nms").expect("the factory's Ok builds the target");
+    assert_eq!(outcome.completed_iterations, 1);
+    // The target the factory made, not a default one, ran.
+    assert_eq!(outcome.output_summaries[0].summary["iou"], 0.5);
 }
