@@ -440,3 +440,66 @@ fn targets_read_their_parameters_during_construction() {
 fn plan_with_bad_parameters() -> RunPlan {
     plan("target: {name: t, parameters: {module: m.pt, scale: big}}")
 }
+
+/// Opens its ranges only on CUDA devices: one through the attribute, one
+/// through the function.
+struct CudaOnly {
+    device: Device,
+}
+
+impl CudaOnly {
+    #[nvtx_range("launch kernels", if_cuda = self.device)]
+    fn launch(&self) -> u32 {
+        7
+    }
+}
+
+impl ProfileTarget for CudaOnly {
+    type Prepared = ();
+    type Output = u32;
+    fn prepare(&mut self, _record: &DataRecord, device: Device) -> anyhow::Result<()> {
+        self.device = device;
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<u32> {
+        let _upload = profiling_range_if_cuda("upload", self.device);
+        let _always = profiling_range("always");
+        Ok(self.launch())
+    }
+}
+
+fn recorded_ranges(device: &str) -> Vec<(String, u64)> {
+    let mut plan = plan(&format!(
+        "target: {{name: t}}\ndata_source: {{name: dummy, record_count: 2}}\ndevice: '{device}'\nwarmup: 1\niterations: 3\n"
+    ));
+    plan.synchronize = |_| {};
+    let outcome = run_target(&plan, || {
+        Ok(CudaOnly {
+            device: Device::Cpu,
+        })
+    })
+    .unwrap();
+    let mut ranges: Vec<(String, u64)> = outcome
+        .timings
+        .ranges
+        .iter()
+        .map(|r| (r.name.clone(), r.count))
+        .collect();
+    ranges.sort();
+    ranges
+}
+
+#[test]
+fn if_cuda_ranges_open_on_a_cuda_device_and_are_recorded() {
+    assert!(profiling_range_if_cuda("x", Device::Cuda(0)).is_some());
+    assert!(profiling_range_if_cuda("x", Device::Cpu).is_none());
+    assert_eq!(
+        recorded_ranges("cuda:1"),
+        [
+            ("always".to_owned(), 6),
+            ("launch kernels".to_owned(), 6),
+            ("upload".to_owned(), 6)
+        ]
+    );
+    assert_eq!(recorded_ranges("cpu"), [("always".to_owned(), 6)]);
+}
