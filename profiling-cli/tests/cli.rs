@@ -274,16 +274,50 @@ fn run_writes_a_manifest_on_built_in_defaults() {
         .as_str()
         .unwrap()
         .starts_with("profile-cli run cli-doubler"));
-    for key in [
-        "started_at",
-        "finished_at",
-        "profile_cli_version",
-        "build_profile",
-        "git_commit",
-    ] {
-        assert!(manifest.get(key).is_some(), "{key} missing");
+    // The repository the test was built in, asked with git directly.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(common::workspace_root())
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8(o.stdout).unwrap())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(head) => {
+            assert_eq!(manifest["git_commit"], head.trim());
+            let dirty = !git(&["status", "--porcelain", "--untracked-files=no"])
+                .unwrap()
+                .trim()
+                .is_empty();
+            assert_eq!(manifest["git_dirty"], dirty);
+        }
+        None => {
+            assert_eq!(manifest["git_commit"], Value::Null);
+            assert_eq!(manifest["git_dirty"], Value::Null);
+        }
     }
-    assert!(manifest["host"]["cores"].as_u64().unwrap() >= 1);
+    let started = manifest["started_at"].as_str().unwrap();
+    let finished = manifest["finished_at"].as_str().unwrap();
+    // RFC 3339 in UTC, to the second: text order is time order.
+    for stamp in [started, finished] {
+        assert_eq!(stamp.len(), "2026-11-30T04:03:24Z".len(), "{stamp}");
+        assert!(stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T', "{stamp}");
+    }
+    assert!(started <= finished, "{started} > {finished}");
+    assert_eq!(manifest["profile_cli_version"], env!("CARGO_PKG_VERSION"));
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    assert_eq!(manifest["build_profile"], profile);
+    assert_eq!(
+        manifest["host"]["cores"].as_u64().unwrap(),
+        std::thread::available_parallelism().unwrap().get() as u64
+    );
     assert!(
         !std::fs::read_dir(path.parent().unwrap()).unwrap().any(|e| e
             .unwrap()
