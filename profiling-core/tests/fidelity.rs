@@ -183,9 +183,45 @@ fn nested_ranges_have_the_inclusive_and_exclusive_times_spent() {
     assert!(iterations.total_ns <= timings.capture_ns);
     assert!(timings.sketch_note.is_none());
     let timer = timings.timer.as_ref().unwrap();
+    assert_timer_is_this_clock(timer);
+}
+
+/// The timer report against the clock measured here, independently: the
+/// cost of a reading within a factor of four of what back-to-back
+/// `Instant::now()` calls cost (the report reads through `now_ns`, a little
+/// more work), and a resolution no finer than the kernel's and no coarser
+/// than a reading.
+fn assert_timer_is_this_clock(timer: &profiling_core::timing::TimerInfo) {
+    assert_eq!(
+        timer.source,
+        "std::time::Instant (clock_gettime CLOCK_MONOTONIC)"
+    );
+    // The least of a few batches: the cost without interruptions.
+    let independent = (0..5)
+        .map(|_| {
+            const READS: u32 = 20_000;
+            let started = std::time::Instant::now();
+            for _ in 0..READS {
+                std::hint::black_box(std::time::Instant::now());
+            }
+            started.elapsed().as_nanos() as f64 / f64::from(READS)
+        })
+        .fold(f64::INFINITY, f64::min);
     assert!(
-        timer.overhead_ns > 0.0 && timer.overhead_ns < 10_000.0,
-        "{timer:?}"
+        timer.overhead_ns >= independent / 4.0 && timer.overhead_ns <= independent * 4.0,
+        "{timer:?}: one Instant::now() costs {independent:.1} ns here"
+    );
+    let mut kernel = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres writes the timespec it is given.
+    assert_eq!(unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut kernel) }, 0);
+    let kernel_ns = kernel.tv_sec as u64 * 1_000_000_000 + kernel.tv_nsec as u64;
+    assert!(timer.resolution_ns >= kernel_ns.max(1), "{timer:?}");
+    assert!(
+        timer.resolution_ns as f64 <= (timer.overhead_ns * 1.5).max(kernel_ns as f64) + 1.0,
+        "{timer:?}: the smallest step is at most about one reading"
     );
 }
 
