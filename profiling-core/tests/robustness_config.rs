@@ -414,21 +414,64 @@ proptest! {
 
 #[test]
 fn a_deeply_nested_document_is_an_error_not_a_stack_overflow() {
+    // Under `target.parameters`, which takes any value: the depth itself is
+    // what is refused, at the position where the limit was passed.
+    let sequences = format!(
+        "target: {{name: t, parameters: {{deep: {}{}}}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    assert_eq!(
+        parse_error(&sequences),
+        "fuzz/config.yaml:1:163: recursion limit exceeded"
+    );
+    let mappings = format!(
+        "target: {{name: t, parameters: {{deep: {}x{}}}}}",
+        "{a: ".repeat(100_000),
+        "}".repeat(100_000)
+    );
+    assert_eq!(
+        parse_error(&mappings),
+        "fuzz/config.yaml:1:538: recursion limit exceeded"
+    );
+    // Where a key's type is known, the wrong type is said before any depth.
     let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-    check_config_text(&text);
+    assert_eq!(
+        parse_error(&text),
+        "fuzz/config.yaml:1:1: invalid type: sequence, expected struct RawConfig"
+    );
     let text = format!("target:{}", "\n  - ".repeat(10_000));
-    check_config_text(&text);
+    assert_eq!(
+        parse_error(&text),
+        "fuzz/config.yaml:2:3: target: invalid type: sequence, expected struct RawTarget"
+    );
 }
 
 #[test]
 fn an_alias_bomb_is_an_error_not_an_exhaustion() {
-    let mut text = String::from("a: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    // 10^12 leaves once expanded, under a key that takes any value.
+    let mut text = String::from(
+        "target:\n  name: smoke\n  parameters:\n    a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+    );
     for level in 1..12 {
         let prev = level - 1;
         text.push_str(&format!(
-            "a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            "    a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
         ));
     }
-    text.push_str("target: {name: smoke}\n");
-    check_config_text(&text);
+    assert_eq!(
+        parse_error(&text),
+        "fuzz/config.yaml:1:1: repetition limit exceeded"
+    );
+}
+
+/// The error of parsing `text` as `fuzz/config.yaml`, which must fail.
+fn parse_error(text: &str) -> String {
+    match ConfigFile::parse(text, Some(Path::new("fuzz/config.yaml"))) {
+        Ok(_) => panic!("parsed: {}", &text[..text.len().min(80)]),
+        Err(error) => {
+            assert_reads_well(&error);
+            error.to_string()
+        }
+    }
 }
