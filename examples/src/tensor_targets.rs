@@ -228,11 +228,14 @@ pub fn load_torchscript() -> anyhow::Result<TorchScript> {
     profiling_core::config::check_literal_path(&parameters.module.to_string_lossy())
         .map_err(|message| ParameterError::new("module", message))?;
     let mut module = tch::CModule::load(&parameters.module).map_err(|error| {
+        // libtorch appends its C++ stack to the message: the first line says it.
+        let error = error.to_string();
         ParameterError::new(
             "module",
             format!(
-                "cannot load TorchScript module {}: {error}",
-                parameters.module.display()
+                "cannot load TorchScript module {}: {}",
+                parameters.module.display(),
+                error.lines().next().unwrap_or_default()
             ),
         )
     })?;
