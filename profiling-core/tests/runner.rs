@@ -168,6 +168,47 @@ fn lazy_reads_and_prepares_inside_every_pass() {
     );
     assert_eq!(outcome.record_ids, ["dummy-0", "dummy-1"]);
     assert_eq!(log.iter().filter(|l| *l == "prepare dummy-1").count(), 4);
+
+    // Every pass reads every record from the source, in order.
+    let reads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut plan = plan(&format!(
+        "target: {{name: t, profile_prepare: true}}\n{TWO_RECORDS}\nrecord_loading: lazy\nwarmup: 2\niterations: 2"
+    ));
+    let Records::Lazy(source) = std::mem::replace(&mut plan.records, Records::Eager(Vec::new()))
+    else {
+        panic!("a lazy plan");
+    };
+    plan.records = Records::Lazy(Box::new(CountingReads {
+        inner: source,
+        reads: reads.clone(),
+    }));
+    run_target(&plan, || Ok(Logging::default())).unwrap();
+    assert_eq!(*reads.lock().unwrap(), [0, 1, 0, 1, 0, 1, 0, 1]);
+}
+
+/// A source that logs the indices of the records read, in order.
+struct CountingReads {
+    inner: Box<dyn data::DataSource>,
+    reads: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+impl data::DataSource for CountingReads {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
+        self.inner.describe()
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn estimated_bytes(&self) -> Result<u64, data::DataError> {
+        self.inner.estimated_bytes()
+    }
+    fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
+        self.reads.lock().unwrap().push(index);
+        self.inner.read(index)
+    }
 }
 
 #[test]
