@@ -35,10 +35,8 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
+        // Growing a buffer is how a peak is often reached: it counts too.
+        add(new_size as isize - layout.size() as isize);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -131,4 +129,21 @@ fn eager_images_are_held_once_each() {
             "{yaml}: {peak} bytes at the peak, {allowed} estimated"
         );
     }
+}
+
+#[test]
+fn the_peak_sees_a_buffer_grown_by_realloc() {
+    let _turn = COUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = LIVE.load(Ordering::SeqCst);
+    PEAK.store(before, Ordering::SeqCst);
+    let mut buffer: Vec<u8> = Vec::with_capacity(1);
+    for _ in 0..(1 << 20) {
+        buffer.push(1);
+    }
+    let grown = buffer.capacity() as isize;
+    drop(std::hint::black_box(buffer));
+    assert!(
+        PEAK.load(Ordering::SeqCst) - before >= grown,
+        "the peak missed the {grown} bytes the buffer grew to"
+    );
 }
