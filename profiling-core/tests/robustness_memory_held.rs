@@ -142,8 +142,10 @@ fn the_peak_sees_a_buffer_grown_by_realloc() {
     }
     let grown = buffer.capacity() as isize;
     drop(std::hint::black_box(buffer));
+    // Other threads (the harness's) may free a few bytes meanwhile.
+    let slack = 4096;
     assert!(
-        PEAK.load(Ordering::SeqCst) - before >= grown,
+        PEAK.load(Ordering::SeqCst) - before >= grown - slack,
         "the peak missed the {grown} bytes the buffer grew to"
     );
 }
