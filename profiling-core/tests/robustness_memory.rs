@@ -248,11 +248,44 @@ fn huge_parameters_saturate_instead_of_overflowing() {
 }
 
 #[test]
-fn the_check_against_this_machine_returns_the_estimate() {
+fn the_check_against_this_machine_reads_its_memory() {
     let source = build("dummy", "{}");
-    // Skipped, not failed, where /proc/meminfo cannot be read.
     assert_eq!(
         data::check_fits_in_memory(&*source).unwrap(),
         data::eager_bytes(&*source).unwrap()
+    );
+    // This machine's figure is read (Linux has /proc/meminfo) and used: a
+    // source twice its size is refused against it.
+    let available = data::memory_budget().expect("this machine's memory is readable");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let mem_available: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap()
+        * 1024;
+    // Read a moment apart: allow what other processes moved meanwhile.
+    assert!(
+        available.bytes <= mem_available + mem_available / 10,
+        "{available:?} against MemAvailable {mem_available}"
+    );
+    let image = 1000 * 1000 * 3;
+    let records = 2 * available.bytes / image + 1;
+    let source = build(
+        "dummy",
+        &format!("{{record_count: {records}, image_shape: [1000, 1000, 3], tensor_shape: [1]}}"),
+    );
+    let error = data::check_fits_in_memory(&*source).unwrap_err();
+    let DataError::TooLargeForMemory {
+        available: ref checked,
+        ..
+    } = error
+    else {
+        panic!("expected TooLargeForMemory, got {error:?}");
+    };
+    assert!(
+        checked.description.contains("(MemAvailable)")
+            || checked.description.contains("its cgroup's limit"),
+        "{checked:?}"
     );
 }
