@@ -226,3 +226,35 @@ fn describe_reports_what_was_read() {
     assert_eq!(description["records"], 3);
     assert_eq!(description["decode"], true);
 }
+
+/// Every extension the README lists is read and decoded, in any case; a
+/// look-alike (`.gif`, `.jpe`) is not listed.
+#[test]
+fn every_listed_extension_is_read_and_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let formats = [
+        ("a.jpeg", image::ImageFormat::Jpeg),
+        ("b.jpg", image::ImageFormat::Jpeg),
+        ("c.TIF", image::ImageFormat::Tiff),
+        ("d.tiff", image::ImageFormat::Tiff),
+        ("e.webp", image::ImageFormat::WebP),
+        ("f.png", image::ImageFormat::Png),
+        ("g.bmp", image::ImageFormat::Bmp),
+    ];
+    for (index, (name, format)) in formats.iter().enumerate() {
+        let width = 3 + index as u32;
+        image::RgbImage::from_pixel(width, 2, image::Rgb([9, 9, 9]))
+            .save_with_format(dir.path().join(name), *format)
+            .unwrap();
+    }
+    for other in ["h.gif", "i.jpe", "j.tiff.txt"] {
+        std::fs::write(dir.path().join(other), b"not listed").unwrap();
+    }
+    let source = source(&format!("directory: {}", dir.path().display())).unwrap();
+    let records = source.read_all().unwrap();
+    assert_eq!(ids(&records), ["a", "b", "c", "d", "e", "f", "g"]);
+    for (index, record) in records.iter().enumerate() {
+        let image = record.image.as_ref().unwrap();
+        assert_eq!((image.width(), image.height()), (3 + index as u32, 2), "{}", record.id);
+    }
+}
