@@ -1,0 +1,240 @@
+//! What the README promises about where a run goes and what it writes,
+//! each checked end to end: the trace's cut-off, `write_manifest: false`,
+//! the default run location and run id, relative `output_dir`, and the
+//! debug-build warning.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use profiling_core::prelude::*;
+use serde_yaml::Value;
+
+/// Opens one range per call.
+#[derive(Default)]
+struct Ranged;
+
+#[profile_target(name = "readme-ranged")]
+impl ProfileTarget for Ranged {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        let _range = profiling_range("step");
+        Ok(())
+    }
+}
+
+struct Outcome {
+    code: u8,
+    stdout: String,
+    stderr: String,
+}
+
+/// `profile-cli <args>` in-process, with `root` as the workspace.
+fn cli_in(root: &Path, args: &[&str]) -> Outcome {
+    let mut argv = vec!["profile-cli".into()];
+    argv.extend(args.iter().map(Into::into));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = profiling_cli::main_with(argv, root, &mut out, &mut err);
+    Outcome {
+        code,
+        stdout: String::from_utf8(out).unwrap(),
+        stderr: String::from_utf8(err).unwrap(),
+    }
+}
+
+fn read_yaml(path: &Path) -> Value {
+    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Past the first 100,000 passes the trace is cut, and the manifest says
+/// so (`trace.truncated`, `trace.note`), while the timings count them all.
+#[test]
+fn a_trace_past_its_bounds_is_cut_and_says_so() {
+    let out = tempfile::tempdir().unwrap();
+    let passes = profiling_core::runner::PASSES_KEPT + 5;
+    let outcome = cli_in(
+        out.path(),
+        &[
+            "run",
+            "readme-ranged",
+            "--warmup",
+            "0",
+            "--iterations",
+            &passes.to_string(),
+            "--run-id",
+            "long",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let run_dir = out.path().join("readme-ranged/runs/long");
+    let manifest = read_yaml(&run_dir.join("manifest.yaml"));
+    assert_eq!(manifest["trace"]["truncated"], true);
+    assert_eq!(
+        manifest["trace"]["note"],
+        "the trace holds the first 100000 passes and up to 262144 events per thread (200000 in all); the manifest's timings count every range"
+    );
+    // The capture and the kept passes first, then ranges up to the bound.
+    assert_eq!(
+        manifest["trace"]["events"],
+        profiling_core::trace::MAX_EVENTS as u64
+    );
+    assert_eq!(manifest["timings"]["iterations"]["count"], passes as u64);
+    assert_eq!(manifest["timings"]["ranges"][0]["count"], passes as u64);
+
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("trace.json")).unwrap())
+            .unwrap();
+    assert_eq!(trace["otherData"]["truncated"], true);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let count = |category: &str| events.iter().filter(|e| e["cat"] == category).count();
+    assert_eq!(count("pass"), profiling_core::runner::PASSES_KEPT);
+    assert_eq!(count("capture"), 1);
+    assert_eq!(
+        count("range"),
+        profiling_core::trace::MAX_EVENTS - 1 - profiling_core::runner::PASSES_KEPT
+    );
+}
+
+/// `write_manifest: false` writes nothing at all: no manifest, no trace, no
+/// run directory.
+#[test]
+fn write_manifest_false_writes_no_run_directory() {
+    let out = tempfile::tempdir().unwrap();
+    let config = out.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "target: {name: readme-ranged}\nwrite_manifest: false\n",
+    )
+    .unwrap();
+    let outcome = cli_in(
+        out.path(),
+        &["run", "--config", config.to_str().unwrap(), "--run-id", "quiet"],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stdout
+            .ends_with("manifest: not written (write_manifest: false)\n"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(!outcome.stdout.contains("trace:"), "{}", outcome.stdout);
+    assert_eq!(entries(out.path()), ["config.yaml"]);
+}
+
+/// Without a config file or an output directory, a run goes under the
+/// workspace's snippets directory, named by the UTC time of its start.
+#[test]
+fn the_default_run_location_and_id() {
+    let workspace = tempfile::tempdir().unwrap();
+    let before = utc_now_compact();
+    let outcome = cli_in(workspace.path(), &["run", "readme-ranged"]);
+    let after = utc_now_compact();
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let runs = workspace
+        .path()
+        .join("inference_profiling/snippets/readme-ranged/runs");
+    let ids = entries(&runs);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let id = &ids[0];
+    // YYYYMMDDTHHMMSSZ, between the clock readings around the run.
+    assert_eq!(id.len(), 16, "{id}");
+    assert!(id.as_bytes()[8] == b'T' && id.ends_with('Z'), "{id}");
+    assert!(
+        id.chars()
+            .enumerate()
+            .all(|(i, c)| i == 8 || i == 15 || c.is_ascii_digit()),
+        "{id}"
+    );
+    assert!(
+        before.as_str() <= id.as_str() && id.as_str() <= after.as_str(),
+        "{before} <= {id} <= {after}"
+    );
+    assert!(outcome.stdout.contains(&format!(
+        "manifest: {}",
+        runs.join(id).join("manifest.yaml").display()
+    )));
+}
+
+/// The UTC time now as `YYYYMMDDTHHMMSSZ`, from `date`.
+fn utc_now_compact() -> String {
+    let output = Command::new("date")
+        .args(["-u", "+%Y%m%dT%H%M%SZ"])
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A relative `output_dir` in a config is taken from the current directory,
+/// as every relative path the tool takes is (`--output-dir`, an images
+/// `directory`, a TorchScript `module`), not from the config's directory.
+#[test]
+fn a_relative_output_dir_is_taken_from_the_current_directory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let configs = scratch.path().join("configs");
+    let cwd = scratch.path().join("here");
+    std::fs::create_dir_all(&configs).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(
+        configs.join("config.yaml"),
+        "target: {name: detection-postprocess}\noutput_dir: results\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+        .args(["run", "--config", "../configs/config.yaml", "--run-id", "rel"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run_dir: PathBuf = cwd.join("results/detection-postprocess/runs/rel");
+    assert!(run_dir.join("manifest.yaml").is_file());
+    assert!(!configs.join("results").exists());
+    // Both paths the run prints are absolute, whatever was typed.
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let canonical = run_dir.canonicalize().unwrap();
+    for (label, file) in [("trace:  ", "trace.json"), ("manifest: ", "manifest.yaml")] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line:\n{stdout}"));
+        let printed = Path::new(line.strip_prefix(label).unwrap());
+        assert!(printed.is_absolute(), "{line}");
+        assert_eq!(printed.canonicalize().unwrap(), canonical.join(file), "{line}");
+    }
+}
+
+/// A debug build says its timings mean little; the tests run one.
+#[test]
+fn a_debug_build_warns_about_its_timings() {
+    let out = tempfile::tempdir().unwrap();
+    let outcome = cli_in(
+        out.path(),
+        &["run", "readme-ranged", "--output-dir", out.path().to_str().unwrap()],
+    );
+    assert_eq!(outcome.code, 0);
+    let warning = "warning: this is a debug build: its timings say little about optimized code (build with --release)\n";
+    assert_eq!(
+        outcome.stderr.contains(warning),
+        cfg!(debug_assertions),
+        "{}",
+        outcome.stderr
+    );
+}
