@@ -304,7 +304,10 @@ fn run_writes_a_manifest_on_built_in_defaults() {
     // RFC 3339 in UTC, to the second: text order is time order.
     for stamp in [started, finished] {
         assert_eq!(stamp.len(), "2026-11-30T04:03:24Z".len(), "{stamp}");
-        assert!(stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T', "{stamp}");
+        assert!(
+            stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+            "{stamp}"
+        );
     }
     assert!(started <= finished, "{started} > {finished}");
     assert_eq!(manifest["profile_cli_version"], env!("CARGO_PKG_VERSION"));

@@ -98,5 +98,9 @@ fn a_backtrace_with_rust_backtrace() {
         "{stderr}"
     );
     assert!(stderr.contains("stack backtrace:"), "{stderr}");
-    assert_eq!(stderr.lines().last(), Some(error_line().as_str()), "{stderr}");
+    assert_eq!(
+        stderr.lines().last(),
+        Some(error_line().as_str()),
+        "{stderr}"
+    );
 }

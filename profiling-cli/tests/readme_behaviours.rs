@@ -122,7 +122,13 @@ fn write_manifest_false_writes_no_run_directory() {
     .unwrap();
     let outcome = cli_in(
         out.path(),
-        &["run", "--config", config.to_str().unwrap(), "--run-id", "quiet"],
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--run-id",
+            "quiet",
+        ],
     );
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     assert!(
@@ -195,7 +201,13 @@ fn a_relative_output_dir_is_taken_from_the_current_directory() {
     )
     .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(["run", "--config", "../configs/config.yaml", "--run-id", "rel"])
+        .args([
+            "run",
+            "--config",
+            "../configs/config.yaml",
+            "--run-id",
+            "rel",
+        ])
         .current_dir(&cwd)
         .output()
         .unwrap();
@@ -217,7 +229,11 @@ fn a_relative_output_dir_is_taken_from_the_current_directory() {
             .unwrap_or_else(|| panic!("no {label} line:\n{stdout}"));
         let printed = Path::new(line.strip_prefix(label).unwrap());
         assert!(printed.is_absolute(), "{line}");
-        assert_eq!(printed.canonicalize().unwrap(), canonical.join(file), "{line}");
+        assert_eq!(
+            printed.canonicalize().unwrap(),
+            canonical.join(file),
+            "{line}"
+        );
     }
 }
 
@@ -227,7 +243,12 @@ fn a_debug_build_warns_about_its_timings() {
     let out = tempfile::tempdir().unwrap();
     let outcome = cli_in(
         out.path(),
-        &["run", "readme-ranged", "--output-dir", out.path().to_str().unwrap()],
+        &[
+            "run",
+            "readme-ranged",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+        ],
     );
     assert_eq!(outcome.code, 0);
     let warning = "warning: this is a debug build: its timings say little about optimized code (build with --release)\n";

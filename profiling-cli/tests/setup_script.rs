@@ -243,3 +243,29 @@ fn who_installs() -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// `--help` prints a script's header comment, all of it and nothing else.
+#[test]
+fn script_help_is_the_header_comment() {
+    for script in ["setup", "gpu-check"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scripts")
+            .join(script);
+        let output = Command::new(&path).arg("--help").output().unwrap();
+        assert!(output.status.success(), "{script}");
+        let help = String::from_utf8(output.stdout).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let header: Vec<String> = text
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| {
+                l.trim_start_matches('#')
+                    .strip_prefix(' ')
+                    .unwrap_or(l.trim_start_matches('#'))
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(help.lines().collect::<Vec<_>>(), header, "{script} --help");
+    }
+}

@@ -183,9 +183,12 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         None => UtcTime::now().compact(),
     };
     // Absolute, so that every path the run prints or records is.
-    let run_dir =
-        absolute(&run_directory(&config, config_path.as_deref(), &request.workspace_root))
-            .join(&run_id);
+    let run_dir = absolute(&run_directory(
+        &config,
+        config_path.as_deref(),
+        &request.workspace_root,
+    ))
+    .join(&run_id);
     Ok(Planned {
         config,
         config_path,

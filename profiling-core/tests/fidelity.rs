@@ -216,7 +216,10 @@ fn assert_timer_is_this_clock(timer: &profiling_core::timing::TimerInfo) {
         tv_nsec: 0,
     };
     // SAFETY: clock_getres writes the timespec it is given.
-    assert_eq!(unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut kernel) }, 0);
+    assert_eq!(
+        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut kernel) },
+        0
+    );
     let kernel_ns = kernel.tv_sec as u64 * 1_000_000_000 + kernel.tv_nsec as u64;
     assert!(timer.resolution_ns >= kernel_ns.max(1), "{timer:?}");
     assert!(

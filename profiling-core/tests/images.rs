@@ -255,6 +255,11 @@ fn every_listed_extension_is_read_and_decoded() {
     assert_eq!(ids(&records), ["a", "b", "c", "d", "e", "f", "g"]);
     for (index, record) in records.iter().enumerate() {
         let image = record.image.as_ref().unwrap();
-        assert_eq!((image.width(), image.height()), (3 + index as u32, 2), "{}", record.id);
+        assert_eq!(
+            (image.width(), image.height()),
+            (3 + index as u32, 2),
+            "{}",
+            record.id
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Targets register at link time and are found by name.
 
-use profiling_core::prelude::*;
 use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::prelude::*;
 use profiling_core::registry::{self, Lookup};
 use profiling_core::runner::{Pass, Phase, Records, RunPlan};
 
@@ -201,7 +201,10 @@ fn a_factory_may_return_any_error_anyhow_takes() {
     let error = (entry.launch)(&RunPlan::new(config, Records::Unread(source))).unwrap_err();
     assert_eq!(error.phase, Phase::Construct);
     assert_eq!(error.pass, Pass::Setup);
-    assert_eq!(error.calls.prepare, 0, "nothing ran after the factory failed");
+    assert_eq!(
+        error.calls.prepare, 0,
+        "nothing ran after the factory failed"
+    );
     assert_eq!(error.source.to_string(), "weights.bin: no such file");
     let io = error.source.downcast_ref::<std::io::Error>().unwrap();
     assert_eq!(io.kind(), std::io::ErrorKind::NotFound);

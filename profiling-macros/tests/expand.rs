@@ -196,7 +196,9 @@ fn module_path_is_the_module_of_the_impl() {
 }
 
 /// Launches the registered entry as `profile-cli run` does.
-fn launch(name: &str) -> Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError> {
+fn launch(
+    name: &str,
+) -> Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError> {
     use profiling_core::config::{ConfigFile, Overrides};
     use profiling_core::runner::{Records, RunPlan};
     let config = ConfigFile::parse(&format!("target: {{name: {name}}}"), None)
