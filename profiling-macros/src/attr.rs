@@ -361,3 +361,81 @@ fn check_target_name(name: LitStr) -> syn::Result<LitStr> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
+    use quote::quote;
+
+    fn target(tokens: TokenStream) -> syn::Result<ProfileTargetArgs> {
+        syn::parse2(tokens)
+    }
+
+    fn range(tokens: TokenStream) -> syn::Result<NvtxRangeArgs> {
+        syn::parse2(tokens)
+    }
+
+    #[test]
+    fn a_name_with_a_literal_suffix_is_not_a_string() {
+        let message = range(quote!("decode"suffix)).err().unwrap().to_string();
+        assert_eq!(
+            message,
+            "the range name must be a string literal: `#[nvtx_range(\"decode\")]`"
+        );
+        let message = target(quote!(name = "smoke"suffix))
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            message,
+            "the target name must be a string literal: `#[profile_target(\"my-target\")]`"
+        );
+        let message = target(quote!(description = "text"suffix))
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            message,
+            "`description` takes a string: `description = \"...\"`"
+        );
+    }
+
+    #[test]
+    fn a_name_passed_through_macro_rules_is_read_from_its_group() {
+        // `$name:literal` arrives in an invisible group.
+        let literal: TokenStream = quote!("from-a-macro");
+        let grouped = TokenTree::Group(Group::new(Delimiter::None, literal));
+        let args = target(TokenStream::from(grouped)).unwrap();
+        assert_eq!(args.name.unwrap().value(), "from-a-macro");
+        let other = TokenTree::Group(Group::new(Delimiter::None, quote!(a + b)));
+        assert!(target(TokenStream::from(other))
+            .err()
+            .unwrap()
+            .to_string()
+            .starts_with("expected a string or `key = value` in `#[profile_target]`"));
+    }
+
+    #[test]
+    fn a_factory_is_a_plain_path() {
+        let args = target(quote!(factory = stages::make)).unwrap();
+        let path = args.factory.unwrap();
+        assert_eq!(quote!(#path).to_string(), "stages :: make");
+        let usage = "`factory` takes the path of a function with no arguments that returns the target or a `Result` of it, like `factory = make_target`";
+        let with_attribute = target(quote!(
+            factory = #[cfg(all())]
+            make
+        ))
+        .err()
+        .unwrap();
+        assert_eq!(with_attribute.to_string(), usage);
+        let called = target(quote!(factory = make())).err().unwrap();
+        assert_eq!(
+            called.to_string(),
+            format!("{usage}\nname the function, do not call it: `factory = make`")
+        );
+        // Called with arguments, it is not a call of the factory to undo.
+        let with_arguments = target(quote!(factory = make(1))).err().unwrap();
+        assert_eq!(with_arguments.to_string(), usage);
+    }
+}

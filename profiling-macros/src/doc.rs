@@ -230,6 +230,68 @@ mod tests {
     }
 
     #[test]
+    fn only_a_star_margin_is_dropped() {
+        assert_eq!(clean_line(" * Runs NMS. "), "Runs NMS.");
+        assert_eq!(clean_line("*"), "");
+        // A star that starts a word is text.
+        assert_eq!(clean_line("*emphasis* first"), "*emphasis* first");
+    }
+
+    #[test]
+    fn type_ident_is_the_last_segment_through_groups_and_parentheses() {
+        let ident = |ty: syn::Type| type_ident(&ty).map(|i| i.to_string());
+        assert_eq!(
+            ident(syn::parse_quote!(targets::Smoke<f32>)),
+            Some("Smoke".into())
+        );
+        assert_eq!(ident(syn::parse_quote!((Smoke))), Some("Smoke".into()));
+        let grouped = syn::Type::Group(syn::TypeGroup {
+            group_token: Default::default(),
+            elem: Box::new(syn::parse_quote!(a::Grouped)),
+        });
+        assert_eq!(ident(grouped), Some("Grouped".into()));
+        // A qualified path names an associated type, not a definition.
+        assert_eq!(ident(syn::parse_quote!(<T as Trait>::Assoc)), None);
+        assert_eq!(ident(syn::parse_quote!(&Smoke)), None);
+    }
+
+    #[test]
+    fn the_index_cache_is_keyed_by_path_and_contents() {
+        let a = Path::new("/a.rs");
+        let b = Path::new("/b.rs");
+        let first = "/// First.\nstruct T;".to_owned();
+        let second = "/// Second.\nstruct T;".to_owned();
+        let doc =
+            |path: &Path, source: &str| cached_index(path, source.to_owned()).unwrap().doc_of("T");
+        assert_eq!(doc(a, &first).as_deref(), Some("First."));
+        // The same path, edited: indexed again.
+        assert_eq!(doc(a, &second).as_deref(), Some("Second."));
+        // Another path with other contents: not the cached one.
+        assert_eq!(doc(b, &first).as_deref(), Some("First."));
+        // Another path with the same contents as the cache.
+        assert_eq!(doc(a, &first).as_deref(), Some("First."));
+        assert_eq!(doc(b, &first).as_deref(), Some("First."));
+        let cached = cached_index(b, first.clone()).unwrap();
+        assert!(
+            Rc::ptr_eq(&cached, &cached_index(b, first).unwrap()),
+            "reused"
+        );
+    }
+
+    #[test]
+    fn unions_and_type_aliases_have_docs_too() {
+        let source = r#"
+            /// A union.
+            union Bits { a: u32, b: f32 }
+            /// An alias.
+            type Alias = Vec<f32>;
+        "#;
+        let index = TypeIndex::of_source(source).unwrap();
+        assert_eq!(index.doc_of("Bits").as_deref(), Some("A union."));
+        assert_eq!(index.doc_of("Alias").as_deref(), Some("An alias."));
+    }
+
+    #[test]
     fn type_index_prefers_the_definition_next_to_the_target_impl() {
         let source = r#"
             /// Unrelated.

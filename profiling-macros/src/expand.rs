@@ -314,6 +314,12 @@ mod tests {
     }
 
     #[test]
+    fn compact_tokens_keeps_lifetimes_whole() {
+        assert_eq!(compact_type(parse_quote!(Ref<'a, T>)), "Ref<'a, T>");
+        assert_eq!(compact_type(parse_quote!(&'static str)), "&'static str");
+    }
+
+    #[test]
     fn compact_tokens_removes_spaces_inside_paths() {
         assert_eq!(compact_type(parse_quote!(SmokeTensor)), "SmokeTensor");
         assert_eq!(

@@ -189,3 +189,138 @@ fn describe(item: &Item) -> (&'static str, Span) {
         _ => ("this item", item.span()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target_error(tokens: TokenStream) -> String {
+        target_impl(tokens).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_item_kind_is_named_in_the_refusal() {
+        let cases: [(TokenStream, &str); 15] = [
+            (
+                quote!(
+                    const C: u8 = 1;
+                ),
+                "a const",
+            ),
+            (
+                quote!(
+                    enum E {
+                        A,
+                    }
+                ),
+                "an enum",
+            ),
+            (
+                quote!(
+                    extern crate alloc;
+                ),
+                "an `extern crate`",
+            ),
+            (
+                quote!(
+                    fn f() {}
+                ),
+                "a function",
+            ),
+            (
+                quote!(
+                    extern "C" {
+                        fn g();
+                    }
+                ),
+                "an extern block",
+            ),
+            (quote!(m!();), "a macro invocation"),
+            (
+                quote!(
+                    mod m {}
+                ),
+                "a module",
+            ),
+            (
+                quote!(
+                    static S: u8 = 1;
+                ),
+                "a static",
+            ),
+            (
+                quote!(
+                    struct S;
+                ),
+                "a struct",
+            ),
+            (
+                quote!(
+                    trait T {}
+                ),
+                "a trait",
+            ),
+            (
+                quote!(
+                    trait T = Clone;
+                ),
+                "a trait alias",
+            ),
+            (
+                quote!(
+                    type A = u8;
+                ),
+                "a type alias",
+            ),
+            (quote!(union U { a: u8 }), "a union"),
+            (
+                quote!(
+                    use a::b;
+                ),
+                "a `use` declaration",
+            ),
+            (quote!(impl S {}), "inherent impl"),
+        ];
+        for (tokens, what) in cases {
+            let message = target_error(tokens.clone());
+            assert!(message.contains(what), "{tokens}: {message}");
+            if what != "inherent impl" {
+                assert_eq!(
+                    message,
+                    format!("`#[profile_target]` goes on an `impl ProfileTarget for YourType` block, not on {what}")
+                );
+                if what != "a function" && what != "an extern block" {
+                    let range = range_fn(tokens.clone()).unwrap_err().to_string();
+                    assert_eq!(
+                        range,
+                        format!("`#[nvtx_range]` goes on a function or a method with a body, not on {what}"),
+                        "{tokens}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_generic_impl_is_refused_with_a_concrete_example() {
+        let message = target_error(quote!(
+            impl<'a, T, const N: usize> ProfileTarget for Boxes<'a, T, { N }> {}
+        ));
+        assert!(
+            message.contains("is generic over `'a`, `T`, `N`"),
+            "{message}"
+        );
+        assert!(
+            message.contains("like `impl ProfileTarget for Boxes<'static, f32, 4>`"),
+            "{message}"
+        );
+        // A qualified self type has no name to fill in: it is shown as written.
+        let message = target_error(quote!(
+            impl<T> ProfileTarget for <T as Wrap>::Out {}
+        ));
+        assert!(
+            message.contains("like `impl ProfileTarget for <T as Wrap>::Out`"),
+            "{message}"
+        );
+    }
+}
