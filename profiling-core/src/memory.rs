@@ -558,6 +558,76 @@ mod tests {
     }
 
     #[test]
+    fn a_cgroup_limit_above_mem_available_leaves_mem_available() {
+        let root = tree(&[
+            ("/proc/meminfo", MEMINFO),
+            (
+                "/proc/self/mountinfo",
+                "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+            ),
+            ("/proc/self/cgroup", "0::/roomy\n"),
+            ("/sys/fs/cgroup/roomy/memory.max", "17179869184\n"),
+            ("/sys/fs/cgroup/roomy/memory.current", "0\n"),
+        ]);
+        let budget = budget_under(root.path()).unwrap();
+        assert_eq!(budget.bytes, 8 * GIB);
+        assert_eq!(budget.cgroup.as_ref().map(|c| c.limit), Some(16 * GIB));
+        assert_eq!(
+            budget.describe(),
+            "8.0 GiB of memory available (MemAvailable)"
+        );
+    }
+
+    #[test]
+    fn the_tightest_of_a_cgroup_and_its_ancestors_counts() {
+        let files = |child: &str, parent: &str| {
+            tree(&[
+                ("/proc/meminfo", MEMINFO),
+                (
+                    "/proc/self/mountinfo",
+                    "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+                ),
+                ("/proc/self/cgroup", "0::/parent/child\n"),
+                ("/sys/fs/cgroup/parent/child/memory.max", child),
+                ("/sys/fs/cgroup/parent/child/memory.current", "0\n"),
+                ("/sys/fs/cgroup/parent/memory.max", parent),
+                ("/sys/fs/cgroup/parent/memory.current", "0\n"),
+            ])
+        };
+        let tighter_child = files("1073741824\n", "2147483648\n");
+        let budget = budget_under(tighter_child.path()).unwrap();
+        assert_eq!(budget.bytes, GIB);
+        assert_eq!(
+            budget.cgroup.unwrap().file,
+            Path::new("/sys/fs/cgroup/parent/child/memory.max")
+        );
+        let tighter_parent = files("2147483648\n", "1073741824\n");
+        let budget = budget_under(tighter_parent.path()).unwrap();
+        assert_eq!(budget.bytes, GIB);
+        assert_eq!(
+            budget.cgroup.unwrap().file,
+            Path::new("/sys/fs/cgroup/parent/memory.max")
+        );
+    }
+
+    #[test]
+    fn a_v1_hierarchy_without_the_memory_controller_is_not_read() {
+        let root = tree(&[
+            ("/proc/meminfo", MEMINFO),
+            (
+                "/proc/self/mountinfo",
+                "41 30 0:36 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n",
+            ),
+            ("/proc/self/cgroup", "5:cpu:/\n4:memory:/\n"),
+            // A stray file where no memory controller is mounted.
+            ("/sys/fs/cgroup/cpu/memory.limit_in_bytes", "1048576\n"),
+        ]);
+        let budget = budget_under(root.path()).unwrap();
+        assert_eq!(budget.cgroup, None);
+        assert_eq!(budget.bytes, 8 * GIB);
+    }
+
+    #[test]
     fn nothing_readable_gives_no_budget() {
         let root = tree(&[]);
         assert_eq!(budget_under(root.path()), None);

@@ -281,13 +281,6 @@ pub fn check_fits_in_memory(source: &dyn DataSource) -> Result<u64, DataError> {
     }
 }
 
-/// The memory this process may still use, in bytes: the smaller of
-/// `MemAvailable` and its cgroup's headroom ([`crate::memory::budget`]).
-/// `None` where neither can be read.
-pub fn available_memory() -> Option<u64> {
-    crate::memory::budget().map(|budget| budget.bytes)
-}
-
 pub use crate::memory::human_bytes;
 
 /// Deserializes a source's parameters into its typed struct, with an error
@@ -303,4 +296,46 @@ pub(crate) fn parse_parameters<T: serde::de::DeserializeOwned>(
             message,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A source with `len` records and only what the trait requires.
+    struct Counted(usize);
+
+    impl DataSource for Counted {
+        fn name(&self) -> &str {
+            "sized"
+        }
+        fn describe(&self) -> BTreeMap<String, Value> {
+            BTreeMap::new()
+        }
+        fn len(&self) -> usize {
+            self.0
+        }
+        fn estimated_bytes(&self) -> Result<u64, DataError> {
+            Ok(0)
+        }
+        fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+            Ok(DataRecord {
+                id: format!("r{index}"),
+                ..DataRecord::default()
+            })
+        }
+    }
+
+    #[test]
+    fn a_source_is_empty_when_a_pass_reads_nothing() {
+        assert!(Counted(0).is_empty());
+        assert!(!Counted(2).is_empty());
+        let ids: Vec<String> = Counted(2)
+            .read_all()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids, ["r0", "r1"]);
+    }
 }
