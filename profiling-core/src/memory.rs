@@ -645,6 +645,47 @@ mod tests {
     }
 
     #[test]
+    fn membership_is_the_line_of_the_hierarchy() {
+        let membership = "12:cpu,cpuacct:/a\n4:blkio,memory:/docker/x\n1:name=systemd:/s\n0:odd:/not-v2\n0::/unified\n";
+        assert_eq!(
+            membership_path(membership, CgroupVersion::V1),
+            Some("/docker/x")
+        );
+        assert_eq!(
+            membership_path(membership, CgroupVersion::V2),
+            Some("/unified")
+        );
+        assert_eq!(
+            membership_path("3:memoryless:/m\n", CgroupVersion::V1),
+            None
+        );
+        assert_eq!(
+            membership_path("1::/v2-but-not-0\n", CgroupVersion::V2),
+            None
+        );
+    }
+
+    #[test]
+    fn without_the_counting_allocator_the_resident_set_measures() {
+        // This test binary keeps the system allocator.
+        let ((), counts) = count_allocations(|| drop(std::hint::black_box(vec![1u8; 64])));
+        assert!(!counting_installed());
+        assert_eq!(counts, None);
+        let before = resident_bytes().unwrap();
+        assert!(
+            before > 1 << 20,
+            "{before}: a running test holds more than 1 MiB"
+        );
+        // 64 MiB written: the pages become resident.
+        let (buffer, held) = measure_held(|| vec![7u8; 64 << 20]);
+        assert!(
+            (60 << 20..256 << 20).contains(&held),
+            "{held} bytes for 64 MiB written"
+        );
+        drop(buffer);
+    }
+
+    #[test]
     fn mount_paths_are_unescaped() {
         assert_eq!(unescape_mount_path(r"/a\040b\011c"), "/a b\tc");
         assert_eq!(unescape_mount_path(r"/plain"), "/plain");
@@ -670,6 +711,8 @@ mod tests {
     fn sizes_read_in_binary_units() {
         assert_eq!(human_bytes(0), "0 B");
         assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1024), "1.0 KiB");
+        assert_eq!(human_bytes(1 << 20), "1.0 MiB");
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(12 << 30), "12.0 GiB");
         assert_eq!(human_bytes(19_200_000_000), "17.9 GiB");
