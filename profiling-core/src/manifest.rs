@@ -121,6 +121,63 @@ impl Manifest {
     }
 }
 
+#[cfg(test)]
+impl Manifest {
+    /// A completed run of `t` with nothing measured: for tests of what is
+    /// written and how.
+    pub(crate) fn sample(run_id: &str) -> Manifest {
+        Manifest {
+            profile_name: "t".to_owned(),
+            run_id: run_id.to_owned(),
+            status: Status::Completed,
+            error: None,
+            interrupted_by: None,
+            target: ManifestTarget {
+                name: "t".to_owned(),
+                import_path: None,
+                profile_prepare: false,
+                parameters: serde_yaml::Mapping::new(),
+                type_name: "T".to_owned(),
+                source: "t.rs:1".to_owned(),
+                module_path: "t".to_owned(),
+            },
+            data_source: ManifestDataSource {
+                name: "dummy".to_owned(),
+                description: BTreeMap::new(),
+            },
+            record_ids: Vec::new(),
+            workload: Workload {
+                warmup: 0,
+                iterations: 1,
+                record_loading: RecordLoading::Eager,
+                seed: None,
+                validate_output: true,
+            },
+            capture_range: "profile-target".to_owned(),
+            cuda: CudaPolicy::default(),
+            device: Device::Cpu,
+            git_commit: None,
+            git_dirty: None,
+            command_line: String::new(),
+            config_path: None,
+            expected_trace_path: PathBuf::new(),
+            output_summaries: Vec::new(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            profile_cli_version: String::new(),
+            build_profile: String::new(),
+            host: HostInfo::current(),
+            backend: BackendInfo::current(),
+            calls: CallCounts::default(),
+            completed_warmup: 0,
+            completed_iterations: 1,
+            validation: Validation::Warmup,
+            timings: Timings::default(),
+            trace: None,
+        }
+    }
+}
+
 /// Writes `bytes` to `path` so that `path` holds either its old content or
 /// all of the new, never a part.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

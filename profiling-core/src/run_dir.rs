@@ -138,3 +138,79 @@ fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
     let _ = std::fs::remove_dir_all(&aside);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_run_lands_in_place_with_its_manifest_and_nothing_else() {
+        let out = tempfile::tempdir().unwrap();
+        let run_dir = out.path().join("t/runs/r1");
+        let mut manifest = Manifest::sample("r1");
+        let path = write_run(&run_dir, &mut manifest, None).unwrap();
+        assert_eq!(path, run_dir.join("manifest.yaml"));
+        assert_eq!(files(&run_dir), ["manifest.yaml"]);
+        assert_eq!(files(&out.path().join("t/runs")), ["r1"], "no staging left");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("run_id: r1\n"), "{text}");
+    }
+
+    #[test]
+    fn a_run_replaces_an_earlier_one_only_once_it_is_written() {
+        let out = tempfile::tempdir().unwrap();
+        let run_dir = out.path().join("r1");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(run_dir.join("old.txt"), "earlier run").unwrap();
+        let mut manifest = Manifest::sample("r1");
+        write_run(&run_dir, &mut manifest, None).unwrap();
+        assert_eq!(files(&run_dir), ["manifest.yaml"]);
+        assert_eq!(
+            files(out.path()),
+            ["r1"],
+            "the earlier run moved aside is gone"
+        );
+    }
+
+    #[test]
+    fn the_directories_above_a_run_are_made_and_staging_happens_there() {
+        let out = tempfile::tempdir().unwrap();
+        let nested = out.path().join("runs/r2");
+        let mut manifest = Manifest::sample("r2");
+        write_run(&nested, &mut manifest, None).unwrap();
+        assert!(nested.join("manifest.yaml").is_file());
+        assert_eq!(files(&out.path().join("runs")), ["r2"]);
+        let moved = move_into_place(&out.path().join("missing"), &out.path().join("r3"));
+        assert!(moved.is_err(), "nothing to move is an error");
+    }
+
+    #[test]
+    fn what_was_kept_is_said() {
+        assert_eq!(
+            kept_text(&[]),
+            "nothing of this run was written: the summary above is all that remains of it"
+        );
+        assert_eq!(
+            kept_text(&[PathBuf::from("/r/manifest.yaml")]),
+            "kept /r/manifest.yaml"
+        );
+        let failure = WriteFailure {
+            path: PathBuf::from("/r/trace.json"),
+            source: std::io::Error::other("disk full"),
+            kept: vec![PathBuf::from("/r/manifest.yaml")],
+        };
+        assert_eq!(
+            failure.to_string(),
+            "cannot write /r/trace.json: disk full; kept /r/manifest.yaml"
+        );
+    }
+}

@@ -148,6 +148,69 @@ fn profile_prepare_prepares_inside_every_pass() {
         log[..3],
         ["prepare dummy-0", "run dummy-0", "validate out-dummy-0"]
     );
+    assert_eq!(outcome.record_ids, ["dummy-0", "dummy-1"]);
+    assert_eq!(outcome.output_summaries[1].record_id, "dummy-1");
+}
+
+/// Sleeps a known time in `prepare` and in `run`.
+struct Sleeping;
+
+const PREPARE_SLEEP: std::time::Duration = std::time::Duration::from_millis(3);
+const RUN_SLEEP: std::time::Duration = std::time::Duration::from_millis(2);
+
+impl ProfileTarget for Sleeping {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        std::thread::sleep(PREPARE_SLEEP);
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        std::thread::sleep(RUN_SLEEP);
+        Ok(())
+    }
+}
+
+/// Each phase's time is at least what its calls slept, and at most the
+/// whole run: for records given read and for a source the runner reads.
+#[test]
+fn phase_times_hold_what_their_calls_slept() {
+    for unread in [false, true] {
+        let mut plan = plan(&format!(
+            "target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\niterations: 3"
+        ));
+        if unread {
+            let source = data::build(
+                "dummy",
+                &serde_yaml::from_str("{record_count: 2, include_image: false}").unwrap(),
+            )
+            .unwrap();
+            plan.records = Records::Unread(source);
+        }
+        assert_eq!(plan.records.len(), 2);
+        assert!(!plan.records.is_empty());
+        let started = std::time::Instant::now();
+        let outcome = run_target(&plan, || Ok(Sleeping)).unwrap();
+        let wall = started.elapsed().as_nanos() as u64;
+        let timings = &outcome.timings;
+        let at_least = |sleep: std::time::Duration, calls: u64| sleep.as_nanos() as u64 * calls;
+        let phases = [
+            ("prepare", timings.prepare_ns, at_least(PREPARE_SLEEP, 2)),
+            ("warmup", timings.warmup_ns, at_least(RUN_SLEEP, 4)),
+            ("capture", timings.capture_ns, at_least(RUN_SLEEP, 6)),
+        ];
+        for (phase, ns, slept) in phases {
+            assert!(
+                (slept..=wall).contains(&ns),
+                "unread {unread}: {phase} took {ns} ns, slept {slept}, the run {wall}"
+            );
+        }
+        assert!(timings.prepare_ns + timings.warmup_ns + timings.capture_ns <= wall);
+        assert_eq!(outcome.completed_warmup, 2);
+        assert_eq!(outcome.completed_iterations, 3);
+        assert_eq!(outcome.calls.prepare, 2);
+    }
+    assert!(Records::Eager(Vec::new()).is_empty());
 }
 
 #[test]
@@ -543,4 +606,67 @@ fn if_cuda_ranges_open_on_a_cuda_device_and_are_recorded() {
         ]
     );
     assert_eq!(recorded_ranges("cpu"), [("always".to_owned(), 6)]);
+}
+
+/// Fails to read its second record from the third read on.
+struct FailingReads {
+    inner: Box<dyn data::DataSource>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl data::DataSource for FailingReads {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
+        self.inner.describe()
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn estimated_bytes(&self) -> Result<u64, data::DataError> {
+        self.inner.estimated_bytes()
+    }
+    fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
+        let count = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if index == 1 && count >= 2 {
+            return Err(data::DataError::Io {
+                path: "/data/b.png".into(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+            });
+        }
+        self.inner.read(index)
+    }
+}
+
+#[test]
+fn a_record_that_cannot_be_read_mid_run_is_a_data_error() {
+    let mut plan = plan(&format!(
+        "target: {{name: t, profile_prepare: true}}\n{TWO_RECORDS}\nrecord_loading: lazy\nwarmup: 1\niterations: 2"
+    ));
+    let Records::Lazy(source) = std::mem::replace(&mut plan.records, Records::Eager(Vec::new()))
+    else {
+        panic!("a lazy plan");
+    };
+    plan.records = Records::Lazy(Box::new(FailingReads {
+        inner: source,
+        reads: std::sync::atomic::AtomicUsize::new(0),
+    }));
+    let error = run_target(&plan, || Ok(Logging::default())).unwrap_err();
+    assert_eq!(error.phase, Phase::Load);
+    assert_eq!(error.pass, Pass::Measured(0));
+    assert!(error.is_data_error());
+    assert_eq!(error.source.to_string(), "cannot read /data/b.png: gone");
+
+    let (result, _) = run_logged(
+        &format!("target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 1\niterations: 2"),
+        Logging {
+            fail_run_on_call: Some(1),
+            ..Logging::default()
+        },
+    );
+    assert!(
+        !result.unwrap_err().is_data_error(),
+        "the target failed, not the data"
+    );
 }
