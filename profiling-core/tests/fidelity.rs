@@ -222,6 +222,21 @@ fn assert_timer_is_this_clock(timer: &profiling_core::timing::TimerInfo) {
     );
     let kernel_ns = kernel.tv_sec as u64 * 1_000_000_000 + kernel.tv_nsec as u64;
     assert!(timer.resolution_ns >= kernel_ns.max(1), "{timer:?}");
+    // The smallest step between two back-to-back readings, measured here.
+    let origin = std::time::Instant::now();
+    let mut previous = origin.elapsed().as_nanos() as u64;
+    let mut step = u64::MAX;
+    for _ in 0..20_000 {
+        let now = origin.elapsed().as_nanos() as u64;
+        if now > previous {
+            step = step.min(now - previous);
+        }
+        previous = now;
+    }
+    assert!(
+        timer.resolution_ns * 4 >= step && timer.resolution_ns <= step * 4,
+        "{timer:?}: the smallest step here is {step} ns"
+    );
     assert!(
         timer.resolution_ns as f64 <= (timer.overhead_ns * 1.5).max(kernel_ns as f64) + 1.0,
         "{timer:?}: the smallest step is at most about one reading"
@@ -379,4 +394,31 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
             && stats.p50_ns <= stats.p99_ns
             && stats.p99_ns <= stats.max_ns
     );
+}
+
+/// A name buffer reused in place for another name (same address, same
+/// length) is recorded under the new name: the recorder's name cache keys
+/// on the address but checks the text.
+#[test]
+fn a_name_buffer_reused_in_place_records_the_new_name() {
+    let mut name = String::from("alpha");
+    let capture = profiling_core::timing::Capture::begin();
+    drop(profiling_range(name.as_str()));
+    let address = name.as_ptr();
+    name.replace_range(.., "gamma");
+    assert_eq!(name.as_ptr(), address, "the same buffer");
+    drop(profiling_range(name.as_str()));
+    drop(profiling_range(name.as_str()));
+    let log = capture.end();
+    let thread = log
+        .threads
+        .iter()
+        .find(|t| t.events.len() == 3)
+        .expect("this thread's three ranges");
+    let recorded: Vec<&str> = thread
+        .events
+        .iter()
+        .map(|e| thread.names[e.name as usize].as_str())
+        .collect();
+    assert_eq!(recorded, ["alpha", "gamma", "gamma"]);
 }

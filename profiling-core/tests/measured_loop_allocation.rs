@@ -194,3 +194,36 @@ fn threads_and_names_first_seen_in_the_capture_are_counted_and_said() {
         .unwrap();
     assert_eq!(worker.inclusive.count, 5, "still recorded");
 }
+
+/// Opens a range only while the capture records: its name is first seen
+/// there, on a thread registered in warmup.
+struct LateName;
+
+impl ProfileTarget for LateName {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        let _always = profiling_range("always");
+        if is_recording() {
+            let _late = profiling_range("only measured");
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_name_first_seen_in_the_capture_alone_is_said() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = run_target(&plan(1, 3, 1), || Ok(LateName)).unwrap();
+    assert_eq!(outcome.capture.ranges.late_threads, 0);
+    assert_eq!(outcome.capture.ranges.late_names, 1);
+    assert!(outcome
+        .timings
+        .sketch_note
+        .as_deref()
+        .unwrap()
+        .starts_with("0 thread(s) and 1 range name(s) were first seen inside the capture"));
+}
