@@ -227,3 +227,21 @@ fn a_name_first_seen_in_the_capture_alone_is_said() {
         .unwrap()
         .starts_with("0 thread(s) and 1 range name(s) were first seen inside the capture"));
 }
+
+/// Registration ends with the warmup: after a run, a range with a name no
+/// run has seen costs no allocation.
+#[test]
+fn after_a_run_new_range_names_allocate_nothing() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    run_target(&plan(1, 1, 1), || Ok(LateName)).unwrap();
+    let watch = watch_allocations();
+    drop(profiling_range("a name no run has seen"));
+    drop(profiling_range(c"another one"));
+    assert_eq!(
+        watch.finish(),
+        Some(Allocations {
+            count: 0,
+            net_bytes: 0
+        })
+    );
+}
