@@ -384,6 +384,14 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
         .map(|t| t.events.len())
         .sum();
     assert_eq!(kept, profiling_core::timing::recorder::EVENTS_PER_THREAD);
+    let overflowed: u64 = outcome
+        .capture
+        .ranges
+        .threads
+        .iter()
+        .map(|t| t.overflowed())
+        .sum();
+    assert_eq!(overflowed, iterations - kept as u64);
     assert_eq!(
         outcome.capture.passes.len(),
         profiling_core::runner::PASSES_KEPT
@@ -401,6 +409,7 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
 /// on the address but checks the text.
 #[test]
 fn a_name_buffer_reused_in_place_records_the_new_name() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut name = String::from("alpha");
     let capture = profiling_core::timing::Capture::begin();
     drop(profiling_range(name.as_str()));
@@ -421,4 +430,17 @@ fn a_name_buffer_reused_in_place_records_the_new_name() {
         .map(|e| thread.names[e.name as usize].as_str())
         .collect();
     assert_eq!(recorded, ["alpha", "gamma", "gamma"]);
+}
+
+/// A capture dropped without being ended (a panic unwinding through the
+/// measured loop) stops recording all the same.
+#[test]
+fn a_capture_dropped_unended_stops_recording() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let capture = profiling_core::timing::Capture::begin();
+    assert!(profiling_core::timing::recorder::is_recording());
+    drop(capture);
+    assert!(!profiling_core::timing::recorder::is_recording());
+    // And the next capture can begin.
+    drop(profiling_core::timing::Capture::begin().end());
 }

@@ -409,11 +409,6 @@ impl Capture {
         }
     }
 
-    /// The clock reading at the start of the capture.
-    pub fn start_ns(&self) -> u64 {
-        self.start_ns
-    }
-
     /// Stops recording and collects what every thread recorded.
     pub fn end(self) -> RangeLog {
         RECORDING.store(false, Ordering::SeqCst);
@@ -462,9 +457,4 @@ impl Drop for Capture {
 /// True while a capture records ranges.
 pub fn is_recording() -> bool {
     RECORDING.load(Ordering::SeqCst)
-}
-
-/// The recorder's number for the calling thread.
-pub fn current_thread() -> u32 {
-    LOCAL.with(|local| local.borrow_mut().log().thread)
 }
