@@ -313,6 +313,40 @@ mod tests {
     }
 
     #[test]
+    fn absorbing_a_set_with_kept_and_sketched_samples_counts_each_once() {
+        let mut other = SampleSet::with_capacity(5);
+        let mut ours = SampleSet::with_capacity(4);
+        let mut reference = SampleSet::with_capacity(100);
+        for value in [700, 300, 900, 100, 500, 1100, 1300, 200, 1700, 1900] {
+            other.push(value);
+            reference.push(value);
+        }
+        for value in [50, 60, 4000] {
+            ours.push(value);
+            reference.push(value);
+        }
+        assert!(other.is_sketched() && !ours.is_sketched());
+        ours.absorb(&other);
+        let (merged, exact) = (ours.stats().unwrap(), reference.stats().unwrap());
+        assert_eq!(
+            (
+                merged.count,
+                merged.total_ns,
+                merged.min_ns,
+                merged.max_ns,
+                merged.mean_ns
+            ),
+            (13, exact.total_ns, 50, 4000, exact.mean_ns)
+        );
+        assert!(
+            merged.stddev_ns.abs_diff(exact.stddev_ns) <= 1,
+            "{} vs {}",
+            merged.stddev_ns,
+            exact.stddev_ns
+        );
+    }
+
+    #[test]
     fn absorbing_a_sketched_set_keeps_exact_aggregates() {
         let mut overflow = SampleSet::with_capacity(0);
         let mut kept = SampleSet::with_capacity(10);
