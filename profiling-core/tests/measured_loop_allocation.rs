@@ -245,3 +245,27 @@ fn after_a_run_new_range_names_allocate_nothing() {
         })
     );
 }
+
+/// Outside a run, a range on a thread that never opened one costs no
+/// allocation: the recorder gives a thread its log only in a run.
+#[test]
+fn outside_a_run_a_new_thread_opens_ranges_without_allocating() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    drop(profiling_range(
+        "the first NVTX call initializes the library",
+    ));
+    let counts = std::thread::spawn(|| {
+        let watch = watch_allocations();
+        drop(profiling_range("on a fresh thread"));
+        watch.finish()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        counts,
+        Some(Allocations {
+            count: 0,
+            net_bytes: 0
+        })
+    );
+}

@@ -344,6 +344,25 @@ mod tests {
             merged.stddev_ns,
             exact.stddev_ns
         );
+        for (sketched, exact) in [(merged.p50_ns, exact.p50_ns), (merged.p90_ns, exact.p90_ns)] {
+            assert!(
+                sketched.abs_diff(exact) as f64 <= exact as f64 / 32.0,
+                "{sketched} vs {exact}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_quantile_from_the_histogram_reads_as_its_bucket_middle() {
+        // 64 and 65 share the first two-wide bucket, whose middle is 65.
+        assert_eq!(Histogram::bucket(64), Histogram::bucket(65));
+        assert_eq!(Histogram::representative(Histogram::bucket(64)), 65);
+        let mut set = SampleSet::with_capacity(0);
+        for value in [64, 64, 65] {
+            set.push(value);
+        }
+        let stats = set.stats().unwrap();
+        assert_eq!((stats.min_ns, stats.p50_ns, stats.max_ns), (64, 65, 65));
     }
 
     #[test]
