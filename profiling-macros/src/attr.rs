@@ -135,21 +135,17 @@ impl Grammar {
             if input.peek(Lit) {
                 each(Arg::Bare(input.parse()?), input)?;
             } else if input.peek(syn::token::Group) {
-                // A `$name:literal` from `macro_rules!`, in its invisible group.
-                let span = input.span();
-                match unwrap_group(input.parse()?) {
-                    Expr::Lit(syn::ExprLit { lit, .. }) => each(Arg::Bare(lit), input)?,
-                    _ => {
-                        return Err(syn::Error::new(
-                            span,
-                            format!(
-                                "expected a string or `key = value` in `#[{}]`; arguments: {}",
-                                self.macro_name,
-                                self.key_list()
-                            ),
-                        ))
-                    }
-                }
+                // `peek(Lit)` sees through the invisible group `macro_rules!`
+                // puts around a `$name:literal`: a group still here holds
+                // something else, an expression passed as `$name:expr`.
+                return Err(syn::Error::new(
+                    input.span(),
+                    format!(
+                        "expected a string or `key = value` in `#[{}]`; arguments: {}",
+                        self.macro_name,
+                        self.key_list()
+                    ),
+                ));
             } else if input.peek(Ident::peek_any) {
                 let key = input.call(Ident::parse_any)?;
                 let known = self.keys.iter().any(|k| key == k);
@@ -409,11 +405,11 @@ mod tests {
         let args = target(TokenStream::from(grouped)).unwrap();
         assert_eq!(args.name.unwrap().value(), "from-a-macro");
         let other = TokenTree::Group(Group::new(Delimiter::None, quote!(a + b)));
-        assert!(target(TokenStream::from(other))
-            .err()
-            .unwrap()
-            .to_string()
-            .starts_with("expected a string or `key = value` in `#[profile_target]`"));
+        let message = target(TokenStream::from(other)).err().unwrap().to_string();
+        assert!(
+            message.starts_with("expected a string or `key = value` in `#[profile_target]`"),
+            "{message}"
+        );
     }
 
     #[test]

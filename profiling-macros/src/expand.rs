@@ -243,7 +243,7 @@ fn is_spaced_op(op: &str) -> bool {
 }
 
 enum Piece {
-    /// An identifier, a literal or a lifetime.
+    /// An identifier or a literal (a lifetime is the op `'` and a word).
     Word(String),
     /// Punctuation, joint characters together: `::`, `->`, `&`.
     Op(String),
@@ -252,16 +252,11 @@ enum Piece {
 }
 
 fn flatten(tokens: TokenStream, out: &mut Vec<Piece>) {
+    // A lifetime is a joint `'` then its name: the `'` is pending when the
+    // name comes, and nothing puts a space between the two.
     let mut pending_op = String::new();
-    let mut lifetime = false;
     for tree in tokens {
         match tree {
-            TokenTree::Punct(punct)
-                if punct.as_char() == '\'' && punct.spacing() == Spacing::Joint =>
-            {
-                flush(&mut pending_op, out);
-                lifetime = true;
-            }
             TokenTree::Punct(punct) => {
                 pending_op.push(punct.as_char());
                 if punct.spacing() == Spacing::Alone {
@@ -270,12 +265,7 @@ fn flatten(tokens: TokenStream, out: &mut Vec<Piece>) {
             }
             TokenTree::Ident(ident) => {
                 flush(&mut pending_op, out);
-                let prefix = if std::mem::take(&mut lifetime) {
-                    "'"
-                } else {
-                    ""
-                };
-                out.push(Piece::Word(format!("{prefix}{ident}")));
+                out.push(Piece::Word(ident.to_string()));
             }
             TokenTree::Literal(literal) => {
                 flush(&mut pending_op, out);
