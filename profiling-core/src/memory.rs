@@ -601,6 +601,12 @@ mod tests {
             budget.cgroup.unwrap().file,
             Path::new("/sys/fs/cgroup/parent/child/memory.max")
         );
+        // On a tie, the process's own cgroup is the one named.
+        let equal = files("1073741824\n", "1073741824\n");
+        assert_eq!(
+            budget_under(equal.path()).unwrap().cgroup.unwrap().file,
+            Path::new("/sys/fs/cgroup/parent/child/memory.max")
+        );
         let tighter_parent = files("2147483648\n", "1073741824\n");
         let budget = budget_under(tighter_parent.path()).unwrap();
         assert_eq!(budget.bytes, GIB);
