@@ -264,3 +264,21 @@ fn an_unread_source_is_refused_after_reading_only_its_first_record() {
         RECORDS as usize + 1
     );
 }
+
+/// Each window counts what was allocated while it was open, whatever the
+/// windows before it counted.
+#[test]
+fn a_window_counts_only_its_own_allocations() {
+    let _turn = turn();
+    let (kept, first) = profiling_core::memory::count_allocations(|| vec![1u8; 4096]);
+    let first = first.expect("the counting allocator is installed here");
+    assert_eq!(first.count, 1);
+    assert_eq!(first.net_bytes, 4096);
+    let ((), second) = profiling_core::memory::count_allocations(|| ());
+    assert_eq!(
+        second.unwrap(),
+        profiling_core::memory::Allocations::default()
+    );
+    let ((), freed) = profiling_core::memory::count_allocations(|| drop(kept));
+    assert_eq!(freed.unwrap().net_bytes, -4096);
+}
