@@ -7,7 +7,9 @@ use std::rc::Rc;
 use profiling_core::config::{ConfigFile, Overrides};
 use profiling_core::data;
 use profiling_core::prelude::*;
-use profiling_core::runner::{run_target, CallCounts, Pass, Phase, Records, RunPlan, Validation};
+use profiling_core::runner::{
+    run_target, CallCounts, Pass, Phase, Progress, Records, RunPlan, Validation,
+};
 
 /// Logs every call as `<method> <record or output>`.
 #[derive(Default, Clone)]
@@ -124,6 +126,44 @@ fn eager_prepares_once_before_the_passes() {
     assert_eq!(outcome.timings.iterations.unwrap().count, 3);
     assert_eq!(outcome.output_summaries[1].record_id, "dummy-1");
     assert_eq!(outcome.output_summaries[1].summary["output"], "out-dummy-1");
+}
+
+#[test]
+fn progress_is_told_after_each_pass_of_each_phase() {
+    let target = Logging::default();
+    let log = target.log.clone();
+    let mut plan = plan(&format!(
+        "target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\niterations: 3"
+    ));
+    let told = log.clone();
+    plan.progress = Some(Box::new(move |p: Progress| {
+        let phase = if p.measured { "measured" } else { "warmup" };
+        told.borrow_mut()
+            .push(format!("progress {phase} {}/{}", p.done, p.total));
+    }));
+    run_target(&plan, move || Ok(target)).unwrap();
+    let progress: Vec<String> = log
+        .borrow()
+        .iter()
+        .filter(|l| l.starts_with("progress") || l.starts_with("run dummy-1"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            "run dummy-1",
+            "progress warmup 1/2",
+            "run dummy-1",
+            "progress warmup 2/2",
+            "run dummy-1",
+            "progress measured 1/3",
+            "run dummy-1",
+            "progress measured 2/3",
+            "run dummy-1",
+            "progress measured 3/3",
+        ],
+        "each report follows the pass it counts"
+    );
 }
 
 #[test]

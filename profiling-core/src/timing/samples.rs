@@ -234,6 +234,16 @@ mod tests {
     }
 
     #[test]
+    fn the_table_ends_at_the_largest_value_and_fits_in_15_kib() {
+        assert_eq!(Histogram::bucket(u64::MAX), BUCKETS - 1);
+        assert_eq!(Histogram::bucket(1 << 63), BUCKETS - SUB_BUCKETS / 2);
+        assert_eq!(
+            Histogram::default().counts.len() * std::mem::size_of::<u64>(),
+            15_360
+        );
+    }
+
+    #[test]
     fn a_set_expecting_more_than_it_keeps_has_its_histogram_and_is_exact_until_used() {
         let mut set = SampleSet::expecting(10, 4);
         assert_eq!(set.kept.capacity(), 4);
