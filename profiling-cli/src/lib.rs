@@ -15,7 +15,7 @@ use profiling_core::config::{Overrides, RecordLoading};
 use profiling_core::device::Device;
 use profiling_core::registry::{self, TargetEntry};
 use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
-use profiling_core::snippet::{self, Instrumentation, NewSnippet, SnippetsCrate, SourceSpec};
+use profiling_extract::{self as snippet, Instrumentation, NewSnippet, SnippetsCrate, SourceSpec};
 
 /// Exit code: the run finished.
 pub const EXIT_OK: u8 = 0;

@@ -48,7 +48,6 @@ pub mod registry;
 pub mod run_dir;
 pub mod runner;
 pub mod session;
-pub mod snippet;
 pub mod stats;
 pub mod target;
 #[cfg(feature = "tch")]

@@ -172,7 +172,7 @@ fn smoke_words(krate: &SnippetsCrate, config: &Path, release: bool) -> Vec<Strin
 pub fn smoke_command(krate: &SnippetsCrate, config: &Path, release: bool) -> String {
     smoke_words(krate, config, release)
         .iter()
-        .map(|w| crate::nsys::shell_quote(w))
+        .map(|w| profiling_core::nsys::shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -559,7 +559,7 @@ mod tests {
 #[cfg(test)]
 mod statement_tests {
     use super::*;
-    use crate::snippet::select::{find, Selector};
+    use crate::select::{find, Selector};
 
     const SOURCE: &str = "\
 fn f(x: &mut Vec<u32>) -> usize {

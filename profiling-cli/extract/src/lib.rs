@@ -1,4 +1,5 @@
-//! Snippet extraction: what `profile-cli new` does.
+//! Snippet extraction: what `profile-cli new` does. A crate of its own:
+//! snippets link `profiling-core` and never need a Rust parser at run time.
 //!
 //! [`generate`] copies one production function (found with syn, copied
 //! from the file's own bytes) into the three files of a snippet directory:
@@ -8,7 +9,7 @@
 //! then compiles the snippets crate and [`smoke_run`] runs the new target.
 //!
 //! ```no_run
-//! use profiling_core::snippet::{self, NewSnippet};
+//! use profiling_extract::{self as snippet, NewSnippet};
 //!
 //! let request = NewSnippet::new(
 //!     "nms",
@@ -37,8 +38,8 @@ pub use copy::Instrumentation;
 pub use names::Unresolved;
 pub use select::{Selector, SourceSpec};
 
-use crate::config::check_profile_name;
-use crate::device::Device;
+use profiling_core::config::check_profile_name;
+use profiling_core::device::Device;
 use source::{display_path, Manifest, ModuleLocation, SourceFile};
 
 /// What `profile-cli new` was asked for.
@@ -240,11 +241,11 @@ impl Generated {
 pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     check_profile_name(&request.name)
         .map_err(|message| SnippetError::Usage(format!("profile name: {message}")))?;
-    if !crate::data::KNOWN_SOURCES.contains(&request.data_source.as_str()) {
+    if !profiling_core::data::KNOWN_SOURCES.contains(&request.data_source.as_str()) {
         return Err(SnippetError::Usage(format!(
             "--data-source: unknown data source `{}`: expected one of {}",
             request.data_source,
-            crate::data::KNOWN_SOURCES.join(", ")
+            profiling_core::data::KNOWN_SOURCES.join(", ")
         )));
     }
     let directory = destination(request)?;
@@ -436,7 +437,7 @@ fn check_name_is_free(
     // A target compiled from this very directory, since removed, is the
     // snippet being made again.
     let remade = directory.join("target.rs");
-    let taken: Vec<String> = crate::registry::targets()
+    let taken: Vec<String> = profiling_core::registry::targets()
         .iter()
         .filter(|entry| {
             entry.name == request.name && entry.source_path(&request.workspace_root) != remade
@@ -519,8 +520,8 @@ fn first_doc_paragraph(attrs: &[syn::Attribute]) -> Option<String> {
 fn git_provenance(file: &Path) -> Option<(String, bool)> {
     use std::ffi::OsStr;
     let dir = file.parent()?;
-    let commit = crate::host::git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
-    let status = crate::host::git_output(
+    let commit = profiling_core::host::git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
+    let status = profiling_core::host::git_output(
         dir,
         [
             OsStr::new("status"),
@@ -556,7 +557,7 @@ fn command_line(request: &NewSnippet, source: &str, directory: &Path, root: &Pat
     }
     words
         .iter()
-        .map(|w| crate::nsys::shell_quote(w))
+        .map(|w| profiling_core::nsys::shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -585,7 +586,7 @@ fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
         ("--iterations", "100".to_owned()),
         (
             "--capture-range",
-            crate::config::DEFAULT_CAPTURE_RANGE.to_owned(),
+            profiling_core::config::DEFAULT_CAPTURE_RANGE.to_owned(),
         ),
         ("--record-loading", "eager".to_owned()),
         ("--seed", "0".to_owned()),
@@ -593,8 +594,8 @@ fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
     ] {
         lines.push(vec![word(option), value]);
     }
-    let lines = crate::nsys::nsys_lines(&run_dir, crate::config::DEFAULT_CAPTURE_RANGE, &lines);
-    crate::nsys::render_command(&lines).replace(&*root.to_string_lossy(), "<repo>")
+    let lines = profiling_core::nsys::nsys_lines(&run_dir, profiling_core::config::DEFAULT_CAPTURE_RANGE, &lines);
+    profiling_core::nsys::render_command(&lines).replace(&*root.to_string_lossy(), "<repo>")
 }
 
 /// Writes `files` into a staging directory beside `directory`, then

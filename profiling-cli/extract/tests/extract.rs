@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use profiling_core::config::{ConfigFile, Overrides};
 use profiling_core::device::Device;
-use profiling_core::snippet::{
-    self, Generated, Instrumentation, NewSnippet, SnippetError, SourceSpec,
+use profiling_extract::{
+    self as snippet, Generated, Instrumentation, NewSnippet, SnippetError, SourceSpec,
 };
 
 /// The production module the snippets copy from.
