@@ -257,22 +257,46 @@ impl RunError {
     }
 }
 
-/// A failure inside one target call, before the pass adds where it was.
-struct CallError {
+/// What failed, before the run adds where and how far it had got.
+struct Failure {
     phase: Phase,
     record_id: Option<String>,
     source: anyhow::Error,
 }
 
-impl CallError {
-    fn at(self, pass: Pass, calls: CallCounts, completed_iterations: u32) -> RunError {
+impl Failure {
+    fn new(phase: Phase, record_id: Option<&str>, source: anyhow::Error) -> Failure {
+        Failure {
+            phase,
+            record_id: record_id.map(str::to_owned),
+            source,
+        }
+    }
+}
+
+/// How far a run has got: the outcome is made of it, and every failure
+/// reports it.
+#[derive(Default)]
+struct Tally {
+    calls: CallCounts,
+    completed_warmup: u32,
+    completed_iterations: u32,
+    /// The signal that stopped the run after the call in progress (see
+    /// `interrupt`).
+    interrupted: Option<i32>,
+}
+
+impl Tally {
+    /// The one place a failure becomes a [`RunError`]: in `pass`, with the
+    /// calls made and the measured passes completed until then.
+    fn error(&self, pass: Pass, failure: Failure) -> RunError {
         RunError {
-            phase: self.phase,
-            record_id: self.record_id,
+            phase: failure.phase,
+            record_id: failure.record_id,
             pass,
-            source: self.source,
-            calls,
-            completed_iterations,
+            source: failure.source,
+            calls: self.calls,
+            completed_iterations: self.completed_iterations,
         }
     }
 }
@@ -286,7 +310,7 @@ trait Inputs<T: ProfileTarget> {
         target: &mut T,
         index: usize,
         calls: &mut CallCounts,
-    ) -> Result<T::Output, CallError>;
+    ) -> Result<T::Output, Failure>;
     fn record_id(&self, index: usize) -> &str;
 }
 
@@ -307,9 +331,9 @@ impl<T: ProfileTarget> Inputs<T> for Prepared<'_, T::Prepared> {
         target: &mut T,
         index: usize,
         calls: &mut CallCounts,
-    ) -> Result<T::Output, CallError> {
+    ) -> Result<T::Output, Failure> {
         calls.run += 1;
-        guard(|| target.run(&self.prepared[index])).map_err(|source| CallError {
+        guard(|| target.run(&self.prepared[index])).map_err(|source| Failure {
             phase: Phase::Run,
             record_id: Some(self.records[index].id.clone()),
             source,
@@ -338,7 +362,7 @@ impl<T: ProfileTarget> Inputs<T> for EagerRecords<'_> {
         target: &mut T,
         index: usize,
         calls: &mut CallCounts,
-    ) -> Result<T::Output, CallError> {
+    ) -> Result<T::Output, Failure> {
         prepare_and_run(target, &self.records[index], self.device, calls)
     }
 
@@ -364,11 +388,11 @@ impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
         target: &mut T,
         index: usize,
         calls: &mut CallCounts,
-    ) -> Result<T::Output, CallError> {
+    ) -> Result<T::Output, Failure> {
         let record = self
             .source
             .read(index)
-            .map_err(|error: DataError| CallError {
+            .map_err(|error: DataError| Failure {
                 phase: Phase::Load,
                 record_id: None,
                 source: error.into(),
@@ -389,15 +413,15 @@ fn prepare_and_run<T: ProfileTarget>(
     record: &DataRecord,
     device: Device,
     calls: &mut CallCounts,
-) -> Result<T::Output, CallError> {
+) -> Result<T::Output, Failure> {
     calls.prepare += 1;
-    let prepared = guard(|| target.prepare(record, device)).map_err(|source| CallError {
+    let prepared = guard(|| target.prepare(record, device)).map_err(|source| Failure {
         phase: Phase::Prepare,
         record_id: Some(record.id.clone()),
         source,
     })?;
     calls.run += 1;
-    guard(|| target.run(&prepared)).map_err(|source| CallError {
+    guard(|| target.run(&prepared)).map_err(|source| Failure {
         phase: Phase::Run,
         record_id: Some(record.id.clone()),
         source,
@@ -412,21 +436,15 @@ where
     F: FnOnce() -> anyhow::Result<T>,
 {
     let config = &plan.config;
-    let mut calls = CallCounts::default();
+    let mut tally = Tally::default();
     crate::target::set_parameters(&config.target.parameters);
-    let mut target = guard(make).map_err(|source| RunError {
-        phase: Phase::Construct,
-        record_id: None,
-        pass: Pass::Setup,
-        source,
-        calls,
-        completed_iterations: 0,
-    })?;
+    let mut target = guard(make)
+        .map_err(|source| tally.error(Pass::Setup, Failure::new(Phase::Construct, None, source)))?;
     let loaded: Vec<DataRecord>;
     let mut first_input = None;
     let records = match &plan.records {
         Records::Unread(source) => {
-            let (records, first) = read_eager(&mut target, source.as_ref(), plan, &mut calls)?;
+            let (records, first) = read_eager(&mut target, source.as_ref(), plan, &mut tally)?;
             loaded = records;
             first_input = first;
             Some(loaded.as_slice())
@@ -452,12 +470,12 @@ where
                     _ => None,
                 };
                 let input =
-                    prepare_measured(&mut target, record, config.device, &mut calls, memory)?;
+                    prepare_measured(&mut target, record, config.device, &mut tally, memory)?;
                 prepared.push(input);
             }
             prepare_ns += now_ns() - started;
             let inputs = Prepared { prepared, records };
-            let mut outcome = drive(&mut target, inputs, plan, calls)?;
+            let mut outcome = drive(&mut target, inputs, plan, tally)?;
             outcome.timings.prepare_ns = prepare_ns;
             Ok(outcome)
         }
@@ -466,7 +484,7 @@ where
                 records,
                 device: config.device,
             };
-            drive(&mut target, inputs, plan, calls)
+            drive(&mut target, inputs, plan, tally)
         }
         (None, Records::Lazy(source), true) => {
             let inputs = LazyRecords {
@@ -474,19 +492,15 @@ where
                 device: config.device,
                 ids: vec![String::new(); source.len()],
             };
-            drive(&mut target, inputs, plan, calls)
+            drive(&mut target, inputs, plan, tally)
         }
-        (None, _, _) => Err(RunError {
-            phase: Phase::Load,
-            record_id: None,
-            pass: Pass::Setup,
-            source: anyhow::anyhow!(
+        (None, _, _) => {
+            let source = anyhow::anyhow!(
                 "record_loading: {} needs target.profile_prepare: true",
                 RecordLoading::Lazy
-            ),
-            calls,
-            completed_iterations: 0,
-        }),
+            );
+            Err(tally.error(Pass::Setup, Failure::new(Phase::Load, None, source)))
+        }
     }
 }
 
@@ -499,27 +513,22 @@ fn read_eager<T: ProfileTarget>(
     target: &mut T,
     source: &dyn DataSource,
     plan: &RunPlan,
-    calls: &mut CallCounts,
+    tally: &mut Tally,
 ) -> Result<(Vec<DataRecord>, Option<(T::Prepared, u64)>), RunError> {
-    let load_error = |error: DataError, calls: CallCounts| RunError {
-        phase: Phase::Load,
-        record_id: None,
-        pass: Pass::Setup,
-        source: error.into(),
-        calls,
-        completed_iterations: 0,
+    let load_error = |error: DataError, tally: &Tally| {
+        tally.error(Pass::Setup, Failure::new(Phase::Load, None, error.into()))
     };
     let config = &plan.config;
     let mut first_input = None;
     if !config.target.profile_prepare {
-        let first = source.read(0).map_err(|e| load_error(e, *calls))?;
-        let estimate = crate::data::eager_bytes(source).map_err(|e| load_error(e, *calls))?;
+        let first = source.read(0).map_err(|e| load_error(e, tally))?;
+        let estimate = crate::data::eager_bytes(source).map_err(|e| load_error(e, tally))?;
         let memory = plan.memory.as_ref().map(|m| (m, estimate, source.len()));
         let started = now_ns();
-        let input = prepare_measured(target, &first, config.device, calls, memory)?;
+        let input = prepare_measured(target, &first, config.device, tally, memory)?;
         first_input = Some((input, now_ns() - started));
     }
-    let records = source.read_all().map_err(|e| load_error(e, *calls))?;
+    let records = source.read_all().map_err(|e| load_error(e, tally))?;
     Ok((records, first_input))
 }
 
@@ -531,24 +540,22 @@ fn prepare_measured<T: ProfileTarget>(
     target: &mut T,
     record: &DataRecord,
     device: Device,
-    calls: &mut CallCounts,
+    tally: &mut Tally,
     memory: Option<(&AvailableMemory, u64, usize)>,
 ) -> Result<T::Prepared, RunError> {
-    calls.prepare += 1;
-    let setup_error = |source: anyhow::Error, calls: CallCounts| RunError {
-        phase: Phase::Prepare,
-        record_id: Some(record.id.clone()),
-        pass: Pass::Setup,
-        source,
-        calls,
-        completed_iterations: 0,
+    tally.calls.prepare += 1;
+    let setup_error = |source: anyhow::Error, tally: &Tally| {
+        tally.error(
+            Pass::Setup,
+            Failure::new(Phase::Prepare, Some(&record.id), source),
+        )
     };
     let mut prepare = || guard(|| target.prepare(record, device));
     let Some((available, record_bytes, count)) = memory else {
-        return prepare().map_err(|e| setup_error(e, *calls));
+        return prepare().map_err(|e| setup_error(e, tally));
     };
     let (input, held) = crate::memory::measure_held(prepare);
-    let input = input.map_err(|e| setup_error(e, *calls))?;
+    let input = input.map_err(|e| setup_error(e, tally))?;
     let each = held.saturating_add(std::mem::size_of::<T::Prepared>() as u64);
     let total = each.saturating_mul(count as u64);
     let prepared = crate::data::PreparedBytes {
@@ -561,7 +568,7 @@ fn prepare_measured<T: ProfileTarget>(
         Some(prepared),
         available,
     )
-    .map_err(|e| setup_error(e.into(), *calls))?;
+    .map_err(|e| setup_error(e.into(), tally))?;
     Ok(input)
 }
 
@@ -574,42 +581,110 @@ fn records_bytes(records: &[DataRecord]) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
-/// Warmup, capture and summaries over prepared inputs.
+/// Warmup, capture, validation and summaries over prepared inputs.
 fn drive<T: ProfileTarget, I: Inputs<T>>(
     target: &mut T,
     mut inputs: I,
     plan: &RunPlan,
-    mut calls: CallCounts,
+    mut tally: Tally,
 ) -> Result<RunOutcome, RunError> {
     let config = &plan.config;
-    let device = config.device;
-    let cuda = config.cuda;
-    let count = inputs.len();
-    // Synchronizing means something only on a CUDA device.
-    let synchronize_at = |point: bool| {
-        if point && device.is_cuda() {
-            (plan.synchronize)(device);
-        }
-    };
-    let sync_each = cuda.synchronize_each_iteration && device.is_cuda();
-    let mut outputs: Vec<Option<T::Output>> = (0..count).map(|_| None).collect();
-    let validate_in_warmup = config.validate_output && config.warmup > 0;
     let timer = TimerInfo::measure();
-    let report = |measured: bool, done: u32, total: u32| {
-        if let Some(progress) = &plan.progress {
-            progress(Progress {
-                measured,
-                done,
-                total,
-            });
+    let warmup_ns = warmup(target, &mut inputs, plan, &mut tally)?;
+
+    // Everything the measured loop touches exists before the capture opens.
+    let capture_name = CString::new(config.capture_range.as_str()).map_err(|_| {
+        let source = anyhow::anyhow!("capture_range contains a NUL character");
+        tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
+    })?;
+    let measured = Measured::expecting(config.iterations, inputs.len());
+    let measured = capture(
+        target,
+        &mut inputs,
+        plan,
+        &mut tally,
+        &capture_name,
+        measured,
+    )?;
+    let timings = measured.timings(plan, timer, warmup_ns);
+
+    let (validation, output_summaries) = match tally.interrupted {
+        // What completed is reported; outputs of a cut pass are neither
+        // validated nor summarized.
+        Some(_) if validates_in_warmup(config) => (Validation::Warmup, Vec::new()),
+        Some(_) => (Validation::Disabled, Vec::new()),
+        None => {
+            let outputs = &measured.outputs;
+            let validation = validate_after_capture(target, &inputs, outputs, config, &mut tally)?;
+            (validation, summarize(target, &inputs, outputs, &mut tally)?)
         }
     };
+    Ok(RunOutcome {
+        record_ids: (0..inputs.len())
+            .map(|i| inputs.record_id(i).to_owned())
+            .collect(),
+        output_summaries,
+        calls: tally.calls,
+        completed_warmup: tally.completed_warmup,
+        completed_iterations: tally.completed_iterations,
+        validation,
+        timings,
+        capture: CaptureRecord {
+            ranges: measured.ranges,
+            passes: measured.passes,
+            pass_count: tally.completed_iterations,
+        },
+        interrupted: tally.interrupted,
+    })
+}
 
-    // A signal stops the run after the call in progress (see `interrupt`).
-    let mut interrupted = None;
-    let mut completed_warmup = 0;
+/// Outputs are validated in warmup when there is one; else after the
+/// capture, in [`validate_after_capture`].
+fn validates_in_warmup(config: &Config) -> bool {
+    config.validate_output && config.warmup > 0
+}
 
-    synchronize_at(cuda.synchronize_before_warmup);
+/// A synchronize after every call means something only on a CUDA device.
+fn synchronizes_each_call(config: &Config) -> bool {
+    config.cuda.synchronize_each_iteration && config.device.is_cuda()
+}
+
+/// Waits for the device at a synchronization point the config asks for
+/// (`point`): only a CUDA device has anything to wait for.
+fn synchronize_at(plan: &RunPlan, point: bool) {
+    if point && plan.config.device.is_cuda() {
+        (plan.synchronize)(plan.config.device);
+    }
+}
+
+/// Tells the plan's `progress`, between passes, that `done` of `total`
+/// passes of a phase are done.
+#[inline]
+fn report(plan: &RunPlan, measured: bool, done: u32, total: u32) {
+    if let Some(progress) = &plan.progress {
+        progress(Progress {
+            measured,
+            done,
+            total,
+        });
+    }
+}
+
+/// The warmup passes, before the capture range: every output validated
+/// when the config asks for that, and the threads and range names they use
+/// registered. Returns how long they took.
+fn warmup<T: ProfileTarget, I: Inputs<T>>(
+    target: &mut T,
+    inputs: &mut I,
+    plan: &RunPlan,
+    tally: &mut Tally,
+) -> Result<u64, RunError> {
+    let config = &plan.config;
+    let (device, count) = (config.device, inputs.len());
+    let sync_each = synchronizes_each_call(config);
+    let validate = validates_in_warmup(config);
+
+    synchronize_at(plan, config.cuda.synchronize_before_warmup);
     // Threads and range names seen in warmup get their place in the
     // recorder now, so the capture allocates nothing for them.
     let registration = Registration::begin();
@@ -617,187 +692,209 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     'warmup: for pass in 0..config.warmup {
         for index in 0..count {
             let output = inputs
-                .call(target, index, &mut calls)
-                .map_err(|e| e.at(Pass::Warmup(pass), calls, 0))?;
-            if validate_in_warmup {
-                calls.validate += 1;
-                guard(|| target.validate(&output)).map_err(|source| RunError {
-                    phase: Phase::Validate,
-                    record_id: Some(inputs.record_id(index).to_owned()),
-                    pass: Pass::Warmup(pass),
-                    source,
-                    calls,
-                    completed_iterations: 0,
+                .call(target, index, &mut tally.calls)
+                .map_err(|e| tally.error(Pass::Warmup(pass), e))?;
+            if validate {
+                tally.calls.validate += 1;
+                guard(|| target.validate(&output)).map_err(|source| {
+                    let record_id = Some(inputs.record_id(index));
+                    let failure = Failure::new(Phase::Validate, record_id, source);
+                    tally.error(Pass::Warmup(pass), failure)
                 })?;
             }
             if sync_each {
                 (plan.synchronize)(device);
             }
             drop(output);
+            // A signal stops the run after the call in progress (see
+            // `interrupt`).
             if let Some(signal) = interrupt::requested() {
-                interrupted = Some(signal);
+                tally.interrupted = Some(signal);
                 break 'warmup;
             }
         }
-        completed_warmup = pass + 1;
-        report(false, pass + 1, config.warmup);
+        tally.completed_warmup = pass + 1;
+        report(plan, false, pass + 1, config.warmup);
     }
     let warmup_ns = now_ns() - warmup_started;
     drop(registration);
-    synchronize_at(cuda.synchronize_after_warmup);
+    synchronize_at(plan, config.cuda.synchronize_after_warmup);
+    Ok(warmup_ns)
+}
 
-    // Everything the measured loop touches exists before the capture opens.
-    let capture_name = CString::new(config.capture_range.as_str()).map_err(|_| RunError {
-        phase: Phase::Run,
-        record_id: None,
-        pass: Pass::Setup,
-        source: anyhow::anyhow!("capture_range contains a NUL character"),
-        calls,
-        completed_iterations: 0,
-    })?;
-    let iterations = config.iterations;
-    let mut pass_samples = SampleSet::expecting(iterations as usize, SAMPLES_KEPT);
-    let mut call_samples =
-        SampleSet::expecting((iterations as usize).saturating_mul(count), SAMPLES_KEPT);
-    let mut passes = Vec::with_capacity((iterations as usize).min(PASSES_KEPT));
+/// What the measured passes fill: one output slot per input (the last
+/// pass's outputs), the samples, and the ranges of the capture. Allocated
+/// before the capture opens, so that nothing in it allocates.
+struct Measured<O> {
+    outputs: Vec<Option<O>>,
+    pass_samples: SampleSet,
+    call_samples: SampleSet,
+    /// Start and end of the first [`PASSES_KEPT`] passes.
+    passes: Vec<(u64, u64)>,
+    ranges: RangeLog,
+    /// From opening to closing the capture range.
+    capture_ns: u64,
+}
+
+impl<O> Measured<O> {
+    /// Room for `iterations` passes over `count` inputs.
+    fn expecting(iterations: u32, count: usize) -> Self {
+        let iterations = iterations as usize;
+        Measured {
+            outputs: (0..count).map(|_| None).collect(),
+            pass_samples: SampleSet::expecting(iterations, SAMPLES_KEPT),
+            call_samples: SampleSet::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
+            passes: Vec::with_capacity(iterations.min(PASSES_KEPT)),
+            ranges: RangeLog::default(),
+            capture_ns: 0,
+        }
+    }
+
+    /// The run's host timings, from the capture and the warmup's time.
+    fn timings(&self, plan: &RunPlan, timer: TimerInfo, warmup_ns: u64) -> Timings {
+        let (calls, passes) = (&self.call_samples, &self.pass_samples);
+        let (ranges, ranges_sketched) = range_timings(&self.ranges);
+        Timings {
+            iterations: passes.stats(),
+            runs: calls.stats(),
+            ranges,
+            timer: Some(timer),
+            host_timing_note: host_timing_note(plan.config.device, &plan.config.cuda),
+            sketch_note: sketch_note(passes, calls, ranges_sketched, &self.ranges),
+            prepare_ns: 0,
+            warmup_ns,
+            capture_ns: self.capture_ns,
+        }
+    }
+}
+
+/// The measured passes, inside the capture range and each in its own
+/// `iteration <i>` range. Between a pass's clock reads there are only the
+/// target's calls, the synchronize the config asks for, the samples and the
+/// interrupt check. Inlined into [`drive`], its one caller, so that the
+/// counters of the [`Tally`] stay locals of the loop.
+#[inline(always)]
+fn capture<T: ProfileTarget, I: Inputs<T>>(
+    target: &mut T,
+    inputs: &mut I,
+    plan: &RunPlan,
+    tally: &mut Tally,
+    capture_name: &CStr,
+    mut measured: Measured<T::Output>,
+) -> Result<Measured<T::Output>, RunError> {
+    let config = &plan.config;
+    let (device, iterations) = (config.device, config.iterations);
+    let sync_each = synchronizes_each_call(config);
     let mut name_buffer = IterationName::new();
-    let mut completed_iterations = 0;
     // Interrupted in warmup: no measured pass starts.
-    let measured_passes = if interrupted.is_some() { 0 } else { iterations };
+    let measured_passes = tally.interrupted.map_or(iterations, |_| 0);
 
-    synchronize_at(cuda.synchronize_before_capture);
+    synchronize_at(plan, config.cuda.synchronize_before_capture);
     let capture = Capture::begin();
     let capture_started = now_ns();
-    let capture_range = PassRange::open(capture_name.as_c_str());
+    let capture_range = PassRange::open(capture_name);
     for iteration in 0..measured_passes {
         let started = now_ns();
         let pass_range = PassRange::open(name_buffer.format(iteration));
-        for (index, slot) in outputs.iter_mut().enumerate() {
+        for (index, slot) in measured.outputs.iter_mut().enumerate() {
             let call_started = now_ns();
-            let output = match inputs.call(target, index, &mut calls) {
+            let output = match inputs.call(target, index, &mut tally.calls) {
                 Ok(output) => output,
                 Err(error) => {
-                    drop(pass_range);
-                    drop(capture_range);
-                    drop(capture.end());
-                    return Err(error.at(Pass::Measured(iteration), calls, iteration));
+                    abandon(pass_range, capture_range, capture);
+                    return Err(tally.error(Pass::Measured(iteration), error));
                 }
             };
             if sync_each {
                 (plan.synchronize)(device);
             }
-            call_samples.push(now_ns() - call_started);
+            measured.call_samples.push(now_ns() - call_started);
             *slot = Some(output);
             if let Some(signal) = interrupt::requested() {
-                interrupted = Some(signal);
+                tally.interrupted = Some(signal);
                 break;
             }
         }
         drop(pass_range);
-        if interrupted.is_some() {
+        if tally.interrupted.is_some() {
             // The pass in progress did not complete: it is not a sample.
             break;
         }
         let ended = now_ns();
-        pass_samples.push(ended - started);
-        if passes.len() < passes.capacity() {
-            passes.push((started, ended));
+        measured.pass_samples.push(ended - started);
+        if measured.passes.len() < measured.passes.capacity() {
+            measured.passes.push((started, ended));
         }
-        completed_iterations = iteration + 1;
-        report(true, iteration + 1, iterations);
+        tally.completed_iterations = iteration + 1;
+        report(plan, true, iteration + 1, iterations);
     }
     drop(capture_range);
-    let capture_ns = now_ns() - capture_started;
-    let range_log = capture.end();
-    synchronize_at(cuda.synchronize_after_capture);
+    measured.capture_ns = now_ns() - capture_started;
+    measured.ranges = capture.end();
+    synchronize_at(plan, config.cuda.synchronize_after_capture);
+    Ok(measured)
+}
 
-    let (ranges, ranges_sketched) = range_timings(&range_log);
-    let timings = Timings {
-        iterations: pass_samples.stats(),
-        runs: call_samples.stats(),
-        ranges,
-        timer: Some(timer),
-        host_timing_note: host_timing_note(device, &cuda),
-        sketch_note: sketch_note(&pass_samples, &call_samples, ranges_sketched, &range_log),
-        prepare_ns: 0,
-        warmup_ns,
-        capture_ns,
-    };
-    let capture = CaptureRecord {
-        ranges: range_log,
-        passes,
-        pass_count: completed_iterations,
-    };
-    if let Some(signal) = interrupted {
-        // What completed is reported; outputs of a cut pass are not summarized.
-        return Ok(RunOutcome {
-            record_ids: (0..count).map(|i| inputs.record_id(i).to_owned()).collect(),
-            output_summaries: Vec::new(),
-            calls,
-            completed_warmup,
-            completed_iterations,
-            validation: if validate_in_warmup {
-                Validation::Warmup
-            } else {
-                Validation::Disabled
-            },
-            timings,
-            capture,
-            interrupted: Some(signal),
-        });
+/// Closes what a failed measured pass left open: its range, the capture
+/// range, and the capture.
+#[cold]
+fn abandon(pass_range: PassRange, capture_range: PassRange, capture: Capture) {
+    drop(pass_range);
+    drop(capture_range);
+    drop(capture.end());
+}
+
+/// Which outputs were validated. With no warmup to validate in, the
+/// outputs of the last measured pass are validated now, after the capture
+/// range closed.
+fn validate_after_capture<T: ProfileTarget, I: Inputs<T>>(
+    target: &T,
+    inputs: &I,
+    outputs: &[Option<T::Output>],
+    config: &Config,
+    tally: &mut Tally,
+) -> Result<Validation, RunError> {
+    if !config.validate_output {
+        return Ok(Validation::Disabled);
     }
-
-    let validation = if !config.validate_output {
-        Validation::Disabled
-    } else if validate_in_warmup {
-        Validation::Warmup
-    } else {
-        for (index, output) in outputs.iter().enumerate() {
-            let output = output
-                .as_ref()
-                .expect("every measured pass fills every slot");
-            calls.validate += 1;
-            guard(|| target.validate(output)).map_err(|source| RunError {
-                phase: Phase::Validate,
-                record_id: Some(inputs.record_id(index).to_owned()),
-                pass: Pass::AfterCapture,
-                source,
-                calls,
-                completed_iterations: config.iterations,
-            })?;
-        }
-        Validation::AfterCapture
-    };
-
-    let mut output_summaries = Vec::with_capacity(count);
+    if validates_in_warmup(config) {
+        return Ok(Validation::Warmup);
+    }
     for (index, output) in outputs.iter().enumerate() {
         let output = output
             .as_ref()
             .expect("every measured pass fills every slot");
-        calls.summarize += 1;
+        tally.calls.validate += 1;
+        guard(|| target.validate(output)).map_err(|source| {
+            let record_id = Some(inputs.record_id(index));
+            let failure = Failure::new(Phase::Validate, record_id, source);
+            tally.error(Pass::AfterCapture, failure)
+        })?;
+    }
+    Ok(Validation::AfterCapture)
+}
+
+/// The summary of each output of the last measured pass, with its record.
+fn summarize<T: ProfileTarget, I: Inputs<T>>(
+    target: &T,
+    inputs: &I,
+    outputs: &[Option<T::Output>],
+    tally: &mut Tally,
+) -> Result<Vec<OutputSummary>, RunError> {
+    let mut output_summaries = Vec::with_capacity(outputs.len());
+    for (index, output) in outputs.iter().enumerate() {
+        let output = output
+            .as_ref()
+            .expect("every measured pass fills every slot");
+        tally.calls.summarize += 1;
         let record_id = inputs.record_id(index).to_owned();
-        let summary = guard(|| Ok(target.summarize(output))).map_err(|source| RunError {
-            phase: Phase::Summarize,
-            record_id: Some(record_id.clone()),
-            pass: Pass::AfterCapture,
-            source,
-            calls,
-            completed_iterations: config.iterations,
+        let summary = guard(|| Ok(target.summarize(output))).map_err(|source| {
+            let failure = Failure::new(Phase::Summarize, Some(&record_id), source);
+            tally.error(Pass::AfterCapture, failure)
         })?;
         output_summaries.push(OutputSummary { record_id, summary });
     }
-
-    Ok(RunOutcome {
-        record_ids: (0..count).map(|i| inputs.record_id(i).to_owned()).collect(),
-        output_summaries,
-        calls,
-        completed_warmup,
-        completed_iterations,
-        validation,
-        timings,
-        capture,
-        interrupted: None,
-    })
+    Ok(output_summaries)
 }
 
 /// What host timings mean on `device` under `policy`: on CUDA without a
