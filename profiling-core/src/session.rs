@@ -7,7 +7,10 @@
 //! writes the manifest. Bad input is refused before any target code runs
 //! and before anything is written.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
 
 use crate::config::{self, Config, ConfigError, ConfigFile, Overrides, RecordLoading};
 use crate::data::{self, DataError};
@@ -379,6 +382,27 @@ pub fn execute_with_progress(
     request: &RunRequest,
     progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
 ) -> Result<RunReport, SessionError> {
+    let (run_plan, description) = prepare(planned, progress)?;
+    let ran = launch(planned, &run_plan)?;
+    let mut manifest = manifest_of(planned, request, description, &ran);
+    let (manifest_path, write_error) = write(planned, &mut manifest, &ran.result);
+    Ok(RunReport {
+        manifest,
+        manifest_path,
+        write_error,
+        outcome: ran
+            .result
+            .map_err(|error| SessionError::Target(Box::new(error))),
+    })
+}
+
+/// Everything before the target starts: the run directory checked, the
+/// seed set, the source built and, for eager loading, checked to fit in
+/// memory. Returns the runner's plan and the source's description.
+fn prepare(
+    planned: &Planned,
+    progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
+) -> Result<(RunPlan, BTreeMap<String, Value>), SessionError> {
     let config = &planned.config;
     check_run_dir_free(planned)?;
     if config.write_manifest {
@@ -411,52 +435,52 @@ pub fn execute_with_progress(
     let mut run_plan = RunPlan::new(config.clone(), records);
     run_plan.progress = progress;
     run_plan.memory = memory;
+    Ok((run_plan, description))
+}
 
+/// A launched run: what the target did, and when.
+struct Ran {
+    result: Result<RunOutcome, RunError>,
+    started_at: String,
+    finished_at: String,
+}
+
+/// Launches the target on `run_plan`; a failure that is a refusal of the
+/// run ([`refusal_of`]) is an `Err`.
+fn launch(planned: &Planned, run_plan: &RunPlan) -> Result<Ran, SessionError> {
     let started_at = UtcTime::now().rfc3339();
-    let result = refusal_of(planned, (planned.entry.launch)(&run_plan))?;
+    let result = refusal_of(planned, (planned.entry.launch)(run_plan))?;
     let finished_at = UtcTime::now().rfc3339();
+    Ok(Ran {
+        result,
+        started_at,
+        finished_at,
+    })
+}
 
+/// The manifest of a launched run, finished or failed (its `trace` is set
+/// when the trace is written).
+fn manifest_of(
+    planned: &Planned,
+    request: &RunRequest,
+    description: BTreeMap<String, Value>,
+    ran: &Ran,
+) -> Manifest {
+    let config = &planned.config;
     let git = git_state(&request.workspace_root).or_else(|| git_state(Path::new(".")));
-    let entry = planned.entry;
-    let (status, error, outcome_view) = match &result {
-        Ok(outcome) if outcome.interrupted.is_some() => {
-            (Status::Interrupted, None, OutcomeView::from(outcome))
-        }
-        Ok(outcome) => (Status::Completed, None, OutcomeView::from(outcome)),
-        Err(error) => (
-            Status::Failed,
-            Some(ManifestError {
-                phase: error.phase,
-                record_id: error.record_id.clone(),
-                pass: error.pass,
-                message: format!("{:#}", error.source),
-            }),
-            OutcomeView::failed(error.calls, error.completed_iterations, config),
-        ),
-    };
-    let manifest = Manifest {
+    let (status, error, outcome_view) = status_of(&ran.result, config);
+    Manifest {
         profile_name: config.profile_name.clone(),
         run_id: planned.run_id.clone(),
         status,
         error,
-        interrupted_by: result
+        interrupted_by: ran
+            .result
             .as_ref()
             .ok()
             .and_then(|o| o.interrupted)
             .map(crate::manifest::signal_name),
-        target: ManifestTarget {
-            name: config.target.name.clone(),
-            import_path: config.target.import_path.clone(),
-            profile_prepare: config.target.profile_prepare,
-            parameters: config.target.parameters.clone(),
-            type_name: entry.type_name.to_owned(),
-            source: format!(
-                "{}:{}",
-                entry.display_file(&request.workspace_root),
-                entry.line
-            ),
-            module_path: entry.module_path.to_owned(),
-        },
+        target: manifest_target(planned, request),
         data_source: ManifestDataSource {
             name: config.data_source.name.clone(),
             description,
@@ -474,17 +498,12 @@ pub fn execute_with_progress(
         device: config.device,
         git_commit: git.as_ref().map(|(commit, _)| commit.clone()),
         git_dirty: git.as_ref().map(|(_, dirty)| *dirty),
-        command_line: request
-            .command_line
-            .iter()
-            .map(|w| crate::nsys::shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command_line: quoted(&request.command_line),
         config_path: planned.config_path.clone(),
         expected_trace_path: planned.run_dir.join("trace.nsys-rep"),
         output_summaries: outcome_view.output_summaries,
-        started_at,
-        finished_at,
+        started_at: ran.started_at.clone(),
+        finished_at: ran.finished_at.clone(),
         profile_cli_version: request.program_version.clone(),
         build_profile: build_profile().to_owned(),
         host: HostInfo::current(),
@@ -495,36 +514,88 @@ pub fn execute_with_progress(
         validation: outcome_view.validation,
         timings: outcome_view.timings,
         trace: None,
-    };
+    }
+}
 
-    let mut manifest = manifest;
-    let title = format!("profile-cli {} ({})", config.profile_name, planned.run_id);
-    let (manifest_path, write_error) = if config.write_manifest {
-        let trace = result.as_ref().ok().map(|outcome| TraceInput {
-            capture: &outcome.capture,
-            capture_range: &config.capture_range,
-            title: &title,
-        });
-        match write_run(&planned.run_dir, &mut manifest, trace) {
-            Ok(path) => (Some(path), None),
-            Err(failure) => {
-                let kept = failure
-                    .kept
-                    .iter()
-                    .find(|p| p.ends_with("manifest.yaml"))
-                    .cloned();
-                (kept, Some(failure))
-            }
+/// How the run ended, why when it failed, and what it did.
+fn status_of(
+    result: &Result<RunOutcome, RunError>,
+    config: &Config,
+) -> (Status, Option<ManifestError>, OutcomeView) {
+    match result {
+        Ok(outcome) if outcome.interrupted.is_some() => {
+            (Status::Interrupted, None, OutcomeView::from(outcome))
         }
-    } else {
-        (None, None)
-    };
-    Ok(RunReport {
-        manifest,
-        manifest_path,
-        write_error,
-        outcome: result.map_err(|error| SessionError::Target(Box::new(error))),
-    })
+        Ok(outcome) => (Status::Completed, None, OutcomeView::from(outcome)),
+        Err(error) => (
+            Status::Failed,
+            Some(ManifestError {
+                phase: error.phase,
+                record_id: error.record_id.clone(),
+                pass: error.pass,
+                message: format!("{:#}", error.source),
+            }),
+            OutcomeView::failed(error.calls, error.completed_iterations, config),
+        ),
+    }
+}
+
+/// The target as the config names it and as the build defines it.
+fn manifest_target(planned: &Planned, request: &RunRequest) -> ManifestTarget {
+    let (config, entry) = (&planned.config, planned.entry);
+    ManifestTarget {
+        name: config.target.name.clone(),
+        import_path: config.target.import_path.clone(),
+        profile_prepare: config.target.profile_prepare,
+        parameters: config.target.parameters.clone(),
+        type_name: entry.type_name.to_owned(),
+        source: format!(
+            "{}:{}",
+            entry.display_file(&request.workspace_root),
+            entry.line
+        ),
+        module_path: entry.module_path.to_owned(),
+    }
+}
+
+/// A command line as a shell would take it back.
+fn quoted(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| crate::nsys::shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes the run directory when the config asks for it: the manifest, and
+/// the trace of a run that finished. Returns where the manifest is (also
+/// when the trace could not be written) and what could not be written.
+fn write(
+    planned: &Planned,
+    manifest: &mut Manifest,
+    result: &Result<RunOutcome, RunError>,
+) -> (Option<PathBuf>, Option<WriteFailure>) {
+    let config = &planned.config;
+    if !config.write_manifest {
+        return (None, None);
+    }
+    let title = format!("profile-cli {} ({})", config.profile_name, planned.run_id);
+    let trace = result.as_ref().ok().map(|outcome| TraceInput {
+        capture: &outcome.capture,
+        capture_range: &config.capture_range,
+        title: &title,
+    });
+    match write_run(&planned.run_dir, manifest, trace) {
+        Ok(path) => (Some(path), None),
+        Err(failure) => {
+            let kept = failure
+                .kept
+                .iter()
+                .find(|p| p.ends_with("manifest.yaml"))
+                .cloned();
+            (kept, Some(failure))
+        }
+    }
 }
 
 /// A data source's parameters are part of the config: their errors name
