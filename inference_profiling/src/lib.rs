@@ -1,21 +1,60 @@
-//! The generated profiling snippets, compiled in.
+//! The generated profiling snippets, linked in.
 //!
 //! Each directory under `inference_profiling/snippets/` is one snippet: a
 //! `target.rs` holding a copy of some production code with NVTX ranges in
 //! it and a `#[profile_target]` that registers it, next to the
 //! `config.yaml` that profiles it and a `README.md` saying where the code
-//! came from. Dropping such a directory into `snippets/` is all it takes:
-//! the build script finds every `snippets/*/target.rs` and compiles it in as
-//! a module named after its directory (characters outside `[A-Za-z0-9_]`
-//! become `_`), so `profile-cli list` shows its targets on the next build.
-//! A directory without a `target.rs` is skipped.
+//! came from.
 //!
-//! A snippet's `target.rs` is an ordinary module of this crate: it may use
-//! `profiling_core`, `profiling_examples` (the production code it copies),
-//! `image`, `ndarray`, `anyhow` and `serde_yaml`, and its unit tests run
-//! with `cargo test -p inference-profiling`.
+//! A snippet `profile-cli new` makes is a crate of its own: its directory
+//! holds a `Cargo.toml` (package `snippet-<directory>`, library root
+//! `target.rs`), this crate depends on it, and the build script re-exports
+//! it as a module named after its directory, which links its targets in.
+//! Editing one snippet rebuilds that crate alone, however many there are.
+//! Its dependencies and features are this crate's.
+//!
+//! A directory dropped in by hand with only a `target.rs` (and maybe a
+//! `config.yaml`) needs no step either: it is compiled into this crate as a
+//! module named after its directory (characters outside `[A-Za-z0-9_]`
+//! become `_`), so `profile-cli list` shows its targets on the next build.
+//! An error in it stops this crate from building, which the build says;
+//! `profile-cli check <name>` gives it a crate of its own.
+//!
+//! A snippet whose directory holds a `DRAFT` file is a draft: not compiled,
+//! so it breaks no other build, and listed in [`DRAFTS`] with the file's
+//! text. `profile-cli new` leaves a snippet a draft when it does not build;
+//! `profile-cli check <name>` builds it and, when it compiles, removes the
+//! file and adds the dependency.
+//!
+//! A snippet's `target.rs` may use `profiling_core`, `profiling_examples`
+//! (the production code it copies), `image`, `ndarray`, `anyhow` and
+//! `serde_yaml`, and its unit tests run with `cargo test -p
+//! snippet-<directory>` (or `-p inference-profiling` for a module snippet).
 //!
 //! Runs of a snippet go to `snippets/<dir>/runs/<run-id>/`, which git
 //! ignores.
+
+/// A snippet directory left out of the build: its `DRAFT` file says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Draft {
+    /// The directory under `snippets/`.
+    pub directory: &'static str,
+    /// The target it profiles: its config's `target.name`, else the
+    /// directory name with `_` as `-`.
+    pub target: &'static str,
+    /// The `DRAFT` file's text; its first line is the reason.
+    pub reason: &'static str,
+}
+
+impl Draft {
+    /// The first line of the `DRAFT` file, or a note that it gives none.
+    pub fn summary(&self) -> &'static str {
+        self.reason
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .unwrap_or("its DRAFT file gives no reason")
+    }
+}
 
 include!(concat!(env!("OUT_DIR"), "/snippets.rs"));

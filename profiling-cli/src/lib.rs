@@ -15,7 +15,6 @@ use profiling_core::config::{Overrides, RecordLoading};
 use profiling_core::device::Device;
 use profiling_core::registry::{self, TargetEntry};
 use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
-use profiling_extract::{self as snippet, Instrumentation, NewSnippet, SnippetsCrate, SourceSpec};
 
 /// Exit code: the run finished.
 pub const EXIT_OK: u8 = 0;
@@ -25,6 +24,7 @@ pub const EXIT_TARGET_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 
 pub mod report;
+mod snippets;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -66,13 +66,36 @@ enum Command {
     /// code came from and what is left to do. A line range selects the function holding it; when
     /// the lines are whole statements of one block, the range goes around just them.
     ///
-    /// Then, unless --no-check, builds the crate that compiles the snippet and reports the
-    /// compiler's messages about the new files; with --smoke, also runs the new target once.
+    /// In inference_profiling/snippets/ the snippet is a crate of its own (a Cargo.toml beside
+    /// target.rs). Then, unless --no-check, `check` builds it: linked in when it compiles, else left
+    /// a draft (a DRAFT file says why) that nothing compiles, so every other target still builds;
+    /// with --smoke, also runs the new target once.
     ///
     /// Exit codes: 0 created (and built, and run); 1 created, but the build or the smoke run
     /// failed (the files stay, to fix), or the files could not be written; 2 bad usage or an
     /// unusable source, and nothing was written.
     New(NewArgs),
+    /// Build a snippet with the snippets crate: link it in when it compiles, else leave it a draft.
+    ///
+    /// NAME is the snippet's profile name (its directory is inference_profiling/snippets/<NAME
+    /// with - as _>) or its directory. Builds inference-profiling with the snippet included. When
+    /// that compiles, the snippet is linked in (a draft no longer: its DRAFT file is removed);
+    /// when its files do not compile, the compiler's messages about them are printed and it
+    /// becomes (or stays) a draft, which nothing compiles, so every other target still builds. A
+    /// snippet dropped in with only a target.rs gets a Cargo.toml: a crate of its own.
+    ///
+    /// Exit codes: 0 it builds and is linked in (and, with --smoke, ran); 1 it does not build (a
+    /// draft now) or the build failed elsewhere; 2 no such snippet.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The snippet: its profile name, or its directory.
+    name: String,
+    /// Also run its target once (no warmup, one measured pass) on its config.yaml.
+    #[arg(long)]
+    smoke: bool,
 }
 
 #[derive(Debug, Args)]
@@ -91,7 +114,7 @@ struct NewArgs {
     /// Create the snippet in DIR (which must not exist) instead of inference_profiling/snippets/.
     #[arg(long, value_name = "DIR")]
     directory: Option<PathBuf>,
-    /// Do not build the snippets crate afterwards.
+    /// Do not build the snippet afterwards: it stays a draft until `profile-cli check NAME`.
     #[arg(long)]
     no_check: bool,
     /// Also run the new target once (no warmup, one measured pass) on its config.
@@ -206,7 +229,8 @@ pub fn main_with(
     let result = match cli.command {
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
-        Command::New(new_args) => new(new_args, workspace_root, out, err),
+        Command::New(new_args) => snippets::new(new_args, workspace_root, out, err),
+        Command::Check(check_args) => snippets::check(check_args, workspace_root, out, err),
     };
     match result {
         Ok(code) => code,
@@ -258,6 +282,9 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
             writeln!(out, "{}", line.trim_end())?;
         }
     }
+    if !json {
+        list_drafts(inference_profiling::DRAFTS, out)?;
+    }
     let missing = registry::unavailable();
     if !json && !missing.is_empty() {
         let mut features: Vec<&str> = missing.iter().map(|u| u.feature).collect();
@@ -297,6 +324,44 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
     Ok(EXIT_OK)
 }
 
+/// The drafts section of `list`: each draft's name, directory and reason.
+fn list_drafts(drafts: &[inference_profiling::Draft], out: &mut dyn Write) -> anyhow::Result<()> {
+    if drafts.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "drafts, not compiled (`profile-cli check NAME` builds one and links it in):"
+    )?;
+    let name_width = drafts.iter().map(|d| d.target.len()).max().unwrap_or(0);
+    let places: Vec<String> = drafts
+        .iter()
+        .map(|d| format!("inference_profiling/snippets/{}/", d.directory))
+        .collect();
+    let place_width = places.iter().map(String::len).max().unwrap_or(0);
+    for (draft, place) in drafts.iter().zip(&places) {
+        writeln!(
+            out,
+            "  {:name_width$}  {place:place_width$}  {}",
+            draft.target,
+            draft.summary()
+        )?;
+    }
+    Ok(())
+}
+
+/// Why `run` refuses `name`, when it is a draft's target.
+fn draft_refusal(name: &str) -> Option<String> {
+    let draft = inference_profiling::DRAFTS
+        .iter()
+        .find(|d| d.target == name)?;
+    Some(format!(
+        "`{name}` is a draft, not compiled (inference_profiling/snippets/{dir}/DRAFT): {}; fix inference_profiling/snippets/{dir}/target.rs, then: scripts/profile check {name}",
+        draft.summary(),
+        dir = draft.directory
+    ))
+}
+
 /// Where `run` writes: human text on stdout, or on stderr with `--json`,
 /// which keeps stdout for the one JSON document.
 struct Streams<'a> {
@@ -317,16 +382,20 @@ impl Streams<'_> {
     /// A refusal or failure: one `error:` line on stderr, and with `--json`
     /// the document saying so.
     fn fail(&mut self, error: &SessionError) -> anyhow::Result<u8> {
-        writeln!(self.err, "error: {error}")?;
+        self.refuse(&error.to_string(), error.exit_code())
+    }
+
+    fn refuse(&mut self, message: &str, code: u8) -> anyhow::Result<u8> {
+        writeln!(self.err, "error: {message}")?;
         if self.json {
             let document = serde_json::json!({
                 "manifest_path": null,
                 "status": "refused",
-                "error": error.to_string(),
+                "error": message,
             });
             writeln!(self.out, "{document}")?;
         }
-        Ok(error.exit_code())
+        Ok(code)
     }
 }
 
@@ -367,6 +436,10 @@ fn run(
     };
     let planned = match session::plan(&request) {
         Ok(planned) => planned,
+        Err(SessionError::UnknownTarget { name, .. }) if draft_refusal(&name).is_some() => {
+            let message = draft_refusal(&name).unwrap_or_default();
+            return streams.refuse(&message, EXIT_USAGE);
+        }
         Err(error) => return streams.fail(&error),
     };
 
@@ -466,214 +539,4 @@ fn run(
         writeln!(streams.out, "{document}")?;
     }
     Ok(code)
-}
-
-fn new(args: NewArgs, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
-    let from = match args.from.parse::<SourceSpec>() {
-        Ok(from) => from,
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(error.exit_code());
-        }
-    };
-    let request = NewSnippet {
-        name: args.name,
-        from,
-        data_source: args.data_source,
-        device: args.device,
-        directory: args.directory,
-        workspace_root: root.to_path_buf(),
-    };
-    let created = match snippet::create(&request) {
-        Ok(created) => created,
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(error.exit_code());
-        }
-    };
-    let report = &created.report;
-    let shown = &report.directory_display;
-    let files: Vec<&str> = created.files.iter().map(|(name, _)| *name).collect();
-    writeln!(out, "created {shown}/: {}", files.join(", "))?;
-    let range = match &report.instrumentation {
-        Instrumentation::KeptAttribute => "its #[nvtx_range] kept".to_owned(),
-        Instrumentation::AddedAttribute => "#[nvtx_range] added".to_owned(),
-        Instrumentation::Statements { name, first, last } => {
-            format!("a range `{name}` around lines {first}-{last}")
-        }
-    };
-    writeln!(
-        out,
-        "  copied `{}` ({}:{}-{}), {range}",
-        report.item, report.source, report.lines.0, report.lines.1
-    )?;
-    for (parameter, source) in &report.mapped {
-        writeln!(out, "  prepare: `{parameter}` is {source}")?;
-    }
-    for warning in &report.warnings {
-        writeln!(err, "warning: {warning}")?;
-    }
-    if let Some(note) = &report.range_note {
-        writeln!(err, "note: {note}")?;
-    }
-    if !report.left_out.is_empty() {
-        writeln!(
-            err,
-            "note: left out imports of the source module the copy does not name; add back any of these that is a trait whose methods it calls: {}",
-            report.left_out.join(", ")
-        )?;
-    }
-    let mut todo: Vec<String> = report
-        .unresolved
-        .iter()
-        .map(|u| format!("`{}`: {}", u.name, u.reason))
-        .collect();
-    todo.extend(
-        report
-            .unmapped
-            .iter()
-            .map(|p| format!("map `{p}` in prepare: the types do not say where it comes from")),
-    );
-    if report.needs_factory {
-        todo.push("write build_target: it makes the `self` of the copied method".to_owned());
-    }
-    if !todo.is_empty() {
-        writeln!(out, "to resolve (README.md lists them too):")?;
-        for item in &todo {
-            writeln!(out, "  - {item}")?;
-        }
-    }
-
-    let mut code = EXIT_OK;
-    match (&report.snippets_crate, args.no_check, args.smoke) {
-        (_, true, false) => {}
-        (None, _, _) => writeln!(
-            err,
-            "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
-        )?,
-        (Some(krate), no_check, smoke) => {
-            if !no_check {
-                code = code.max(build_check(krate, &created.directory, out, err)?);
-            }
-            if smoke && code == EXIT_OK {
-                code = code.max(smoke_check(krate, &created.directory, out, err)?);
-            }
-        }
-    }
-    match &report.move_to {
-        Some(place) => writeln!(
-            out,
-            "next: mv {shown} {place}, edit {place}/target.rs, then: scripts/profile run --config {} --run-id smoke",
-            report.config_display
-        )?,
-        None => writeln!(
-            out,
-            "next: edit {shown}/target.rs, then: scripts/profile run --config {} --run-id smoke",
-            report.config_display
-        )?,
-    }
-    Ok(code)
-}
-
-fn build_check(
-    krate: &SnippetsCrate,
-    directory: &Path,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> anyhow::Result<u8> {
-    writeln!(out, "building: {}", snippet::check_command(krate))?;
-    let check = match snippet::check_build(krate, directory) {
-        Ok(check) => check,
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(EXIT_TARGET_FAILED);
-        }
-    };
-    let errors = check
-        .in_snippet
-        .iter()
-        .filter(|d| d.level == "error")
-        .count();
-    let warnings = check.in_snippet.len() - errors;
-    for diagnostic in &check.in_snippet {
-        write!(err, "{}", diagnostic.rendered)?;
-    }
-    if !check.elsewhere.is_empty() {
-        writeln!(
-            err,
-            "{} error(s) outside the new snippet, so the crate did not build for another reason:",
-            check.elsewhere.len()
-        )?;
-        for diagnostic in &check.elsewhere {
-            write!(err, "{}", diagnostic.rendered)?;
-        }
-    }
-    if check.success {
-        let warned = if warnings == 0 {
-            String::new()
-        } else {
-            format!(", with {warnings} warning(s) in the new files (above)")
-        };
-        writeln!(
-            out,
-            "  {} builds with the new snippet{warned}",
-            krate.package
-        )?;
-        return Ok(EXIT_OK);
-    }
-    if errors > 0 {
-        writeln!(
-            err,
-            "error: {} does not build with the new snippet ({errors} error(s) in its files, above): fix {}/target.rs, or remove the directory; until then nothing that links {} builds",
-            krate.package,
-            directory.display(),
-            krate.package
-        )?;
-    } else if !check.elsewhere.is_empty() {
-        writeln!(
-            err,
-            "error: {} does not build, for reasons outside the new snippet (above)",
-            krate.package
-        )?;
-    } else {
-        write!(err, "{}", check.cargo_stderr)?;
-        writeln!(err, "error: `{}` failed (above)", check.command)?;
-    }
-    Ok(EXIT_TARGET_FAILED)
-}
-
-fn smoke_check(
-    krate: &SnippetsCrate,
-    directory: &Path,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> anyhow::Result<u8> {
-    let release = profiling_core::host::build_profile() == "release";
-    let config = directory.join("config.yaml");
-    writeln!(
-        out,
-        "smoke run: {}",
-        snippet::smoke_command(krate, &config, release)
-    )?;
-    let run = match snippet::smoke_run(krate, &config, release) {
-        Ok(run) => run,
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(EXIT_TARGET_FAILED);
-        }
-    };
-    for line in run.stdout.lines() {
-        writeln!(out, "  {line}")?;
-    }
-    write!(err, "{}", run.stderr)?;
-    if run.success {
-        Ok(EXIT_OK)
-    } else {
-        writeln!(
-            err,
-            "error: the smoke run of the new target failed (above): see what is left to resolve in {}/README.md",
-            directory.display()
-        )?;
-        Ok(EXIT_TARGET_FAILED)
-    }
 }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::snippet_crate::{self, draft_reason, mark_draft, set_included, unmark_draft};
 use super::{SnippetError, SnippetsCrate};
 
 /// The package and binary that run targets.
@@ -142,6 +143,113 @@ fn lies_in(file: &str, directory: &Path, crate_dir: &Path) -> bool {
             .canonicalize()
             .unwrap_or_else(|_| candidate.clone())
             .starts_with(directory)
+    })
+}
+
+/// What [`check_snippet`] did.
+#[derive(Debug, Clone)]
+pub struct SnippetCheck {
+    pub build: BuildCheck,
+    /// The snippet got its `Cargo.toml` now: it was compiled into the
+    /// snippets crate as a module.
+    pub made_crate: bool,
+    /// Its `DRAFT` file before the check, when it was a draft.
+    pub was_draft: Option<String>,
+    /// What it is now.
+    pub state: SnippetState,
+}
+
+/// Whether the snippets crate links a snippet in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnippetState {
+    /// It builds: the snippets crate depends on it.
+    Included,
+    /// It does not build: left out, with this `DRAFT` file.
+    Draft(PathBuf),
+    /// The build failed for reasons outside the snippet: left as it was
+    /// (a draft when it was one).
+    Unchanged,
+}
+
+/// Builds the snippets crate with the snippet in `directory` included.
+/// When that compiles, the snippet stays in (its `DRAFT` file, if any,
+/// removed); when its own files do not compile, it becomes a draft that
+/// nothing depends on, its `DRAFT` file saying why; when the build fails
+/// elsewhere, it is left as it was. A snippet without a `Cargo.toml` (one
+/// dropped in by hand) gets one first: from then on it is a crate of its
+/// own.
+pub fn check_snippet(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    profile: &str,
+) -> Result<SnippetCheck, SnippetError> {
+    let manifest = directory.join("Cargo.toml");
+    let made_crate = !manifest.is_file();
+    if made_crate {
+        let text = snippet_crate::manifest(krate, directory, profile)?;
+        std::fs::write(&manifest, text).map_err(|source| SnippetError::Write {
+            path: manifest.clone(),
+            source,
+        })?;
+    }
+    let was_draft = draft_reason(directory);
+    let was_included = snippet_crate::is_included(krate, directory)?;
+    // Back to how it was, when the build cannot say anything of the snippet.
+    let restore = || -> Result<(), SnippetError> {
+        if let Some(text) = &was_draft {
+            set_included(krate, directory, false)?;
+            let path = directory.join(snippet_crate::DRAFT_FILE);
+            std::fs::write(&path, text)
+                .map_err(|source| SnippetError::Write { path, source })?;
+        } else {
+            set_included(krate, directory, was_included)?;
+        }
+        Ok(())
+    };
+    unmark_draft(directory)?;
+    set_included(krate, directory, true)?;
+    let build = match check_build(krate, directory) {
+        Ok(build) => build,
+        Err(error) => {
+            restore()?;
+            return Err(error);
+        }
+    };
+    let errors: Vec<&Diagnostic> = build
+        .in_snippet
+        .iter()
+        .filter(|d| d.level == "error")
+        .collect();
+    let state = if build.success {
+        SnippetState::Included
+    } else if let Some(first) = errors.first() {
+        set_included(krate, directory, false)?;
+        let headline = first.rendered.lines().next().unwrap_or("").trim();
+        let place = match (&first.file, first.line) {
+            (Some(file), Some(line)) => {
+                let name = Path::new(file).file_name().map_or_else(
+                    || file.clone(),
+                    |name| name.to_string_lossy().into_owned(),
+                );
+                format!(" ({name}:{line})")
+            }
+            _ => String::new(),
+        };
+        let reason = format!(
+            "does not build: {} error(s) in its files, the first: {headline}{place}",
+            errors.len()
+        );
+        let details: String = errors.iter().map(|d| d.rendered.as_str()).collect();
+        SnippetState::Draft(mark_draft(directory, profile, &reason, &details)?)
+    } else {
+        restore()?;
+        SnippetState::Unchanged
+    };
+    Ok(SnippetCheck {
+        build,
+        made_crate,
+        was_draft,
+        state,
     })
 }
 

@@ -27,16 +27,22 @@ mod names;
 mod render;
 mod scaffold;
 mod select;
+mod snippet_crate;
 mod source;
 
 use std::path::{Path, PathBuf};
 
 pub use check::{
-    check_build, check_command, smoke_command, smoke_run, BuildCheck, Diagnostic, SmokeRun,
+    check_build, check_command, check_snippet, smoke_command, smoke_run, BuildCheck, Diagnostic,
+    SmokeRun, SnippetCheck, SnippetState,
 };
 pub use copy::Instrumentation;
 pub use names::Unresolved;
 pub use select::{Selector, SourceSpec};
+pub use snippet_crate::{
+    draft_reason, is_included, manifest as snippet_manifest, mark_draft, package_name,
+    set_included, unmark_draft, DRAFT_FILE,
+};
 
 use profiling_core::config::check_profile_name;
 use profiling_core::device::Device;
@@ -95,6 +101,14 @@ pub enum SnippetError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A `Cargo.toml` that cannot be read as the snippet crates need.
+    #[error("{0}")]
+    Manifest(String),
     /// cargo could not be started for the build check or the smoke run.
     #[error("cannot run `{command}`: {source}")]
     Cargo {
@@ -107,7 +121,10 @@ impl SnippetError {
     /// 2 for bad usage or an unusable source; 1 when writing or cargo failed.
     pub fn exit_code(&self) -> u8 {
         match self {
-            SnippetError::Write { .. } | SnippetError::Cargo { .. } => 1,
+            SnippetError::Write { .. }
+            | SnippetError::Read { .. }
+            | SnippetError::Manifest(_)
+            | SnippetError::Cargo { .. } => 1,
             _ => 2,
         }
     }
@@ -356,7 +373,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         snippets_crate,
         move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
     };
-    let files = vec![
+    let mut files = vec![
         (
             "target.rs",
             render::target_rs(&report, &copied, &imports, &target),
@@ -364,6 +381,21 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         ("config.yaml", render::config_yaml(&report, &target)),
         ("README.md", render::readme(&report, &copied, &target)),
     ];
+    // In a snippets crate: a crate of its own, a draft until checked.
+    if let Some(krate) = &report.snippets_crate {
+        files.push((
+            "Cargo.toml",
+            snippet_crate::manifest(krate, &directory, &request.name)?,
+        ));
+        files.push((
+            DRAFT_FILE,
+            snippet_crate::draft_text(
+                &request.name,
+                "not checked yet: `profile-cli new` made it and has not built it",
+                "",
+            ),
+        ));
+    }
     Ok(Generated {
         directory,
         files,
@@ -371,7 +403,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     })
 }
 
-/// Generates the snippet and writes it: all three files, or nothing.
+/// Generates the snippet and writes it: all its files, or nothing.
 pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
     let generated = generate(request)?;
     write_all_or_nothing(&generated.directory, &generated.files)?;

@@ -145,48 +145,37 @@ pub(crate) struct Manifest {
 }
 
 impl Manifest {
-    /// Reads the `Cargo.toml` in `dir`; `None` when there is none.
+    /// Reads the `Cargo.toml` in `dir`; `None` when there is none or it
+    /// is not TOML. Path dependencies under `snippets/` (snippet crates)
+    /// are not counted: a snippet does not name another.
     pub fn read(dir: &Path) -> Option<Manifest> {
         let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
-        let mut manifest = Manifest {
-            dir: dir.to_path_buf(),
-            ..Manifest::default()
+        let document: toml_edit::DocumentMut = text.parse().ok()?;
+        let string = |table: &str, key: &str| {
+            document
+                .get(table)?
+                .get(key)?
+                .as_str()
+                .map(str::to_owned)
         };
-        let mut section = String::new();
-        for line in text.lines() {
-            let line = line.trim();
-            if line.starts_with('#') || line.is_empty() {
-                continue;
-            }
-            if line.starts_with('[') {
-                section = line
-                    .trim_matches(|c| c == '[' || c == ']')
-                    .trim()
-                    .to_owned();
-                if let Some(name) = section.strip_prefix("dependencies.") {
-                    manifest
-                        .dependencies
-                        .push(crate_ident(name.trim_matches('"')));
-                }
-                continue;
-            }
-            let Some((key, value)) = line.split_once('=') else {
-                continue;
-            };
-            let key = key.trim().trim_matches('"');
-            let string = || value.trim().trim_matches('"').to_owned();
-            match section.as_str() {
-                "package" if key == "name" => manifest.package = Some(string()),
-                "lib" if key == "name" => manifest.lib_name = Some(string()),
-                "lib" if key == "path" => manifest.lib_path = Some(string()),
-                "dependencies" => {
-                    let name = key.split('.').next().unwrap_or(key).trim_matches('"');
-                    manifest.dependencies.push(crate_ident(name));
-                }
-                _ => {}
-            }
-        }
-        Some(manifest)
+        let dependencies = document
+            .get("dependencies")
+            .and_then(toml_edit::Item::as_table_like)
+            .map(|table| {
+                table
+                    .iter()
+                    .filter(|(_, spec)| !crate::snippet_crate::is_snippet_path(spec))
+                    .map(|(name, _)| crate_ident(name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Manifest {
+            dir: dir.to_path_buf(),
+            package: string("package", "name"),
+            lib_name: string("lib", "name"),
+            lib_path: string("lib", "path"),
+            dependencies,
+        })
     }
 
     /// The manifest of the package `file` belongs to: the nearest

@@ -605,3 +605,98 @@ fn bad_names_specs_and_options_are_usage_errors() {
         "{error}"
     );
 }
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn example_candidate_has_the_generated_manifest() {
+    let directory = workspace_root().join("inference_profiling/snippets/example_candidate");
+    let krate = snippet::SnippetsCrate::of_directory(&directory).unwrap();
+    let generated = snippet::snippet_manifest(&krate, &directory, "example-candidate").unwrap();
+    let committed = std::fs::read_to_string(directory.join("Cargo.toml")).unwrap();
+    assert!(
+        generated == committed,
+        "inference_profiling/snippets/example_candidate/Cargo.toml is not what `new` makes:\n{generated}"
+    );
+}
+
+#[test]
+fn a_snippet_crate_takes_the_snippets_crate_s_dependencies_and_features() {
+    let fixture = Fixture::new();
+    let host = fixture.root().join("host");
+    std::fs::write(
+        host.join("Cargo.toml"),
+        "[package]\nname = \"host-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nfixture-ops = { path = \"../fixture\", features = [\"fast\"] }\n\
+         profiling-core.workspace = true\nsnippet-old = { path = \"snippets/old\" }\n\n\
+         [features]\ngpu = [\"profiling-core/tch\", \"snippet-old/gpu\"]\n",
+    )
+    .unwrap();
+    let directory = host.join("snippets/my_copy");
+    let krate = snippet::SnippetsCrate::of_directory(&directory).unwrap();
+    let manifest = snippet::snippet_manifest(&krate, &directory, "my-copy").unwrap();
+    let body = manifest.split("\n[package]").nth(1).unwrap();
+    assert_eq!(
+        body,
+        "\nname = \"snippet-my-copy\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [lib]\npath = \"target.rs\"\n\n\
+         [dependencies]\nfixture-ops = { path = \"../../../fixture\", features = [\"fast\"] }\n\
+         profiling-core.workspace = true\n\n\
+         [features]\ngpu = [\"profiling-core/tch\"]\n"
+    );
+    assert!(manifest.starts_with("# The snippet `my-copy` as a crate of its own"));
+}
+
+#[test]
+fn including_a_snippet_crate_adds_its_dependency_and_forwards_features() {
+    let fixture = Fixture::new();
+    let host = fixture.root().join("host");
+    let original = "[package]\nname = \"host-snippets\"\nversion = \"0.1.0\"\n\n\
+                    [dependencies]\n# kept\nprofiling-core.workspace = true\n\n\
+                    [features]\ngpu = [\"profiling-core/tch\"]\nother = []\n";
+    std::fs::write(host.join("Cargo.toml"), original).unwrap();
+    let directory = host.join("snippets/my_copy");
+    std::fs::create_dir_all(&directory).unwrap();
+    let krate = snippet::SnippetsCrate::of_directory(&directory).unwrap();
+    let manifest = snippet::snippet_manifest(&krate, &directory, "my-copy").unwrap();
+    std::fs::write(directory.join("Cargo.toml"), manifest).unwrap();
+
+    assert!(!snippet::is_included(&krate, &directory).unwrap());
+    assert!(snippet::set_included(&krate, &directory, true).unwrap());
+    let included = std::fs::read_to_string(host.join("Cargo.toml")).unwrap();
+    assert_eq!(
+        included,
+        "[package]\nname = \"host-snippets\"\nversion = \"0.1.0\"\n\n\
+         [dependencies]\n# kept\nprofiling-core.workspace = true\n\
+         snippet-my-copy = { path = \"snippets/my_copy\" }\n\n\
+         [features]\ngpu = [\"profiling-core/tch\", \"snippet-my-copy/gpu\"]\n\
+         other = [\"snippet-my-copy/other\"]\n"
+    );
+    assert!(snippet::is_included(&krate, &directory).unwrap());
+    assert!(
+        !snippet::set_included(&krate, &directory, true).unwrap(),
+        "a second inclusion changes nothing"
+    );
+    assert!(snippet::set_included(&krate, &directory, false).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(host.join("Cargo.toml")).unwrap(),
+        original,
+        "leaving it out restores the manifest"
+    );
+}
+
+#[test]
+fn a_draft_file_says_why_first() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(snippet::draft_reason(dir.path()), None);
+    let path = snippet::mark_draft(dir.path(), "my-copy", "does not build: 1 error", "error[E0425]: x\n").unwrap();
+    assert_eq!(path, dir.path().join("DRAFT"));
+    let text = snippet::draft_reason(dir.path()).unwrap();
+    assert_eq!(text.lines().next(), Some("does not build: 1 error"));
+    assert!(text.contains("`profile-cli check my-copy`"), "{text}");
+    assert!(text.ends_with("error[E0425]: x\n"), "{text}");
+    assert!(snippet::unmark_draft(dir.path()).unwrap());
+    assert!(!snippet::unmark_draft(dir.path()).unwrap());
+}

@@ -1,0 +1,343 @@
+//! A snippet as a crate of its own, and drafts.
+//!
+//! A snippet directory under `<snippets crate>/snippets/` that holds a
+//! `Cargo.toml` is a crate (`snippet-<directory>`, its library root
+//! `target.rs`), so that editing one snippet rebuilds that crate alone. The
+//! snippets crate (`inference-profiling`) links it in by depending on it:
+//! `snippet-x = { path = "snippets/x" }` in its `[dependencies]`, which its
+//! build script turns into `pub use snippet_x as x;`.
+//!
+//! A snippet that does not build is a *draft*: its directory holds a `DRAFT`
+//! file, whose first line says why, and nothing depends on it, so it breaks
+//! no other build. [`check`](crate::check_snippet) builds the snippets crate
+//! with it included and, when that compiles, removes the file.
+//!
+//! The snippet crate's dependencies and features are those of the snippets
+//! crate (its own manifest is the template): a snippet can name what a
+//! snippet compiled into the snippets crate could.
+
+use std::path::{Path, PathBuf};
+
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
+
+use super::{SnippetError, SnippetsCrate};
+
+/// The file that makes a snippet directory a draft.
+pub const DRAFT_FILE: &str = "DRAFT";
+
+/// The package name of the crate of snippet directory `directory`:
+/// `snippet-` and the directory name, characters outside `[A-Za-z0-9]` as
+/// `-`.
+pub fn package_name(directory: &str) -> String {
+    let name: String = directory
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("snippet-{}", name.trim_matches('-'))
+}
+
+/// Whether a dependency spec is a path into `snippets/` (a snippet crate).
+pub(crate) fn is_snippet_path(spec: &Item) -> bool {
+    spec.get("path")
+        .and_then(Item::as_str)
+        .is_some_and(|path| Path::new(path).starts_with("snippets"))
+}
+
+fn read_manifest(path: &Path) -> Result<DocumentMut, SnippetError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SnippetError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    text.parse().map_err(|error: toml_edit::TomlError| {
+        SnippetError::Manifest(format!("{}: {}", path.display(), error.to_string().trim()))
+    })
+}
+
+fn write(path: &Path, text: &str) -> Result<(), SnippetError> {
+    std::fs::write(path, text).map_err(|source| SnippetError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The `Cargo.toml` of the snippet crate in `directory` (a directory of
+/// `krate`'s `snippets/`) that profiles `profile`.
+pub fn manifest(krate: &SnippetsCrate, directory: &Path, profile: &str) -> Result<String, SnippetError> {
+    let template = read_manifest(&krate.dir.join("Cargo.toml"))?;
+    let dir_name = directory_name(directory)?;
+    let mut document = DocumentMut::new();
+    document.decor_mut().set_prefix(crate::render::wrap(
+        &format!(
+            "The snippet `{profile}` as a crate of its own: editing it rebuilds it alone. \
+             `profile-cli check {profile}` builds it and links it into {package}, or leaves \
+             it a draft (a {DRAFT_FILE} file here) while it does not build. Its dependencies \
+             and features are those of {package}.",
+            package = krate.package
+        ),
+        76,
+        "# ",
+    ) + "\n");
+
+    let mut package = Table::new();
+    package.insert("name", toml_edit::value(package_name(&dir_name)));
+    package.insert("version", toml_edit::value("0.1.0"));
+    if let Some(template_package) = template.get("package").and_then(Item::as_table_like) {
+        for key in ["edition", "rust-version"] {
+            if let Some(item) = template_package.get(key) {
+                package.insert(key, item.clone());
+            }
+        }
+    }
+    package.insert("publish", toml_edit::value(false));
+    document.insert("package", Item::Table(package));
+
+    let mut lib = Table::new();
+    lib.insert("path", toml_edit::value("target.rs"));
+    document.insert("lib", Item::Table(lib));
+
+    let mut copied = Vec::new();
+    for section in ["dependencies", "dev-dependencies"] {
+        let Some(dependencies) = template.get(section).and_then(Item::as_table_like) else {
+            continue;
+        };
+        let mut table = Table::new();
+        for (name, spec) in dependencies.iter() {
+            if is_snippet_path(spec) {
+                continue;
+            }
+            let mut spec = spec.clone();
+            rebase_path(&mut spec);
+            table.insert(name, spec);
+            copied.push(name.to_owned());
+        }
+        if !table.is_empty() {
+            document.insert(section, Item::Table(table));
+        }
+    }
+    if let Some(features) = template.get("features").and_then(Item::as_table_like) {
+        let mut table = Table::new();
+        for (feature, enables) in features.iter() {
+            let Some(enables) = enables.as_array() else {
+                continue;
+            };
+            // What the feature turns on in the crates the snippet depends
+            // on; other snippets' features are theirs.
+            let kept: Array = enables
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|entry| {
+                    let krate = entry.split('/').next().unwrap_or(entry);
+                    let krate = krate.trim_start_matches("dep:").trim_end_matches('?');
+                    copied.iter().any(|c| c == krate)
+                })
+                .collect();
+            table.insert(feature, toml_edit::value(kept));
+        }
+        if !table.is_empty() {
+            document.insert("features", Item::Table(table));
+        }
+    }
+    Ok(document.to_string())
+}
+
+/// A relative `path` of a dependency spec, from the snippets crate's
+/// directory, made relative to a snippet directory two levels below it.
+fn rebase_path(spec: &mut Item) {
+    let Some(table) = spec.as_table_like_mut() else {
+        return;
+    };
+    let Some(path) = table.get("path").and_then(Item::as_str) else {
+        return;
+    };
+    if Path::new(path).is_absolute() {
+        return;
+    }
+    let rebased = Path::new("../..").join(path);
+    let rebased = rebased.to_string_lossy().into_owned();
+    match table.get_mut("path") {
+        Some(Item::Value(value)) => *value = Value::from(rebased),
+        Some(item) => *item = toml_edit::value(rebased),
+        None => {}
+    }
+}
+
+fn directory_name(directory: &Path) -> Result<String, SnippetError> {
+    directory
+        .file_name()
+        .and_then(|name| name.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            SnippetError::Usage(format!(
+                "{}: a snippet directory needs a UTF-8 name",
+                directory.display()
+            ))
+        })
+}
+
+/// Whether `krate` depends on the snippet crate in `directory`.
+pub fn is_included(krate: &SnippetsCrate, directory: &Path) -> Result<bool, SnippetError> {
+    let document = read_manifest(&krate.dir.join("Cargo.toml"))?;
+    let path = dependency_path(directory)?;
+    Ok(document
+        .get("dependencies")
+        .and_then(Item::as_table_like)
+        .is_some_and(|table| {
+            table
+                .iter()
+                .any(|(_, spec)| spec.get("path").and_then(Item::as_str) == Some(path.as_str()))
+        }))
+}
+
+fn dependency_path(directory: &Path) -> Result<String, SnippetError> {
+    Ok(format!("snippets/{}", directory_name(directory)?))
+}
+
+/// Makes `krate` depend on the snippet crate in `directory` (`include`),
+/// or no longer; each feature of the snippet crate that `krate` also has
+/// is forwarded to it. Returns whether the manifest changed.
+pub fn set_included(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    include: bool,
+) -> Result<bool, SnippetError> {
+    let manifest_path = krate.dir.join("Cargo.toml");
+    let mut document = read_manifest(&manifest_path)?;
+    let path = dependency_path(directory)?;
+    let snippet = read_manifest(&directory.join("Cargo.toml"))?;
+    let package = snippet
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(Item::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            SnippetError::Manifest(format!(
+                "{}: no `[package] name`",
+                directory.join("Cargo.toml").display()
+            ))
+        })?;
+    let before = document.to_string();
+
+    let dependencies = document
+        .entry("dependencies")
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            SnippetError::Manifest(format!(
+                "{}: `dependencies` is not a table",
+                manifest_path.display()
+            ))
+        })?;
+    let stale: Vec<String> = dependencies
+        .iter()
+        .filter(|(_, spec)| spec.get("path").and_then(Item::as_str) == Some(path.as_str()))
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    for name in &stale {
+        dependencies.remove(name);
+    }
+    if include {
+        let mut spec = InlineTable::new();
+        spec.insert("path", Value::from(path.as_str()));
+        dependencies.insert(&package, Item::Value(Value::InlineTable(spec)));
+    }
+
+    let snippet_features: Vec<String> = snippet
+        .get("features")
+        .and_then(Item::as_table_like)
+        .map(|f| f.iter().map(|(name, _)| name.to_owned()).collect())
+        .unwrap_or_default();
+    if let Some(features) = document.get_mut("features").and_then(Item::as_table_like_mut) {
+        for (feature, enables) in features.iter_mut() {
+            let Some(enables) = enables.as_array_mut() else {
+                continue;
+            };
+            let forwarded = format!("{package}/{feature}");
+            enables.retain(|entry| {
+                entry.as_str().is_none_or(|entry| {
+                    let krate = entry.split('/').next().unwrap_or(entry);
+                    !stale.iter().any(|s| s == krate) && krate != package
+                })
+            });
+            if include && snippet_features.iter().any(|f| f.as_str() == feature.get()) {
+                enables.push(forwarded.as_str());
+            }
+        }
+    }
+
+    let after = document.to_string();
+    if after == before {
+        return Ok(false);
+    }
+    write(&manifest_path, &after)?;
+    Ok(true)
+}
+
+/// The text of `directory`'s `DRAFT` file, when it is a draft.
+pub fn draft_reason(directory: &Path) -> Option<String> {
+    std::fs::read_to_string(directory.join(DRAFT_FILE)).ok()
+}
+
+/// The text of a `DRAFT` file: `reason` (one line) first, then what to
+/// do, then `details`.
+pub(crate) fn draft_text(profile: &str, reason: &str, details: &str) -> String {
+    let mut text = format!(
+        "{reason}\n\n\
+         This snippet is a draft: nothing compiles it, so it breaks no other build.\n\
+         Fix target.rs, then `profile-cli check {profile}` builds it and, when it\n\
+         compiles, removes this file and links it in.\n"
+    );
+    if !details.trim().is_empty() {
+        text.push('\n');
+        text.push_str(details.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+/// Makes `directory` a draft: its `DRAFT` file says `reason` (one line)
+/// first, then `details`.
+pub fn mark_draft(
+    directory: &Path,
+    profile: &str,
+    reason: &str,
+    details: &str,
+) -> Result<PathBuf, SnippetError> {
+    let path = directory.join(DRAFT_FILE);
+    write(&path, &draft_text(profile, reason, details))?;
+    Ok(path)
+}
+
+/// Removes `directory`'s `DRAFT` file; whether there was one.
+pub fn unmark_draft(directory: &Path) -> Result<bool, SnippetError> {
+    let path = directory.join(DRAFT_FILE);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(SnippetError::Write { path, source }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_names_keep_letters_and_digits() {
+        assert_eq!(package_name("example_candidate"), "snippet-example-candidate");
+        assert_eq!(package_name("v2.nms"), "snippet-v2-nms");
+    }
+
+    #[test]
+    fn only_paths_into_snippets_are_snippet_crates() {
+        let document: DocumentMut = "[dependencies]\na = { path = \"snippets/a\" }\nb = { path = \"../b\" }\nc.workspace = true\n"
+            .parse()
+            .unwrap();
+        let deps = document["dependencies"].as_table_like().unwrap();
+        let snippet: Vec<&str> = deps
+            .iter()
+            .filter(|(_, spec)| is_snippet_path(spec))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(snippet, ["a"]);
+    }
+}

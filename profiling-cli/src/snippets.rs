@@ -1,0 +1,344 @@
+//! The snippet commands: `new` copies a production function into a
+//! snippet, `check` builds a snippet and links it in or leaves it a draft.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use profiling_extract::{
+    self as snippet, Diagnostic, Instrumentation, NewSnippet, SnippetCheck, SnippetState,
+    SnippetsCrate, SourceSpec,
+};
+
+use crate::{CheckArgs, NewArgs, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+
+pub(crate) fn new(args: NewArgs, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    let from = match args.from.parse::<SourceSpec>() {
+        Ok(from) => from,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    let request = NewSnippet {
+        name: args.name,
+        from,
+        data_source: args.data_source,
+        device: args.device,
+        directory: args.directory,
+        workspace_root: root.to_path_buf(),
+    };
+    let created = match snippet::create(&request) {
+        Ok(created) => created,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    let report = &created.report;
+    let shown = &report.directory_display;
+    let files: Vec<&str> = created.files.iter().map(|(name, _)| *name).collect();
+    writeln!(out, "created {shown}/: {}", files.join(", "))?;
+    let range = match &report.instrumentation {
+        Instrumentation::KeptAttribute => "its #[nvtx_range] kept".to_owned(),
+        Instrumentation::AddedAttribute => "#[nvtx_range] added".to_owned(),
+        Instrumentation::Statements { name, first, last } => {
+            format!("a range `{name}` around lines {first}-{last}")
+        }
+    };
+    writeln!(
+        out,
+        "  copied `{}` ({}:{}-{}), {range}",
+        report.item, report.source, report.lines.0, report.lines.1
+    )?;
+    for (parameter, source) in &report.mapped {
+        writeln!(out, "  prepare: `{parameter}` is {source}")?;
+    }
+    for warning in &report.warnings {
+        writeln!(err, "warning: {warning}")?;
+    }
+    if let Some(note) = &report.range_note {
+        writeln!(err, "note: {note}")?;
+    }
+    if !report.left_out.is_empty() {
+        writeln!(
+            err,
+            "note: left out imports of the source module the copy does not name; add back any of these that is a trait whose methods it calls: {}",
+            report.left_out.join(", ")
+        )?;
+    }
+    let mut todo: Vec<String> = report
+        .unresolved
+        .iter()
+        .map(|u| format!("`{}`: {}", u.name, u.reason))
+        .collect();
+    todo.extend(
+        report
+            .unmapped
+            .iter()
+            .map(|p| format!("map `{p}` in prepare: the types do not say where it comes from")),
+    );
+    if report.needs_factory {
+        todo.push("write build_target: it makes the `self` of the copied method".to_owned());
+    }
+    if !todo.is_empty() {
+        writeln!(out, "to resolve (README.md lists them too):")?;
+        for item in &todo {
+            writeln!(out, "  - {item}")?;
+        }
+    }
+
+    let mut code = EXIT_OK;
+    match (&report.snippets_crate, args.no_check) {
+        (None, _) => writeln!(
+            err,
+            "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
+        )?,
+        (Some(_), true) => writeln!(
+            out,
+            "  a draft, not compiled, until `profile-cli check {}` builds it and links it in",
+            report.target_name
+        )?,
+        (Some(krate), false) => {
+            code = check_and_report(
+                krate,
+                &created.directory,
+                shown,
+                &report.target_name,
+                out,
+                err,
+            )?;
+            if args.smoke && code == EXIT_OK {
+                code = smoke_check(krate, &created.directory, out, err)?;
+            }
+        }
+    }
+    match &report.move_to {
+        Some(place) => writeln!(
+            out,
+            "next: mv {shown} {place}, edit {place}/target.rs, then: scripts/profile run --config {} --run-id smoke",
+            report.config_display
+        )?,
+        None if code != EXIT_OK || args.no_check => writeln!(
+            out,
+            "next: edit {shown}/target.rs, then: scripts/profile check {}",
+            report.target_name
+        )?,
+        None => writeln!(
+            out,
+            "next: edit {shown}/target.rs, then: scripts/profile run --config {} --run-id smoke",
+            report.config_display
+        )?,
+    }
+    Ok(code)
+}
+
+/// `profile-cli check NAME`.
+pub(crate) fn check(
+    args: CheckArgs,
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let Some(directory) = snippet_directory(&args.name, root) else {
+        writeln!(
+            err,
+            "error: no snippet `{}`: neither a directory with a target.rs nor a name under {}",
+            args.name,
+            root.join("inference_profiling/snippets").display()
+        )?;
+        return Ok(EXIT_USAGE);
+    };
+    let Some(krate) = SnippetsCrate::of_directory(&directory) else {
+        writeln!(
+            err,
+            "error: {} is not in the snippets/ directory of a crate, so nothing compiles it: move it there first",
+            directory.display()
+        )?;
+        return Ok(EXIT_USAGE);
+    };
+    let profile = profile_name(&directory);
+    let shown = directory
+        .strip_prefix(root)
+        .unwrap_or(&directory)
+        .display()
+        .to_string();
+    let mut code = check_and_report(&krate, &directory, &shown, &profile, out, err)?;
+    if code == EXIT_OK && args.smoke {
+        code = smoke_check(&krate, &directory, out, err)?;
+    }
+    Ok(code)
+}
+
+/// The snippet directory `name` means: a directory holding a `target.rs`,
+/// else `inference_profiling/snippets/<name with - as _>`, else the
+/// directory of the draft or registered target of that name.
+fn snippet_directory(name: &str, root: &Path) -> Option<PathBuf> {
+    let has_target = |dir: &Path| dir.join("target.rs").is_file();
+    let given = PathBuf::from(name);
+    if has_target(&given) {
+        return std::path::absolute(given).ok();
+    }
+    let snippets = root.join("inference_profiling").join("snippets");
+    let by_name = snippets.join(name.replace('-', "_"));
+    if has_target(&by_name) {
+        return Some(by_name);
+    }
+    if let Some(draft) = inference_profiling::DRAFTS.iter().find(|d| d.target == name) {
+        return Some(snippets.join(draft.directory));
+    }
+    let entry = profiling_core::registry::targets()
+        .into_iter()
+        .find(|entry| entry.name == name)?;
+    let file = entry.source_path(root);
+    let dir = file.parent()?;
+    (dir.parent()? == snippets && has_target(dir)).then(|| dir.to_path_buf())
+}
+
+/// The profile a snippet directory holds: its config's `target.name`, else
+/// the directory name with `_` as `-`.
+fn profile_name(directory: &Path) -> String {
+    std::fs::read_to_string(directory.join("config.yaml"))
+        .ok()
+        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
+        .and_then(|config| {
+            ["target", "profile"]
+                .iter()
+                .find_map(|key| config.get(key)?.get("name")?.as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| {
+            directory
+                .file_name()
+                .map(|name| name.to_string_lossy().replace('_', "-"))
+                .unwrap_or_default()
+        })
+}
+
+/// Runs [`snippet::check_snippet`] and says what came of it.
+fn check_and_report(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    shown: &str,
+    profile: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    writeln!(out, "building: {}", snippet::check_command(krate))?;
+    let check = match snippet::check_snippet(krate, directory, profile) {
+        Ok(check) => check,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    let SnippetCheck {
+        build,
+        made_crate,
+        was_draft,
+        state,
+    } = &check;
+    if *made_crate {
+        writeln!(
+            out,
+            "  {shown}/Cargo.toml written: the snippet is a crate of its own now, rebuilt alone when it changes"
+        )?;
+    }
+    let errors = build.in_snippet.iter().filter(|d| d.level == "error").count();
+    let warnings = build.in_snippet.len() - errors;
+    for diagnostic in &build.in_snippet {
+        write!(err, "{}", diagnostic.rendered)?;
+    }
+    print_elsewhere(&build.elsewhere, err)?;
+    match state {
+        SnippetState::Included => {
+            let warned = if warnings == 0 {
+                String::new()
+            } else {
+                format!(", with {warnings} warning(s) in its files (above)")
+            };
+            let promoted = if was_draft.is_some() {
+                "; no longer a draft"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "  {} builds with {shown}{warned}: linked in{promoted}",
+                krate.package
+            )?;
+            Ok(EXIT_OK)
+        }
+        SnippetState::Draft(file) => {
+            let file = file.file_name().unwrap_or_default().to_string_lossy();
+            writeln!(
+                err,
+                "error: {shown} does not build ({errors} error(s) in its files, above): it is a draft, left out of {} so that every other target still builds ({shown}/{file} says why); fix {shown}/target.rs, then: scripts/profile check {profile}",
+                krate.package,
+            )?;
+            Ok(EXIT_TARGET_FAILED)
+        }
+        SnippetState::Unchanged => {
+            if build.elsewhere.is_empty() {
+                write!(err, "{}", build.cargo_stderr)?;
+                writeln!(err, "error: `{}` failed (above)", build.command)?;
+            } else {
+                writeln!(
+                    err,
+                    "error: {} does not build, for reasons outside {shown} (above): {shown} is left as it was",
+                    krate.package
+                )?;
+            }
+            Ok(EXIT_TARGET_FAILED)
+        }
+    }
+}
+
+fn print_elsewhere(elsewhere: &[Diagnostic], err: &mut dyn Write) -> anyhow::Result<()> {
+    if !elsewhere.is_empty() {
+        writeln!(
+            err,
+            "{} error(s) outside the snippet, so the crate did not build for another reason:",
+            elsewhere.len()
+        )?;
+        for diagnostic in elsewhere {
+            write!(err, "{}", diagnostic.rendered)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the snippet's target once, through the tool rebuilt with it.
+fn smoke_check(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let release = profiling_core::host::build_profile() == "release";
+    let config = directory.join("config.yaml");
+    writeln!(
+        out,
+        "smoke run: {}",
+        snippet::smoke_command(krate, &config, release)
+    )?;
+    let run = match snippet::smoke_run(krate, &config, release) {
+        Ok(run) => run,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    for line in run.stdout.lines() {
+        writeln!(out, "  {line}")?;
+    }
+    write!(err, "{}", run.stderr)?;
+    if run.success {
+        Ok(EXIT_OK)
+    } else {
+        writeln!(
+            err,
+            "error: the smoke run of the new target failed (above): see what is left to resolve in {}/README.md",
+            directory.display()
+        )?;
+        Ok(EXIT_TARGET_FAILED)
+    }
+}
