@@ -47,6 +47,9 @@ pub struct TargetConfig {
     pub parameters: Mapping,
 }
 
+/// The names `data_source.name` accepts: the sources `data::build` builds.
+pub const KNOWN_SOURCES: &[&str] = &["dummy", "images"];
+
 /// `data_source:`: the source's name and its parameters (every other key).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DataSourceConfig {
@@ -599,7 +602,7 @@ fn resolve_data_source(
             None if override_name.is_none() => {
                 return Err((
                     "data_source.name".to_owned(),
-                    format!("missing: one of {}", crate::data::KNOWN_SOURCES.join(", ")),
+                    format!("missing: one of {}", KNOWN_SOURCES.join(", ")),
                 ))
             }
             None => {}
@@ -613,13 +616,13 @@ fn resolve_data_source(
         }
         config.name = name.to_owned();
     }
-    if !crate::data::KNOWN_SOURCES.contains(&config.name.as_str()) {
+    if !KNOWN_SOURCES.contains(&config.name.as_str()) {
         return Err((
             "data_source.name".to_owned(),
             format!(
                 "unknown data source `{}`: expected one of {}",
                 config.name,
-                crate::data::KNOWN_SOURCES.join(", ")
+                KNOWN_SOURCES.join(", ")
             ),
         ));
     }

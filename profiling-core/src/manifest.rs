@@ -1,12 +1,12 @@
 //! `manifest.yaml`: what ran, on what, how it ended and how long it took.
 //!
 //! Every field of the reference tool's manifest is here under its name,
-//! with the status, timestamps, build, host and timings added. Written to a
-//! temporary file and renamed into place, so a reader never sees half of one.
+//! with the status, timestamps, build, host and timings added. The run's
+//! writer (`run_dir`) puts it in place through a temporary file and a
+//! rename, so a reader never sees half of one.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_yaml::Value;
@@ -108,17 +108,6 @@ impl Manifest {
     pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
         serde_yaml::to_string(self)
     }
-
-    /// Writes `manifest.yaml` into `run_dir` through a temporary file and a
-    /// rename; returns its path.
-    pub fn write(&self, run_dir: &Path) -> std::io::Result<PathBuf> {
-        let text = self
-            .to_yaml()
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        let path = run_dir.join("manifest.yaml");
-        write_atomically(&path, text.as_bytes())?;
-        Ok(path)
-    }
 }
 
 #[cfg(test)]
@@ -176,26 +165,6 @@ impl Manifest {
             trace: None,
         }
     }
-}
-
-/// Writes `bytes` to `path` so that `path` holds either its old content or
-/// all of the new, never a part.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let directory = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy());
-    let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
 }
 
 /// The name of a signal the run can be stopped by.

@@ -5,11 +5,15 @@
 //! So a full disk or a quota costs the trace before the manifest, and an
 //! earlier run replaced with `--force` stays whole until the new one is in
 //! place. A failure says which file could not be written and what was kept.
+//! The writers of a run's single files are here too: [`write_manifest`],
+//! [`write_trace`] and [`write_atomically`] under both.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::manifest::Manifest;
 use crate::runner::CaptureRecord;
+use crate::trace::{render_trace, TraceSummary};
 
 /// What could not be written, and what of the run was kept.
 #[derive(Debug, thiserror::Error)]
@@ -68,12 +72,7 @@ pub fn write_run(
     let trace_path = run_dir.join("trace.json");
     let rendered = match &trace {
         Some(trace) => {
-            match crate::trace::render_trace(
-                &trace_path,
-                trace.capture,
-                trace.capture_range,
-                trace.title,
-            ) {
+            match render_trace(&trace_path, trace.capture, trace.capture_range, trace.title) {
                 Ok((bytes, summary)) => {
                     manifest.trace = Some(summary);
                     Some(bytes)
@@ -88,7 +87,7 @@ pub fn write_run(
     };
 
     // The manifest first: small, and what a run is read from.
-    if let Err(error) = manifest.write(&staging) {
+    if let Err(error) = write_manifest(manifest, &staging) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(failure(&manifest_path, error, Vec::new()));
     }
@@ -100,7 +99,7 @@ pub fn write_run(
             // Say so in the manifest when there is room for that; else it
             // keeps naming a trace that is not there, and the error says so.
             manifest.trace = None;
-            let _ = manifest.write(&staging);
+            let _ = write_manifest(manifest, &staging);
             trace_failure = Some(error);
         }
     }
@@ -137,6 +136,49 @@ fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
     }
     let _ = std::fs::remove_dir_all(&aside);
     Ok(())
+}
+
+/// Writes `manifest.yaml` into `run_dir` through a temporary file and a
+/// rename; returns its path.
+pub fn write_manifest(manifest: &Manifest, run_dir: &Path) -> std::io::Result<PathBuf> {
+    let text = manifest
+        .to_yaml()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let path = run_dir.join("manifest.yaml");
+    write_atomically(&path, text.as_bytes())?;
+    Ok(path)
+}
+
+/// Writes the trace of `capture` to `path` (through a temporary file).
+pub fn write_trace(
+    path: &Path,
+    capture: &CaptureRecord,
+    capture_name: &str,
+    title: &str,
+) -> std::io::Result<TraceSummary> {
+    let (bytes, summary) = render_trace(path, capture, capture_name, title)?;
+    write_atomically(path, &bytes)?;
+    Ok(summary)
+}
+
+/// Writes `bytes` to `path` so that `path` holds either its old content or
+/// all of the new, never a part.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let directory = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy());
+    let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
 }
 
 #[cfg(test)]

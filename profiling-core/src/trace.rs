@@ -122,15 +122,3 @@ pub fn render_trace(
     };
     Ok((bytes, summary))
 }
-
-/// Writes the trace of `capture` to `path` (through a temporary file).
-pub fn write_trace(
-    path: &Path,
-    capture: &CaptureRecord,
-    capture_name: &str,
-    title: &str,
-) -> std::io::Result<TraceSummary> {
-    let (bytes, summary) = render_trace(path, capture, capture_name, title)?;
-    crate::manifest::write_atomically(path, &bytes)?;
-    Ok(summary)
-}

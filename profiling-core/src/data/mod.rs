@@ -14,6 +14,8 @@ use std::path::PathBuf;
 
 use serde_yaml::Value;
 
+pub use crate::config::KNOWN_SOURCES;
+
 /// One input of a target: an image, tensors, or both, with where it came from.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DataRecord {
@@ -162,9 +164,6 @@ fn memory_refusal(
     )
 }
 
-/// The names `data_source.name` accepts.
-pub const KNOWN_SOURCES: &[&str] = &["dummy", "images"];
-
 /// A producer of records.
 pub trait DataSource: Send + Sync {
     /// The source's name (`dummy`, `images`).
@@ -191,7 +190,8 @@ pub trait DataSource: Send + Sync {
 }
 
 /// Builds the source named `name` from its parameters (every key of the
-/// `data_source` mapping but `name`).
+/// `data_source` mapping but `name`). It knows every name the config
+/// accepts ([`KNOWN_SOURCES`]).
 pub fn build(
     name: &str,
     parameters: &serde_yaml::Mapping,
@@ -323,6 +323,17 @@ mod tests {
                 id: format!("r{index}"),
                 ..DataRecord::default()
             })
+        }
+    }
+
+    #[test]
+    fn every_name_the_config_accepts_is_a_source_build_knows() {
+        for name in KNOWN_SOURCES {
+            let built = build(name, &serde_yaml::Mapping::new());
+            assert!(
+                !matches!(built, Err(DataError::UnknownSource { .. })),
+                "{name}"
+            );
         }
     }
 
