@@ -11,7 +11,12 @@ use profiling_extract::{
 
 use crate::{CheckArgs, NewArgs, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
-pub(crate) fn new(args: NewArgs, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+pub(crate) fn new(
+    args: NewArgs,
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
     let from = match args.from.parse::<SourceSpec>() {
         Ok(from) => from,
         Err(error) => {
@@ -183,7 +188,10 @@ fn snippet_directory(name: &str, root: &Path) -> Option<PathBuf> {
     if has_target(&by_name) {
         return Some(by_name);
     }
-    if let Some(draft) = inference_profiling::DRAFTS.iter().find(|d| d.target == name) {
+    if let Some(draft) = inference_profiling::DRAFTS
+        .iter()
+        .find(|d| d.target == name)
+    {
         return Some(snippets.join(draft.directory));
     }
     let entry = profiling_core::registry::targets()
@@ -242,7 +250,11 @@ fn check_and_report(
             "  {shown}/Cargo.toml written: the snippet is a crate of its own now, rebuilt alone when it changes"
         )?;
     }
-    let errors = build.in_snippet.iter().filter(|d| d.level == "error").count();
+    let errors = build
+        .in_snippet
+        .iter()
+        .filter(|d| d.level == "error")
+        .count();
     let warnings = build.in_snippet.len() - errors;
     for diagnostic in &build.in_snippet {
         write!(err, "{}", diagnostic.rendered)?;

@@ -479,94 +479,287 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-/// The one test that runs cargo: on a copy of the workspace, `new` without
-/// `--no-check` builds the snippets crate, `--smoke` builds `profile-cli`
-/// with the new snippet and runs it, and `list` shows it. The copy keeps
-/// the real tree untouched. It and its build directory (without debug
-/// info, to keep it small) live under `target/snippet-check/`, the copy at
-/// the same path each time (and removed after), so later runs rebuild only
-/// what the new snippet changes.
-#[test]
-fn a_new_snippet_builds_runs_and_is_listed_straight_after() {
-    let build_dir = workspace_root().join("target/snippet-check");
-    let copy = RemoveOnDrop(build_dir.join("workspace"));
-    let _ = std::fs::remove_dir_all(&copy.0);
-    std::fs::create_dir_all(&copy.0).unwrap();
-    copy_sources(&workspace_root(), &copy.0);
-    let snippets = copy.0.join("inference_profiling/snippets");
-    let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(["new", "new-build-check", "--from"])
-        .arg(copy.0.join("examples/src/preprocess.rs::to_chw_tensor"))
-        .arg("--directory")
-        .arg(snippets.join("new_build_check"))
-        .arg("--smoke")
-        .env("CARGO_TARGET_DIR", &build_dir)
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("  inference-profiling builds with the new snippet\n"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("1 measured pass of 1 record"),
-        "the smoke run ran the new target: {stdout}\n{stderr}"
-    );
+/// A copy of the workspace under `target/snippet-check/workspace`, built in
+/// `target/snippet-check` (without debug info, to keep it small): the one
+/// place tests run cargo. The copy is at the same path each time (and
+/// removed after), so later runs rebuild only what changed.
+struct WorkspaceCopy {
+    root: RemoveOnDrop,
+    build_dir: PathBuf,
+}
 
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let listed = Command::new(cargo)
-        .args(["run", "--quiet", "-p", "profiling-cli", "--manifest-path"])
-        .arg(copy.0.join("Cargo.toml"))
-        .args(["--", "list"])
-        .env("CARGO_TARGET_DIR", &build_dir)
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .output()
-        .unwrap();
-    let list = String::from_utf8_lossy(&listed.stdout);
+impl WorkspaceCopy {
+    fn new() -> WorkspaceCopy {
+        let build_dir = workspace_root().join("target/snippet-check");
+        let root = RemoveOnDrop(build_dir.join("workspace"));
+        let _ = std::fs::remove_dir_all(&root.0);
+        std::fs::create_dir_all(&root.0).unwrap();
+        copy_sources(&workspace_root(), &root.0);
+        WorkspaceCopy { root, build_dir }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.root.0.join(relative)
+    }
+
+    fn snippet(&self, directory: &str) -> PathBuf {
+        self.path("inference_profiling/snippets").join(directory)
+    }
+
+    fn finish(&self, command: &mut Command) -> Finished {
+        let output = command
+            .env("CARGO_TARGET_DIR", &self.build_dir)
+            .env("CARGO_PROFILE_DEV_DEBUG", "0")
+            .output()
+            .unwrap();
+        Finished {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// This test's `profile-cli` (`new`, `check`), on the copy's files.
+    fn tool(&self, args: &[&str]) -> Finished {
+        self.finish(Command::new(env!("CARGO_BIN_EXE_profile-cli")).args(args))
+    }
+
+    /// The copy's own `profile-cli`, rebuilt with its snippets (cargo's
+    /// messages, build script warnings among them, on stderr).
+    fn built(&self, args: &[&str]) -> Finished {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        self.finish(
+            Command::new(cargo)
+                .args(["run", "-p", "profiling-cli", "--manifest-path"])
+                .arg(self.path("Cargo.toml"))
+                .arg("--")
+                .args(args),
+        )
+    }
+
+    /// Whether the copy's snippets crate depends on the snippet crate in
+    /// `directory`.
+    fn links(&self, directory: &str) -> bool {
+        read(&self.path("inference_profiling/Cargo.toml"))
+            .contains(&format!("path = \"snippets/{directory}\""))
+    }
+}
+
+struct Finished {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {:?}\n{}\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// The one test that runs cargo, on a copy of the workspace: `new` builds
+/// a snippet and links it in, or leaves it a draft that breaks nothing;
+/// `list` and `run` know drafts; `check` keeps a broken snippet a draft and
+/// links a fixed one in; a broken snippet dropped in by hand stops the
+/// build with a message naming it, until `check` makes it a draft.
+#[test]
+fn drafts_keep_every_other_target_building() {
+    let copy = WorkspaceCopy::new();
+    let good = copy.snippet("new_build_check");
+    let good_dir = good.to_str().unwrap();
+    let from = copy.path("examples/src/preprocess.rs::to_chw_tensor");
+    let made = copy.tool(&[
+        "new",
+        "new-build-check",
+        "--from",
+        from.to_str().unwrap(),
+        "--directory",
+        good_dir,
+        "--smoke",
+    ]);
+    assert_eq!(made.code, Some(0), "{made}");
     assert!(
-        listed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&listed.stderr)
+        made.stdout.contains(
+            "  inference-profiling builds with inference_profiling/snippets/new_build_check: linked in; no longer a draft\n"
+        ),
+        "{made}"
     );
-    let row = list
+    assert!(
+        made.stdout.contains("1 measured pass of 1 record"),
+        "the smoke run ran the new target: {made}"
+    );
+    assert_eq!(
+        entries(&good),
+        [
+            "Cargo.toml",
+            "README.md",
+            "config.yaml",
+            "runs",
+            "target.rs"
+        ],
+        "no DRAFT: the smoke run's runs/ beside the files"
+    );
+    assert!(copy.links("new_build_check"));
+
+    // A copy that calls a private helper: written, the compiler's error
+    // shown against the new file, and left a draft.
+    let broken = copy.snippet("new_broken");
+    let from = copy.path("examples/src/preprocess.rs::LetterboxInfo::fit");
+    let made = copy.tool(&[
+        "new",
+        "new-broken",
+        "--from",
+        from.to_str().unwrap(),
+        "--directory",
+        broken.to_str().unwrap(),
+    ]);
+    assert_eq!(made.code, Some(1), "{made}");
+    let target_rs = broken.join("target.rs");
+    assert!(
+        made.stderr
+            .contains("cannot find function `fit` in this scope")
+            && made
+                .stderr
+                .contains("inference_profiling/snippets/new_broken/target.rs:"),
+        "{made}"
+    );
+    assert!(
+        made.stderr.contains(
+            "error: inference_profiling/snippets/new_broken does not build (1 error(s) in its files, above): it is a draft, left out of inference-profiling so that every other target still builds (inference_profiling/snippets/new_broken/DRAFT says why)"
+        ),
+        "{made}"
+    );
+    assert_eq!(
+        entries(&broken),
+        [
+            "Cargo.toml",
+            "DRAFT",
+            "README.md",
+            "config.yaml",
+            "target.rs"
+        ]
+    );
+    let reason = read(&broken.join("DRAFT"));
+    assert!(
+        reason.starts_with(
+            "does not build: 1 error(s) in its files, the first: error[E0425]: cannot find function `fit` in this scope (target.rs:"
+        ),
+        "{reason}"
+    );
+    assert!(!copy.links("new_broken"));
+
+    // The other targets still build, list and run; the draft is listed
+    // with its reason and refused by `run`.
+    let listed = copy.built(&["list"]);
+    assert_eq!(listed.code, Some(0), "{listed}");
+    let row = listed
+        .stdout
         .lines()
         .find(|l| l.starts_with("new-build-check "))
-        .unwrap_or_else(|| panic!("new-build-check is not listed:\n{list}"));
+        .unwrap_or_else(|| panic!("new-build-check is not listed: {listed}"));
     assert!(
         row.contains("inference_profiling/snippets/new_build_check/target.rs:"),
         "{row}"
     );
+    let drafts = listed
+        .stdout
+        .split("drafts, not compiled (`profile-cli check NAME` builds one and links it in):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no drafts section: {listed}"));
+    let draft_row = drafts.lines().next().unwrap();
+    assert!(
+        draft_row.starts_with(
+            "  new-broken  inference_profiling/snippets/new_broken/  does not build: 1 error(s)"
+        ),
+        "{draft_row}"
+    );
+    let refused = copy.built(&["run", "new-broken"]);
+    assert_eq!(refused.code, Some(2), "{refused}");
+    assert!(
+        refused.stderr.contains(
+            "\nerror: `new-broken` is a draft, not compiled (inference_profiling/snippets/new_broken/DRAFT): does not build: 1 error(s)"
+        ),
+        "{refused}"
+    );
+    let runs = tempfile::tempdir().unwrap();
+    let ran = copy.built(&[
+        "run",
+        "example-candidate",
+        "--warmup",
+        "0",
+        "--output-dir",
+        runs.path().to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran}");
 
-    // A copy that calls a private helper: written, and the compiler's error
-    // shown against the new file.
-    let broken = snippets.join("new_broken");
-    let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(["new", "new-broken", "--from"])
-        .arg(
-            copy.0
-                .join("examples/src/preprocess.rs::LetterboxInfo::fit"),
-        )
-        .arg("--directory")
-        .arg(&broken)
-        .env("CARGO_TARGET_DIR", &build_dir)
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // `check` keeps a broken draft a draft.
+    let kept = copy.tool(&["check", broken.to_str().unwrap()]);
+    assert_eq!(kept.code, Some(1), "{kept}");
+    assert!(broken.join("DRAFT").is_file());
+    assert!(!copy.links("new_broken"));
+
+    // A linked snippet edited into one that does not build becomes a
+    // draft; fixed, `check` links it in again.
+    let original = read(&good.join("target.rs"));
+    std::fs::write(
+        good.join("target.rs"),
+        format!("{original}\npub fn broken() -> u32 {{\n    \"not a number\"\n}}\n"),
+    )
+    .unwrap();
+    let demoted = copy.tool(&["check", good_dir]);
+    assert_eq!(demoted.code, Some(1), "{demoted}");
+    assert!(demoted.stderr.contains("mismatched types"), "{demoted}");
+    assert!(good.join("DRAFT").is_file());
+    assert!(!copy.links("new_build_check"));
+    std::fs::write(good.join("target.rs"), &original).unwrap();
+    let promoted = copy.tool(&["check", good_dir]);
+    assert_eq!(promoted.code, Some(0), "{promoted}");
     assert!(
-        stderr.contains("cannot find function `fit` in this scope")
-            && stderr.contains(&format!("{}:", broken.join("target.rs").display())),
-        "{stderr}"
+        promoted.stdout.contains(": linked in; no longer a draft\n"),
+        "{promoted}"
+    );
+    assert!(!good.join("DRAFT").exists());
+    assert!(copy.links("new_build_check"));
+
+    // A broken snippet dropped in by hand stops the build, which names it.
+    let hand_made = copy.snippet("hand_made");
+    std::fs::create_dir_all(&hand_made).unwrap();
+    std::fs::write(
+        hand_made.join("target.rs"),
+        "pub fn broken() -> u32 {\n    \"not a number\"\n}\n",
+    )
+    .unwrap();
+    let stopped = copy.built(&["list"]);
+    assert_ne!(stopped.code, Some(0), "{stopped}");
+    assert!(
+        stopped.stderr.contains(
+            "snippets/hand_made has no Cargo.toml: its target.rs is compiled into inference-profiling itself, so an error in it stops every target from building; `profile-cli check hand-made` gives it a crate of its own (a draft while it does not build)"
+        ),
+        "{stopped}"
     );
     assert!(
-        stderr.contains("error: inference-profiling does not build with the new snippet (1 error(s) in its files, above)"),
-        "{stderr}"
+        stopped
+            .stderr
+            .contains("inference_profiling/snippets/hand_made/target.rs"),
+        "{stopped}"
     );
-    assert_eq!(entries(&broken), ["README.md", "config.yaml", "target.rs"]);
+    let checked = copy.tool(&["check", hand_made.to_str().unwrap()]);
+    assert_eq!(checked.code, Some(1), "{checked}");
+    assert!(
+        checked
+            .stdout
+            .contains("inference_profiling/snippets/hand_made/Cargo.toml written"),
+        "{checked}"
+    );
+    assert_eq!(entries(&hand_made), ["Cargo.toml", "DRAFT", "target.rs"]);
+    let listed = copy.built(&["list"]);
+    assert_eq!(listed.code, Some(0), "{listed}");
+    assert!(
+        listed.stdout.contains(
+            "\n  hand-made   inference_profiling/snippets/hand_made/   does not build: 1 error(s) in its files, the first: error[E0308]: mismatched types (target.rs:2)\n"
+        ),
+        "{listed}"
+    );
 }
 
 /// No name can point `new` outside the snippets directory: a name becomes

@@ -199,8 +199,7 @@ pub fn check_snippet(
         if let Some(text) = &was_draft {
             set_included(krate, directory, false)?;
             let path = directory.join(snippet_crate::DRAFT_FILE);
-            std::fs::write(&path, text)
-                .map_err(|source| SnippetError::Write { path, source })?;
+            std::fs::write(&path, text).map_err(|source| SnippetError::Write { path, source })?;
         } else {
             set_included(krate, directory, was_included)?;
         }
@@ -227,10 +226,9 @@ pub fn check_snippet(
         let headline = first.rendered.lines().next().unwrap_or("").trim();
         let place = match (&first.file, first.line) {
             (Some(file), Some(line)) => {
-                let name = Path::new(file).file_name().map_or_else(
-                    || file.clone(),
-                    |name| name.to_string_lossy().into_owned(),
-                );
+                let name = Path::new(file)
+                    .file_name()
+                    .map_or_else(|| file.clone(), |name| name.to_string_lossy().into_owned());
                 format!(" ({name}:{line})")
             }
             _ => String::new(),

@@ -552,7 +552,8 @@ fn first_doc_paragraph(attrs: &[syn::Attribute]) -> Option<String> {
 fn git_provenance(file: &Path) -> Option<(String, bool)> {
     use std::ffi::OsStr;
     let dir = file.parent()?;
-    let commit = profiling_core::host::git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
+    let commit =
+        profiling_core::host::git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
     let status = profiling_core::host::git_output(
         dir,
         [
@@ -626,7 +627,11 @@ fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
     ] {
         lines.push(vec![word(option), value]);
     }
-    let lines = profiling_core::nsys::nsys_lines(&run_dir, profiling_core::config::DEFAULT_CAPTURE_RANGE, &lines);
+    let lines = profiling_core::nsys::nsys_lines(
+        &run_dir,
+        profiling_core::config::DEFAULT_CAPTURE_RANGE,
+        &lines,
+    );
     profiling_core::nsys::render_command(&lines).replace(&*root.to_string_lossy(), "<repo>")
 }
 

@@ -62,21 +62,27 @@ fn write(path: &Path, text: &str) -> Result<(), SnippetError> {
 
 /// The `Cargo.toml` of the snippet crate in `directory` (a directory of
 /// `krate`'s `snippets/`) that profiles `profile`.
-pub fn manifest(krate: &SnippetsCrate, directory: &Path, profile: &str) -> Result<String, SnippetError> {
+pub fn manifest(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    profile: &str,
+) -> Result<String, SnippetError> {
     let template = read_manifest(&krate.dir.join("Cargo.toml"))?;
     let dir_name = directory_name(directory)?;
     let mut document = DocumentMut::new();
-    document.decor_mut().set_prefix(crate::render::wrap(
-        &format!(
-            "The snippet `{profile}` as a crate of its own: editing it rebuilds it alone. \
+    document.decor_mut().set_prefix(
+        crate::render::wrap(
+            &format!(
+                "The snippet `{profile}` as a crate of its own: editing it rebuilds it alone. \
              `profile-cli check {profile}` builds it and links it into {package}, or leaves \
              it a draft (a {DRAFT_FILE} file here) while it does not build. Its dependencies \
              and features are those of {package}.",
-            package = krate.package
-        ),
-        76,
-        "# ",
-    ) + "\n");
+                package = krate.package
+            ),
+            76,
+            "# ",
+        ) + "\n",
+    );
 
     let mut package = Table::new();
     package.insert("name", toml_edit::value(package_name(&dir_name)));
@@ -246,7 +252,10 @@ pub fn set_included(
         .and_then(Item::as_table_like)
         .map(|f| f.iter().map(|(name, _)| name.to_owned()).collect())
         .unwrap_or_default();
-    if let Some(features) = document.get_mut("features").and_then(Item::as_table_like_mut) {
+    if let Some(features) = document
+        .get_mut("features")
+        .and_then(Item::as_table_like_mut)
+    {
         for (feature, enables) in features.iter_mut() {
             let Some(enables) = enables.as_array_mut() else {
                 continue;
@@ -323,7 +332,10 @@ mod tests {
 
     #[test]
     fn package_names_keep_letters_and_digits() {
-        assert_eq!(package_name("example_candidate"), "snippet-example-candidate");
+        assert_eq!(
+            package_name("example_candidate"),
+            "snippet-example-candidate"
+        );
         assert_eq!(package_name("v2.nms"), "snippet-v2-nms");
     }
 

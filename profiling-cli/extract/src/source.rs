@@ -151,13 +151,8 @@ impl Manifest {
     pub fn read(dir: &Path) -> Option<Manifest> {
         let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
         let document: toml_edit::DocumentMut = text.parse().ok()?;
-        let string = |table: &str, key: &str| {
-            document
-                .get(table)?
-                .get(key)?
-                .as_str()
-                .map(str::to_owned)
-        };
+        let string =
+            |table: &str, key: &str| document.get(table)?.get(key)?.as_str().map(str::to_owned);
         let dependencies = document
             .get("dependencies")
             .and_then(toml_edit::Item::as_table_like)

@@ -11,7 +11,14 @@ fn linked_crates(package: &str) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
     let output = Command::new(cargo)
-        .args(["tree", "--offline", "--prefix", "none", "-e", "normal,no-proc-macro"])
+        .args([
+            "tree",
+            "--offline",
+            "--prefix",
+            "none",
+            "-e",
+            "normal,no-proc-macro",
+        ])
         .args(["-p", package, "--manifest-path"])
         .arg(&workspace)
         .output()

@@ -691,7 +691,13 @@ fn including_a_snippet_crate_adds_its_dependency_and_forwards_features() {
 fn a_draft_file_says_why_first() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(snippet::draft_reason(dir.path()), None);
-    let path = snippet::mark_draft(dir.path(), "my-copy", "does not build: 1 error", "error[E0425]: x\n").unwrap();
+    let path = snippet::mark_draft(
+        dir.path(),
+        "my-copy",
+        "does not build: 1 error",
+        "error[E0425]: x\n",
+    )
+    .unwrap();
     assert_eq!(path, dir.path().join("DRAFT"));
     let text = snippet::draft_reason(dir.path()).unwrap();
     assert_eq!(text.lines().next(), Some("does not build: 1 error"));
