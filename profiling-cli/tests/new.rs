@@ -614,7 +614,6 @@ fn drafts_keep_every_other_target_building() {
         broken.to_str().unwrap(),
     ]);
     assert_eq!(made.code, Some(1), "{made}");
-    let target_rs = broken.join("target.rs");
     assert!(
         made.stderr
             .contains("cannot find function `fit` in this scope")

@@ -2,7 +2,8 @@
 //! target uses are registered in warmup, so the measured passes of a target
 //! with nested ranges on two threads allocate nothing, harness included.
 //! Counted with the crate's counting allocator, installed here as the
-//! binary's global allocator.
+//! binary's global allocator, with the tests run one after the other
+//! (tests/sequential) so that nothing else allocates meanwhile.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -15,11 +16,10 @@ use profiling_core::prelude::*;
 use profiling_core::runner::{run_target, Records, RunPlan};
 use profiling_core::timing::recorder::is_recording;
 
+mod sequential;
+
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-/// The allocator counts every thread: the tests of this binary take turns.
-static TURN: Mutex<()> = Mutex::new(());
 
 /// Opens nested ranges in `run`, and has a worker thread, started when the
 /// target is built, open nested ranges of its own during every call.
@@ -125,9 +125,7 @@ fn plan(warmup: u32, iterations: u32, records: u32) -> RunPlan {
     RunPlan::new(config, Records::Eager(source.read_all().unwrap()))
 }
 
-#[test]
 fn measured_passes_of_nested_ranges_on_two_threads_allocate_nothing() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let counted = Arc::new(Mutex::new(None));
     let (iterations, records) = (50, 3);
     let expected = u64::from(iterations * records);
@@ -163,9 +161,7 @@ fn measured_passes_of_nested_ranges_on_two_threads_allocate_nothing() {
     assert_eq!(outcome.timings.sketch_note, None);
 }
 
-#[test]
 fn threads_and_names_first_seen_in_the_capture_are_counted_and_said() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let counted = Arc::new(Mutex::new(None));
     // No warmup: nothing is registered before the capture.
     let plan = plan(0, 5, 1);
@@ -214,9 +210,7 @@ impl ProfileTarget for LateName {
     }
 }
 
-#[test]
 fn a_name_first_seen_in_the_capture_alone_is_said() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let outcome = run_target(&plan(1, 3, 1), || Ok(LateName)).unwrap();
     assert_eq!(outcome.capture.ranges.late_threads, 0);
     assert_eq!(outcome.capture.ranges.late_names, 1);
@@ -230,9 +224,7 @@ fn a_name_first_seen_in_the_capture_alone_is_said() {
 
 /// Registration ends with the warmup: after a run, a range with a name no
 /// run has seen costs no allocation.
-#[test]
 fn after_a_run_new_range_names_allocate_nothing() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     run_target(&plan(1, 1, 1), || Ok(LateName)).unwrap();
     let watch = watch_allocations();
     drop(profiling_range("a name no run has seen"));
@@ -248,9 +240,7 @@ fn after_a_run_new_range_names_allocate_nothing() {
 
 /// Outside a run, a range on a thread that never opened one costs no
 /// allocation: the recorder gives a thread its log only in a run.
-#[test]
 fn outside_a_run_a_new_thread_opens_ranges_without_allocating() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     drop(profiling_range(
         "the first NVTX call initializes the library",
     ));
@@ -268,4 +258,29 @@ fn outside_a_run_a_new_thread_opens_ranges_without_allocating() {
             net_bytes: 0
         })
     );
+}
+
+fn main() {
+    sequential::run(&[
+        (
+            "measured_passes_of_nested_ranges_on_two_threads_allocate_nothing",
+            measured_passes_of_nested_ranges_on_two_threads_allocate_nothing,
+        ),
+        (
+            "threads_and_names_first_seen_in_the_capture_are_counted_and_said",
+            threads_and_names_first_seen_in_the_capture_are_counted_and_said,
+        ),
+        (
+            "a_name_first_seen_in_the_capture_alone_is_said",
+            a_name_first_seen_in_the_capture_alone_is_said,
+        ),
+        (
+            "after_a_run_new_range_names_allocate_nothing",
+            after_a_run_new_range_names_allocate_nothing,
+        ),
+        (
+            "outside_a_run_a_new_thread_opens_ranges_without_allocating",
+            outside_a_run_a_new_thread_opens_ranges_without_allocating,
+        ),
+    ]);
 }

@@ -12,15 +12,10 @@ use profiling_core::memory::CountingAllocator;
 use profiling_core::prelude::*;
 use profiling_core::runner::{run_target, Pass, Phase, Records, RunPlan};
 
+mod sequential;
+
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-/// The allocator counts every thread: the tests of this binary take turns.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Records of 64 KiB of tensor data, each prepared into a buffer `factor`
 /// times its size.
@@ -82,9 +77,7 @@ fn record_bytes() -> u64 {
         .sum()
 }
 
-#[test]
 fn prepared_inputs_several_times_the_records_are_refused_naming_both_sizes() {
-    let _turn = turn();
     let records = record_bytes();
     assert!(records > RECORDS * (TENSOR_BYTES + RECORD_OVERHEAD_BYTES));
     let each = FACTOR as u64 * TENSOR_BYTES + std::mem::size_of::<Vec<f32>>() as u64;
@@ -137,9 +130,7 @@ fn prepared_inputs_several_times_the_records_are_refused_naming_both_sizes() {
     );
 }
 
-#[test]
 fn prepared_inputs_that_fit_run_as_before() {
-    let _turn = turn();
     let records = record_bytes();
     let each = FACTOR as u64 * TENSOR_BYTES + std::mem::size_of::<Vec<f32>>() as u64;
     // Exactly the share allowed: the check passes and every record is prepared.
@@ -169,9 +160,7 @@ fn prepared_inputs_that_fit_run_as_before() {
     ));
 }
 
-#[test]
 fn without_a_memory_budget_nothing_is_measured_or_refused() {
-    let _turn = turn();
     let mut plan = plan(0);
     plan.memory = None;
     let outcome = run_target(&plan, || {
@@ -209,9 +198,7 @@ impl data::DataSource for CountingReads {
     }
 }
 
-#[test]
 fn an_unread_source_is_refused_after_reading_only_its_first_record() {
-    let _turn = turn();
     let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut plan = plan(0);
     let source = CountingReads {
@@ -267,9 +254,7 @@ fn an_unread_source_is_refused_after_reading_only_its_first_record() {
 
 /// Each window counts what was allocated while it was open, whatever the
 /// windows before it counted.
-#[test]
 fn a_window_counts_only_its_own_allocations() {
-    let _turn = turn();
     let (kept, first) = profiling_core::memory::count_allocations(|| vec![1u8; 4096]);
     let first = first.expect("the counting allocator is installed here");
     assert_eq!(first.count, 1);
@@ -281,4 +266,29 @@ fn a_window_counts_only_its_own_allocations() {
     );
     let ((), freed) = profiling_core::memory::count_allocations(|| drop(kept));
     assert_eq!(freed.unwrap().net_bytes, -4096);
+}
+
+fn main() {
+    sequential::run(&[
+        (
+            "prepared_inputs_several_times_the_records_are_refused_naming_both_sizes",
+            prepared_inputs_several_times_the_records_are_refused_naming_both_sizes,
+        ),
+        (
+            "prepared_inputs_that_fit_run_as_before",
+            prepared_inputs_that_fit_run_as_before,
+        ),
+        (
+            "without_a_memory_budget_nothing_is_measured_or_refused",
+            without_a_memory_budget_nothing_is_measured_or_refused,
+        ),
+        (
+            "an_unread_source_is_refused_after_reading_only_its_first_record",
+            an_unread_source_is_refused_after_reading_only_its_first_record,
+        ),
+        (
+            "a_window_counts_only_its_own_allocations",
+            a_window_counts_only_its_own_allocations,
+        ),
+    ]);
 }
