@@ -43,6 +43,7 @@ pub mod memory;
 pub mod nsys;
 pub mod nvtx;
 pub mod panics;
+pub mod parity;
 pub mod random;
 pub mod registry;
 pub mod run_dir;
