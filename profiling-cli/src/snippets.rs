@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use profiling_extract::{
-    self as snippet, Diagnostic, Instrumentation, NewSnippet, SnippetCheck, SnippetState,
-    SnippetsCrate, SourceSpec,
+    self as snippet, Diagnostic, Instrumentation, NewSnippet, ParityOutcome, SnippetCheck,
+    SnippetState, SnippetsCrate, SourceSpec,
 };
 
 use crate::{CheckArgs, NewArgs, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
@@ -277,7 +277,7 @@ fn check_and_report(
                 "  {} builds with {shown}{warned}: linked in{promoted}",
                 krate.package
             )?;
-            Ok(EXIT_OK)
+            parity(directory, shown, out, err)
         }
         SnippetState::Draft(file) => {
             let file = file.file_name().unwrap_or_default().to_string_lossy();
@@ -299,6 +299,53 @@ fn check_and_report(
                     krate.package
                 )?;
             }
+            Ok(EXIT_TARGET_FAILED)
+        }
+    }
+}
+
+/// Runs the snippet's parity test; its result is one line.
+fn parity(
+    directory: &Path,
+    shown: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let run = match snippet::parity_run(directory) {
+        Ok(run) => run,
+        Err(error) => {
+            writeln!(err, "error: parity: {error}")?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    match run.outcome {
+        ParityOutcome::Passed(line) => {
+            writeln!(out, "  {line}")?;
+            Ok(EXIT_OK)
+        }
+        ParityOutcome::Missing => {
+            writeln!(
+                out,
+                "  parity: no parity test in {shown}/target.rs ({shown}/README.md says why)"
+            )?;
+            Ok(EXIT_OK)
+        }
+        ParityOutcome::Failed(message) => {
+            let message = message.strip_prefix("parity: ").unwrap_or(&message);
+            writeln!(
+                err,
+                "error: parity: {message}\n(it builds and stays linked in; `{}` reruns the test)",
+                run.command
+            )?;
+            Ok(EXIT_TARGET_FAILED)
+        }
+        ParityOutcome::NotRun(cargo) => {
+            writeln!(err, "{cargo}")?;
+            writeln!(
+                err,
+                "error: parity: the test did not run: `{}` failed (above)",
+                run.command
+            )?;
             Ok(EXIT_TARGET_FAILED)
         }
     }

@@ -585,6 +585,12 @@ fn drafts_keep_every_other_target_building() {
         "{made}"
     );
     assert!(
+        made.stdout.contains(
+            "\n  parity: the copy computes what production computes on 1 record(s) of dummy, compared with ==\n"
+        ),
+        "the parity test ran: {made}"
+    );
+    assert!(
         made.stdout.contains("1 measured pass of 1 record"),
         "the smoke run ran the new target: {made}"
     );
@@ -719,6 +725,30 @@ fn drafts_keep_every_other_target_building() {
     );
     assert!(!good.join("DRAFT").exists());
     assert!(copy.links("new_build_check"));
+
+    // An edit that changes what the copy computes fails the parity test;
+    // the snippet still builds and stays linked in.
+    let drifted = original.replacen(
+        "red[i] = f32::from(pixel[0]) / 255.0;",
+        "red[i] = f32::from(pixel[0]) / 256.0;",
+        1,
+    );
+    assert_ne!(drifted, original, "the copy holds the constant");
+    std::fs::write(good.join("target.rs"), &drifted).unwrap();
+    let diverged = copy.tool(&["check", good_dir]);
+    assert_eq!(diverged.code, Some(1), "{diverged}");
+    assert!(
+        diverged.stderr.contains(
+            "error: parity: record `dummy-0`: the copy does not compute what production computes: the outputs differ:\n  copy:       [[["
+        ),
+        "{diverged}"
+    );
+    assert!(
+        diverged.stderr.contains("(it builds and stays linked in;"),
+        "{diverged}"
+    );
+    assert!(copy.links("new_build_check"));
+    std::fs::write(good.join("target.rs"), &original).unwrap();
 
     // A broken snippet dropped in by hand stops the build, which names it.
     let hand_made = copy.snippet("hand_made");

@@ -4,7 +4,7 @@
 //!
 //! `profile-cli new` writes a parity test into a snippet whose production
 //! function the snippet can call. It runs [`each_record`] over the records
-//! of the snippet's own `config.yaml` and compares the two outputs with
+//! of the snippet's own `config.yaml` ([`config_beside`]) and compares the two outputs with
 //! [`same_output!`](crate::same_output): with `==` when the output type is
 //! `PartialEq`, else through the target's `summarize` of each.
 //!
@@ -127,24 +127,37 @@ macro_rules! same_output {
     }};
 }
 
-/// Runs `compare` on each record of the data source of the config
-/// `config.yaml` beside `source_file`, and panics with the record's id and
-/// what went wrong when it fails; prints how many records were compared
-/// and how.
-///
-/// `source_file` is the snippet's `file!()`; `manifest_dir` its crate's
-/// `CARGO_MANIFEST_DIR`, from which (or a directory above) the file's path
-/// is read. The run's seed is the config's, as in a run, so seeded inputs
-/// are those a run prepares.
-pub fn each_record<F>(source_file: &str, manifest_dir: &str, mut compare: F)
+/// The `config.yaml` beside a snippet's `target.rs`: `source_file` is its
+/// `file!()` (relative to the workspace root, or absolute), found from
+/// `manifest_dir` (its crate's `CARGO_MANIFEST_DIR`) or a directory above.
+/// Panics, naming the file, when there is none.
+pub fn config_beside(source_file: &str, manifest_dir: &str) -> PathBuf {
+    find_config(Path::new(source_file), Path::new(manifest_dir))
+        .unwrap_or_else(|| panic!("parity: no config.yaml beside {source_file}"))
+}
+
+fn find_config(source_file: &Path, manifest_dir: &Path) -> Option<PathBuf> {
+    let directory = source_file.parent()?;
+    if directory.is_absolute() {
+        let config = directory.join("config.yaml");
+        return config.is_file().then_some(config);
+    }
+    manifest_dir
+        .ancestors()
+        .map(|base| base.join(directory).join("config.yaml"))
+        .find(|config| config.is_file())
+}
+
+/// Runs `compare` on each record of the data source of `config` (the run's
+/// seed is the config's, as in a run, so seeded inputs are those a run
+/// prepares), and panics with the record's id and what went wrong when it
+/// fails; prints how many records were compared and how.
+pub fn each_record<F>(config: &Path, mut compare: F)
 where
     F: FnMut(&DataRecord, Device) -> anyhow::Result<Result<Compared, String>>,
 {
-    let config_path = match config_beside(Path::new(source_file), Path::new(manifest_dir)) {
-        Some(path) => path,
-        None => panic!("parity: no config.yaml beside {source_file}"),
-    };
-    let config = ConfigFile::load(&config_path)
+    let config_path = config;
+    let config = ConfigFile::load(config_path)
         .and_then(|file| file.resolve(&Overrides::default()))
         .unwrap_or_else(|error| panic!("parity: {error}"));
     crate::random::seed_run(config.seed);
@@ -169,28 +182,12 @@ where
         "parity: {} has no records: nothing was compared",
         config_path.display()
     );
-    let compared = how[0];
     println!(
         "parity: the copy computes what production computes on {} record(s) of {}, compared {}",
         how.len(),
         config.data_source.name,
-        compared.describe()
+        how[0].describe()
     );
-}
-
-/// `config.yaml` in the directory of `source_file`, found from
-/// `manifest_dir` or a directory above it (a `file!()` path is relative to
-/// the workspace root).
-fn config_beside(source_file: &Path, manifest_dir: &Path) -> Option<PathBuf> {
-    let directory = source_file.parent()?;
-    if directory.is_absolute() {
-        let config = directory.join("config.yaml");
-        return config.is_file().then_some(config);
-    }
-    manifest_dir
-        .ancestors()
-        .map(|base| base.join(directory).join("config.yaml"))
-        .find(|config| config.is_file())
 }
 
 #[cfg(test)]
@@ -250,15 +247,15 @@ mod tests {
         std::fs::write(snippet.join("config.yaml"), "target: {name: x}\n").unwrap();
         let manifest_dir = dir.path().join("crate");
         assert_eq!(
-            config_beside(Path::new("crate/snippets/x/target.rs"), &manifest_dir),
+            find_config(Path::new("crate/snippets/x/target.rs"), &manifest_dir),
             Some(dir.path().join("crate/snippets/x/config.yaml"))
         );
         assert_eq!(
-            config_beside(&snippet.join("target.rs"), Path::new("/nowhere")),
+            find_config(&snippet.join("target.rs"), Path::new("/nowhere")),
             Some(snippet.join("config.yaml"))
         );
         assert_eq!(
-            config_beside(Path::new("crate/snippets/y/target.rs"), &manifest_dir),
+            find_config(Path::new("crate/snippets/y/target.rs"), &manifest_dir),
             None
         );
     }

@@ -111,6 +111,35 @@ impl ProfileTarget for ExampleCandidate {
     }
 }
 
+/// The copy against production: for each record of `config.yaml`, `prepare`
+/// makes the inputs once, then the copy and
+/// `profiling_examples::postprocess::postprocess_detections` run on them, and
+/// their outputs must be equal: `==` when the output type is `PartialEq`, else
+/// the target's `summarize` of each. `profile-cli check example-candidate` runs
+/// it.
+#[cfg(test)]
+mod parity {
+    use super::*;
+
+    #[test]
+    fn the_copy_computes_what_production_computes() {
+        let config = profiling_core::parity::config_beside(file!(), env!("CARGO_MANIFEST_DIR"));
+        profiling_core::parity::each_record(&config, |record, device| {
+            let mut target = ExampleCandidate;
+            let inputs = target.prepare(record, device)?;
+            let copy = postprocess_detections(inputs.raw.view(), &inputs.letterbox, &inputs.params);
+            let production = profiling_examples::postprocess::postprocess_detections(
+                inputs.raw.view(),
+                &inputs.letterbox,
+                &inputs.params,
+            );
+            Ok(profiling_core::same_output!(copy, production, |output| {
+                target.summarize(output)
+            }))
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

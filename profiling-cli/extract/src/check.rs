@@ -251,6 +251,85 @@ pub fn check_snippet(
     })
 }
 
+/// What the snippet's parity test said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParityOutcome {
+    /// It passed: its own line (how many records, compared how).
+    Passed(String),
+    /// It failed: the panic message (which record, what differs).
+    Failed(String),
+    /// The snippet has no parity test.
+    Missing,
+    /// The test did not build or cargo failed: what cargo printed.
+    NotRun(String),
+}
+
+/// The parity test's run.
+#[derive(Debug, Clone)]
+pub struct ParityRun {
+    /// The cargo command, as it could be typed.
+    pub command: String,
+    pub outcome: ParityOutcome,
+}
+
+/// The `cargo test` of the snippet crate in `directory` that runs its
+/// parity test.
+fn parity_words(directory: &Path) -> Result<Vec<String>, SnippetError> {
+    let package = snippet_crate::package_of(directory)?;
+    let manifest = directory.join("Cargo.toml");
+    let mut words: Vec<String> = ["cargo", "test", "-p"].map(String::from).to_vec();
+    words.push(package);
+    words.push("--manifest-path".to_owned());
+    words.push(manifest.to_string_lossy().into_owned());
+    words.extend(["--lib", "parity::", "--", "--nocapture"].map(String::from));
+    Ok(words)
+}
+
+/// Runs the parity test of the snippet crate in `directory` (built for
+/// tests by cargo, in cargo's own target directory).
+pub fn parity_run(directory: &Path) -> Result<ParityRun, SnippetError> {
+    let words = parity_words(directory)?;
+    let shown = words
+        .iter()
+        .map(|w| profiling_core::nsys::shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let output = run(
+        Command::new(cargo())
+            .args(&words[1..])
+            .env("RUST_BACKTRACE", "0"),
+        &shown,
+    )?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Ok(ParityRun {
+        command: shown,
+        outcome: parity_outcome(output.status.success(), &stdout, &stderr),
+    })
+}
+
+/// Reads what `cargo test ... -- --nocapture` printed of the parity test.
+fn parity_outcome(success: bool, stdout: &str, stderr: &str) -> ParityOutcome {
+    let ran = stdout.contains("parity::the_copy_computes_what_production_computes");
+    if success {
+        return match stdout.lines().find(|l| l.starts_with("parity: ")) {
+            Some(line) if ran => ParityOutcome::Passed(line.trim().to_owned()),
+            _ => ParityOutcome::Missing,
+        };
+    }
+    let mut panic = stdout
+        .lines()
+        .chain(stderr.lines())
+        .skip_while(|l| !l.contains("panicked at"));
+    if panic.next().is_some() {
+        let message: Vec<&str> = panic
+            .take_while(|l| !l.starts_with("note:") && !l.starts_with("stack backtrace"))
+            .collect();
+        return ParityOutcome::Failed(message.join("\n").trim().to_owned());
+    }
+    ParityOutcome::NotRun(stderr.trim().to_owned())
+}
+
 /// The result of running the new target once.
 #[derive(Debug, Clone)]
 pub struct SmokeRun {
@@ -305,6 +384,30 @@ pub fn smoke_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_parity_test_s_output_says_how_it_went() {
+        let passed = "running 1 test\nparity: the copy computes what production computes on 2 record(s) of dummy, compared with ==\ntest parity::the_copy_computes_what_production_computes ... ok\n";
+        assert_eq!(
+            parity_outcome(true, passed, ""),
+            ParityOutcome::Passed("parity: the copy computes what production computes on 2 record(s) of dummy, compared with ==".to_owned())
+        );
+        assert_eq!(
+            parity_outcome(true, "running 0 tests\n", ""),
+            ParityOutcome::Missing
+        );
+        let failed = "running 1 test\ntest parity::the_copy_computes_what_production_computes ... FAILED\n\nthread 'parity::the_copy_computes_what_production_computes' (7) panicked at profiling-core/src/parity.rs:173:36:\nparity: record `dummy-0`: the outputs differ:\n  copy: [1]\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(
+            parity_outcome(false, failed, ""),
+            ParityOutcome::Failed(
+                "parity: record `dummy-0`: the outputs differ:\n  copy: [1]".to_owned()
+            )
+        );
+        assert_eq!(
+            parity_outcome(false, "", "error[E0308]: mismatched types\n"),
+            ParityOutcome::NotRun("error[E0308]: mismatched types".to_owned())
+        );
+    }
 
     #[test]
     fn compiler_messages_are_read_from_cargo_json() {

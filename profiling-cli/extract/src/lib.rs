@@ -33,8 +33,8 @@ mod source;
 use std::path::{Path, PathBuf};
 
 pub use check::{
-    check_build, check_command, check_snippet, smoke_command, smoke_run, BuildCheck, Diagnostic,
-    SmokeRun, SnippetCheck, SnippetState,
+    check_build, check_command, check_snippet, parity_run, smoke_command, smoke_run, BuildCheck,
+    Diagnostic, ParityOutcome, ParityRun, SmokeRun, SnippetCheck, SnippetState,
 };
 pub use copy::Instrumentation;
 pub use names::Unresolved;
@@ -228,9 +228,21 @@ pub struct Report {
     pub nsys_command: String,
     /// The crate that compiles the snippet, when it lands in one.
     pub snippets_crate: Option<SnippetsCrate>,
+    /// Whether `target.rs` holds a parity test, and if not, why.
+    pub parity: Parity,
     /// Where to move a snippet made outside every snippets directory for it
     /// to be compiled (the paths in its files name that place).
     pub move_to: Option<String>,
+}
+
+/// Whether a snippet can prove it computes what production computes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parity {
+    /// `mod parity` in `target.rs` calls the copy and `production` (a path
+    /// the snippet can name) on the same inputs and compares the outputs.
+    Test { production: String },
+    /// No parity test could be made: why.
+    Unavailable { why: String },
 }
 
 /// A snippet ready to be written.
@@ -308,6 +320,15 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
 
     let module = location.path(&function.inline_modules);
     let item = format!("{module}::{}", function.label);
+    let parity = parity_of(
+        &source,
+        &function,
+        &location,
+        &dependencies,
+        &snippets_package,
+        &target,
+        &item,
+    );
     // Outside a snippets directory nothing compiles the snippet: its files
     // name the paths it will have once moved into the workspace's.
     let move_to = match &snippets_crate {
@@ -371,6 +392,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         config_display,
         target_display,
         snippets_crate,
+        parity,
         move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
     };
     let mut files = vec![
@@ -401,6 +423,72 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         files,
         report,
     })
+}
+
+/// Whether the snippet can call the production function it copies, so that
+/// a parity test can compare the two: the production path to call, or why
+/// not.
+fn parity_of(
+    source: &SourceFile,
+    function: &select::Function<'_>,
+    location: &ModuleLocation,
+    dependencies: &[String],
+    snippets_package: &str,
+    target: &scaffold::Target,
+    item: &str,
+) -> Parity {
+    let unavailable = |why: String| Parity::Unavailable { why };
+    if let Some(why) = target.parity_blocker() {
+        return unavailable(why);
+    }
+    let Some(krate) = &location.crate_ident else {
+        return unavailable(format!(
+            "{} is not part of a library, so the snippet cannot call the production function",
+            source.display
+        ));
+    };
+    if let Some(why) = &location.unreachable {
+        return unavailable(format!(
+            "the snippet cannot call the production function: {} is not reachable: {why}",
+            source.display
+        ));
+    }
+    if !dependencies.iter().any(|d| d == krate) {
+        return unavailable(format!(
+            "crate `{krate}` is not a dependency of `{snippets_package}`, so the snippet cannot call the production function"
+        ));
+    }
+    if !function.inline_modules.is_empty() {
+        return unavailable(format!(
+            "`{item}` is inside an inline module (`mod {} {{ ... }}`), which the parity test does not reach",
+            function.inline_modules.join("::")
+        ));
+    }
+    if !matches!(function.vis, syn::Visibility::Public(_))
+        && function.owner.and_then(|o| o.trait_.as_ref()).is_none()
+    {
+        return unavailable(format!(
+            "`{item}` is not `pub`, so the snippet cannot call it"
+        ));
+    }
+    if let Some(owner) = function.owner {
+        if owner.trait_.is_some() {
+            return unavailable(format!(
+                "`{item}` implements a trait method: call it through its trait by hand to compare"
+            ));
+        }
+        let owner_name = function.owner_name().unwrap_or_default();
+        let mut path = location.modules.clone();
+        path.push(owner_name.clone());
+        if location.find_item(&path).is_some_and(|(_, public)| !public) {
+            return unavailable(format!(
+                "type `{owner_name}` is not `pub`, so the snippet cannot call `{item}`"
+            ));
+        }
+    }
+    Parity::Test {
+        production: item.to_owned(),
+    }
 }
 
 /// Generates the snippet and writes it: all its files, or nothing.

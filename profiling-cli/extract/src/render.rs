@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::copy::{Copied, Instrumentation};
 use super::names::{render_uses, ImportPath, Imports};
 use super::scaffold::{Target, ValueSource};
-use super::Report;
+use super::{Parity, Report};
 
 /// Words of `text` laid out in lines of at most `width` columns, each
 /// starting with `prefix`.
@@ -119,6 +119,9 @@ pub(crate) fn target_rs(
     }
     text.push('\n');
     text.push_str(&target.render(&provenance));
+    if let Parity::Test { production } = &report.parity {
+        text.push_str(&target.render_parity(production));
+    }
     text
 }
 
@@ -337,10 +340,12 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
     }
     todo.push("Place ranges (`profiling_range`) around the meaningful operations inside the copied body: decoding, model calls, filtering, NMS.".to_owned());
     todo.push("Fill in `validate` (what production promises of the output) and `summarize` (a few values that say what came out).".to_owned());
-    todo.push(
-        "Compare the copy against production on a tiny fixture, in a unit test in `target.rs`."
-            .to_owned(),
-    );
+    if let Parity::Unavailable { .. } = &report.parity {
+        todo.push(
+            "Compare the copy against production by hand, in a unit test in `target.rs`: no parity test could be made (see Parity with production)."
+                .to_owned(),
+        );
+    }
     for line in todo {
         text.push_str(&hanging(&line, 78, "- [ ] ", "  "));
     }
@@ -395,6 +400,29 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
     for fact in facts {
         text.push_str(&hanging(&fact, 78, "- ", "  "));
     }
+
+    text.push_str("\n## Parity with production\n\n");
+    let parity = match &report.parity {
+        Parity::Test { production } => format!(
+            "`target.rs` ends with a parity test (`mod parity`): for each record of the data source of `config.yaml`, `prepare` makes the inputs once, then the copy and `{production}` run on them, and their outputs must be equal (`==` when the output type is `PartialEq`, else the target's `summarize` of each). An edit that changes what the copy computes fails it. `profile-cli check {}` runs it, as does `cargo test -p {}`.",
+            report.target_name,
+            report
+                .snippets_crate
+                .as_ref()
+                .map(|_| crate::snippet_crate::package_name(
+                    std::path::Path::new(&report.directory_display)
+                        .file_name()
+                        .map(|name| name.to_string_lossy())
+                        .unwrap_or_default()
+                        .as_ref()
+                ))
+                .unwrap_or_else(|| "inference-profiling".to_owned())
+        ),
+        Parity::Unavailable { why } => format!(
+            "No parity test could be made: {why}. Compare the copy with production by hand."
+        ),
+    };
+    text.push_str(&wrap(&parity, 78, ""));
 
     text.push_str("\n## Requirements\n\n");
     if report.data_source == "images" {

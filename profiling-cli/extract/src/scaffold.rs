@@ -1004,6 +1004,141 @@ impl Target {
         text
     }
 
+    /// Why the copy and production cannot be compared on the same inputs,
+    /// when that is so whatever production allows.
+    pub fn parity_blocker(&self) -> Option<String> {
+        match &self.output {
+            Output::Unit => {
+                return Some(
+                    "it returns nothing and changes none of its arguments: there is no output to compare"
+                        .to_owned(),
+                )
+            }
+            Output::Discarded(_) => {
+                return Some(
+                    "its result borrows from its inputs (or is `impl Trait`): there is no owned output to compare"
+                        .to_owned(),
+                )
+            }
+            _ => {}
+        }
+        if self
+            .receiver
+            .as_ref()
+            .is_some_and(|r| r.pass == Pass::RefMut)
+        {
+            return Some(
+                "the copied method changes its `self`: the copy and production would not start from the same value"
+                    .to_owned(),
+            );
+        }
+        if self.is_unsafe {
+            return Some(
+                "it is `unsafe`: whether its conditions hold for a second call is for you to check"
+                    .to_owned(),
+            );
+        }
+        None
+    }
+
+    /// The statements that call `head` on the prepared inputs and bind
+    /// what it computes to `binding` (`who` names it in an error).
+    fn parity_call(&self, binding: &str, who: &str, head: &str) -> String {
+        let mut args = Vec::new();
+        if let Some(receiver) = &self.receiver {
+            args.push(match receiver.pass {
+                Pass::Ref => "&target.receiver".to_owned(),
+                Pass::Copy => "target.receiver".to_owned(),
+                _ => "target.receiver.clone()".to_owned(),
+            });
+        }
+        args.extend(self.parameters.iter().map(Parameter::argument));
+        let locals: Vec<&Parameter> = self.parameters.iter().filter(|p| p.needs_local()).collect();
+        let indent = if locals.is_empty() { 12 } else { 16 };
+        let (statement, last) = match &self.output {
+            Output::Mutated(index) => (
+                call_statement(indent, "", head, &args, "", ";", false),
+                Some(self.parameters[*index].name.clone()),
+            ),
+            Output::Result(_) => (
+                call_statement(indent, &format!("let {binding} = "), head, &args, "", ";", false)
+                    + &format!(
+                        "\n{pad}let {binding} = {binding}.map_err(|error| anyhow::anyhow!(\"{who}: {{error:#}}\"))?;",
+                        pad = " ".repeat(indent)
+                    ),
+                None,
+            ),
+            _ => (
+                call_statement(indent, &format!("let {binding} = "), head, &args, "", ";", false),
+                None,
+            ),
+        };
+        if locals.is_empty() {
+            return statement + "\n";
+        }
+        let pad = " ".repeat(indent);
+        let mut text = format!("            let {binding} = {{\n");
+        for local in &locals {
+            text.push_str(&format!(
+                "{pad}let mut {0} = inputs.{0}.clone();\n",
+                local.name
+            ));
+        }
+        text.push_str(&statement);
+        text.push('\n');
+        text.push_str(&format!(
+            "{pad}{}\n",
+            last.unwrap_or_else(|| binding.to_owned())
+        ));
+        text.push_str("            };\n");
+        text
+    }
+
+    /// The parity test: for each record of the snippet's `config.yaml`, the
+    /// copy and `production` (its path) on the same prepared inputs.
+    pub fn render_parity(&self, production: &str) -> String {
+        let mut text = String::from("\n");
+        text.push_str(&super::render::wrap(
+            &format!(
+                "The copy against production: for each record of `config.yaml`, `prepare` makes the \
+                 inputs once, then the copy and `{production}` run on them, and their outputs must \
+                 be equal: `==` when the output type is `PartialEq`, else the target's `summarize` \
+                 of each. `profile-cli check {}` runs it.",
+                self.profile_name
+            ),
+            80,
+            "///",
+        ));
+        text.push_str("#[cfg(test)]\nmod parity {\n    use super::*;\n\n    #[test]\n");
+        text.push_str("    fn the_copy_computes_what_production_computes() {\n");
+        text.push_str(
+            "        let config = profiling_core::parity::config_beside(file!(), env!(\"CARGO_MANIFEST_DIR\"));\n",
+        );
+        text.push_str("        profiling_core::parity::each_record(&config, |record, device| {\n");
+        let construct = match &self.receiver {
+            Some(_) if self.needs_factory() => "build_target()?".to_owned(),
+            Some(_) => format!("{}::default()", self.type_name),
+            None => self.type_name.clone(),
+        };
+        text.push_str(&format!("            let mut target = {construct};\n"));
+        let inputs = if self.parameters.is_empty() {
+            "_inputs"
+        } else {
+            "inputs"
+        };
+        text.push_str(&format!(
+            "            let {inputs} = target.prepare(record, device)?;\n"
+        ));
+        text.push_str(&self.parity_call("copy", "the copy", &self.call_path));
+        text.push_str(&self.parity_call("production", "production", production));
+        text.push_str(
+            "            Ok(profiling_core::same_output!(copy, production, |output| {\n                \
+             target.summarize(output)\n            }))\n",
+        );
+        text.push_str("        });\n    }\n}\n");
+        text
+    }
+
     fn render_summarize(&self, output: &str) -> String {
         let mut text = String::from(
             "    // Outputs of the last measured pass, into the manifest: a few values that\n    \

@@ -180,6 +180,19 @@ fn directory_name(directory: &Path) -> Result<String, SnippetError> {
         })
 }
 
+/// The package name of the snippet crate in `directory`.
+pub fn package_of(directory: &Path) -> Result<String, SnippetError> {
+    let manifest = directory.join("Cargo.toml");
+    read_manifest(&manifest)?
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(Item::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            SnippetError::Manifest(format!("{}: no `[package] name`", manifest.display()))
+        })
+}
+
 /// Whether `krate` depends on the snippet crate in `directory`.
 pub fn is_included(krate: &SnippetsCrate, directory: &Path) -> Result<bool, SnippetError> {
     let document = read_manifest(&krate.dir.join("Cargo.toml"))?;
@@ -210,17 +223,7 @@ pub fn set_included(
     let mut document = read_manifest(&manifest_path)?;
     let path = dependency_path(directory)?;
     let snippet = read_manifest(&directory.join("Cargo.toml"))?;
-    let package = snippet
-        .get("package")
-        .and_then(|p| p.get("name"))
-        .and_then(Item::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            SnippetError::Manifest(format!(
-                "{}: no `[package] name`",
-                directory.join("Cargo.toml").display()
-            ))
-        })?;
+    let package = package_of(directory)?;
     let before = document.to_string();
 
     let dependencies = document

@@ -494,11 +494,30 @@ fn a_snippet_is_written_whole_and_never_over_another() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, vec!["README.md", "config.yaml", "target.rs"]);
+    assert_eq!(
+        names,
+        vec![
+            "Cargo.toml",
+            "DRAFT",
+            "README.md",
+            "config.yaml",
+            "target.rs"
+        ],
+        "in a snippets crate: a crate of its own, a draft until checked"
+    );
     assert_eq!(
         std::fs::read_to_string(created.directory.join("target.rs")).unwrap(),
         created.file("target.rs").unwrap()
     );
+    let draft = created.file("DRAFT").unwrap();
+    assert!(
+        draft.starts_with("not checked yet: `profile-cli new` made it and has not built it\n"),
+        "{draft}"
+    );
+    assert!(created
+        .file("Cargo.toml")
+        .unwrap()
+        .contains("name = \"snippet-extract-write\""));
     let again = snippet::create(&request).unwrap_err();
     assert!(matches!(again, SnippetError::Exists(ref dir) if dir == &created.directory));
     assert_eq!(again.exit_code(), 2);
@@ -705,4 +724,53 @@ fn a_draft_file_says_why_first() {
     assert!(text.ends_with("error[E0425]: x\n"), "{text}");
     assert!(snippet::unmark_draft(dir.path()).unwrap());
     assert!(!snippet::unmark_draft(dir.path()).unwrap());
+}
+
+#[test]
+fn a_parity_test_is_written_when_the_snippet_can_call_production() {
+    let fixture = Fixture::new();
+    let generated = fixture.generate("doubled", "::helper");
+    assert_eq!(
+        generated.report.parity,
+        snippet::Parity::Test {
+            production: "fixture_ops::ops::helper".to_owned()
+        }
+    );
+    let target = generated.file("target.rs").unwrap();
+    let module = &target[target
+        .find("#[cfg(test)]\nmod parity {")
+        .expect("a parity module")..];
+    assert!(
+        module.contains("            let copy = helper(inputs.x);\n            let production = fixture_ops::ops::helper(inputs.x);\n"),
+        "{module}"
+    );
+    assert!(module.contains("profiling_core::parity::each_record(&config, |record, device| {"));
+    let readme = generated.file("README.md").unwrap();
+    assert!(
+        readme.contains("`target.rs` ends with a parity test (`mod parity`)"),
+        "{readme}"
+    );
+}
+
+#[test]
+fn without_a_way_to_call_production_the_readme_says_why_there_is_no_parity_test() {
+    let fixture = Fixture::new();
+    for (selector, why) in [
+        ("::private_helper", "`fixture_ops::ops::private_helper` is not `pub`, so the snippet cannot call it"),
+        ("::twice", "it returns nothing and changes none of its arguments: there is no output to compare"),
+        ("::Counter::add", "the copied method changes its `self`: the copy and production would not start from the same value"),
+    ] {
+        let generated = fixture.generate("no-parity", selector);
+        assert_eq!(
+            generated.report.parity,
+            snippet::Parity::Unavailable { why: why.to_owned() },
+            "{selector}"
+        );
+        assert!(!generated.file("target.rs").unwrap().contains("mod parity"), "{selector}");
+        let readme = generated.file("README.md").unwrap().replace('\n', " ");
+        assert!(
+            readme.contains(&format!("No parity test could be made: {why}.")),
+            "{selector}: {readme}"
+        );
+    }
 }
