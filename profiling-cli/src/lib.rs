@@ -84,8 +84,12 @@ enum Command {
     /// becomes (or stays) a draft, which nothing compiles, so every other target still builds. A
     /// snippet dropped in with only a target.rs gets a Cargo.toml: a crate of its own.
     ///
-    /// Exit codes: 0 it builds and is linked in (and, with --smoke, ran); 1 it does not build (a
-    /// draft now) or the build failed elsewhere; 2 no such snippet.
+    /// Once linked in, runs the snippet's parity test (the copy against the production function
+    /// on the records of its config.yaml), when it has one: one line says how it went.
+    ///
+    /// Exit codes: 0 it builds and is linked in (its parity test passed; with --smoke, it ran); 1
+    /// it does not build (a draft now), its parity test failed, or the build failed elsewhere; 2
+    /// no such snippet.
     Check(CheckArgs),
 }
 
