@@ -5,15 +5,15 @@
 //! So a full disk or a quota costs the trace before the manifest, and an
 //! earlier run replaced with `--force` stays whole until the new one is in
 //! place. A failure says which file could not be written and what was kept.
-//! The writers of a run's single files are here too: [`write_manifest`],
-//! [`write_trace`] and [`write_atomically`] under both.
+//! The manifest's own writer is here too: [`write_manifest`],
+//! with [`write_atomically`] under it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::manifest::Manifest;
 use crate::runner::CaptureRecord;
-use crate::trace::{render_trace, TraceSummary};
+use crate::trace::render_trace;
 
 /// What could not be written, and what of the run was kept.
 #[derive(Debug, thiserror::Error)]
@@ -147,18 +147,6 @@ pub fn write_manifest(manifest: &Manifest, run_dir: &Path) -> std::io::Result<Pa
     let path = run_dir.join("manifest.yaml");
     write_atomically(&path, text.as_bytes())?;
     Ok(path)
-}
-
-/// Writes the trace of `capture` to `path` (through a temporary file).
-pub fn write_trace(
-    path: &Path,
-    capture: &CaptureRecord,
-    capture_name: &str,
-    title: &str,
-) -> std::io::Result<TraceSummary> {
-    let (bytes, summary) = render_trace(path, capture, capture_name, title)?;
-    write_atomically(path, &bytes)?;
-    Ok(summary)
 }
 
 /// Writes `bytes` to `path` so that `path` holds either its old content or
