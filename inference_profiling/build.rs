@@ -210,7 +210,7 @@ fn check_dependencies(
                 dir = snippet.directory
             )),
             (Kind::Module, None, _) => println!(
-                "cargo:warning=snippets/{dir} has no Cargo.toml: its target.rs is compiled into inference-profiling itself, so an error in it stops every target from building; `profile-cli check {name}` gives it a crate of its own (a draft while it does not build), or add a `{DRAFT_FILE}` file to leave it out",
+                "cargo:warning=snippets/{dir} has no Cargo.toml: its target.rs is compiled into inference-profiling itself, so an error in it stops every target from building; `profile-cli check {name}` gives it a crate of its own (a draft while it does not build), and while the build is broken a `{DRAFT_FILE}` file in it leaves it out",
                 dir = snippet.directory
             ),
             _ => {}

@@ -762,7 +762,7 @@ fn drafts_keep_every_other_target_building() {
     assert_ne!(stopped.code, Some(0), "{stopped}");
     assert!(
         stopped.stderr.contains(
-            "snippets/hand_made has no Cargo.toml: its target.rs is compiled into inference-profiling itself, so an error in it stops every target from building; `profile-cli check hand-made` gives it a crate of its own (a draft while it does not build)"
+            "snippets/hand_made has no Cargo.toml: its target.rs is compiled into inference-profiling itself, so an error in it stops every target from building; `profile-cli check hand-made` gives it a crate of its own (a draft while it does not build), and while the build is broken a `DRAFT` file in it leaves it out"
         ),
         "{stopped}"
     );
