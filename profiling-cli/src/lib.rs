@@ -115,6 +115,11 @@ struct NewArgs {
     /// The device of the generated config: cpu, cuda (= cuda:0) or cuda:N.
     #[arg(long, value_name = "DEVICE", value_parser = parse_device, default_value = "cpu")]
     device: Device,
+    /// The types (and const values) of a generic function's parameters: D=(),T=f32,N=4. The copy
+    /// keeps its generics; `run` calls it with these (the build check checks them against the
+    /// bounds).
+    #[arg(long, value_name = "NAME=TYPE,...")]
+    type_args: Option<String>,
     /// Create the snippet in DIR (which must not exist) instead of inference_profiling/snippets/.
     #[arg(long, value_name = "DIR")]
     directory: Option<PathBuf>,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use profiling_extract::{
     self as snippet, Diagnostic, Instrumentation, NewSnippet, ParityOutcome, SnippetCheck,
-    SnippetState, SnippetsCrate, SourceSpec,
+    SnippetState, SnippetsCrate, SourceSpec, TypeArgs,
 };
 
 use crate::{CheckArgs, NewArgs, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
@@ -24,6 +24,14 @@ pub(crate) fn new(
             return Ok(error.exit_code());
         }
     };
+    let type_args = match args.type_args.as_deref().map(str::parse::<TypeArgs>) {
+        None => TypeArgs::default(),
+        Some(Ok(type_args)) => type_args,
+        Some(Err(error)) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
     let request = NewSnippet {
         name: args.name,
         from,
@@ -31,6 +39,7 @@ pub(crate) fn new(
         device: args.device,
         directory: args.directory,
         workspace_root: root.to_path_buf(),
+        type_args,
     };
     let created = match snippet::create(&request) {
         Ok(created) => created,

@@ -607,6 +607,38 @@ fn drafts_keep_every_other_target_building() {
     );
     assert!(copy.links("new_build_check"));
 
+    // A generic function, instantiated with --type-args: it builds, and its
+    // parity test calls production with the same types.
+    let preprocess = copy.path("examples/src/preprocess.rs");
+    let mut text = read(&preprocess);
+    text.push_str(
+        "\n/// The first `N` values.\npub fn head<S, const N: usize>(values: &[S]) -> [S; N]\nwhere\n    S: Copy,\n{\n    std::array::from_fn(|i| values[i])\n}\n",
+    );
+    std::fs::write(&preprocess, text).unwrap();
+    let generic = copy.snippet("new_generic");
+    let from = copy.path("examples/src/preprocess.rs::head");
+    let made = copy.tool(&[
+        "new",
+        "new-generic",
+        "--from",
+        from.to_str().unwrap(),
+        "--type-args",
+        "S=f32,N=4",
+        "--directory",
+        generic.to_str().unwrap(),
+    ]);
+    assert_eq!(made.code, Some(0), "{made}");
+    assert!(
+        made.stdout.contains(": linked in; no longer a draft\n"),
+        "{made}"
+    );
+    assert!(
+        made.stdout.contains(
+            "\n  parity: the copy computes what production computes on 1 record(s) of dummy, compared with ==\n"
+        ),
+        "the parity test ran with the types given: {made}"
+    );
+
     // A copy that calls a private helper: written, the compiler's error
     // shown against the new file, and left a draft.
     let broken = copy.snippet("new_broken");

@@ -38,7 +38,7 @@ pub use check::{
 };
 pub use copy::Instrumentation;
 pub use names::Unresolved;
-pub use select::{Selector, SourceSpec};
+pub use select::{Selector, SourceSpec, TypeArgs};
 pub use snippet_crate::{
     draft_reason, is_included, manifest as snippet_manifest, mark_draft, package_name,
     set_included, unmark_draft, DRAFT_FILE,
@@ -67,6 +67,8 @@ pub struct NewSnippet {
     /// the snippet's files show paths from it (from the workspace of the
     /// crate that compiles the snippet, when that is another one).
     pub workspace_root: PathBuf,
+    /// The types (and const values) of a generic function's parameters.
+    pub type_args: TypeArgs,
 }
 
 impl NewSnippet {
@@ -80,6 +82,7 @@ impl NewSnippet {
             device: Device::Cpu,
             directory: None,
             workspace_root: workspace_root.to_path_buf(),
+            type_args: TypeArgs::default(),
         }
     }
 }
@@ -291,7 +294,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     let display = display_path(&path, root);
     let source = SourceFile::read(&path, display.clone())?;
     let function = select::find(&source, &request.from.selector)?;
-    select::check_supported(&source, &function)?;
+    select::check_supported(&source, &function, &request.type_args)?;
 
     let location = ModuleLocation::of_file(&path);
     // Which crates the snippet can name: those of the crate that compiles
@@ -316,7 +319,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     };
     let indent = if function.owner.is_some() { 4 } else { 0 };
     let copied = copy::copy(&source, &function, &location, lines, indent);
-    let target = scaffold::plan(&source, &function, &request.name);
+    let target = scaffold::plan(&source, &function, &request.name, &request.type_args);
 
     let module = location.path(&function.inline_modules);
     let item = format!("{module}::{}", function.label);
@@ -672,6 +675,9 @@ fn command_line(request: &NewSnippet, source: &str, directory: &Path, root: &Pat
     }
     if request.device != Device::Cpu {
         words.extend(["--device".to_owned(), request.device.to_string()]);
+    }
+    if !request.type_args.is_empty() {
+        words.extend(["--type-args".to_owned(), request.type_args.to_string()]);
     }
     if request.directory.is_some() {
         words.extend(["--directory".to_owned(), display_path(directory, root)]);

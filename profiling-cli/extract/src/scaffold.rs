@@ -7,7 +7,7 @@
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 
-use super::select::{type_name, Function};
+use super::select::{generic_params, type_name, Function, TypeArgs};
 use super::source::SourceFile;
 
 /// Widest line rustfmt keeps.
@@ -142,8 +142,11 @@ pub(crate) struct Target {
     pub parameters: Vec<Parameter>,
     pub receiver: Option<Receiver>,
     pub output: Output,
-    /// How `run` names the copy: `f`, or `<Type as Trait>::method`.
+    /// How `run` names the copy: `f`, or `<Type as Trait>::method`, with
+    /// the type arguments of a generic function (`f::<f32, 3>`).
     pub call_path: String,
+    /// `::<f32, 3>` for a generic function, else empty.
+    pub turbofish: String,
     /// For a method: the trait the snippet declares to hold the copy.
     pub trait_name: Option<String>,
     /// Whether the function is `unsafe`.
@@ -251,25 +254,48 @@ const PRIMITIVES: &[&str] = &[
 
 /// The type `ty` written as source text, owned: `Self` becomes the
 /// method's type and every lifetime `'static`, on one line.
-fn owned_text(source: &SourceFile, ty: &syn::Type, owner: Option<&str>) -> String {
-    struct Edits<'o> {
-        owner: Option<&'o str>,
+fn owned_text(source: &SourceFile, ty: &syn::Type, substitutions: &[(String, String)]) -> String {
+    struct Edits<'s> {
+        substitutions: &'s [(String, String)],
         edits: Vec<(proc_macro2::Span, String)>,
     }
     impl<'ast> Visit<'ast> for Edits<'_> {
         fn visit_lifetime(&mut self, lifetime: &'ast syn::Lifetime) {
             self.edits.push((lifetime.span(), "'static".to_owned()));
         }
+        fn visit_type_path(&mut self, path: &'ast syn::TypePath) {
+            // `T` alone (not `T::Assoc` nor `x::T`): a type parameter or `Self`.
+            if let (None, Some(ident)) = (&path.qself, path.path.get_ident()) {
+                if let Some((_, text)) = self.substitutions.iter().find(|(name, _)| ident == name) {
+                    self.edits.push((ident.span(), text.clone()));
+                    return;
+                }
+            }
+            visit::visit_type_path(self, path);
+        }
         fn visit_path_segment(&mut self, segment: &'ast syn::PathSegment) {
-            if let (true, Some(owner)) = (segment.ident == "Self", self.owner) {
-                self.edits.push((segment.ident.span(), owner.to_owned()));
+            if segment.ident == "Self" {
+                if let Some((_, owner)) = self.substitutions.iter().find(|(name, _)| name == "Self")
+                {
+                    self.edits.push((segment.ident.span(), owner.clone()));
+                }
             }
             visit::visit_path_segment(self, segment);
+        }
+        fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
+            // A const parameter in an array length: `[f32; N]`.
+            if let Some(ident) = path.path.get_ident() {
+                if let Some((_, text)) = self.substitutions.iter().find(|(name, _)| ident == name) {
+                    self.edits.push((ident.span(), text.clone()));
+                    return;
+                }
+            }
+            visit::visit_expr_path(self, path);
         }
     }
     let range = source.range(ty.span());
     let mut finder = Edits {
-        owner,
+        substitutions,
         edits: Vec::new(),
     };
     finder.visit_type(ty);
@@ -291,6 +317,30 @@ fn owned_text(source: &SourceFile, ty: &syn::Type, owner: Option<&str>) -> Strin
     }
     text.push_str(&source.text[at..range.end]);
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `ty` with each bare type parameter of `given` (`S`, not `S::Item`)
+/// replaced by the type given for it.
+fn substitute(ty: &syn::Type, given: &[(String, syn::Type)]) -> syn::Type {
+    struct Replace<'g>(&'g [(String, syn::Type)]);
+    impl syn::visit_mut::VisitMut for Replace<'_> {
+        fn visit_type_mut(&mut self, ty: &mut syn::Type) {
+            if let syn::Type::Path(path) = ty {
+                if let (None, Some(ident)) = (&path.qself, path.path.get_ident()) {
+                    if let Some((_, given)) = self.0.iter().find(|(name, _)| ident == name) {
+                        *ty = given.clone();
+                        return;
+                    }
+                }
+            }
+            syn::visit_mut::visit_type_mut(self, ty);
+        }
+    }
+    let mut ty = ty.clone();
+    if !given.is_empty() {
+        syn::visit_mut::VisitMut::visit_type_mut(&mut Replace(given), &mut ty);
+    }
+    ty
 }
 
 fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
@@ -372,20 +422,54 @@ fn tensor_for(name: &str, dims: Option<usize>) -> &'static str {
 }
 
 /// Works out the target for the copied `function`.
-pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &str) -> Target {
+pub(crate) fn plan(
+    source: &SourceFile,
+    function: &Function<'_>,
+    profile_name: &str,
+    type_args: &TypeArgs,
+) -> Target {
     let owner = function.owner_name();
+    let generics = generic_params(source, &function.sig.generics);
+    // Text of a type as the target holds it: `Self` as the owner, the
+    // function's type parameters as the types given for them.
+    let mut substitutions: Vec<(String, String)> = generics
+        .iter()
+        .filter_map(|p| Some((p.name.clone(), type_args.get(&p.name)?.to_owned())))
+        .collect();
+    if let Some(owner) = &owner {
+        substitutions.push(("Self".to_owned(), owner.clone()));
+    }
+    let held = |ty: &syn::Type| owned_text(source, ty, &substitutions);
     let types = ModuleTypes::of(function.scope);
-    let is_copy = |ty: &syn::Type| match ty {
+    // A bare type parameter is classified as the type given for it.
+    let given: Vec<(String, syn::Type)> = generics
+        .iter()
+        .filter_map(|p| {
+            let text = type_args.get(&p.name)?;
+            Some((p.name.clone(), syn::parse_str::<syn::Type>(text).ok()?))
+        })
+        .collect();
+    let resolve = |ty: &syn::Type| -> syn::Type {
+        if let syn::Type::Path(path) = ty {
+            if let (None, Some(ident)) = (&path.qself, path.path.get_ident()) {
+                if let Some((_, given)) = given.iter().find(|(name, _)| ident == name) {
+                    return given.clone();
+                }
+            }
+        }
+        ty.clone()
+    };
+    let is_copy = |ty: &syn::Type| match &resolve(ty) {
         syn::Type::Reference(r) => r.mutability.is_none(),
         syn::Type::Tuple(t) => t.elems.is_empty(),
-        _ => last_segment(ty).is_some_and(|s| {
+        resolved => last_segment(resolved).is_some_and(|s| {
             let name = s.ident.to_string();
             s.arguments.is_none()
                 && (PRIMITIVES.contains(&name.as_str()) || types.copies.contains(&name))
         }),
     };
     let has_default = |ty: &syn::Type| {
-        last_segment(ty).is_some_and(|s| {
+        last_segment(&resolve(ty)).is_some_and(|s| {
             let name = s.ident.to_string();
             types.defaults.contains(&name)
                 || (name == "Self" && owner.as_ref().is_some_and(|o| types.defaults.contains(o)))
@@ -424,12 +508,18 @@ pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" "),
-            owned_text(source, &typed.ty, None)
+            owned_text(source, &typed.ty, &[])
         );
         let (inner, reference) = match &*typed.ty {
             syn::Type::Reference(r) => (&*r.elem, Some(r.mutability.is_some())),
             other => (other, None),
         };
+        // What the parameter is with the type arguments given: what decides
+        // where `prepare` takes it from (`&[S]` with `S=f32` is a tensor's
+        // values). Its text is still written from the source, `held`.
+        let resolved = substitute(inner, &given);
+        let inner_text = inner;
+        let inner = &resolved;
         let by_reference = |mutable: bool| if mutable { Pass::RefMut } else { Pass::Ref };
         let by_value = |ty: &syn::Type| if is_copy(ty) { Pass::Copy } else { Pass::Clone };
         let (field_type, value_source, pass) =
@@ -455,16 +545,16 @@ pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &
                 };
                 let pass = reference.map_or(Pass::Clone, by_reference);
                 ("Vec<f32>".to_owned(), ValueSource::Values(tensor), pass)
-            } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner, reference) {
+            } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner_text, reference) {
                 // `&[T]` and `&mut [T]`: held as a `Vec<T>`, which derefs to the slice.
-                let element = owned_text(source, &slice.elem, owner.as_deref());
+                let element = held(&slice.elem);
                 let field = format!("Vec<{element}>");
                 (field, ValueSource::Unmapped, by_reference(mutable))
             } else if let (true, Some(mutable)) = (is_named(inner, "str"), reference) {
                 let field = "String".to_owned();
                 (field, ValueSource::Unmapped, by_reference(mutable))
             } else {
-                let field = owned_text(source, inner, owner.as_deref());
+                let field = held(inner_text);
                 let value_source = if is_named(inner, "RgbImage") {
                     ValueSource::Image
                 } else if is_named(inner, "DataRecord") {
@@ -502,7 +592,7 @@ pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &
             }
         }
         syn::ReturnType::Type(_, ty) => {
-            let text = owned_text(source, ty, owner.as_deref());
+            let text = held(ty);
             let borrows = {
                 struct Borrow(bool);
                 impl<'ast> Visit<'ast> for Borrow {
@@ -526,7 +616,7 @@ pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &
             if borrows {
                 Output::Discarded(text)
             } else if let Some(ok) = result_ok {
-                Output::Result(owned_text(source, ok, owner.as_deref()))
+                Output::Result(held(ok))
             } else if text == "()" {
                 Output::Unit
             } else {
@@ -540,9 +630,12 @@ pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &
     let trait_name = owner
         .as_ref()
         .map(|owner| format!("{owner}{}", pascal_case(&function_name)));
+    let turbofish = type_args.turbofish(&generics);
     let call_path = match (&owner, &trait_name) {
-        (Some(owner), Some(trait_name)) => format!("<{owner} as {trait_name}>::{function_name}"),
-        _ => function_name.clone(),
+        (Some(owner), Some(trait_name)) => {
+            format!("<{owner} as {trait_name}>::{function_name}{turbofish}")
+        }
+        _ => format!("{function_name}{turbofish}"),
     };
     Target {
         profile_name: profile_name.to_owned(),
@@ -553,6 +646,7 @@ pub(crate) fn plan(source: &SourceFile, function: &Function<'_>, profile_name: &
         receiver,
         output,
         call_path,
+        turbofish,
         trait_name,
         is_unsafe: function.sig.unsafety.is_some(),
     }
@@ -1130,7 +1224,8 @@ impl Target {
             "            let {inputs} = target.prepare(record, device)?;\n"
         ));
         text.push_str(&self.parity_call("copy", "the copy", &self.call_path));
-        text.push_str(&self.parity_call("production", "production", production));
+        let production = format!("{production}{}", self.turbofish);
+        text.push_str(&self.parity_call("production", "production", &production));
         text.push_str(
             "            Ok(profiling_core::same_output!(copy, production, |output| {\n                \
              target.summarize(output)\n            }))\n",

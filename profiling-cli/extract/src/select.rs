@@ -428,6 +428,7 @@ fn find_by_lines(
 pub(crate) fn check_supported(
     source: &SourceFile,
     function: &Function<'_>,
+    type_args: &TypeArgs,
 ) -> Result<(), SnippetError> {
     let (first, last) = function.lines(source);
     let refuse = |why: String| {
@@ -443,24 +444,55 @@ pub(crate) fn check_supported(
     if sig.variadic.is_some() {
         return Err(refuse("is variadic".to_owned()));
     }
-    let generic = |generics: &syn::Generics| {
-        generics
-            .params
+    let params = generic_params(source, &sig.generics);
+    if params.is_empty() && !type_args.is_empty() {
+        return Err(SnippetError::Usage(format!(
+            "--type-args: `{}` has no type or const parameters to give",
+            function.label
+        )));
+    }
+    if !params.is_empty() {
+        let listed = params
             .iter()
-            .filter(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
-            .map(|p| match p {
-                syn::GenericParam::Type(t) => t.ident.to_string(),
-                syn::GenericParam::Const(c) => c.ident.to_string(),
-                syn::GenericParam::Lifetime(l) => l.lifetime.to_string(),
+            .map(GenericParam::describe)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let example = params
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}={}",
+                    p.name,
+                    if p.is_const { "<value>" } else { "<type>" }
+                )
             })
             .collect::<Vec<_>>()
-    };
-    let params = generic(&sig.generics);
-    if !params.is_empty() {
-        return Err(refuse(format!(
-            "is generic over {}: a target runs one concrete function, so copy it by hand and pick the types, or select a non-generic caller",
-            params.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
-        )));
+            .join(",");
+        if type_args.is_empty() {
+            return Err(refuse(format!(
+                "is generic over {listed}: a target runs one concrete function; give its parameters with --type-args {example} (the copy keeps its generics, `run` calls it with these)"
+            )));
+        }
+        for (name, _) in type_args.iter() {
+            if !params.iter().any(|p| &p.name == name) {
+                return Err(SnippetError::Usage(format!(
+                    "--type-args: `{}` has no parameter `{name}`; its parameters: {listed}",
+                    function.label
+                )));
+            }
+        }
+        let missing: Vec<&str> = params
+            .iter()
+            .filter(|p| type_args.get(&p.name).is_none())
+            .map(|p| p.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(SnippetError::Usage(format!(
+                "--type-args: give every parameter of `{}`: missing {} (its parameters: {listed})",
+                function.label,
+                missing.join(", ")
+            )));
+        }
     }
     if let Some(imp) = function.owner {
         if !imp.generics.params.is_empty() {
@@ -487,6 +519,162 @@ pub(crate) fn check_supported(
         }
     }
     Ok(())
+}
+
+/// `--type-args D=(),T=f32,N=4`: the types (and const values) a generic
+/// function's parameters take in the target. The copy keeps its generics;
+/// `run` calls it with these.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeArgs(Vec<(String, String)>);
+
+impl TypeArgs {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value given for parameter `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(given, _)| given == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &(String, String)> {
+        self.0.iter()
+    }
+
+    /// `::<A, B>` for `params` in order; empty without parameters.
+    pub(crate) fn turbofish(&self, params: &[GenericParam]) -> String {
+        if params.is_empty() {
+            return String::new();
+        }
+        let values: Vec<&str> = params
+            .iter()
+            .map(|p| self.get(&p.name).unwrap_or("_"))
+            .collect();
+        format!("::<{}>", values.join(", "))
+    }
+}
+
+impl std::str::FromStr for TypeArgs {
+    type Err = SnippetError;
+
+    fn from_str(text: &str) -> Result<TypeArgs, SnippetError> {
+        let usage = |why: String| SnippetError::Usage(format!("--type-args {text}: {why}"));
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for item in split_top_level(text) {
+            let Some((name, value)) = item.split_once('=') else {
+                return Err(usage(format!(
+                    "`{item}` is not NAME=TYPE (or NAME=VALUE for a const parameter)"
+                )));
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if !is_identifier(name) {
+                return Err(usage(format!("`{name}` is not a parameter name")));
+            }
+            if syn::parse_str::<syn::Type>(value).is_err()
+                && syn::parse_str::<syn::Expr>(value).is_err()
+            {
+                return Err(usage(format!(
+                    "`{value}` (for `{name}`) is not a Rust type or value"
+                )));
+            }
+            if pairs.iter().any(|(given, _)| given == name) {
+                return Err(usage(format!("`{name}` is given twice")));
+            }
+            pairs.push((name.to_owned(), value.to_owned()));
+        }
+        if pairs.is_empty() {
+            return Err(usage("give at least one NAME=TYPE".to_owned()));
+        }
+        Ok(TypeArgs(pairs))
+    }
+}
+
+impl std::fmt::Display for TypeArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pairs: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        f.write_str(&pairs.join(","))
+    }
+}
+
+/// `text` split at the commas outside brackets: `T=(f32, f32),N=4` is two
+/// items.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(text[start..at].trim());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(text[start..].trim());
+    items.into_iter().filter(|item| !item.is_empty()).collect()
+}
+
+/// A type or const parameter of a function (lifetimes need nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GenericParam {
+    pub name: String,
+    pub is_const: bool,
+    /// `Copy + Debug`, `usize`: its bounds, or a const parameter's type.
+    pub bounds: String,
+}
+
+impl GenericParam {
+    fn describe(&self) -> String {
+        match (self.is_const, self.bounds.is_empty()) {
+            (true, _) => format!("`const {}: {}`", self.name, self.bounds),
+            (false, true) => format!("`{}`", self.name),
+            (false, false) => format!("`{}: {}`", self.name, self.bounds),
+        }
+    }
+}
+
+/// The type and const parameters of `generics`, in order, with the bounds
+/// their `where` clause adds, as the source writes them.
+pub(crate) fn generic_params(source: &SourceFile, generics: &syn::Generics) -> Vec<GenericParam> {
+    let text = |node: &dyn Spanned| {
+        source.text[source.range(node.span())]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    generics
+        .params
+        .iter()
+        .filter_map(|param| match param {
+            syn::GenericParam::Type(t) => {
+                let mut bounds: Vec<String> = t.bounds.iter().map(|b| text(b)).collect();
+                let predicates = generics.where_clause.iter().flat_map(|c| &c.predicates);
+                for predicate in predicates {
+                    if let syn::WherePredicate::Type(p) = predicate {
+                        if t.ident == text(&p.bounded_ty) {
+                            bounds.extend(p.bounds.iter().map(|b| text(b)));
+                        }
+                    }
+                }
+                Some(GenericParam {
+                    name: t.ident.to_string(),
+                    is_const: false,
+                    bounds: bounds.join(" + "),
+                })
+            }
+            syn::GenericParam::Const(c) => Some(GenericParam {
+                name: c.ident.to_string(),
+                is_const: true,
+                bounds: text(&c.ty),
+            }),
+            syn::GenericParam::Lifetime(_) => None,
+        })
+        .collect()
 }
 
 fn has_opaque_type(ty: &syn::Type) -> bool {

@@ -103,6 +103,14 @@ pub fn generic<T: Copy>(x: T) -> T {
 }
 
 pub fn twice() {}
+
+/// The first `N` values, scaled.
+pub fn first<S, const N: usize>(values: &[S], scale: S) -> [S; N]
+where
+    S: Copy + std::ops::Mul<Output = S>,
+{
+    std::array::from_fn(|i| values[i] * scale)
+}
 "#;
 
 const LIB: &str = "pub mod ops;\nmod hidden;\npub mod shapes;\n";
@@ -570,7 +578,10 @@ fn unknown_or_unusable_sources_are_refused_with_what_and_where() {
             ),
         ),
         ("::later", "`later` is an `async fn`".to_owned()),
-        ("::generic", "`generic` is generic over `T`".to_owned()),
+        (
+            "::generic",
+            "`generic` is generic over `T: Copy`: a target runs one concrete function; give its parameters with --type-args T=<type> (the copy keeps its generics, `run` calls it with these)".to_owned(),
+        ),
     ];
     for (selector, expected) in cases {
         let error = fixture.error("extract-refused", selector);
@@ -771,6 +782,83 @@ fn without_a_way_to_call_production_the_readme_says_why_there_is_no_parity_test(
         assert!(
             readme.contains(&format!("No parity test could be made: {why}.")),
             "{selector}: {readme}"
+        );
+    }
+}
+
+#[test]
+fn a_generic_function_is_called_with_the_type_args_given() {
+    let fixture = Fixture::new();
+    let mut request = fixture.request("first-three", "::first");
+    request.type_args = "S=f32,N=3".parse().unwrap();
+    let generated = snippet::generate(&request).unwrap();
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("pub fn first<S, const N: usize>(values: &[S], scale: S) -> [S; N]"),
+        "the copy keeps its generics: {target}"
+    );
+    assert!(target.contains("    type Output = [f32; 3];\n"), "{target}");
+    assert!(target.contains("    pub scale: f32,\n"), "{target}");
+    assert!(
+        target.contains("Ok(first::<f32, 3>(&inputs.values, inputs.scale))"),
+        "{target}"
+    );
+    assert!(
+        target.contains(
+            "let production = fixture_ops::ops::first::<f32, 3>(&inputs.values, inputs.scale);"
+        ),
+        "the parity test calls production with the same types: {target}"
+    );
+    assert!(
+        generated.report.command.contains("--type-args S=f32,N=3"),
+        "{}",
+        generated.report.command
+    );
+
+    let mut request = fixture.request("first-three", "::first");
+    request.type_args = "S=f32".parse().unwrap();
+    assert_eq!(
+        snippet::generate(&request).unwrap_err().to_string(),
+        "--type-args: give every parameter of `first`: missing N (its parameters: `S: Copy + std::ops::Mul<Output = S>`, `const N: usize`)"
+    );
+    request.type_args = "S=f32,N=3,X=u8".parse().unwrap();
+    assert!(snippet::generate(&request)
+        .unwrap_err()
+        .to_string()
+        .starts_with("--type-args: `first` has no parameter `X`"));
+    let mut request = fixture.request("doubled", "::helper");
+    request.type_args = "T=f32".parse().unwrap();
+    assert_eq!(
+        snippet::generate(&request).unwrap_err().to_string(),
+        "--type-args: `helper` has no type or const parameters to give"
+    );
+    let error = fixture.error("first-three", "::first");
+    assert!(
+        error.contains("`first` is generic over `S: Copy + std::ops::Mul<Output = S>`, `const N: usize`: a target runs one concrete function; give its parameters with --type-args S=<type>,N=<value>"),
+        "{error}"
+    );
+}
+
+#[test]
+fn type_args_are_read_with_their_brackets() {
+    let args: snippet::TypeArgs = "T=(f32, f32),N=4, D = Vec<(u8, u8)>".parse().unwrap();
+    assert_eq!(args.get("T"), Some("(f32, f32)"));
+    assert_eq!(args.get("N"), Some("4"));
+    assert_eq!(args.get("D"), Some("Vec<(u8, u8)>"));
+    assert_eq!(args.to_string(), "T=(f32, f32),N=4,D=Vec<(u8, u8)>");
+    for (text, why) in [
+        (
+            "T",
+            "`T` is not NAME=TYPE (or NAME=VALUE for a const parameter)",
+        ),
+        ("1T=f32", "`1T` is not a parameter name"),
+        ("T=f32,T=u8", "`T` is given twice"),
+        ("T=)(", "`)(` (for `T`) is not a Rust type or value"),
+        ("", "give at least one NAME=TYPE"),
+    ] {
+        assert_eq!(
+            text.parse::<snippet::TypeArgs>().unwrap_err().to_string(),
+            format!("--type-args {text}: {why}")
         );
     }
 }
