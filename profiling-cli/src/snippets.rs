@@ -64,6 +64,18 @@ pub(crate) fn new(
         "  copied `{}` ({}:{}-{}), {range}",
         report.item, report.source, report.lines.0, report.lines.1
     )?;
+    if let (Some(added), Some(krate)) = (&report.added_dependency, &report.snippets_crate) {
+        writeln!(
+            out,
+            "  added `{added}` to {}/Cargo.toml: {} did not depend on the crate it copies from",
+            krate
+                .dir
+                .strip_prefix(krate.workspace_root())
+                .unwrap_or(&krate.dir)
+                .display(),
+            krate.package
+        )?;
+    }
     for (parameter, source) in &report.mapped {
         writeln!(out, "  prepare: `{parameter}` is {source}")?;
     }

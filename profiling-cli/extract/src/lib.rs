@@ -41,7 +41,7 @@ pub use names::Unresolved;
 pub use select::{Selector, SourceSpec, TypeArgs};
 pub use snippet_crate::{
     draft_reason, is_included, manifest as snippet_manifest, mark_draft, package_name,
-    set_included, unmark_draft, DRAFT_FILE,
+    set_included, unmark_draft, AddedDependency, DRAFT_FILE,
 };
 
 use profiling_core::config::check_profile_name;
@@ -231,6 +231,9 @@ pub struct Report {
     pub nsys_command: String,
     /// The crate that compiles the snippet, when it lands in one.
     pub snippets_crate: Option<SnippetsCrate>,
+    /// The dependency on the production crate that `create` adds to the
+    /// snippets crate, which did not have it.
+    pub added_dependency: Option<AddedDependency>,
     /// Whether `target.rs` holds a parity test, and if not, why.
     pub parity: Parity,
     /// Where to move a snippet made outside every snippets directory for it
@@ -302,10 +305,21 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     let dependencies_of = snippets_crate
         .clone()
         .or_else(|| SnippetsCrate::at(&request.workspace_root.join("inference_profiling")));
-    let (dependencies, snippets_package) = match &dependencies_of {
+    let (mut dependencies, snippets_package) = match &dependencies_of {
         Some(krate) => (krate.dependencies.clone(), krate.package.clone()),
         None => (Vec::new(), "inference-profiling".to_owned()),
     };
+    // A crate of the workspace the snippets crate does not depend on yet:
+    // `create` adds the dependency, so the snippet names it as if it did.
+    let added_dependency = match (&snippets_crate, &location.crate_ident) {
+        (Some(krate), Some(ident)) if !dependencies.contains(ident) => {
+            snippet_crate::path_dependency(krate, &path)
+        }
+        _ => None,
+    };
+    if let Some(added) = &added_dependency {
+        dependencies.push(source::crate_ident(&added.package));
+    }
     let imports = names::imports(
         &source,
         &function,
@@ -395,6 +409,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         config_display,
         target_display,
         snippets_crate,
+        added_dependency: added_dependency.clone(),
         parity,
         move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
     };
@@ -410,7 +425,12 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     if let Some(krate) = &report.snippets_crate {
         files.push((
             "Cargo.toml",
-            snippet_crate::manifest(krate, &directory, &request.name)?,
+            snippet_crate::manifest_with(
+                krate,
+                &directory,
+                &request.name,
+                added_dependency.as_ref(),
+            )?,
         ));
         files.push((
             DRAFT_FILE,
@@ -494,10 +514,18 @@ fn parity_of(
     }
 }
 
-/// Generates the snippet and writes it: all its files, or nothing.
+/// Generates the snippet and writes it: all its files, or nothing; then
+/// adds the dependency on the production crate to the snippets crate when
+/// it lacked it.
 pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
     let generated = generate(request)?;
     write_all_or_nothing(&generated.directory, &generated.files)?;
+    if let (Some(krate), Some(added)) = (
+        &generated.report.snippets_crate,
+        &generated.report.added_dependency,
+    ) {
+        snippet_crate::add_dependency(krate, added)?;
+    }
     Ok(generated)
 }
 

@@ -60,6 +60,96 @@ fn write(path: &Path, text: &str) -> Result<(), SnippetError> {
     })
 }
 
+/// A path dependency of the snippets crate on a crate of its workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedDependency {
+    /// The package name.
+    pub package: String,
+    /// Its directory, relative to the snippets crate's.
+    pub path: String,
+}
+
+impl std::fmt::Display for AddedDependency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {{ path = {:?} }}", self.package, self.path)
+    }
+}
+
+/// The dependency `krate` needs to name the crate `file` belongs to, when
+/// that is a package of the same workspace (not one from a registry).
+pub(crate) fn path_dependency(krate: &SnippetsCrate, file: &Path) -> Option<AddedDependency> {
+    let manifest = super::source::Manifest::of_file(file)?;
+    let package = manifest.package.clone()?;
+    manifest.lib_root()?;
+    let root = krate.workspace_root().canonicalize().ok()?;
+    let from = krate.dir.canonicalize().ok()?;
+    let to = manifest.dir.canonicalize().ok()?;
+    if !to.starts_with(&root) || to == from {
+        return None;
+    }
+    Some(AddedDependency {
+        package,
+        path: relative_path(&from, &to),
+    })
+}
+
+/// `to` as seen from `from`, both absolute: `../examples`.
+fn relative_path(from: &Path, to: &Path) -> String {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_owned(); from.len() - shared];
+    parts.extend(
+        to[shared..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
+}
+
+fn insert_path_dependency(
+    document: &mut DocumentMut,
+    manifest_path: &Path,
+    added: &AddedDependency,
+) -> Result<bool, SnippetError> {
+    let dependencies = document
+        .entry("dependencies")
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            SnippetError::Manifest(format!(
+                "{}: `dependencies` is not a table",
+                manifest_path.display()
+            ))
+        })?;
+    if dependencies.contains_key(&added.package) {
+        return Ok(false);
+    }
+    let mut spec = InlineTable::new();
+    spec.insert("path", Value::from(added.path.as_str()));
+    dependencies.insert(&added.package, Item::Value(Value::InlineTable(spec)));
+    Ok(true)
+}
+
+/// Adds `added` to `krate`'s `[dependencies]`, keeping the rest of its
+/// manifest (comments, order, layout) as it is; whether it was missing.
+pub fn add_dependency(
+    krate: &SnippetsCrate,
+    added: &AddedDependency,
+) -> Result<bool, SnippetError> {
+    let manifest_path = krate.dir.join("Cargo.toml");
+    let mut document = read_manifest(&manifest_path)?;
+    if !insert_path_dependency(&mut document, &manifest_path, added)? {
+        return Ok(false);
+    }
+    write(&manifest_path, &document.to_string())?;
+    Ok(true)
+}
+
 /// The `Cargo.toml` of the snippet crate in `directory` (a directory of
 /// `krate`'s `snippets/`) that profiles `profile`.
 pub fn manifest(
@@ -67,7 +157,21 @@ pub fn manifest(
     directory: &Path,
     profile: &str,
 ) -> Result<String, SnippetError> {
-    let template = read_manifest(&krate.dir.join("Cargo.toml"))?;
+    manifest_with(krate, directory, profile, None)
+}
+
+/// [`manifest`], with a dependency `krate` is about to get.
+pub(crate) fn manifest_with(
+    krate: &SnippetsCrate,
+    directory: &Path,
+    profile: &str,
+    added: Option<&AddedDependency>,
+) -> Result<String, SnippetError> {
+    let manifest_path = krate.dir.join("Cargo.toml");
+    let mut template = read_manifest(&manifest_path)?;
+    if let Some(added) = added {
+        insert_path_dependency(&mut template, &manifest_path, added)?;
+    }
     let dir_name = directory_name(directory)?;
     let mut document = DocumentMut::new();
     document.decor_mut().set_prefix(

@@ -862,3 +862,46 @@ fn type_args_are_read_with_their_brackets() {
         );
     }
 }
+
+#[test]
+fn a_missing_dependency_on_the_production_crate_is_added_once_keeping_the_manifest() {
+    let fixture = Fixture::new();
+    let host = fixture.root().join("host/Cargo.toml");
+    let original = "# The snippets of this workspace.\n[package]\nname = \"host-snippets\"\nversion = \"0.1.0\"\n\n[dependencies]\n# what every snippet uses\nprofiling-core.workspace = true   # the contract\nanyhow.workspace = true\n";
+    std::fs::write(&host, original).unwrap();
+
+    let created = snippet::create(&fixture.request("doubled", "::helper")).unwrap();
+    assert_eq!(
+        created.report.added_dependency,
+        Some(snippet::AddedDependency {
+            package: "fixture-ops".to_owned(),
+            path: "../fixture".to_owned(),
+        })
+    );
+    assert!(
+        created.report.unresolved.is_empty(),
+        "{:?}",
+        created.report.unresolved
+    );
+    assert!(matches!(
+        created.report.parity,
+        snippet::Parity::Test { .. }
+    ));
+    assert_eq!(
+        std::fs::read_to_string(&host).unwrap(),
+        format!("{original}fixture-ops = {{ path = \"../fixture\" }}\n"),
+        "added once, the comments and layout kept"
+    );
+    let manifest = created.file("Cargo.toml").unwrap();
+    assert!(
+        manifest.contains("fixture-ops = { path = \"../../../fixture\" }"),
+        "{manifest}"
+    );
+
+    let again = snippet::create(&fixture.request("doubled-again", "::helper")).unwrap();
+    assert_eq!(again.report.added_dependency, None);
+    assert_eq!(
+        std::fs::read_to_string(&host).unwrap(),
+        format!("{original}fixture-ops = {{ path = \"../fixture\" }}\n")
+    );
+}
