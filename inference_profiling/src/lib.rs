@@ -21,8 +21,8 @@
 //! `profile-cli check <name>` gives it a crate of its own.
 //!
 //! A snippet whose directory holds a `DRAFT` file is a draft: not compiled,
-//! so it breaks no other build, and listed in [`DRAFTS`] with the file's
-//! text. `profile-cli new` leaves a snippet a draft when it does not build;
+//! so it breaks no other build, and listed in [`DRAFTS`] (and registered
+//! for `profile-cli list`) with the file's text. `profile-cli new` leaves a snippet a draft when it does not build;
 //! `profile-cli check <name>` builds it and, when it compiles, removes the
 //! file and adds the dependency.
 //!
@@ -34,27 +34,6 @@
 //! Runs of a snippet go to `snippets/<dir>/runs/<run-id>/`, which git
 //! ignores.
 
-/// A snippet directory left out of the build: its `DRAFT` file says why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Draft {
-    /// The directory under `snippets/`.
-    pub directory: &'static str,
-    /// The target it profiles: its config's `target.name`, else the
-    /// directory name with `_` as `-`.
-    pub target: &'static str,
-    /// The `DRAFT` file's text; its first line is the reason.
-    pub reason: &'static str,
-}
-
-impl Draft {
-    /// The first line of the `DRAFT` file, or a note that it gives none.
-    pub fn summary(&self) -> &'static str {
-        self.reason
-            .lines()
-            .map(str::trim)
-            .find(|line| !line.is_empty())
-            .unwrap_or("its DRAFT file gives no reason")
-    }
-}
+pub use profiling_core::registry::Draft;
 
 include!(concat!(env!("OUT_DIR"), "/snippets.rs"));

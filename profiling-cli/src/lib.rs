@@ -292,7 +292,7 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
         }
     }
     if !json {
-        list_drafts(inference_profiling::DRAFTS, out)?;
+        list_drafts(&registry::drafts(), out)?;
     }
     let missing = registry::unavailable();
     if !json && !missing.is_empty() {
@@ -334,7 +334,7 @@ fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> an
 }
 
 /// The drafts section of `list`: each draft's name, directory and reason.
-fn list_drafts(drafts: &[inference_profiling::Draft], out: &mut dyn Write) -> anyhow::Result<()> {
+fn list_drafts(drafts: &[&registry::Draft], out: &mut dyn Write) -> anyhow::Result<()> {
     if drafts.is_empty() {
         return Ok(());
     }
@@ -343,10 +343,7 @@ fn list_drafts(drafts: &[inference_profiling::Draft], out: &mut dyn Write) -> an
         "drafts, not compiled (`profile-cli check NAME` builds one and links it in):"
     )?;
     let name_width = drafts.iter().map(|d| d.target.len()).max().unwrap_or(0);
-    let places: Vec<String> = drafts
-        .iter()
-        .map(|d| format!("inference_profiling/snippets/{}/", d.directory))
-        .collect();
+    let places: Vec<String> = drafts.iter().map(|d| format!("{}/", d.path())).collect();
     let place_width = places.iter().map(String::len).max().unwrap_or(0);
     for (draft, place) in drafts.iter().zip(&places) {
         writeln!(
@@ -361,13 +358,11 @@ fn list_drafts(drafts: &[inference_profiling::Draft], out: &mut dyn Write) -> an
 
 /// Why `run` refuses `name`, when it is a draft's target.
 fn draft_refusal(name: &str) -> Option<String> {
-    let draft = inference_profiling::DRAFTS
-        .iter()
-        .find(|d| d.target == name)?;
+    let draft = registry::drafts().into_iter().find(|d| d.target == name)?;
     Some(format!(
-        "`{name}` is a draft, not compiled (inference_profiling/snippets/{dir}/DRAFT): {}; fix inference_profiling/snippets/{dir}/target.rs, then: scripts/profile check {name}",
+        "`{name}` is a draft, not compiled ({path}/DRAFT): {}; fix {path}/target.rs, then: scripts/profile check {name}",
         draft.summary(),
-        dir = draft.directory
+        path = draft.path()
     ))
 }
 

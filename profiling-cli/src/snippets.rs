@@ -209,11 +209,11 @@ fn snippet_directory(name: &str, root: &Path) -> Option<PathBuf> {
     if has_target(&by_name) {
         return Some(by_name);
     }
-    if let Some(draft) = inference_profiling::DRAFTS
-        .iter()
+    if let Some(draft) = profiling_core::registry::drafts()
+        .into_iter()
         .find(|d| d.target == name)
     {
-        return Some(snippets.join(draft.directory));
+        return Some(root.join(draft.path()));
     }
     let entry = profiling_core::registry::targets()
         .into_iter()

@@ -80,6 +80,49 @@ pub fn unavailable() -> Vec<&'static UnavailableTarget> {
     entries
 }
 
+/// A snippet left out of the build: its directory holds a `DRAFT` file,
+/// which says why. The snippets crate's build script registers one for
+/// each draft, so that `list` shows it and `run` refuses its target with
+/// the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Draft {
+    /// The directory under `snippets/`.
+    pub directory: &'static str,
+    /// The snippets directory, from the workspace root
+    /// (`inference_profiling/snippets`).
+    pub snippets: &'static str,
+    /// The target it profiles: its config's `target.name`, else the
+    /// directory name with `_` as `-`.
+    pub target: &'static str,
+    /// The `DRAFT` file's text; its first line is the reason.
+    pub reason: &'static str,
+}
+
+impl Draft {
+    /// The first line of the `DRAFT` file, or a note that it gives none.
+    pub fn summary(&self) -> &'static str {
+        self.reason
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .unwrap_or("its DRAFT file gives no reason")
+    }
+
+    /// `inference_profiling/snippets/<directory>`.
+    pub fn path(&self) -> String {
+        format!("{}/{}", self.snippets, self.directory)
+    }
+}
+
+inventory::collect!(Draft);
+
+/// The drafts of this build, sorted by directory.
+pub fn drafts() -> Vec<&'static Draft> {
+    let mut entries: Vec<&'static Draft> = inventory::iter::<Draft>.into_iter().collect();
+    entries.sort_by_key(|d| (d.snippets, d.directory));
+    entries
+}
+
 /// Every registered target, sorted by name, then file and line.
 pub fn targets() -> Vec<&'static TargetEntry> {
     let mut entries: Vec<&'static TargetEntry> =
