@@ -191,6 +191,26 @@ fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
 /// that links targets of its own (a test's, say) gets the same program by
 /// calling it from its `main`.
 pub fn run_main() -> std::process::ExitCode {
+    // The workspace this binary was built from: relative source files of
+    // targets and the default run directories are found from it.
+    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
+    run_main_for(workspace_root)
+}
+
+/// [`run_main`] for a profiling binary of another workspace, built from
+/// `workspace_root`: its `main` is
+///
+/// ```ignore
+/// use inference_profiling as _; // links its snippets in
+///
+/// fn main() -> std::process::ExitCode {
+///     let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+///     profiling_cli::run_main_for(crate_dir.parent().unwrap_or(crate_dir))
+/// }
+/// ```
+pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
     // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
     // a second one ends the process at once.
     if let Err(error) = profiling_core::interrupt::install_handlers() {
@@ -199,11 +219,6 @@ pub fn run_main() -> std::process::ExitCode {
         );
     }
     profiling_core::panics::install_hook();
-    // The workspace this binary was built from: relative source files of
-    // targets and the default run directories are found from it.
-    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."));
     let code = main_with(
         std::env::args_os().collect(),
         workspace_root,

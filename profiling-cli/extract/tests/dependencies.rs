@@ -8,6 +8,10 @@ use std::process::Command;
 /// The crates `package` links at run time: its normal dependencies, proc-macros
 /// (and what only they use) left out.
 fn linked_crates(package: &str) -> Vec<String> {
+    linked_crates_with(package, &[])
+}
+
+fn linked_crates_with(package: &str, options: &[&str]) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
     let output = Command::new(cargo)
@@ -19,7 +23,9 @@ fn linked_crates(package: &str) -> Vec<String> {
             "-e",
             "normal,no-proc-macro",
         ])
-        .args(["-p", package, "--manifest-path"])
+        .args(["-p", package])
+        .args(options)
+        .arg("--manifest-path")
         .arg(&workspace)
         .output()
         .expect("cargo runs");
@@ -62,4 +68,27 @@ fn what_snippets_link_has_no_rust_parser() {
 fn the_extractor_links_the_parser() {
     let crates = linked_crates("profiling-extract");
     assert_eq!(parsers(&crates), ["proc-macro2", "quote", "syn"]);
+}
+
+/// A profiling crate of another workspace depends on the command line's
+/// library alone: it does not link this workspace's examples or snippets.
+#[test]
+fn the_command_line_library_links_no_targets_of_this_workspace() {
+    let library = linked_crates_with("profiling-cli", &["--no-default-features"]);
+    assert!(library.iter().any(|c| c == "profiling-core"), "{library:?}");
+    for linked in [
+        "profiling-examples",
+        "inference-profiling",
+        "snippet-example-candidate",
+    ] {
+        assert!(
+            !library.iter().any(|c| c == linked),
+            "{linked}: {library:?}"
+        );
+    }
+    let binary = linked_crates("profiling-cli");
+    assert!(
+        binary.iter().any(|c| c == "inference-profiling"),
+        "{binary:?}"
+    );
 }
