@@ -38,6 +38,10 @@ mod snippets;
         Exit codes: 0 done, 1 the target failed, 2 bad usage, config or data."
 )]
 struct Cli {
+    /// The cargo workspace `new`, `check` and `init` work in (default: the one the current
+    /// directory is in, found as cargo finds it).
+    #[arg(long, value_name = "DIR", global = true)]
+    workspace: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -91,6 +95,32 @@ enum Command {
     /// it does not build (a draft now), its parity test failed, or the build failed elsewhere; 2
     /// no such snippet.
     Check(CheckArgs),
+    /// Create the profiling crate of your own cargo workspace: inference_profiling/.
+    ///
+    /// Run anywhere inside the workspace (or give --workspace). Creates inference_profiling/ with
+    /// its Cargo.toml (depending on profiling-core and profiling-cli from this project: by path to
+    /// this checkout, or --core-path / --core-git), the build script that links snippets/* in, and a
+    /// `profile` binary whose command line is this one; adds it to the workspace's members and
+    /// changes nothing else. A package that is not a workspace gets a [workspace] table only with
+    /// --make-workspace. A second `init` changes nothing.
+    ///
+    /// Exit codes: 0 created (or already there); 1 a file could not be written; 2 no workspace,
+    /// an inference_profiling/ that is something else, or a package without --make-workspace
+    /// (nothing written).
+    Init(InitArgs),
+}
+
+#[derive(Debug, Args)]
+struct InitArgs {
+    /// The checkout of this project whose profiling-core and profiling-cli it depends on.
+    #[arg(long, value_name = "DIR", conflicts_with = "core_git")]
+    core_path: Option<PathBuf>,
+    /// Depend on profiling-core and profiling-cli from this git repository instead.
+    #[arg(long, value_name = "URL")]
+    core_git: Option<String>,
+    /// Turn a package that is not a workspace into one, with the profiling crate as a member.
+    #[arg(long)]
+    make_workspace: bool,
 }
 
 #[derive(Debug, Args)]
@@ -250,11 +280,36 @@ pub fn main_with(
             return code;
         }
     };
+    // The workspace the user works in, for the commands that write to it.
+    let user_workspace = || -> Result<PathBuf, String> {
+        let start = match &cli.workspace {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+        };
+        profiling_extract::workspace::find_workspace(&start).ok_or_else(|| {
+            format!(
+                "no cargo workspace at {}: neither it nor a directory above it holds a Cargo.toml; run inside your workspace or give --workspace DIR",
+                start.display()
+            )
+        })
+    };
     let result = match cli.command {
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
-        Command::New(new_args) => snippets::new(new_args, workspace_root, out, err),
-        Command::Check(check_args) => snippets::check(check_args, workspace_root, out, err),
+        Command::New(_) | Command::Check(_) | Command::Init(_) => match user_workspace() {
+            Err(message) => {
+                let _ = writeln!(err, "error: {message}");
+                return EXIT_USAGE;
+            }
+            Ok(user) => match cli.command {
+                Command::New(new_args) => snippets::new(new_args, &user, out, err),
+                Command::Check(check_args) => snippets::check(check_args, &user, out, err),
+                Command::Init(init_args) => {
+                    snippets::init(init_args, &user, workspace_root, out, err)
+                }
+                Command::List { .. } | Command::Run(_) => unreachable!("matched above"),
+            },
+        },
     };
     match result {
         Ok(code) => code,

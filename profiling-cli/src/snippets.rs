@@ -9,7 +9,7 @@ use profiling_extract::{
     SnippetState, SnippetsCrate, SourceSpec, TypeArgs,
 };
 
-use crate::{CheckArgs, NewArgs, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::{CheckArgs, InitArgs, NewArgs, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
 pub(crate) fn new(
     args: NewArgs,
@@ -420,5 +420,62 @@ fn smoke_check(
             directory.display()
         )?;
         Ok(EXIT_TARGET_FAILED)
+    }
+}
+
+/// `profile-cli init`: the profiling crate of the workspace the user is in
+/// (`found`); `build_root` is the checkout this binary was built from.
+pub(crate) fn init(
+    args: InitArgs,
+    found: &Path,
+    build_root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    use profiling_extract::workspace::{self, CoreSource, InitOutcome, InitRequest};
+    let found = found.to_path_buf();
+    let core = match (args.core_git, args.core_path) {
+        (Some(url), _) => CoreSource::Git(url),
+        (None, Some(path)) => CoreSource::Path(path),
+        // This checkout: the workspace `profile-cli` was built from.
+        (None, None) => CoreSource::Path(build_root.to_path_buf()),
+    };
+    let request = InitRequest {
+        workspace: found.clone(),
+        core,
+        make_workspace: args.make_workspace,
+    };
+    match workspace::init(&request) {
+        Ok(InitOutcome::AlreadyThere) => {
+            writeln!(
+                out,
+                "{} already has its profiling crate ({}/): nothing to do",
+                found.display(),
+                workspace::PROFILING_DIR
+            )?;
+            Ok(EXIT_OK)
+        }
+        Ok(InitOutcome::Created {
+            files,
+            manifest_change,
+        }) => {
+            writeln!(out, "created in {}: {}", found.display(), files.join(", "))?;
+            writeln!(out, "  Cargo.toml: {manifest_change}")?;
+            writeln!(out, "next, from {}:", found.display())?;
+            writeln!(
+                out,
+                "  profile-cli new my-step --from path/to/your_crate/src/file.rs::function"
+            )?;
+            writeln!(
+                out,
+                "  cargo run --release -p {} --bin profile -- list",
+                workspace::PROFILING_PACKAGE
+            )?;
+            Ok(EXIT_OK)
+        }
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            Ok(error.exit_code())
+        }
     }
 }

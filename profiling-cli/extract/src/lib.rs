@@ -29,6 +29,7 @@ mod scaffold;
 mod select;
 mod snippet_crate;
 mod source;
+pub mod workspace;
 
 use std::path::{Path, PathBuf};
 

@@ -94,7 +94,7 @@ pub(crate) fn path_dependency(krate: &SnippetsCrate, file: &Path) -> Option<Adde
 }
 
 /// `to` as seen from `from`, both absolute: `../examples`.
-fn relative_path(from: &Path, to: &Path) -> String {
+pub(crate) fn relative_path(from: &Path, to: &Path) -> String {
     let from: Vec<_> = from.components().collect();
     let to: Vec<_> = to.components().collect();
     let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
@@ -212,7 +212,9 @@ pub(crate) fn manifest_with(
         };
         let mut table = Table::new();
         for (name, spec) in dependencies.iter() {
-            if is_snippet_path(spec) {
+            // Other snippets are not its to name; the command line is the
+            // profiling binary's, not a snippet's.
+            if is_snippet_path(spec) || name == "profiling-cli" {
                 continue;
             }
             let mut spec = spec.clone();

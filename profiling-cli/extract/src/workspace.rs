@@ -1,0 +1,343 @@
+//! The user's workspace, and `profile-cli init`: the profiling crate of a
+//! workspace of one's own.
+//!
+//! [`find_workspace`] finds the workspace a directory belongs to as cargo
+//! does: the nearest `Cargo.toml` above it, and above that the nearest one
+//! with a `[workspace]` table, if any. [`init`] creates
+//! `inference_profiling/` there (its manifest, the build script that links
+//! `snippets/*` in, a library and a `profile` binary whose `main` is this
+//! project's command line) and adds it to the workspace's members, leaving
+//! every other file as it was.
+
+use std::path::{Path, PathBuf};
+
+use toml_edit::{Array, DocumentMut, Item, Table, Value};
+
+use super::SnippetError;
+
+/// The profiling crate's directory in a workspace.
+pub const PROFILING_DIR: &str = "inference_profiling";
+
+/// The profiling crate's package: not `inference-profiling`, which
+/// `profiling-cli`'s own binary links and so is in every lockfile that
+/// depends on it.
+pub const PROFILING_PACKAGE: &str = "profiling-snippets";
+
+/// The build script of a profiling crate: the one this workspace's own
+/// snippets crate uses.
+const BUILD_SCRIPT: &str = include_str!("../../../inference_profiling/build.rs");
+
+/// The root of the cargo workspace `start` lies in: the nearest directory
+/// at or above it whose `Cargo.toml` has a `[workspace]` table, else the
+/// nearest with a `Cargo.toml` (a package on its own); `None` when no
+/// directory above it has one.
+pub fn find_workspace(start: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(start).ok()?;
+    let mut nearest = None;
+    for dir in start.ancestors() {
+        let manifest = dir.join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        if nearest.is_none() {
+            nearest = Some(dir.to_path_buf());
+        }
+        let is_workspace = text
+            .parse::<DocumentMut>()
+            .map(|doc| doc.contains_key("workspace"))
+            .unwrap_or(false);
+        if is_workspace {
+            return Some(dir.to_path_buf());
+        }
+    }
+    nearest
+}
+
+/// Where the profiling crate takes `profiling-core` and `profiling-cli`
+/// from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoreSource {
+    /// A checkout of this project: the directory holding `profiling-core/`
+    /// and `profiling-cli/`.
+    Path(PathBuf),
+    /// Its git repository.
+    Git(String),
+}
+
+/// What `init` was asked for.
+#[derive(Debug, Clone)]
+pub struct InitRequest {
+    /// The workspace root.
+    pub workspace: PathBuf,
+    pub core: CoreSource,
+    /// Consent to add a `[workspace]` table to a lone package's manifest.
+    pub make_workspace: bool,
+}
+
+/// What `init` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitOutcome {
+    /// The profiling crate was created: its files, from the workspace root,
+    /// and what was done to the root manifest.
+    Created {
+        files: Vec<String>,
+        manifest_change: String,
+    },
+    /// The workspace already has the profiling crate `init` makes: nothing
+    /// was written.
+    AlreadyThere,
+}
+
+/// Creates the profiling crate of `request.workspace`; see the module
+/// docs. Refuses, writing nothing, a workspace whose `inference_profiling/`
+/// is something else, and a lone package without `make_workspace`.
+pub fn init(request: &InitRequest) -> Result<InitOutcome, SnippetError> {
+    let root = &request.workspace;
+    let manifest_path = root.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest_path).map_err(|source| SnippetError::Read {
+        path: manifest_path.clone(),
+        source,
+    })?;
+    let mut manifest: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| {
+        SnippetError::Manifest(format!(
+            "{}: {}",
+            manifest_path.display(),
+            error.to_string().trim()
+        ))
+    })?;
+    let directory = root.join(PROFILING_DIR);
+    if directory.exists() {
+        return if is_profiling_crate(&directory) {
+            Ok(InitOutcome::AlreadyThere)
+        } else {
+            Err(SnippetError::Usage(format!(
+                "{} exists and is not a profiling crate `init` made: nothing was written; move it aside to make one",
+                directory.display()
+            )))
+        };
+    }
+    let manifest_change = add_member(&mut manifest, &manifest_path, request.make_workspace)?;
+
+    let files = crate_files(&directory, &request.core)?;
+    // All the files in a directory beside it, renamed into place at once.
+    let staging = root.join(format!(".{PROFILING_DIR}.init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let written = files.iter().try_for_each(|(name, text)| {
+        let path = staging.join(name);
+        std::fs::create_dir_all(path.parent().unwrap_or(&staging))?;
+        std::fs::write(path, text)
+    });
+    let placed = written.and_then(|()| std::fs::rename(&staging, &directory));
+    if let Err(source) = placed {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(SnippetError::Write {
+            path: directory,
+            source,
+        });
+    }
+    if let Err(source) = std::fs::write(&manifest_path, manifest.to_string()) {
+        let _ = std::fs::remove_dir_all(&directory);
+        return Err(SnippetError::Write {
+            path: manifest_path,
+            source,
+        });
+    }
+    Ok(InitOutcome::Created {
+        files: files
+            .iter()
+            .map(|(name, _)| format!("{PROFILING_DIR}/{name}"))
+            .collect(),
+        manifest_change,
+    })
+}
+
+/// Whether `directory` holds the profiling crate `init` makes: a package
+/// with the `profile` binary that depends on `profiling-cli`.
+fn is_profiling_crate(directory: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(directory.join("Cargo.toml")) else {
+        return false;
+    };
+    let Ok(manifest) = text.parse::<DocumentMut>() else {
+        return false;
+    };
+    let has_binary = manifest
+        .get("bin")
+        .and_then(Item::as_array_of_tables)
+        .is_some_and(|bins| {
+            bins.iter()
+                .any(|bin| bin.get("name").and_then(Item::as_str) == Some("profile"))
+        });
+    let depends = manifest
+        .get("dependencies")
+        .and_then(Item::as_table_like)
+        .is_some_and(|deps| deps.contains_key("profiling-cli"));
+    has_binary && depends
+}
+
+/// Adds the profiling crate to the workspace's members (a lone package
+/// gets a `[workspace]` table first, with consent); says what it did.
+fn add_member(
+    manifest: &mut DocumentMut,
+    path: &Path,
+    make_workspace: bool,
+) -> Result<String, SnippetError> {
+    if !manifest.contains_key("workspace") {
+        if !make_workspace {
+            return Err(SnippetError::Usage(format!(
+                "{} is a package, not a workspace: `profile-cli init --make-workspace` adds a [workspace] table with it and {PROFILING_DIR} as members; nothing was written",
+                path.display()
+            )));
+        }
+        let mut workspace = Table::new();
+        let mut members = Array::new();
+        members.push(".");
+        members.push(PROFILING_DIR);
+        workspace.insert("members", Item::Value(Value::Array(members)));
+        manifest.insert("workspace", Item::Table(workspace));
+        return Ok(format!(
+            "added [workspace] with members \".\" and \"{PROFILING_DIR}\""
+        ));
+    }
+    let workspace = manifest["workspace"].as_table_like_mut().ok_or_else(|| {
+        SnippetError::Manifest(format!("{}: `workspace` is not a table", path.display()))
+    })?;
+    let members = workspace
+        .entry("members")
+        .or_insert(Item::Value(Value::Array(Array::new())));
+    let Some(members) = members.as_array_mut() else {
+        return Err(SnippetError::Manifest(format!(
+            "{}: `workspace.members` is not an array",
+            path.display()
+        )));
+    };
+    let listed = members.iter().filter_map(Value::as_str).any(|member| {
+        member.trim_end_matches('/') == PROFILING_DIR || member == "*" || member == "./*"
+    });
+    if listed {
+        return Ok(format!("{PROFILING_DIR} was already a workspace member"));
+    }
+    members.push(PROFILING_DIR);
+    Ok(format!("added \"{PROFILING_DIR}\" to workspace.members"))
+}
+
+/// The files of the profiling crate in `directory`, by path below it.
+fn crate_files(
+    directory: &Path,
+    core: &CoreSource,
+) -> Result<Vec<(&'static str, String)>, SnippetError> {
+    let dependency = |name: &str| match core {
+        CoreSource::Path(checkout) => {
+            let target = std::path::absolute(checkout.join(name)).map_err(|error| {
+                SnippetError::Usage(format!("--core-path {}: {error}", checkout.display()))
+            })?;
+            let base = std::path::absolute(directory).map_err(|error| {
+                SnippetError::Usage(format!("{}: {error}", directory.display()))
+            })?;
+            Ok(format!(
+                "{{ path = {:?} }}",
+                super::snippet_crate::relative_path(&base, &target)
+            ))
+        }
+        CoreSource::Git(url) => Ok(format!("{{ git = {url:?} }}")),
+    };
+    let core_dependency = dependency("profiling-core")?;
+    let cli_dependency = dependency("profiling-cli")?;
+    let cli_dependency = cli_dependency.replacen(" }", ", default-features = false }", 1);
+    let manifest = format!(
+        "# The profiling crate of this workspace, made by `profile-cli init`: its\n\
+         # snippets (snippets/<dir>/, each a crate of its own once `profile-cli\n\
+         # new` or `profile-cli check` made it) are linked into the `profile`\n\
+         # binary, which `profile-cli` builds and runs here.\n\
+         [package]\n\
+         name = \"profiling-snippets\"\n\
+         version = \"0.1.0\"\n\
+         edition = \"2021\"\n\
+         publish = false\n\
+         build = \"build.rs\"\n\
+         \n\
+         [lib]\n\
+         name = \"profiling_snippets\"\n\
+         \n\
+         [[bin]]\n\
+         name = \"profile\"\n\
+         path = \"src/main.rs\"\n\
+         \n\
+         [dependencies]\n\
+         profiling-core = {core_dependency}\n\
+         profiling-cli = {cli_dependency}\n\
+         anyhow = \"1\"\n\
+         ndarray = \"0.16\"\n\
+         serde_yaml = \"0.9\"\n\
+         \n\
+         [build-dependencies]\n\
+         toml = \"1\"\n\
+         serde_yaml = \"0.9\"\n\
+         \n\
+         [features]\n\
+         # CUDA devices and tensors through libtorch.\n\
+         tch = [\"profiling-core/tch\", \"profiling-cli/tch\"]\n"
+    );
+    let lib = "//! The profiling snippets of this workspace, linked in: every\n\
+               //! `snippets/<dir>/` that `profile-cli new` (or `check`) made a crate of\n\
+               //! its own is a dependency, and a `target.rs` dropped in by hand is\n\
+               //! compiled here as a module (see `build.rs`).\n\
+               \n\
+               pub use profiling_core::registry::Draft;\n\
+               \n\
+               include!(concat!(env!(\"OUT_DIR\"), \"/snippets.rs\"));\n";
+    let main = "//! `profile`: this workspace's profiling binary. `profile-cli` builds and\n\
+                //! runs it here; its command line is `profile-cli`'s.\n\
+                \n\
+                // Linking the snippets is what registers their targets.\n\
+                use profiling_snippets as _;\n\
+                \n\
+                // Measures what a target's `prepare` keeps, so that eager runs that\n\
+                // would not fit in memory are refused.\n\
+                #[global_allocator]\n\
+                static ALLOCATOR: profiling_core::memory::CountingAllocator =\n    \
+                profiling_core::memory::CountingAllocator;\n\
+                \n\
+                fn main() -> std::process::ExitCode {\n    \
+                let crate_dir = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\"));\n    \
+                profiling_cli::run_main_for(crate_dir.parent().unwrap_or(crate_dir))\n\
+                }\n";
+    Ok(vec![
+        ("Cargo.toml", manifest),
+        ("build.rs", BUILD_SCRIPT.to_owned()),
+        ("src/lib.rs", lib.to_owned()),
+        ("src/main.rs", main.to_owned()),
+        (".gitignore", "/snippets/*/runs/\n".to_owned()),
+        ("snippets/.gitkeep", String::new()),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_is_the_nearest_one_above() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("app/src/deep")).unwrap();
+        std::fs::write(
+            root.join("Cargo.toml"),
+            "[workspace]\nmembers = [\"app\"]\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("app/Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        assert_eq!(
+            find_workspace(&root.join("app/src/deep")),
+            Some(root.clone())
+        );
+        assert_eq!(find_workspace(&root), Some(root.clone()));
+        std::fs::remove_file(root.join("Cargo.toml")).unwrap();
+        assert_eq!(
+            find_workspace(&root.join("app/src/deep")),
+            Some(root.join("app")),
+            "a package on its own"
+        );
+        let nowhere = tempfile::tempdir().unwrap();
+        assert_eq!(find_workspace(nowhere.path()), None);
+    }
+}
