@@ -23,6 +23,7 @@ pub const EXIT_TARGET_FAILED: u8 = 1;
 /// Exit code: bad usage, config or data.
 pub const EXIT_USAGE: u8 = 2;
 
+mod delegate;
 pub mod report;
 mod snippets;
 
@@ -42,6 +43,10 @@ struct Cli {
     /// directory is in, found as cargo finds it).
     #[arg(long, value_name = "DIR", global = true)]
     workspace: Option<PathBuf>,
+    /// In a workspace with a profiling crate of its own, run `list` and `run` with this binary's
+    /// targets instead of building and running that workspace's `profile` binary.
+    #[arg(long, global = true)]
+    no_delegate: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -226,6 +231,12 @@ pub fn run_main() -> std::process::ExitCode {
     let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap_or(Path::new("."));
+    // `list` and `run` in a workspace with a profiling crate of its own run
+    // that workspace's binary.
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(code) = delegate::delegate(&args, workspace_root) {
+        return std::process::ExitCode::from(code);
+    }
     run_main_for(workspace_root)
 }
 

@@ -141,17 +141,20 @@ pub(crate) fn new(
     match &report.move_to {
         Some(place) => writeln!(
             out,
-            "next: mv {shown} {place}, edit {place}/target.rs, then: scripts/profile run --config {} --run-id smoke",
+            "next: mv {shown} {place}, edit {place}/target.rs, then: {} run --config {} --run-id smoke",
+            tool(report.snippets_crate.as_ref()),
             report.config_display
         )?,
         None if code != EXIT_OK || args.no_check => writeln!(
             out,
-            "next: edit {shown}/target.rs, then: scripts/profile check {}",
+            "next: edit {shown}/target.rs, then: {} check {}",
+            tool(report.snippets_crate.as_ref()),
             report.target_name
         )?,
         None => writeln!(
             out,
-            "next: edit {shown}/target.rs, then: scripts/profile run --config {} --run-id smoke",
+            "next: edit {shown}/target.rs, then: {} run --config {} --run-id smoke",
+            tool(report.snippets_crate.as_ref()),
             report.config_display
         )?,
     }
@@ -304,8 +307,9 @@ fn check_and_report(
             let file = file.file_name().unwrap_or_default().to_string_lossy();
             writeln!(
                 err,
-                "error: {shown} does not build ({errors} error(s) in its files, above): it is a draft, left out of {} so that every other target still builds ({shown}/{file} says why); fix {shown}/target.rs, then: scripts/profile check {profile}",
+                "error: {shown} does not build ({errors} error(s) in its files, above): it is a draft, left out of {} so that every other target still builds ({shown}/{file} says why); fix {shown}/target.rs, then: {} check {profile}",
                 krate.package,
+                tool(Some(krate)),
             )?;
             Ok(EXIT_TARGET_FAILED)
         }
@@ -477,5 +481,19 @@ pub(crate) fn init(
             writeln!(err, "error: {error}")?;
             Ok(error.exit_code())
         }
+    }
+}
+
+/// The command a user types next: `scripts/profile` in this project's
+/// own checkout, `profile-cli` (which runs the workspace's own binary) in
+/// a workspace `init` set up.
+fn tool(krate: Option<&SnippetsCrate>) -> &'static str {
+    let own = krate.is_some_and(|krate| {
+        profiling_extract::workspace::profiling_crate(&krate.workspace_root()).is_some()
+    });
+    if own {
+        "profile-cli"
+    } else {
+        "scripts/profile"
     }
 }

@@ -151,6 +151,21 @@ pub fn init(request: &InitRequest) -> Result<InitOutcome, SnippetError> {
     })
 }
 
+/// The profiling crate of `workspace` that `init` made, with its package
+/// name: `None` when it has none.
+pub fn profiling_crate(workspace: &Path) -> Option<(PathBuf, String)> {
+    let directory = workspace.join(PROFILING_DIR);
+    if !is_profiling_crate(&directory) {
+        return None;
+    }
+    let manifest: DocumentMut = std::fs::read_to_string(directory.join("Cargo.toml"))
+        .ok()?
+        .parse()
+        .ok()?;
+    let package = manifest.get("package")?.get("name")?.as_str()?.to_owned();
+    Some((directory, package))
+}
+
 /// Whether `directory` holds the profiling crate `init` makes: a package
 /// with the `profile` binary that depends on `profiling-cli`.
 fn is_profiling_crate(directory: &Path) -> bool {
