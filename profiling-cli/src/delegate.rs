@@ -67,7 +67,15 @@ fn delegate_to(args: &[OsString], build_root: &Path) -> Option<(PathBuf, PathBuf
     if same(&workspace, build_root) {
         return None;
     }
-    let (krate, package) = profiling_crate(&workspace)?;
+    let Some((krate, package)) = profiling_crate(&workspace) else {
+        // `list` and `run` here are this binary's: say whose targets they are.
+        eprintln!(
+            "note: {} has no profiling crate (`profile-cli init` makes one): these are the targets built into this binary, from {}",
+            workspace.display(),
+            build_root.display()
+        );
+        return None;
+    };
     Some((workspace, krate, package))
 }
 

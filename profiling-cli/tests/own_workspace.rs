@@ -79,6 +79,18 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     .unwrap();
     std::fs::write(ws.join("app/src/lib.rs"), APP_LIB).unwrap();
 
+    // Before init: the installed binary's own targets, and it says so.
+    let before = profile_cli(&ws, &["list"]);
+    assert_eq!(before.code, Some(0), "{before}");
+    assert!(
+        before.stderr.starts_with(&format!(
+            "note: {} has no profiling crate (`profile-cli init` makes one): these are the targets built into this binary",
+            ws.display()
+        )),
+        "{before}"
+    );
+    assert!(before.stdout.contains("example-candidate "), "{before}");
+
     let init = profile_cli(&ws.join("app"), &["init"]);
     assert_eq!(init.code, Some(0), "{init}");
 
