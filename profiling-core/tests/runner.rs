@@ -281,21 +281,29 @@ fn lazy_reads_and_prepares_inside_every_pass() {
     else {
         panic!("a lazy plan");
     };
-    plan.records = Records::Lazy(Box::new(CountingReads {
+    let logged = reads.clone();
+    plan.records = Records::Lazy(Box::new(HookedReads {
         inner: source,
-        reads: reads.clone(),
+        before_read: move |index| {
+            logged.lock().unwrap().push(index);
+            Ok(())
+        },
     }));
     run_target(&plan, || Ok(Logging::default())).unwrap();
     assert_eq!(*reads.lock().unwrap(), [0, 1, 0, 1, 0, 1, 0, 1]);
 }
 
-/// A source that logs the indices of the records read, in order.
-struct CountingReads {
+/// Another source, with `before_read` called on every read first: to log
+/// reads or make one fail.
+struct HookedReads<F> {
     inner: Box<dyn data::DataSource>,
-    reads: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    before_read: F,
 }
 
-impl data::DataSource for CountingReads {
+impl<F> data::DataSource for HookedReads<F>
+where
+    F: Fn(usize) -> Result<(), data::DataError> + Send + Sync,
+{
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -309,7 +317,7 @@ impl data::DataSource for CountingReads {
         self.inner.estimated_bytes()
     }
     fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
-        self.reads.lock().unwrap().push(index);
+        (self.before_read)(index)?;
         self.inner.read(index)
     }
 }
@@ -648,37 +656,6 @@ fn if_cuda_ranges_open_on_a_cuda_device_and_are_recorded() {
     assert_eq!(recorded_ranges("cpu"), [("always".to_owned(), 6)]);
 }
 
-/// Fails to read its second record from the third read on.
-struct FailingReads {
-    inner: Box<dyn data::DataSource>,
-    reads: std::sync::atomic::AtomicUsize,
-}
-
-impl data::DataSource for FailingReads {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
-        self.inner.describe()
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn estimated_bytes(&self) -> Result<u64, data::DataError> {
-        self.inner.estimated_bytes()
-    }
-    fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
-        let count = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        if index == 1 && count >= 2 {
-            return Err(data::DataError::Io {
-                path: "/data/b.png".into(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
-            });
-        }
-        self.inner.read(index)
-    }
-}
-
 #[test]
 fn a_record_that_cannot_be_read_mid_run_is_a_data_error() {
     let mut plan = plan(&format!(
@@ -688,9 +665,20 @@ fn a_record_that_cannot_be_read_mid_run_is_a_data_error() {
     else {
         panic!("a lazy plan");
     };
-    plan.records = Records::Lazy(Box::new(FailingReads {
+    // The second record cannot be read from the third read on.
+    let reads = std::sync::atomic::AtomicUsize::new(0);
+    plan.records = Records::Lazy(Box::new(HookedReads {
         inner: source,
-        reads: std::sync::atomic::AtomicUsize::new(0),
+        before_read: move |index| {
+            let count = reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if index == 1 && count >= 2 {
+                return Err(data::DataError::Io {
+                    path: "/data/b.png".into(),
+                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+                });
+            }
+            Ok(())
+        },
     }));
     let error = run_target(&plan, || Ok(Logging::default())).unwrap_err();
     assert_eq!(error.phase, Phase::Load);
