@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{cli, workspace_root, Outcome};
+use common::{cli, workspace_root, Finished, Outcome, RemoveOnDrop};
 
 /// `profile-cli new NAME --from FROM --directory DIR/<NAME with - as _>`.
 fn new_in(dir: &Path, name: &str, from: &str) -> (Outcome, PathBuf) {
@@ -470,15 +470,6 @@ fn copy_sources(from: &Path, to: &Path) {
     }
 }
 
-/// Removes a directory when dropped, however the test ends.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A copy of the workspace under `target/snippet-check/workspace`, built in
 /// `target/snippet-check` (without debug info, to keep it small): the one
 /// place tests run cargo. The copy is at the same path each time (and
@@ -542,18 +533,6 @@ impl WorkspaceCopy {
     fn links(&self, directory: &str) -> bool {
         read(&self.path("inference_profiling/Cargo.toml"))
             .contains(&format!("path = \"snippets/{directory}\""))
-    }
-}
-
-struct Finished {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Finished {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {:?}\n{}\n{}", self.code, self.stdout, self.stderr)
     }
 }
 

@@ -7,39 +7,14 @@
 //! builds in `target/snippet-check/`, which the other cargo-running test
 //! shares, so later runs rebuild little.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// The workspace these tests were built in.
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
+
+use common::{workspace_root, Finished, RemoveOnDrop};
 
 const APP_LIB: &str = "/// Doubles every value.\npub fn double(values: &[f32]) -> Vec<f32> {\n    values.iter().map(|v| v * 2.0).collect()\n}\n\n/// The first `N` values.\npub fn head<S: Copy, const N: usize>(values: &[S]) -> [S; N] {\n    std::array::from_fn(|i| values[i])\n}\n";
-
-struct Finished {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Finished {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {:?}\n{}\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-/// Removes a directory when dropped, however the test ends.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `profile-cli ARGS`, run in `dir` as a user would from a shell there.
 fn profile_cli(dir: &Path, args: &[&str]) -> Finished {

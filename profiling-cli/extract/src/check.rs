@@ -347,7 +347,8 @@ fn smoke_words(krate: &SnippetsCrate, config: &Path, release: bool) -> Vec<Strin
     }
     // A profiling crate `init` made has its own binary; this workspace's is
     // `profile-cli`.
-    let (package, binary) = if has_profile_binary(&krate.dir) {
+    let own = crate::workspace::profiling_package(&krate.dir).is_some();
+    let (package, binary) = if own {
         (krate.package.as_str(), "profile")
     } else {
         (CLI_PACKAGE, CLI_BINARY)
@@ -358,20 +359,6 @@ fn smoke_words(krate: &SnippetsCrate, config: &Path, release: bool) -> Vec<Strin
     words.push(config.to_string_lossy().into_owned());
     words.extend(["--warmup", "0", "--iterations", "1"].map(String::from));
     words
-}
-
-/// Whether the crate in `dir` has the `profile` binary `init` gives it.
-fn has_profile_binary(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("Cargo.toml"))
-        .ok()
-        .and_then(|text| text.parse::<toml_edit::DocumentMut>().ok())
-        .and_then(|manifest| {
-            manifest.get("bin")?.as_array_of_tables().map(|bins| {
-                bins.iter()
-                    .any(|bin| bin.get("name").and_then(|n| n.as_str()) == Some("profile"))
-            })
-        })
-        .unwrap_or(false)
 }
 
 /// The command [`smoke_run`] runs, as it could be typed.

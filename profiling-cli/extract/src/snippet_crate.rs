@@ -116,7 +116,20 @@ fn insert_path_dependency(
     manifest_path: &Path,
     added: &AddedDependency,
 ) -> Result<bool, SnippetError> {
-    let dependencies = document
+    let dependencies = dependencies_mut(document, manifest_path)?;
+    if dependencies.contains_key(&added.package) {
+        return Ok(false);
+    }
+    dependencies.insert(&added.package, path_spec(&added.path));
+    Ok(true)
+}
+
+/// `[dependencies]` of a manifest, made when it has none.
+fn dependencies_mut<'d>(
+    document: &'d mut DocumentMut,
+    manifest_path: &Path,
+) -> Result<&'d mut dyn toml_edit::TableLike, SnippetError> {
+    document
         .entry("dependencies")
         .or_insert_with(|| Item::Table(Table::new()))
         .as_table_like_mut()
@@ -125,14 +138,14 @@ fn insert_path_dependency(
                 "{}: `dependencies` is not a table",
                 manifest_path.display()
             ))
-        })?;
-    if dependencies.contains_key(&added.package) {
-        return Ok(false);
-    }
+        })
+}
+
+/// `{ path = "<path>" }`.
+fn path_spec(path: &str) -> Item {
     let mut spec = InlineTable::new();
-    spec.insert("path", Value::from(added.path.as_str()));
-    dependencies.insert(&added.package, Item::Value(Value::InlineTable(spec)));
-    Ok(true)
+    spec.insert("path", Value::from(path));
+    Item::Value(Value::InlineTable(spec))
 }
 
 /// Adds `added` to `krate`'s `[dependencies]`, keeping the rest of its
@@ -289,14 +302,17 @@ fn directory_name(directory: &Path) -> Result<String, SnippetError> {
 /// The package name of the snippet crate in `directory`.
 pub fn package_of(directory: &Path) -> Result<String, SnippetError> {
     let manifest = directory.join("Cargo.toml");
-    read_manifest(&manifest)?
+    package_in(&read_manifest(&manifest)?, &manifest)
+}
+
+/// `[package] name` of a parsed manifest read from `path`.
+fn package_in(manifest: &DocumentMut, path: &Path) -> Result<String, SnippetError> {
+    manifest
         .get("package")
         .and_then(|p| p.get("name"))
         .and_then(Item::as_str)
         .map(str::to_owned)
-        .ok_or_else(|| {
-            SnippetError::Manifest(format!("{}: no `[package] name`", manifest.display()))
-        })
+        .ok_or_else(|| SnippetError::Manifest(format!("{}: no `[package] name`", path.display())))
 }
 
 /// Whether `krate` depends on the snippet crate in `directory`.
@@ -328,20 +344,12 @@ pub fn set_included(
     let manifest_path = krate.dir.join("Cargo.toml");
     let mut document = read_manifest(&manifest_path)?;
     let path = dependency_path(directory)?;
-    let snippet = read_manifest(&directory.join("Cargo.toml"))?;
-    let package = package_of(directory)?;
+    let snippet_path = directory.join("Cargo.toml");
+    let snippet = read_manifest(&snippet_path)?;
+    let package = package_in(&snippet, &snippet_path)?;
     let before = document.to_string();
 
-    let dependencies = document
-        .entry("dependencies")
-        .or_insert_with(|| Item::Table(Table::new()))
-        .as_table_like_mut()
-        .ok_or_else(|| {
-            SnippetError::Manifest(format!(
-                "{}: `dependencies` is not a table",
-                manifest_path.display()
-            ))
-        })?;
+    let dependencies = dependencies_mut(&mut document, &manifest_path)?;
     let stale: Vec<String> = dependencies
         .iter()
         .filter(|(_, spec)| spec.get("path").and_then(Item::as_str) == Some(path.as_str()))
@@ -351,9 +359,7 @@ pub fn set_included(
         dependencies.remove(name);
     }
     if include {
-        let mut spec = InlineTable::new();
-        spec.insert("path", Value::from(path.as_str()));
-        dependencies.insert(&package, Item::Value(Value::InlineTable(spec)));
+        dependencies.insert(&package, path_spec(&path));
     }
 
     let snippet_features: Vec<String> = snippet

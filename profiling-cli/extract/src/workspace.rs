@@ -107,7 +107,7 @@ pub fn init(request: &InitRequest) -> Result<InitOutcome, SnippetError> {
     })?;
     let directory = root.join(PROFILING_DIR);
     if directory.exists() {
-        return if is_profiling_crate(&directory) {
+        return if profiling_package(&directory).is_some() {
             Ok(InitOutcome::AlreadyThere)
         } else {
             Err(SnippetError::Usage(format!(
@@ -155,26 +155,18 @@ pub fn init(request: &InitRequest) -> Result<InitOutcome, SnippetError> {
 /// name: `None` when it has none.
 pub fn profiling_crate(workspace: &Path) -> Option<(PathBuf, String)> {
     let directory = workspace.join(PROFILING_DIR);
-    if !is_profiling_crate(&directory) {
-        return None;
-    }
+    let package = profiling_package(&directory)?;
+    Some((directory, package))
+}
+
+/// The package name of the crate in `directory` when it is the profiling
+/// crate `init` makes: a package with the `profile` binary that depends on
+/// `profiling-cli`.
+pub fn profiling_package(directory: &Path) -> Option<String> {
     let manifest: DocumentMut = std::fs::read_to_string(directory.join("Cargo.toml"))
         .ok()?
         .parse()
         .ok()?;
-    let package = manifest.get("package")?.get("name")?.as_str()?.to_owned();
-    Some((directory, package))
-}
-
-/// Whether `directory` holds the profiling crate `init` makes: a package
-/// with the `profile` binary that depends on `profiling-cli`.
-fn is_profiling_crate(directory: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(directory.join("Cargo.toml")) else {
-        return false;
-    };
-    let Ok(manifest) = text.parse::<DocumentMut>() else {
-        return false;
-    };
     let has_binary = manifest
         .get("bin")
         .and_then(Item::as_array_of_tables)
@@ -186,7 +178,8 @@ fn is_profiling_crate(directory: &Path) -> bool {
         .get("dependencies")
         .and_then(Item::as_table_like)
         .is_some_and(|deps| deps.contains_key("profiling-cli"));
-    has_binary && depends
+    let package = manifest.get("package")?.get("name")?.as_str()?;
+    (has_binary && depends).then(|| package.to_owned())
 }
 
 /// Adds the profiling crate to the workspace's members (a lone package

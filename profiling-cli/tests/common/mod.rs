@@ -1,4 +1,7 @@
-//! Running `profile-cli` in-process, for the CLI's integration tests.
+//! Running `profile-cli` in-process, and what the tests that run it (or
+//! cargo) as a process share. Each test binary uses part of it.
+
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
@@ -27,5 +30,27 @@ pub fn cli(args: &[&str]) -> Outcome {
         code,
         stdout: String::from_utf8(out).unwrap(),
         stderr: String::from_utf8(err).unwrap(),
+    }
+}
+
+/// What a process printed and how it exited.
+pub struct Finished {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl std::fmt::Display for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {:?}\n{}\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// Removes a directory when dropped, however the test ends.
+pub struct RemoveOnDrop(pub PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
