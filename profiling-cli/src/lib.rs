@@ -292,35 +292,27 @@ pub fn main_with(
         }
     };
     // The workspace the user works in, for the commands that write to it.
-    let user_workspace = || -> Result<PathBuf, String> {
-        let start = match &cli.workspace {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
-        };
-        profiling_extract::workspace::find_workspace(&start).ok_or_else(|| {
-            format!(
-                "no cargo workspace at {}: neither it nor a directory above it holds a Cargo.toml; run inside your workspace or give --workspace DIR",
-                start.display()
-            )
-        })
+    // The commands that write to the workspace the user works in find it
+    // first; without one they stop here.
+    let user = match &cli.command {
+        Command::List { .. } | Command::Run(_) => None,
+        Command::New(_) | Command::Check(_) | Command::Init(_) => {
+            match user_workspace(cli.workspace.as_deref()) {
+                Ok(user) => Some(user),
+                Err(message) => {
+                    let _ = writeln!(err, "error: {message}");
+                    return EXIT_USAGE;
+                }
+            }
+        }
     };
+    let user = user.as_deref().unwrap_or(workspace_root);
     let result = match cli.command {
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
-        Command::New(_) | Command::Check(_) | Command::Init(_) => match user_workspace() {
-            Err(message) => {
-                let _ = writeln!(err, "error: {message}");
-                return EXIT_USAGE;
-            }
-            Ok(user) => match cli.command {
-                Command::New(new_args) => snippets::new(new_args, &user, out, err),
-                Command::Check(check_args) => snippets::check(check_args, &user, out, err),
-                Command::Init(init_args) => {
-                    snippets::init(init_args, &user, workspace_root, out, err)
-                }
-                Command::List { .. } | Command::Run(_) => unreachable!("matched above"),
-            },
-        },
+        Command::New(new_args) => snippets::new(new_args, user, out, err),
+        Command::Check(check_args) => snippets::check(check_args, user, out, err),
+        Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),
     };
     match result {
         Ok(code) => code,
@@ -329,6 +321,20 @@ pub fn main_with(
             EXIT_TARGET_FAILED
         }
     }
+}
+
+/// The workspace `--workspace DIR`, else the current directory, is in.
+fn user_workspace(given: Option<&Path>) -> Result<PathBuf, String> {
+    let start = match given {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+    };
+    profiling_extract::workspace::find_workspace(&start).ok_or_else(|| {
+        format!(
+            "no cargo workspace at {}: neither it nor a directory above it holds a Cargo.toml; run inside your workspace or give --workspace DIR",
+            start.display()
+        )
+    })
 }
 
 fn list(json: bool, root: &Path, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
