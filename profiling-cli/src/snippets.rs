@@ -229,14 +229,9 @@ fn snippet_directory(name: &str, root: &Path) -> Option<PathBuf> {
 /// The profile a snippet directory holds: its config's `target.name`, else
 /// the directory name with `_` as `-`.
 fn profile_name(directory: &Path) -> String {
-    std::fs::read_to_string(directory.join("config.yaml"))
+    profiling_core::config::ConfigFile::load(&directory.join("config.yaml"))
         .ok()
-        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
-        .and_then(|config| {
-            ["target", "profile"]
-                .iter()
-                .find_map(|key| config.get(key)?.get("name")?.as_str().map(str::to_owned))
-        })
+        .and_then(|config| config.target_name().map(str::to_owned))
         .unwrap_or_else(|| {
             directory
                 .file_name()
