@@ -33,6 +33,7 @@
 //! # }
 //! ```
 
+pub mod compare;
 pub mod config;
 pub mod data;
 pub mod device;
@@ -47,6 +48,7 @@ pub mod parity;
 pub mod random;
 pub mod registry;
 pub mod run_dir;
+pub mod run_samples;
 pub mod runner;
 pub mod session;
 pub mod stats;

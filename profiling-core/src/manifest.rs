@@ -26,9 +26,15 @@ pub enum Status {
     Interrupted,
 }
 
+/// The version of the manifest's layout: 2 added `schema_version` and
+/// `samples` (a manifest without `schema_version` is version 1).
+pub const SCHEMA_VERSION: u32 = 2;
+
 /// The manifest of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Manifest {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
     pub profile_name: String,
     pub run_id: String,
     pub status: Status,
@@ -61,8 +67,25 @@ pub struct Manifest {
     pub completed_iterations: u32,
     pub validation: Validation,
     pub timings: Timings,
+    /// `samples.bin` beside the manifest, when it was written: every
+    /// duration the timings come from (see `run_samples`).
+    pub samples: Option<SamplesSummary>,
     /// `trace.json` beside the manifest, when one was written.
     pub trace: Option<crate::trace::TraceSummary>,
+}
+
+/// The samples file of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SamplesSummary {
+    pub path: PathBuf,
+    /// The file's layout version.
+    pub version: u32,
+    /// Series in the file: pass, call, and two per range name.
+    pub series: u64,
+    pub bytes: u64,
+    /// True when some series keep, past their first samples, only the
+    /// histogram the run used.
+    pub sketched: bool,
 }
 
 /// The target that ran and where it is defined.
@@ -116,6 +139,7 @@ impl Manifest {
     /// written and how.
     pub(crate) fn sample(run_id: &str) -> Manifest {
         Manifest {
+            schema_version: SCHEMA_VERSION,
             profile_name: "t".to_owned(),
             run_id: run_id.to_owned(),
             status: Status::Completed,
@@ -162,6 +186,7 @@ impl Manifest {
             completed_iterations: 1,
             validation: Validation::Warmup,
             timings: Timings::default(),
+            samples: None,
             trace: None,
         }
     }

@@ -1,8 +1,9 @@
-//! Writing a finished run: `manifest.yaml` first, then the larger
-//! `trace.json`, into a staging directory beside the run directory that is
-//! renamed into place at the end.
+//! Writing a finished run: `manifest.yaml` first, then `samples.bin`, then
+//! the larger `trace.json`, into a staging directory beside the run
+//! directory that is renamed into place at the end.
 //!
-//! So a full disk or a quota costs the trace before the manifest, and an
+//! So a full disk or a quota costs the trace before the samples and the
+//! samples before the manifest, and an
 //! earlier run replaced with `--force` stays whole until the new one is in
 //! place. A failure says which file could not be written and what was kept.
 //! The manifest's own writer is here too: [`write_manifest`],
@@ -11,7 +12,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, SamplesSummary};
+use crate::run_samples::{SAMPLES_FILE, SAMPLES_VERSION};
 use crate::runner::CaptureRecord;
 use crate::trace::render_trace;
 
@@ -42,10 +44,11 @@ pub struct TraceInput<'a> {
     pub title: &'a str,
 }
 
-/// Writes `manifest` (and the trace, when given) as the run directory
-/// `run_dir`, replacing an earlier one there (the caller checked `--force`).
-/// Sets `manifest.trace` to what was written. Returns the manifest's path,
-/// or what failed with what was kept.
+/// Writes `manifest`, and for a run that measured something (`trace`
+/// given) its samples and trace, as the run directory `run_dir`, replacing
+/// an earlier one there (the caller checked `--force`). Sets
+/// `manifest.samples` and `manifest.trace` to what was written. Returns the
+/// manifest's path, or what failed with what was kept.
 pub fn write_run(
     run_dir: &Path,
     manifest: &mut Manifest,
@@ -69,7 +72,20 @@ pub fn write_run(
     std::fs::create_dir(&staging).map_err(|e| failure(run_dir, e, Vec::new()))?;
 
     let manifest_path = run_dir.join("manifest.yaml");
+    let samples_path = run_dir.join(SAMPLES_FILE);
     let trace_path = run_dir.join("trace.json");
+    let samples = trace.as_ref().map(|trace| {
+        let samples = &trace.capture.samples;
+        let bytes = samples.encode();
+        manifest.samples = Some(SamplesSummary {
+            path: samples_path.clone(),
+            version: SAMPLES_VERSION,
+            series: samples.series_count() as u64,
+            bytes: bytes.len() as u64,
+            sketched: samples.is_sketched(),
+        });
+        bytes
+    });
     let rendered = match &trace {
         Some(trace) => {
             match render_trace(&trace_path, trace.capture, trace.capture_range, trace.title) {
@@ -86,13 +102,29 @@ pub fn write_run(
         None => None,
     };
 
-    // The manifest first: small, and what a run is read from.
+    // The manifest first: small, and what a run is read from; then the
+    // samples, smaller than the trace and what a comparison reads.
     if let Err(error) = write_manifest(manifest, &staging) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(failure(&manifest_path, error, Vec::new()));
     }
-    let mut trace_failure = None;
-    if let Some(bytes) = rendered {
+    let mut kept = vec![manifest_path.clone()];
+    let mut late_failure = None;
+    if let Some(bytes) = samples {
+        let staged = staging.join(SAMPLES_FILE);
+        match std::fs::write(&staged, &bytes) {
+            Ok(()) => kept.push(samples_path.clone()),
+            Err(error) => {
+                let _ = std::fs::remove_file(&staged);
+                // The trace is larger: it would not fit either.
+                manifest.samples = None;
+                manifest.trace = None;
+                let _ = write_manifest(manifest, &staging);
+                late_failure = Some((samples_path.clone(), error));
+            }
+        }
+    }
+    if let (Some(bytes), None) = (rendered, &late_failure) {
         let staged = staging.join("trace.json");
         if let Err(error) = std::fs::write(&staged, &bytes) {
             let _ = std::fs::remove_file(&staged);
@@ -100,7 +132,7 @@ pub fn write_run(
             // keeps naming a trace that is not there, and the error says so.
             manifest.trace = None;
             let _ = write_manifest(manifest, &staging);
-            trace_failure = Some(error);
+            late_failure = Some((trace_path.clone(), error));
         }
     }
 
@@ -108,8 +140,8 @@ pub fn write_run(
         let _ = std::fs::remove_dir_all(&staging);
         return Err(failure(run_dir, error, Vec::new()));
     }
-    match trace_failure {
-        Some(error) => Err(failure(&trace_path, error, vec![manifest_path])),
+    match late_failure {
+        Some((path, error)) => Err(failure(&path, error, kept)),
         None => Ok(manifest_path),
     }
 }
@@ -193,6 +225,51 @@ mod tests {
         assert_eq!(files(&out.path().join("t/runs")), ["r1"], "no staging left");
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("run_id: r1\n"), "{text}");
+    }
+
+    #[test]
+    fn a_measured_run_keeps_its_samples_beside_the_manifest_which_names_them() {
+        let out = tempfile::tempdir().unwrap();
+        let run_dir = out.path().join("r1");
+        let mut passes = crate::timing::SampleSet::with_capacity(4);
+        for value in [3_000, 1_000, 2_000] {
+            passes.push(value);
+        }
+        let capture = CaptureRecord {
+            samples: crate::run_samples::RunSamples::from_sets(
+                &passes,
+                &passes,
+                &Default::default(),
+            ),
+            ..CaptureRecord::default()
+        };
+        let trace = TraceInput {
+            capture: &capture,
+            capture_range: "profile-target",
+            title: "t",
+        };
+        let mut manifest = Manifest::sample("r1");
+        write_run(&run_dir, &mut manifest, Some(trace)).unwrap();
+        assert_eq!(
+            files(&run_dir),
+            ["manifest.yaml", "samples.bin", "trace.json"]
+        );
+        let bytes = std::fs::read(run_dir.join("samples.bin")).unwrap();
+        let read = crate::run_samples::RunSamples::decode(&bytes).unwrap();
+        assert_eq!(read.passes.kept, [3_000, 1_000, 2_000]);
+        let summary = manifest.samples.as_ref().unwrap();
+        assert_eq!(
+            (
+                summary.path.clone(),
+                summary.version,
+                summary.series,
+                summary.bytes
+            ),
+            (run_dir.join("samples.bin"), 1, 2, bytes.len() as u64)
+        );
+        let text = std::fs::read_to_string(run_dir.join("manifest.yaml")).unwrap();
+        assert!(text.starts_with("schema_version: 2\n"), "{text}");
+        assert!(text.contains("samples:\n  path: "), "{text}");
     }
 
     #[test]

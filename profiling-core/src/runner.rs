@@ -15,10 +15,12 @@ use crate::device::{synchronize, Device};
 use crate::interrupt;
 use crate::nvtx::PassRange;
 use crate::panics::guard;
+use crate::run_samples::RunSamples;
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
 use crate::timing::{
-    now_ns, range_timings, Capture, RangeLog, RangeTimings, Registration, SampleSet, TimerInfo,
+    now_ns, range_sets, timings_of, Capture, RangeLog, RangeTimings, Registration, SampleSet,
+    TimerInfo,
 };
 
 /// Everything a run needs: the resolved config and the records (read
@@ -182,7 +184,7 @@ pub struct Timings {
     pub capture_ns: u64,
 }
 
-/// What the trace needs of a finished capture.
+/// What the files beside the manifest need of a finished capture.
 #[derive(Debug, Clone, Default)]
 pub struct CaptureRecord {
     /// The ranges every thread recorded.
@@ -191,6 +193,8 @@ pub struct CaptureRecord {
     pub passes: Vec<(u64, u64)>,
     /// Measured passes in all.
     pub pass_count: u32,
+    /// The durations of passes, calls and ranges, for `samples.bin`.
+    pub samples: RunSamples,
 }
 
 /// Which outputs were validated, and when.
@@ -606,7 +610,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         &capture_name,
         measured,
     )?;
-    let timings = measured.timings(plan, timer, warmup_ns);
+    let (timings, samples) = measured.timings(plan, timer, warmup_ns);
 
     let (validation, output_summaries) = match tally.interrupted {
         // What completed is reported; outputs of a cut pass are neither
@@ -633,6 +637,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
             ranges: measured.ranges,
             passes: measured.passes,
             pass_count: tally.completed_iterations,
+            samples,
         },
         interrupted: tally.interrupted,
     })
@@ -750,11 +755,14 @@ impl<O> Measured<O> {
         }
     }
 
-    /// The run's host timings, from the capture and the warmup's time.
-    fn timings(&self, plan: &RunPlan, timer: TimerInfo, warmup_ns: u64) -> Timings {
+    /// The run's host timings, from the capture and the warmup's time, and
+    /// the samples they come from.
+    fn timings(&self, plan: &RunPlan, timer: TimerInfo, warmup_ns: u64) -> (Timings, RunSamples) {
         let (calls, passes) = (&self.call_samples, &self.pass_samples);
-        let (ranges, ranges_sketched) = range_timings(&self.ranges);
-        Timings {
+        let sets = range_sets(&self.ranges);
+        let (ranges, ranges_sketched) = timings_of(&sets);
+        let samples = RunSamples::from_sets(passes, calls, &sets);
+        let timings = Timings {
             iterations: passes.stats(),
             runs: calls.stats(),
             ranges,
@@ -764,7 +772,8 @@ impl<O> Measured<O> {
             prepare_ns: 0,
             warmup_ns,
             capture_ns: self.capture_ns,
-        }
+        };
+        (timings, samples)
     }
 }
 

@@ -470,6 +470,7 @@ fn manifest_of(
     let git = git_state(&request.workspace_root).or_else(|| git_state(Path::new(".")));
     let (status, error, outcome_view) = status_of(&ran.result, config);
     Manifest {
+        schema_version: crate::manifest::SCHEMA_VERSION,
         profile_name: config.profile_name.clone(),
         run_id: planned.run_id.clone(),
         status,
@@ -513,6 +514,7 @@ fn manifest_of(
         completed_iterations: outcome_view.completed_iterations,
         validation: outcome_view.validation,
         timings: outcome_view.timings,
+        samples: None,
         trace: None,
     }
 }

@@ -23,6 +23,13 @@ pub struct RangeTimings {
 /// some quantiles come from histograms (more ranges than the event buffers
 /// hold).
 pub fn range_timings(log: &RangeLog) -> (Vec<RangeTimings>, bool) {
+    timings_of(&range_sets(log))
+}
+
+/// The inclusive and exclusive samples of every range name, over all
+/// threads: each kept event one by one, the rest as the recorder's
+/// histograms.
+pub fn range_sets(log: &RangeLog) -> BTreeMap<String, (SampleSet, SampleSet)> {
     // Exact capacity per name, so every kept event stays a sample.
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for thread in &log.threads {
@@ -57,13 +64,18 @@ pub fn range_timings(log: &RangeLog) -> (Vec<RangeTimings>, bool) {
             }
         }
     }
+    sets
+}
+
+/// [`range_timings`] of the sets [`range_sets`] made.
+pub fn timings_of(sets: &BTreeMap<String, (SampleSet, SampleSet)>) -> (Vec<RangeTimings>, bool) {
     let mut sketched = false;
     let mut timings: Vec<RangeTimings> = sets
-        .into_iter()
+        .iter()
         .filter_map(|(name, (inclusive, exclusive))| {
             sketched |= inclusive.is_sketched();
             Some(RangeTimings {
-                name,
+                name: name.clone(),
                 count: inclusive.count(),
                 inclusive: inclusive.stats()?,
                 exclusive: exclusive.stats()?,

@@ -6,7 +6,7 @@ pub mod clock;
 pub mod recorder;
 pub mod samples;
 
-pub use aggregate::{range_timings, RangeTimings};
+pub use aggregate::{range_sets, range_timings, timings_of, RangeTimings};
 pub use clock::{now_ns, TimerInfo};
 pub use recorder::{Capture, RangeLog, Registration};
 pub use samples::SampleSet;

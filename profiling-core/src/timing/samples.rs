@@ -15,7 +15,7 @@ const SUB_BUCKET_BITS: u32 = 6;
 const SUB_BUCKETS: usize = 1 << SUB_BUCKET_BITS;
 /// Values below `SUB_BUCKETS` get a bucket each; every power of two above
 /// gets `SUB_BUCKETS / 2` more (the top bit is implied).
-const BUCKETS: usize = SUB_BUCKETS + (64 - SUB_BUCKET_BITS as usize) * (SUB_BUCKETS / 2);
+pub(crate) const BUCKETS: usize = SUB_BUCKETS + (64 - SUB_BUCKET_BITS as usize) * (SUB_BUCKETS / 2);
 
 /// A log-linear histogram of nanosecond values (an HDR-style sketch).
 #[derive(Debug, Clone)]
@@ -46,7 +46,7 @@ impl Histogram {
     }
 
     /// The middle of bucket `index`: what a quantile in it reads as.
-    fn representative(index: usize) -> u64 {
+    pub(crate) fn representative(index: usize) -> u64 {
         if index < SUB_BUCKETS {
             return index as u64;
         }
@@ -168,6 +168,26 @@ impl SampleSet {
     /// The samples kept, in the order added.
     pub fn kept(&self) -> &[u64] {
         &self.kept
+    }
+
+    /// The sum of every sample added.
+    pub fn total(&self) -> u128 {
+        self.total
+    }
+
+    /// The smallest and largest sample added; `None` when empty.
+    pub fn extremes(&self) -> Option<(u64, u64)> {
+        (self.count > 0).then_some((self.min, self.max))
+    }
+
+    /// The histogram's non-empty buckets, `(index, count)`, of the samples
+    /// past the kept ones (none while every sample is kept).
+    pub fn sketched_buckets(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.histogram
+            .iter()
+            .flat_map(|h| h.counts.iter().enumerate())
+            .filter(|&(_, &count)| count > 0)
+            .map(|(index, &count)| (index as u32, count))
     }
 
     /// Statistics of every sample added: exact counts, totals, extremes,
