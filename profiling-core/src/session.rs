@@ -241,7 +241,7 @@ fn find_target(name: &str) -> Result<&'static TargetEntry, SessionError> {
 
 /// The `config.yaml` beside the target's source file, when it names this
 /// target.
-fn beside_target(
+pub(crate) fn beside_target(
     entry: &TargetEntry,
     root: &Path,
     name: &str,

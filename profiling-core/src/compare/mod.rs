@@ -1,4 +1,570 @@
 //! Comparing runs: did a change make a snippet faster, where, and is the
 //! difference real or noise?
+//!
+//! For the pass, the call and every range (inclusive, and self time where
+//! a range holds others) a [`Row`] gives both medians, their ratio
+//! (candidate / base) with a bootstrap interval, a Mann-Whitney p-value and
+//! a [`Verdict`]. Before the rows, the [`Difference`]s between the two
+//! manifests that change what a time means. `docs/COMPARING.md` explains
+//! the method.
 
+pub mod runs;
 pub mod statistics;
+
+use serde::Serialize;
+use serde_yaml::Value;
+
+use crate::run_samples::Series;
+use runs::{LoadedRun, RunStatus};
+use statistics::{lower_median, mann_whitney, median_ratio_interval, BootstrapOptions};
+
+/// The noise threshold when none is given: changes of the median within
+/// 2 % are noise on a shared machine.
+pub const DEFAULT_NOISE: f64 = 0.02;
+/// The significance level when none is given.
+pub const DEFAULT_SIGNIFICANCE: f64 = 0.05;
+/// Fewer samples than this on either side give no verdict but `unclear`.
+pub const MIN_SAMPLES: usize = 5;
+
+/// How a comparison decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// A ratio within `1 ± noise` is no change.
+    pub noise: f64,
+    /// A change is significant when the U test's p-value is below this.
+    pub significance: f64,
+    pub bootstrap: BootstrapOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            noise: DEFAULT_NOISE,
+            significance: DEFAULT_SIGNIFICANCE,
+            bootstrap: BootstrapOptions::default(),
+        }
+    }
+}
+
+impl Options {
+    /// Checks the options' ranges; the message names the option.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.noise >= 0.0 && self.noise < 1.0) {
+            return Err(format!(
+                "--noise-threshold {}: must be at least 0 and below 1 (0.02 is 2 %)",
+                self.noise
+            ));
+        }
+        if !(self.significance > 0.0 && self.significance < 1.0) {
+            return Err(format!(
+                "--significance {}: must be between 0 and 1 (0.05 is the usual level)",
+                self.significance
+            ));
+        }
+        if self.bootstrap.resamples < 100 {
+            return Err(format!(
+                "--resamples {}: at least 100 are needed for a 95 % interval",
+                self.bootstrap.resamples
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a row's change is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Significantly faster, by more than the noise threshold.
+    Faster,
+    /// Significantly slower, by more than the noise threshold.
+    Slower,
+    /// The whole interval lies within `1 ± noise`.
+    NoChange,
+    /// None of these: too few samples, or a difference that is not clearly
+    /// real or not clearly beyond the threshold.
+    Unclear,
+    /// Only the candidate has this range.
+    Added,
+    /// Only the base has this range.
+    Removed,
+}
+
+impl Verdict {
+    /// The word printed for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoChange => "no change",
+            Verdict::Unclear => "unclear",
+            Verdict::Added => "added",
+            Verdict::Removed => "removed",
+        }
+    }
+}
+
+/// What a row times.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "name")]
+pub enum Subject {
+    Pass,
+    Call,
+    /// A range from opening to closing.
+    Range(String),
+    /// A range's own time, without the recorded ranges inside it.
+    RangeSelf(String),
+}
+
+impl Subject {
+    /// `pass`, `call`, `NAME` or `NAME (self)`.
+    pub fn label(&self) -> String {
+        match self {
+            Subject::Pass => "pass".to_owned(),
+            Subject::Call => "call".to_owned(),
+            Subject::Range(name) => name.clone(),
+            Subject::RangeSelf(name) => format!("{name} (self)"),
+        }
+    }
+}
+
+/// One side of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Side {
+    pub median_ns: u64,
+    pub samples: u64,
+    /// How often it happens in a measured pass, on average.
+    pub per_pass: f64,
+}
+
+/// One compared duration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    #[serde(flatten)]
+    pub subject: Subject,
+    pub base: Option<Side>,
+    pub candidate: Option<Side>,
+    /// candidate median / base median.
+    pub ratio: Option<f64>,
+    /// The bootstrap interval of the ratio, at the options' confidence.
+    pub interval: Option<[f64; 2]>,
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+    /// How much the change moves a pass, in nanoseconds: the candidate's
+    /// median times how often it happens in a pass, less the base's.
+    pub pass_change_ns: i64,
+    /// `pass_change_ns` as a fraction of the base's median pass.
+    pub pass_share: Option<f64>,
+    /// Why the verdict is `unclear` when it is for a reason of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A difference between the two manifests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    /// The manifest key, dotted (`data_source.description.count`).
+    pub key: String,
+    pub base: String,
+    pub candidate: String,
+}
+
+/// One side of a comparison, as printed above its table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    pub label: String,
+    pub profile: String,
+    pub run_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    pub status: String,
+    pub completed_passes: u64,
+    pub manifest: std::path::PathBuf,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+}
+
+/// A base and a candidate, compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub base: RunInfo,
+    pub candidate: RunInfo,
+    /// What differs between the manifests and changes what a time means.
+    pub differences: Vec<Difference>,
+    /// Interrupted runs, histogram-backed samples and the like.
+    pub warnings: Vec<String>,
+    /// By how much of a pass each moves, largest first.
+    pub rows: Vec<Row>,
+}
+
+impl Comparison {
+    /// True when a row is slower beyond the noise threshold.
+    pub fn regressed(&self) -> bool {
+        self.rows.iter().any(|r| r.verdict == Verdict::Slower)
+    }
+}
+
+/// Why two runs are not compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{0} and {1} are the same run")]
+    SameRun(String, String),
+    #[error("{base} runs target `{base_target}` and {candidate} runs `{candidate_target}`: comparing different targets compares different code; give --allow-different-targets to compare them anyway")]
+    DifferentTargets {
+        base: String,
+        candidate: String,
+        base_target: String,
+        candidate_target: String,
+    },
+}
+
+/// The manifest keys whose differences change what a time means, in the
+/// order they are listed. Each is compared leaf by leaf.
+const COMPARED_KEYS: &[&str] = &[
+    "target",
+    "data_source",
+    "record_ids",
+    "workload",
+    "capture_range",
+    "device",
+    "build_profile",
+    "backend",
+    "host.cpu_model",
+    "host.cores",
+    "cuda",
+    "profile_cli_version",
+];
+
+/// Compares `candidate` with `base`.
+pub fn compare(
+    base: &LoadedRun,
+    candidate: &LoadedRun,
+    options: &Options,
+    allow_different_targets: bool,
+) -> Result<Comparison, CompareError> {
+    if same_file(&base.manifest_path, &candidate.manifest_path) {
+        return Err(CompareError::SameRun(base.label(), candidate.label()));
+    }
+    let target = |run: &LoadedRun| {
+        lookup(&run.manifest, "target.name")
+            .map(leaf_text)
+            .unwrap_or_default()
+    };
+    if target(base) != target(candidate) && !allow_different_targets {
+        return Err(CompareError::DifferentTargets {
+            base: base.label(),
+            candidate: candidate.label(),
+            base_target: target(base),
+            candidate_target: target(candidate),
+        });
+    }
+    let mut warnings = Vec::new();
+    for run in [base, candidate] {
+        if run.status == RunStatus::Interrupted {
+            warnings.push(format!(
+                "{} was interrupted: it holds {} of {} measured passes",
+                run.label(),
+                run.completed_iterations,
+                run.iterations
+            ));
+        }
+        if run.samples.is_sketched() {
+            warnings.push(format!(
+                "{} kept some samples only as a histogram (a long run): those count at their bucket's middle, within 1.6 %",
+                run.label()
+            ));
+        }
+    }
+    Ok(Comparison {
+        base: run_info(base),
+        candidate: run_info(candidate),
+        differences: differences(&base.manifest, &candidate.manifest),
+        warnings,
+        rows: rows(base, candidate, options),
+    })
+}
+
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+fn run_info(run: &LoadedRun) -> RunInfo {
+    RunInfo {
+        label: run.label(),
+        profile: run.profile.clone(),
+        run_id: run.run_id.clone(),
+        baseline: run.baseline.clone(),
+        status: match run.status {
+            RunStatus::Completed => "completed",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+        .to_owned(),
+        completed_passes: run.completed_iterations,
+        manifest: run.manifest_path.clone(),
+        git_commit: lookup(&run.manifest, "git_commit")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        git_dirty: lookup(&run.manifest, "git_dirty").and_then(Value::as_bool),
+    }
+}
+
+/// The value at a dotted key.
+fn lookup<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    key.split('.')
+        .try_fold(value, |value, part| value.get(part))
+}
+
+/// A leaf value as one short line.
+fn leaf_text(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::String(text) => text.clone(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim_end()
+            .replace('\n', " "),
+    }
+}
+
+/// The differences between two manifests under [`COMPARED_KEYS`], leaf by
+/// leaf; a list of records is summarized by its length and first change.
+pub fn differences(base: &Value, candidate: &Value) -> Vec<Difference> {
+    let mut found = Vec::new();
+    for key in COMPARED_KEYS {
+        let (a, b) = (lookup(base, key), lookup(candidate, key));
+        if *key == "record_ids" {
+            if let Some(difference) = records_difference(a, b) {
+                found.push(difference);
+            }
+            continue;
+        }
+        diff_values(key, a, b, &mut found);
+    }
+    found
+}
+
+fn diff_values(key: &str, a: Option<&Value>, b: Option<&Value>, found: &mut Vec<Difference>) {
+    if a == b {
+        return;
+    }
+    match (a, b) {
+        (Some(Value::Mapping(a)), Some(Value::Mapping(b))) => {
+            let mut keys: Vec<String> = a.keys().chain(b.keys()).map(leaf_text).collect();
+            keys.sort();
+            keys.dedup();
+            for child in keys {
+                let child_key = Value::String(child.clone());
+                diff_values(
+                    &format!("{key}.{child}"),
+                    a.get(&child_key),
+                    b.get(&child_key),
+                    found,
+                );
+            }
+        }
+        _ => found.push(Difference {
+            key: key.to_owned(),
+            base: a.map_or_else(|| "(absent)".to_owned(), leaf_text),
+            candidate: b.map_or_else(|| "(absent)".to_owned(), leaf_text),
+        }),
+    }
+}
+
+fn records_difference(a: Option<&Value>, b: Option<&Value>) -> Option<Difference> {
+    let ids = |value: Option<&Value>| -> Vec<String> {
+        value
+            .and_then(Value::as_sequence)
+            .map(|s| s.iter().map(leaf_text).collect())
+            .unwrap_or_default()
+    };
+    let (a, b) = (ids(a), ids(b));
+    if a == b {
+        return None;
+    }
+    let first = a.iter().zip(&b).position(|(x, y)| x != y);
+    let describe = |ids: &[String], other: &[String]| match first {
+        Some(index) => format!("{} records, #{} `{}`", ids.len(), index + 1, ids[index]),
+        None if ids.len() > other.len() => {
+            format!("{} records, then `{}`...", ids.len(), ids[other.len()])
+        }
+        None => format!("{} records", ids.len()),
+    };
+    Some(Difference {
+        key: "record_ids".to_owned(),
+        base: describe(&a, &b),
+        candidate: describe(&b, &a),
+    })
+}
+
+/// One series of each run, to compare.
+struct Pair<'a> {
+    subject: Subject,
+    base: Option<&'a Series>,
+    candidate: Option<&'a Series>,
+}
+
+fn rows(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Row> {
+    let (b, c) = (&base.samples, &candidate.samples);
+    let mut pairs = vec![
+        Pair {
+            subject: Subject::Pass,
+            base: Some(&b.passes),
+            candidate: Some(&c.passes),
+        },
+        Pair {
+            subject: Subject::Call,
+            base: Some(&b.calls),
+            candidate: Some(&c.calls),
+        },
+    ];
+    let mut names: Vec<&str> = b
+        .ranges
+        .iter()
+        .chain(&c.ranges)
+        .map(|r| r.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let (in_base, in_candidate) = (
+            b.ranges.iter().find(|r| r.name == name),
+            c.ranges.iter().find(|r| r.name == name),
+        );
+        pairs.push(Pair {
+            subject: Subject::Range(name.to_owned()),
+            base: in_base.map(|r| &r.inclusive),
+            candidate: in_candidate.map(|r| &r.inclusive),
+        });
+        // Self time is a row of its own where it is not the inclusive time:
+        // where some recorded range ran inside this one.
+        let nests = |range: Option<&crate::run_samples::RangeSeries>| {
+            range.is_some_and(|r| r.exclusive.total != r.inclusive.total)
+        };
+        if nests(in_base) || nests(in_candidate) {
+            pairs.push(Pair {
+                subject: Subject::RangeSelf(name.to_owned()),
+                base: in_base.map(|r| &r.exclusive),
+                candidate: in_candidate.map(|r| &r.exclusive),
+            });
+        }
+    }
+    let base_passes = b.passes.count.max(1) as f64;
+    let candidate_passes = c.passes.count.max(1) as f64;
+    let base_pass_median = lower_median(&b.passes.sorted_values());
+    let mut rows: Vec<Row> = pairs
+        .into_iter()
+        .map(|pair| {
+            row(
+                pair,
+                (base_passes, candidate_passes),
+                base_pass_median,
+                options,
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.pass_change_ns
+            .unsigned_abs()
+            .cmp(&a.pass_change_ns.unsigned_abs())
+            .then_with(|| a.subject.label().cmp(&b.subject.label()))
+    });
+    rows
+}
+
+fn side(series: &Series, sorted: &[u64], passes: f64) -> Side {
+    Side {
+        median_ns: lower_median(sorted).unwrap_or(0),
+        samples: series.count,
+        per_pass: series.count as f64 / passes,
+    }
+}
+
+fn row(pair: Pair<'_>, passes: (f64, f64), base_pass: Option<u64>, options: &Options) -> Row {
+    let base_sorted = pair.base.map(Series::sorted_values);
+    let candidate_sorted = pair.candidate.map(Series::sorted_values);
+    let base = pair
+        .base
+        .zip(base_sorted.as_deref())
+        .map(|(s, sorted)| side(s, sorted, passes.0));
+    let candidate = pair
+        .candidate
+        .zip(candidate_sorted.as_deref())
+        .map(|(s, sorted)| side(s, sorted, passes.1));
+    let moved = |side: Option<&Side>| side.map_or(0.0, |s| s.median_ns as f64 * s.per_pass);
+    let pass_change = moved(candidate.as_ref()) - moved(base.as_ref());
+    let mut row = Row {
+        subject: pair.subject,
+        base,
+        candidate,
+        ratio: None,
+        interval: None,
+        p_value: None,
+        verdict: Verdict::Unclear,
+        pass_change_ns: pass_change.round() as i64,
+        pass_share: base_pass
+            .filter(|&median| median > 0)
+            .map(|median| pass_change / median as f64),
+        note: None,
+    };
+    let (Some(base_sorted), Some(candidate_sorted)) = (base_sorted, candidate_sorted) else {
+        row.verdict = if row.base.is_some() {
+            Verdict::Removed
+        } else {
+            Verdict::Added
+        };
+        return row;
+    };
+    if base_sorted.len() < MIN_SAMPLES || candidate_sorted.len() < MIN_SAMPLES {
+        row.note = Some(format!(
+            "too few samples for a verdict ({} and {}; {MIN_SAMPLES} are needed)",
+            base_sorted.len(),
+            candidate_sorted.len()
+        ));
+        if let (Some(b), Some(c)) = (lower_median(&base_sorted), lower_median(&candidate_sorted)) {
+            row.ratio = (b > 0).then(|| c as f64 / b as f64);
+        }
+        return row;
+    }
+    let interval = median_ratio_interval(&base_sorted, &candidate_sorted, &options.bootstrap);
+    let test = mann_whitney(&base_sorted, &candidate_sorted);
+    row.p_value = test.map(|t| t.p_value);
+    let Some(interval) = interval else {
+        row.note = Some("the base's median is 0 ns: no ratio".to_owned());
+        return row;
+    };
+    row.ratio = Some(interval.ratio);
+    row.interval = Some([interval.low, interval.high]);
+    row.verdict = verdict(
+        interval.ratio,
+        interval.low,
+        interval.high,
+        row.p_value.unwrap_or(1.0),
+        options,
+    );
+    row
+}
+
+/// The verdict of a ratio with its interval and p-value: `no change` when
+/// the whole interval is within `1 ± noise`; `slower` (`faster`) when the
+/// U test finds a significant difference, the whole interval is above
+/// (below) 1 and the ratio is beyond the threshold; else `unclear`.
+pub fn verdict(ratio: f64, low: f64, high: f64, p_value: f64, options: &Options) -> Verdict {
+    let noise = options.noise;
+    let significant = p_value < options.significance;
+    if low >= 1.0 - noise && high <= 1.0 + noise {
+        Verdict::NoChange
+    } else if significant && low > 1.0 && ratio > 1.0 + noise {
+        Verdict::Slower
+    } else if significant && high < 1.0 && ratio < 1.0 - noise {
+        Verdict::Faster
+    } else {
+        Verdict::Unclear
+    }
+}
+
+#[cfg(test)]
+mod tests;

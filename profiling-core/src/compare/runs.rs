@@ -1,0 +1,644 @@
+//! Finding and reading the runs a comparison names: run directories,
+//! manifests, `PROFILE@RUN_ID`, `PROFILE@latest`, and named baselines.
+//!
+//! A run is read from its `manifest.yaml` and the `samples.bin` beside it,
+//! wherever the directory now is. A baseline is a copy of a run's manifest
+//! and samples in `<profile>/baselines/<NAME>/`, beside the profile's
+//! `runs/`, with a `baseline.yaml` saying where it came from: deleting or
+//! replacing the run leaves the baseline whole.
+
+use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
+
+use crate::config::{self, ConfigFile, Overrides};
+use crate::host::UtcTime;
+use crate::registry;
+use crate::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
+
+/// Why a run cannot be compared. Each names the path or the name involved.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}: no such file or directory, and not PROFILE@RUN_ID or PROFILE@latest")]
+    NoSuchPath(String),
+    #[error("{}: not a run: it holds no manifest.yaml", .0.display())]
+    NotARun(PathBuf),
+    #[error("{}: not a run manifest: {reason}", .path.display())]
+    NotAManifest { path: PathBuf, reason: String },
+    #[error("{}: run `{run_id}` of `{profile}` was made before runs kept their samples (manifest schema version {schema}): re-run it to compare it", .manifest.display())]
+    NoSamples {
+        manifest: PathBuf,
+        profile: String,
+        run_id: String,
+        schema: u64,
+    },
+    #[error("{}: {source}", .path.display())]
+    Samples { path: PathBuf, source: SamplesError },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("run `{run_id}` of `{profile}` failed, so its timings mean nothing: {reason} ({})", .manifest.display())]
+    Failed {
+        manifest: PathBuf,
+        profile: String,
+        run_id: String,
+        reason: String,
+    },
+    #[error("no profile `{name}`: {}", known_text(.known))]
+    UnknownProfile { name: String, known: Vec<String> },
+    #[error("profile `{profile}` has no run `{run_id}` in {}", .runs.display())]
+    UnknownRun {
+        profile: String,
+        run_id: String,
+        runs: PathBuf,
+    },
+    #[error("profile `{profile}` has no completed run in {} for @latest", .runs.display())]
+    NoLatest { profile: String, runs: PathBuf },
+    #[error("profile `{profile}` has no baseline `{name}` in {}{}", .dir.display(), known_baselines(.known))]
+    UnknownBaseline {
+        profile: String,
+        name: String,
+        dir: PathBuf,
+        known: Vec<String>,
+    },
+    #[error("baseline `{name}` of `{profile}` exists ({}): give --force to replace it", .dir.display())]
+    BaselineExists {
+        profile: String,
+        name: String,
+        dir: PathBuf,
+    },
+    #[error("baseline name `{name}`: {reason}")]
+    BaselineName { name: String, reason: String },
+}
+
+fn known_text(known: &[String]) -> String {
+    if known.is_empty() {
+        "no target is registered in this build".to_owned()
+    } else {
+        format!("the profiles of this build are {}", known.join(", "))
+    }
+}
+
+fn known_baselines(known: &[String]) -> String {
+    if known.is_empty() {
+        " (it has none: `profile-cli run NAME --save-baseline BASELINE` saves one)".to_owned()
+    } else {
+        format!(" (it has {})", known.join(", "))
+    }
+}
+
+/// How a run ended, as its manifest says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Completed,
+    Interrupted,
+    Failed,
+}
+
+/// A run read back: its manifest as written and its samples.
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    /// The run's directory (a baseline's, for a baseline).
+    pub dir: PathBuf,
+    pub manifest_path: PathBuf,
+    /// The whole manifest, for the differences between two runs.
+    pub manifest: Value,
+    pub profile: String,
+    pub run_id: String,
+    pub status: RunStatus,
+    pub completed_iterations: u64,
+    pub iterations: u64,
+    /// `NAME` when the run was read as a baseline.
+    pub baseline: Option<String>,
+    pub samples: RunSamples,
+}
+
+impl LoadedRun {
+    /// `profile@run_id`, and `(baseline NAME)` for a baseline.
+    pub fn label(&self) -> String {
+        match &self.baseline {
+            Some(name) => format!("{}@{} (baseline {name})", self.profile, self.run_id),
+            None => format!("{}@{}", self.profile, self.run_id),
+        }
+    }
+}
+
+/// The run a command-line argument names: a run directory, a manifest, a
+/// baseline directory, `PROFILE@RUN_ID` or `PROFILE@latest` (the newest
+/// completed run of the profile), found from `workspace_root` by the
+/// run-directory rules of `profile-cli run`.
+pub fn resolve(argument: &str, workspace_root: &Path) -> Result<LoadedRun, RunError> {
+    let path = Path::new(argument);
+    if path.exists() {
+        return load(path);
+    }
+    let Some((profile, run)) = argument.rsplit_once('@') else {
+        return Err(RunError::NoSuchPath(argument.to_owned()));
+    };
+    if profile.is_empty() || run.is_empty() || profile.contains('/') {
+        return Err(RunError::NoSuchPath(argument.to_owned()));
+    }
+    let runs = runs_dir(profile, workspace_root)?;
+    if run == "latest" {
+        let dir = latest(&runs).ok_or_else(|| RunError::NoLatest {
+            profile: profile.to_owned(),
+            runs: runs.clone(),
+        })?;
+        return load(&dir);
+    }
+    let dir = runs.join(run);
+    if !dir.join("manifest.yaml").is_file() {
+        return Err(RunError::UnknownRun {
+            profile: profile.to_owned(),
+            run_id: run.to_owned(),
+            runs,
+        });
+    }
+    load(&dir)
+}
+
+/// Reads the run at `path`: a run (or baseline) directory or a manifest.
+pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
+    let (dir, manifest_path) = if path.is_dir() {
+        let manifest = path.join("manifest.yaml");
+        if !manifest.is_file() {
+            return Err(RunError::NotARun(path.to_path_buf()));
+        }
+        (path.to_path_buf(), manifest)
+    } else {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        (dir, path.to_path_buf())
+    };
+    let text = std::fs::read_to_string(&manifest_path).map_err(|source| RunError::Io {
+        path: manifest_path.clone(),
+        source,
+    })?;
+    let not_manifest = |reason: String| RunError::NotAManifest {
+        path: manifest_path.clone(),
+        reason,
+    };
+    let manifest: Value = serde_yaml::from_str(&text).map_err(|e| not_manifest(e.to_string()))?;
+    let text_of = |key: &str| manifest.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (Some(profile), Some(run_id), Some(status)) = (
+        text_of("profile_name"),
+        text_of("run_id"),
+        text_of("status"),
+    ) else {
+        return Err(not_manifest(
+            "profile_name, run_id or status is missing".to_owned(),
+        ));
+    };
+    let status = match status.as_str() {
+        "completed" => RunStatus::Completed,
+        "interrupted" => RunStatus::Interrupted,
+        "failed" => RunStatus::Failed,
+        other => return Err(not_manifest(format!("status: unknown value `{other}`"))),
+    };
+    if status == RunStatus::Failed {
+        let reason = manifest
+            .get("error")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or("no reason recorded")
+            .to_owned();
+        return Err(RunError::Failed {
+            manifest: manifest_path,
+            profile,
+            run_id,
+            reason,
+        });
+    }
+    let number = |key: &str| manifest.get(key).and_then(Value::as_u64);
+    let schema = number("schema_version").unwrap_or(1);
+    if manifest.get("samples").is_none_or(Value::is_null) {
+        return Err(RunError::NoSamples {
+            manifest: manifest_path,
+            profile,
+            run_id,
+            schema,
+        });
+    }
+    // Beside the manifest, wherever the run is now.
+    let samples_path = dir.join(SAMPLES_FILE);
+    let bytes = std::fs::read(&samples_path).map_err(|source| RunError::Io {
+        path: samples_path.clone(),
+        source,
+    })?;
+    let samples = RunSamples::decode(&bytes).map_err(|source| RunError::Samples {
+        path: samples_path,
+        source,
+    })?;
+    let baseline = read_baseline_name(&dir);
+    Ok(LoadedRun {
+        dir,
+        manifest_path,
+        completed_iterations: number("completed_iterations").unwrap_or(0),
+        iterations: manifest
+            .get("workload")
+            .and_then(|w| w.get("iterations"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        manifest,
+        profile,
+        run_id,
+        status,
+        baseline,
+        samples,
+    })
+}
+
+/// The profiles of this build: each registered target's profile name
+/// (from the config beside its source, else the target's name) and its
+/// `runs/` directory.
+pub fn profiles(workspace_root: &Path) -> Vec<(String, String, PathBuf)> {
+    let mut found = Vec::new();
+    for entry in registry::targets() {
+        let overrides = Overrides {
+            target: Some(entry.name.to_owned()),
+            ..Overrides::default()
+        };
+        let file = crate::session::beside_target(entry, workspace_root, entry.name)
+            .ok()
+            .flatten();
+        let config = match &file {
+            Some(file) => file.resolve(&overrides).ok(),
+            None => config::defaults_for(entry.name, &overrides).ok(),
+        };
+        let Some(config) = config else { continue };
+        let config_path = file.as_ref().and_then(|f: &ConfigFile| f.path.clone());
+        let runs = crate::session::run_directory(&config, config_path.as_deref(), workspace_root);
+        let runs = crate::session::absolute(&runs);
+        if !found
+            .iter()
+            .any(|(p, _, _): &(String, String, PathBuf)| *p == config.profile_name)
+        {
+            found.push((config.profile_name, entry.name.to_owned(), runs));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The `runs/` directory of the profile (or target) `name`.
+pub fn runs_dir(name: &str, workspace_root: &Path) -> Result<PathBuf, RunError> {
+    let profiles = profiles(workspace_root);
+    profiles
+        .iter()
+        .find(|(profile, _, _)| profile == name)
+        .or_else(|| profiles.iter().find(|(_, target, _)| target == name))
+        .map(|(_, _, runs)| runs.clone())
+        .ok_or_else(|| RunError::UnknownProfile {
+            name: name.to_owned(),
+            known: profiles
+                .into_iter()
+                .map(|(profile, _, _)| profile)
+                .collect(),
+        })
+}
+
+/// The newest completed run under `runs`, by the time it finished.
+pub fn latest(runs: &Path) -> Option<PathBuf> {
+    let mut newest: Option<(String, PathBuf)> = None;
+    for entry in std::fs::read_dir(runs).ok()?.flatten() {
+        let dir = entry.path();
+        let Ok(text) = std::fs::read_to_string(dir.join("manifest.yaml")) else {
+            continue;
+        };
+        let Ok(manifest) = serde_yaml::from_str::<Value>(&text) else {
+            continue;
+        };
+        if manifest.get("status").and_then(Value::as_str) != Some("completed") {
+            continue;
+        }
+        let finished = manifest
+            .get("finished_at")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let key = (finished, dir);
+        if newest.as_ref().is_none_or(|best| key > *best) {
+            newest = Some(key);
+        }
+    }
+    newest.map(|(_, dir)| dir)
+}
+
+/// `baselines/` beside the `runs/` directory a run was written to.
+pub fn baselines_dir_of_runs(runs: &Path) -> PathBuf {
+    runs.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("baselines")
+}
+
+/// The baselines directory of the profile `run` belongs to: beside the
+/// `runs/` directory it is in (a baseline's own, for a baseline).
+pub fn baselines_dir_of(run: &LoadedRun) -> PathBuf {
+    if run.baseline.is_some() {
+        if let Some(parent) = run.dir.parent() {
+            return parent.to_path_buf();
+        }
+    }
+    baselines_dir_of_runs(run.dir.parent().unwrap_or(Path::new(".")))
+}
+
+/// What `baseline.yaml` records.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BaselineInfo {
+    pub name: String,
+    pub profile: String,
+    pub run_id: String,
+    pub saved_at: String,
+    /// The run directory the baseline was copied from.
+    pub from: PathBuf,
+}
+
+fn read_baseline_name(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("baseline.yaml")).ok()?;
+    let info: BaselineInfo = serde_yaml::from_str(&text).ok()?;
+    Some(info.name)
+}
+
+/// Checks that `name` can name a baseline (a directory name).
+pub fn check_baseline_name(name: &str) -> Result<(), RunError> {
+    config::check_run_id(name).map_err(|reason| RunError::BaselineName {
+        name: name.to_owned(),
+        reason,
+    })
+}
+
+/// Refuses to save baseline `name` in `dir` over an existing one without
+/// `force`; checked before a run starts, so that nothing is run for a
+/// baseline that would be refused.
+pub fn check_baseline_free(
+    dir: &Path,
+    profile: &str,
+    name: &str,
+    force: bool,
+) -> Result<(), RunError> {
+    check_baseline_name(name)?;
+    let target = dir.join(name);
+    if target.exists() && !force {
+        return Err(RunError::BaselineExists {
+            profile: profile.to_owned(),
+            name: name.to_owned(),
+            dir: target,
+        });
+    }
+    Ok(())
+}
+
+/// Saves the run in `run_dir` as baseline `name` of its profile: a copy of
+/// its manifest and samples in `baselines/NAME/` beside its `runs/`, put in
+/// place through a staging directory and a rename. An existing baseline of
+/// that name is replaced only with `force`. Returns the baseline's
+/// directory.
+pub fn save_baseline(run_dir: &Path, name: &str, force: bool) -> Result<PathBuf, RunError> {
+    let run = load(run_dir)?;
+    let dir = baselines_dir_of_runs(run_dir.parent().unwrap_or(Path::new(".")));
+    check_baseline_free(&dir, &run.profile, name, force)?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RunError::Io { path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let staging = dir.join(format!(".{name}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let result = (|| {
+        std::fs::create_dir(&staging).map_err(io(&staging))?;
+        for file in ["manifest.yaml", SAMPLES_FILE] {
+            std::fs::copy(run_dir.join(file), staging.join(file))
+                .map_err(io(&run_dir.join(file)))?;
+        }
+        let info = BaselineInfo {
+            name: name.to_owned(),
+            profile: run.profile.clone(),
+            run_id: run.run_id.clone(),
+            saved_at: UtcTime::now().rfc3339(),
+            from: crate::session::absolute(run_dir),
+        };
+        let text = serde_yaml::to_string(&info).map_err(|e| RunError::Io {
+            path: staging.join("baseline.yaml"),
+            source: std::io::Error::other(e),
+        })?;
+        crate::run_dir::write_atomically(&staging.join("baseline.yaml"), text.as_bytes())
+            .map_err(io(&staging.join("baseline.yaml")))?;
+        let target = dir.join(name);
+        if target.exists() {
+            // Replaced only once the new one is whole (`force` was checked).
+            let aside = dir.join(format!(".{name}.replaced-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&aside);
+            std::fs::rename(&target, &aside).map_err(io(&target))?;
+            if let Err(source) = std::fs::rename(&staging, &target) {
+                let _ = std::fs::rename(&aside, &target);
+                return Err(RunError::Io {
+                    path: target,
+                    source,
+                });
+            }
+            let _ = std::fs::remove_dir_all(&aside);
+        } else {
+            std::fs::rename(&staging, &target).map_err(io(&target))?;
+        }
+        Ok(target)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+/// Baseline `name` of the profile whose baselines are in `dir`.
+pub fn find_baseline(dir: &Path, profile: &str, name: &str) -> Result<LoadedRun, RunError> {
+    let baseline = dir.join(name);
+    if !baseline.join("baseline.yaml").is_file() {
+        return Err(RunError::UnknownBaseline {
+            profile: profile.to_owned(),
+            name: name.to_owned(),
+            dir: dir.to_path_buf(),
+            known: list_baselines(dir).into_iter().map(|b| b.name).collect(),
+        });
+    }
+    load(&baseline)
+}
+
+/// The baselines in `dir`, by name; directories without a readable
+/// `baseline.yaml` are not baselines.
+pub fn list_baselines(dir: &Path) -> Vec<BaselineInfo> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<BaselineInfo> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let text = std::fs::read_to_string(entry.path().join("baseline.yaml")).ok()?;
+            serde_yaml::from_str(&text).ok()
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{Manifest, Status};
+    use crate::run_dir::{write_run, TraceInput};
+    use crate::runner::CaptureRecord;
+    use crate::timing::SampleSet;
+
+    /// Writes run `run_id` under `runs/` as `profile-cli run` does.
+    fn write(runs: &Path, run_id: &str, status: Status, finished_at: &str) -> PathBuf {
+        let mut passes = SampleSet::with_capacity(8);
+        for value in [100, 200, 300] {
+            passes.push(value);
+        }
+        let capture = CaptureRecord {
+            samples: RunSamples::from_sets(&passes, &passes, &Default::default()),
+            ..CaptureRecord::default()
+        };
+        let mut manifest = Manifest::sample(run_id);
+        manifest.status = status;
+        manifest.finished_at = finished_at.to_owned();
+        let trace = TraceInput {
+            capture: &capture,
+            capture_range: "profile-target",
+            title: "t",
+        };
+        let dir = runs.join(run_id);
+        write_run(&dir, &mut manifest, Some(trace)).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_run_is_read_from_its_directory_or_its_manifest() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = write(out.path(), "r1", Status::Completed, "2026-11-30T10:00:00Z");
+        for path in [dir.clone(), dir.join("manifest.yaml")] {
+            let run = load(&path).unwrap();
+            assert_eq!((run.profile.as_str(), run.run_id.as_str()), ("t", "r1"));
+            assert_eq!(run.samples.passes.kept, [100, 200, 300]);
+            assert_eq!(
+                (run.status, run.completed_iterations),
+                (RunStatus::Completed, 1)
+            );
+        }
+        // Moved elsewhere, it still reads its own samples.
+        let moved = out.path().join("moved");
+        std::fs::rename(&dir, &moved).unwrap();
+        assert_eq!(load(&moved).unwrap().dir, moved);
+    }
+
+    #[test]
+    fn what_is_not_a_comparable_run_says_why() {
+        let out = tempfile::tempdir().unwrap();
+        let message = |path: &Path| load(path).unwrap_err().to_string();
+        assert_eq!(
+            message(out.path()),
+            format!(
+                "{}: not a run: it holds no manifest.yaml",
+                out.path().display()
+            )
+        );
+        let failed = write(out.path(), "f", Status::Failed, "");
+        assert!(
+            message(&failed).starts_with(
+                "run `f` of `t` failed, so its timings mean nothing: no reason recorded"
+            ),
+            "{}",
+            message(&failed)
+        );
+        let old = write(out.path(), "old", Status::Completed, "");
+        let text = std::fs::read_to_string(old.join("manifest.yaml")).unwrap();
+        let before: String = text
+            .lines()
+            .filter(|l| !l.starts_with("schema_version"))
+            .take_while(|l| !l.starts_with("samples:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(old.join("manifest.yaml"), before).unwrap();
+        assert_eq!(
+            message(&old),
+            format!(
+                "{}: run `old` of `t` was made before runs kept their samples (manifest schema version 1): re-run it to compare it",
+                old.join("manifest.yaml").display()
+            )
+        );
+        let cut = write(out.path(), "cut", Status::Completed, "");
+        let bytes = std::fs::read(cut.join("samples.bin")).unwrap();
+        std::fs::write(cut.join("samples.bin"), &bytes[..bytes.len() - 6]).unwrap();
+        assert!(
+            message(&cut).starts_with(&format!("{}: cut short", cut.join("samples.bin").display())),
+            "{}",
+            message(&cut)
+        );
+        std::fs::write(out.path().join("notes.txt"), "- a list\n").unwrap();
+        assert!(message(&out.path().join("notes.txt")).contains("not a run manifest"));
+        assert_eq!(
+            resolve("no/such/run", out.path()).unwrap_err().to_string(),
+            "no/such/run: no such file or directory, and not PROFILE@RUN_ID or PROFILE@latest"
+        );
+    }
+
+    #[test]
+    fn latest_is_the_newest_completed_run() {
+        let out = tempfile::tempdir().unwrap();
+        assert_eq!(latest(out.path()), None);
+        write(out.path(), "a", Status::Completed, "2026-11-30T10:00:00Z");
+        let b = write(out.path(), "b", Status::Completed, "2026-11-30T11:00:00Z");
+        write(out.path(), "c", Status::Interrupted, "2026-11-30T12:00:00Z");
+        write(out.path(), "d", Status::Failed, "2026-11-30T13:00:00Z");
+        std::fs::create_dir(out.path().join("empty")).unwrap();
+        assert_eq!(latest(out.path()), Some(b));
+    }
+
+    #[test]
+    fn a_baseline_is_a_copy_replaced_only_with_force() {
+        let out = tempfile::tempdir().unwrap();
+        let runs = out.path().join("p/runs");
+        let first = write(&runs, "r1", Status::Completed, "");
+        let second = write(&runs, "r2", Status::Completed, "");
+        let saved = save_baseline(&first, "main", false).unwrap();
+        assert_eq!(saved, out.path().join("p/baselines/main"));
+        let refused = save_baseline(&second, "main", false).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "baseline `main` of `t` exists ({}): give --force to replace it",
+                saved.display()
+            )
+        );
+        std::fs::remove_dir_all(&first).unwrap();
+        let dir = baselines_dir_of_runs(&runs);
+        let baseline = find_baseline(&dir, "t", "main").unwrap();
+        assert_eq!(
+            (baseline.run_id.as_str(), baseline.baseline.as_deref()),
+            ("r1", Some("main")),
+            "the baseline outlives its run"
+        );
+        assert_eq!(baselines_dir_of(&baseline), dir);
+        save_baseline(&second, "main", true).unwrap();
+        assert_eq!(find_baseline(&dir, "t", "main").unwrap().run_id, "r2");
+        let names: Vec<String> = list_baselines(&dir).into_iter().map(|b| b.name).collect();
+        assert_eq!(names, ["main"]);
+        let staging: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(staging.len(), 1, "nothing left beside the baseline");
+        assert_eq!(
+            find_baseline(&dir, "t", "nope").unwrap_err().to_string(),
+            format!(
+                "profile `t` has no baseline `nope` in {} (it has main)",
+                dir.display()
+            )
+        );
+        assert!(save_baseline(&second, "../x", false)
+            .unwrap_err()
+            .to_string()
+            .starts_with("baseline name `../x`"));
+    }
+}

@@ -1,0 +1,247 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::*;
+use crate::run_samples::RunSamples;
+use crate::timing::SampleSet;
+
+fn set(values: impl IntoIterator<Item = u64>) -> SampleSet {
+    let values: Vec<u64> = values.into_iter().collect();
+    let mut set = SampleSet::with_capacity(values.len());
+    for value in values {
+        set.push(value);
+    }
+    set
+}
+
+/// Around `center`, spread by a deterministic wobble of about ±1 %.
+fn around(center: u64, count: u64) -> impl Iterator<Item = u64> {
+    (0..count).map(move |i| center + (i * 7919 % 201) * center / 10_000 - center / 100)
+}
+
+const MANIFEST: &str = "
+profile_name: p
+run_id: RUN
+status: completed
+target: {name: spin, parameters: {micros: 100}}
+data_source: {name: dummy, description: {count: 1}}
+record_ids: [a, b]
+workload: {warmup: 1, iterations: 50}
+device: cpu
+build_profile: release
+backend: {name: none}
+host: {name: here, cpu_model: X, cores: 2}
+cuda: {synchronize_each_iteration: true}
+git_commit: abc
+git_dirty: false
+";
+
+/// A run whose passes take `pass` and hold `ranges` (name, inclusive,
+/// exclusive), 50 passes of each.
+fn run(run_id: &str, pass: u64, ranges: &[(&str, u64, u64)]) -> LoadedRun {
+    let mut sets = BTreeMap::new();
+    for &(name, inclusive, exclusive) in ranges {
+        sets.insert(
+            name.to_owned(),
+            (set(around(inclusive, 50)), set(around(exclusive, 50))),
+        );
+    }
+    let passes = set(around(pass, 50));
+    LoadedRun {
+        dir: PathBuf::from(format!("/runs/{run_id}")),
+        manifest_path: PathBuf::from(format!("/runs/{run_id}/manifest.yaml")),
+        manifest: serde_yaml::from_str(&MANIFEST.replace("RUN", run_id)).unwrap(),
+        profile: "p".to_owned(),
+        run_id: run_id.to_owned(),
+        status: RunStatus::Completed,
+        completed_iterations: 50,
+        iterations: 50,
+        baseline: None,
+        samples: RunSamples::from_sets(&passes, &passes, &sets),
+    }
+}
+
+fn options() -> Options {
+    Options {
+        bootstrap: BootstrapOptions {
+            resamples: 2_000,
+            ..BootstrapOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn find<'a>(comparison: &'a Comparison, label: &str) -> &'a Row {
+    comparison
+        .rows
+        .iter()
+        .find(|r| r.subject.label() == label)
+        .unwrap_or_else(|| panic!("no row {label}: {:#?}", comparison.rows))
+}
+
+#[test]
+fn verdicts_follow_the_interval_the_threshold_and_the_test() {
+    let o = Options::default();
+    assert_eq!(verdict(1.0, 0.99, 1.01, 0.5, &o), Verdict::NoChange);
+    assert_eq!(verdict(1.01, 0.985, 1.02, 0.001, &o), Verdict::NoChange);
+    assert_eq!(verdict(1.3, 1.28, 1.32, 0.001, &o), Verdict::Slower);
+    assert_eq!(verdict(0.7, 0.68, 0.72, 0.001, &o), Verdict::Faster);
+    // Real, but within the threshold and not inside it: unclear.
+    assert_eq!(verdict(1.015, 1.005, 1.025, 0.001, &o), Verdict::Unclear);
+    // Beyond the threshold but not significant.
+    assert_eq!(verdict(1.3, 1.1, 1.5, 0.2, &o), Verdict::Unclear);
+    // The interval reaches 1.
+    assert_eq!(verdict(1.3, 0.99, 1.5, 0.01, &o), Verdict::Unclear);
+    let loose = Options { noise: 0.05, ..o };
+    assert_eq!(verdict(1.03, 1.02, 1.04, 0.001, &loose), Verdict::NoChange);
+}
+
+#[test]
+fn a_slower_range_is_slower_and_the_unchanged_one_no_change() {
+    let base = run(
+        "b",
+        1_000_000,
+        &[("work", 600_000, 600_000), ("steady", 300_000, 300_000)],
+    );
+    let candidate = run(
+        "c",
+        1_180_000,
+        &[("work", 780_000, 780_000), ("steady", 300_000, 300_000)],
+    );
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    let work = find(&comparison, "work");
+    assert_eq!(work.verdict, Verdict::Slower);
+    let [low, high] = work.interval.unwrap();
+    assert!(low < 1.3 && 1.3 < high, "{low} {high}");
+    assert!(work.p_value.unwrap() < 1e-6);
+    assert_eq!(find(&comparison, "steady").verdict, Verdict::NoChange);
+    assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
+    assert!(comparison.regressed());
+    // Ordered by how much of a pass each moves: pass and call by the whole
+    // change, then the range that changed, then the one that did not.
+    let labels: Vec<String> = comparison.rows.iter().map(|r| r.subject.label()).collect();
+    assert_eq!(labels, ["call", "pass", "work", "steady"]);
+    assert!((work.pass_share.unwrap() - 0.18).abs() < 0.01, "{work:?}");
+    // No self rows: neither range holds another.
+    assert!(
+        comparison.differences.is_empty(),
+        "{:?}",
+        comparison.differences
+    );
+
+    let reverse = compare(&candidate, &base, &options(), false).unwrap();
+    assert_eq!(find(&reverse, "work").verdict, Verdict::Faster);
+    assert!(!reverse.regressed());
+}
+
+#[test]
+fn added_and_removed_ranges_are_rows_and_self_time_appears_where_ranges_nest() {
+    let base = run("b", 1_000, &[("outer", 900, 400), ("old", 500, 500)]);
+    let candidate = run("c", 1_000, &[("outer", 900, 400), ("new", 500, 500)]);
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    assert_eq!(find(&comparison, "old").verdict, Verdict::Removed);
+    assert_eq!(find(&comparison, "new").verdict, Verdict::Added);
+    assert_eq!(find(&comparison, "new").base, None);
+    assert_eq!(find(&comparison, "outer (self)").verdict, Verdict::NoChange);
+    assert!(
+        !comparison
+            .rows
+            .iter()
+            .any(|r| r.subject.label() == "old (self)"),
+        "a range without ranges inside has no self row"
+    );
+    let new = find(&comparison, "new");
+    assert!((new.pass_change_ns - 500).abs() <= 10, "{new:?}");
+}
+
+#[test]
+fn too_few_samples_give_no_verdict() {
+    let mut base = run("b", 1_000, &[]);
+    let mut candidate = run("c", 2_000, &[]);
+    base.samples.passes = crate::run_samples::Series::from_set(&set([1_000, 1_010, 990]));
+    candidate.samples.passes = crate::run_samples::Series::from_set(&set([2_000, 2_010, 1_990]));
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    let pass = find(&comparison, "pass");
+    assert_eq!(pass.verdict, Verdict::Unclear);
+    assert_eq!(pass.ratio, Some(2.0));
+    assert!(pass.note.as_ref().unwrap().contains("too few samples"));
+}
+
+#[test]
+fn what_differs_between_the_manifests_is_listed_key_by_key() {
+    let base = run("b", 1_000, &[]);
+    let mut candidate = run("c", 1_000, &[]);
+    let edit = |run: &mut LoadedRun, yaml: &str| {
+        let patch: Value = serde_yaml::from_str(yaml).unwrap();
+        for (key, value) in patch.as_mapping().unwrap() {
+            run.manifest
+                .as_mapping_mut()
+                .unwrap()
+                .insert(key.clone(), value.clone());
+        }
+    };
+    edit(
+        &mut candidate,
+        "target: {name: spin, parameters: {micros: 130}}\nrecord_ids: [a, c, d]\nhost: {name: elsewhere, cpu_model: X, cores: 4}\nbuild_profile: debug\ngit_commit: def",
+    );
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    let lines: Vec<String> = comparison
+        .differences
+        .iter()
+        .map(|d| format!("{}: {} -> {}", d.key, d.base, d.candidate))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "target.parameters.micros: 100 -> 130",
+            "record_ids: 2 records, #2 `b` -> 3 records, #2 `c`",
+            "build_profile: release -> debug",
+            "host.cores: 2 -> 4",
+        ]
+    );
+    assert_eq!(comparison.base.git_commit.as_deref(), Some("abc"));
+    assert_eq!(comparison.candidate.git_commit.as_deref(), Some("def"));
+
+    let mut other = run("o", 1_000, &[]);
+    edit(&mut other, "target: {name: other}");
+    let refused = compare(&base, &other, &options(), false).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "p@b runs target `spin` and p@o runs `other`: comparing different targets compares different code; give --allow-different-targets to compare them anyway"
+    );
+    assert!(compare(&base, &other, &options(), true).is_ok());
+    let same = compare(&base, &base, &options(), false).unwrap_err();
+    assert_eq!(same.to_string(), "p@b and p@b are the same run");
+}
+
+#[test]
+fn an_interrupted_run_is_compared_with_a_warning() {
+    let base = run("b", 1_000, &[]);
+    let mut candidate = run("c", 1_000, &[]);
+    candidate.status = RunStatus::Interrupted;
+    candidate.completed_iterations = 12;
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    assert_eq!(
+        comparison.warnings,
+        ["p@c was interrupted: it holds 12 of 50 measured passes"]
+    );
+    assert_eq!(comparison.candidate.status, "interrupted");
+}
+
+#[test]
+fn options_out_of_range_are_named() {
+    let bad = Options {
+        noise: 1.5,
+        ..Options::default()
+    };
+    assert!(bad
+        .check()
+        .unwrap_err()
+        .starts_with("--noise-threshold 1.5"));
+    let bad = Options {
+        significance: 0.0,
+        ..Options::default()
+    };
+    assert!(bad.check().unwrap_err().starts_with("--significance 0"));
+    assert!(Options::default().check().is_ok());
+}
