@@ -1,4 +1,4 @@
-//! One command everywhere: `profile-cli list` and `profile-cli run`, run
+//! One command everywhere: `profile-cli list`, `run`, `compare` and `baselines`, run
 //! inside another workspace that has its own profiling crate (`profile-cli
 //! init` made it), build that workspace's `profile` binary and run it with
 //! the same arguments, so that they list and run that workspace's targets.
@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use profiling_extract::workspace::{find_workspace, profiling_crate};
 
 /// The commands that need a workspace's own targets.
-const DELEGATED: &[&str] = &["list", "run"];
+const DELEGATED: &[&str] = &["list", "run", "compare", "baselines"];
 
 /// What the arguments say about delegation.
 struct Asked {

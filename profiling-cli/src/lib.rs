@@ -23,6 +23,7 @@ pub const EXIT_TARGET_FAILED: u8 = 1;
 /// Exit code: bad usage, config or data.
 pub const EXIT_USAGE: u8 = 2;
 
+pub mod compare;
 mod delegate;
 pub mod report;
 mod snippets;
@@ -36,7 +37,8 @@ mod snippets;
         A target registered with #[profile_target] runs on a config-driven data source: \
         warmup passes, then measured passes inside one NVTX capture range that Nsight Systems \
         can capture alone, then a manifest.yaml recording what ran and how long it took.\n\n\
-        Exit codes: 0 done, 1 the target failed, 2 bad usage, config or data."
+        Exit codes: 0 done, 1 the target failed, 2 bad usage, config or data, 3 a regression \
+        found by compare (or run --baseline) with --fail-on-regression."
 )]
 struct Cli {
     /// The cargo workspace `new`, `check` and `init` work in (default: the one the current
@@ -100,6 +102,23 @@ enum Command {
     /// it does not build (a draft now), its parity test failed, or the build failed elsewhere; 2
     /// no such snippet.
     Check(CheckArgs),
+    /// Compare runs: did the change make it faster, where, and is the difference real?
+    ///
+    /// For the pass, the call and every range (inclusive, and self time where ranges nest): the
+    /// base and candidate medians, their ratio (candidate / base) with a 95 % bootstrap interval,
+    /// a Mann-Whitney U p-value, and a verdict: faster, slower, no change (the whole interval is
+    /// within 1 ± the noise threshold) or unclear. Ranges in one run only are listed as added or
+    /// removed. Rows are ordered by how much of a pass their change moves. Above the table, one
+    /// line per difference between the manifests that changes what a time means (data, workload,
+    /// device, build, host...). Nothing is written.
+    ///
+    /// Exit codes: 0 compared (also with a regression, unless --fail-on-regression); 2 a run that
+    /// cannot be compared (not a run, failed, made before samples were kept, the same run twice,
+    /// different targets) or an unknown profile, run or baseline; 3 with --fail-on-regression, a
+    /// row is slower beyond the noise threshold.
+    Compare(compare::CompareArgs),
+    /// List the baselines saved with `run --save-baseline NAME`, of one profile or of all.
+    Baselines(compare::BaselinesArgs),
     /// Create the profiling crate of your own cargo workspace: inference_profiling/.
     ///
     /// Run anywhere inside the workspace (or give --workspace). Creates inference_profiling/ with
@@ -203,12 +222,23 @@ struct RunArgs {
     /// Print the nsys command that captures this run, and run nothing.
     #[arg(long)]
     print_nsys_command: bool,
-    /// Replace an earlier run with the same --run-id (by default it is refused).
+    /// Replace an earlier run with the same --run-id, or the baseline --save-baseline names (by
+    /// default both are refused).
     #[arg(long)]
     force: bool,
     /// Print one JSON document on stdout (manifest path, status, timings); human output goes to stderr.
     #[arg(long)]
     json: bool,
+    /// Once the run completes, save it as the profile's baseline NAME (a copy beside runs/, in
+    /// baselines/NAME/), for `--baseline NAME` and `compare --baseline NAME` later.
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
+    /// Once the run completes, compare it with the profile's baseline NAME and print the
+    /// comparison (as `profile-cli compare` does).
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    #[command(flatten)]
+    decide: compare::DecideArgs,
 }
 
 fn parse_device(text: &str) -> Result<Device, String> {
@@ -295,7 +325,9 @@ pub fn main_with(
     // The commands that write to the workspace the user works in find it
     // first; without one they stop here.
     let user = match &cli.command {
-        Command::List { .. } | Command::Run(_) => None,
+        Command::List { .. } | Command::Run(_) | Command::Compare(_) | Command::Baselines(_) => {
+            None
+        }
         Command::New(_) | Command::Check(_) | Command::Init(_) => {
             match user_workspace(cli.workspace.as_deref()) {
                 Ok(user) => Some(user),
@@ -310,6 +342,12 @@ pub fn main_with(
     let result = match cli.command {
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
+        Command::Compare(compare_args) => {
+            compare::compare_command(compare_args, workspace_root, out, err)
+        }
+        Command::Baselines(baselines_args) => {
+            compare::baselines_command(baselines_args, workspace_root, out, err)
+        }
         Command::New(new_args) => snippets::new(new_args, user, out, err),
         Command::Check(check_args) => snippets::check(check_args, user, out, err),
         Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),
@@ -554,6 +592,23 @@ fn run(
         return Ok(EXIT_OK);
     }
 
+    // A baseline to compare with or to save is checked before anything runs.
+    if args.baseline.is_some() || args.save_baseline.is_some() {
+        if let Err(message) = compare::check_options(&args.decide) {
+            return streams.refuse(&message, EXIT_USAGE);
+        }
+        let runs_dir = planned.run_dir.parent().unwrap_or(Path::new("."));
+        if let Err(error) = compare::check_run_baselines(
+            runs_dir,
+            &planned.config.profile_name,
+            args.baseline.as_deref(),
+            args.save_baseline.as_deref(),
+            args.force,
+        ) {
+            return streams.refuse(&error.to_string(), EXIT_USAGE);
+        }
+    }
+
     // Panics in target code become one error line; see profiling_core::panics.
     profiling_core::panics::install_hook();
     let config = &planned.config;
@@ -625,8 +680,82 @@ fn run(
         }
         error.get_or_insert_with(|| failure.to_string());
     }
+    // The baseline, compared with and saved, once the run is in place.
+    let mut comparison = None;
+    let measured = manifest.status != profiling_core::manifest::Status::Failed;
+    if let (Some(name), Some(_), true) = (&args.baseline, &report.manifest_path, measured) {
+        match compare::compare_with_baseline(&planned.run_dir, name, &args.decide) {
+            Ok((found, options)) => {
+                writeln!(streams.human(), "\ncompared with baseline `{name}`:")?;
+                let format = compare::table_format(&args.decide);
+                let format = if streams.json {
+                    compare::Format::Table { colored: false }
+                } else {
+                    format
+                };
+                compare::write_comparisons(
+                    std::slice::from_ref(&found),
+                    &options,
+                    format,
+                    streams.human(),
+                )?;
+                if code == EXIT_OK {
+                    code = compare::regression_code(
+                        std::slice::from_ref(&found),
+                        args.decide.fail_on_regression,
+                    );
+                }
+                comparison = Some(compare::json_document(
+                    std::slice::from_ref(&found),
+                    &options,
+                ));
+            }
+            Err(message) => {
+                writeln!(
+                    streams.err,
+                    "error: not compared with baseline `{name}`: {message}"
+                )?;
+                if code == EXIT_OK {
+                    code = EXIT_USAGE;
+                }
+            }
+        }
+    }
+    let mut saved = None;
+    if let (Some(name), Some(_)) = (&args.save_baseline, &report.manifest_path) {
+        if manifest.status == profiling_core::manifest::Status::Completed {
+            match profiling_core::compare::runs::save_baseline(&planned.run_dir, name, args.force) {
+                Ok(dir) => {
+                    writeln!(
+                        streams.human(),
+                        "baseline `{name}` saved: {}",
+                        dir.display()
+                    )?;
+                    saved = Some(dir);
+                }
+                Err(error) => {
+                    writeln!(streams.err, "error: baseline `{name}` not saved: {error}")?;
+                    if code == EXIT_OK {
+                        code = EXIT_TARGET_FAILED;
+                    }
+                }
+            }
+        } else {
+            writeln!(
+                streams.err,
+                "baseline `{name}` not saved: the run did not complete"
+            )?;
+        }
+    }
     if streams.json {
-        let document = report::json_document(manifest, manifest_path.as_deref(), error.as_deref());
+        let mut document =
+            report::json_document(manifest, manifest_path.as_deref(), error.as_deref());
+        if let Some(comparison) = comparison {
+            document["comparison"] = comparison;
+        }
+        if let Some(saved) = saved {
+            document["baseline_saved"] = serde_json::json!(saved);
+        }
         writeln!(streams.out, "{document}")?;
     }
     Ok(code)

@@ -73,13 +73,14 @@ impl Options {
 
 /// What a row's change is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Significantly faster, by more than the noise threshold.
     Faster,
     /// Significantly slower, by more than the noise threshold.
     Slower,
     /// The whole interval lies within `1 ± noise`.
+    #[serde(rename = "no change")]
     NoChange,
     /// None of these: too few samples, or a difference that is not clearly
     /// real or not clearly beyond the threshold.
@@ -193,7 +194,8 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
     /// Interrupted runs, histogram-backed samples and the like.
     pub warnings: Vec<String>,
-    /// By how much of a pass each moves, largest first.
+    /// The pass, the call, then the ranges by how much of a pass their
+    /// change moves, largest first.
     pub rows: Vec<Row>,
 }
 
@@ -466,10 +468,21 @@ fn rows(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Row> 
             )
         })
         .collect();
+    // The pass and the call first, as the whole; then the ranges by how
+    // much of a pass their change moves.
+    let order = |row: &Row| match row.subject {
+        Subject::Pass => 0,
+        Subject::Call => 1,
+        _ => 2,
+    };
     rows.sort_by(|a, b| {
-        b.pass_change_ns
-            .unsigned_abs()
-            .cmp(&a.pass_change_ns.unsigned_abs())
+        order(a)
+            .cmp(&order(b))
+            .then_with(|| {
+                b.pass_change_ns
+                    .unsigned_abs()
+                    .cmp(&a.pass_change_ns.unsigned_abs())
+            })
             .then_with(|| a.subject.label().cmp(&b.subject.label()))
     });
     rows

@@ -127,9 +127,14 @@ impl LoadedRun {
 
 /// The run a command-line argument names: a run directory, a manifest, a
 /// baseline directory, `PROFILE@RUN_ID` or `PROFILE@latest` (the newest
-/// completed run of the profile), found from `workspace_root` by the
-/// run-directory rules of `profile-cli run`.
-pub fn resolve(argument: &str, workspace_root: &Path) -> Result<LoadedRun, RunError> {
+/// completed run of the profile), found by the run-directory rules of
+/// `profile-cli run`: in `output_dir/PROFILE/runs/` when given, else from
+/// `workspace_root` and the profile's config.
+pub fn resolve(
+    argument: &str,
+    workspace_root: &Path,
+    output_dir: Option<&Path>,
+) -> Result<LoadedRun, RunError> {
     let path = Path::new(argument);
     if path.exists() {
         return load(path);
@@ -140,7 +145,10 @@ pub fn resolve(argument: &str, workspace_root: &Path) -> Result<LoadedRun, RunEr
     if profile.is_empty() || run.is_empty() || profile.contains('/') {
         return Err(RunError::NoSuchPath(argument.to_owned()));
     }
-    let runs = runs_dir(profile, workspace_root)?;
+    let runs = match output_dir {
+        Some(dir) => dir.join(profile).join("runs"),
+        None => runs_dir(profile, workspace_root)?,
+    };
     if run == "latest" {
         let dir = latest(&runs).ok_or_else(|| RunError::NoLatest {
             profile: profile.to_owned(),
@@ -302,9 +310,10 @@ pub fn runs_dir(name: &str, workspace_root: &Path) -> Result<PathBuf, RunError> 
         })
 }
 
-/// The newest completed run under `runs`, by the time it finished.
+/// The newest completed run under `runs`, by the time it finished (and
+/// within a second, by when its manifest was written).
 pub fn latest(runs: &Path) -> Option<PathBuf> {
-    let mut newest: Option<(String, PathBuf)> = None;
+    let mut newest: Option<(String, Option<std::time::SystemTime>, PathBuf)> = None;
     for entry in std::fs::read_dir(runs).ok()?.flatten() {
         let dir = entry.path();
         let Ok(text) = std::fs::read_to_string(dir.join("manifest.yaml")) else {
@@ -321,12 +330,16 @@ pub fn latest(runs: &Path) -> Option<PathBuf> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let key = (finished, dir);
+        // Within a second, the manifest written last.
+        let written = std::fs::metadata(dir.join("manifest.yaml"))
+            .and_then(|m| m.modified())
+            .ok();
+        let key = (finished, written, dir);
         if newest.as_ref().is_none_or(|best| key > *best) {
             newest = Some(key);
         }
     }
-    newest.map(|(_, dir)| dir)
+    newest.map(|(_, _, dir)| dir)
 }
 
 /// `baselines/` beside the `runs/` directory a run was written to.
@@ -581,7 +594,9 @@ mod tests {
         std::fs::write(out.path().join("notes.txt"), "- a list\n").unwrap();
         assert!(message(&out.path().join("notes.txt")).contains("not a run manifest"));
         assert_eq!(
-            resolve("no/such/run", out.path()).unwrap_err().to_string(),
+            resolve("no/such/run", out.path(), None)
+                .unwrap_err()
+                .to_string(),
             "no/such/run: no such file or directory, and not PROFILE@RUN_ID or PROFILE@latest"
         );
     }

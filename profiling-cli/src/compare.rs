@@ -1,0 +1,630 @@
+//! `profile-cli compare` and `profile-cli baselines`, and the comparison
+//! `run --baseline` prints: a table for people, `--json` for machines,
+//! `--markdown` for a pull request.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use clap::{Args, ValueEnum};
+use profiling_core::compare::runs::{self, LoadedRun, RunError};
+use profiling_core::compare::statistics::{BootstrapOptions, DEFAULT_RESAMPLES, DEFAULT_SEED};
+use profiling_core::compare::{self, Comparison, Options, Row, Verdict};
+
+use crate::report::format_ns;
+use crate::{EXIT_OK, EXIT_USAGE};
+
+/// Exit code: with `--fail-on-regression`, some row is `slower` beyond the
+/// noise threshold.
+pub const EXIT_REGRESSION: u8 = 3;
+
+/// How a comparison decides: shared by `compare` and `run --baseline`.
+#[derive(Debug, Clone, Args)]
+pub struct DecideArgs {
+    /// A change of the median within this fraction is noise: `no change` needs the whole interval
+    /// within 1 ± it, and `faster` or `slower` a ratio beyond it.
+    #[arg(long, value_name = "FRACTION", default_value_t = compare::DEFAULT_NOISE)]
+    pub noise_threshold: f64,
+    /// A change is significant when the Mann-Whitney U test's p-value is below this.
+    #[arg(long, value_name = "ALPHA", default_value_t = compare::DEFAULT_SIGNIFICANCE)]
+    pub significance: f64,
+    /// Bootstrap resamples of each median, for the 95 % interval of the ratio.
+    #[arg(long, value_name = "COUNT", default_value_t = DEFAULT_RESAMPLES)]
+    pub resamples: u32,
+    /// Seed of the bootstrap: the same runs and seed give the same intervals.
+    #[arg(long, value_name = "SEED", default_value_t = DEFAULT_SEED)]
+    pub bootstrap_seed: u64,
+    /// Exit with 3 when a row is `slower` beyond the noise threshold (else a regression exits 0).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Colour the verdicts: `auto` on a terminal unless NO_COLOR is set.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+impl DecideArgs {
+    fn options(&self) -> Options {
+        Options {
+            noise: self.noise_threshold,
+            significance: self.significance,
+            bootstrap: BootstrapOptions {
+                resamples: self.resamples,
+                seed: self.bootstrap_seed,
+                ..BootstrapOptions::default()
+            },
+        }
+    }
+
+    /// Whether to colour what goes to stdout.
+    fn colored(&self) -> bool {
+        match self.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::stdout().is_terminal()
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The base run, then one or more candidates (with --baseline, only candidates). Each is a run
+    /// directory, its manifest.yaml, PROFILE@RUN_ID, or PROFILE@latest (the newest completed run).
+    #[arg(value_name = "RUN", required = true)]
+    runs: Vec<String>,
+    /// Compare with the profile's baseline NAME (saved by `run --save-baseline NAME`) as the base.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// Find PROFILE@RUN_ID and PROFILE@latest in DIR/PROFILE/runs/, as `run --output-dir DIR`
+    /// writes them.
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<std::path::PathBuf>,
+    /// Compare runs of different targets (refused by default: different code).
+    #[arg(long)]
+    allow_different_targets: bool,
+    /// Print one JSON document: per comparison the differences and, per row, the medians, ratio,
+    /// interval, p-value and verdict.
+    #[arg(long, conflicts_with = "markdown")]
+    json: bool,
+    /// Print Markdown tables to paste into a pull request.
+    #[arg(long)]
+    markdown: bool,
+    #[command(flatten)]
+    decide: DecideArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselinesArgs {
+    /// The profile (or target) whose baselines to list (default: every profile of this build).
+    profile: Option<String>,
+    /// List the baselines under DIR/PROFILE/, as `run --output-dir DIR` saves them.
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<std::path::PathBuf>,
+    /// Print a JSON array.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `profile-cli compare`.
+pub fn compare_command(
+    args: CompareArgs,
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let options = args.decide.options();
+    if let Err(message) = options.check() {
+        writeln!(err, "error: {message}")?;
+        return Ok(EXIT_USAGE);
+    }
+    let mut loaded = Vec::new();
+    for argument in &args.runs {
+        match runs::resolve(argument, root, args.output_dir.as_deref()) {
+            Ok(run) => loaded.push(run),
+            Err(error) => return usage_error(err, &error),
+        }
+    }
+    let (base, candidates) = match &args.baseline {
+        Some(name) => {
+            let first = &loaded[0];
+            let dir = runs::baselines_dir_of(first);
+            match runs::find_baseline(&dir, &first.profile, name) {
+                Ok(base) => (base, loaded),
+                Err(error) => return usage_error(err, &error),
+            }
+        }
+        None if loaded.len() < 2 => {
+            writeln!(
+                err,
+                "error: compare needs a base and at least one candidate (or --baseline NAME and a candidate)"
+            )?;
+            return Ok(EXIT_USAGE);
+        }
+        None => {
+            let base = loaded.remove(0);
+            (base, loaded)
+        }
+    };
+    let mut comparisons = Vec::new();
+    for candidate in &candidates {
+        match compare::compare(&base, candidate, &options, args.allow_different_targets) {
+            Ok(comparison) => comparisons.push(comparison),
+            Err(error) => {
+                writeln!(err, "error: {error}")?;
+                return Ok(EXIT_USAGE);
+            }
+        }
+    }
+    let format = if args.json {
+        Format::Json
+    } else if args.markdown {
+        Format::Markdown
+    } else {
+        Format::Table {
+            colored: args.decide.colored(),
+        }
+    };
+    write_comparisons(&comparisons, &options, format, out)?;
+    Ok(regression_code(
+        &comparisons,
+        args.decide.fail_on_regression,
+    ))
+}
+
+fn usage_error(err: &mut dyn Write, error: &RunError) -> anyhow::Result<u8> {
+    writeln!(err, "error: {error}")?;
+    Ok(EXIT_USAGE)
+}
+
+/// 3 when asked to fail on a regression and one was found, else 0.
+pub fn regression_code(comparisons: &[Comparison], fail_on_regression: bool) -> u8 {
+    if fail_on_regression && comparisons.iter().any(Comparison::regressed) {
+        EXIT_REGRESSION
+    } else {
+        EXIT_OK
+    }
+}
+
+/// How comparisons are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table { colored: bool },
+    Json,
+    Markdown,
+}
+
+/// Prints `comparisons` in `format`.
+pub fn write_comparisons(
+    comparisons: &[Comparison],
+    options: &Options,
+    format: Format,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Json => writeln!(out, "{}", json_document(comparisons, options)),
+        Format::Markdown => {
+            for comparison in comparisons {
+                write_markdown(comparison, options, out)?;
+            }
+            Ok(())
+        }
+        Format::Table { colored } => {
+            for (index, comparison) in comparisons.iter().enumerate() {
+                if index > 0 {
+                    writeln!(out)?;
+                }
+                write_table(comparison, options, colored, out)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The `--json` document.
+pub fn json_document(comparisons: &[Comparison], options: &Options) -> serde_json::Value {
+    serde_json::json!({
+        "options": {
+            "noise_threshold": options.noise,
+            "significance": options.significance,
+            "confidence": options.bootstrap.confidence,
+            "resamples": options.bootstrap.resamples,
+            "bootstrap_seed": options.bootstrap.seed,
+        },
+        "regressed": comparisons.iter().any(Comparison::regressed),
+        "comparisons": comparisons,
+    })
+}
+
+fn confidence_label(options: &Options) -> String {
+    format!(
+        "{} % interval",
+        (options.bootstrap.confidence * 100.0).round()
+    )
+}
+
+fn git_text(commit: Option<&str>, dirty: Option<bool>) -> String {
+    match (commit, dirty) {
+        (Some(commit), Some(true)) => format!("{} (dirty)", short(commit)),
+        (Some(commit), _) => short(commit).to_owned(),
+        (None, _) => "not a git checkout".to_owned(),
+    }
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
+/// What the lines above a table say: the two runs, what differs between
+/// them, the git state of each, and the warnings.
+fn header_lines(comparison: &Comparison) -> Vec<String> {
+    let (base, candidate) = (&comparison.base, &comparison.candidate);
+    let mut lines = vec![
+        format!(
+            "base:      {} ({}, {} passes)",
+            base.label, base.status, base.completed_passes
+        ),
+        format!(
+            "candidate: {} ({}, {} passes)",
+            candidate.label, candidate.status, candidate.completed_passes
+        ),
+    ];
+    for difference in &comparison.differences {
+        lines.push(format!(
+            "differs: {}: {} → {}",
+            difference.key, difference.base, difference.candidate
+        ));
+    }
+    lines.push(format!(
+        "git: {} → {}",
+        git_text(base.git_commit.as_deref(), base.git_dirty),
+        git_text(candidate.git_commit.as_deref(), candidate.git_dirty)
+    ));
+    for warning in &comparison.warnings {
+        lines.push(format!("warning: {warning}"));
+    }
+    lines
+}
+
+/// The cells of a row: subject, base, candidate, ratio, interval, p, pass
+/// change, verdict.
+fn cells(row: &Row) -> [String; 8] {
+    let median =
+        |side: Option<&compare::Side>| side.map_or("-".to_owned(), |s| format_ns(s.median_ns));
+    [
+        row.subject.label(),
+        median(row.base.as_ref()),
+        median(row.candidate.as_ref()),
+        row.ratio.map_or("-".to_owned(), |r| format!("{r:.3}")),
+        row.interval.map_or("-".to_owned(), |[low, high]| {
+            format!("[{low:.3}, {high:.3}]")
+        }),
+        row.p_value.map_or("-".to_owned(), p_text),
+        row.pass_share.map_or("-".to_owned(), share_text),
+        row.verdict.word().to_owned(),
+    ]
+}
+
+/// A share of a pass, with more digits for small ones.
+fn share_text(share: f64) -> String {
+    let percent = share * 100.0;
+    if percent.abs() >= 0.1 || percent == 0.0 {
+        format!("{percent:+.1} %")
+    } else {
+        format!("{percent:+.2} %")
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".to_owned()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+fn paint(verdict: Verdict, text: &str) -> String {
+    let code = match verdict {
+        Verdict::Faster => "32",
+        Verdict::Slower => "31",
+        Verdict::Unclear => "33",
+        Verdict::NoChange => "2",
+        Verdict::Added | Verdict::Removed => "36",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+fn write_table(
+    comparison: &Comparison,
+    options: &Options,
+    colored: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for line in header_lines(comparison) {
+        writeln!(out, "{line}")?;
+    }
+    let header = [
+        "".to_owned(),
+        "base".to_owned(),
+        "candidate".to_owned(),
+        "ratio".to_owned(),
+        confidence_label(options),
+        "p".to_owned(),
+        "pass Δ".to_owned(),
+        "verdict".to_owned(),
+    ];
+    let rows: Vec<[String; 8]> = comparison.rows.iter().map(cells).collect();
+    let width = |column: usize| {
+        std::iter::once(&header)
+            .chain(&rows)
+            .map(|cells| cells[column].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..8).map(width).collect();
+    let line = |cells: &[String; 8], verdict: Option<Verdict>| {
+        let mut text = format!("{:<w$}", cells[0], w = widths[0]);
+        for column in 1..7 {
+            let pad = widths[column] - cells[column].chars().count();
+            text.push_str("  ");
+            text.push_str(&" ".repeat(pad));
+            text.push_str(&cells[column]);
+        }
+        text.push_str("  ");
+        match verdict {
+            Some(verdict) if colored => text.push_str(&paint(verdict, &cells[7])),
+            _ => text.push_str(&cells[7]),
+        }
+        text
+    };
+    writeln!(out, "{}", line(&header, None).trim_end())?;
+    for (row, cells) in comparison.rows.iter().zip(&rows) {
+        writeln!(out, "{}", line(cells, Some(row.verdict)))?;
+    }
+    for row in &comparison.rows {
+        if let Some(note) = &row.note {
+            writeln!(out, "note: {}: {note}", row.subject.label())?;
+        }
+    }
+    writeln!(
+        out,
+        "ratio = candidate / base median; {} from {} bootstrap resamples; p from the Mann-Whitney U test; noise threshold {} %, significance {}",
+        confidence_label(options),
+        options.bootstrap.resamples,
+        options.noise * 100.0,
+        options.significance
+    )
+}
+
+fn markdown_escape(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+fn write_markdown(
+    comparison: &Comparison,
+    options: &Options,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "**{}** → **{}**\n",
+        markdown_escape(&comparison.base.label),
+        markdown_escape(&comparison.candidate.label)
+    )?;
+    for line in header_lines(comparison).iter().skip(2) {
+        writeln!(out, "- {}", markdown_escape(line))?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| | base | candidate | ratio | {} | p | pass Δ | verdict |",
+        confidence_label(options)
+    )?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---|")?;
+    for row in &comparison.rows {
+        let cells = cells(row);
+        let verdict = match row.verdict {
+            Verdict::Faster | Verdict::Slower => format!("**{}**", cells[7]),
+            _ => cells[7].clone(),
+        };
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            markdown_escape(&cells[0]),
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6],
+            verdict
+        )?;
+    }
+    writeln!(out)
+}
+
+/// `profile-cli baselines`.
+pub fn baselines_command(
+    args: BaselinesArgs,
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let profiles = match &args.output_dir {
+        Some(dir) => profiles_under(dir),
+        None => runs::profiles(root),
+    };
+    let selected: Vec<&(String, String, std::path::PathBuf)> = match &args.profile {
+        Some(name) => {
+            let found = profiles
+                .iter()
+                .find(|(profile, _, _)| profile == name)
+                .or_else(|| profiles.iter().find(|(_, target, _)| target == name));
+            match found {
+                Some(found) => vec![found],
+                None => {
+                    let error = RunError::UnknownProfile {
+                        name: name.clone(),
+                        known: profiles.iter().map(|(p, _, _)| p.clone()).collect(),
+                    };
+                    return usage_error(err, &error);
+                }
+            }
+        }
+        None => profiles.iter().collect(),
+    };
+    let mut listed = Vec::new();
+    for (profile, _, runs_dir) in selected {
+        let dir = runs::baselines_dir_of_runs(runs_dir);
+        for info in runs::list_baselines(&dir) {
+            let path = dir.join(&info.name);
+            let median = runs::load(&path).ok().and_then(|run| pass_median(&run));
+            listed.push((profile.clone(), info, path, median));
+        }
+    }
+    if args.json {
+        let items: Vec<serde_json::Value> = listed
+            .iter()
+            .map(|(profile, info, path, median)| {
+                serde_json::json!({
+                    "profile": profile,
+                    "name": info.name,
+                    "run_id": info.run_id,
+                    "saved_at": info.saved_at,
+                    "from": info.from,
+                    "path": path,
+                    "pass_median_ns": median,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
+        return Ok(EXIT_OK);
+    }
+    if listed.is_empty() {
+        let whose = args.profile.map_or_else(
+            || "no profile of this build".to_owned(),
+            |p| format!("profile `{p}`"),
+        );
+        writeln!(
+            err,
+            "{whose} has baselines: `profile-cli run NAME --save-baseline BASELINE` saves one"
+        )?;
+        return Ok(EXIT_OK);
+    }
+    let rows: Vec<[String; 5]> = listed
+        .iter()
+        .map(|(profile, info, path, median)| {
+            [
+                format!("{profile}  {}", info.name),
+                info.run_id.clone(),
+                info.saved_at.clone(),
+                median.map_or("-".to_owned(), |m| format!("pass median {}", format_ns(m))),
+                path.display().to_string(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..4)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3]
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// The profiles under an output directory: each `DIR/PROFILE/` with runs
+/// or baselines.
+fn profiles_under(dir: &Path) -> Vec<(String, String, std::path::PathBuf)> {
+    let mut found: Vec<(String, String, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            (name.clone(), name, entry.path().join("runs"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn pass_median(run: &LoadedRun) -> Option<u64> {
+    profiling_core::compare::statistics::lower_median(&run.samples.passes.sorted_values())
+}
+
+/// What `run --baseline NAME` and `run --save-baseline NAME` check before
+/// the run starts, so that nothing runs for a request that is refused.
+pub fn check_run_baselines(
+    runs_dir: &Path,
+    profile: &str,
+    baseline: Option<&str>,
+    save: Option<&str>,
+    force: bool,
+) -> Result<(), RunError> {
+    let dir = runs::baselines_dir_of_runs(runs_dir);
+    if let Some(name) = baseline {
+        if !dir.join(name).join("baseline.yaml").is_file() {
+            return Err(RunError::UnknownBaseline {
+                profile: profile.to_owned(),
+                name: name.to_owned(),
+                dir: dir.clone(),
+                known: runs::list_baselines(&dir)
+                    .into_iter()
+                    .map(|b| b.name)
+                    .collect(),
+            });
+        }
+    }
+    if let Some(name) = save {
+        runs::check_baseline_free(&dir, profile, name, force)?;
+    }
+    Ok(())
+}
+
+/// After `run --baseline NAME`: the new run compared with the baseline,
+/// printed (as a table, or into the `--json` document by the caller).
+pub fn compare_with_baseline(
+    run_dir: &Path,
+    name: &str,
+    decide: &DecideArgs,
+) -> Result<(Comparison, Options), String> {
+    let options = decide.options();
+    let candidate = runs::load(run_dir).map_err(|e| e.to_string())?;
+    let dir = runs::baselines_dir_of(&candidate);
+    let base = runs::find_baseline(&dir, &candidate.profile, name).map_err(|e| e.to_string())?;
+    let comparison =
+        compare::compare(&base, &candidate, &options, false).map_err(|e| e.to_string())?;
+    Ok((comparison, options))
+}
+
+/// Whether `decide` colours a table on stdout.
+pub fn table_format(decide: &DecideArgs) -> Format {
+    Format::Table {
+        colored: decide.colored(),
+    }
+}
+
+/// The options' ranges, checked before a run.
+pub fn check_options(decide: &DecideArgs) -> Result<(), String> {
+    decide.options().check()
+}

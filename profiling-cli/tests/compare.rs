@@ -1,0 +1,667 @@
+//! `profile-cli compare`, `baselines` and `run --baseline`, end to end and
+//! in-process, on a busy-waiting target whose durations come from
+//! `target.parameters`.
+//!
+//! The timed runs are in one test each, one after the other (a lock), so
+//! that they do not share this machine's cores with each other.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use profiling_core::prelude::*;
+
+mod common;
+
+use common::cli;
+
+/// Busy-waits in two ranges: `work` for `work_us` and `steady` for
+/// `steady_us`, each varied by up to ±`jitter` by a fixed sequence (the
+/// same in every run), as real code varies from call to call.
+struct Spin {
+    work: Duration,
+    steady: Duration,
+    jitter: f64,
+    calls: u64,
+    fail: bool,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpinParameters {
+    work_us: u64,
+    #[serde(default = "steady_default")]
+    steady_us: u64,
+    #[serde(default = "jitter_default")]
+    jitter: f64,
+    #[serde(default)]
+    fail: bool,
+}
+
+fn steady_default() -> u64 {
+    20
+}
+
+fn jitter_default() -> f64 {
+    0.04
+}
+
+fn spin_target() -> anyhow::Result<Spin> {
+    let parameters: SpinParameters = profiling_core::target::parameters()?;
+    Ok(Spin {
+        work: Duration::from_micros(parameters.work_us),
+        steady: Duration::from_micros(parameters.steady_us),
+        jitter: parameters.jitter,
+        calls: 0,
+        fail: parameters.fail,
+    })
+}
+
+fn spin_for(duration: Duration) {
+    let started = Instant::now();
+    while started.elapsed() < duration {
+        std::hint::spin_loop();
+    }
+}
+
+#[profile_target(name = "compare-spin", factory = spin_target)]
+impl ProfileTarget for Spin {
+    type Prepared = ();
+    type Output = ();
+
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        if self.fail {
+            anyhow::bail!("asked to fail");
+        }
+        // -1 to 1 in 201 steps, in a fixed order.
+        let step = ((self.calls * 7919) % 201) as f64 / 100.0 - 1.0;
+        self.calls += 1;
+        let scale = 1.0 + self.jitter * step;
+        {
+            let _range = profiling_range("work");
+            spin_for(self.work.mul_f64(scale));
+        }
+        let _range = profiling_range("steady");
+        spin_for(self.steady.mul_f64(scale));
+        Ok(())
+    }
+}
+
+/// One timed run at a time.
+static TIMED: Mutex<()> = Mutex::new(());
+
+/// A run of `compare-spin` with `work_us`, as `run_id`, under `out`;
+/// returns its directory.
+fn spin_run(out: &Path, run_id: &str, work_us: u64, extra: &[&str]) -> PathBuf {
+    let config = out.join(format!("{run_id}.yaml"));
+    std::fs::write(
+        &config,
+        format!(
+            "target: {{name: compare-spin, parameters: {{work_us: {work_us}}}}}\n\
+             data_source: {{name: dummy, record_count: 1}}\nwarmup: 5\niterations: 200\n"
+        ),
+    )
+    .unwrap();
+    let out_dir = out.display().to_string();
+    let mut args = vec![
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--output-dir",
+        &out_dir,
+        "--run-id",
+        run_id,
+    ];
+    args.extend_from_slice(extra);
+    let outcome = cli(&args);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    out.join("compare-spin/runs").join(run_id)
+}
+
+fn path(dir: &Path) -> String {
+    dir.display().to_string()
+}
+
+/// The `--json` comparison's rows by label: (verdict, ratio, interval).
+fn rows(document: &serde_json::Value, index: usize) -> Vec<(String, String, f64, [f64; 2])> {
+    document["comparisons"][index]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let label = match (row["kind"].as_str().unwrap(), row["name"].as_str()) {
+                ("range", Some(name)) => name.to_owned(),
+                ("range_self", Some(name)) => format!("{name} (self)"),
+                (kind, _) => kind.to_owned(),
+            };
+            let interval = &row["interval"];
+            (
+                label,
+                row["verdict"].as_str().unwrap().to_owned(),
+                row["ratio"].as_f64().unwrap_or(f64::NAN),
+                [
+                    interval[0].as_f64().unwrap_or(f64::NAN),
+                    interval[1].as_f64().unwrap_or(f64::NAN),
+                ],
+            )
+        })
+        .collect()
+}
+
+fn compare_json(args: &[&str]) -> (u8, serde_json::Value) {
+    let mut all = vec!["compare", "--json"];
+    all.extend_from_slice(args);
+    let outcome = cli(&all);
+    assert!(
+        outcome.code == 0 || outcome.code == 3,
+        "{}\n{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    (outcome.code, serde_json::from_str(&outcome.stdout).unwrap())
+}
+
+#[test]
+fn the_same_duration_twice_is_no_change() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let a = spin_run(out.path(), "a", 1_000, &[]);
+    let b = spin_run(out.path(), "b", 1_000, &[]);
+    let (code, document) = compare_json(&[&path(&a), &path(&b), "--noise-threshold", "0.05"]);
+    assert_eq!(code, 0);
+    let rows = rows(&document, 0);
+    let labels: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(labels, ["pass", "call", "work", "steady"], "{rows:?}");
+    for (label, verdict, ratio, [low, high]) in &rows {
+        assert_eq!(verdict, "no change", "{label}: {ratio} [{low}, {high}]");
+    }
+    assert_eq!(
+        document["comparisons"][0]["differences"],
+        serde_json::json!([])
+    );
+    assert_eq!(document["regressed"], false);
+}
+
+#[test]
+fn a_slower_run_is_slower_where_it_changed_and_the_reverse_is_faster() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let base = spin_run(out.path(), "base", 1_000, &[]);
+    let slow = spin_run(out.path(), "slow", 1_300, &[]);
+    let (code, document) = compare_json(&[&path(&base), &path(&slow)]);
+    assert_eq!(code, 0, "a regression exits 0 without --fail-on-regression");
+    assert_eq!(document["regressed"], true);
+    let found = rows(&document, 0);
+    let row = |label: &str| found.iter().find(|r| r.0 == label).unwrap().clone();
+    for label in ["pass", "work"] {
+        let (_, verdict, ratio, [low, high]) = row(label);
+        assert_eq!(verdict, "slower", "{label}: {ratio} [{low}, {high}]");
+        assert!(
+            low <= 1.3 && 1.3 <= high,
+            "{label}: {ratio} [{low}, {high}]"
+        );
+    }
+    let (_, verdict, ratio, interval) = row("steady");
+    assert_eq!(verdict, "no change", "steady: {ratio} {interval:?}");
+    // The work range moves the pass by about 30 %; it comes first.
+    assert_eq!(found[2].0, "work");
+    let share = document["comparisons"][0]["rows"][2]["pass_share"]
+        .as_f64()
+        .unwrap();
+    assert!((share - 0.294).abs() < 0.03, "{share}");
+    let difference = &document["comparisons"][0]["differences"][0];
+    assert_eq!(difference["key"], "target.parameters.work_us");
+    assert_eq!(
+        (&difference["base"], &difference["candidate"]),
+        (&"1000".into(), &"1300".into())
+    );
+
+    let reverse = compare_json(&[&path(&slow), &path(&base)]).1;
+    let reversed = rows(&reverse, 0);
+    let verdict_of = |label: &str| reversed.iter().find(|r| r.0 == label).unwrap().1.clone();
+    assert_eq!(
+        (verdict_of("pass"), verdict_of("work"), verdict_of("steady")),
+        (
+            "faster".to_owned(),
+            "faster".to_owned(),
+            "no change".to_owned()
+        )
+    );
+
+    // The regression gate: 3 only for the slower candidate.
+    let gate = |first: &Path, second: &Path| {
+        cli(&[
+            "compare",
+            &path(first),
+            &path(second),
+            "--fail-on-regression",
+        ])
+        .code
+    };
+    assert_eq!(gate(&base, &slow), 3);
+    assert_eq!(gate(&slow, &base), 0);
+
+    // The table: the runs, what differs, aligned rows, the method.
+    let table = cli(&["compare", &path(&base), &path(&slow), "--color", "never"]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "base:      compare-spin@base (completed, 200 passes)"
+    );
+    assert_eq!(
+        lines[1],
+        "candidate: compare-spin@slow (completed, 200 passes)"
+    );
+    assert_eq!(lines[2], "differs: target.parameters.work_us: 1000 → 1300");
+    assert!(lines[3].starts_with("git: "), "{}", table.stdout);
+    // Columns are aligned by characters (µs and Δ are one each).
+    let verdict_column = lines[4].chars().count() - "verdict".len();
+    let header: String = lines[4].chars().skip(verdict_column).collect();
+    assert_eq!(header, "verdict", "{}", table.stdout);
+    for line in &lines[5..9] {
+        let verdict: String = line.chars().skip(verdict_column).collect();
+        assert!(
+            ["slower", "no change"].contains(&verdict.as_str()),
+            "verdicts align under their header: {line:?}\n{}",
+            table.stdout
+        );
+    }
+    assert!(
+        !table.stdout.contains('\x1b'),
+        "no colour when asked for none"
+    );
+    let colored = cli(&["compare", &path(&base), &path(&slow), "--color", "always"]);
+    assert!(
+        colored.stdout.contains("\x1b[31mslower\x1b[0m"),
+        "{}",
+        colored.stdout
+    );
+
+    let markdown = cli(&["compare", &path(&base), &path(&slow), "--markdown"]);
+    assert!(
+        markdown
+            .stdout
+            .contains("|---|---:|---:|---:|---:|---:|---:|---|\n| pass |"),
+        "{}",
+        markdown.stdout
+    );
+    assert!(
+        markdown.stdout.contains("| **slower** |"),
+        "{}",
+        markdown.stdout
+    );
+}
+
+#[test]
+fn baselines_are_saved_listed_compared_with_and_never_replaced_without_force() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let first = spin_run(out.path(), "first", 1_000, &["--save-baseline", "main"]);
+    let saved = out.path().join("compare-spin/baselines/main");
+    assert!(saved.join("samples.bin").is_file() && saved.join("manifest.yaml").is_file());
+
+    // A second save under the same name is refused before anything runs.
+    let config = out.path().join("first.yaml");
+    let out_dir = path(out.path());
+    let refused = cli(&[
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--output-dir",
+        &out_dir,
+        "--run-id",
+        "second",
+        "--save-baseline",
+        "main",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: baseline `main` of `compare-spin` exists ({}): give --force to replace it\n",
+            saved.display()
+        )
+    );
+    assert!(
+        !out.path().join("compare-spin/runs/second").exists(),
+        "nothing ran"
+    );
+
+    // Compared with after a run: the table follows the run's summary.
+    let slow_config = out.path().join("slow.yaml");
+    std::fs::write(
+        &slow_config,
+        "target: {name: compare-spin, parameters: {work_us: 1300}}\n\
+         data_source: {name: dummy, record_count: 1}\nwarmup: 5\niterations: 200\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--config",
+            slow_config.to_str().unwrap(),
+            "--output-dir",
+            &out_dir,
+        ];
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    let compared = run(&["--run-id", "slow", "--baseline", "main", "--color", "never"]);
+    assert_eq!(compared.code, 0, "{}", compared.stderr);
+    assert!(
+        compared
+            .stdout
+            .contains("compared with baseline `main`:\nbase:      compare-spin@first (baseline main) (completed, 200 passes)\ncandidate: compare-spin@slow (completed, 200 passes)\n"),
+        "{}",
+        compared.stdout
+    );
+    let gated = run(&[
+        "--run-id",
+        "slow2",
+        "--baseline",
+        "main",
+        "--fail-on-regression",
+    ]);
+    assert_eq!(gated.code, 3, "{}", gated.stdout);
+    let json = run(&["--run-id", "slow3", "--baseline", "main", "--json"]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(document["status"], "completed");
+    assert_eq!(document["comparison"]["regressed"], true);
+
+    // `compare --baseline` for an existing run, and the list.
+    let slow = out.path().join("compare-spin/runs/slow");
+    let (code, document) = compare_json(&["--baseline", "main", &path(&slow)]);
+    assert_eq!(code, 0);
+    assert_eq!(document["comparisons"][0]["base"]["baseline"], "main");
+    let listed = cli(&["baselines", "--output-dir", &out_dir]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(
+        listed.stdout.starts_with("compare-spin  main  first  "),
+        "{}",
+        listed.stdout
+    );
+    assert!(listed
+        .stdout
+        .trim_end()
+        .ends_with(&saved.display().to_string()));
+
+    // Replaced with --force; the run it came from can go.
+    std::fs::remove_dir_all(&first).unwrap();
+    let forced = run(&["--run-id", "slow4", "--save-baseline", "main", "--force"]);
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    let (_, document) = compare_json(&["--baseline", "main", &path(&slow)]);
+    assert_eq!(document["comparisons"][0]["base"]["run_id"], "slow4");
+
+    let unknown = cli(&["compare", "--baseline", "nope", &path(&slow)]);
+    assert_eq!(unknown.code, 2);
+    assert_eq!(
+        unknown.stderr,
+        format!(
+            "error: profile `compare-spin` has no baseline `nope` in {} (it has main)\n",
+            out.path().join("compare-spin/baselines").display()
+        )
+    );
+}
+
+#[test]
+fn runs_are_named_by_profile_and_run_id_or_latest() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = path(out.path());
+    let empty = cli(&[
+        "compare",
+        "--output-dir",
+        &out_dir,
+        "compare-spin@latest",
+        "compare-spin@x",
+    ]);
+    assert_eq!(empty.code, 2);
+    assert_eq!(
+        empty.stderr,
+        format!(
+            "error: profile `compare-spin` has no completed run in {} for @latest\n",
+            out.path().join("compare-spin/runs").display()
+        )
+    );
+    spin_run(out.path(), "older", 1_000, &[]);
+    spin_run(out.path(), "newer", 1_000, &[]);
+    let (_, document) = compare_json(&[
+        "--output-dir",
+        &out_dir,
+        "compare-spin@older",
+        "compare-spin@latest",
+    ]);
+    assert_eq!(document["comparisons"][0]["base"]["run_id"], "older");
+    assert_eq!(document["comparisons"][0]["candidate"]["run_id"], "newer");
+    let missing = cli(&[
+        "compare",
+        "--output-dir",
+        &out_dir,
+        "compare-spin@older",
+        "compare-spin@nope",
+    ]);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing
+            .stderr
+            .contains("profile `compare-spin` has no run `nope` in "),
+        "{}",
+        missing.stderr
+    );
+    let same = cli(&[
+        "compare",
+        "--output-dir",
+        &out_dir,
+        "compare-spin@newer",
+        "compare-spin@latest",
+    ]);
+    assert_eq!(same.code, 2);
+    assert_eq!(
+        same.stderr,
+        "error: compare-spin@newer and compare-spin@newer are the same run\n"
+    );
+}
+
+#[test]
+fn what_cannot_be_compared_is_refused_with_exit_2_and_nothing_written() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let good = spin_run(out.path(), "good", 200, &[]);
+    let refuse = |args: &[&str]| {
+        let mut all = vec!["compare"];
+        all.extend_from_slice(args);
+        let outcome = cli(&all);
+        assert_eq!(outcome.code, 2, "{args:?}: {}", outcome.stderr);
+        assert_eq!(outcome.stdout, "");
+        outcome.stderr
+    };
+
+    let not_a_run = out.path().join("empty");
+    std::fs::create_dir(&not_a_run).unwrap();
+    assert_eq!(
+        refuse(&[&path(&not_a_run), &path(&good)]),
+        format!(
+            "error: {}: not a run: it holds no manifest.yaml\n",
+            not_a_run.display()
+        )
+    );
+
+    // A run made before samples were kept: its manifest has neither
+    // schema_version nor samples.
+    let old = out.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    let manifest = std::fs::read_to_string(good.join("manifest.yaml")).unwrap();
+    let older: String = manifest
+        .lines()
+        .filter(|l| !l.starts_with("schema_version:"))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .split("\nsamples:\n")
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(old.join("manifest.yaml"), older).unwrap();
+    assert!(
+        refuse(&[&path(&good), &path(&old)]).ends_with(
+            "run `good` of `compare-spin` was made before runs kept their samples (manifest schema version 1): re-run it to compare it\n"
+        )
+    );
+
+    // Samples cut short, and of another version.
+    let cut = out.path().join("cut");
+    copy_run(&good, &cut);
+    let bytes = std::fs::read(cut.join("samples.bin")).unwrap();
+    std::fs::write(cut.join("samples.bin"), &bytes[..bytes.len() / 2]).unwrap();
+    let message = refuse(&[&path(&good), &path(&cut)]);
+    assert!(
+        message.starts_with(&format!(
+            "error: {}: cut short: it ends at byte {}",
+            cut.join("samples.bin").display(),
+            bytes.len() / 2
+        )),
+        "{message}"
+    );
+    let other = out.path().join("other");
+    copy_run(&good, &other);
+    let mut bytes = std::fs::read(other.join("samples.bin")).unwrap();
+    bytes[8] = 9;
+    std::fs::write(other.join("samples.bin"), &bytes).unwrap();
+    assert!(refuse(&[&path(&good), &path(&other)])
+        .contains("samples.bin: samples file version 9, but this profile-cli reads version 1"));
+
+    // The same run twice, by two names.
+    assert_eq!(
+        refuse(&[&path(&good), &path(&good.join("manifest.yaml"))]),
+        "error: compare-spin@good and compare-spin@good are the same run\n"
+    );
+
+    // A failed run, with its reason.
+    let failing = out.path().join("failing.yaml");
+    std::fs::write(
+        &failing,
+        "target: {name: compare-spin, parameters: {work_us: 10, fail: true}}\ndata_source: {name: dummy, record_count: 1}\n",
+    )
+    .unwrap();
+    let out_dir = path(out.path());
+    let failed = cli(&[
+        "run",
+        "--config",
+        failing.to_str().unwrap(),
+        "--output-dir",
+        &out_dir,
+        "--run-id",
+        "failed",
+    ]);
+    assert_eq!(failed.code, 1);
+    let failed_dir = out.path().join("compare-spin/runs/failed");
+    assert!(refuse(&[&path(&good), &path(&failed_dir)]).starts_with(
+        "error: run `failed` of `compare-spin` failed, so its timings mean nothing: asked to fail"
+    ));
+
+    // Different targets, unless allowed.
+    let doubled = out.path().join("doubled");
+    copy_run(&good, &doubled);
+    let text = std::fs::read_to_string(doubled.join("manifest.yaml")).unwrap();
+    std::fs::write(
+        doubled.join("manifest.yaml"),
+        text.replacen("  name: compare-spin\n", "  name: other-target\n", 1),
+    )
+    .unwrap();
+    assert!(refuse(&[&path(&good), &path(&doubled)]).contains("give --allow-different-targets"));
+    let allowed = cli(&[
+        "compare",
+        &path(&good),
+        &path(&doubled),
+        "--allow-different-targets",
+        "--resamples",
+        "1000",
+    ]);
+    assert_eq!(allowed.code, 0, "{}", allowed.stderr);
+    assert!(
+        allowed
+            .stdout
+            .contains("differs: target.name: compare-spin → other-target"),
+        "{}",
+        allowed.stdout
+    );
+
+    assert_eq!(
+        refuse(&[&path(&good)]),
+        "error: compare needs a base and at least one candidate (or --baseline NAME and a candidate)\n"
+    );
+    assert!(
+        refuse(&[&path(&good), &path(&doubled), "--noise-threshold", "2"])
+            .starts_with("error: --noise-threshold 2: ")
+    );
+    assert!(refuse(&["nope@latest", &path(&good)])
+        .starts_with("error: no profile `nope`: the profiles of this build are "));
+
+    // Nothing was written by any of these.
+    let mut after: Vec<String> = walk(out.path());
+    after.sort();
+    assert!(
+        after
+            .iter()
+            .all(|f| !f.contains("compare") || f.contains("compare-spin/runs/")),
+        "{after:?}"
+    );
+}
+
+fn copy_run(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for file in ["manifest.yaml", "samples.bin"] {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+/// How often two runs at the same duration come out with some row
+/// `slower` on this machine: `cargo test -p profiling-cli --test compare
+/// -- --ignored --nocapture noise_floor`.
+#[test]
+#[ignore = "a measurement of this machine's noise, not a check"]
+fn noise_floor() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let repeats: usize = std::env::var("REPEATS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(20);
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for repeat in 0..repeats {
+        let a = spin_run(out.path(), &format!("a{repeat}"), 1_000, &[]);
+        let b = spin_run(out.path(), &format!("b{repeat}"), 1_000, &[]);
+        for noise in ["0.02", "0.05"] {
+            let (_, document) = compare_json(&[&path(&a), &path(&b), "--noise-threshold", noise]);
+            let found = rows(&document, 0);
+            let worst = if found.iter().any(|r| r.1 == "slower") {
+                "slower"
+            } else if found.iter().any(|r| r.1 == "faster") {
+                "faster"
+            } else if found.iter().all(|r| r.1 == "no change") {
+                "all no change"
+            } else {
+                "unclear"
+            };
+            *counts.entry(format!("noise {noise}: {worst}")).or_default() += 1;
+        }
+    }
+    println!("{repeats} pairs of runs at the same duration: {counts:#?}");
+}
