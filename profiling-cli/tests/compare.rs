@@ -97,11 +97,16 @@ static TIMED: Mutex<()> = Mutex::new(());
 /// A run of `compare-spin` with `work_us`, as `run_id`, under `out`;
 /// returns its directory.
 fn spin_run(out: &Path, run_id: &str, work_us: u64, extra: &[&str]) -> PathBuf {
+    spin_run_with(out, run_id, &format!("work_us: {work_us}"), extra)
+}
+
+/// [`spin_run`] with the target's parameters spelled out.
+fn spin_run_with(out: &Path, run_id: &str, parameters: &str, extra: &[&str]) -> PathBuf {
     let config = out.join(format!("{run_id}.yaml"));
     std::fs::write(
         &config,
         format!(
-            "target: {{name: compare-spin, parameters: {{work_us: {work_us}}}}}\n\
+            "target: {{name: compare-spin, parameters: {{{parameters}}}}}\n\
              data_source: {{name: dummy, record_count: 1}}\nwarmup: 5\niterations: 200\n"
         ),
     )
@@ -634,7 +639,8 @@ fn walk(dir: &Path) -> Vec<String> {
 
 /// How often two runs at the same duration come out with some row
 /// `slower` on this machine: `cargo test -p profiling-cli --test compare
-/// -- --ignored --nocapture noise_floor`.
+/// -- --ignored --nocapture noise_floor` (`REPEATS=N`, and `JITTER=F` for
+/// the target's variation from call to call, 0.04 by default).
 #[test]
 #[ignore = "a measurement of this machine's noise, not a check"]
 fn noise_floor() {
@@ -644,10 +650,12 @@ fn noise_floor() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(20);
+    let jitter = std::env::var("JITTER").unwrap_or_else(|_| "0.04".to_owned());
+    let parameters = format!("work_us: 1000, jitter: {jitter}");
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     for repeat in 0..repeats {
-        let a = spin_run(out.path(), &format!("a{repeat}"), 1_000, &[]);
-        let b = spin_run(out.path(), &format!("b{repeat}"), 1_000, &[]);
+        let a = spin_run_with(out.path(), &format!("a{repeat}"), &parameters, &[]);
+        let b = spin_run_with(out.path(), &format!("b{repeat}"), &parameters, &[]);
         for noise in ["0.02", "0.05"] {
             let (_, document) = compare_json(&[&path(&a), &path(&b), "--noise-threshold", noise]);
             let found = rows(&document, 0);
@@ -663,5 +671,5 @@ fn noise_floor() {
             *counts.entry(format!("noise {noise}: {worst}")).or_default() += 1;
         }
     }
-    println!("{repeats} pairs of runs at the same duration: {counts:#?}");
+    println!("{repeats} pairs of runs at the same duration, jitter {jitter}: {counts:#?}");
 }
