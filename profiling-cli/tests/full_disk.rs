@@ -42,8 +42,8 @@ fn files_under(dir: &Path) -> Vec<String> {
 }
 
 /// What every full-disk run must show: exit 1, the summary on stdout, one
-/// error naming `trace.json` and the manifest kept, which says the trace
-/// is missing.
+/// error naming `trace.json` and the manifest and samples kept (the
+/// manifest says the trace is missing, and names the samples).
 fn assert_kept_the_manifest(output: &Output, out_dir: &Path, reason: &str) {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -64,15 +64,19 @@ fn assert_kept_the_manifest(output: &Output, out_dir: &Path, reason: &str) {
     assert_eq!(
         errors,
         [format!(
-            "error: cannot write {}: {reason}; kept {}",
+            "error: cannot write {}: {reason}; kept {}, {}",
             run_dir.join("trace.json").display(),
-            run_dir.join("manifest.yaml").display()
+            run_dir.join("manifest.yaml").display(),
+            run_dir.join("samples.bin").display()
         )],
         "{stderr}"
     );
     assert_eq!(
         files_under(out_dir),
-        ["detection-postprocess/runs/r1/manifest.yaml"],
+        [
+            "detection-postprocess/runs/r1/manifest.yaml",
+            "detection-postprocess/runs/r1/samples.bin"
+        ],
         "no staging directory or partial trace is left"
     );
     let manifest: serde_yaml::Value =
@@ -81,6 +85,12 @@ fn assert_kept_the_manifest(output: &Output, out_dir: &Path, reason: &str) {
     assert_eq!(manifest["status"], "completed");
     assert_eq!(manifest["completed_iterations"], 300);
     assert_eq!(manifest["trace"], serde_yaml::Value::Null);
+    // Named where it was written (the tmpfs test moves it out afterwards).
+    let samples = manifest["samples"]["path"].as_str().unwrap();
+    assert!(
+        samples.ends_with("detection-postprocess/runs/r1/samples.bin"),
+        "{samples}"
+    );
     assert_eq!(manifest["timings"]["iterations"]["count"], 300);
 }
 
@@ -122,7 +132,7 @@ fn a_full_tmpfs_costs_the_trace_not_the_manifest() {
     let probe = Command::new("unshare")
         .args(["--mount", "sh", "-c"])
         .arg(format!(
-            "mount -t tmpfs -o size=24k tmpfs '{}'",
+            "mount -t tmpfs -o size=28k tmpfs '{}'",
             mount.display()
         ))
         .output();
@@ -131,14 +141,16 @@ fn a_full_tmpfs_costs_the_trace_not_the_manifest() {
         return;
     }
     let command = format!(
-        "mount -t tmpfs -o size=24k tmpfs '{dir}' && '{bin}' {args} --output-dir '{dir}'; status=$?; \
+        "mount -t tmpfs -o size=28k tmpfs '{dir}' && '{bin}' {args} --output-dir '{dir}'; status=$?; \
          find '{dir}' -type f | sort > '{listing}'; \
-         cp '{dir}/detection-postprocess/runs/r1/manifest.yaml' '{copy}' 2>/dev/null; exit $status",
+         cp '{dir}/detection-postprocess/runs/r1/manifest.yaml' '{copy}' 2>/dev/null; \
+         cp '{dir}/detection-postprocess/runs/r1/samples.bin' '{samples}' 2>/dev/null; exit $status",
         dir = mount.display(),
         bin = env!("CARGO_BIN_EXE_profile-cli"),
         args = ARGS.join(" "),
         listing = out.path().join("listing").display(),
         copy = out.path().join("manifest.yaml").display(),
+        samples = out.path().join("samples.bin").display(),
     );
     let output = Command::new("unshare")
         .args(["--mount", "sh", "-c", &command])
@@ -149,20 +161,21 @@ fn a_full_tmpfs_costs_the_trace_not_the_manifest() {
     assert_eq!(
         listing,
         format!(
-            "{}\n",
+            "{}\n{}\n",
             mount
                 .join("detection-postprocess/runs/r1/manifest.yaml")
+                .display(),
+            mount
+                .join("detection-postprocess/runs/r1/samples.bin")
                 .display()
         )
     );
     let kept = out.path().join("kept");
     let run_dir = kept.join("detection-postprocess/runs/r1");
     std::fs::create_dir_all(&run_dir).unwrap();
-    std::fs::rename(
-        out.path().join("manifest.yaml"),
-        run_dir.join("manifest.yaml"),
-    )
-    .unwrap();
+    for file in ["manifest.yaml", "samples.bin"] {
+        std::fs::rename(out.path().join(file), run_dir.join(file)).unwrap();
+    }
     let output = Output {
         status: output.status,
         stdout: String::from_utf8_lossy(&output.stdout)
@@ -233,6 +246,7 @@ fn a_forced_run_that_cannot_be_written_leaves_the_earlier_run_whole() {
         files_under(out.path()),
         [
             "detection-postprocess/runs/r1/manifest.yaml",
+            "detection-postprocess/runs/r1/samples.bin",
             "detection-postprocess/runs/r1/trace.json"
         ]
     );
