@@ -457,6 +457,7 @@ fn rows(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Row> 
     let base_passes = b.passes.count.max(1) as f64;
     let candidate_passes = c.passes.count.max(1) as f64;
     let base_pass_median = lower_median(&b.passes.sorted_values());
+    let floor = clock_floor_ns(&base.manifest).max(clock_floor_ns(&candidate.manifest));
     let mut rows: Vec<Row> = pairs
         .into_iter()
         .map(|pair| {
@@ -464,6 +465,7 @@ fn rows(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Row> 
                 pair,
                 (base_passes, candidate_passes),
                 base_pass_median,
+                floor,
                 options,
             )
         })
@@ -496,7 +498,24 @@ fn side(series: &Series, sorted: &[u64], passes: f64) -> Side {
     }
 }
 
-fn row(pair: Pair<'_>, passes: (f64, f64), base_pass: Option<u64>, options: &Options) -> Row {
+/// The smallest change of a median a run's clock can tell: twice the
+/// larger of its resolution and the cost of a reading (0 when the manifest
+/// does not say).
+fn clock_floor_ns(manifest: &Value) -> f64 {
+    let timer = lookup(manifest, "timings.timer");
+    let read = |key: &str| timer.and_then(|t| t.get(key)).and_then(Value::as_f64);
+    2.0 * read("resolution_ns")
+        .unwrap_or(0.0)
+        .max(read("overhead_ns").unwrap_or(0.0))
+}
+
+fn row(
+    pair: Pair<'_>,
+    passes: (f64, f64),
+    base_pass: Option<u64>,
+    clock_floor_ns: f64,
+    options: &Options,
+) -> Row {
     let base_sorted = pair.base.map(Series::sorted_values);
     let candidate_sorted = pair.candidate.map(Series::sorted_values);
     let base = pair
@@ -558,6 +577,17 @@ fn row(pair: Pair<'_>, passes: (f64, f64), base_pass: Option<u64>, options: &Opt
         row.p_value.unwrap_or(1.0),
         options,
     );
+    let (b, c) = (
+        lower_median(&base_sorted).unwrap_or(0),
+        lower_median(&candidate_sorted).unwrap_or(0),
+    );
+    let moved = b.abs_diff(c) as f64;
+    if matches!(row.verdict, Verdict::Faster | Verdict::Slower) && moved < clock_floor_ns {
+        row.verdict = Verdict::Unclear;
+        row.note = Some(format!(
+            "the medians differ by {moved} ns: within what the clock can tell ({clock_floor_ns:.0} ns, twice its resolution or the cost of a reading)"
+        ));
+    }
     row
 }
 

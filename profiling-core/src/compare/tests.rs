@@ -155,6 +155,32 @@ fn added_and_removed_ranges_are_rows_and_self_time_appears_where_ranges_nest() {
 }
 
 #[test]
+fn a_change_within_what_the_clock_can_tell_is_unclear() {
+    // 30 ns against 45 ns: clearly apart, but within twice a 21 ns reading.
+    let timer = "timings: {timer: {source: t, resolution_ns: 20, overhead_ns: 21.5}}";
+    let mut base = run("b", 10_000, &[("tiny", 30, 30)]);
+    let candidate = run("c", 10_000, &[("tiny", 45, 45)]);
+    let found = compare(&base, &candidate, &options(), false).unwrap();
+    assert_eq!(
+        find(&found, "tiny").verdict,
+        Verdict::Slower,
+        "no timer: no floor"
+    );
+    let patch: Value = serde_yaml::from_str(timer).unwrap();
+    base.manifest
+        .as_mapping_mut()
+        .unwrap()
+        .insert("timings".into(), patch["timings"].clone());
+    let found = compare(&base, &candidate, &options(), false).unwrap();
+    let tiny = find(&found, "tiny");
+    assert_eq!(tiny.verdict, Verdict::Unclear);
+    assert_eq!(
+        tiny.note.as_deref(),
+        Some("the medians differ by 15 ns: within what the clock can tell (43 ns, twice its resolution or the cost of a reading)")
+    );
+}
+
+#[test]
 fn too_few_samples_give_no_verdict() {
     let mut base = run("b", 1_000, &[]);
     let mut candidate = run("c", 2_000, &[]);
