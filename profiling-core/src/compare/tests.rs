@@ -271,3 +271,51 @@ fn options_out_of_range_are_named() {
     assert!(bad.check().unwrap_err().starts_with("--significance 0"));
     assert!(Options::default().check().is_ok());
 }
+
+fn mirrored(verdict: Verdict) -> Verdict {
+    match verdict {
+        Verdict::Faster => Verdict::Slower,
+        Verdict::Slower => Verdict::Faster,
+        Verdict::Added => Verdict::Removed,
+        Verdict::Removed => Verdict::Added,
+        other => other,
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Swapping base and candidate inverts every ratio and interval and
+    /// mirrors every verdict (away from the edges of the noise band, where
+    /// 1 - t and 1 / (1 + t) differ).
+    #[test]
+    fn swapping_the_runs_inverts_every_row(
+        pass in 1_000u64..2_000,
+        work in 100u64..900,
+        factor in proptest::prop_oneof![0.5f64..0.9, 0.999f64..1.001, 1.1f64..2.0],
+        only_in_base in proptest::bool::ANY,
+    ) {
+        let changed = (work as f64 * factor) as u64;
+        let extra: &[(&str, u64, u64)] = if only_in_base { &[("gone", 50, 50)] } else { &[] };
+        let mut base_ranges = vec![("work", work, work)];
+        base_ranges.extend_from_slice(extra);
+        let base = run("b", pass, &base_ranges);
+        let candidate = run("c", pass - work + changed, &[("work", changed, changed)]);
+        let forward = compare(&base, &candidate, &options(), false).unwrap();
+        let backward = compare(&candidate, &base, &options(), false).unwrap();
+        proptest::prop_assert_eq!(forward.rows.len(), backward.rows.len());
+        for row in &forward.rows {
+            let other = backward.rows.iter().find(|r| r.subject == row.subject).unwrap();
+            proptest::prop_assert_eq!(mirrored(row.verdict), other.verdict, "{:?} vs {:?}", row, other);
+            proptest::prop_assert_eq!(row.base, other.candidate);
+            proptest::prop_assert_eq!(row.pass_change_ns, -other.pass_change_ns);
+            if let (Some(ratio), Some(inverse)) = (row.ratio, other.ratio) {
+                proptest::prop_assert!((ratio * inverse - 1.0).abs() < 1e-12);
+            }
+            if let (Some([low, high]), Some([other_low, other_high])) = (row.interval, other.interval) {
+                proptest::prop_assert!((low * other_high - 1.0).abs() < 1e-12, "{:?} {:?}", row, other);
+                proptest::prop_assert!((high * other_low - 1.0).abs() < 1e-12, "{:?} {:?}", row, other);
+            }
+        }
+    }
+}
