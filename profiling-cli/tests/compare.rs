@@ -102,7 +102,16 @@ fn spin_run(out: &Path, run_id: &str, work_us: u64, extra: &[&str]) -> PathBuf {
 
 /// [`spin_run`] with the target's parameters spelled out.
 fn spin_run_with(out: &Path, run_id: &str, parameters: &str, extra: &[&str]) -> PathBuf {
-    let config = out.join(format!("{run_id}.yaml"));
+    let config = spin_config(out, run_id, parameters);
+    let outcome = run_config(&config, out, run_id, extra);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    out.join("compare-spin/runs").join(run_id)
+}
+
+/// A config of `compare-spin` with `parameters`, as `out/NAME.yaml`: 200
+/// passes of one record.
+fn spin_config(out: &Path, name: &str, parameters: &str) -> PathBuf {
+    let config = out.join(format!("{name}.yaml"));
     std::fs::write(
         &config,
         format!(
@@ -111,20 +120,23 @@ fn spin_run_with(out: &Path, run_id: &str, parameters: &str, extra: &[&str]) -> 
         ),
     )
     .unwrap();
-    let out_dir = out.display().to_string();
+    config
+}
+
+/// `profile-cli run --config CONFIG --output-dir OUT --run-id RUN_ID EXTRA...`
+fn run_config(config: &Path, out: &Path, run_id: &str, extra: &[&str]) -> common::Outcome {
+    let (config, out_dir) = (path(config), path(out));
     let mut args = vec![
         "run",
         "--config",
-        config.to_str().unwrap(),
+        &config,
         "--output-dir",
         &out_dir,
         "--run-id",
         run_id,
     ];
     args.extend_from_slice(extra);
-    let outcome = cli(&args);
-    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
-    out.join("compare-spin/runs").join(run_id)
+    cli(&args)
 }
 
 fn path(dir: &Path) -> String {
@@ -313,17 +325,7 @@ fn baselines_are_saved_listed_compared_with_and_never_replaced_without_force() {
     // A second save under the same name is refused before anything runs.
     let config = out.path().join("first.yaml");
     let out_dir = path(out.path());
-    let refused = cli(&[
-        "run",
-        "--config",
-        config.to_str().unwrap(),
-        "--output-dir",
-        &out_dir,
-        "--run-id",
-        "second",
-        "--save-baseline",
-        "main",
-    ]);
+    let refused = run_config(&config, out.path(), "second", &["--save-baseline", "main"]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert_eq!(
         refused.stderr,
@@ -338,25 +340,9 @@ fn baselines_are_saved_listed_compared_with_and_never_replaced_without_force() {
     );
 
     // Compared with after a run: the table follows the run's summary.
-    let slow_config = out.path().join("slow.yaml");
-    std::fs::write(
-        &slow_config,
-        "target: {name: compare-spin, parameters: {work_us: 1300}}\n\
-         data_source: {name: dummy, record_count: 1}\nwarmup: 5\niterations: 200\n",
-    )
-    .unwrap();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "--config",
-            slow_config.to_str().unwrap(),
-            "--output-dir",
-            &out_dir,
-        ];
-        args.extend_from_slice(extra);
-        cli(&args)
-    };
-    let compared = run(&["--run-id", "slow", "--baseline", "main", "--color", "never"]);
+    let slow_config = spin_config(out.path(), "slow", "work_us: 1300");
+    let run = |run_id: &str, extra: &[&str]| run_config(&slow_config, out.path(), run_id, extra);
+    let compared = run("slow", &["--baseline", "main", "--color", "never"]);
     assert_eq!(compared.code, 0, "{}", compared.stderr);
     assert!(
         compared
@@ -365,15 +351,9 @@ fn baselines_are_saved_listed_compared_with_and_never_replaced_without_force() {
         "{}",
         compared.stdout
     );
-    let gated = run(&[
-        "--run-id",
-        "slow2",
-        "--baseline",
-        "main",
-        "--fail-on-regression",
-    ]);
+    let gated = run("slow2", &["--baseline", "main", "--fail-on-regression"]);
     assert_eq!(gated.code, 3, "{}", gated.stdout);
-    let json = run(&["--run-id", "slow3", "--baseline", "main", "--json"]);
+    let json = run("slow3", &["--baseline", "main", "--json"]);
     let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(document["status"], "completed");
     assert_eq!(document["comparison"]["regressed"], true);
@@ -397,7 +377,7 @@ fn baselines_are_saved_listed_compared_with_and_never_replaced_without_force() {
 
     // Replaced with --force; the run it came from can go.
     std::fs::remove_dir_all(&first).unwrap();
-    let forced = run(&["--run-id", "slow4", "--save-baseline", "main", "--force"]);
+    let forced = run("slow4", &["--save-baseline", "main", "--force"]);
     assert_eq!(forced.code, 0, "{}", forced.stderr);
     let (_, document) = compare_json(&["--baseline", "main", &path(&slow)]);
     assert_eq!(document["comparisons"][0]["base"]["run_id"], "slow4");
@@ -546,22 +526,8 @@ fn what_cannot_be_compared_is_refused_with_exit_2_and_nothing_written() {
     );
 
     // A failed run, with its reason.
-    let failing = out.path().join("failing.yaml");
-    std::fs::write(
-        &failing,
-        "target: {name: compare-spin, parameters: {work_us: 10, fail: true}}\ndata_source: {name: dummy, record_count: 1}\n",
-    )
-    .unwrap();
-    let out_dir = path(out.path());
-    let failed = cli(&[
-        "run",
-        "--config",
-        failing.to_str().unwrap(),
-        "--output-dir",
-        &out_dir,
-        "--run-id",
-        "failed",
-    ]);
+    let failing = spin_config(out.path(), "failing", "work_us: 10, fail: true");
+    let failed = run_config(&failing, out.path(), "failed", &[]);
     assert_eq!(failed.code, 1);
     let failed_dir = out.path().join("compare-spin/runs/failed");
     assert!(refuse(&[&path(&good), &path(&failed_dir)]).starts_with(
