@@ -204,6 +204,12 @@ mod tests {
             delegate_to(&args(&["--workspace", other, "list"]), root).unwrap();
         assert_eq!(workspace, std::path::absolute(dir.path()).unwrap());
         assert_eq!(package, "profiling-snippets");
+        for command in ["run", "compare", "baselines"] {
+            assert!(
+                delegate_to(&args(&["--workspace", other, command]), root).is_some(),
+                "{command} needs that workspace's targets"
+            );
+        }
         assert!(delegate_to(&args(&["--workspace", other, "new", "x"]), root).is_none());
         assert!(
             delegate_to(&args(&["--workspace", other, "--no-delegate", "run"]), root).is_none()

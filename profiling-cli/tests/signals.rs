@@ -144,6 +144,18 @@ fn ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130() {
         manifest["timings"]["ranges"][0]["count"],
         manifest["calls"]["run"]
     );
+    // Its samples are kept for comparisons: the completed passes, every call.
+    let run = profiling_core::compare::runs::load(&output.path().join("signal-sleeper/runs/sig"))
+        .unwrap();
+    assert_eq!(
+        run.status,
+        profiling_core::compare::runs::RunStatus::Interrupted
+    );
+    assert_eq!(run.samples.passes.count, completed);
+    assert_eq!(
+        Some(run.samples.calls.count),
+        manifest["calls"]["run"].as_u64()
+    );
 }
 
 fn sigterm_exits_143_with_the_manifest() {
