@@ -80,7 +80,7 @@ pub struct SamplesSummary {
     pub path: PathBuf,
     /// The file's layout version.
     pub version: u32,
-    /// Series in the file: pass, call, and two per range name.
+    /// Series in the file: pass, call, warmup pass, and two per range name.
     pub series: u64,
     pub bytes: u64,
     /// True when some series keep, past their first samples, only the

@@ -17,7 +17,9 @@
 //! version        u32       1
 //! series         u32       how many series follow
 //! each series:
-//!   kind         u8        0 pass, 1 call, 2 range inclusive, 3 range exclusive
+//!   kind         u8        0 pass, 1 call, 2 range inclusive, 3 range exclusive,
+//!                          4 warmup pass (its target calls, validation aside;
+//!                          optional)
 //!   name length  u32       then the name, UTF-8 (empty for pass and call)
 //!   count        u64       every sample of the series
 //!   kept         u64       the samples stored one by one
@@ -57,6 +59,8 @@ pub enum SeriesKind {
     RangeInclusive,
     /// A range's own time: inclusive minus the recorded ranges inside it.
     RangeExclusive,
+    /// A warmup pass: the time of its target calls, validation aside.
+    WarmupPass,
 }
 
 impl SeriesKind {
@@ -66,6 +70,7 @@ impl SeriesKind {
             SeriesKind::Call => 1,
             SeriesKind::RangeInclusive => 2,
             SeriesKind::RangeExclusive => 3,
+            SeriesKind::WarmupPass => 4,
         }
     }
 
@@ -75,6 +80,7 @@ impl SeriesKind {
             1 => SeriesKind::Call,
             2 => SeriesKind::RangeInclusive,
             3 => SeriesKind::RangeExclusive,
+            4 => SeriesKind::WarmupPass,
             _ => return None,
         })
     }
@@ -150,6 +156,8 @@ pub struct RunSamples {
     pub calls: Series,
     /// By name.
     pub ranges: Vec<RangeSeries>,
+    /// The warmup passes, in order (empty without warmup).
+    pub warmup: Series,
 }
 
 impl RunSamples {
@@ -171,12 +179,13 @@ impl RunSamples {
                     exclusive: Series::from_set(exclusive),
                 })
                 .collect(),
+            warmup: Series::default(),
         }
     }
 
     /// How many series the file holds.
     pub fn series_count(&self) -> usize {
-        2 + 2 * self.ranges.len()
+        3 + 2 * self.ranges.len()
     }
 
     /// True when some series are known past their kept samples only by
@@ -207,6 +216,7 @@ impl RunSamples {
         bytes.extend_from_slice(&(self.series_count() as u32).to_le_bytes());
         encode_series(&mut bytes, SeriesKind::Pass, "", &self.passes);
         encode_series(&mut bytes, SeriesKind::Call, "", &self.calls);
+        encode_series(&mut bytes, SeriesKind::WarmupPass, "", &self.warmup);
         for range in &self.ranges {
             encode_series(
                 &mut bytes,
@@ -237,7 +247,7 @@ impl RunSamples {
         }
         let count = reader.u32()?;
         let mut samples = RunSamples::default();
-        let mut seen = [false; 2];
+        let mut seen = [false; 3];
         let mut ranges: BTreeMap<String, (Option<Series>, Option<Series>)> = BTreeMap::new();
         for _ in 0..count {
             let at = reader.at;
@@ -247,12 +257,16 @@ impl RunSamples {
                 what: format!("a second {kind:?} series{}", named(&name)),
             };
             match kind {
-                SeriesKind::Pass | SeriesKind::Call => {
-                    let index = usize::from(kind == SeriesKind::Call);
+                SeriesKind::Pass | SeriesKind::Call | SeriesKind::WarmupPass => {
+                    let index = match kind {
+                        SeriesKind::Pass => 0,
+                        SeriesKind::Call => 1,
+                        _ => 2,
+                    };
                     if std::mem::replace(&mut seen[index], true) {
                         return Err(duplicate());
                     }
-                    *[&mut samples.passes, &mut samples.calls][index] = series;
+                    *[&mut samples.passes, &mut samples.calls, &mut samples.warmup][index] = series;
                 }
                 SeriesKind::RangeInclusive | SeriesKind::RangeExclusive => {
                     let entry = ranges.entry(name.clone()).or_default();
@@ -280,7 +294,7 @@ impl RunSamples {
                 what: format!("{} bytes after the end marker", bytes.len() - reader.at),
             });
         }
-        if seen != [true, true] {
+        if !(seen[0] && seen[1]) {
             return Err(SamplesError::Corrupt {
                 at: end_at,
                 what: "the pass or the call series is missing".to_owned(),
@@ -525,7 +539,7 @@ mod tests {
         let bytes = samples.encode();
         assert_eq!(&bytes[..8], b"PCSAMPLS");
         assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
-        assert_eq!(&bytes[12..16], &6u32.to_le_bytes());
+        assert_eq!(&bytes[12..16], &7u32.to_le_bytes());
         assert_eq!(&bytes[bytes.len() - 4..], b"END.");
         assert_eq!(RunSamples::decode(&bytes), Ok(samples.clone()));
         let sketched = &samples.ranges[1].inclusive;

@@ -167,6 +167,12 @@ pub struct Timings {
     /// Every range name seen inside the capture range, largest inclusive
     /// total first.
     pub ranges: Vec<RangeTimings>,
+    /// Every range path (`preprocess/letterbox/resize`) seen inside the
+    /// capture range, as a tree: each after its parent.
+    pub range_tree: Vec<crate::timing::RangePathTimings>,
+    /// Said when some ranges are not in `range_tree`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range_tree_note: Option<String>,
     /// The clock, its resolution and the cost of a reading: reported, never
     /// subtracted.
     pub timer: Option<TimerInfo>,
@@ -594,7 +600,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
 ) -> Result<RunOutcome, RunError> {
     let config = &plan.config;
     let timer = TimerInfo::measure();
-    let warmup_ns = warmup(target, &mut inputs, plan, &mut tally)?;
+    let (warmup_ns, warmup_passes) = warmup(target, &mut inputs, plan, &mut tally)?;
 
     // Everything the measured loop touches exists before the capture opens.
     let capture_name = CString::new(config.capture_range.as_str()).map_err(|_| {
@@ -610,7 +616,8 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         &capture_name,
         measured,
     )?;
-    let (timings, samples) = measured.timings(plan, timer, warmup_ns);
+    let (timings, mut samples) = measured.timings(plan, timer, warmup_ns);
+    samples.warmup = crate::run_samples::Series::from_set(&warmup_passes);
 
     let (validation, output_summaries) = match tally.interrupted {
         // What completed is reported; outputs of a cut pass are neither
@@ -678,12 +685,14 @@ fn report(plan: &RunPlan, measured: bool, done: u32, total: u32) {
 /// The warmup passes, before the capture range: every output validated
 /// when the config asks for that, and the threads and range names they use
 /// registered. Returns how long they took.
+/// The warmup passes; returns their time in all and, per pass, the time
+/// of its target calls (validation aside), for the pass timeline.
 fn warmup<T: ProfileTarget, I: Inputs<T>>(
     target: &mut T,
     inputs: &mut I,
     plan: &RunPlan,
     tally: &mut Tally,
-) -> Result<u64, RunError> {
+) -> Result<(u64, SampleSet), RunError> {
     let config = &plan.config;
     let (device, count) = (config.device, inputs.len());
     let sync_each = synchronizes_each_call(config);
@@ -693,12 +702,19 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
     // Threads and range names seen in warmup get their place in the
     // recorder now, so the capture allocates nothing for them.
     let registration = Registration::begin();
+    let mut passes = SampleSet::expecting(config.warmup as usize, SAMPLES_KEPT);
     let warmup_started = now_ns();
     'warmup: for pass in 0..config.warmup {
+        let mut calls_ns = 0;
         for index in 0..count {
+            let call_started = now_ns();
             let output = inputs
                 .call(target, index, &mut tally.calls)
                 .map_err(|e| tally.error(Pass::Warmup(pass), e))?;
+            if sync_each {
+                (plan.synchronize)(device);
+            }
+            calls_ns += now_ns() - call_started;
             if validate {
                 tally.calls.validate += 1;
                 guard(|| target.validate(&output)).map_err(|source| {
@@ -706,9 +722,6 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
                     let failure = Failure::new(Phase::Validate, record_id, source);
                     tally.error(Pass::Warmup(pass), failure)
                 })?;
-            }
-            if sync_each {
-                (plan.synchronize)(device);
             }
             drop(output);
             // A signal stops the run after the call in progress (see
@@ -719,12 +732,13 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
             }
         }
         tally.completed_warmup = pass + 1;
+        passes.push(calls_ns);
         report(plan, false, pass + 1, config.warmup);
     }
     let warmup_ns = now_ns() - warmup_started;
     drop(registration);
     synchronize_at(plan, config.cuda.synchronize_after_warmup);
-    Ok(warmup_ns)
+    Ok((warmup_ns, passes))
 }
 
 /// What the measured passes fill: one output slot per input (the last
@@ -762,10 +776,13 @@ impl<O> Measured<O> {
         let sets = range_sets(&self.ranges);
         let (ranges, ranges_sketched) = timings_of(&sets);
         let samples = RunSamples::from_sets(passes, calls, &sets);
+        let tree = crate::timing::RangeTree::build(&self.ranges, &self.passes);
         let timings = Timings {
             iterations: passes.stats(),
             runs: calls.stats(),
             ranges,
+            range_tree: tree.paths,
+            range_tree_note: tree.note,
             timer: Some(timer),
             host_timing_note: host_timing_note(plan.config.device, &plan.config.cuda),
             sketch_note: sketch_note(passes, calls, ranges_sketched, &self.ranges),

@@ -504,15 +504,17 @@ fn synchronize_each_iteration_follows_every_call() {
     let events = sync_events(&format!(
         "{CUDA_RUN}cuda: {{synchronize_before_warmup: false, synchronize_after_warmup: false, synchronize_before_capture: false, synchronize_after_capture: false, synchronize_each_iteration: true}}"
     ));
+    // In warmup, the call is synchronized before its output is validated
+    // (and the warmup pass's time covers the call and its synchronize).
     assert_eq!(
         events[2..],
         [
             "run dummy-0",
-            "validate",
             "sync cuda:1",
+            "validate",
             "run dummy-1",
-            "validate",
             "sync cuda:1",
+            "validate",
             "run dummy-0",
             "sync cuda:1",
             "run dummy-1",
