@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use profiling_extract::workspace::{find_workspace, profiling_crate};
 
 /// The commands that need a workspace's own targets.
-const DELEGATED: &[&str] = &["list", "run", "compare", "baselines"];
+const DELEGATED: &[&str] = &["list", "run", "compare", "baselines", "report"];
 
 /// What the arguments say about delegation.
 struct Asked {

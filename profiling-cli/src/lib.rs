@@ -25,6 +25,7 @@ pub const EXIT_USAGE: u8 = 2;
 
 pub mod compare;
 mod delegate;
+pub mod page;
 pub mod report;
 mod snippets;
 
@@ -119,6 +120,18 @@ enum Command {
     Compare(compare::CompareArgs),
     /// List the baselines saved with `run --save-baseline NAME`, of one profile or of all.
     Baselines(compare::BaselinesArgs),
+    /// Write the HTML page of a run, or of a comparison of runs, and print its path.
+    ///
+    /// One run: its page (what every run writes beside its manifest as report.html): the header,
+    /// a flame graph of its ranges, the range table, the distributions of pass and call times and
+    /// the pass timeline; a run made before samples were kept gets a page without the plots that
+    /// need them. Two or more runs: the first is the base; the page holds the comparison table of
+    /// `compare`, a chart of each row's ratio with its interval, the manifest differences and each
+    /// run's flame graph side by side. The page is one file: nothing in it is fetched.
+    ///
+    /// Exit codes: 0 written; 1 it could not be written; 2 a run that cannot be read or compared,
+    /// or -o FILE that exists without --force.
+    Report(compare::ReportArgs),
     /// Create the profiling crate of your own cargo workspace: inference_profiling/.
     ///
     /// Run anywhere inside the workspace (or give --workspace). Creates inference_profiling/ with
@@ -229,6 +242,9 @@ struct RunArgs {
     /// Print one JSON document on stdout (manifest path, status, timings); human output goes to stderr.
     #[arg(long)]
     json: bool,
+    /// Write no report.html beside the manifest (also `write_report: false` in the config).
+    #[arg(long)]
+    no_report: bool,
     /// Once the run completes, save it as the profile's baseline NAME (a copy beside runs/, in
     /// baselines/NAME/), for `--baseline NAME` and `compare --baseline NAME` later.
     #[arg(long, value_name = "NAME")]
@@ -325,9 +341,11 @@ pub fn main_with(
     // The commands that write to the workspace the user works in find it
     // first; without one they stop here.
     let user = match &cli.command {
-        Command::List { .. } | Command::Run(_) | Command::Compare(_) | Command::Baselines(_) => {
-            None
-        }
+        Command::List { .. }
+        | Command::Run(_)
+        | Command::Compare(_)
+        | Command::Baselines(_)
+        | Command::Report(_) => None,
         Command::New(_) | Command::Check(_) | Command::Init(_) => {
             match user_workspace(cli.workspace.as_deref()) {
                 Ok(user) => Some(user),
@@ -347,6 +365,9 @@ pub fn main_with(
         }
         Command::Baselines(baselines_args) => {
             compare::baselines_command(baselines_args, workspace_root, out, err)
+        }
+        Command::Report(report_args) => {
+            compare::report_command(report_args, workspace_root, out, err)
         }
         Command::New(new_args) => snippets::new(new_args, user, out, err),
         Command::Check(check_args) => snippets::check(check_args, user, out, err),
@@ -479,6 +500,26 @@ fn list_drafts(drafts: &[&registry::Draft], out: &mut dyn Write) -> anyhow::Resu
         )?;
     }
     Ok(())
+}
+
+/// Writes `report.html` into `run_dir` from what the run wrote there, with
+/// the comparison with its baseline when there is one.
+fn write_run_page(
+    run_dir: &Path,
+    compared: Option<&(
+        profiling_core::compare::Comparison,
+        profiling_core::compare::Options,
+    )>,
+) -> Result<PathBuf, String> {
+    let (manifest, samples) = page::read_run(run_dir).map_err(|e| e.to_string())?;
+    let html = page::run_page(&page::RunPage {
+        dir: run_dir,
+        manifest: &manifest,
+        samples: samples.as_ref(),
+        comparison: compared.map(|(comparison, options)| (comparison, options)),
+    });
+    let path = run_dir.join(page::REPORT_FILE);
+    page::write_page(&path, &html).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Why `run` refuses `name`, when it is a draft's target.
@@ -682,6 +723,7 @@ fn run(
     }
     // The baseline, compared with and saved, once the run is in place.
     let mut comparison = None;
+    let mut compared = None;
     let measured = manifest.status != profiling_core::manifest::Status::Failed;
     if let (Some(name), Some(_), true) = (&args.baseline, &report.manifest_path, measured) {
         match compare::compare_with_baseline(&planned.run_dir, name, &args.decide) {
@@ -709,6 +751,7 @@ fn run(
                     std::slice::from_ref(&found),
                     &options,
                 ));
+                compared = Some((found, options));
             }
             Err(message) => {
                 writeln!(
@@ -717,6 +760,23 @@ fn run(
                 )?;
                 if code == EXIT_OK {
                     code = EXIT_USAGE;
+                }
+            }
+        }
+    }
+    // The page, beside the manifest of a run that measured something.
+    let mut page_path = None;
+    let wants_page = config.write_report && !args.no_report && report.manifest_path.is_some();
+    if wants_page && measured {
+        match write_run_page(&planned.run_dir, compared.as_ref()) {
+            Ok(path) => {
+                writeln!(streams.human(), "report: {}", path.display())?;
+                page_path = Some(path);
+            }
+            Err(message) => {
+                writeln!(streams.err, "error: report.html not written: {message}")?;
+                if code == EXIT_OK {
+                    code = EXIT_TARGET_FAILED;
                 }
             }
         }
@@ -756,6 +816,7 @@ fn run(
         if let Some(saved) = saved {
             document["baseline_saved"] = serde_json::json!(saved);
         }
+        document["report_path"] = serde_json::json!(page_path);
         writeln!(streams.out, "{document}")?;
     }
     Ok(code)

@@ -31,6 +31,8 @@ pub struct Config {
     pub capture_range: String,
     pub output_dir: Option<PathBuf>,
     pub write_manifest: bool,
+    /// `report.html` beside the manifest (with `write_manifest`).
+    pub write_report: bool,
     pub cuda: CudaPolicy,
 }
 
@@ -201,6 +203,7 @@ struct RawConfig {
     capture_range: Option<String>,
     output_dir: Option<PathBuf>,
     write_manifest: Option<bool>,
+    write_report: Option<bool>,
     cuda: Option<CudaPolicy>,
     workload: Option<RawWorkload>,
 }
@@ -523,6 +526,7 @@ fn resolve(
         capture_range,
         output_dir: output_dir.map(|(dir, _)| dir),
         write_manifest: raw.write_manifest.unwrap_or(true),
+        write_report: raw.write_report.unwrap_or(true),
         cuda: raw.cuda.unwrap_or_default(),
     })
 }

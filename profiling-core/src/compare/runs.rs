@@ -135,9 +135,19 @@ pub fn resolve(
     workspace_root: &Path,
     output_dir: Option<&Path>,
 ) -> Result<LoadedRun, RunError> {
+    load(&resolve_path(argument, workspace_root, output_dir)?)
+}
+
+/// The run directory (or manifest) `argument` names, as [`resolve`] finds
+/// it, without reading the run.
+pub fn resolve_path(
+    argument: &str,
+    workspace_root: &Path,
+    output_dir: Option<&Path>,
+) -> Result<PathBuf, RunError> {
     let path = Path::new(argument);
     if path.exists() {
-        return load(path);
+        return Ok(path.to_path_buf());
     }
     let Some((profile, run)) = argument.rsplit_once('@') else {
         return Err(RunError::NoSuchPath(argument.to_owned()));
@@ -150,11 +160,10 @@ pub fn resolve(
         None => runs_dir(profile, workspace_root)?,
     };
     if run == "latest" {
-        let dir = latest(&runs).ok_or_else(|| RunError::NoLatest {
+        return latest(&runs).ok_or_else(|| RunError::NoLatest {
             profile: profile.to_owned(),
             runs: runs.clone(),
-        })?;
-        return load(&dir);
+        });
     }
     let dir = runs.join(run);
     if !dir.join("manifest.yaml").is_file() {
@@ -164,7 +173,7 @@ pub fn resolve(
             runs,
         });
     }
-    load(&dir)
+    Ok(dir)
 }
 
 /// Reads the run at `path`: a run (or baseline) directory or a manifest.
