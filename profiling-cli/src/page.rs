@@ -213,7 +213,7 @@ pub fn run_page(page: &RunPage<'_>) -> String {
         body.push_str("<p class=\"note\">This run has no <code>samples.bin</code> (it was made before runs kept their samples, or it failed): the distributions and the pass timeline need them and are left out; re-run it for the whole page.</p>\n");
     }
 
-    let tree = RangeRows::of(m);
+    let tree = RangeRows::of(m, Some(page.dir));
     body.push_str("<h2 id=\"flame-graph\">Where the time goes</h2>\n");
     body.push_str("<p class=\"lead\">The NVTX ranges of the measured passes as an icicle: each range under the one it ran in, as wide as its total time. Hover for the figures.</p>\n");
     if let Some(note) = &tree.note {
@@ -359,8 +359,33 @@ struct RangeRows {
 
 impl RangeRows {
     /// From `timings.range_tree`; a manifest without one (made before
-    /// range paths) gives its ranges by name, each at the top.
-    fn of(m: &Value) -> RangeRows {
+    /// range paths) gets its tree from the `trace.json` in `dir`, and
+    /// without that its ranges by name, each at the top.
+    fn of(m: &Value, dir: Option<&Path>) -> RangeRows {
+        if get(m, "timings.range_tree").is_none() {
+            let trace = dir
+                .and_then(|dir| std::fs::read(dir.join("trace.json")).ok())
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+            let tree = trace
+                .as_ref()
+                .and_then(profiling_core::trace::range_tree_of);
+            if let (Some(tree), Some(Value::Mapping(_))) = (tree, get(m, "timings")) {
+                let mut patched = m.clone();
+                if let (Some(timings), Ok(paths)) = (
+                    patched.get_mut("timings").and_then(Value::as_mapping_mut),
+                    serde_yaml::to_value(&tree.paths),
+                ) {
+                    timings.insert("range_tree".into(), paths);
+                }
+                let mut rows = RangeRows::parse(&patched);
+                rows.note = Some("This run was made before ranges were kept by path: the tree comes from its trace.json (the passes and events the trace holds).".to_owned());
+                return rows;
+            }
+        }
+        RangeRows::parse(m)
+    }
+
+    fn parse(m: &Value) -> RangeRows {
         let passes = number(m, "timings.iterations.count").unwrap_or(0);
         let pass_mean = number(m, "timings.iterations.mean_ns").unwrap_or(0);
         let per_pass = |entry: &Value, key: &str| {
@@ -1133,7 +1158,7 @@ pub fn comparison_page(
     body.push_str("<h2>Where the time goes, run by run</h2>\n<div class=\"flames\">\n");
     for (index, (run, manifest)) in runs.iter().enumerate() {
         let _ = writeln!(body, "<div><h3><code>{}</code></h3>", esc(&run.label()));
-        let tree = RangeRows::of(manifest);
+        let tree = RangeRows::of(manifest, Some(&run.dir));
         if let Some(note) = &tree.note {
             let _ = writeln!(body, "<p class=\"note\">{}</p>", esc(note));
         }
@@ -1155,8 +1180,11 @@ mod tests {
         assert!(fitted.contains(">a_long_range_name</text>"), "{fitted}");
         assert!(fitted.contains("<text x=\"2\"></text>"), "{fitted}");
         // 1.5 % of 1180 px is 17.7 px: two characters of 7.08 px fit, too few.
-        let wide = fit_labels("<rect width=\"5%\"/><text>decode_predictions</text>", 1200);
-        assert_eq!(wide, "<rect width=\"5%\"/><text>decode..</text>");
+        let wide = fit_labels(
+            "<rect width=\"5%\"/><text x=\"1\">decode_predictions</text>",
+            1200,
+        );
+        assert_eq!(wide, "<rect width=\"5%\"/><text x=\"1\">decode..</text>");
     }
 
     #[test]
@@ -1165,7 +1193,7 @@ mod tests {
             "timings:\n  iterations: {count: 2, mean_ns: 200}\n  range_tree:\n    - {path: a, name: a, depth: 0, count: 2, inclusive: {p50_ns: 100, total_ns: 200}, exclusive: {p50_ns: 50, total_ns: 100}}\n    - {path: a/b, name: b, depth: 1, count: 2, inclusive: {p50_ns: 50, total_ns: 100}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
         )
         .unwrap();
-        let tree = RangeRows::of(&manifest);
+        let tree = RangeRows::of(&manifest, None);
         assert_eq!(tree.folded(), ["a 100", "a;b 100"]);
         let svg = flame_graph(&tree, 3, 1200);
         assert!(svg.starts_with("<svg class=\"flamegraph\""), "{svg}");
@@ -1189,5 +1217,97 @@ mod tests {
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+    use profiling_core::timing::SampleSet;
+    use std::collections::BTreeMap;
+
+    fn set(count: u64, center: u64) -> SampleSet {
+        let mut set = SampleSet::with_capacity(count as usize);
+        for i in 0..count {
+            set.push(center + (i * 7919) % (center / 10));
+        }
+        set
+    }
+
+    #[test]
+    fn the_page_of_100k_passes_stays_under_2_mb() {
+        let mut ranges = BTreeMap::new();
+        let mut tree = String::new();
+        for (index, name) in ["decode", "nms", "resize", "pad", "forward"]
+            .iter()
+            .enumerate()
+        {
+            ranges.insert(
+                name.to_string(),
+                (set(100_000, 50_000), set(100_000, 40_000)),
+            );
+            tree.push_str(&format!(
+                "    - {{path: stage/{name}, name: {name}, depth: 1, count: 100000, inclusive: {{p50_ns: 50000, total_ns: {}}}, exclusive: {{p50_ns: 40000, total_ns: 4000000000}}, inclusive_per_pass: {{p50_ns: 50000, p90_ns: 55000, mean_ns: 50000}}, exclusive_per_pass: {{p50_ns: 40000, p90_ns: 45000, mean_ns: 40000}}}}\n",
+                5_000_000_000u64 + index as u64
+            ));
+        }
+        let mut samples =
+            RunSamples::from_sets(&set(100_000, 300_000), &set(100_000, 300_000), &ranges);
+        samples.warmup = profiling_core::run_samples::Series::from_set(&set(100, 400_000));
+        let manifest: Value = serde_yaml::from_str(&format!(
+            "profile_name: long\nrun_id: r\nstatus: completed\ntimings:\n  iterations: {{count: 100000, mean_ns: 300000}}\n  range_tree:\n    - {{path: stage, name: stage, depth: 0, count: 100000, inclusive: {{p50_ns: 300000, total_ns: 30000000000}}, exclusive: {{p50_ns: 1000, total_ns: 100000000}}}}\n{tree}"
+        ))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let html = run_page(&RunPage {
+            dir: dir.path(),
+            manifest: &manifest,
+            samples: Some(&samples),
+            comparison: None,
+        });
+        assert!(html.len() < 2_000_000, "{} bytes", html.len());
+        for id in [
+            "pass-histogram",
+            "call-histogram",
+            "pass-timeline",
+            "nsight",
+        ] {
+            assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+        }
+        assert!(html.contains("median, min and max of each 67 passes"));
+        assert!(html.contains("<tr data-path=\"stage/decode\">"));
+    }
+
+    #[test]
+    fn a_run_without_samples_or_paths_gets_a_page_that_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest: Value = serde_yaml::from_str(
+            "profile_name: old\nrun_id: r\nstatus: completed\ntimings:\n  iterations: {count: 2, mean_ns: 100}\n  ranges:\n    - {name: decode, count: 2, inclusive: {p50_ns: 50, total_ns: 100}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
+        )
+        .unwrap();
+        let page = RunPage {
+            dir: dir.path(),
+            manifest: &manifest,
+            samples: None,
+            comparison: None,
+        };
+        let html = run_page(&page);
+        assert!(html.contains("has no <code>samples.bin</code>"));
+        assert!(!html.contains("id=\"pass-histogram\""));
+        assert!(html.contains("listed by name, without their nesting"));
+        assert!(html.contains("<tr data-path=\"decode\">"));
+        // With its trace beside it, the tree comes from the trace.
+        std::fs::write(
+            dir.path().join("trace.json"),
+            r#"{"traceEvents": [
+                {"cat": "pass", "name": "iteration 0", "ph": "X", "ts": 0.0, "dur": 100.0, "tid": 1},
+                {"cat": "range", "name": "decode", "ph": "X", "ts": 1.0, "dur": 50.0, "tid": 1, "args": {"exclusive_us": 20.0}},
+                {"cat": "range", "name": "boxes", "ph": "X", "ts": 2.0, "dur": 30.0, "tid": 1, "args": {"exclusive_us": 30.0}}
+            ]}"#,
+        )
+        .unwrap();
+        let html = run_page(&page);
+        assert!(html.contains("the tree comes from its trace.json"));
+        assert!(html.contains("<tr data-path=\"decode/boxes\">"), "{html}");
     }
 }

@@ -122,3 +122,114 @@ pub fn render_trace(
     };
     Ok((bytes, summary))
 }
+
+/// The range tree of a `trace.json` document: each thread's range events
+/// nested by their times, the pass events as the passes. For runs whose
+/// manifest has no `timings.range_tree` (made before ranges were kept by
+/// path). `None` when the document holds no range.
+pub fn range_tree_of(document: &serde_json::Value) -> Option<crate::timing::RangeTree> {
+    use crate::timing::recorder::{RangeEvent, RangeLog, ThreadRanges};
+    let events = document.get("traceEvents")?.as_array()?;
+    let ns = |event: &serde_json::Value, key: &str| -> Option<u64> {
+        let micros = event.get(key)?.as_f64()?;
+        Some((micros * 1_000.0).round().max(0.0) as u64)
+    };
+    let mut passes: Vec<(u64, u64)> = Vec::new();
+    // By thread: (name, start, inclusive, exclusive).
+    let mut threads: std::collections::BTreeMap<u64, Vec<(String, u64, u64, u64)>> =
+        Default::default();
+    for event in events {
+        let category = event.get("cat").and_then(serde_json::Value::as_str);
+        let (Some(start), Some(duration)) = (ns(event, "ts"), ns(event, "dur")) else {
+            continue;
+        };
+        match category {
+            Some("pass") => passes.push((start, start + duration)),
+            Some("range") => {
+                let name = event.get("name").and_then(serde_json::Value::as_str)?;
+                let tid = event
+                    .get("tid")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0);
+                let exclusive = event
+                    .get("args")
+                    .and_then(|args| ns(args, "exclusive_us"))
+                    .unwrap_or(duration);
+                threads
+                    .entry(tid)
+                    .or_default()
+                    .push((name.to_owned(), start, duration, exclusive));
+            }
+            _ => {}
+        }
+    }
+    if threads.is_empty() {
+        return None;
+    }
+    passes.sort_unstable();
+    let mut log = RangeLog::default();
+    for (tid, mut ranges) in threads {
+        // Outer ranges first: by start, then the longer one.
+        ranges.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+        let mut names: Vec<String> = Vec::new();
+        let mut ends: Vec<u64> = Vec::new();
+        let mut recorded = Vec::with_capacity(ranges.len());
+        for (name, start, inclusive, exclusive) in ranges {
+            while ends.last().is_some_and(|&end| end <= start) {
+                ends.pop();
+            }
+            let index = match names.iter().position(|n| *n == name) {
+                Some(index) => index,
+                None => {
+                    names.push(name);
+                    names.len() - 1
+                }
+            };
+            recorded.push(RangeEvent {
+                name: index as u32,
+                depth: ends.len().min(usize::from(u16::MAX)) as u16,
+                start_ns: start,
+                inclusive_ns: inclusive,
+                exclusive_ns: exclusive,
+            });
+            ends.push(start + inclusive);
+        }
+        log.threads.push(ThreadRanges {
+            thread: tid as u32,
+            thread_name: String::new(),
+            names,
+            events: recorded,
+            overflow: Vec::new(),
+        });
+    }
+    Some(crate::timing::RangeTree::build(&log, &passes))
+}
+
+#[cfg(test)]
+mod tree_tests {
+    #[test]
+    fn a_trace_gives_back_the_tree_of_its_ranges() {
+        let document = serde_json::json!({"traceEvents": [
+            {"cat": "pass", "name": "iteration 0", "ph": "X", "ts": 0.0, "dur": 100.0, "tid": 1},
+            {"cat": "range", "name": "resize", "ph": "X", "ts": 1.0, "dur": 30.0, "tid": 1, "args": {"exclusive_us": 30.0}},
+            {"cat": "range", "name": "preprocess", "ph": "X", "ts": 1.0, "dur": 50.0, "tid": 1, "args": {"exclusive_us": 20.0}},
+            {"cat": "range", "name": "resize", "ph": "X", "ts": 60.0, "dur": 10.0, "tid": 1, "args": {"exclusive_us": 10.0}},
+        ]});
+        let tree = super::range_tree_of(&document).unwrap();
+        let paths: Vec<(&str, u64)> = tree
+            .paths
+            .iter()
+            .map(|p| (p.path.as_str(), p.inclusive.total_ns))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("preprocess", 50_000),
+                ("preprocess/resize", 30_000),
+                ("resize", 10_000)
+            ]
+        );
+        assert_eq!(tree.paths[0].inclusive_per_pass.map(|s| s.count), Some(1));
+        assert!(super::range_tree_of(&serde_json::json!({"traceEvents": []})).is_none());
+    }
+}
