@@ -204,7 +204,7 @@ mod tests {
             delegate_to(&args(&["--workspace", other, "list"]), root).unwrap();
         assert_eq!(workspace, std::path::absolute(dir.path()).unwrap());
         assert_eq!(package, "profiling-snippets");
-        for command in ["run", "compare", "baselines"] {
+        for command in ["run", "compare", "baselines", "report"] {
             assert!(
                 delegate_to(&args(&["--workspace", other, command]), root).is_some(),
                 "{command} needs that workspace's targets"

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use profiling_core::manifest::Manifest;
 use profiling_core::runner::Progress;
 use profiling_core::stats::DurationStats;
-use profiling_core::timing::RangeTimings;
 
 /// Ranges listed in each of the two top lists.
 const TOP_RANGES: usize = 5;
@@ -44,8 +43,16 @@ fn spread(stats: &DurationStats) -> String {
     )
 }
 
-/// The pass and call statistics, the top ranges by inclusive and by self
-/// time with their share of a pass, and what the clock means.
+/// A range as the summary lists it: by path, or by name.
+struct Listed<'a> {
+    label: &'a str,
+    count: u64,
+    inclusive: &'a DurationStats,
+    exclusive: &'a DurationStats,
+}
+
+/// The pass and call statistics, the top ranges (by path) by inclusive and
+/// by self time with their share of a pass, and what the clock means.
 pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
     let timings = &manifest.timings;
     let records = manifest.record_ids.len() as u64;
@@ -75,14 +82,39 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
         }
     };
     let passes = timings.iterations.as_ref().map_or(1, |p| p.count.max(1));
+    // By path (`preprocess/letterbox`) as the page and the manifest's
+    // range tree have them; by name for a run without a tree.
+    let ranges: Vec<Listed<'_>> = if timings.range_tree.is_empty() {
+        timings
+            .ranges
+            .iter()
+            .map(|r| Listed {
+                label: &r.name,
+                count: r.count,
+                inclusive: &r.inclusive,
+                exclusive: &r.exclusive,
+            })
+            .collect()
+    } else {
+        timings
+            .range_tree
+            .iter()
+            .map(|r| Listed {
+                label: &r.path,
+                count: r.count,
+                inclusive: &r.inclusive,
+                exclusive: &r.exclusive,
+            })
+            .collect()
+    };
     let mut write_top = |title: &str,
-                         ranges: &[&RangeTimings],
-                         pick: fn(&RangeTimings) -> &DurationStats|
+                         ranges: &[&Listed<'_>],
+                         pick: for<'a> fn(&'a Listed<'a>) -> &'a DurationStats|
      -> std::io::Result<()> {
         writeln!(out, "{title}")?;
         let width = ranges
             .iter()
-            .map(|r| r.name.chars().count())
+            .map(|r| r.label.chars().count())
             .max()
             .unwrap_or(0);
         for range in ranges {
@@ -90,7 +122,7 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             writeln!(
                 out,
                 "  {:width$}  {:>9} per pass  {:>7} of a pass  {}, median {}",
-                range.name,
+                range.label,
                 format_ns(stats.total_ns / passes),
                 share(stats.total_ns),
                 plural(range.count, "call"),
@@ -99,20 +131,27 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
         }
         Ok(())
     };
-    if !timings.ranges.is_empty() {
-        let by_inclusive: Vec<&RangeTimings> = timings.ranges.iter().take(TOP_RANGES).collect();
+    if !ranges.is_empty() {
+        let mut by_inclusive: Vec<&Listed<'_>> = ranges.iter().collect();
+        by_inclusive.sort_by(|a, b| {
+            b.inclusive
+                .total_ns
+                .cmp(&a.inclusive.total_ns)
+                .then_with(|| a.label.cmp(b.label))
+        });
+        by_inclusive.truncate(TOP_RANGES);
         write_top("top ranges by inclusive time:", &by_inclusive, |r| {
-            &r.inclusive
+            r.inclusive
         })?;
-        let mut by_self: Vec<&RangeTimings> = timings.ranges.iter().collect();
+        let mut by_self: Vec<&Listed<'_>> = ranges.iter().collect();
         by_self.sort_by(|a, b| {
             b.exclusive
                 .total_ns
                 .cmp(&a.exclusive.total_ns)
-                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.label.cmp(b.label))
         });
         by_self.truncate(TOP_RANGES);
-        write_top("top ranges by self time:", &by_self, |r| &r.exclusive)?;
+        write_top("top ranges by self time:", &by_self, |r| r.exclusive)?;
     }
     if let Some(timer) = &timings.timer {
         writeln!(
