@@ -766,7 +766,11 @@ fn run(
     }
     // The page, beside the manifest of a run that measured something.
     let mut page_path = None;
-    let wants_page = config.write_report && !args.no_report && report.manifest_path.is_some();
+    // Not after a write that failed: what did not fit is said above.
+    let wants_page = config.write_report
+        && !args.no_report
+        && report.manifest_path.is_some()
+        && report.write_error.is_none();
     if wants_page && measured {
         match write_run_page(&planned.run_dir, compared.as_ref()) {
             Ok(path) => {

@@ -132,7 +132,7 @@ fn a_full_tmpfs_costs_the_trace_not_the_manifest() {
     let probe = Command::new("unshare")
         .args(["--mount", "sh", "-c"])
         .arg(format!(
-            "mount -t tmpfs -o size=28k tmpfs '{}'",
+            "mount -t tmpfs -o size=48k tmpfs '{}'",
             mount.display()
         ))
         .output();
@@ -141,7 +141,7 @@ fn a_full_tmpfs_costs_the_trace_not_the_manifest() {
         return;
     }
     let command = format!(
-        "mount -t tmpfs -o size=28k tmpfs '{dir}' && '{bin}' {args} --output-dir '{dir}'; status=$?; \
+        "mount -t tmpfs -o size=48k tmpfs '{dir}' && '{bin}' {args} --output-dir '{dir}'; status=$?; \
          find '{dir}' -type f | sort > '{listing}'; \
          cp '{dir}/detection-postprocess/runs/r1/manifest.yaml' '{copy}' 2>/dev/null; \
          cp '{dir}/detection-postprocess/runs/r1/samples.bin' '{samples}' 2>/dev/null; exit $status",
@@ -246,6 +246,7 @@ fn a_forced_run_that_cannot_be_written_leaves_the_earlier_run_whole() {
         files_under(out.path()),
         [
             "detection-postprocess/runs/r1/manifest.yaml",
+            "detection-postprocess/runs/r1/report.html",
             "detection-postprocess/runs/r1/samples.bin",
             "detection-postprocess/runs/r1/trace.json"
         ]

@@ -244,10 +244,73 @@ fn who_installs() -> Option<&'static str> {
     }
 }
 
+/// `scripts/setup-chromium --dry-run` with the browsers it looks for named
+/// `names`, `path_first` ahead of PATH and `apt_get` as apt-get.
+fn chromium_dry_run(names: &str, path_first: &Path, apt_get: Option<&str>) -> Output {
+    let path = format!(
+        "{}:{}",
+        path_first.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/setup-chromium"))
+        .arg("--dry-run")
+        .env("PATH", path)
+        .env("PROFILING_SETUP_BROWSER_NAMES", names)
+        .env("PROFILING_SETUP_APT_GET", apt_get.unwrap_or(""))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_browser_that_answers_is_used_and_nothing_is_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake-browser");
+    fs::write(
+        &fake,
+        "#!/bin/sh
+echo 'Fake Browser 1.0'
+",
+    )
+    .unwrap();
+    let mut permissions = fs::metadata(&fake).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    fs::set_permissions(&fake, permissions).unwrap();
+    let output = chromium_dry_run("fake-browser", dir.path(), Some("/usr/bin/apt-get"));
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!(
+            "setup-chromium: nothing to install: Fake Browser 1.0 at {}\n",
+            fake.display()
+        )
+    );
+}
+
+#[test]
+fn without_a_browser_chromium_is_installed_with_apt_or_the_tests_skip() {
+    let dir = tempfile::tempdir().unwrap();
+    let why = "no chromium, chromium-browser, google-chrome or google-chrome-stable on PATH that answers --version";
+    let output = chromium_dry_run("no-such-browser", dir.path(), Some("/usr/bin/apt-get"));
+    assert!(output.status.success());
+    let expected = match who_installs() {
+        Some(how) => format!(
+            "setup-chromium: would install chromium with {how}, for the browser tests of the HTML report: {why}\n"
+        ),
+        None => format!("setup-chromium: no browser can be installed: {why}, and this user cannot install Debian packages (not root, no password-less sudo, or no apt-get); the browser tests will skip\n"),
+    };
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+    let output = chromium_dry_run("no-such-browser", dir.path(), None);
+    assert!(output.status.success(), "a missing browser never fails");
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!("setup-chromium: no browser can be installed: {why}, and this user cannot install Debian packages (not root, no password-less sudo, or no apt-get); the browser tests will skip\n")
+    );
+}
+
 /// `--help` prints a script's header comment, all of it and nothing else.
 #[test]
 fn script_help_is_the_header_comment() {
-    for script in ["setup", "gpu-check"] {
+    for script in ["setup", "gpu-check", "setup-chromium"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../scripts")
             .join(script);
