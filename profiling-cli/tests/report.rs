@@ -43,7 +43,12 @@ impl ProfileTarget for Nested {
     }
 }
 
+/// One run at a time: ranges are recorded process-wide, so a run's capture
+/// would count the ranges of another test's run going on meanwhile.
+static RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(out: &Path, run_id: &str, extra: &[&str]) -> common::Outcome {
+    let _alone = RUNS.lock().unwrap_or_else(|e| e.into_inner());
     let out_dir = out.display().to_string();
     let mut args = vec![
         "run",
@@ -141,6 +146,7 @@ fn no_report_when_asked_for_none_and_json_names_it_otherwise() {
     )
     .unwrap();
     let out_dir = out.path().display().to_string();
+    let alone = RUNS.lock().unwrap_or_else(|e| e.into_inner());
     let configured = cli(&[
         "run",
         "--config",
@@ -150,6 +156,7 @@ fn no_report_when_asked_for_none_and_json_names_it_otherwise() {
         "--run-id",
         "configured",
     ]);
+    drop(alone);
     assert_eq!(configured.code, 0, "{}", configured.stderr);
     assert!(
         !configured.stdout.contains("report:"),
