@@ -120,18 +120,14 @@ pub fn compare_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let options = args.decide.options();
-    if let Err(message) = options.check() {
-        writeln!(err, "error: {message}")?;
+    let Some(options) = checked_options(&args.decide, err)? else {
         return Ok(EXIT_USAGE);
-    }
-    let mut loaded = Vec::new();
-    for argument in &args.runs {
-        match runs::resolve(argument, root, args.output_dir.as_deref()) {
-            Ok(run) => loaded.push(run),
-            Err(error) => return usage_error(err, &error),
-        }
-    }
+    };
+    let output_dir = args.output_dir.as_deref();
+    let mut loaded = match resolve_all(&args.runs, |a| runs::resolve(a, root, output_dir)) {
+        Ok(loaded) => loaded,
+        Err(error) => return usage_error(err, &error),
+    };
     let (base, candidates) = match &args.baseline {
         Some(name) => {
             let first = &loaded[0];
@@ -177,6 +173,26 @@ pub fn compare_command(
         &comparisons,
         args.decide.fail_on_regression,
     ))
+}
+
+/// The options `decide` gives, or `None` after saying which is out of range.
+fn checked_options(decide: &DecideArgs, err: &mut dyn Write) -> std::io::Result<Option<Options>> {
+    let options = decide.options();
+    match options.check() {
+        Ok(()) => Ok(Some(options)),
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            Ok(None)
+        }
+    }
+}
+
+/// Each argument resolved by `resolve`, or the first that cannot be.
+fn resolve_all<T>(
+    arguments: &[String],
+    resolve: impl Fn(&str) -> Result<T, RunError>,
+) -> Result<Vec<T>, RunError> {
+    arguments.iter().map(|a| resolve(a)).collect()
 }
 
 fn usage_error(err: &mut dyn Write, error: &RunError) -> anyhow::Result<u8> {
@@ -662,18 +678,14 @@ pub fn report_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let options = args.decide.options();
-    if let Err(message) = options.check() {
-        writeln!(err, "error: {message}")?;
+    let Some(options) = checked_options(&args.decide, err)? else {
         return Ok(EXIT_USAGE);
-    }
-    let mut paths = Vec::new();
-    for argument in &args.runs {
-        match runs::resolve_path(argument, root, args.output_dir.as_deref()) {
-            Ok(path) => paths.push(path),
-            Err(error) => return usage_error(err, &error),
-        }
-    }
+    };
+    let output_dir = args.output_dir.as_deref();
+    let paths = match resolve_all(&args.runs, |a| runs::resolve_path(a, root, output_dir)) {
+        Ok(paths) => paths,
+        Err(error) => return usage_error(err, &error),
+    };
     let dir_of = |path: &Path| -> std::path::PathBuf {
         if path.is_dir() {
             path.to_path_buf()

@@ -685,6 +685,26 @@ fn fit_labels(svg: &str, width: usize) -> String {
     out
 }
 
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+
+/// An SVG plot of `size` that `draw` draws on a white background; empty
+/// when drawing failed.
+fn plot(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Drawn) -> String {
+    let mut svg = String::new();
+    let drawn = {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(Into::into)
+            .and_then(|()| draw(&root))
+            .and_then(|()| root.present().map_err(Into::into))
+    };
+    if drawn.is_err() {
+        svg.clear();
+    }
+    svg
+}
+
 /// A unit for durations up to `max` ns: (divisor, name).
 fn unit_for(max: u64) -> (f64, &'static str) {
     match max {
@@ -723,10 +743,8 @@ fn histogram(id: &str, title: &str, sorted: &[u64]) -> String {
             counts[bin.min(BINS - 1)] += 1;
         }
         let top = counts.iter().copied().max().unwrap_or(1) as f64 * 1.1;
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
-            let root = SVGBackend::with_string(&mut svg, (600, 320)).into_drawing_area();
-            root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
+        svg = plot((600, 320), |root| {
+            let mut chart = ChartBuilder::on(root)
                 .caption(
                     format!("{title}: {} samples", sorted.len()),
                     ("sans-serif", 16),
@@ -768,12 +786,8 @@ fn histogram(id: &str, title: &str, sorted: &[u64]) -> String {
                 .border_style(BLACK.mix(0.3))
                 .position(SeriesLabelPosition::UpperRight)
                 .draw()?;
-            root.present()?;
             Ok(())
-        })();
-        if drawn.is_err() {
-            svg.clear();
-        }
+        });
     }
     if svg.is_empty() {
         return format!("<svg id=\"{id}\" viewBox=\"0 0 600 40\"><text x=\"10\" y=\"24\">{} has no samples</text></svg>\n", esc(title));
@@ -821,9 +835,7 @@ fn timeline(samples: &RunSamples) -> String {
             min - spread
         };
         let top = top_value + spread * 0.15;
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
-            let root = SVGBackend::with_string(&mut svg, (1220, 340)).into_drawing_area();
-            root.fill(&WHITE)?;
+        svg = plot((1220, 340), |root| {
             let zoomed = if bottom > 0.0 {
                 " (axis not from 0)"
             } else {
@@ -843,7 +855,7 @@ fn timeline(samples: &RunSamples) -> String {
                     measured.len()
                 )
             };
-            let mut chart = ChartBuilder::on(&root)
+            let mut chart = ChartBuilder::on(root)
                 .caption(caption, ("sans-serif", 16))
                 .margin(12)
                 .x_label_area_size(40)
@@ -890,12 +902,8 @@ fn timeline(samples: &RunSamples) -> String {
                 .border_style(BLACK.mix(0.3))
                 .position(SeriesLabelPosition::LowerRight)
                 .draw()?;
-            root.present()?;
             Ok(())
-        })();
-        if drawn.is_err() {
-            svg.clear();
-        }
+        });
     }
     if svg.is_empty() {
         return "<svg id=\"pass-timeline\" viewBox=\"0 0 600 40\"><text x=\"10\" y=\"24\">No measured pass completed.</text></svg>\n".to_owned();
@@ -1038,12 +1046,10 @@ fn ratio_chart(comparison: &Comparison) -> String {
         let pad = ((high - low) * 0.08).max(0.02);
         let (low, high) = ((low - pad).max(0.0), high + pad);
         let height = 80 + 26 * rows.len() as u32;
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
-            let root = SVGBackend::with_string(&mut svg, (1100, height)).into_drawing_area();
-            root.fill(&WHITE)?;
+        svg = plot((1100, height), |root| {
             let count = rows.len() as i32;
             let labels: Vec<String> = rows.iter().map(|r| r.subject.label()).collect();
-            let mut chart = ChartBuilder::on(&root)
+            let mut chart = ChartBuilder::on(root)
                 .caption(
                     "Ratio candidate / base, with its interval",
                     ("sans-serif", 16),
@@ -1098,12 +1104,8 @@ fn ratio_chart(comparison: &Comparison) -> String {
                     }
                 }
             }
-            root.present()?;
             Ok(())
-        })();
-        if drawn.is_err() {
-            svg.clear();
-        }
+        });
     }
     if svg.is_empty() {
         return "<svg id=\"ratios\" viewBox=\"0 0 600 40\"><text x=\"10\" y=\"24\">No row has a ratio.</text></svg>\n".to_owned();
