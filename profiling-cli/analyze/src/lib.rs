@@ -1,0 +1,850 @@
+//! GPU time per NVTX range, from the SQLite export of an Nsight Systems
+//! report (`nsys export --type sqlite`).
+//!
+//! Inside the capture range, every push/pop range is keyed by its path
+//! (the ranges it is nested in on its thread, outermost first, below the
+//! pass range `iteration <i>`). The GPU work of a range is what was
+//! launched from its thread while it was open: the kernels, memcpys and
+//! memsets whose CUDA runtime call (joined through `correlationId`) started
+//! inside it. Per range: host time, GPU busy time (the union of that work's
+//! intervals), the sum of its durations, and the time from the first launch
+//! to the last completion; its top kernels; and per pass, how busy the GPU
+//! was and its longest idle gap.
+//!
+//! The export's schema is NVIDIA's documented one: `StringIds`,
+//! `NVTX_EVENTS` (push/pop ranges have `eventType` 59; the text is inline
+//! in `text` or in `StringIds` through `textId`), `CUPTI_ACTIVITY_KIND_RUNTIME`,
+//! `CUPTI_ACTIVITY_KIND_KERNEL`, `CUPTI_ACTIVITY_KIND_MEMCPY`,
+//! `CUPTI_ACTIVITY_KIND_MEMSET`, `ThreadNames`. Tables are created lazily: a
+//! missing one means no such events. Columns are selected by name; a
+//! `globalTid` holds the process id above bit 24 and the thread id below.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use profiling_core::stats::DurationStats;
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+
+/// `eventType` of an NVTX push/pop range.
+pub const NVTX_PUSH_POP: i64 = 59;
+
+/// Why an export cannot be analyzed; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a SQLite file (export the report with: nsys export --type sqlite REPORT.nsys-rep)", .0.display())]
+    NotSqlite(PathBuf),
+    #[error("{}: a SQLite file, but not an Nsight Systems export (it has no StringIds table)", .0.display())]
+    NotAnExport(PathBuf),
+    #[error("{}: the export holds no NVTX push/pop range: was the run captured with --trace nvtx?", .0.display())]
+    NoNvtx(PathBuf),
+    #[error("{}: no NVTX range named `{name}` (the capture range); the export's ranges include: {}", .path.display(), .names.join(", "))]
+    NoCapture {
+        path: PathBuf,
+        name: String,
+        names: Vec<String>,
+    },
+    #[error("{}: {source}", .path.display())]
+    Sql {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+}
+
+/// Which capture range to analyze, and how much to list.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub capture_range: String,
+    /// Kernels listed per range, by GPU time.
+    pub kernels: usize,
+}
+
+/// GPU work launched in a range, by kernel (or memcpy, memset) name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelSummary {
+    pub name: String,
+    pub count: u64,
+    pub total_ns: u64,
+    pub median_ns: u64,
+}
+
+/// One range path over every pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RangeAnalysis {
+    pub path: String,
+    pub name: String,
+    pub depth: u32,
+    /// The thread the range ran on (its name when the export has one).
+    pub thread: String,
+    pub count: u64,
+    /// Per range: from push to pop on the host.
+    pub host: DurationStats,
+    /// Per range: the union of the GPU intervals of what it launched.
+    pub gpu_busy: Option<DurationStats>,
+    /// Everything it launched: GPU activities, and their durations added.
+    pub gpu_activities: u64,
+    pub gpu_sum_ns: u64,
+    /// Per range that launched something: from its first launch to its
+    /// last GPU completion (which may come after the range closed).
+    pub launch_to_completion: Option<DurationStats>,
+    /// The top kernels by GPU time.
+    pub kernels: Vec<KernelSummary>,
+}
+
+/// One measured pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassAnalysis {
+    pub name: String,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// The union of the GPU work launched in the pass, within the pass.
+    pub gpu_busy_ns: u64,
+    pub gpu_busy_fraction: f64,
+    /// The longest stretch of the pass with no GPU work launched in it running.
+    pub largest_gpu_idle_ns: u64,
+}
+
+/// The analysis of one capture.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    pub export: PathBuf,
+    pub capture_range: String,
+    /// The process that opened the capture range.
+    pub process_id: u64,
+    pub capture_ns: u64,
+    pub passes: Vec<PassAnalysis>,
+    /// Over the passes: the mean GPU busy fraction and the longest idle gap.
+    pub mean_gpu_busy_fraction: f64,
+    pub largest_gpu_idle_ns: u64,
+    /// By path, each after its parent.
+    pub ranges: Vec<RangeAnalysis>,
+    /// GPU activities launched in the capture, and those launched outside
+    /// any range of it.
+    pub gpu_activities: u64,
+    pub gpu_activities_outside_ranges: u64,
+    pub notes: Vec<String>,
+}
+
+struct Range {
+    name: String,
+    start: i64,
+    end: i64,
+    tid: i64,
+}
+
+struct Activity {
+    start: i64,
+    end: i64,
+    name: String,
+}
+
+/// One range instance on its thread, with what was launched in it.
+struct Instance {
+    start: i64,
+    end: i64,
+    /// Index into the paths; `None` for a pass range.
+    path: Option<usize>,
+    pass: Option<usize>,
+    activities: Vec<usize>,
+    first_launch: Option<i64>,
+}
+
+struct PathNode {
+    name: String,
+    parent: Option<usize>,
+    depth: u32,
+    tid: i64,
+}
+
+fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> AnalyzeError + '_ {
+    move |source| AnalyzeError::Sql {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Opens an export read-only, after checking it is SQLite and an export.
+pub fn open(path: &Path) -> Result<Connection, AnalyzeError> {
+    let mut header = [0u8; 16];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read(&mut file, &mut header))
+        .map_err(|source| AnalyzeError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if read < 16 || &header != b"SQLite format 3\0" {
+        return Err(AnalyzeError::NotSqlite(path.to_path_buf()));
+    }
+    let connection =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sql(path))?;
+    if !tables(&connection, path)?.contains_key("StringIds") {
+        return Err(AnalyzeError::NotAnExport(path.to_path_buf()));
+    }
+    Ok(connection)
+}
+
+/// Every table and its columns.
+fn tables(
+    connection: &Connection,
+    path: &Path,
+) -> Result<HashMap<String, Vec<String>>, AnalyzeError> {
+    let mut statement = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .map_err(sql(path))?;
+    let names: Vec<String> = statement
+        .query_map([], |row| row.get(0))
+        .map_err(sql(path))?
+        .collect::<Result<_, _>>()
+        .map_err(sql(path))?;
+    let mut tables = HashMap::new();
+    for name in names {
+        let mut columns = connection
+            .prepare(&format!("SELECT name FROM pragma_table_info('{name}')"))
+            .map_err(sql(path))?;
+        let columns: Vec<String> = columns
+            .query_map([], |row| row.get(0))
+            .map_err(sql(path))?
+            .collect::<Result<_, _>>()
+            .map_err(sql(path))?;
+        tables.insert(name, columns);
+    }
+    Ok(tables)
+}
+
+/// The pid in a `globalTid` or `globalPid`.
+fn pid_of(global: i64) -> u64 {
+    ((global as u64) >> 24) & 0xFF_FFFF
+}
+
+/// Analyzes the capture range `request.capture_range` of the export at
+/// `path`.
+pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError> {
+    let connection = open(path)?;
+    let tables = tables(&connection, path)?;
+    let has = |table: &str, column: &str| {
+        tables
+            .get(table)
+            .is_some_and(|columns| columns.iter().any(|c| c == column))
+    };
+    if !tables.contains_key("NVTX_EVENTS") {
+        return Err(AnalyzeError::NoNvtx(path.to_path_buf()));
+    }
+    let ranges = nvtx_ranges(
+        &connection,
+        path,
+        has("NVTX_EVENTS", "textId"),
+        has("NVTX_EVENTS", "text"),
+    )?;
+    if ranges.is_empty() {
+        return Err(AnalyzeError::NoNvtx(path.to_path_buf()));
+    }
+    let mut captures: Vec<&Range> = ranges
+        .iter()
+        .filter(|r| r.name == request.capture_range)
+        .collect();
+    captures.sort_by_key(|r| r.start);
+    let Some(capture) = captures.first().copied() else {
+        let mut names: Vec<String> = ranges.iter().map(|r| r.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        names.truncate(20);
+        return Err(AnalyzeError::NoCapture {
+            path: path.to_path_buf(),
+            name: request.capture_range.clone(),
+            names,
+        });
+    };
+    let mut notes = Vec::new();
+    if captures.len() > 1 {
+        notes.push(format!(
+            "the export holds {} ranges named `{}`: the first is analyzed",
+            captures.len(),
+            request.capture_range
+        ));
+    }
+    let pid = pid_of(capture.tid);
+    let thread_names = thread_names(&connection, path, &tables)?;
+
+    // The ranges of the capture, per thread, outer ones first.
+    let inside: Vec<&Range> = ranges
+        .iter()
+        .filter(|r| {
+            !std::ptr::eq(*r, capture)
+                && pid_of(r.tid) == pid
+                && r.start >= capture.start
+                && r.end <= capture.end
+        })
+        .collect();
+    let mut by_thread: BTreeMap<i64, Vec<&Range>> = BTreeMap::new();
+    for range in inside {
+        by_thread.entry(range.tid).or_default().push(range);
+    }
+    let mut nodes: Vec<PathNode> = Vec::new();
+    let mut node_index: HashMap<(Option<usize>, i64, String), usize> = HashMap::new();
+    let mut passes: Vec<(String, i64, i64)> = Vec::new();
+    let mut instances: BTreeMap<i64, Vec<Instance>> = BTreeMap::new();
+    for (&tid, list) in &mut by_thread {
+        list.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        let mut stack: Vec<(i64, Option<usize>)> = Vec::new();
+        let thread_instances = instances.entry(tid).or_default();
+        for range in list.iter() {
+            while stack.last().is_some_and(|&(end, _)| end <= range.start) {
+                stack.pop();
+            }
+            let is_pass = tid == capture.tid && stack.is_empty() && is_pass_name(&range.name);
+            if is_pass {
+                passes.push((range.name.clone(), range.start, range.end));
+                thread_instances.push(Instance {
+                    start: range.start,
+                    end: range.end,
+                    path: None,
+                    pass: Some(passes.len() - 1),
+                    activities: Vec::new(),
+                    first_launch: None,
+                });
+                stack.push((range.end, None));
+                continue;
+            }
+            let parent = stack.iter().rev().find_map(|&(_, node)| node);
+            let depth = parent.map_or(0, |p| nodes[p].depth + 1);
+            let key = (parent, tid, range.name.clone());
+            let node = *node_index.entry(key).or_insert_with(|| {
+                nodes.push(PathNode {
+                    name: range.name.clone(),
+                    parent,
+                    depth,
+                    tid,
+                });
+                nodes.len() - 1
+            });
+            thread_instances.push(Instance {
+                start: range.start,
+                end: range.end,
+                path: Some(node),
+                pass: None,
+                activities: Vec::new(),
+                first_launch: None,
+            });
+            stack.push((range.end, Some(node)));
+        }
+    }
+
+    // GPU work, by the thread and time of its launch.
+    let launches = runtime_launches(&connection, path, &tables, pid, capture)?;
+    let activities = gpu_activities(&connection, path, &tables, pid)?;
+    let mut by_launch_thread: HashMap<i64, Vec<(i64, usize)>> = HashMap::new();
+    let mut launched_in_capture = 0u64;
+    for (index, (correlation, activity)) in activities.iter().enumerate() {
+        let _ = activity;
+        if let Some(&(tid, start)) = launches.get(correlation) {
+            launched_in_capture += 1;
+            by_launch_thread
+                .entry(tid)
+                .or_default()
+                .push((start, index));
+        }
+    }
+    let mut outside = 0u64;
+    for (tid, launches) in &mut by_launch_thread {
+        launches.sort_unstable();
+        let Some(list) = instances.get_mut(tid) else {
+            outside += launches.len() as u64;
+            continue;
+        };
+        // A sweep: the open instances around each launch, outermost first.
+        let mut next = 0;
+        let mut open: Vec<usize> = Vec::new();
+        for &(time, activity) in launches.iter() {
+            while next < list.len() && list[next].start <= time {
+                while open
+                    .last()
+                    .is_some_and(|&i| list[i].end <= list[next].start)
+                {
+                    open.pop();
+                }
+                open.push(next);
+                next += 1;
+            }
+            while open.last().is_some_and(|&i| list[i].end < time) {
+                open.pop();
+            }
+            let mut counted = false;
+            for &i in &open {
+                let instance = &mut list[i];
+                instance.activities.push(activity);
+                instance.first_launch = Some(instance.first_launch.map_or(time, |t| t.min(time)));
+                counted |= instance.path.is_some();
+            }
+            if !counted {
+                outside += 1;
+            }
+        }
+    }
+
+    let activity_list: Vec<&Activity> = activities.iter().map(|(_, a)| a).collect();
+    let ranges = summarize_paths(
+        &nodes,
+        &instances,
+        &activity_list,
+        &thread_names,
+        request.kernels,
+    );
+    let mut pass_analyses: Vec<PassAnalysis> = passes
+        .iter()
+        .map(|(name, start, end)| PassAnalysis {
+            name: name.clone(),
+            start_ns: (start - capture.start).max(0) as u64,
+            duration_ns: (end - start).max(0) as u64,
+            gpu_busy_ns: 0,
+            gpu_busy_fraction: 0.0,
+            largest_gpu_idle_ns: (end - start).max(0) as u64,
+        })
+        .collect();
+    for list in instances.values() {
+        for instance in list {
+            let Some(pass) = instance.pass else { continue };
+            let intervals: Vec<(i64, i64)> = instance
+                .activities
+                .iter()
+                .map(|&a| (activity_list[a].start, activity_list[a].end))
+                .collect();
+            let (busy, idle) = busy_and_idle(&intervals, instance.start, instance.end);
+            let analysis = &mut pass_analyses[pass];
+            analysis.gpu_busy_ns = busy;
+            analysis.largest_gpu_idle_ns = idle;
+            analysis.gpu_busy_fraction = if analysis.duration_ns > 0 {
+                busy as f64 / analysis.duration_ns as f64
+            } else {
+                0.0
+            };
+        }
+    }
+    if pass_analyses.is_empty() {
+        notes.push(
+            "no `iteration <i>` pass range inside the capture: no per-pass figures".to_owned(),
+        );
+    }
+    if launches.is_empty() && !activities.is_empty() {
+        notes.push("the export has GPU activity but no CUDA runtime calls to tie it to ranges (capture with --trace cuda)".to_owned());
+    }
+    let mean_gpu_busy_fraction = if pass_analyses.is_empty() {
+        0.0
+    } else {
+        pass_analyses
+            .iter()
+            .map(|p| p.gpu_busy_fraction)
+            .sum::<f64>()
+            / pass_analyses.len() as f64
+    };
+    Ok(Analysis {
+        export: path.to_path_buf(),
+        capture_range: request.capture_range.clone(),
+        process_id: pid,
+        capture_ns: (capture.end - capture.start).max(0) as u64,
+        largest_gpu_idle_ns: pass_analyses
+            .iter()
+            .map(|p| p.largest_gpu_idle_ns)
+            .max()
+            .unwrap_or(0),
+        mean_gpu_busy_fraction,
+        passes: pass_analyses,
+        ranges,
+        gpu_activities: launched_in_capture,
+        gpu_activities_outside_ranges: outside,
+        notes,
+    })
+}
+
+/// `iteration <i>`: the runner's pass ranges.
+fn is_pass_name(name: &str) -> bool {
+    name.strip_prefix("iteration ")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn nvtx_ranges(
+    connection: &Connection,
+    path: &Path,
+    has_text_id: bool,
+    has_text: bool,
+) -> Result<Vec<Range>, AnalyzeError> {
+    let text = match (has_text, has_text_id) {
+        (true, true) => "COALESCE(e.text, s.value)",
+        (true, false) => "e.text",
+        (false, true) => "s.value",
+        (false, false) => "NULL",
+    };
+    let join = if has_text_id {
+        "LEFT JOIN StringIds s ON s.id = e.textId"
+    } else {
+        ""
+    };
+    let query = format!(
+        "SELECT e.start, e.end, e.globalTid, {text} FROM NVTX_EVENTS e {join} \
+         WHERE e.eventType = {NVTX_PUSH_POP} AND e.end IS NOT NULL AND e.end >= e.start"
+    );
+    let mut statement = connection.prepare(&query).map_err(sql(path))?;
+    let rows = statement
+        .query_map([], |row| {
+            Ok(Range {
+                start: row.get(0)?,
+                end: row.get(1)?,
+                tid: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                name: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
+            })
+        })
+        .map_err(sql(path))?;
+    rows.collect::<Result<_, _>>().map_err(sql(path))
+}
+
+fn thread_names(
+    connection: &Connection,
+    path: &Path,
+    tables: &HashMap<String, Vec<String>>,
+) -> Result<HashMap<i64, String>, AnalyzeError> {
+    if !tables.contains_key("ThreadNames") {
+        return Ok(HashMap::new());
+    }
+    let mut statement = connection
+        .prepare(
+            "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId",
+        )
+        .map_err(sql(path))?;
+    let rows = statement
+        .query_map([], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })
+        .map_err(sql(path))?;
+    rows.collect::<Result<_, _>>().map_err(sql(path))
+}
+
+/// The CUDA runtime calls of process `pid` made inside the capture, by
+/// correlation id: their thread and start.
+fn runtime_launches(
+    connection: &Connection,
+    path: &Path,
+    tables: &HashMap<String, Vec<String>>,
+    pid: u64,
+    capture: &Range,
+) -> Result<HashMap<i64, (i64, i64)>, AnalyzeError> {
+    if !tables.contains_key("CUPTI_ACTIVITY_KIND_RUNTIME") {
+        return Ok(HashMap::new());
+    }
+    let mut statement = connection
+        .prepare(
+            "SELECT correlationId, globalTid, start FROM CUPTI_ACTIVITY_KIND_RUNTIME \
+             WHERE start >= ?1 AND start <= ?2",
+        )
+        .map_err(sql(path))?;
+    let rows = statement
+        .query_map([capture.start, capture.end], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
+        .map_err(sql(path))?;
+    let mut launches = HashMap::new();
+    for row in rows {
+        let (correlation, tid, start) = row.map_err(sql(path))?;
+        if pid_of(tid) == pid {
+            launches.insert(correlation, (tid, start));
+        }
+    }
+    Ok(launches)
+}
+
+/// The kernels, memcpys and memsets of process `pid`, with their
+/// correlation ids.
+fn gpu_activities(
+    connection: &Connection,
+    path: &Path,
+    tables: &HashMap<String, Vec<String>>,
+    pid: u64,
+) -> Result<Vec<(i64, Activity)>, AnalyzeError> {
+    let has = |table: &str, column: &str| {
+        tables
+            .get(table)
+            .is_some_and(|columns| columns.iter().any(|c| c == column))
+    };
+    let mut queries = Vec::new();
+    if tables.contains_key("CUPTI_ACTIVITY_KIND_KERNEL") {
+        let name = match (
+            has("CUPTI_ACTIVITY_KIND_KERNEL", "demangledName"),
+            has("CUPTI_ACTIVITY_KIND_KERNEL", "shortName"),
+        ) {
+            (true, true) => "COALESCE(d.value, s.value, '[kernel]')",
+            (true, false) => "COALESCE(d.value, '[kernel]')",
+            (false, true) => "COALESCE(s.value, '[kernel]')",
+            (false, false) => "'[kernel]'",
+        };
+        let mut joins = String::new();
+        if has("CUPTI_ACTIVITY_KIND_KERNEL", "demangledName") {
+            joins.push_str(" LEFT JOIN StringIds d ON d.id = k.demangledName");
+        }
+        if has("CUPTI_ACTIVITY_KIND_KERNEL", "shortName") {
+            joins.push_str(" LEFT JOIN StringIds s ON s.id = k.shortName");
+        }
+        queries.push(format!(
+            "SELECT k.start, k.end, k.correlationId, k.globalPid, {name} FROM CUPTI_ACTIVITY_KIND_KERNEL k{joins}"
+        ));
+    }
+    if tables.contains_key("CUPTI_ACTIVITY_KIND_MEMCPY") {
+        let kind = if tables.contains_key("ENUM_CUDA_MEMCPY_OPER")
+            && has("CUPTI_ACTIVITY_KIND_MEMCPY", "copyKind")
+        {
+            queries.push("SELECT m.start, m.end, m.correlationId, m.globalPid, '[CUDA memcpy ' || COALESCE(o.label, o.name, m.copyKind) || ']' FROM CUPTI_ACTIVITY_KIND_MEMCPY m LEFT JOIN ENUM_CUDA_MEMCPY_OPER o ON o.id = m.copyKind".to_owned());
+            true
+        } else {
+            false
+        };
+        if !kind {
+            queries.push("SELECT start, end, correlationId, globalPid, '[CUDA memcpy]' FROM CUPTI_ACTIVITY_KIND_MEMCPY".to_owned());
+        }
+    }
+    if tables.contains_key("CUPTI_ACTIVITY_KIND_MEMSET") {
+        queries.push("SELECT start, end, correlationId, globalPid, '[CUDA memset]' FROM CUPTI_ACTIVITY_KIND_MEMSET".to_owned());
+    }
+    let mut activities = Vec::new();
+    for query in queries {
+        let mut statement = connection.prepare(&query).map_err(sql(path))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                    Activity {
+                        start: row.get(0)?,
+                        end: row.get(1)?,
+                        name: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    },
+                ))
+            })
+            .map_err(sql(path))?;
+        for row in rows {
+            let (correlation, global_pid, activity) = row.map_err(sql(path))?;
+            if pid_of(global_pid) == pid {
+                activities.push((correlation, activity));
+            }
+        }
+    }
+    Ok(activities)
+}
+
+/// The union of `intervals` within `[from, to]`, and the longest stretch of
+/// `[from, to]` none of them covers.
+fn busy_and_idle(intervals: &[(i64, i64)], from: i64, to: i64) -> (u64, u64) {
+    let mut clipped: Vec<(i64, i64)> = intervals
+        .iter()
+        .map(|&(start, end)| (start.max(from), end.min(to)))
+        .filter(|&(start, end)| end > start)
+        .collect();
+    clipped.sort_unstable();
+    let (mut busy, mut idle, mut cursor) = (0i64, 0i64, from);
+    let mut current: Option<(i64, i64)> = None;
+    for (start, end) in clipped {
+        match &mut current {
+            Some((_, current_end)) if start <= *current_end => {
+                *current_end = (*current_end).max(end);
+            }
+            _ => {
+                if let Some((s, e)) = current.take() {
+                    busy += e - s;
+                    cursor = e;
+                }
+                idle = idle.max(start - cursor);
+                current = Some((start, end));
+            }
+        }
+    }
+    if let Some((s, e)) = current {
+        busy += e - s;
+        cursor = e;
+    }
+    idle = idle.max(to - cursor);
+    (busy.max(0) as u64, idle.max(0) as u64)
+}
+
+/// The union of `intervals`, unclipped.
+fn union_length(intervals: &mut [(i64, i64)]) -> u64 {
+    intervals.sort_unstable();
+    let mut total = 0i64;
+    let mut current: Option<(i64, i64)> = None;
+    for &(start, end) in intervals.iter() {
+        match &mut current {
+            Some((_, current_end)) if start <= *current_end => {
+                *current_end = (*current_end).max(end)
+            }
+            _ => {
+                if let Some((s, e)) = current.take() {
+                    total += e - s;
+                }
+                current = Some((start, end));
+            }
+        }
+    }
+    if let Some((s, e)) = current {
+        total += e - s;
+    }
+    total.max(0) as u64
+}
+
+fn stats(mut values: Vec<u64>) -> Option<DurationStats> {
+    DurationStats::from_samples(&mut values)
+}
+
+fn summarize_paths(
+    nodes: &[PathNode],
+    instances: &BTreeMap<i64, Vec<Instance>>,
+    activities: &[&Activity],
+    thread_names: &HashMap<i64, String>,
+    kernels_listed: usize,
+) -> Vec<RangeAnalysis> {
+    struct Totals {
+        host: Vec<u64>,
+        busy: Vec<u64>,
+        span: Vec<u64>,
+        count: u64,
+        sum: u64,
+        kernels: HashMap<String, Vec<u64>>,
+    }
+    let mut totals: Vec<Totals> = (0..nodes.len())
+        .map(|_| Totals {
+            host: Vec::new(),
+            busy: Vec::new(),
+            span: Vec::new(),
+            count: 0,
+            sum: 0,
+            kernels: HashMap::new(),
+        })
+        .collect();
+    for list in instances.values() {
+        for instance in list {
+            let Some(path) = instance.path else { continue };
+            let total = &mut totals[path];
+            total
+                .host
+                .push((instance.end - instance.start).max(0) as u64);
+            if instance.activities.is_empty() {
+                continue;
+            }
+            let mut intervals: Vec<(i64, i64)> = Vec::with_capacity(instance.activities.len());
+            let mut last_end = i64::MIN;
+            for &a in &instance.activities {
+                let activity = activities[a];
+                intervals.push((activity.start, activity.end));
+                last_end = last_end.max(activity.end);
+                let duration = (activity.end - activity.start).max(0) as u64;
+                total.sum += duration;
+                total.count += 1;
+                total
+                    .kernels
+                    .entry(activity.name.clone())
+                    .or_default()
+                    .push(duration);
+            }
+            total.busy.push(union_length(&mut intervals));
+            if let Some(first) = instance.first_launch {
+                total.span.push((last_end - first).max(0) as u64);
+            }
+        }
+    }
+    let path_of = |mut node: usize| {
+        let mut names = vec![nodes[node].name.as_str()];
+        while let Some(parent) = nodes[node].parent {
+            names.push(&nodes[parent].name);
+            node = parent;
+        }
+        names.reverse();
+        names.join("/")
+    };
+    // Depth-first, siblings by host time, largest first.
+    let host_total = |i: usize| totals[i].host.iter().sum::<u64>();
+    let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        children.entry(node.parent).or_default().push(i);
+    }
+    for list in children.values_mut() {
+        list.sort_by(|&a, &b| {
+            host_total(b)
+                .cmp(&host_total(a))
+                .then(nodes[a].name.cmp(&nodes[b].name))
+        });
+    }
+    let mut order = Vec::new();
+    let mut pending: Vec<usize> = children.get(&None).cloned().unwrap_or_default();
+    pending.reverse();
+    while let Some(node) = pending.pop() {
+        order.push(node);
+        if let Some(list) = children.get(&Some(node)) {
+            pending.extend(list.iter().rev());
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|i| {
+            let total = &mut totals[i];
+            let mut kernels: Vec<KernelSummary> = total
+                .kernels
+                .drain()
+                .map(|(name, mut durations)| {
+                    durations.sort_unstable();
+                    KernelSummary {
+                        count: durations.len() as u64,
+                        total_ns: durations.iter().sum(),
+                        median_ns: durations[(durations.len() - 1) / 2],
+                        name,
+                    }
+                })
+                .collect();
+            kernels.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+            kernels.truncate(kernels_listed);
+            let node = &nodes[i];
+            Some(RangeAnalysis {
+                path: path_of(i),
+                name: node.name.clone(),
+                depth: node.depth,
+                thread: thread_names
+                    .get(&node.tid)
+                    .cloned()
+                    .unwrap_or_else(|| format!("thread {}", node.tid & 0xFF_FFFF)),
+                count: total.host.len() as u64,
+                host: stats(std::mem::take(&mut total.host))?,
+                gpu_busy: stats(std::mem::take(&mut total.busy)),
+                gpu_activities: total.count,
+                gpu_sum_ns: total.sum,
+                launch_to_completion: stats(std::mem::take(&mut total.span)),
+                kernels,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_time_is_the_union_and_idle_the_longest_gap() {
+        // [10, 30] and [20, 40] overlap; [60, 70] alone; within [0, 100].
+        let (busy, idle) = busy_and_idle(&[(20, 40), (10, 30), (60, 70)], 0, 100);
+        assert_eq!((busy, idle), (40, 30));
+        // Clipped to the window.
+        assert_eq!(busy_and_idle(&[(-10, 5), (95, 120)], 0, 100), (10, 90));
+        assert_eq!(busy_and_idle(&[], 0, 100), (0, 100));
+        assert_eq!(union_length(&mut [(0, 10), (5, 20), (30, 31)]), 21);
+    }
+
+    #[test]
+    fn pass_ranges_are_iteration_and_a_number() {
+        assert!(is_pass_name("iteration 12"));
+        assert!(!is_pass_name("iteration"));
+        assert!(!is_pass_name("iteration x"));
+        assert_eq!(pid_of((4242 << 24) | 17), 4242);
+    }
+}
