@@ -248,6 +248,21 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         .filter(|r| r.name == request.capture_range)
         .collect();
     captures.sort_by_key(|r| r.start);
+    // A capture that started inside the range itself may lack its push:
+    // then the passes' thread and extent stand for it.
+    let spanned = if captures.is_empty() {
+        pass_span(&ranges)
+    } else {
+        None
+    };
+    let mut notes = Vec::new();
+    if let Some(span) = &spanned {
+        captures.push(span);
+        notes.push(format!(
+            "no range named `{}` in the export (the capture may have begun inside it): its passes' extent stands for it",
+            request.capture_range
+        ));
+    }
     let Some(capture) = captures.first().copied() else {
         let mut names: Vec<String> = ranges.iter().map(|r| r.name.clone()).collect();
         names.sort();
@@ -259,7 +274,6 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
             names,
         });
     };
-    let mut notes = Vec::new();
     if captures.len() > 1 {
         notes.push(format!(
             "the export holds {} ranges named `{}`: the first is analyzed",
@@ -458,6 +472,27 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         gpu_activities_outside_ranges: outside,
         notes,
     })
+}
+
+/// The extent of the `iteration <i>` ranges of the thread that has them,
+/// as a range; `None` without any, or when a range of another name holds
+/// them all (a capture range by another name).
+fn pass_span(ranges: &[Range]) -> Option<Range> {
+    let passes: Vec<&Range> = ranges.iter().filter(|r| is_pass_name(&r.name)).collect();
+    let first = passes.first()?;
+    let tid = first.tid;
+    let on_thread = passes.iter().filter(|r| r.tid == tid);
+    let span = Range {
+        name: String::new(),
+        start: on_thread.clone().map(|r| r.start).min()?,
+        end: on_thread.map(|r| r.end).max()?,
+        tid,
+    };
+    // A range around the passes is a capture range of another name.
+    let enclosed = ranges.iter().any(|r| {
+        r.tid == tid && !is_pass_name(&r.name) && r.start <= span.start && r.end >= span.end
+    });
+    (!enclosed).then_some(span)
 }
 
 /// `iteration <i>`: the runner's pass ranges.

@@ -219,6 +219,22 @@ fn every_range_gets_the_gpu_work_launched_inside_it() {
 }
 
 #[test]
+fn without_its_capture_range_the_passes_stand_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.sqlite");
+    write_export(&path);
+    Connection::open(&path)
+        .unwrap()
+        .execute("DELETE FROM NVTX_EVENTS WHERE textId = 1", [])
+        .unwrap();
+    let analysis = analyze(&path, &request()).unwrap();
+    assert_eq!(analysis.capture_ns, 9_000);
+    assert_eq!(analysis.passes.len(), 3);
+    assert_eq!(analysis.ranges[0].gpu_sum_ns, 3 * 1_150);
+    assert!(analysis.notes[0].starts_with("no range named `profile-target`"));
+}
+
+#[test]
 fn top_kernels_are_cut_to_the_number_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.sqlite");
