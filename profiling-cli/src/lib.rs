@@ -23,6 +23,7 @@ pub const EXIT_TARGET_FAILED: u8 = 1;
 /// Exit code: bad usage, config or data.
 pub const EXIT_USAGE: u8 = 2;
 
+mod analyze;
 pub mod compare;
 mod delegate;
 pub mod page;
@@ -132,6 +133,20 @@ enum Command {
     /// Exit codes: 0 written; 1 it could not be written; 2 a run that cannot be read or compared,
     /// or -o FILE that exists without --force.
     Report(compare::ReportArgs),
+    /// GPU time per NVTX range from the run's Nsight Systems report.
+    ///
+    /// PATH is a run directory (its trace.sqlite, else its trace.nsys-rep, exported once with
+    /// `nsys export --type sqlite` when nsys is on PATH; else the command to run is printed), an
+    /// .nsys-rep report or its .sqlite export. Inside the capture range, per range path: calls,
+    /// host time (and the run's own manifest figure beside it), GPU busy time of the kernels,
+    /// memcpys and memsets launched from the range's thread while it was open, their time per
+    /// pass, the time from first launch to last completion, and the top kernels; per pass, how
+    /// busy the GPU was and its longest idle gap. Writes analysis.yaml beside the run's manifest.
+    ///
+    /// Exit codes: 0 analyzed; 1 analysis.yaml could not be written; 2 no export (and no nsys to
+    /// make one), not an Nsight export, no NVTX ranges, no capture range of that name, or a report
+    /// of another run (its passes do not match the manifest; --force analyzes it anyway).
+    Analyze(analyze::AnalyzeArgs),
     /// Create the profiling crate of your own cargo workspace: inference_profiling/.
     ///
     /// Run anywhere inside the workspace (or give --workspace). Creates inference_profiling/ with
@@ -345,7 +360,8 @@ pub fn main_with(
         | Command::Run(_)
         | Command::Compare(_)
         | Command::Baselines(_)
-        | Command::Report(_) => None,
+        | Command::Report(_)
+        | Command::Analyze(_) => None,
         Command::New(_) | Command::Check(_) | Command::Init(_) => {
             match user_workspace(cli.workspace.as_deref()) {
                 Ok(user) => Some(user),
@@ -369,6 +385,7 @@ pub fn main_with(
         Command::Report(report_args) => {
             compare::report_command(report_args, workspace_root, out, err)
         }
+        Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
         Command::New(new_args) => snippets::new(new_args, user, out, err),
         Command::Check(check_args) => snippets::check(check_args, user, out, err),
         Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),

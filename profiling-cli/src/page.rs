@@ -256,8 +256,67 @@ pub fn run_page(page: &RunPage<'_>) -> String {
         body.push_str("</section>\n");
     }
 
-    body.push_str("<section id=\"nsight\">\n<h2>Nsight Systems</h2>\n<p class=\"lead\">GPU time per range from an Nsight Systems report of this run appears here once one is analyzed. Capture one with the command <code>profile-cli run ... --print-nsys-command</code> prints.</p>\n</section>\n");
+    body.push_str(&nsight_section(page.dir));
     document(&format!("{profile} {run_id}"), &body)
+}
+
+/// The GPU time per range of `analysis.yaml` in `dir`, or where it will
+/// be once the run's Nsight Systems report is analyzed.
+fn nsight_section(dir: &Path) -> String {
+    let mut html =
+        String::from("<section id=\"nsight\">\n<h2>Nsight Systems: GPU time per range</h2>\n");
+    let analysis: Option<Value> = std::fs::read_to_string(dir.join("analysis.yaml"))
+        .ok()
+        .and_then(|text| serde_yaml::from_str(&text).ok());
+    let Some(analysis) = analysis else {
+        html.push_str("<p class=\"lead\">No Nsight Systems report of this run is analyzed yet: capture one with the command <code>profile-cli run ... --print-nsys-command</code> prints (or <code>run --nsys</code>), then <code>profile-cli analyze</code> this run directory.</p>\n</section>\n");
+        return html;
+    };
+    let fraction = get(&analysis, "mean_gpu_busy_fraction")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let _ = writeln!(
+        html,
+        "<p class=\"lead\">From <code>{}</code>: the GPU was busy {:.1} % of a pass on average; its longest idle stretch in a pass was {}.</p>",
+        esc(&text(&analysis, "export")),
+        fraction * 100.0,
+        format_ns(number(&analysis, "largest_gpu_idle_ns").unwrap_or(0)),
+    );
+    html.push_str("<table id=\"gpu-ranges\" class=\"sortable\">\n<thead><tr><th>range path</th><th>calls</th><th>host p50 (Nsight)</th><th>host p50 (this run)</th><th>GPU busy p50</th><th>GPU per pass</th><th>first launch to last completion p50</th><th>top kernel</th></tr></thead>\n<tbody>\n");
+    let passes = get(&analysis, "passes")
+        .and_then(Value::as_sequence)
+        .map_or(1, |p| p.len().max(1)) as u64;
+    for range in get(&analysis, "ranges")
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+    {
+        let cell = |key: &str| match get(range, key).and_then(Value::as_u64) {
+            Some(ns) => format!("<td data-sort=\"{ns}\">{}</td>", format_ns(ns)),
+            None => "<td data-sort=\"-1\">-</td>".to_owned(),
+        };
+        let per_pass = number(range, "gpu_sum_ns").unwrap_or(0) / passes;
+        let kernel = get(range, "kernels")
+            .and_then(Value::as_sequence)
+            .and_then(|k| k.first())
+            .map_or("-".to_owned(), |k| {
+                format!("{} ×{}", text(k, "name"), text(k, "count"))
+            });
+        let _ = writeln!(
+            html,
+            "<tr data-gpu-path=\"{path}\"><td class=\"path\">{path}</td><td>{count}</td>{host}{here}{busy}<td data-sort=\"{per_pass}\">{per_pass_text}</td>{span}<td class=\"path\">{kernel}</td></tr>",
+            path = esc(&text(range, "path")),
+            count = text(range, "count"),
+            host = cell("host.p50_ns"),
+            here = cell("manifest_host_p50_ns"),
+            busy = cell("gpu_busy.p50_ns"),
+            per_pass_text = format_ns(per_pass),
+            span = cell("launch_to_completion.p50_ns"),
+            kernel = esc(&kernel),
+        );
+    }
+    html.push_str("</tbody>\n</table>\n</section>\n");
+    html
 }
 
 fn header(page: &RunPage<'_>) -> String {
