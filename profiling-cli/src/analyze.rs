@@ -355,3 +355,45 @@ fn write_table(
     }
     Ok(())
 }
+
+/// `run --nsys`: the run under Nsight Systems (`lines`, the command
+/// `--print-nsys-command` prints), then the analysis of its report.
+pub fn run_under_nsys(
+    lines: &[Vec<String>],
+    run_dir: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let printed = profiling_core::nsys::render_command(lines);
+    if !on_path("nsys") {
+        writeln!(
+            err,
+            "error: --nsys needs Nsight Systems, and nsys is not on PATH: run this where it is, then `profile-cli analyze {}`:\n{printed}",
+            run_dir.display()
+        )?;
+        return Ok(EXIT_USAGE);
+    }
+    let words: Vec<&String> = lines.iter().flatten().collect();
+    writeln!(err, "running under Nsight Systems:\n{printed}")?;
+    out.flush()?;
+    let status = Command::new(words[0])
+        .args(&words[1..])
+        .status()
+        .map_err(|e| anyhow::anyhow!("cannot start nsys: {e}"))?;
+    if !status.success() {
+        writeln!(err, "error: the run under nsys failed ({status})")?;
+        return Ok(status
+            .code()
+            .and_then(|c| u8::try_from(c).ok())
+            .filter(|&c| c != 0)
+            .unwrap_or(EXIT_TARGET_FAILED));
+    }
+    let args = AnalyzeArgs {
+        path: run_dir.to_path_buf(),
+        capture_range: None,
+        kernels: 3,
+        json: false,
+        force: false,
+    };
+    analyze_command(args, out, err)
+}

@@ -257,6 +257,10 @@ struct RunArgs {
     /// Print one JSON document on stdout (manifest path, status, timings); human output goes to stderr.
     #[arg(long)]
     json: bool,
+    /// Run under Nsight Systems (the command --print-nsys-command prints), then analyze its
+    /// report: GPU time per range. Needs nsys on PATH; without it, exit 2 with the command.
+    #[arg(long, conflicts_with = "print_nsys_command")]
+    nsys: bool,
     /// Write no report.html beside the manifest (also `write_report: false` in the config).
     #[arg(long)]
     no_report: bool,
@@ -648,6 +652,18 @@ fn run(
             )?;
         }
         return Ok(EXIT_OK);
+    }
+
+    if args.nsys {
+        if let Err(error) = session::check_run_dir_free(&planned) {
+            return streams.fail(&error);
+        }
+        let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
+        let run_dir = session::absolute(&planned.run_dir);
+        let command = session::explicit_command(&planned, &program);
+        let lines =
+            profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
+        return analyze::run_under_nsys(&lines, &run_dir, streams.out, streams.err);
     }
 
     // A baseline to compare with or to save is checked before anything runs.

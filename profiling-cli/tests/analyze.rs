@@ -191,4 +191,23 @@ fn another_runs_report_or_a_report_without_nsys_is_refused_and_nothing_written()
     );
     let missing = cli(&["analyze", out.path().join("nothing").to_str().unwrap()]);
     assert_eq!(missing.code, 2);
+
+    // run --nsys without nsys: the command to run, and nothing run.
+    let nsys = cli(&[
+        "run",
+        "analyze-ranged",
+        "--output-dir",
+        &out_dir,
+        "--run-id",
+        "under-nsys",
+        "--nsys",
+    ]);
+    assert_eq!(nsys.code, 2);
+    assert!(
+        nsys.stderr.starts_with("error: --nsys needs Nsight Systems, and nsys is not on PATH: run this where it is, then `profile-cli analyze "),
+        "{}",
+        nsys.stderr
+    );
+    assert!(nsys.stderr.contains("nsys profile \\\n"), "{}", nsys.stderr);
+    assert!(!out.path().join("analyze-ranged/runs/under-nsys").exists());
 }
