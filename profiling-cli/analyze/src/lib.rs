@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use profiling_core::stats::DurationStats;
+use profiling_core::timing::tree::{depth_first, joined_path};
 use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 
@@ -789,37 +790,14 @@ fn summarize_paths(
             }
         }
     }
-    let path_of = |mut node: usize| {
-        let mut names = vec![nodes[node].name.as_str()];
-        while let Some(parent) = nodes[node].parent {
-            names.push(&nodes[parent].name);
-            node = parent;
-        }
-        names.reverse();
-        names.join("/")
-    };
+    let parents: Vec<Option<usize>> = nodes.iter().map(|n| n.parent).collect();
+    let path_of = |node: usize| joined_path(&parents, |i| &nodes[i].name, node);
     // Depth-first, siblings by host time, largest first.
-    let host_total = |i: usize| totals[i].host.iter().sum::<u64>();
-    let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
-    for (i, node) in nodes.iter().enumerate() {
-        children.entry(node.parent).or_default().push(i);
-    }
-    for list in children.values_mut() {
-        list.sort_by(|&a, &b| {
-            host_total(b)
-                .cmp(&host_total(a))
-                .then(nodes[a].name.cmp(&nodes[b].name))
-        });
-    }
-    let mut order = Vec::new();
-    let mut pending: Vec<usize> = children.get(&None).cloned().unwrap_or_default();
-    pending.reverse();
-    while let Some(node) = pending.pop() {
-        order.push(node);
-        if let Some(list) = children.get(&Some(node)) {
-            pending.extend(list.iter().rev());
-        }
-    }
+    let host_totals: Vec<u128> = totals
+        .iter()
+        .map(|t| t.host.iter().map(|&v| u128::from(v)).sum())
+        .collect();
+    let order = depth_first(&parents, |i| host_totals[i], |i| &nodes[i].name);
     order
         .into_iter()
         .filter_map(|i| {

@@ -162,25 +162,29 @@ fn pass_of(passes: &[(u64, u64)], start: u64) -> Option<usize> {
 /// Depth-first order, siblings by inclusive total, largest first, then by
 /// name.
 fn ordered(nodes: &[Node]) -> Vec<usize> {
-    let total = |i: usize| {
-        nodes[i]
-            .inclusive
-            .iter()
-            .map(|&v| u128::from(v))
-            .sum::<u128>()
-    };
+    let parents: Vec<Option<usize>> = nodes.iter().map(|n| n.parent).collect();
+    depth_first(
+        &parents,
+        |i| nodes[i].inclusive.iter().map(|&v| u128::from(v)).sum(),
+        |i| &nodes[i].name,
+    )
+}
+
+/// The nodes of a forest given by each one's parent, depth-first: each
+/// after its parent, siblings by `weight`, largest first, then by `name`.
+pub fn depth_first<'a>(
+    parents: &[Option<usize>],
+    weight: impl Fn(usize) -> u128,
+    name: impl Fn(usize) -> &'a str,
+) -> Vec<usize> {
     let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
-    for (i, node) in nodes.iter().enumerate() {
-        children.entry(node.parent).or_default().push(i);
+    for (i, &parent) in parents.iter().enumerate() {
+        children.entry(parent).or_default().push(i);
     }
     for list in children.values_mut() {
-        list.sort_by(|&a, &b| {
-            total(b)
-                .cmp(&total(a))
-                .then_with(|| nodes[a].name.cmp(&nodes[b].name))
-        });
+        list.sort_by(|&a, &b| weight(b).cmp(&weight(a)).then_with(|| name(a).cmp(name(b))));
     }
-    let mut order = Vec::with_capacity(nodes.len());
+    let mut order = Vec::with_capacity(parents.len());
     let mut pending: Vec<usize> = children.get(&None).cloned().unwrap_or_default();
     pending.reverse();
     while let Some(node) = pending.pop() {
@@ -192,14 +196,24 @@ fn ordered(nodes: &[Node]) -> Vec<usize> {
     order
 }
 
-fn path_of(nodes: &[Node], mut node: usize) -> String {
-    let mut names = vec![nodes[node].name.as_str()];
-    while let Some(parent) = nodes[node].parent {
-        names.push(&nodes[parent].name);
+/// The names from the root of `node`'s tree down to it, joined by `/`.
+pub fn joined_path<'a>(
+    parents: &[Option<usize>],
+    name: impl Fn(usize) -> &'a str,
+    mut node: usize,
+) -> String {
+    let mut names = vec![name(node)];
+    while let Some(parent) = parents[node] {
+        names.push(name(parent));
         node = parent;
     }
     names.reverse();
     names.join("/")
+}
+
+fn path_of(nodes: &[Node], node: usize) -> String {
+    let parents: Vec<Option<usize>> = nodes.iter().map(|n| n.parent).collect();
+    joined_path(&parents, |i| &nodes[i].name, node)
 }
 
 fn stats_of(values: &[u64]) -> Option<DurationStats> {
