@@ -39,7 +39,7 @@ struct SpinParameters {
 }
 
 fn steady_default() -> u64 {
-    20
+    10
 }
 
 fn jitter_default() -> f64 {
@@ -191,8 +191,13 @@ fn the_same_duration_twice_is_no_change() {
     let (code, document) = compare_json(&[&path(&a), &path(&b), "--noise-threshold", "0.05"]);
     assert_eq!(code, 0);
     let rows = rows(&document, 0);
+    // The pass and the call first; the ranges moved a pass by next to
+    // nothing, in either order.
     let labels: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-    assert_eq!(labels, ["pass", "call", "work", "steady"], "{rows:?}");
+    assert_eq!(labels[..2], ["pass", "call"], "{rows:?}");
+    let mut ranges = labels[2..].to_vec();
+    ranges.sort_unstable();
+    assert_eq!(ranges, ["steady", "work"], "{rows:?}");
     for (label, verdict, ratio, [low, high]) in &rows {
         assert_eq!(verdict, "no change", "{label}: {ratio} [{low}, {high}]");
     }
@@ -229,7 +234,7 @@ fn a_slower_run_is_slower_where_it_changed_and_the_reverse_is_faster() {
     let share = document["comparisons"][0]["rows"][2]["pass_share"]
         .as_f64()
         .unwrap();
-    assert!((share - 0.294).abs() < 0.03, "{share}");
+    assert!((share - 0.297).abs() < 0.03, "{share}");
     let difference = &document["comparisons"][0]["differences"][0];
     assert_eq!(difference["key"], "target.parameters.work_us");
     assert_eq!(
