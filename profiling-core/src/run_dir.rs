@@ -148,7 +148,7 @@ pub fn write_run(
 
 /// Renames `staging` to `run_dir`; an existing `run_dir` is moved aside
 /// first and removed only once the new one is in place.
-fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
+pub(crate) fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
     if !run_dir.exists() {
         return std::fs::rename(staging, run_dir);
     }

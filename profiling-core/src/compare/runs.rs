@@ -452,22 +452,9 @@ pub fn save_baseline(run_dir: &Path, name: &str, force: bool) -> Result<PathBuf,
         crate::run_dir::write_atomically(&staging.join("baseline.yaml"), text.as_bytes())
             .map_err(io(&staging.join("baseline.yaml")))?;
         let target = dir.join(name);
-        if target.exists() {
-            // Replaced only once the new one is whole (`force` was checked).
-            let aside = dir.join(format!(".{name}.replaced-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&aside);
-            std::fs::rename(&target, &aside).map_err(io(&target))?;
-            if let Err(source) = std::fs::rename(&staging, &target) {
-                let _ = std::fs::rename(&aside, &target);
-                return Err(RunError::Io {
-                    path: target,
-                    source,
-                });
-            }
-            let _ = std::fs::remove_dir_all(&aside);
-        } else {
-            std::fs::rename(&staging, &target).map_err(io(&target))?;
-        }
+        // An earlier baseline (`force` was checked) is replaced only once
+        // the new one is whole.
+        crate::run_dir::move_into_place(&staging, &target).map_err(io(&target))?;
         Ok(target)
     })();
     if result.is_err() {
