@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 use profiling_core::compare::runs::{LoadedRun, RunError};
 use profiling_core::compare::statistics::lower_median;
-use profiling_core::compare::{Comparison, Options, Row, Verdict};
+use profiling_core::compare::{one_line, Comparison, Options, Row, Verdict};
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use serde_yaml::Value;
 
@@ -96,28 +96,7 @@ fn get<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
 fn text(value: &Value, key: &str) -> String {
     match get(value, key) {
         None | Some(Value::Null) => "-".to_owned(),
-        Some(other) => compact(other),
-    }
-}
-
-/// A value on one line: `[64, 64, 3]`, `count: 1, shape: [64, 64]`.
-fn compact(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        Value::Sequence(items) => format!(
-            "[{}]",
-            items.iter().map(compact).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Mapping(map) if map.is_empty() => "none".to_owned(),
-        Value::Mapping(map) => map
-            .iter()
-            .map(|(k, v)| format!("{}: {}", compact(k), compact(v)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        Value::Tagged(tagged) => compact(&tagged.value),
+        Some(other) => one_line(other),
     }
 }
 

@@ -249,7 +249,7 @@ pub fn compare(
     }
     let target = |run: &LoadedRun| {
         lookup(&run.manifest, "target.name")
-            .map(leaf_text)
+            .map(one_line)
             .unwrap_or_default()
     };
     if target(base) != target(candidate) && !allow_different_targets {
@@ -320,15 +320,25 @@ fn lookup<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
         .try_fold(value, |value, part| value.get(part))
 }
 
-/// A leaf value as one short line.
-fn leaf_text(value: &Value) -> String {
+/// A value on one line: `[64, 64, 3]`, `count: 1, shape: [64, 64]`; an
+/// empty mapping is `none`.
+pub fn one_line(value: &Value) -> String {
     match value {
         Value::Null => "null".to_owned(),
-        Value::String(text) => text.clone(),
-        other => serde_yaml::to_string(other)
-            .unwrap_or_default()
-            .trim_end()
-            .replace('\n', " "),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Sequence(items) => format!(
+            "[{}]",
+            items.iter().map(one_line).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Mapping(map) if map.is_empty() => "none".to_owned(),
+        Value::Mapping(map) => map
+            .iter()
+            .map(|(k, v)| format!("{}: {}", one_line(k), one_line(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Tagged(tagged) => one_line(&tagged.value),
     }
 }
 
@@ -355,7 +365,7 @@ fn diff_values(key: &str, a: Option<&Value>, b: Option<&Value>, found: &mut Vec<
     }
     match (a, b) {
         (Some(Value::Mapping(a)), Some(Value::Mapping(b))) => {
-            let mut keys: Vec<String> = a.keys().chain(b.keys()).map(leaf_text).collect();
+            let mut keys: Vec<String> = a.keys().chain(b.keys()).map(one_line).collect();
             keys.sort();
             keys.dedup();
             for child in keys {
@@ -370,8 +380,8 @@ fn diff_values(key: &str, a: Option<&Value>, b: Option<&Value>, found: &mut Vec<
         }
         _ => found.push(Difference {
             key: key.to_owned(),
-            base: a.map_or_else(|| "(absent)".to_owned(), leaf_text),
-            candidate: b.map_or_else(|| "(absent)".to_owned(), leaf_text),
+            base: a.map_or_else(|| "(absent)".to_owned(), one_line),
+            candidate: b.map_or_else(|| "(absent)".to_owned(), one_line),
         }),
     }
 }
@@ -380,7 +390,7 @@ fn records_difference(a: Option<&Value>, b: Option<&Value>) -> Option<Difference
     let ids = |value: Option<&Value>| -> Vec<String> {
         value
             .and_then(Value::as_sequence)
-            .map(|s| s.iter().map(leaf_text).collect())
+            .map(|s| s.iter().map(one_line).collect())
             .unwrap_or_default()
     };
     let (a, b) = (ids(a), ids(b));
