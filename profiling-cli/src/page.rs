@@ -488,18 +488,11 @@ impl RangeRows {
 
     /// Folded stacks: each path's self time on its stack of names.
     fn folded(&self) -> Vec<String> {
-        let mut stack: Vec<String> = Vec::new();
-        let mut lines = Vec::new();
-        for row in &self.rows {
-            stack.truncate(row.depth);
-            stack.push(row.name.replace(';', ":"));
-            // Without a tree, names are flat: their self time is theirs.
-            let value = row.exclusive_total;
-            if value > 0 {
-                lines.push(format!("{} {value}", stack.join(";")));
-            }
-        }
-        lines
+        profiling_core::timing::tree::folded_stacks(
+            self.rows
+                .iter()
+                .map(|r| (r.depth, r.name.as_str(), r.exclusive_total)),
+        )
     }
 }
 

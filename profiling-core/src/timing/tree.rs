@@ -138,18 +138,28 @@ impl RangeTree {
     /// with self time, for a flame graph: a frame's width is then its
     /// inclusive time. `;` in a name becomes `:`.
     pub fn folded(&self) -> Vec<String> {
-        let mut components: Vec<&str> = Vec::new();
-        let mut lines = Vec::new();
-        for path in &self.paths {
-            components.truncate(path.depth as usize);
-            components.push(&path.name);
-            if path.exclusive.total_ns > 0 {
-                let stack: Vec<String> = components.iter().map(|c| c.replace(';', ":")).collect();
-                lines.push(format!("{} {}", stack.join(";"), path.exclusive.total_ns));
-            }
-        }
-        lines
+        folded_stacks(
+            self.paths
+                .iter()
+                .map(|p| (p.depth as usize, p.name.as_str(), p.exclusive.total_ns)),
+        )
     }
+}
+
+/// Folded stacks (`a;b;c <self ns>`) of a tree given in depth-first order
+/// as (depth, name, self time), one line per node with self time; `;` in
+/// a name becomes `:`.
+pub fn folded_stacks<'a>(nodes: impl IntoIterator<Item = (usize, &'a str, u64)>) -> Vec<String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut lines = Vec::new();
+    for (depth, name, self_ns) in nodes {
+        stack.truncate(depth);
+        stack.push(name.replace(';', ":"));
+        if self_ns > 0 {
+            lines.push(format!("{} {self_ns}", stack.join(";")));
+        }
+    }
+    lines
 }
 
 /// The pass whose bounds hold `start`, by binary search.
