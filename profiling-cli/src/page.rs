@@ -11,6 +11,7 @@ use profiling_core::compare::runs::{LoadedRun, RunError};
 use profiling_core::compare::statistics::lower_median;
 use profiling_core::compare::{one_line, Comparison, Options, Row, Verdict};
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
+use profiling_core::stats::DurationStats;
 use serde_yaml::Value;
 
 use crate::report::format_ns;
@@ -516,7 +517,7 @@ fn range_table(tree: &RangeRows, m: &Value) -> String {
         let indent = "&nbsp;&nbsp;".repeat(row.depth);
         let _ = writeln!(
             html,
-            "<tr data-path=\"{path}\"><td class=\"path\" data-sort-text=\"{path}\" title=\"{path}\">{indent}{name}</td><td data-sort=\"{count}\">{count}</td><td data-sort=\"{rate}\">{rate:.2}</td>{p50}{ip50}{ip90}{ep50}{ep90}<td data-sort=\"{share}\">{percent:.1} %</td></tr>",
+            "<tr data-path=\"{path}\"><td class=\"path\" title=\"{path}\">{indent}{name}</td><td data-sort=\"{count}\">{count}</td><td data-sort=\"{rate}\">{rate:.2}</td>{p50}{ip50}{ip90}{ep50}{ep90}<td data-sort=\"{share}\">{percent:.1} %</td></tr>",
             path = esc(&row.path),
             name = esc(&row.name),
             count = row.count,
@@ -763,8 +764,9 @@ fn histogram(id: &str, title: &str, sorted: &[u64]) -> String {
     let mut svg = String::new();
     if let (Some(&min), Some(&max)) = (sorted.first(), sorted.last()) {
         let (divisor, unit) = unit_for(max);
-        let median = lower_median(sorted).unwrap_or(0);
-        let p90 = sorted[((sorted.len() as f64 * 0.9).ceil() as usize).clamp(1, sorted.len()) - 1];
+        // The manifest's nearest-rank quantiles.
+        let stats = DurationStats::from_samples(&mut sorted.to_vec()).expect("not empty");
+        let (median, p90) = (stats.p50_ns, stats.p90_ns);
         let low = min as f64 / divisor;
         let high = (max as f64 / divisor).max(low + 1e-9);
         let width = (high - low) / BINS as f64;
