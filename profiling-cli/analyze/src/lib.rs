@@ -139,6 +139,8 @@ struct Range {
 }
 
 struct Activity {
+    /// Ties it to the runtime call that launched it.
+    correlation: i64,
     start: i64,
     end: i64,
     name: String,
@@ -354,9 +356,8 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
     let activities = gpu_activities(&connection, path, &tables, pid)?;
     let mut by_launch_thread: HashMap<i64, Vec<(i64, usize)>> = HashMap::new();
     let mut launched_in_capture = 0u64;
-    for (index, (correlation, activity)) in activities.iter().enumerate() {
-        let _ = activity;
-        if let Some(&(tid, start)) = launches.get(correlation) {
+    for (index, activity) in activities.iter().enumerate() {
+        if let Some(&(tid, start)) = launches.get(&activity.correlation) {
             launched_in_capture += 1;
             by_launch_thread
                 .entry(tid)
@@ -401,11 +402,10 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         }
     }
 
-    let activity_list: Vec<&Activity> = activities.iter().map(|(_, a)| a).collect();
     let ranges = summarize_paths(
         &nodes,
         &instances,
-        &activity_list,
+        &activities,
         &thread_names,
         request.kernels,
     );
@@ -426,7 +426,7 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
             let intervals: Vec<(i64, i64)> = instance
                 .activities
                 .iter()
-                .map(|&a| (activity_list[a].start, activity_list[a].end))
+                .map(|&a| (activities[a].start, activities[a].end))
                 .collect();
             let (busy, idle) = busy_and_idle(&intervals, instance.start, instance.end);
             let analysis = &mut pass_analyses[pass];
@@ -602,7 +602,7 @@ fn gpu_activities(
     path: &Path,
     tables: &HashMap<String, Vec<String>>,
     pid: u64,
-) -> Result<Vec<(i64, Activity)>, AnalyzeError> {
+) -> Result<Vec<Activity>, AnalyzeError> {
     let has = |table: &str, column: &str| {
         tables
             .get(table)
@@ -652,9 +652,9 @@ fn gpu_activities(
         let rows = statement
             .query_map([], |row| {
                 Ok((
-                    row.get::<_, i64>(2)?,
                     row.get::<_, Option<i64>>(3)?.unwrap_or(0),
                     Activity {
+                        correlation: row.get(2)?,
                         start: row.get(0)?,
                         end: row.get(1)?,
                         name: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
@@ -663,9 +663,9 @@ fn gpu_activities(
             })
             .map_err(sql(path))?;
         for row in rows {
-            let (correlation, global_pid, activity) = row.map_err(sql(path))?;
+            let (global_pid, activity) = row.map_err(sql(path))?;
             if pid_of(global_pid) == pid {
-                activities.push((correlation, activity));
+                activities.push(activity);
             }
         }
     }
@@ -707,27 +707,10 @@ fn busy_and_idle(intervals: &[(i64, i64)], from: i64, to: i64) -> (u64, u64) {
 }
 
 /// The union of `intervals`, unclipped.
-fn union_length(intervals: &mut [(i64, i64)]) -> u64 {
-    intervals.sort_unstable();
-    let mut total = 0i64;
-    let mut current: Option<(i64, i64)> = None;
-    for &(start, end) in intervals.iter() {
-        match &mut current {
-            Some((_, current_end)) if start <= *current_end => {
-                *current_end = (*current_end).max(end)
-            }
-            _ => {
-                if let Some((s, e)) = current.take() {
-                    total += e - s;
-                }
-                current = Some((start, end));
-            }
-        }
-    }
-    if let Some((s, e)) = current {
-        total += e - s;
-    }
-    total.max(0) as u64
+fn union_length(intervals: &[(i64, i64)]) -> u64 {
+    let from = intervals.iter().map(|&(start, _)| start).min().unwrap_or(0);
+    let to = intervals.iter().map(|&(_, end)| end).max().unwrap_or(0);
+    busy_and_idle(intervals, from, to).0
 }
 
 fn stats(mut values: Vec<u64>) -> Option<DurationStats> {
@@ -737,7 +720,7 @@ fn stats(mut values: Vec<u64>) -> Option<DurationStats> {
 fn summarize_paths(
     nodes: &[PathNode],
     instances: &BTreeMap<i64, Vec<Instance>>,
-    activities: &[&Activity],
+    activities: &[Activity],
     thread_names: &HashMap<i64, String>,
     kernels_listed: usize,
 ) -> Vec<RangeAnalysis> {
@@ -772,7 +755,7 @@ fn summarize_paths(
             let mut intervals: Vec<(i64, i64)> = Vec::with_capacity(instance.activities.len());
             let mut last_end = i64::MIN;
             for &a in &instance.activities {
-                let activity = activities[a];
+                let activity = &activities[a];
                 intervals.push((activity.start, activity.end));
                 last_end = last_end.max(activity.end);
                 let duration = (activity.end - activity.start).max(0) as u64;
@@ -784,7 +767,7 @@ fn summarize_paths(
                     .or_default()
                     .push(duration);
             }
-            total.busy.push(union_length(&mut intervals));
+            total.busy.push(union_length(&intervals));
             if let Some(first) = instance.first_launch {
                 total.span.push((last_end - first).max(0) as u64);
             }
@@ -850,7 +833,7 @@ mod tests {
         // Clipped to the window.
         assert_eq!(busy_and_idle(&[(-10, 5), (95, 120)], 0, 100), (10, 90));
         assert_eq!(busy_and_idle(&[], 0, 100), (0, 100));
-        assert_eq!(union_length(&mut [(0, 10), (5, 20), (30, 31)]), 21);
+        assert_eq!(union_length(&[(0, 10), (5, 20), (30, 31)]), 21);
     }
 
     #[test]
