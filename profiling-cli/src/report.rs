@@ -107,10 +107,18 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             })
             .collect()
     };
+    // The top ranges by the total of `pick`, largest first.
     let mut write_top = |title: &str,
-                         ranges: &[&Listed<'_>],
                          pick: for<'a> fn(&'a Listed<'a>) -> &'a DurationStats|
      -> std::io::Result<()> {
+        let mut ranges: Vec<&Listed<'_>> = ranges.iter().collect();
+        ranges.sort_by(|a, b| {
+            pick(b)
+                .total_ns
+                .cmp(&pick(a).total_ns)
+                .then_with(|| a.label.cmp(b.label))
+        });
+        ranges.truncate(TOP_RANGES);
         writeln!(out, "{title}")?;
         let width = ranges
             .iter()
@@ -132,26 +140,8 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
         Ok(())
     };
     if !ranges.is_empty() {
-        let mut by_inclusive: Vec<&Listed<'_>> = ranges.iter().collect();
-        by_inclusive.sort_by(|a, b| {
-            b.inclusive
-                .total_ns
-                .cmp(&a.inclusive.total_ns)
-                .then_with(|| a.label.cmp(b.label))
-        });
-        by_inclusive.truncate(TOP_RANGES);
-        write_top("top ranges by inclusive time:", &by_inclusive, |r| {
-            r.inclusive
-        })?;
-        let mut by_self: Vec<&Listed<'_>> = ranges.iter().collect();
-        by_self.sort_by(|a, b| {
-            b.exclusive
-                .total_ns
-                .cmp(&a.exclusive.total_ns)
-                .then_with(|| a.label.cmp(b.label))
-        });
-        by_self.truncate(TOP_RANGES);
-        write_top("top ranges by self time:", &by_self, |r| r.exclusive)?;
+        write_top("top ranges by inclusive time:", |r| r.inclusive)?;
+        write_top("top ranges by self time:", |r| r.exclusive)?;
     }
     if let Some(timer) = &timings.timer {
         writeln!(
