@@ -599,17 +599,9 @@ pub fn check_run_baselines(
 ) -> Result<(), RunError> {
     let dir = runs::baselines_dir_of_runs(runs_dir);
     if let Some(name) = baseline {
-        if !dir.join(name).join("baseline.yaml").is_file() {
-            return Err(RunError::UnknownBaseline {
-                profile: profile.to_owned(),
-                name: name.to_owned(),
-                dir: dir.clone(),
-                known: runs::list_baselines(&dir)
-                    .into_iter()
-                    .map(|b| b.name)
-                    .collect(),
-            });
-        }
+        // Read now: a baseline that is missing or unreadable stops the run
+        // before it starts.
+        runs::find_baseline(&dir, profile, name)?;
     }
     if let Some(name) = save {
         runs::check_baseline_free(&dir, profile, name, force)?;

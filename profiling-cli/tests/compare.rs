@@ -387,6 +387,19 @@ fn baselines_are_saved_listed_compared_with_and_never_replaced_without_force() {
     let (_, document) = compare_json(&["--baseline", "main", &path(&slow)]);
     assert_eq!(document["comparisons"][0]["base"]["run_id"], "slow4");
 
+    // An unknown baseline stops a run before it starts.
+    let unknown_run = run("slow5", &["--baseline", "nope"]);
+    assert_eq!(unknown_run.code, 2, "{}", unknown_run.stderr);
+    assert!(
+        unknown_run.stderr.contains("has no baseline `nope`"),
+        "{}",
+        unknown_run.stderr
+    );
+    assert!(
+        !out.path().join("compare-spin/runs/slow5").exists(),
+        "nothing ran"
+    );
+
     let unknown = cli(&["compare", "--baseline", "nope", &path(&slow)]);
     assert_eq!(unknown.code, 2);
     assert_eq!(
