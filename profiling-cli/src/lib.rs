@@ -755,18 +755,17 @@ fn run(
         error.get_or_insert_with(|| failure.to_string());
     }
     // The baseline, compared with and saved, once the run is in place.
-    let mut comparison = None;
     let mut compared = None;
     let measured = manifest.status != profiling_core::manifest::Status::Failed;
     if let (Some(name), Some(_), true) = (&args.baseline, &report.manifest_path, measured) {
         match compare::compare_with_baseline(&planned.run_dir, name, &args.decide) {
             Ok((found, options)) => {
                 writeln!(streams.human(), "\ncompared with baseline `{name}`:")?;
-                let format = compare::table_format(&args.decide);
+                // Colour only for a table on the terminal's stdout.
                 let format = if streams.json {
                     compare::Format::Table { colored: false }
                 } else {
-                    format
+                    compare::table_format(&args.decide)
                 };
                 compare::write_comparisons(
                     std::slice::from_ref(&found),
@@ -780,10 +779,6 @@ fn run(
                         args.decide.fail_on_regression,
                     );
                 }
-                comparison = Some(compare::json_document(
-                    std::slice::from_ref(&found),
-                    &options,
-                ));
                 compared = Some((found, options));
             }
             Err(message) => {
@@ -847,8 +842,8 @@ fn run(
     if streams.json {
         let mut document =
             report::json_document(manifest, manifest_path.as_deref(), error.as_deref());
-        if let Some(comparison) = comparison {
-            document["comparison"] = comparison;
+        if let Some((found, options)) = &compared {
+            document["comparison"] = compare::json_document(std::slice::from_ref(found), options);
         }
         if let Some(saved) = saved {
             document["baseline_saved"] = serde_json::json!(saved);
