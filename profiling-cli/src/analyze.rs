@@ -126,8 +126,7 @@ fn locate(path: &Path, err: &mut dyn Write) -> Result<Located, String> {
 }
 
 fn read_manifest(run_dir: Option<&Path>) -> Option<Value> {
-    let text = std::fs::read_to_string(run_dir?.join("manifest.yaml")).ok()?;
-    serde_yaml::from_str(&text).ok()
+    profiling_core::compare::runs::read_manifest(&run_dir?.join("manifest.yaml")).ok()
 }
 
 /// `profile-cli analyze`.

@@ -42,14 +42,7 @@ pub fn read_run(dir: &Path) -> Result<(Value, Option<RunSamples>), RunError> {
     if !manifest_path.is_file() {
         return Err(RunError::NotARun(dir.to_path_buf()));
     }
-    let text = std::fs::read_to_string(&manifest_path).map_err(|source| RunError::Io {
-        path: manifest_path.clone(),
-        source,
-    })?;
-    let manifest: Value = serde_yaml::from_str(&text).map_err(|e| RunError::NotAManifest {
-        path: manifest_path.clone(),
-        reason: e.to_string(),
-    })?;
+    let manifest = profiling_core::compare::runs::read_manifest(&manifest_path)?;
     if manifest.get("run_id").is_none() {
         return Err(RunError::NotAManifest {
             path: manifest_path,

@@ -192,15 +192,11 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
             .to_path_buf();
         (dir, path.to_path_buf())
     };
-    let text = std::fs::read_to_string(&manifest_path).map_err(|source| RunError::Io {
-        path: manifest_path.clone(),
-        source,
-    })?;
+    let manifest = read_manifest(&manifest_path)?;
     let not_manifest = |reason: String| RunError::NotAManifest {
         path: manifest_path.clone(),
         reason,
     };
-    let manifest: Value = serde_yaml::from_str(&text).map_err(|e| not_manifest(e.to_string()))?;
     let text_of = |key: &str| manifest.get(key).and_then(Value::as_str).map(str::to_owned);
     let (Some(profile), Some(run_id), Some(status)) = (
         text_of("profile_name"),
@@ -267,6 +263,18 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
         status,
         baseline,
         samples,
+    })
+}
+
+/// A manifest as written, read from `path`.
+pub fn read_manifest(path: &Path) -> Result<Value, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_yaml::from_str(&text).map_err(|e| RunError::NotAManifest {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
     })
 }
 
