@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::io::IsTerminal;
 
 use clap::{Args, Parser, Subcommand};
-use profiling_core::config::{Overrides, RecordLoading};
+use profiling_core::config::{GpuTiming, Overrides, RecordLoading};
 use profiling_core::device::Device;
 use profiling_core::registry::{self, TargetEntry};
 use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
@@ -241,6 +241,10 @@ struct RunArgs {
     /// Seeds every random generator the run uses.
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// GPU time per range from CUDA events at range, call and pass boundaries: auto (on for cuda
+    /// runs of a build with the tch feature), on (refused where it cannot be) or off.
+    #[arg(long, value_name = "MODE", value_parser = parse_gpu_timing)]
+    gpu_timing: Option<GpuTiming>,
     /// The run's directory name under runs/ (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
@@ -282,6 +286,10 @@ fn parse_device(text: &str) -> Result<Device, String> {
 }
 
 fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
+    text.parse()
+}
+
+fn parse_gpu_timing(text: &str) -> Result<GpuTiming, String> {
     text.parse()
 }
 
@@ -615,6 +623,7 @@ fn run(
             record_loading: args.record_loading,
             seed: args.seed,
             output_dir: args.output_dir,
+            gpu_timing: args.gpu_timing,
         },
         run_id: args.run_id,
         force: args.force,

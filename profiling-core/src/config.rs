@@ -34,6 +34,8 @@ pub struct Config {
     /// `report.html` beside the manifest (with `write_manifest`).
     pub write_report: bool,
     pub cuda: CudaPolicy,
+    /// Device events at range, call and pass boundaries.
+    pub gpu_timing: GpuTiming,
 }
 
 /// `target:`: which registered target runs, and how.
@@ -99,6 +101,62 @@ impl std::str::FromStr for RecordLoading {
     }
 }
 
+/// `gpu_timing:`: whether ranges, calls and passes of a `cuda` run also
+/// record device events for their GPU time ([`crate::timing::gpu`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuTiming {
+    /// On for `cuda` runs of a build with the `tch` feature, else off
+    /// without a word.
+    #[default]
+    Auto,
+    /// On, or the run is refused when it cannot be.
+    On,
+    Off,
+}
+
+impl fmt::Display for GpuTiming {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GpuTiming::Auto => "auto",
+            GpuTiming::On => "on",
+            GpuTiming::Off => "off",
+        })
+    }
+}
+
+impl std::str::FromStr for GpuTiming {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(GpuTiming::Auto),
+            "on" => Ok(GpuTiming::On),
+            "off" => Ok(GpuTiming::Off),
+            other => Err(format!(
+                "unknown GPU timing `{other}`: expected `auto`, `on` or `off`"
+            )),
+        }
+    }
+}
+
+impl GpuTiming {
+    /// Whether a run on `device` records device events: `on` and `auto`
+    /// on a CUDA device of a build with a CUDA backend. `on` where that
+    /// cannot be is refused, saying why.
+    pub fn resolve(self, device: Device) -> Result<bool, String> {
+        let backend = cfg!(feature = "tch");
+        match (self, device.is_cuda(), backend) {
+            (GpuTiming::Off, _, _) => Ok(false),
+            (GpuTiming::Auto, cuda, backend) => Ok(cuda && backend),
+            (GpuTiming::On, true, true) => Ok(true),
+            (GpuTiming::On, false, _) => Err(format!(
+                "`on` needs a CUDA device, and the device is `{device}`: use `--device cuda`, or `auto` (the default) to time on the GPU only when there is one"
+            )),
+            (GpuTiming::On, true, false) => Err("`on` needs the CUDA backend: this build has none (build with `--features tch`; scripts/setup-libtorch installs libtorch)".to_owned()),
+        }
+    }
+}
+
 /// `cuda:`: where the runner synchronizes the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -134,6 +192,7 @@ pub struct Overrides {
     pub record_loading: Option<RecordLoading>,
     pub seed: Option<u64>,
     pub output_dir: Option<PathBuf>,
+    pub gpu_timing: Option<GpuTiming>,
 }
 
 /// A config that cannot be used. Always names the file (when there is one)
@@ -205,6 +264,7 @@ struct RawConfig {
     write_manifest: Option<bool>,
     write_report: Option<bool>,
     cuda: Option<CudaPolicy>,
+    gpu_timing: Option<GpuTiming>,
     workload: Option<RawWorkload>,
 }
 
@@ -508,6 +568,15 @@ fn resolve(
         }
     }
 
+    let gpu_timing = overrides.gpu_timing.or(raw.gpu_timing).unwrap_or_default();
+    gpu_timing.resolve(device).map_err(|message| {
+        if overrides.gpu_timing.is_some() {
+            invalid_option("--gpu-timing", message)
+        } else {
+            invalid("gpu_timing", message)
+        }
+    })?;
+
     Ok(Config {
         profile_name,
         target: TargetConfig {
@@ -528,6 +597,7 @@ fn resolve(
         write_manifest: raw.write_manifest.unwrap_or(true),
         write_report: raw.write_report.unwrap_or(true),
         cuda: raw.cuda.unwrap_or_default(),
+        gpu_timing,
     })
 }
 

@@ -115,6 +115,9 @@ pub struct Workload {
     pub record_loading: RecordLoading,
     pub seed: Option<u64>,
     pub validate_output: bool,
+    /// `gpu_timing` as configured (`timings.gpu` is there when events
+    /// were recorded).
+    pub gpu_timing: crate::config::GpuTiming,
 }
 
 /// Where and why a run failed.
@@ -165,6 +168,7 @@ impl Manifest {
                 record_loading: RecordLoading::Eager,
                 seed: None,
                 validate_output: true,
+                gpu_timing: crate::config::GpuTiming::Auto,
             },
             capture_range: "profile-target".to_owned(),
             cuda: CudaPolicy::default(),

@@ -6,6 +6,7 @@
 //! reads, and nothing there allocates, logs or validates.
 
 use std::ffi::{c_char, CStr, CString};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -19,8 +20,8 @@ use crate::run_samples::RunSamples;
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
 use crate::timing::{
-    now_ns, range_sets, timings_of, Capture, RangeLog, RangeTimings, Registration, SampleSet,
-    TimerInfo,
+    attach_gpu, now_ns, range_sets, timings_of, Capture, EventBackend, GpuCapture, GpuEvents,
+    GpuTimings, RangeLog, RangeTimings, Registration, SampleSet, TimerInfo,
 };
 
 /// Everything a run needs: the resolved config and the records (read
@@ -39,6 +40,10 @@ pub struct RunPlan {
     /// refuses, before preparing the rest, when the records and every
     /// prepared input would not fit ([`crate::data::check_within`]).
     pub memory: Option<AvailableMemory>,
+    /// With it, ranges, calls and passes of the measured passes also
+    /// record device events for their GPU time ([`crate::timing::gpu`]);
+    /// the session sets it from `gpu_timing`.
+    pub events: Option<Arc<dyn EventBackend>>,
 }
 
 impl RunPlan {
@@ -51,6 +56,7 @@ impl RunPlan {
             synchronize,
             progress: None,
             memory: None,
+            events: None,
         }
     }
 }
@@ -176,6 +182,10 @@ pub struct Timings {
     /// The clock, its resolution and the cost of a reading: reported, never
     /// subtracted.
     pub timer: Option<TimerInfo>,
+    /// GPU time of passes and calls from device events, on runs with GPU
+    /// timing (each range's is in `ranges`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuTimings>,
     /// What these host clocks mean for the run's device and sync policy.
     pub host_timing_note: String,
     /// Said when some quantiles come from histograms rather than every
@@ -201,6 +211,8 @@ pub struct CaptureRecord {
     pub pass_count: u32,
     /// The durations of passes, calls and ranges, for `samples.bin`.
     pub samples: RunSamples,
+    /// The device events' spans, for the trace's GPU track.
+    pub gpu: Option<GpuCapture>,
 }
 
 /// Which outputs were validated, and when.
@@ -600,7 +612,32 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
 ) -> Result<RunOutcome, RunError> {
     let config = &plan.config;
     let timer = TimerInfo::measure();
-    let (warmup_ns, warmup_passes) = warmup(target, &mut inputs, plan, &mut tally)?;
+    let mut gpu = match &plan.events {
+        Some(backend) => {
+            let device = config.device.to_string();
+            Some(GpuEvents::start(Arc::clone(backend), &device).map_err(|source| {
+                let source = source.context("cannot start GPU timing (gpu_timing)");
+                tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
+            })?)
+        }
+        None => None,
+    };
+    // Ranges record device events (and bind their threads in warmup) only
+    // while this lives.
+    let gpu_mode = GpuMode::set(gpu.is_some());
+    let (warmup_ns, warmup_passes, last_warmup_opens) =
+        warmup(target, &mut inputs, plan, &mut tally)?;
+    if let Some(gpu) = gpu.as_mut() {
+        // Two events per range of the last warmup pass, and the runner's
+        // boundaries: one before each call and one after the last.
+        let per_pass = (config.warmup > 0)
+            .then(|| (last_warmup_opens as usize).saturating_mul(2) + inputs.len() + 1);
+        gpu.prepare_capture(per_pass, config.iterations, inputs.len())
+            .map_err(|source| {
+                let source = source.context("cannot create the GPU events (gpu_timing)");
+                tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
+            })?;
+    }
 
     // Everything the measured loop touches exists before the capture opens.
     let capture_name = CString::new(config.capture_range.as_str()).map_err(|_| {
@@ -615,8 +652,24 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         &mut tally,
         &capture_name,
         measured,
+        gpu.as_mut(),
     )?;
-    let (timings, mut samples) = measured.timings(plan, timer, warmup_ns);
+    drop(gpu_mode);
+    let gpu = gpu.map(|gpu| gpu.finish(&measured.ranges));
+    let (mut timings, mut samples) = measured.timings(plan, timer, warmup_ns);
+    let gpu = match gpu {
+        Some(Ok(gpu)) => {
+            attach_gpu(&mut timings.ranges, &gpu.ranges);
+            timings.gpu = Some(gpu.timings());
+            Some(gpu)
+        }
+        // The host timings stand; the run says why the GPU's are missing.
+        Some(Err(error)) => {
+            timings.gpu = Some(GpuTimings::unreadable(&error));
+            None
+        }
+        None => None,
+    };
     samples.warmup = crate::run_samples::Series::from_set(&warmup_passes);
 
     let (validation, output_summaries) = match tally.interrupted {
@@ -645,6 +698,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
             passes: measured.passes,
             pass_count: tally.completed_iterations,
             samples,
+            gpu,
         },
         interrupted: tally.interrupted,
     })
@@ -692,7 +746,7 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
     inputs: &mut I,
     plan: &RunPlan,
     tally: &mut Tally,
-) -> Result<(u64, SampleSet), RunError> {
+) -> Result<(u64, SampleSet, u64), RunError> {
     let config = &plan.config;
     let (device, count) = (config.device, inputs.len());
     let sync_each = synchronizes_each_call(config);
@@ -704,7 +758,9 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
     let registration = Registration::begin();
     let mut passes = SampleSet::expecting(config.warmup as usize, SAMPLES_KEPT);
     let warmup_started = now_ns();
+    let mut last_pass_opens = 0;
     'warmup: for pass in 0..config.warmup {
+        let opens_before = crate::timing::recorder::registered_opens();
         let mut calls_ns = 0;
         for index in 0..count {
             let call_started = now_ns();
@@ -732,13 +788,34 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
             }
         }
         tally.completed_warmup = pass + 1;
+        last_pass_opens = crate::timing::recorder::registered_opens() - opens_before;
         passes.push(calls_ns);
         report(plan, false, pass + 1, config.warmup);
     }
     let warmup_ns = now_ns() - warmup_started;
     drop(registration);
     synchronize_at(plan, config.cuda.synchronize_after_warmup);
-    Ok((warmup_ns, passes))
+    Ok((warmup_ns, passes, last_pass_opens))
+}
+
+/// Device events at range boundaries, on while it lives.
+struct GpuMode(bool);
+
+impl GpuMode {
+    fn set(on: bool) -> GpuMode {
+        if on {
+            crate::timing::recorder::set_gpu(true);
+        }
+        GpuMode(on)
+    }
+}
+
+impl Drop for GpuMode {
+    fn drop(&mut self) {
+        if self.0 {
+            crate::timing::recorder::set_gpu(false);
+        }
+    }
 }
 
 /// What the measured passes fill: one output slot per input (the last
@@ -784,6 +861,7 @@ impl<O> Measured<O> {
             range_tree: tree.paths,
             range_tree_note: tree.note,
             timer: Some(timer),
+            gpu: None,
             host_timing_note: host_timing_note(plan.config.device, &plan.config.cuda),
             sketch_note: sketch_note(passes, calls, ranges_sketched, &self.ranges),
             prepare_ns: 0,
@@ -807,6 +885,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     tally: &mut Tally,
     capture_name: &CStr,
     mut measured: Measured<T::Output>,
+    mut gpu: Option<&mut GpuEvents>,
 ) -> Result<Measured<T::Output>, RunError> {
     let config = &plan.config;
     let (device, iterations) = (config.device, config.iterations);
@@ -817,9 +896,16 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
 
     synchronize_at(plan, config.cuda.synchronize_before_capture);
     let capture = Capture::begin();
+    if let Some(gpu) = gpu.as_deref_mut() {
+        gpu.capture_begins();
+    }
     let capture_started = now_ns();
     let capture_range = PassRange::open(capture_name);
     for iteration in 0..measured_passes {
+        if let Some(gpu) = gpu.as_deref_mut() {
+            gpu.pass_begins();
+            gpu.boundary();
+        }
         let started = now_ns();
         let pass_range = PassRange::open(name_buffer.format(iteration));
         for (index, slot) in measured.outputs.iter_mut().enumerate() {
@@ -835,9 +921,16 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
                 (plan.synchronize)(device);
             }
             measured.call_samples.push(now_ns() - call_started);
+            // After the call's clock read: its host time leaves it out.
+            if let Some(gpu) = gpu.as_deref_mut() {
+                gpu.boundary();
+            }
             *slot = Some(output);
             if let Some(signal) = interrupt::requested() {
                 tally.interrupted = Some(signal);
+                if let Some(gpu) = gpu.as_deref_mut() {
+                    gpu.pass_cut();
+                }
                 break;
             }
         }
@@ -852,6 +945,9 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             measured.passes.push((started, ended));
         }
         tally.completed_iterations = iteration + 1;
+        if let Some(gpu) = gpu.as_deref_mut() {
+            gpu.pass_ends();
+        }
         report(plan, true, iteration + 1, iterations);
     }
     drop(capture_range);

@@ -433,9 +433,35 @@ fn prepare(
         RecordLoading::Lazy => Records::Lazy(source),
     };
     let mut run_plan = RunPlan::new(config.clone(), records);
+    run_plan.events = gpu_events(config)?;
     run_plan.progress = progress;
     run_plan.memory = memory;
     Ok((run_plan, description))
+}
+
+/// The device events of a run with GPU timing on: the CUDA backend of its
+/// device (`tch` feature); none otherwise.
+fn gpu_events(
+    config: &Config,
+) -> Result<Option<std::sync::Arc<dyn crate::timing::EventBackend>>, SessionError> {
+    let on = config
+        .gpu_timing
+        .resolve(config.device)
+        .map_err(|reason| SessionError::Usage(format!("gpu_timing: {reason}")))?;
+    match (on, config.device) {
+        #[cfg(feature = "tch")]
+        (true, Device::Cuda(index)) => match crate::timing::gpu::CudaEvents::new(index) {
+            Ok(events) => Ok(Some(std::sync::Arc::new(events))),
+            // `auto` times on the GPU when it can, and says nothing when
+            // it cannot; `on` refuses.
+            Err(_) if config.gpu_timing == crate::config::GpuTiming::Auto => Ok(None),
+            Err(error) => Err(SessionError::DeviceUnavailable {
+                device: config.device,
+                reason: format!("gpu_timing: on: {error:#}"),
+            }),
+        },
+        _ => Ok(None),
+    }
 }
 
 /// A launched run: what the target did, and when.
@@ -493,6 +519,7 @@ fn manifest_of(
             record_loading: config.record_loading,
             seed: config.seed,
             validate_output: config.validate_output,
+            gpu_timing: config.gpu_timing,
         },
         capture_range: config.capture_range.clone(),
         cuda: config.cuda,
@@ -760,6 +787,9 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
     option("--iterations", config.iterations.to_string());
     option("--capture-range", config.capture_range.clone());
     option("--record-loading", config.record_loading.to_string());
+    if config.gpu_timing != crate::config::GpuTiming::Auto {
+        option("--gpu-timing", config.gpu_timing.to_string());
+    }
     if let Some(seed) = config.seed {
         option("--seed", seed.to_string());
     }

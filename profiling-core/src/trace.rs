@@ -191,6 +191,8 @@ pub fn range_tree_of(document: &serde_json::Value) -> Option<crate::timing::Rang
                 start_ns: start,
                 inclusive_ns: inclusive,
                 exclusive_ns: exclusive,
+                gpu_start: crate::timing::recorder::NO_EVENT,
+                gpu_end: crate::timing::recorder::NO_EVENT,
             });
             ends.push(start + inclusive);
         }

@@ -17,6 +17,38 @@ pub struct RangeTimings {
     pub inclusive: DurationStats,
     /// Inclusive time minus the time spent in recorded ranges inside it.
     pub exclusive: DurationStats,
+    /// The device's time for the same ranges, on runs with GPU timing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuRangeTimings>,
+}
+
+/// The GPU time of one range name: from its start event to its end event
+/// on the device's stream ([`super::gpu`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuRangeTimings {
+    /// Ranges that got both events (fewer than the host's `count` when the
+    /// pool ran out or a guard was kept across passes).
+    pub count: u64,
+    pub inclusive: DurationStats,
+    /// Inclusive GPU time minus that of the recorded ranges inside it.
+    pub exclusive: DurationStats,
+}
+
+/// Adds each name's GPU statistics from `gpu` (its inclusive and exclusive
+/// samples) to the host timings of that name.
+pub fn attach_gpu(
+    timings: &mut [RangeTimings],
+    gpu: &BTreeMap<String, (SampleSet, SampleSet)>,
+) {
+    for timing in timings {
+        timing.gpu = gpu.get(&timing.name).and_then(|(inclusive, exclusive)| {
+            Some(GpuRangeTimings {
+                count: inclusive.count(),
+                inclusive: inclusive.stats()?,
+                exclusive: exclusive.stats()?,
+            })
+        });
+    }
 }
 
 /// Per-name timings, largest inclusive total first; the flag is true when
@@ -79,6 +111,7 @@ pub fn timings_of(sets: &BTreeMap<String, (SampleSet, SampleSet)>) -> (Vec<Range
                 count: inclusive.count(),
                 inclusive: inclusive.stats()?,
                 exclusive: exclusive.stats()?,
+                gpu: None,
             })
         })
         .collect();

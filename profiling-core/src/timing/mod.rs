@@ -3,12 +3,14 @@
 
 pub mod aggregate;
 pub mod clock;
+pub mod gpu;
 pub mod recorder;
 pub mod samples;
 pub mod tree;
 
-pub use aggregate::{range_sets, range_timings, timings_of, RangeTimings};
+pub use aggregate::{attach_gpu, range_sets, range_timings, timings_of, GpuRangeTimings, RangeTimings};
 pub use clock::{now_ns, TimerInfo};
+pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
 pub use recorder::{Capture, RangeLog, Registration};
 pub use samples::SampleSet;
 pub use tree::{RangePathTimings, RangeTree};

@@ -20,7 +20,7 @@
 //! while it is written.
 
 use std::cell::{RefCell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::clock::now_ns;
@@ -39,11 +39,28 @@ static MODE: AtomicU8 = AtomicU8::new(MODE_OFF);
 const MODE_OFF: u8 = 0;
 const MODE_REGISTERING: u8 = 1;
 const MODE_RECORDING: u8 = 2;
+/// Recording, and each range also records device events ([`super::gpu`]).
+const MODE_RECORDING_GPU: u8 = 3;
+
+/// The event index of a boundary that recorded none.
+pub const NO_EVENT: u32 = u32::MAX;
+
+/// True while the runner's GPU timing is on: ranges record device events
+/// when recording, and bind their threads when registering.
+static GPU: AtomicBool = AtomicBool::new(false);
+
+/// Ranges opened while registering (warmup passes): how the GPU event
+/// pool is sized.
+static REGISTERED_OPENS: AtomicU64 = AtomicU64::new(0);
 
 /// Sets [`MODE`] from the flags, after one of them changed.
 fn update_mode() {
     let mode = if RECORDING.load(Ordering::SeqCst) {
-        MODE_RECORDING
+        if GPU.load(Ordering::SeqCst) {
+            MODE_RECORDING_GPU
+        } else {
+            MODE_RECORDING
+        }
     } else if REGISTERING.load(Ordering::SeqCst) {
         MODE_REGISTERING
     } else {
@@ -56,7 +73,7 @@ fn update_mode() {
 static LATE_THREADS: AtomicU32 = AtomicU32::new(0);
 static LATE_NAMES: AtomicU32 = AtomicU32::new(0);
 
-/// Range events kept per thread and capture (32 bytes each: 8 MiB); past
+/// Range events kept per thread and capture (40 bytes each: 10 MiB); past
 /// them, each name keeps exact counts and totals and a histogram.
 pub const EVENTS_PER_THREAD: usize = 1 << 18;
 
@@ -83,6 +100,10 @@ pub struct RangeEvent {
     pub inclusive_ns: u64,
     /// Inclusive time minus the time of the recorded ranges inside it.
     pub exclusive_ns: u64,
+    /// The device events at its start and end ([`super::gpu`]), or
+    /// [`NO_EVENT`].
+    pub gpu_start: u32,
+    pub gpu_end: u32,
 }
 
 /// Aggregates of one name's ranges that did not fit the event buffer.
@@ -122,6 +143,9 @@ struct Frame {
     name: u32,
     start_ns: u64,
     child_ns: u64,
+    /// The device event at its start, and the pass it was opened in.
+    gpu_start: u32,
+    gpu_pass: u32,
 }
 
 struct Local {
@@ -219,7 +243,8 @@ impl Local {
 pub(crate) fn open(name: &[u8]) -> bool {
     match MODE.load(Ordering::Relaxed) {
         MODE_OFF => false,
-        MODE_RECORDING => open_recording(name),
+        MODE_RECORDING => open_recording(name, false),
+        MODE_RECORDING_GPU => open_recording(name, true),
         _ => {
             register_name(name);
             false
@@ -231,6 +256,10 @@ pub(crate) fn open(name: &[u8]) -> bool {
 #[cold]
 #[inline(never)]
 fn register_name(name: &[u8]) {
+    REGISTERED_OPENS.fetch_add(1, Ordering::Relaxed);
+    if GPU.load(Ordering::Relaxed) {
+        super::gpu::register_thread();
+    }
     LOCAL.with(|local| {
         if let Ok(mut local) = local.try_borrow_mut() {
             local.intern(name);
@@ -254,6 +283,19 @@ impl Registration {
     }
 }
 
+/// Ranges opened while registering, since the process started: the
+/// runner sizes the GPU event pool from the last warmup pass's count.
+pub fn registered_opens() -> u64 {
+    REGISTERED_OPENS.load(Ordering::Relaxed)
+}
+
+/// Turns device events at range boundaries on or off, for the ranges
+/// recorded or registered from now on (between captures only).
+pub(crate) fn set_gpu(on: bool) {
+    GPU.store(on, Ordering::SeqCst);
+    update_mode();
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         REGISTERING.store(false, Ordering::SeqCst);
@@ -262,7 +304,7 @@ impl Drop for Registration {
 }
 
 #[inline(never)]
-fn open_recording(name: &[u8]) -> bool {
+fn open_recording(name: &[u8], gpu: bool) -> bool {
     LOCAL.with(|local| {
         let Ok(mut local) = local.try_borrow_mut() else {
             return false;
@@ -273,10 +315,19 @@ fn open_recording(name: &[u8]) -> bool {
         let Some(id) = local.intern(name) else {
             return false;
         };
+        // The device event before the host clock: the range's host time
+        // does not include its own events.
+        let (gpu_start, gpu_pass) = if gpu {
+            (super::gpu::record(), super::gpu::pass_number())
+        } else {
+            (NO_EVENT, 0)
+        };
         local.stack.push(Frame {
             name: id,
             start_ns: now_ns(),
             child_ns: 0,
+            gpu_start,
+            gpu_pass,
         });
         true
     })
@@ -292,6 +343,15 @@ pub(crate) fn close() {
         };
         let Some(frame) = local.stack.pop() else {
             return;
+        };
+        // Paired only within the pass it opened in (see `gpu`).
+        let gpu_end = if frame.gpu_start != NO_EVENT
+            && frame.gpu_pass == super::gpu::pass_number()
+            && MODE.load(Ordering::Relaxed) == MODE_RECORDING_GPU
+        {
+            super::gpu::record()
+        } else {
+            NO_EVENT
         };
         let inclusive_ns = end_ns.saturating_sub(frame.start_ns);
         let exclusive_ns = inclusive_ns.saturating_sub(frame.child_ns);
@@ -313,6 +373,8 @@ pub(crate) fn close() {
                     start_ns: frame.start_ns,
                     inclusive_ns,
                     exclusive_ns,
+                    gpu_start: frame.gpu_start,
+                    gpu_end,
                 });
             } else {
                 // SAFETY: as above.

@@ -277,6 +277,8 @@ mod tests {
                         start_ns,
                         inclusive_ns,
                         exclusive_ns,
+                        gpu_start: crate::timing::recorder::NO_EVENT,
+                        gpu_end: crate::timing::recorder::NO_EVENT,
                     },
                 )
                 .collect(),
