@@ -49,6 +49,8 @@ struct Listed<'a> {
     count: u64,
     inclusive: &'a DurationStats,
     exclusive: &'a DurationStats,
+    /// GPU inclusive and exclusive, on runs with GPU timing.
+    gpu: Option<(&'a DurationStats, &'a DurationStats)>,
 }
 
 /// The pass and call statistics, the top ranges (by path) by inclusive and
@@ -93,6 +95,7 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
                 count: r.count,
                 inclusive: &r.inclusive,
                 exclusive: &r.exclusive,
+                gpu: r.gpu.as_ref().map(|g| (&g.inclusive, &g.exclusive)),
             })
             .collect()
     } else {
@@ -104,12 +107,14 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
                 count: r.count,
                 inclusive: &r.inclusive,
                 exclusive: &r.exclusive,
+                gpu: r.gpu.as_ref().map(|g| (&g.inclusive, &g.exclusive)),
             })
             .collect()
     };
     // The top ranges by the total of `pick`, largest first.
     let mut write_top = |title: &str,
-                         pick: for<'a> fn(&'a Listed<'a>) -> &'a DurationStats|
+                         pick: for<'a> fn(&'a Listed<'a>) -> &'a DurationStats,
+                         pick_gpu: for<'a> fn(&'a Listed<'a>) -> Option<&'a DurationStats>|
      -> std::io::Result<()> {
         let mut ranges: Vec<&Listed<'_>> = ranges.iter().collect();
         ranges.sort_by(|a, b| {
@@ -127,9 +132,17 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             .unwrap_or(0);
         for range in ranges {
             let stats = pick(range);
+            // GPU time beside the host's, on runs with GPU timing.
+            let gpu = pick_gpu(range).map_or_else(String::new, |gpu| {
+                format!(
+                    "; GPU {} per pass, median {}",
+                    format_ns(gpu.total_ns / passes),
+                    format_ns(gpu.p50_ns)
+                )
+            });
             writeln!(
                 out,
-                "  {:width$}  {:>9} per pass  {:>7} of a pass  {}, median {}",
+                "  {:width$}  {:>9} per pass  {:>7} of a pass  {}, median {}{gpu}",
                 range.label,
                 format_ns(stats.total_ns / passes),
                 share(stats.total_ns),
@@ -140,8 +153,44 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
         Ok(())
     };
     if !ranges.is_empty() {
-        write_top("top ranges by inclusive time:", |r| r.inclusive)?;
-        write_top("top ranges by self time:", |r| r.exclusive)?;
+        write_top(
+            "top ranges by inclusive time:",
+            |r| r.inclusive,
+            |r| r.gpu.map(|g| g.0),
+        )?;
+        write_top(
+            "top ranges by self time:",
+            |r| r.exclusive,
+            |r| r.gpu.map(|g| g.1),
+        )?;
+    }
+    if let Some(gpu) = &timings.gpu {
+        let median = |stats: &Option<DurationStats>| {
+            stats
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |s| format_ns(s.p50_ns))
+        };
+        if gpu.events_recorded > 0 {
+            writeln!(
+                out,
+                "gpu:    median {} per pass, {} per call; {} events on the {}; {} of host time per event record",
+                median(&gpu.iterations),
+                median(&gpu.runs),
+                gpu.events_recorded,
+                gpu.stream,
+                format_ns(gpu.event_record_ns.round() as u64)
+            )?;
+        }
+        if gpu.ranges_without_events > 0 {
+            writeln!(
+                out,
+                "note:   {} ranges have no GPU time: the event pool ran out inside a pass, a guard was kept across passes, or the driver refused a record",
+                gpu.ranges_without_events
+            )?;
+        }
+        if gpu.events_recorded == 0 {
+            writeln!(out, "note:   {}", gpu.note)?;
+        }
     }
     if let Some(timer) = &timings.timer {
         writeln!(

@@ -609,6 +609,14 @@ fn bad_input_is_refused_before_anything_is_written() {
         "count.yaml",
         "target: {name: cli-doubler}\ndata_source: {name: dummy, record_count: many}\n",
     );
+    let gpu_on = write(
+        "gpu_on.yaml",
+        "target: {name: cli-doubler}\ngpu_timing: on\n",
+    );
+    let gpu_maybe = write(
+        "gpu_maybe.yaml",
+        "target: {name: cli-doubler}\ngpu_timing: maybe\n",
+    );
     let no_scale = write("no_scale.yaml", "target: {name: cli-scaled}\n");
     let bad_scale = write(
         "bad_scale.yaml",
@@ -628,6 +636,10 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &count], format!("error: {count}: data_source.record_count: invalid type: string \"many\"")),
         (vec!["--config", &no_scale], format!("error: {no_scale}: target.parameters: missing field `scale`")),
         (vec!["--config", &bad_scale], format!("error: {bad_scale}: target.parameters.scale: invalid type: string \"big\"")),
+        (vec!["--config", &gpu_on], format!("error: {gpu_on}: gpu_timing: `on` needs a CUDA device, and the device is `cpu`")),
+        (vec!["--config", &gpu_maybe], format!("error: {gpu_maybe}:2:13: gpu_timing: unknown variant `maybe`, expected one of `auto`, `on`, `off`")),
+        (vec!["cli-doubler", "--gpu-timing", "on"], "error: command line: --gpu-timing: `on` needs a CUDA device, and the device is `cpu`".to_owned()),
+        (vec!["cli-doubler", "--gpu-timing", "sometimes"], "error: invalid value 'sometimes' for '--gpu-timing <MODE>': unknown GPU timing `sometimes`: expected `auto`, `on` or `off`".to_owned()),
         (vec!["cli-doubler", "--capture-range", "a@b"], "error: command line: --capture-range: `a@b` contains `@`".to_owned()),
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
         (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),

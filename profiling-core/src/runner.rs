@@ -615,10 +615,12 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let mut gpu = match &plan.events {
         Some(backend) => {
             let device = config.device.to_string();
-            Some(GpuEvents::start(Arc::clone(backend), &device).map_err(|source| {
-                let source = source.context("cannot start GPU timing (gpu_timing)");
-                tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
-            })?)
+            Some(
+                GpuEvents::start(Arc::clone(backend), &device).map_err(|source| {
+                    let source = source.context("cannot start GPU timing (gpu_timing)");
+                    tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
+                })?,
+            )
         }
         None => None,
     };
@@ -656,7 +658,8 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     )?;
     drop(gpu_mode);
     let gpu = gpu.map(|gpu| gpu.finish(&measured.ranges));
-    let (mut timings, mut samples) = measured.timings(plan, timer, warmup_ns);
+    let gpu_read = gpu.as_ref().and_then(|read| read.as_ref().ok());
+    let (mut timings, mut samples) = measured.timings(plan, timer, warmup_ns, gpu_read);
     let gpu = match gpu {
         Some(Ok(gpu)) => {
             attach_gpu(&mut timings.ranges, &gpu.ranges);
@@ -848,12 +851,18 @@ impl<O> Measured<O> {
 
     /// The run's host timings, from the capture and the warmup's time, and
     /// the samples they come from.
-    fn timings(&self, plan: &RunPlan, timer: TimerInfo, warmup_ns: u64) -> (Timings, RunSamples) {
+    fn timings(
+        &self,
+        plan: &RunPlan,
+        timer: TimerInfo,
+        warmup_ns: u64,
+        gpu: Option<&GpuCapture>,
+    ) -> (Timings, RunSamples) {
         let (calls, passes) = (&self.call_samples, &self.pass_samples);
         let sets = range_sets(&self.ranges);
         let (ranges, ranges_sketched) = timings_of(&sets);
         let samples = RunSamples::from_sets(passes, calls, &sets);
-        let tree = crate::timing::RangeTree::build(&self.ranges, &self.passes);
+        let tree = crate::timing::RangeTree::build_with_gpu(&self.ranges, &self.passes, gpu);
         let timings = Timings {
             iterations: passes.stats(),
             runs: calls.stats(),

@@ -3,7 +3,9 @@
 //!
 //! One complete (`"ph": "X"`) event per range, on its thread, nested by
 //! time; the capture range and each measured pass (`iteration <i>`) on the
-//! capturing thread, the passes labelled with their index. Bounded: past
+//! capturing thread, the passes labelled with their index. On runs with
+//! GPU timing, a GPU track per host thread holds the GPU time of its ranges
+//! (`"cat": "gpu"`), on the device's timeline. Bounded: past
 //! [`MAX_EVENTS`] events the trace is cut, and says so.
 
 use std::io::Write;
@@ -28,6 +30,10 @@ pub struct TraceSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
+
+/// Thread ids of the GPU tracks: this plus the host thread's id, after
+/// every host thread in the viewer.
+pub const GPU_TRACK_BASE: u64 = 1 << 32;
 
 fn micros(ns: u64, origin: u64) -> f64 {
     ns.saturating_sub(origin) as f64 / 1_000.0
@@ -83,6 +89,38 @@ pub fn trace_document(
                        "args": {"exclusive_us": event.exclusive_ns as f64 / 1_000.0}}),
                 &mut events,
             );
+        }
+    }
+    // The GPU track: per host thread that recorded device events, the GPU
+    // time of its ranges on the device's timeline, which starts at the
+    // capture's first event (recorded when the capture opened, on an idle
+    // stream after the synchronize before the capture).
+    if let Some(gpu) = &capture.gpu {
+        for (thread, spans) in log.threads.iter().zip(&gpu.spans) {
+            if spans.is_empty() {
+                continue;
+            }
+            let tid = GPU_TRACK_BASE + u64::from(thread.thread);
+            let label = if thread.thread == main {
+                "runner"
+            } else {
+                thread.thread_name.as_str()
+            };
+            events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                               "args": {"name": format!("GPU {} (ranges of {label})", gpu.device)}}));
+            events.push(
+                json!({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                               "args": {"sort_index": tid}}),
+            );
+            for span in spans {
+                let event = &thread.events[span.event];
+                push(
+                    json!({"name": thread.names[event.name as usize], "cat": "gpu", "ph": "X", "pid": pid, "tid": tid,
+                           "ts": span.offset_ns as f64 / 1_000.0, "dur": span.duration_ns as f64 / 1_000.0,
+                           "args": {"host_us": event.inclusive_ns as f64 / 1_000.0}}),
+                    &mut events,
+                );
+            }
         }
     }
     let overflowed: u64 = log.threads.iter().map(|t| t.overflowed()).sum();

@@ -14,7 +14,11 @@ use profiling_core::timing::{EventBackend, FakeEvents, RangeTimings};
 /// Ranges and events are recorded process-wide: one run at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn run_with<T: ProfileTarget>(yaml: &str, events: Option<Arc<FakeEvents>>, target: T) -> RunOutcome {
+fn run_with<T: ProfileTarget>(
+    yaml: &str,
+    events: Option<Arc<FakeEvents>>,
+    target: T,
+) -> RunOutcome {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let config = ConfigFile::parse(yaml, None)
         .unwrap()
@@ -81,7 +85,10 @@ fn nested_ranges_get_their_gpu_time_inclusive_and_exclusive() {
     let yaml = format!("{DUMMY}warmup: 2\niterations: 4\n");
     let outcome = run_with(&yaml, Some(Arc::clone(&device)), Nested { device });
 
-    let outer = range(&outcome, "outer").gpu.as_ref().expect("outer has GPU time");
+    let outer = range(&outcome, "outer")
+        .gpu
+        .as_ref()
+        .expect("outer has GPU time");
     assert_eq!(outer.count, 12, "3 records x 4 passes");
     assert_eq!((outer.inclusive.min_ns, outer.inclusive.max_ns), (450, 450));
     assert_eq!((outer.exclusive.min_ns, outer.exclusive.max_ns), (150, 150));
@@ -91,6 +98,28 @@ fn nested_ranges_get_their_gpu_time_inclusive_and_exclusive() {
     let double = range(&outcome, "double").gpu.as_ref().unwrap();
     assert_eq!(double.inclusive.p50_ns, 2 * single.inclusive.p50_ns);
     assert_eq!(single.inclusive.total_ns, 12 * 1_000);
+
+    // By path too: `inner` is `outer/inner`.
+    let path = |path: &str| {
+        let found = outcome.timings.range_tree.iter().find(|p| p.path == path);
+        found
+            .and_then(|p| p.gpu.clone())
+            .unwrap_or_else(|| panic!("no GPU time for {path}"))
+    };
+    assert_eq!(
+        (
+            path("outer").inclusive.p50_ns,
+            path("outer").exclusive.p50_ns
+        ),
+        (450, 150)
+    );
+    assert_eq!(
+        (
+            path("outer/inner").count,
+            path("outer/inner").inclusive.p50_ns
+        ),
+        (12, 300)
+    );
 
     let gpu = outcome.timings.gpu.as_ref().expect("timings.gpu");
     let runs = gpu.runs.expect("per-call GPU time");
@@ -107,7 +136,13 @@ fn nested_ranges_get_their_gpu_time_inclusive_and_exclusive() {
 fn host_times_stay_and_no_gpu_figures_without_a_backend() {
     let device = Arc::new(FakeEvents::new());
     let yaml = format!("{DUMMY}warmup: 1\niterations: 2\n");
-    let outcome = run_with(&yaml, None, Nested { device: Arc::clone(&device) });
+    let outcome = run_with(
+        &yaml,
+        None,
+        Nested {
+            device: Arc::clone(&device),
+        },
+    );
     assert!(outcome.timings.gpu.is_none());
     assert!(outcome.timings.ranges.iter().all(|r| r.gpu.is_none()));
     assert_eq!(range(&outcome, "outer").count, 6);
@@ -148,19 +183,32 @@ impl ProfileTarget for OtherThread {
 fn ranges_on_other_threads_pair_on_their_own_thread() {
     let device = Arc::new(FakeEvents::new());
     let yaml = format!("{DUMMY}warmup: 1\niterations: 2\n");
-    let outcome = run_with(&yaml, Some(Arc::clone(&device)), OtherThread {
-        device: Arc::clone(&device),
-    });
-    let worker = range(&outcome, "worker").gpu.as_ref().expect("worker GPU time");
+    let outcome = run_with(
+        &yaml,
+        Some(Arc::clone(&device)),
+        OtherThread {
+            device: Arc::clone(&device),
+        },
+    );
+    let worker = range(&outcome, "worker")
+        .gpu
+        .as_ref()
+        .expect("worker GPU time");
     assert_eq!(worker.count, 6);
-    assert_eq!((worker.inclusive.min_ns, worker.inclusive.max_ns), (700, 700));
+    assert_eq!(
+        (worker.inclusive.min_ns, worker.inclusive.max_ns),
+        (700, 700)
+    );
     // The worker's range is on another thread: it is not a child of
     // `call` on the host, so `call`'s exclusive GPU time keeps it.
     let call = range(&outcome, "call").gpu.as_ref().unwrap();
     assert_eq!((call.inclusive.p50_ns, call.exclusive.p50_ns), (715, 715));
     // Every worker thread was bound before it recorded.
     let (_, _, _, bound) = device.counts();
-    assert!(bound >= 1 + 3 + 6, "main, warmup workers, measured workers: {bound}");
+    assert!(
+        bound >= 1 + 3 + 6,
+        "main, warmup workers, measured workers: {bound}"
+    );
 }
 
 /// Keeps a range open from one call to the next: opened in one pass, it
@@ -193,13 +241,18 @@ fn a_range_kept_across_passes_gets_no_gpu_pair() {
     let device = Arc::new(FakeEvents::new());
     // One record: every `kept` range opens in one pass and closes in the next.
     let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 1}\nwarmup: 1\niterations: 3\n";
-    let outcome = run_with(yaml, Some(Arc::clone(&device)), KeepsGuard {
-        device,
-        open: None,
-    });
+    let outcome = run_with(
+        yaml,
+        Some(Arc::clone(&device)),
+        KeepsGuard { device, open: None },
+    );
     let kept = range(&outcome, "kept");
     assert!(kept.count >= 2, "the host still times it: {}", kept.count);
-    assert!(kept.gpu.is_none(), "no GPU pair spans two passes: {:?}", kept.gpu);
+    assert!(
+        kept.gpu.is_none(),
+        "no GPU pair spans two passes: {:?}",
+        kept.gpu
+    );
     let each = range(&outcome, "each").gpu.as_ref().unwrap();
     assert_eq!((each.count, each.inclusive.p50_ns), (3, 60));
     let gpu = outcome.timings.gpu.as_ref().unwrap();
@@ -233,10 +286,14 @@ impl ProfileTarget for Many {
 fn the_pool_is_sized_from_the_last_warmup_pass_and_nothing_is_missed() {
     let device = Arc::new(FakeEvents::new());
     let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 2}\nwarmup: 2\niterations: 5\n";
-    let outcome = run_with(yaml, Some(Arc::clone(&device)), Many {
-        device: Arc::clone(&device),
-        per_call: 300,
-    });
+    let outcome = run_with(
+        yaml,
+        Some(Arc::clone(&device)),
+        Many {
+            device: Arc::clone(&device),
+            per_call: 300,
+        },
+    );
     let gpu = outcome.timings.gpu.as_ref().unwrap();
     assert_eq!(gpu.ranges_without_events, 0);
     let per_pass = 2 * 300 * 2 + 3;
@@ -257,13 +314,20 @@ fn without_warmup_a_pass_larger_than_the_default_pool_misses_then_the_pool_grows
     // No warmup to size from: the default pool (2049 events) is short of
     // the first pass (2 x 1500 + 2); later passes find it grown.
     let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 1}\nwarmup: 0\niterations: 3\n";
-    let outcome = run_with(yaml, Some(Arc::clone(&device)), Many {
-        device: Arc::clone(&device),
-        per_call: 1500,
-    });
+    let outcome = run_with(
+        yaml,
+        Some(Arc::clone(&device)),
+        Many {
+            device: Arc::clone(&device),
+            per_call: 1500,
+        },
+    );
     let gpu = outcome.timings.gpu.as_ref().unwrap();
     let missed = gpu.ranges_without_events;
-    assert!(missed > 0 && missed < 1500, "only the first pass misses: {missed}");
+    assert!(
+        missed > 0 && missed < 1500,
+        "only the first pass misses: {missed}"
+    );
     let r = range(&outcome, "r");
     assert_eq!(r.count, 4500);
     assert_eq!(r.gpu.as_ref().unwrap().count, 4500 - missed);
@@ -298,12 +362,56 @@ fn a_refusing_driver_costs_the_gpu_figures_of_some_ranges_not_the_run() {
             self.inner.run(input)
         }
     }
-    let outcome = run_with(&yaml, Some(Arc::clone(&device)), FailsLater {
-        inner: Nested { device },
-        calls: 0,
-    });
+    let outcome = run_with(
+        &yaml,
+        Some(Arc::clone(&device)),
+        FailsLater {
+            inner: Nested { device },
+            calls: 0,
+        },
+    );
     assert_eq!(outcome.completed_iterations, 2);
     assert_eq!(range(&outcome, "outer").count, 6, "host timings are whole");
     let gpu = outcome.timings.gpu.as_ref().unwrap();
     assert_eq!(gpu.ranges_without_events, 6 * 4, "no range had both events");
+}
+
+#[test]
+fn the_trace_has_a_gpu_track_beside_the_host_threads() {
+    let device = Arc::new(FakeEvents::new());
+    let yaml = format!("{DUMMY}warmup: 1\niterations: 2\n");
+    let outcome = run_with(&yaml, Some(Arc::clone(&device)), Nested { device });
+    let (document, _, truncated) =
+        profiling_core::trace::trace_document(&outcome.capture, "profile-target", "t");
+    assert!(!truncated);
+    let events = document["traceEvents"].as_array().unwrap();
+    let gpu: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "gpu").collect();
+    assert_eq!(gpu.len(), 4 * 6, "every range of 6 calls");
+    let tid = gpu[0]["tid"].as_u64().unwrap();
+    assert!(tid >= profiling_core::trace::GPU_TRACK_BASE);
+    assert!(gpu.iter().all(|e| e["tid"].as_u64() == Some(tid)));
+    let track = events
+        .iter()
+        .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"].as_u64() == Some(tid))
+        .expect("the GPU track is named");
+    assert_eq!(track["args"]["name"], "GPU cpu (ranges of runner)");
+    // On the device's timeline: the first call's `outer` starts where the
+    // stream was when the capture opened, then 3457 ns per call.
+    let outer: Vec<(f64, f64)> = gpu
+        .iter()
+        .filter(|e| e["name"] == "outer")
+        .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(outer.len(), 6);
+    for (call, (ts, dur)) in outer.iter().enumerate() {
+        assert!(
+            (ts - call as f64 * 3.457).abs() < 1e-9,
+            "call {call}: ts {ts}"
+        );
+        assert!((dur - 0.45).abs() < 1e-9, "dur {dur}");
+    }
+    // The host's range tree is read from the host ranges only.
+    let tree = profiling_core::trace::range_tree_of(&document).unwrap();
+    let outer_path = tree.paths.iter().find(|p| p.path == "outer").unwrap();
+    assert_eq!(outer_path.count, 6);
 }

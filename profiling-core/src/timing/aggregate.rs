@@ -36,10 +36,7 @@ pub struct GpuRangeTimings {
 
 /// Adds each name's GPU statistics from `gpu` (its inclusive and exclusive
 /// samples) to the host timings of that name.
-pub fn attach_gpu(
-    timings: &mut [RangeTimings],
-    gpu: &BTreeMap<String, (SampleSet, SampleSet)>,
-) {
+pub fn attach_gpu(timings: &mut [RangeTimings], gpu: &BTreeMap<String, (SampleSet, SampleSet)>) {
     for timing in timings {
         timing.gpu = gpu.get(&timing.name).and_then(|(inclusive, exclusive)| {
             Some(GpuRangeTimings {

@@ -232,6 +232,8 @@ pub struct GpuSpan {
     /// From the capture's first event to the range's start event.
     pub offset_ns: u64,
     pub duration_ns: u64,
+    /// Without the GPU time of the recorded ranges inside it.
+    pub exclusive_ns: u64,
 }
 
 /// What the events of one capture came to.
@@ -454,7 +456,10 @@ impl GpuEvents {
 
     /// Events recorded so far in this capture.
     pub fn recorded(&self) -> usize {
-        pool().next.load(Ordering::Relaxed).min(pool().created.load(Ordering::Relaxed))
+        pool()
+            .next
+            .load(Ordering::Relaxed)
+            .min(pool().created.load(Ordering::Relaxed))
     }
 
     /// Once the capture ended: waits for the last event, then reads the
@@ -527,15 +532,17 @@ impl GpuEvents {
                     continue;
                 };
                 children[depth] += inclusive;
+                let exclusive = inclusive.saturating_sub(inside);
                 let name = thread.names[event.name as usize].as_str();
                 let (inc, exc) = samples.entry(name).or_default();
                 inc.push(inclusive);
-                exc.push(inclusive.saturating_sub(inside));
+                exc.push(exclusive);
                 if let Some(offset) = elapsed(self.capture_first, event.gpu_start) {
                     thread_spans.push(GpuSpan {
                         event: index,
                         offset_ns: offset,
                         duration_ns: inclusive,
+                        exclusive_ns: exclusive,
                     });
                 }
             }
@@ -616,13 +623,21 @@ impl FakeEvents {
 
     /// Queues `ns` of work on the stream.
     pub fn queue(&self, ns: u64) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).stream_ns += ns;
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stream_ns += ns;
     }
 
     /// Events created, records made, events destroyed, threads bound.
     pub fn counts(&self) -> (u64, u64, u64, u64) {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        (state.created, state.records, state.destroyed, state.bound_threads)
+        (
+            state.created,
+            state.records,
+            state.destroyed,
+            state.bound_threads,
+        )
     }
 
     /// Makes every record after the next `records` fail.
@@ -638,7 +653,10 @@ impl EventBackend for FakeEvents {
     }
 
     fn bind_thread(&self) -> anyhow::Result<()> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).bound_threads += 1;
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .bound_threads += 1;
         Ok(())
     }
 
@@ -729,8 +747,9 @@ mod cuda {
                 .map_err(|e| anyhow::anyhow!("no CUDA device {index}: {e:?}"))?;
             // SAFETY: `device` came from the driver; the primary context is
             // retained for the process (libtorch shares it).
-            let context = unsafe { result::primary_ctx::retain(device) }
-                .map_err(|e| anyhow::anyhow!("cannot retain the primary context of cuda:{index}: {e:?}"))?;
+            let context = unsafe { result::primary_ctx::retain(device) }.map_err(|e| {
+                anyhow::anyhow!("cannot retain the primary context of cuda:{index}: {e:?}")
+            })?;
             Ok(CudaEvents {
                 index,
                 context: context as usize,

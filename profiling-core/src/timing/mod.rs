@@ -8,7 +8,9 @@ pub mod recorder;
 pub mod samples;
 pub mod tree;
 
-pub use aggregate::{attach_gpu, range_sets, range_timings, timings_of, GpuRangeTimings, RangeTimings};
+pub use aggregate::{
+    attach_gpu, range_sets, range_timings, timings_of, GpuRangeTimings, RangeTimings,
+};
 pub use clock::{now_ns, TimerInfo};
 pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
 pub use recorder::{Capture, RangeLog, Registration};

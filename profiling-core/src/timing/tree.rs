@@ -35,6 +35,9 @@ pub struct RangePathTimings {
     pub inclusive_per_pass: Option<DurationStats>,
     /// Per measured pass: their self time.
     pub exclusive_per_pass: Option<DurationStats>,
+    /// The device's time for the same ranges, on runs with GPU timing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<super::aggregate::GpuRangeTimings>,
 }
 
 /// Every path of a capture, as a tree in depth-first order: each range
@@ -57,17 +60,40 @@ struct Node {
     /// Per pass (by index into the passes), when the pass is known.
     inclusive_per_pass: Vec<u64>,
     exclusive_per_pass: Vec<u64>,
+    /// GPU inclusive and exclusive times of the ranges that have them.
+    gpu_inclusive: Vec<u64>,
+    gpu_exclusive: Vec<u64>,
 }
 
 impl RangeTree {
     /// The tree of `log`'s kept events; `passes` are the start and end of
     /// the measured passes whose per-pass figures are wanted.
     pub fn build(log: &RangeLog, passes: &[(u64, u64)]) -> RangeTree {
+        RangeTree::build_with_gpu(log, passes, None)
+    }
+
+    /// [`RangeTree::build`], with each path's GPU time from `gpu` (the
+    /// device events of the same capture).
+    pub fn build_with_gpu(
+        log: &RangeLog,
+        passes: &[(u64, u64)],
+        gpu: Option<&super::gpu::GpuCapture>,
+    ) -> RangeTree {
         let mut nodes: Vec<Node> = Vec::new();
         let mut index: HashMap<(Option<usize>, &str), usize> = HashMap::new();
         let mut outside_passes = 0u64;
         let mut orphans = 0u64;
-        for thread in &log.threads {
+        for (thread_index, thread) in log.threads.iter().enumerate() {
+            // The GPU times of this thread's events, by event index.
+            let mut gpu_of: Vec<Option<(u64, u64)>> = Vec::new();
+            if let Some(spans) = gpu.and_then(|g| g.spans.get(thread_index)) {
+                gpu_of.resize(thread.events.len(), None);
+                for span in spans {
+                    if let Some(slot) = gpu_of.get_mut(span.event) {
+                        *slot = Some((span.duration_ns, span.exclusive_ns));
+                    }
+                }
+            }
             let mut order: Vec<usize> = (0..thread.events.len()).collect();
             // Opening order: a parent opens before (or with) its children.
             order.sort_by_key(|&i| (thread.events[i].start_ns, thread.events[i].depth));
@@ -96,6 +122,8 @@ impl RangeTree {
                         exclusive: Vec::new(),
                         inclusive_per_pass: vec![0; passes.len()],
                         exclusive_per_pass: vec![0; passes.len()],
+                        gpu_inclusive: Vec::new(),
+                        gpu_exclusive: Vec::new(),
                     });
                     nodes.len() - 1
                 });
@@ -103,6 +131,10 @@ impl RangeTree {
                 let entry = &mut nodes[node];
                 entry.inclusive.push(event.inclusive_ns);
                 entry.exclusive.push(event.exclusive_ns);
+                if let Some(&Some((inclusive, exclusive))) = gpu_of.get(i) {
+                    entry.gpu_inclusive.push(inclusive);
+                    entry.gpu_exclusive.push(exclusive);
+                }
                 match pass_of(passes, event.start_ns) {
                     Some(pass) => {
                         entry.inclusive_per_pass[pass] += event.inclusive_ns;
@@ -249,6 +281,13 @@ fn timings_of(nodes: &[Node], i: usize, per_pass: bool) -> RangePathTimings {
         exclusive_per_pass: per_pass
             .then(|| stats_of(&node.exclusive_per_pass))
             .flatten(),
+        gpu: stats_of(&node.gpu_inclusive).and_then(|inclusive| {
+            Some(super::aggregate::GpuRangeTimings {
+                count: node.gpu_inclusive.len() as u64,
+                inclusive,
+                exclusive: stats_of(&node.gpu_exclusive)?,
+            })
+        }),
     }
 }
 
