@@ -271,3 +271,98 @@ impl ProfileTarget for TorchScript {
         tensor_summary(output)
     }
 }
+
+/// `target.parameters` of `matmul-repeat`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatmulParameters {
+    /// The side of the square matrices.
+    #[serde(default = "default_matmul_size")]
+    pub size: i64,
+    /// Matrix products in the first range; the second holds twice as many.
+    #[serde(default = "default_matmul_repeats")]
+    pub repeats: u32,
+}
+
+fn default_matmul_size() -> i64 {
+    2048
+}
+
+fn default_matmul_repeats() -> u32 {
+    8
+}
+
+fn load_matmul() -> anyhow::Result<MatmulRepeat> {
+    let parameters: MatmulParameters = profiling_core::target::parameters()?;
+    if parameters.size < 1 {
+        return Err(
+            ParameterError::new("size", format!("must be >= 1, got {}", parameters.size)).into(),
+        );
+    }
+    if parameters.repeats < 1 {
+        return Err(ParameterError::new("repeats", "must be >= 1, got 0".to_owned()).into());
+    }
+    Ok(MatmulRepeat {
+        parameters,
+        device: Device::Cpu,
+    })
+}
+
+/// Known GPU work in ranges, to check GPU time per range: `repeats`
+/// products of two `size` x `size` matrices in `matmul k`, twice as many
+/// in `matmul 2k`, and `repeats` again in `matmul k, synchronized`, which
+/// waits for the device before it opens and before it closes, so that its
+/// host time is the same work timed on the host.
+#[derive(Debug)]
+pub struct MatmulRepeat {
+    parameters: MatmulParameters,
+    device: Device,
+}
+
+#[profile_target(name = "matmul-repeat", factory = load_matmul)]
+impl ProfileTarget for MatmulRepeat {
+    type Prepared = (Tensor, Tensor);
+    type Output = Tensor;
+
+    fn prepare(
+        &mut self,
+        _record: &DataRecord,
+        device: Device,
+    ) -> anyhow::Result<(Tensor, Tensor)> {
+        self.device = device;
+        let size = self.parameters.size;
+        let options = (Kind::Float, device.into());
+        let a = Tensor::ones([size, size], options) / (size as f64);
+        Ok((a.shallow_clone(), a))
+    }
+
+    fn run(&mut self, (a, b): &(Tensor, Tensor)) -> anyhow::Result<Tensor> {
+        let repeats = self.parameters.repeats;
+        let mut product = a.shallow_clone();
+        {
+            let _range = profiling_range("matmul k");
+            for _ in 0..repeats {
+                product = a.matmul(b);
+            }
+        }
+        {
+            let _range = profiling_range("matmul 2k");
+            for _ in 0..2 * repeats {
+                product = a.matmul(b);
+            }
+        }
+        profiling_core::device::synchronize(self.device);
+        {
+            let _range = profiling_range("matmul k, synchronized");
+            for _ in 0..repeats {
+                product = a.matmul(b);
+            }
+            profiling_core::device::synchronize(self.device);
+        }
+        Ok(product)
+    }
+
+    fn summarize(&self, output: &Tensor) -> Summary {
+        tensor_summary(output)
+    }
+}

@@ -212,3 +212,84 @@ fn a_target_of_a_missing_feature_says_how_to_build_it() {
         Some("not in this build, need the `tch` feature (scripts/profile --features tch list): smoke-tensor, tiny-cnn, torchscript")
     );
 }
+
+/// GPU timing adds no system dependency: the default build has no CUDA
+/// binding at all, and the CUDA events of the `tch` build load the driver
+/// at run time (cudarc's dynamic loading), so neither links a CUDA library.
+#[test]
+fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let tree = Command::new(&cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-p",
+            "profiling-cli",
+            "-e",
+            "normal,build",
+        ])
+        .args(["--prefix", "none", "--format", "{p}", "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(
+        tree.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tree.stderr)
+    );
+    let tree = String::from_utf8(tree.stdout).unwrap();
+    assert!(
+        tree.lines().any(|l| l.starts_with("profiling-core ")),
+        "{tree}"
+    );
+    for crate_name in ["cudarc ", "tch ", "torch-sys "] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(crate_name)),
+            "the default build depends on {crate_name}:\n{tree}"
+        );
+    }
+    // With the tch feature, cudarc is there, loading the driver at run time.
+    let tch_tree = Command::new(&cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-p",
+            "profiling-core",
+            "--features",
+            "tch",
+        ])
+        .args([
+            "-e",
+            "features",
+            "-i",
+            "cudarc",
+            "--prefix",
+            "none",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    let tch_tree = String::from_utf8_lossy(&tch_tree.stdout).into_owned();
+    assert!(
+        tch_tree.contains("cudarc feature \"dynamic-loading\""),
+        "{tch_tree}"
+    );
+
+    // What the dynamic linker loads for the default binary.
+    if cfg!(not(feature = "tch")) {
+        if let Ok(ldd) = Command::new("ldd")
+            .arg(env!("CARGO_BIN_EXE_profile-cli"))
+            .output()
+        {
+            let libraries = String::from_utf8_lossy(&ldd.stdout).into_owned();
+            assert!(libraries.contains("libc.so"), "{libraries}");
+            for cuda in ["libcuda", "libcudart", "libnvrtc", "libtorch"] {
+                assert!(!libraries.contains(cuda), "links {cuda}:\n{libraries}");
+            }
+        }
+    }
+}
