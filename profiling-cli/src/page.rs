@@ -380,6 +380,8 @@ struct RangeRow {
     /// Per pass: (median, p90, mean) of inclusive and of self time.
     inclusive_per_pass: Option<(u64, u64, u64)>,
     exclusive_per_pass: Option<(u64, u64, u64)>,
+    /// GPU medians per call (inclusive, self), on runs with GPU timing.
+    gpu_p50: Option<(u64, u64)>,
 }
 
 struct RangeRows {
@@ -442,6 +444,7 @@ impl RangeRows {
                     inclusive_total: stat(entry, "inclusive.total_ns"),
                     inclusive_per_pass: per_pass(entry, "inclusive_per_pass"),
                     exclusive_per_pass: per_pass(entry, "exclusive_per_pass"),
+                    gpu_p50: gpu_p50(entry),
                 })
                 .collect();
             return RangeRows {
@@ -468,6 +471,7 @@ impl RangeRows {
                         inclusive_total: stat(entry, "inclusive.total_ns"),
                         inclusive_per_pass: None,
                         exclusive_per_pass: None,
+                        gpu_p50: gpu_p50(entry),
                     })
                     .collect()
             })
@@ -490,10 +494,24 @@ impl RangeRows {
     }
 }
 
-/// The range table: path, calls, per call and per pass times, share.
+/// A range's GPU medians (inclusive, self) from its `gpu` statistics.
+fn gpu_p50(entry: &Value) -> Option<(u64, u64)> {
+    Some((
+        get(entry, "gpu.inclusive.p50_ns")?.as_u64()?,
+        get(entry, "gpu.exclusive.p50_ns")?.as_u64()?,
+    ))
+}
+
+/// The range table: path, calls, per call and per pass times, share, and
+/// on runs with GPU timing the GPU medians.
 fn range_table(tree: &RangeRows, m: &Value) -> String {
     let passes = tree.passes.max(1);
-    let mut html = String::from("<table id=\"ranges\" class=\"sortable\">\n<thead><tr><th>range path</th><th>calls</th><th>per pass</th><th>median per call</th><th>inclusive per pass: median</th><th>p90</th><th>self per pass: median</th><th>p90</th><th>share of a pass</th></tr></thead>\n<tbody>\n");
+    let gpu = tree.rows.iter().any(|row| row.gpu_p50.is_some());
+    let mut html = String::from("<table id=\"ranges\" class=\"sortable\">\n<thead><tr><th>range path</th><th>calls</th><th>per pass</th><th>median per call</th><th>inclusive per pass: median</th><th>p90</th><th>self per pass: median</th><th>p90</th><th>share of a pass</th>");
+    if gpu {
+        html.push_str("<th>GPU median per call</th><th>GPU self median</th>");
+    }
+    html.push_str("</tr></thead>\n<tbody>\n");
     for row in &tree.rows {
         let per_pass_mean = row
             .inclusive_per_pass
@@ -508,9 +526,14 @@ fn range_table(tree: &RangeRows, m: &Value) -> String {
             None => "<td data-sort=\"-1\">-</td>".to_owned(),
         };
         let indent = "&nbsp;&nbsp;".repeat(row.depth);
+        let gpu_cells = if gpu {
+            cell(row.gpu_p50.map(|g| g.0)) + &cell(row.gpu_p50.map(|g| g.1))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             html,
-            "<tr data-path=\"{path}\"><td class=\"path\" title=\"{path}\">{indent}{name}</td><td data-sort=\"{count}\">{count}</td><td data-sort=\"{rate}\">{rate:.2}</td>{p50}{ip50}{ip90}{ep50}{ep90}<td data-sort=\"{share}\">{percent:.1} %</td></tr>",
+            "<tr data-path=\"{path}\"><td class=\"path\" title=\"{path}\">{indent}{name}</td><td data-sort=\"{count}\">{count}</td><td data-sort=\"{rate}\">{rate:.2}</td>{p50}{ip50}{ip90}{ep50}{ep90}<td data-sort=\"{share}\">{percent:.1} %</td>{gpu_cells}</tr>",
             path = esc(&row.path),
             name = esc(&row.name),
             count = row.count,
@@ -1213,6 +1236,43 @@ mod tests {
             1200,
         );
         assert_eq!(wide, "<rect width=\"5%\"/><text x=\"1\">decode..</text>");
+    }
+
+    #[test]
+    fn the_range_table_shows_gpu_medians_on_runs_with_gpu_timing() {
+        let manifest: Value = serde_yaml::from_str(
+            "timings:\n  iterations: {count: 2, mean_ns: 200}\n  range_tree:\n    - {path: a, name: a, depth: 0, count: 2, inclusive: {p50_ns: 100, total_ns: 200}, exclusive: {p50_ns: 50, total_ns: 100}, gpu: {count: 2, inclusive: {p50_ns: 7000}, exclusive: {p50_ns: 3000}}}\n    - {path: a/b, name: b, depth: 1, count: 2, inclusive: {p50_ns: 50, total_ns: 100}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
+        )
+        .unwrap();
+        let table = range_table(&RangeRows::of(&manifest, None), &manifest);
+        assert!(
+            table.contains("<th>GPU median per call</th><th>GPU self median</th>"),
+            "{table}"
+        );
+        let row_a = table
+            .lines()
+            .find(|l| l.contains("data-path=\"a\""))
+            .unwrap();
+        assert!(
+            row_a.ends_with(
+                "<td data-sort=\"7000\">7.00 µs</td><td data-sort=\"3000\">3.00 µs</td></tr>"
+            ),
+            "{row_a}"
+        );
+        let row_b = table
+            .lines()
+            .find(|l| l.contains("data-path=\"a/b\""))
+            .unwrap();
+        assert!(
+            row_b.ends_with("<td data-sort=\"-1\">-</td><td data-sort=\"-1\">-</td></tr>"),
+            "{row_b}"
+        );
+        // Without GPU timing, no GPU column.
+        let host_only: Value = serde_yaml::from_str(
+            "timings:\n  iterations: {count: 2, mean_ns: 200}\n  range_tree:\n    - {path: a, name: a, depth: 0, count: 2, inclusive: {p50_ns: 100, total_ns: 200}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
+        )
+        .unwrap();
+        assert!(!range_table(&RangeRows::of(&host_only, None), &host_only).contains("GPU"));
     }
 
     #[test]

@@ -30,6 +30,30 @@ impl ProfileTarget for StopsItself {
 
 #[test]
 fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
+    // Without GPU timing, then with device events (on a fake device whose
+    // stream advances 100 ns per call): the cut pass is not a GPU sample
+    // either, its completed call is.
+    for gpu in [false, true] {
+        let device = std::sync::Arc::new(profiling_core::timing::FakeEvents::new());
+        let outcome = interrupted_run(gpu.then(|| device.clone()));
+        check(&outcome);
+        let gpu_timings = outcome.timings.gpu.as_ref();
+        assert_eq!(gpu_timings.is_some(), gpu);
+        if let Some(timings) = gpu_timings {
+            assert_eq!(
+                timings.iterations.unwrap().count,
+                1,
+                "only the completed pass"
+            );
+            assert_eq!(timings.runs.unwrap().count, 3, "every completed call");
+            assert_eq!(outcome.timings.ranges[0].gpu.as_ref().unwrap().count, 3);
+        }
+    }
+}
+
+fn interrupted_run(
+    device: Option<std::sync::Arc<profiling_core::timing::FakeEvents>>,
+) -> profiling_core::runner::RunOutcome {
     profiling_core::interrupt::reset();
     let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 2, include_image: false}\nwarmup: 1\niterations: 10\n";
     let config = ConfigFile::parse(yaml, None)
@@ -37,10 +61,14 @@ fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
         .resolve(&Overrides::default())
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
-    let plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
+    let mut plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
+    plan.events = device.map(|d| d as std::sync::Arc<dyn profiling_core::timing::EventBackend>);
     let outcome = run_target(&plan, || Ok(StopsItself::default())).unwrap();
     profiling_core::interrupt::reset();
+    outcome
+}
 
+fn check(outcome: &profiling_core::runner::RunOutcome) {
     // Warmup: calls 1-2; pass 0: calls 3-4; pass 1 stops after call 5.
     assert_eq!(outcome.interrupted, Some(libc::SIGINT));
     assert_eq!(
