@@ -43,4 +43,4 @@ pub mod tensor_targets;
 
 // Without the feature, `profile-cli run smoke-tensor` says how to get it.
 #[cfg(not(feature = "tch"))]
-profiling_core::targets_needing_feature!("tch": "smoke-tensor", "tiny-cnn", "torchscript");
+profiling_core::targets_needing_feature!("tch": "smoke-tensor", "tiny-cnn", "torchscript", "matmul-repeat");

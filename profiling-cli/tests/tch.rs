@@ -104,7 +104,7 @@ fn cuda_without_a_gpu_is_refused_before_any_work() {
 fn list_shows_the_tensor_targets() {
     let output = profile_cli().arg("list").output().unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
-    for name in ["smoke-tensor", "tiny-cnn", "torchscript"] {
+    for name in ["smoke-tensor", "tiny-cnn", "torchscript", "matmul-repeat"] {
         assert!(
             stdout.lines().any(|l| l.starts_with(&format!("{name} "))),
             "{name} missing:\n{stdout}"
@@ -188,4 +188,63 @@ fn torchscript_without_a_module_is_a_config_error() {
     }
     let left: Vec<_> = std::fs::read_dir(out.path()).unwrap().collect();
     assert_eq!(left.len(), 2, "only the two configs: no runs/ beside them");
+}
+
+/// `matmul-repeat` on the CPU: its three ranges, each around the number of
+/// products it says, and no GPU timing (`auto` on the CPU says nothing;
+/// `on` is refused there, tch build or not).
+#[test]
+fn matmul_repeat_runs_its_ranges_and_gpu_timing_stays_off_on_the_cpu() {
+    let out = tempfile::tempdir().unwrap();
+    let config = out.path().join("matmul.yaml");
+    std::fs::write(
+        &config,
+        "target: {name: matmul-repeat, parameters: {size: 32, repeats: 3}}\nwarmup: 1\niterations: 4\n",
+    )
+    .unwrap();
+    let output = profile_cli()
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--run-id",
+            "m",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("gpu:"), "{stderr}");
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let ranges = document["timings"]["ranges"].as_array().unwrap();
+    let names: Vec<&str> = ranges.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    for name in ["matmul k", "matmul 2k", "matmul k, synchronized"] {
+        assert!(names.contains(&name), "{name} missing: {names:?}");
+    }
+    assert!(ranges
+        .iter()
+        .all(|r| r["count"] == 4 && r.get("gpu").is_none()));
+    assert!(document["timings"].get("gpu").is_none());
+    let manifest = std::fs::read_to_string(out.path().join("runs/m/manifest.yaml")).unwrap();
+    assert!(manifest.contains("gpu_timing: auto"), "{manifest}");
+
+    let refused = profile_cli()
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--gpu-timing",
+            "on",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(
+        "error: command line: --gpu-timing: `on` needs a CUDA device, and the device is `cpu`"
+    ));
 }
