@@ -121,8 +121,6 @@ static BACKEND: Mutex<Option<Arc<dyn EventBackend>>> = Mutex::new(None);
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 /// The measured pass in progress, counted from 1 by [`GpuEvents::pass_begins`].
 static PASS: AtomicU32 = AtomicU32::new(0);
-/// Threads that opened their first GPU-timed range inside a measured pass.
-static LATE_BINDINGS: AtomicU32 = AtomicU32::new(0);
 
 struct Bound {
     generation: u32,
@@ -136,15 +134,13 @@ thread_local! {
 }
 
 /// Gives the calling thread the current backend, bound: from the range
-/// recorder in warmup (`late` false) or inside a pass (`late` true).
-fn bind_current(bound: &mut Bound, late: bool) {
+/// recorder in warmup, or inside a pass for a thread first seen there (a
+/// lock, counted with the recorder's late threads).
+fn bind_current(bound: &mut Bound) {
     let generation = GENERATION.load(Ordering::Acquire);
     let backend = BACKEND.lock().unwrap_or_else(|e| e.into_inner()).clone();
     bound.generation = generation;
     bound.backend = backend.filter(|backend| backend.bind_thread().is_ok());
-    if late {
-        LATE_BINDINGS.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 /// Binds the calling thread to the session's backend ahead of the
@@ -153,7 +149,7 @@ pub(crate) fn register_thread() {
     let _ = BOUND.try_with(|bound| {
         if let Ok(mut bound) = bound.try_borrow_mut() {
             if bound.generation != GENERATION.load(Ordering::Acquire) {
-                bind_current(&mut bound, false);
+                bind_current(&mut bound);
             }
         }
     });
@@ -183,7 +179,7 @@ pub(crate) fn record() -> u32 {
                 return false;
             };
             if bound.generation != GENERATION.load(Ordering::Acquire) {
-                bind_current(&mut bound, true);
+                bind_current(&mut bound);
             }
             bound
                 .backend
@@ -347,11 +343,10 @@ impl GpuEvents {
             }
         }
         GENERATION.fetch_add(1, Ordering::AcqRel);
-        LATE_BINDINGS.store(0, Ordering::Relaxed);
         backend.bind_thread()?;
         let _ = BOUND.try_with(|bound| {
             if let Ok(mut bound) = bound.try_borrow_mut() {
-                bind_current(&mut bound, false);
+                bind_current(&mut bound);
             }
         });
         let event_record_ns = measure_record(backend.as_ref())?;
@@ -586,12 +581,6 @@ fn measure_record(backend: &dyn EventBackend) -> anyhow::Result<f64> {
     backend.destroy(event);
     costs.sort_unstable();
     Ok(costs[costs.len() / 2] as f64)
-}
-
-/// Threads whose first GPU-timed range came inside a measured pass (each
-/// took a lock there to bind).
-pub fn late_bindings() -> u32 {
-    LATE_BINDINGS.load(Ordering::Relaxed)
 }
 
 /// A stand-in device for tests and examples: one stream whose clock moves
