@@ -126,10 +126,26 @@ fn plan(warmup: u32, iterations: u32, records: u32) -> RunPlan {
 }
 
 fn measured_passes_of_nested_ranges_on_two_threads_allocate_nothing() {
+    nested_ranges_on_two_threads(false);
+}
+
+/// The same with device events at every range, call and pass boundary (on
+/// a fake device whose events are made without allocating): the event pool,
+/// its top-ups between passes and the runner's boundaries allocate nothing
+/// either.
+fn with_gpu_timing_the_measured_passes_allocate_nothing() {
+    nested_ranges_on_two_threads(true);
+}
+
+fn nested_ranges_on_two_threads(gpu: bool) {
     let counted = Arc::new(Mutex::new(None));
     let (iterations, records) = (50, 3);
     let expected = u64::from(iterations * records);
-    let plan = plan(2, iterations, records);
+    let mut plan = plan(2, iterations, records);
+    if gpu {
+        let device = profiling_core::timing::FakeEvents::with_capacity(100_000);
+        plan.events = Some(Arc::new(device));
+    }
     let outcome = {
         let counted = counted.clone();
         run_target(&plan, move || Ok(TwoThreads::new(expected, counted))).unwrap()
@@ -159,6 +175,21 @@ fn measured_passes_of_nested_ranges_on_two_threads_allocate_nothing() {
     assert_eq!(outcome.capture.ranges.late_threads, 0);
     assert_eq!(outcome.capture.ranges.late_names, 0);
     assert_eq!(outcome.timings.sketch_note, None);
+    if gpu {
+        let timings = outcome.timings.gpu.as_ref().expect("GPU timings");
+        assert_eq!(timings.ranges_without_events, 0);
+        assert_eq!(timings.runs.unwrap().count, expected);
+        for range in &outcome.timings.ranges {
+            assert_eq!(
+                range.gpu.as_ref().map(|g| g.count),
+                Some(expected),
+                "{}",
+                range.name
+            );
+        }
+    } else {
+        assert!(outcome.timings.gpu.is_none());
+    }
 }
 
 fn threads_and_names_first_seen_in_the_capture_are_counted_and_said() {
@@ -265,6 +296,10 @@ fn main() {
         (
             "measured_passes_of_nested_ranges_on_two_threads_allocate_nothing",
             measured_passes_of_nested_ranges_on_two_threads_allocate_nothing,
+        ),
+        (
+            "with_gpu_timing_the_measured_passes_allocate_nothing",
+            with_gpu_timing_the_measured_passes_allocate_nothing,
         ),
         (
             "threads_and_names_first_seen_in_the_capture_are_counted_and_said",

@@ -610,6 +610,18 @@ impl FakeEvents {
         FakeEvents::default()
     }
 
+    /// A fake device with room for `events` events made without
+    /// allocating (for tests that count allocations).
+    pub fn with_capacity(events: usize) -> FakeEvents {
+        let fake = FakeEvents::default();
+        fake.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stamps
+            .reserve(events);
+        fake
+    }
+
     /// Queues `ns` of work on the stream.
     pub fn queue(&self, ns: u64) {
         self.state
