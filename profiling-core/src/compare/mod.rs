@@ -234,6 +234,8 @@ const COMPARED_KEYS: &[&str] = &[
     "host.cpu_model",
     "host.cores",
     "cuda",
+    // Whether device events were recorded (their records add to host times).
+    "timings.gpu.stream",
     "profile_cli_version",
 ];
 
@@ -354,9 +356,27 @@ pub fn differences(base: &Value, candidate: &Value) -> Vec<Difference> {
             }
             continue;
         }
+        if *key == "workload" {
+            // Runs made before `gpu_timing` existed ran as `auto` does.
+            let (a, b) = (with_default_gpu_timing(a), with_default_gpu_timing(b));
+            diff_values(key, a.as_ref(), b.as_ref(), &mut found);
+            continue;
+        }
         diff_values(key, a, b, &mut found);
     }
     found
+}
+
+/// A manifest's `workload` with `gpu_timing: auto` where it has none.
+fn with_default_gpu_timing(workload: Option<&Value>) -> Option<Value> {
+    let mut workload = workload?.clone();
+    if let Value::Mapping(mapping) = &mut workload {
+        let key = Value::from("gpu_timing");
+        if !mapping.contains_key(&key) {
+            mapping.insert(key, Value::from("auto"));
+        }
+    }
+    Some(workload)
 }
 
 fn diff_values(key: &str, a: Option<&Value>, b: Option<&Value>, found: &mut Vec<Difference>) {

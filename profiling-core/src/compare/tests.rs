@@ -319,3 +319,44 @@ proptest::proptest! {
         }
     }
 }
+
+fn yaml_manifest(text: &str) -> Value {
+    serde_yaml::from_str(text).unwrap()
+}
+
+#[test]
+fn gpu_timing_differs_only_where_it_changes_what_host_times_mean() {
+    let old = yaml_manifest("workload: {warmup: 1, iterations: 5}\n");
+    let auto = yaml_manifest("workload: {warmup: 1, iterations: 5, gpu_timing: auto}\n");
+    let off = yaml_manifest("workload: {warmup: 1, iterations: 5, gpu_timing: off}\n");
+    // A run from before `gpu_timing` ran as `auto` does.
+    assert_eq!(differences(&old, &auto), Vec::new());
+    let found = differences(&old, &off);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (
+            found[0].key.as_str(),
+            found[0].base.as_str(),
+            found[0].candidate.as_str()
+        ),
+        ("workload.gpu_timing", "auto", "off")
+    );
+    // Events recorded in one run only: its host times hold their records.
+    let events = yaml_manifest(
+        "workload: {warmup: 1, iterations: 5, gpu_timing: auto}\ntimings: {gpu: {stream: legacy default stream of cuda:0}}\n",
+    );
+    let found = differences(&auto, &events);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (
+            found[0].key.as_str(),
+            found[0].base.as_str(),
+            found[0].candidate.as_str()
+        ),
+        (
+            "timings.gpu.stream",
+            "(absent)",
+            "legacy default stream of cuda:0"
+        )
+    );
+}
