@@ -415,3 +415,31 @@ fn the_trace_has_a_gpu_track_beside_the_host_threads() {
     let outer_path = tree.paths.iter().find(|p| p.path == "outer").unwrap();
     assert_eq!(outer_path.count, 6);
 }
+
+/// The CUDA backend loads the driver at run time: on a machine without
+/// one it says so instead of failing to start (a GPU machine gets events).
+#[cfg(feature = "tch")]
+#[test]
+fn the_cuda_backend_says_when_there_is_no_driver() {
+    match profiling_core::timing::gpu::CudaEvents::new(0) {
+        Ok(events) => {
+            assert!(events
+                .stream()
+                .starts_with("legacy default stream of cuda:0"));
+            let event = events.create().unwrap();
+            assert!(events.record(event));
+            events.synchronize(event).unwrap();
+            assert_eq!(events.elapsed_ns(event, event).unwrap(), 0.0);
+            events.destroy(event);
+        }
+        Err(error) => {
+            let message = format!("{error:#}");
+            assert!(
+                message.contains("libcuda.so")
+                    || message.contains("cuInit")
+                    || message.contains("no CUDA device"),
+                "{message}"
+            );
+        }
+    }
+}
