@@ -882,9 +882,10 @@ impl<O> Measured<O> {
 }
 
 /// The measured passes, inside the capture range and each in its own
-/// `iteration <i>` range. Between a pass's clock reads there are only the
-/// target's calls, the synchronize the config asks for, the samples and the
-/// interrupt check. Inlined into [`drive`], its one caller, so that the
+/// `iteration <i>` range. A pass is timed from its first call's start to
+/// its last call's end; between those clock reads there are only the
+/// target's calls, the synchronize the config asks for, the samples, the
+/// device events of GPU timing and the interrupt check. Inlined into [`drive`], its one caller, so that the
 /// counters of the [`Tally`] stay locals of the loop.
 #[inline(always)]
 fn capture<T: ProfileTarget, I: Inputs<T>>(
@@ -915,10 +916,14 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             gpu.pass_begins();
             gpu.boundary();
         }
-        let started = now_ns();
         let pass_range = PassRange::open(name_buffer.format(iteration));
+        // A pass runs from its first call's start to its last call's end:
+        // two clock reads per call, none of the pass's own.
+        let mut started = None;
+        let mut ended = 0;
         for (index, slot) in measured.outputs.iter_mut().enumerate() {
             let call_started = now_ns();
+            started.get_or_insert(call_started);
             let output = match inputs.call(target, index, &mut tally.calls) {
                 Ok(output) => output,
                 Err(error) => {
@@ -929,7 +934,8 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             if sync_each {
                 (plan.synchronize)(device);
             }
-            measured.call_samples.push(now_ns() - call_started);
+            ended = now_ns();
+            measured.call_samples.push(ended - call_started);
             // After the call's clock read: its host time leaves it out.
             if let Some(gpu) = gpu.as_deref_mut() {
                 gpu.boundary();
@@ -948,7 +954,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             // The pass in progress did not complete: it is not a sample.
             break;
         }
-        let ended = now_ns();
+        let started = started.unwrap_or(ended);
         measured.pass_samples.push(ended - started);
         if measured.passes.len() < measured.passes.capacity() {
             measured.passes.push((started, ended));

@@ -187,30 +187,56 @@ fn nested_ranges_have_the_inclusive_and_exclusive_times_spent() {
 }
 
 /// The timer report against the clock measured here, independently: the
-/// cost of a reading within a factor of four of what back-to-back
-/// `Instant::now()` calls cost (the report reads through `now_ns`, a little
-/// more work), and a resolution no finer than the kernel's and no coarser
-/// than a reading.
+/// source is the clock `now_ns` reads; the cost of a reading within a
+/// factor of four of what the bare clock costs back to back (`rdtsc` for
+/// the time-stamp counter, `Instant::now()` otherwise: the report reads
+/// through `now_ns`, a little more work), and a resolution no finer than
+/// the clock's and no coarser than about a reading.
 fn assert_timer_is_this_clock(timer: &profiling_core::timing::TimerInfo) {
-    assert_eq!(
-        timer.source,
-        "std::time::Instant (clock_gettime CLOCK_MONOTONIC)"
-    );
+    use profiling_core::timing::clock;
+    assert_eq!(timer.source, clock::describe());
+    let counter = clock::is_counter();
+    if counter {
+        assert!(timer.source.starts_with("time-stamp counter"), "{timer:?}");
+    } else {
+        assert!(
+            timer
+                .source
+                .starts_with("std::time::Instant (clock_gettime CLOCK_MONOTONIC)"),
+            "{timer:?}"
+        );
+    }
     // The least of a few batches: the cost without interruptions.
     let independent = (0..5)
         .map(|_| {
             const READS: u32 = 20_000;
             let started = std::time::Instant::now();
             for _ in 0..READS {
-                std::hint::black_box(std::time::Instant::now());
+                if counter {
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: rdtsc has no preconditions on x86_64.
+                    std::hint::black_box(unsafe { std::arch::x86_64::_rdtsc() });
+                } else {
+                    std::hint::black_box(std::time::Instant::now());
+                }
             }
             started.elapsed().as_nanos() as f64 / f64::from(READS)
         })
         .fold(f64::INFINITY, f64::min);
     assert!(
         timer.overhead_ns >= independent / 4.0 && timer.overhead_ns <= independent * 4.0,
-        "{timer:?}: one Instant::now() costs {independent:.1} ns here"
+        "{timer:?}: one bare reading costs {independent:.1} ns here"
     );
+    if counter {
+        // Nanoseconds from a counter of a GHz or more: a step of 1 ns or
+        // more, at most about a reading.
+        assert!(timer.resolution_ns >= 1, "{timer:?}");
+        assert!(
+            timer.resolution_ns as f64 <= timer.overhead_ns * 1.5 + 1.0,
+            "{timer:?}: the smallest step is at most about one reading"
+        );
+        return;
+    }
     let mut kernel = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
