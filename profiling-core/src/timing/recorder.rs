@@ -16,8 +16,14 @@
 //! The capturing thread collects the logs after recording stops. A writer
 //! raises its log's `writing` flag before it checks that recording is still
 //! on, and the collector waits for the flag to fall after switching
-//! recording off (both sequentially consistent), so a log is never read
-//! while it is written.
+//! recording off, so a log is never read while it is written. The flag
+//! and the check need a full barrier between them. Where Linux offers
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, the barrier is the
+//! collector's: a range closing raises the flag with a plain store and a
+//! compiler fence, and the collector makes every thread of the process
+//! pass a full barrier (the kernel's) before it reads the flags, once per
+//! capture. Elsewhere each writer's store and load are sequentially
+//! consistent.
 
 use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -67,6 +73,55 @@ fn update_mode() {
         MODE_OFF
     };
     MODE.store(mode, Ordering::SeqCst);
+}
+
+/// True once `membarrier` is registered for the process: a closing range
+/// then orders its flag and check with a compiler fence only (see the
+/// module docs).
+static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+
+/// Registers the process for `membarrier(PRIVATE_EXPEDITED)`, once; true
+/// when the collector can use it.
+fn asymmetric_barrier_available() -> bool {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        let registered = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+        ASYMMETRIC.store(registered, Ordering::SeqCst);
+        registered
+    })
+}
+
+#[cfg(target_os = "linux")]
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+#[cfg(target_os = "linux")]
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+#[cfg(not(target_os = "linux"))]
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: i32 = 1 << 3;
+#[cfg(not(target_os = "linux"))]
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: i32 = 1 << 4;
+
+/// `membarrier(command, 0)`; true when the kernel did it.
+#[cfg(target_os = "linux")]
+fn membarrier(command: libc::c_int) -> bool {
+    // SAFETY: membarrier takes two integers and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_membarrier, command, 0) == 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn membarrier(_command: i32) -> bool {
+    false
+}
+
+/// The collector's side of the barrier: after switching recording off and
+/// before reading any `writing` flag, every thread has passed a full
+/// barrier, so a writer either shows its raised flag or sees recording off.
+fn heavy_barrier() {
+    if ASYMMETRIC.load(Ordering::SeqCst) && !membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+        // Registered but refused now (it should not be): fall back for
+        // good, and wait for writers that used the light side to finish.
+        ASYMMETRIC.store(false, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Threads and names first seen while recording, since the capture began.
@@ -362,8 +417,16 @@ pub(crate) fn close() {
         let Some(log) = local.log.as_ref() else {
             return;
         };
-        log.writing.store(true, Ordering::SeqCst);
-        if RECORDING.load(Ordering::SeqCst) {
+        let recording = if ASYMMETRIC.load(Ordering::Relaxed) {
+            // The collector's membarrier is the other half (module docs).
+            log.writing.store(true, Ordering::Relaxed);
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+            RECORDING.load(Ordering::Relaxed)
+        } else {
+            log.writing.store(true, Ordering::SeqCst);
+            RECORDING.load(Ordering::SeqCst)
+        };
+        if recording {
             // SAFETY: `writing` is raised and recording is on: no one else reads.
             let events = unsafe { &mut *log.events.get() };
             if events.len() < events.capacity() {
@@ -449,7 +512,10 @@ impl Capture {
     /// thread needs to record is allocated here, before the first range.
     pub fn begin() -> Capture {
         let exclusive = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+        asymmetric_barrier_available();
         let thread = LOCAL.with(|local| local.borrow_mut().log().thread);
+        // A capture dropped unended left recording off without waiting.
+        heavy_barrier();
         for log in LOGS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             log.wait_idle();
             // SAFETY: recording is off and the log idle: only this thread
@@ -475,6 +541,7 @@ impl Capture {
     pub fn end(self) -> RangeLog {
         RECORDING.store(false, Ordering::SeqCst);
         update_mode();
+        heavy_barrier();
         let end_ns = now_ns();
         let logs: Vec<Arc<ThreadLog>> = LOGS.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut threads = Vec::new();
@@ -519,4 +586,72 @@ impl Drop for Capture {
 /// True while a capture records ranges.
 pub fn is_recording() -> bool {
     RECORDING.load(Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the process registered for `membarrier`, the collector's side
+    /// of the barrier works; elsewhere every writer uses the full barrier.
+    #[test]
+    fn the_collectors_barrier_works_where_it_is_registered() {
+        let registered = asymmetric_barrier_available();
+        assert_eq!(ASYMMETRIC.load(Ordering::SeqCst), registered);
+        if registered {
+            assert!(membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED));
+        }
+        if cfg!(target_os = "linux") {
+            // Linux 4.14 and later offer it; this machine's kernel does.
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            let mut parts = release
+                .trim()
+                .split('.')
+                .map(|p| p.parse::<u32>().unwrap_or(0));
+            let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+            if (major, minor) >= (4, 14) {
+                assert!(registered, "membarrier refused on Linux {}", release.trim());
+            }
+        }
+    }
+
+    /// Captures begin and end while other threads open and close ranges
+    /// without pause: every collected event is whole (its name known, its
+    /// self time within its time), whichever side of the barrier it fell.
+    #[test]
+    fn captures_collect_whole_events_while_other_threads_keep_writing() {
+        use std::sync::atomic::AtomicBool;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _outer = crate::nvtx::profiling_range("stress outer");
+                        let _inner = crate::nvtx::profiling_range("stress inner");
+                        std::hint::black_box(0);
+                    }
+                })
+            })
+            .collect();
+        let mut collected = 0;
+        for _ in 0..200 {
+            let capture = Capture::begin();
+            std::thread::yield_now();
+            let log = capture.end();
+            for thread in &log.threads {
+                for event in &thread.events {
+                    assert!((event.name as usize) < thread.names.len());
+                    assert!(event.exclusive_ns <= event.inclusive_ns);
+                    assert!(event.depth <= 1);
+                    collected += 1;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        assert!(collected > 0, "the writers' ranges were recorded");
+    }
 }
