@@ -646,7 +646,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         let source = anyhow::anyhow!("capture_range contains a NUL character");
         tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
     })?;
-    let measured = Measured::expecting(config.iterations, inputs.len());
+    let mut measured = Measured::expecting(config.iterations, inputs.len());
+    measured.expected_range_events =
+        (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
     let measured = capture(
         target,
         &mut inputs,
@@ -833,6 +835,10 @@ struct Measured<O> {
     ranges: RangeLog,
     /// From opening to closing the capture range.
     capture_ns: u64,
+    /// The ranges the measured passes should record (as many per pass as
+    /// the last warmup pass opened): their buffer pages are touched before
+    /// the capture.
+    expected_range_events: usize,
 }
 
 impl<O> Measured<O> {
@@ -846,6 +852,7 @@ impl<O> Measured<O> {
             passes: Vec::with_capacity(iterations.min(PASSES_KEPT)),
             ranges: RangeLog::default(),
             capture_ns: 0,
+            expected_range_events: 0,
         }
     }
 
@@ -905,7 +912,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     let measured_passes = tally.interrupted.map_or(iterations, |_| 0);
 
     synchronize_at(plan, config.cuda.synchronize_before_capture);
-    let capture = Capture::begin();
+    let capture = Capture::begin_expecting(measured.expected_range_events);
     if let Some(gpu) = gpu.as_deref_mut() {
         gpu.capture_begins();
     }
