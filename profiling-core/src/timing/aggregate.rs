@@ -59,41 +59,66 @@ pub fn range_timings(log: &RangeLog) -> (Vec<RangeTimings>, bool) {
 /// threads: each kept event one by one, the rest as the recorder's
 /// histograms.
 pub fn range_sets(log: &RangeLog) -> BTreeMap<String, (SampleSet, SampleSet)> {
-    // Exact capacity per name, so every kept event stays a sample.
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for thread in &log.threads {
-        for event in &thread.events {
-            *counts
-                .entry(thread.names[event.name as usize].as_str())
-                .or_default() += 1;
-        }
+    // Each thread's name indices mapped to one position per name, counted
+    // first, so that every kept event stays a sample (exact capacity) and
+    // each event costs an index, not a map lookup or a name copy.
+    let mut position: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut counts: Vec<usize> = Vec::new();
+    let positions: Vec<Vec<usize>> = log
+        .threads
+        .iter()
+        .map(|thread| {
+            let of_name: Vec<usize> = thread
+                .names
+                .iter()
+                .map(|name| {
+                    let next = position.len();
+                    let at = *position.entry(name.as_str()).or_insert(next);
+                    if at == counts.len() {
+                        counts.push(0);
+                    }
+                    at
+                })
+                .collect();
+            for event in &thread.events {
+                counts[of_name[event.name as usize]] += 1;
+            }
+            of_name
+        })
+        .collect();
+    let mut accumulated: Vec<Option<(SampleSet, SampleSet)>> =
+        (0..counts.len()).map(|_| None).collect();
+    fn set_at<'a>(
+        accumulated: &'a mut [Option<(SampleSet, SampleSet)>],
+        counts: &[usize],
+        at: usize,
+    ) -> &'a mut (SampleSet, SampleSet) {
+        accumulated[at].get_or_insert_with(|| {
+            (
+                SampleSet::with_capacity(counts[at]),
+                SampleSet::with_capacity(counts[at]),
+            )
+        })
     }
-    let mut sets: BTreeMap<String, (SampleSet, SampleSet)> = BTreeMap::new();
-    let set_for = |name: &str| -> (SampleSet, SampleSet) {
-        let capacity = counts.get(name).copied().unwrap_or(0);
-        (
-            SampleSet::with_capacity(capacity),
-            SampleSet::with_capacity(capacity),
-        )
-    };
-    for thread in &log.threads {
+    for (thread, of_name) in log.threads.iter().zip(&positions) {
         for event in &thread.events {
-            let name = &thread.names[event.name as usize];
-            let (inclusive, exclusive) = sets.entry(name.clone()).or_insert_with(|| set_for(name));
+            let (inclusive, exclusive) =
+                set_at(&mut accumulated, &counts, of_name[event.name as usize]);
             inclusive.push(event.inclusive_ns);
             exclusive.push(event.exclusive_ns);
         }
         for (index, overflow) in thread.overflow.iter().enumerate() {
             if let Some(overflow) = overflow {
-                let name = &thread.names[index];
-                let (inclusive, exclusive) =
-                    sets.entry(name.clone()).or_insert_with(|| set_for(name));
+                let (inclusive, exclusive) = set_at(&mut accumulated, &counts, of_name[index]);
                 inclusive.absorb(&overflow.inclusive);
                 exclusive.absorb(&overflow.exclusive);
             }
         }
     }
-    sets
+    position
+        .into_iter()
+        .filter_map(|(name, at)| Some((name.to_owned(), accumulated[at].take()?)))
+        .collect()
 }
 
 /// [`range_timings`] of the sets [`range_sets`] made.
