@@ -182,10 +182,33 @@ pub fn build_profile() -> &'static str {
 /// The commit checked out at `dir`, and whether the tree has uncommitted
 /// changes; `None` outside a git work tree or without git.
 pub fn git_state(dir: &Path) -> Option<(String, bool)> {
-    let commit = git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
-    let dirty = git_output(dir, ["status", "--porcelain", "--untracked-files=no"])
-        .is_some_and(|s| !s.is_empty());
+    // Both at once: each is a process start and a few milliseconds, paid
+    // by every run after its passes.
+    let commit = git_spawn(dir, ["rev-parse", "HEAD"]);
+    let status = git_spawn(dir, ["status", "--porcelain", "--untracked-files=no"]);
+    let commit = commit.and_then(git_wait).filter(|c| !c.is_empty())?;
+    let dirty = status.and_then(git_wait).is_some_and(|s| !s.is_empty());
     Some((commit, dirty))
+}
+
+fn git_spawn<const N: usize>(dir: &Path, args: [&str; N]) -> Option<std::process::Child> {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()
+}
+
+fn git_wait(child: std::process::Child) -> Option<String> {
+    let output = child.wait_with_output().ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 /// What `git -C dir <args>` prints, trimmed; `None` when git is missing or
