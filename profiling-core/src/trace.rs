@@ -96,23 +96,36 @@ pub fn trace_document(
     // capture's first event (recorded when the capture opened, on an idle
     // stream after the synchronize before the capture).
     if let Some(gpu) = &capture.gpu {
-        for (thread, spans) in log.threads.iter().zip(&gpu.spans) {
-            if spans.is_empty() {
-                continue;
+        let runner_track = GPU_TRACK_BASE + u64::from(main);
+        let mut named = std::collections::BTreeSet::new();
+        let mut name_track = |tid: u64, label: &str, events: &mut Vec<serde_json::Value>| {
+            if named.insert(tid) {
+                events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                                   "args": {"name": format!("GPU {} (ranges of {label})", gpu.device)}}));
+                events.push(
+                    json!({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                                   "args": {"sort_index": tid}}),
+                );
             }
-            let tid = GPU_TRACK_BASE + u64::from(thread.thread);
-            let label = if thread.thread == main {
-                "runner"
-            } else {
-                thread.thread_name.as_str()
-            };
-            events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                               "args": {"name": format!("GPU {} (ranges of {label})", gpu.device)}}));
-            events.push(
-                json!({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                               "args": {"sort_index": tid}}),
+        };
+        // The measured passes, on the runner's track.
+        for &(index, offset, duration) in &gpu.pass_spans {
+            name_track(runner_track, "runner", &mut events);
+            push(
+                json!({"name": format!("iteration {index}"), "cat": "gpu pass", "ph": "X", "pid": pid, "tid": runner_track,
+                       "ts": offset as f64 / 1_000.0, "dur": duration as f64 / 1_000.0, "args": {"pass": index}}),
+                &mut events,
             );
+        }
+        for (thread, spans) in log.threads.iter().zip(&gpu.spans) {
+            let tid = GPU_TRACK_BASE + u64::from(thread.thread);
             for span in spans {
+                let label = if thread.thread == main {
+                    "runner"
+                } else {
+                    thread.thread_name.as_str()
+                };
+                name_track(tid, label, &mut events);
                 let event = &thread.events[span.event];
                 push(
                     json!({"name": thread.names[event.name as usize], "cat": "gpu", "ph": "X", "pid": pid, "tid": tid,

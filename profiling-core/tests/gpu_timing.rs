@@ -410,6 +410,23 @@ fn the_trace_has_a_gpu_track_beside_the_host_threads() {
         );
         assert!((dur - 0.45).abs() < 1e-9, "dur {dur}");
     }
+    // The measured passes too, on the same track: 3 calls of 3457 ns each.
+    let passes: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["cat"] == "gpu pass")
+        .map(|e| {
+            assert_eq!(e["tid"].as_u64(), Some(tid));
+            (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(passes.len(), 2);
+    for (pass, (ts, dur)) in passes.iter().enumerate() {
+        assert!(
+            (ts - pass as f64 * 10.371).abs() < 1e-9,
+            "pass {pass}: ts {ts}"
+        );
+        assert!((dur - 10.371).abs() < 1e-9, "dur {dur}");
+    }
     // The host's range tree is read from the host ranges only.
     let tree = profiling_core::trace::range_tree_of(&document).unwrap();
     let outer_path = tree.paths.iter().find(|p| p.path == "outer").unwrap();

@@ -238,6 +238,9 @@ pub struct GpuCapture {
     /// Per thread of the [`RangeLog`], in its order: the GPU span of each
     /// range event that got a pair.
     pub spans: Vec<Vec<GpuSpan>>,
+    /// Each measured pass on the device's timeline: its index, the offset
+    /// of its first event from the capture's first and its GPU time.
+    pub pass_spans: Vec<(u32, u64, u64)>,
     /// Per pass and per call, the GPU time.
     pub passes: SampleSet,
     pub calls: SampleSet,
@@ -488,6 +491,7 @@ impl GpuEvents {
 
         let mut passes = SampleSet::with_capacity(self.pass_starts.len());
         let mut calls = SampleSet::with_capacity(self.boundaries.len());
+        let mut pass_spans = Vec::with_capacity(self.pass_starts.len());
         for (pass, &first) in self.pass_starts.iter().enumerate() {
             let end = self
                 .pass_starts
@@ -500,6 +504,9 @@ impl GpuEvents {
             let cut = self.last_pass_cut && pass + 1 == self.pass_starts.len();
             if let (false, Some(ns)) = (cut, elapsed(marks[0], marks[marks.len() - 1])) {
                 passes.push(ns);
+                if let Some(offset) = elapsed(self.capture_first, marks[0]) {
+                    pass_spans.push((pass as u32, offset, ns));
+                }
             }
             for pair in marks.windows(2) {
                 if let Some(ns) = elapsed(pair[0], pair[1]) {
@@ -555,6 +562,7 @@ impl GpuEvents {
             .collect();
         Ok(GpuCapture {
             spans,
+            pass_spans,
             passes,
             calls,
             ranges,
