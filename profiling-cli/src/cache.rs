@@ -76,13 +76,17 @@ pub fn cache_command(
     }
 }
 
-/// The line a run prints about its image cache, after its summary.
+/// The line a run prints about its image cache, after its summary: its
+/// hits and misses (a record read twice counts twice: eager runs read the
+/// first record alone before the others), what it stored and evicted.
 pub fn summary_line(summary: &CacheSummary) -> String {
-    let reads = summary.hits + summary.misses;
+    let count = |count: u64, one: &str, more: &str| {
+        format!("{count} {}", if count == 1 { one } else { more })
+    };
     let mut line = format!(
-        "image cache: {} of {reads} {} read from the cache",
-        summary.hits,
-        if reads == 1 { "image" } else { "images" }
+        "image cache: {}, {}",
+        count(summary.hits, "hit", "hits"),
+        count(summary.misses, "miss", "misses")
     );
     if summary.stored > 0 {
         line.push_str(&format!(
@@ -149,13 +153,14 @@ mod tests {
         });
         assert_eq!(
             line,
-            "image cache: 64 of 64 images read from the cache: /w/inference_profiling/.cache/images"
+            "image cache: 64 hits, 0 misses: /w/inference_profiling/.cache/images"
         );
     }
 
     #[test]
     fn a_cold_run_says_what_it_stored_and_what_it_evicted() {
         let line = summary_line(&CacheSummary {
+            hits: 1,
             misses: 2,
             stored: 2,
             stored_bytes: 3 << 20,
@@ -164,7 +169,7 @@ mod tests {
         });
         assert_eq!(
             line,
-            "image cache: 0 of 2 images read from the cache, 2 decoded and stored (3.0 MiB), 1 used longest ago removed to stay within 2.0 GiB: /w/inference_profiling/.cache/images"
+            "image cache: 1 hit, 2 misses, 2 decoded and stored (3.0 MiB), 1 used longest ago removed to stay within 2.0 GiB: /w/inference_profiling/.cache/images"
         );
         assert_eq!(failure_line(&summary()), None);
         let failed = CacheSummary {
