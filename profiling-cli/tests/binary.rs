@@ -209,7 +209,7 @@ fn a_target_of_a_missing_feature_says_how_to_build_it() {
     let list = String::from_utf8(profile_cli(&["list"]).stdout).unwrap();
     assert_eq!(
         list.lines().last(),
-        Some("not in this build, need the `tch` feature (scripts/profile --features tch list): smoke-tensor, tiny-cnn, torchscript, matmul-repeat")
+        Some("not in this build, need the `tch` feature (scripts/profile --features tch list): matmul-repeat, smoke-tensor, tiny-cnn, torchscript")
     );
 }
 
