@@ -256,6 +256,7 @@ impl ImageCache {
         let bytes = header.pixel_bytes();
         // One copy, from the page cache straight into the image's buffer.
         let mut pixels = Vec::with_capacity(usize::try_from(bytes).ok()?);
+        crate::memory::prefault_spare(&mut pixels);
         Read::by_ref(&mut file)
             .take(bytes)
             .read_to_end(&mut pixels)

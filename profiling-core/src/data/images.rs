@@ -312,6 +312,7 @@ fn decode_jpeg(bytes: &[u8]) -> Result<image::RgbImage, String> {
         return Err(too_large(size));
     }
     let mut pixels = vec![0; size as usize];
+    crate::memory::prefault_slice(&mut pixels);
     decoder.decode_into(&mut pixels).map_err(jpeg_error)?;
     image::RgbImage::from_raw(width as u32, height as u32, pixels)
         .ok_or_else(|| "the decoder gave fewer pixels than its header said".to_owned())
