@@ -24,6 +24,7 @@ pub const EXIT_TARGET_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 
 mod analyze;
+mod cache;
 pub mod compare;
 mod delegate;
 pub mod page;
@@ -160,6 +161,14 @@ enum Command {
     /// an inference_profiling/ that is something else, or a package without --make-workspace
     /// (nothing written).
     Init(InitArgs),
+    /// The decoded-image cache that `run --cache` (or `data_source.cache: true`) fills.
+    ///
+    /// With the cache on, the images source keeps each image it decodes in
+    /// .cache/images/ under the root of the run directories (the workspace's inference_profiling/,
+    /// or the output directory), and later runs read it back instead of decoding the file again,
+    /// for as long as the file keeps its path, size and modification time. It holds at most
+    /// data_source.cache_max_bytes (default 2 GiB), the images used longest ago going first.
+    Cache(cache::CacheArgs),
 }
 
 #[derive(Debug, Args)]
@@ -245,6 +254,14 @@ struct RunArgs {
     /// runs of a build with the tch feature), on (refused where it cannot be) or off.
     #[arg(long, value_name = "MODE", value_parser = parse_gpu_timing)]
     gpu_timing: Option<GpuTiming>,
+    /// Read decoded images from the image cache where their files are unchanged, and store the
+    /// ones decoded (images source; as `data_source.cache: true`). `profile-cli cache clean`
+    /// empties it.
+    #[arg(long, conflicts_with = "no_cache")]
+    cache: bool,
+    /// Decode every image, whatever the config's `data_source.cache` says.
+    #[arg(long)]
+    no_cache: bool,
     /// The run's directory name under runs/ (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
@@ -373,7 +390,8 @@ pub fn main_with(
         | Command::Compare(_)
         | Command::Baselines(_)
         | Command::Report(_)
-        | Command::Analyze(_) => None,
+        | Command::Analyze(_)
+        | Command::Cache(_) => None,
         Command::New(_) | Command::Check(_) | Command::Init(_) => {
             match user_workspace(cli.workspace.as_deref()) {
                 Ok(user) => Some(user),
@@ -398,6 +416,7 @@ pub fn main_with(
             compare::report_command(report_args, workspace_root, out, err)
         }
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
+        Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
         Command::New(new_args) => snippets::new(new_args, user, out, err),
         Command::Check(check_args) => snippets::check(check_args, user, out, err),
         Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),
@@ -624,6 +643,11 @@ fn run(
             seed: args.seed,
             output_dir: args.output_dir,
             gpu_timing: args.gpu_timing,
+            cache: match (args.cache, args.no_cache) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
         },
         run_id: args.run_id,
         force: args.force,
@@ -728,6 +752,12 @@ fn run(
         )?;
     }
     report::write_summary(manifest, streams.human())?;
+    if let Some(summary) = &report.image_cache {
+        writeln!(streams.human(), "{}", cache::summary_line(summary))?;
+        if let Some(warning) = cache::failure_line(summary) {
+            writeln!(streams.err, "{warning}")?;
+        }
+    }
     let (mut code, mut error) = match &report.outcome {
         Ok(outcome) => match outcome.interrupted {
             Some(signal) => {
@@ -858,6 +888,9 @@ fn run(
             document["baseline_saved"] = serde_json::json!(saved);
         }
         document["report_path"] = serde_json::json!(page_path);
+        if let Some(summary) = &report.image_cache {
+            document["image_cache"] = cache::json(summary);
+        }
         writeln!(streams.out, "{document}")?;
     }
     Ok(code)

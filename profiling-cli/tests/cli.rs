@@ -63,6 +63,28 @@ impl ProfileTarget for SecondTwin {
     }
 }
 
+/// Sums each record's pixels.
+#[derive(Default)]
+struct PixelSum;
+
+#[profile_target(name = "cli-pixel-sum")]
+impl ProfileTarget for PixelSum {
+    type Prepared = u64;
+    type Output = u64;
+
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<u64> {
+        Ok(record.image()?.as_raw().iter().map(|&v| u64::from(v)).sum())
+    }
+
+    fn run(&mut self, sum: &u64) -> anyhow::Result<u64> {
+        Ok(*sum)
+    }
+
+    fn summarize(&self, sum: &u64) -> Summary {
+        Summary::from([("sum".to_owned(), Value::from(*sum))])
+    }
+}
+
 /// Fails in its second run call.
 #[derive(Default)]
 struct Failing {
@@ -115,7 +137,7 @@ impl ProfileTarget for Scaled {
 
 mod common;
 
-use common::cli;
+use common::{cli, Outcome};
 
 fn line_of(needle: &str) -> u32 {
     let source = include_str!("cli.rs");
@@ -617,6 +639,20 @@ fn bad_input_is_refused_before_anything_is_written() {
         "gpu_maybe.yaml",
         "target: {name: cli-doubler}\ngpu_timing: maybe\n",
     );
+    let cache_maybe = write(
+        "cache_maybe.yaml",
+        &format!(
+            "target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}, cache: maybe}}\n",
+            images.display()
+        ),
+    );
+    let cache_negative = write(
+        "cache_negative.yaml",
+        &format!(
+            "target: {{name: cli-doubler}}\ndata_source: {{name: images, directory: {}, cache: true, cache_max_bytes: -1}}\n",
+            images.display()
+        ),
+    );
     let no_scale = write("no_scale.yaml", "target: {name: cli-scaled}\n");
     let bad_scale = write(
         "bad_scale.yaml",
@@ -640,6 +676,10 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &gpu_maybe], format!("error: {gpu_maybe}:2:13: gpu_timing: unknown variant `maybe`, expected one of `auto`, `on`, `off`")),
         (vec!["cli-doubler", "--gpu-timing", "on"], "error: command line: --gpu-timing: `on` needs a CUDA device, and the device is `cpu`".to_owned()),
         (vec!["cli-doubler", "--gpu-timing", "sometimes"], "error: invalid value 'sometimes' for '--gpu-timing <MODE>': unknown GPU timing `sometimes`: expected `auto`, `on` or `off`".to_owned()),
+        (vec!["--config", &cache_maybe], format!("error: {cache_maybe}: data_source.cache: expected `true` or `false`, got the string `maybe`")),
+        (vec!["--config", &cache_negative], format!("error: {cache_negative}: data_source.cache_max_bytes: expected a size: a whole number of bytes, or a number with a unit (`2 GiB`, `500 MB`), got the number `-1`")),
+        (vec!["cli-doubler", "--cache"], "error: command line: --cache: only the `images` source reads files whose decoded images can be cached; `dummy` makes its records".to_owned()),
+        (vec!["cli-doubler", "--cache", "--no-cache"], "error: the argument '--cache' cannot be used with '--no-cache'".to_owned()),
         (vec!["cli-doubler", "--capture-range", "a@b"], "error: command line: --capture-range: `a@b` contains `@`".to_owned()),
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
         (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),
@@ -934,4 +974,116 @@ fn an_unwritable_output_directory_is_refused_before_target_code_runs() {
         !CONSTRUCTED.load(std::sync::atomic::Ordering::SeqCst),
         "no target code ran"
     );
+}
+
+/// A run with `--cache` decodes and stores; the next reads every image from
+/// the cache and gives the same records and outputs; `cache clean` empties
+/// it and says what that freed.
+#[test]
+fn a_second_cached_run_reads_every_image_from_the_cache_with_the_same_results() {
+    let scratch = tempfile::tempdir().unwrap();
+    let images = scratch.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    for (index, name) in ["a.jpg", "b.png", "c.jpg"].iter().enumerate() {
+        image::RgbImage::from_fn(30 + index as u32, 20, |x, y| {
+            image::Rgb([(x * 8) as u8, (y * 12) as u8, index as u8 * 60])
+        })
+        .save(images.join(name))
+        .unwrap();
+    }
+    let config = scratch.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "target: {{name: cli-pixel-sum}}\ndata_source: {{name: images, directory: {}}}\n",
+            images.display()
+        ),
+    )
+    .unwrap();
+    let out = scratch.path().join("out");
+    let cache_dir = out.join(".cache/images");
+    let run = |run_id: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--run-id",
+            run_id,
+        ];
+        args.extend(extra);
+        let outcome = cli(&args);
+        assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+        outcome
+    };
+    let manifest = |run_id: &str| -> Value {
+        let path = out.join(format!("cli-pixel-sum/runs/{run_id}/manifest.yaml"));
+        serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+
+    let uncached = run("uncached", &[]);
+    assert!(
+        !uncached.stdout.contains("image cache"),
+        "{}",
+        uncached.stdout
+    );
+    assert!(!out.join(".cache").exists());
+    let cold = run("cold", &["--cache"]);
+    let line = |outcome: &Outcome| {
+        outcome
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("image cache: "))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let stored: u64 = std::fs::read_dir(&cache_dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert_eq!(
+        line(&cold),
+        format!(
+            // The first record is read alone first, then with the others.
+            "image cache: 1 hit, 3 misses, 3 decoded and stored ({}): {}",
+            profiling_core::data::human_bytes(stored),
+            cache_dir.display()
+        )
+    );
+    let warm = run("warm", &["--cache", "--json"]);
+    let document: serde_json::Value = serde_json::from_str(&warm.stdout).unwrap();
+    assert_eq!(document["image_cache"]["hits"], 4);
+    assert_eq!(document["image_cache"]["misses"], 0);
+    assert_eq!(document["image_cache"]["stored"], 0);
+    assert_eq!(
+        warm.stderr
+            .lines()
+            .find(|l| l.starts_with("image cache: "))
+            .unwrap(),
+        format!("image cache: 4 hits, 0 misses: {}", cache_dir.display())
+    );
+    for key in ["record_ids", "output_summaries", "data_source"] {
+        assert_eq!(manifest("warm")[key], manifest("uncached")[key], "{key}");
+        assert_eq!(manifest("cold")[key], manifest("uncached")[key], "{key}");
+    }
+
+    let cleaned = cli(&["cache", "clean", "--output-dir", out.to_str().unwrap()]);
+    assert_eq!(cleaned.code, 0, "{}", cleaned.stderr);
+    assert_eq!(
+        cleaned.stdout,
+        format!(
+            "freed {} (3 files) from the image cache: {}\n",
+            profiling_core::data::human_bytes(stored),
+            cache_dir.display()
+        )
+    );
+    assert_eq!(std::fs::read_dir(&cache_dir).unwrap().count(), 0);
+    let again = cli(&["cache", "clean", "--output-dir", out.to_str().unwrap()]);
+    assert_eq!(
+        again.stdout,
+        format!("the image cache is empty: {}\n", cache_dir.display())
+    );
+    let after = run("after-clean", &["--cache"]);
+    assert!(line(&after).starts_with("image cache: 1 hit, 3 misses, 3 decoded"));
 }

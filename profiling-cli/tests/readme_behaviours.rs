@@ -176,6 +176,49 @@ fn the_default_run_location_and_id() {
     )));
 }
 
+/// The image cache lives under the workspace's `inference_profiling/`,
+/// wherever the config and its runs are, marked for git and backup tools;
+/// `cache clean` there empties it.
+#[test]
+fn the_image_cache_lives_under_the_workspaces_inference_profiling() {
+    let workspace = tempfile::tempdir().unwrap();
+    let snippet = workspace.path().join("elsewhere");
+    std::fs::create_dir_all(snippet.join("images")).unwrap();
+    image::RgbImage::new(4, 2)
+        .save(snippet.join("images/a.png"))
+        .unwrap();
+    std::fs::write(
+        snippet.join("config.yaml"),
+        format!(
+            "target: {{name: readme-ranged}}\ndata_source: {{name: images, directory: {}, cache: true}}\n",
+            snippet.join("images").display()
+        ),
+    )
+    .unwrap();
+    let config = snippet.join("config.yaml");
+    let outcome = cli_in(
+        workspace.path(),
+        &["run", "--config", config.to_str().unwrap(), "--run-id", "r"],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(snippet.join("runs/r/manifest.yaml").is_file());
+    let cache = workspace.path().join("inference_profiling/.cache");
+    assert_eq!(entries(&cache), [".gitignore", "CACHEDIR.TAG", "images"]);
+    assert_eq!(entries(&cache.join("images")).len(), 1);
+    let cleaned = cli_in(workspace.path(), &["cache", "clean"]);
+    assert_eq!(cleaned.code, 0, "{}", cleaned.stderr);
+    assert!(
+        cleaned.stdout.starts_with("freed ")
+            && cleaned.stdout.ends_with(&format!(
+                " (1 file) from the image cache: {}\n",
+                cache.join("images").display()
+            )),
+        "{}",
+        cleaned.stdout
+    );
+    assert!(entries(&cache.join("images")).is_empty());
+}
+
 /// The UTC time now as `YYYYMMDDTHHMMSSZ`, from `date`.
 fn utc_now_compact() -> String {
     let output = Command::new("date")

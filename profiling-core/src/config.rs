@@ -54,11 +54,13 @@ pub struct TargetConfig {
 /// The names `data_source.name` accepts: the sources `data::build` builds.
 pub const KNOWN_SOURCES: &[&str] = &["dummy", "images"];
 
-/// `data_source:`: the source's name and its parameters (every other key).
+/// `data_source:`: the source's name, its decoded-image cache, and its
+/// parameters (every other key).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DataSourceConfig {
     pub name: String,
     pub parameters: Mapping,
+    pub cache: CacheConfig,
 }
 
 impl Default for DataSourceConfig {
@@ -66,6 +68,25 @@ impl Default for DataSourceConfig {
         DataSourceConfig {
             name: "dummy".to_owned(),
             parameters: Mapping::new(),
+            cache: CacheConfig::default(),
+        }
+    }
+}
+
+/// `data_source.cache` and `data_source.cache_max_bytes`: whether the
+/// `images` source keeps what it decodes ([`crate::data::cache`]), and how
+/// much it may keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CacheConfig {
+    pub enabled: bool,
+    pub max_bytes: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            enabled: false,
+            max_bytes: crate::data::cache::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -193,6 +214,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     pub output_dir: Option<PathBuf>,
     pub gpu_timing: Option<GpuTiming>,
+    /// `--cache` (true) or `--no-cache` (false).
+    pub cache: Option<bool>,
 }
 
 /// A config that cannot be used. Always names the file (when there is one)
@@ -441,13 +464,23 @@ fn resolve(
     }
     let profile_prepare = target.is_some_and(|t| t.profile_prepare);
 
-    let data_source =
+    let mut data_source =
         resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref()).map_err(
             |(key, message)| match &overrides.data_source {
                 Some(_) if key == "data_source.name" => invalid_option("--data-source", message),
                 _ => invalid(&key, message),
             },
         )?;
+    if let Some(enabled) = overrides.cache {
+        data_source.cache.enabled = enabled;
+    }
+    if data_source.cache.enabled && data_source.name != "images" {
+        let message = crate::data::cache_refusal(&data_source.name);
+        return Err(match overrides.cache {
+            Some(_) => invalid_option("--cache", message),
+            None => invalid("data_source.cache", message),
+        });
+    }
 
     let device = match overrides.device {
         Some(device) => device,
@@ -681,12 +714,14 @@ fn resolve_data_source(
             }
             None => {}
         }
+        config.cache = take_cache_keys(&mut parameters)?;
         config.parameters = parameters;
     }
     if let Some(name) = override_name {
         if name != config.name {
             // Parameters belong to the source they were written for.
             config.parameters = Mapping::new();
+            config.cache = CacheConfig::default();
         }
         config.name = name.to_owned();
     }
@@ -701,6 +736,85 @@ fn resolve_data_source(
         ));
     }
     Ok(config)
+}
+
+/// Takes `cache` and `cache_max_bytes` out of a source's parameters: they
+/// are the run's, not the source's.
+fn take_cache_keys(parameters: &mut Mapping) -> Result<CacheConfig, (String, String)> {
+    let mut cache = CacheConfig::default();
+    if let Some(value) = parameters.remove("cache") {
+        cache.enabled = match value {
+            Value::Bool(enabled) => enabled,
+            other => {
+                return Err((
+                    "data_source.cache".to_owned(),
+                    format!("expected `true` or `false`, got {}", describe_value(&other)),
+                ))
+            }
+        };
+    }
+    if let Some(value) = parameters.remove("cache_max_bytes") {
+        cache.max_bytes = parse_size(&value)
+            .map_err(|message| ("data_source.cache_max_bytes".to_owned(), message))?;
+    }
+    Ok(cache)
+}
+
+/// A size in bytes: a whole number, or a number with a unit (`B`, `KB`,
+/// `MB`, `GB`, `TB` in powers of 1000, `KiB`, `MiB`, `GiB`, `TiB` in powers
+/// of 1024, any case), more than zero.
+///
+/// ```
+/// use profiling_core::config::parse_size;
+///
+/// assert_eq!(parse_size(&serde_yaml::from_str("2 GiB").unwrap()), Ok(2 << 30));
+/// assert_eq!(parse_size(&serde_yaml::from_str("1.5MB").unwrap()), Ok(1_500_000));
+/// assert_eq!(parse_size(&serde_yaml::from_str("4096").unwrap()), Ok(4096));
+/// assert!(parse_size(&serde_yaml::from_str("-1").unwrap()).is_err());
+/// ```
+pub fn parse_size(value: &Value) -> Result<u64, String> {
+    let expected = || {
+        format!(
+            "expected a size: a whole number of bytes, or a number with a unit (`2 GiB`, `500 MB`), got {}",
+            describe_value(value)
+        )
+    };
+    let bytes = match value {
+        Value::Number(number) => number.as_u64().ok_or_else(expected)?,
+        Value::String(text) => {
+            let text = text.trim();
+            let split = text
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(text.len());
+            let (number, unit) = (&text[..split], text[split..].trim());
+            let number: f64 = number.parse().map_err(|_| expected())?;
+            let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+                "" | "b" => 1,
+                "kb" => 1_000,
+                "mb" => 1_000_000,
+                "gb" => 1_000_000_000,
+                "tb" => 1_000_000_000_000,
+                "kib" => 1 << 10,
+                "mib" => 1 << 20,
+                "gib" => 1 << 30,
+                "tib" => 1 << 40,
+                _ => return Err(expected()),
+            };
+            let bytes = (number * scale as f64).round();
+            if !(0.0..=u64::MAX as f64).contains(&bytes) {
+                return Err(expected());
+            }
+            bytes as u64
+        }
+        _ => return Err(expected()),
+    };
+    if bytes == 0 {
+        return Err(
+            "must be more than 0 bytes: to keep no images, leave `cache` out or set it to `false`"
+                .to_owned(),
+        );
+    }
+    Ok(bytes)
 }
 
 /// A profile name becomes a directory name: `[A-Za-z0-9._-]+`, starting with

@@ -9,10 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_yaml::Value;
 
 use crate::config::{self, Config, ConfigError, ConfigFile, Overrides, RecordLoading};
+use crate::data::cache::{CacheSummary, ImageCache};
 use crate::data::{self, DataError};
 use crate::device::{self, Device};
 use crate::host::{build_profile, git_state, BackendInfo, HostInfo, UtcTime};
@@ -69,6 +71,9 @@ pub struct Planned {
     pub run_dir: PathBuf,
     /// `--force`: an earlier run in `run_dir` is replaced.
     pub force: bool,
+    /// The root of the run directories, which holds the caches
+    /// ([`run_root`]).
+    pub run_root: PathBuf,
 }
 
 /// Why a run did not happen or did not finish.
@@ -192,6 +197,10 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         &request.workspace_root,
     ))
     .join(&run_id);
+    let run_root = absolute(&run_root(
+        config.output_dir.as_deref(),
+        &request.workspace_root,
+    ));
     Ok(Planned {
         config,
         config_path,
@@ -200,6 +209,7 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         run_id,
         run_dir,
         force: request.force,
+        run_root,
     })
 }
 
@@ -285,6 +295,22 @@ pub fn run_directory(
         .join("runs")
 }
 
+/// The root of the run directories, where the caches that runs share live
+/// (`.cache/` in it): the output directory when there is one (`output_dir`
+/// or `--output-dir`), else the workspace's `inference_profiling/`, which
+/// holds the snippets and their runs.
+pub fn run_root(output_dir: Option<&Path>, workspace_root: &Path) -> PathBuf {
+    if let Some(dir) = output_dir {
+        return dir.to_path_buf();
+    }
+    let base = if workspace_root.is_dir() {
+        workspace_root
+    } else {
+        Path::new(".")
+    };
+    base.join("inference_profiling")
+}
+
 /// `target.import_path` is `<file.rs>[:<Ident>]`: the file must be the
 /// target's source file, the ident its type or factory.
 fn check_import_path(
@@ -365,6 +391,8 @@ pub struct RunReport {
     /// What of the run could not be written, and what was kept.
     pub write_error: Option<WriteFailure>,
     pub outcome: Result<RunOutcome, SessionError>,
+    /// What the decoded-image cache did, when the run used one.
+    pub image_cache: Option<CacheSummary>,
 }
 
 /// Runs a planned run: seeds, reads the records, launches the target and
@@ -382,7 +410,7 @@ pub fn execute_with_progress(
     request: &RunRequest,
     progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
 ) -> Result<RunReport, SessionError> {
-    let (run_plan, description) = prepare(planned, progress)?;
+    let (run_plan, description, cache) = prepare(planned, progress)?;
     let ran = launch(planned, &run_plan)?;
     let mut manifest = manifest_of(planned, request, description, &ran);
     let (manifest_path, write_error) = write(planned, &mut manifest, &ran.result);
@@ -393,24 +421,37 @@ pub fn execute_with_progress(
         outcome: ran
             .result
             .map_err(|error| SessionError::Target(Box::new(error))),
+        image_cache: cache.map(|cache| cache.summary()),
     })
 }
 
 /// Everything before the target starts: the run directory checked, the
-/// seed set, the source built and, for eager loading, checked to fit in
-/// memory. Returns the runner's plan and the source's description.
+/// seed set, the source built (with its image cache when the config asks
+/// for one) and, for eager loading, checked to fit in memory. Returns the
+/// runner's plan, the source's description and the cache.
+#[allow(clippy::type_complexity)]
 fn prepare(
     planned: &Planned,
     progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
-) -> Result<(RunPlan, BTreeMap<String, Value>), SessionError> {
+) -> Result<(RunPlan, BTreeMap<String, Value>, Option<Arc<ImageCache>>), SessionError> {
     let config = &planned.config;
     check_run_dir_free(planned)?;
     if config.write_manifest {
         check_writable(&planned.run_dir)?;
     }
     crate::random::seed_run(config.seed);
-    let source = data::build(&config.data_source.name, &config.data_source.parameters)
-        .map_err(|error| data_source_error(planned, error))?;
+    let cache = config.data_source.cache.enabled.then(|| {
+        Arc::new(ImageCache::under(
+            &planned.run_root,
+            config.data_source.cache.max_bytes,
+        ))
+    });
+    let source = data::build_with_cache(
+        &config.data_source.name,
+        &config.data_source.parameters,
+        cache.clone(),
+    )
+    .map_err(|error| data_source_error(planned, error))?;
     let description = source.describe();
     // Read before the records take their share of it.
     let memory = match config.record_loading {
@@ -436,7 +477,7 @@ fn prepare(
     run_plan.events = gpu_events(config)?;
     run_plan.progress = progress;
     run_plan.memory = memory;
-    Ok((run_plan, description))
+    Ok((run_plan, description, cache))
 }
 
 /// The device events of a run with GPU timing on: the CUDA backend of its
@@ -797,6 +838,12 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
         option("--output-dir", absolute(dir).to_string_lossy().into_owned());
     }
     option("--run-id", planned.run_id.clone());
+    if config.data_source.cache.enabled {
+        lines.push(vec!["--cache".to_owned()]);
+    } else if config.data_source.name == "images" && planned.config_path.is_some() {
+        // The config may ask for the cache that `--no-cache` turned off.
+        lines.push(vec!["--no-cache".to_owned()]);
+    }
     if planned.force {
         lines.push(vec!["--force".to_owned()]);
     }

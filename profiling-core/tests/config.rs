@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use profiling_core::config::{
-    Config, ConfigError, ConfigFile, CudaPolicy, Overrides, RecordLoading, DEFAULT_CAPTURE_RANGE,
+    CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, Overrides, RecordLoading,
+    DEFAULT_CAPTURE_RANGE,
 };
 use profiling_core::device::Device;
 
@@ -365,4 +366,127 @@ fn run_ids_are_plain_names() {
     for bad in ["", ".", "..", "a/b", "../x", "/abs", "a b", "x\0"] {
         assert!(check_run_id(bad).is_err(), "{bad:?}");
     }
+}
+
+#[test]
+fn the_image_cache_is_off_by_default_and_bounded_at_two_gib() {
+    let config =
+        resolve("target: {name: t}\ndata_source: {name: images, directory: /data}").unwrap();
+    assert_eq!(
+        config.data_source.cache,
+        CacheConfig {
+            enabled: false,
+            max_bytes: 2 << 30
+        }
+    );
+}
+
+#[test]
+fn cache_keys_are_the_runs_not_the_sources_parameters() {
+    let config = resolve(
+        "target: {name: t}\ndata_source: {name: images, directory: /data, cache: true, cache_max_bytes: 1.5 GiB}",
+    )
+    .unwrap();
+    assert_eq!(
+        config.data_source.cache,
+        CacheConfig {
+            enabled: true,
+            max_bytes: 3 << 29
+        }
+    );
+    let keys: Vec<&str> = config
+        .data_source
+        .parameters
+        .keys()
+        .filter_map(|k| k.as_str())
+        .collect();
+    assert_eq!(keys, ["directory"]);
+}
+
+#[test]
+fn cache_sizes_take_a_number_of_bytes_or_a_unit() {
+    let bound = |text: &str| {
+        resolve(&format!(
+            "target: {{name: t}}\ndata_source: {{name: images, directory: /d, cache_max_bytes: {text}}}"
+        ))
+        .map(|c| c.data_source.cache.max_bytes)
+        .map_err(|e| e.to_string())
+    };
+    assert_eq!(bound("1048576"), Ok(1 << 20));
+    assert_eq!(bound("500 MB"), Ok(500_000_000));
+    assert_eq!(bound("2GiB"), Ok(2 << 30));
+    assert_eq!(bound("64 kib"), Ok(64 << 10));
+    let expected =
+        "expected a size: a whole number of bytes, or a number with a unit (`2 GiB`, `500 MB`)";
+    for (text, got) in [
+        ("-1", "the number `-1`"),
+        ("1.5", "the number `1.5`"),
+        ("2 GB please", "the string `2 GB please`"),
+        ("lots", "the string `lots`"),
+        ("[1]", "a list"),
+    ] {
+        assert_eq!(
+            bound(text),
+            Err(format!(
+                "snippet/config.yaml: data_source.cache_max_bytes: {expected}, got {got}"
+            )),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        bound("0"),
+        Err("snippet/config.yaml: data_source.cache_max_bytes: must be more than 0 bytes: to keep no images, leave `cache` out or set it to `false`".to_owned())
+    );
+}
+
+#[test]
+fn a_cache_that_is_not_true_or_false_is_refused_naming_the_key() {
+    assert_eq!(
+        error("target: {name: t}\ndata_source: {name: images, directory: /d, cache: maybe}"),
+        "snippet/config.yaml: data_source.cache: expected `true` or `false`, got the string `maybe`"
+    );
+}
+
+#[test]
+fn only_the_images_source_takes_a_cache() {
+    assert_eq!(
+        error("target: {name: t}\ndata_source: {name: dummy, cache: true}"),
+        "snippet/config.yaml: data_source.cache: only the `images` source reads files whose decoded images can be cached; `dummy` makes its records"
+    );
+    let file = ConfigFile::parse("target: {name: t}\ndata_source: {name: dummy}", None).unwrap();
+    let refused = file
+        .resolve(&Overrides {
+            cache: Some(true),
+            ..Overrides::default()
+        })
+        .unwrap_err();
+    assert_eq!(refused.key(), Some("--cache"));
+    assert!(
+        refused
+            .to_string()
+            .starts_with("command line: --cache: only the `images` source"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn cache_options_win_over_the_config_and_another_source_drops_its_cache() {
+    let file = ConfigFile::parse(
+        "target: {name: t}\ndata_source: {name: images, directory: /d, cache: true}",
+        None,
+    )
+    .unwrap();
+    let with = |overrides: Overrides| file.resolve(&overrides).unwrap().data_source.cache.enabled;
+    assert!(with(Overrides::default()));
+    assert!(!with(Overrides {
+        cache: Some(false),
+        ..Overrides::default()
+    }));
+    let dummy = file
+        .resolve(&Overrides {
+            data_source: Some("dummy".into()),
+            ..Overrides::default()
+        })
+        .unwrap();
+    assert!(!dummy.data_source.cache.enabled);
 }

@@ -263,3 +263,54 @@ fn every_listed_extension_is_read_and_decoded() {
         );
     }
 }
+
+/// JPEGs in colour go straight through zune-jpeg, grey ones through the
+/// `image` crate: either way, the pixels are those `image::open` gives.
+#[test]
+fn jpegs_decode_to_the_pixels_the_image_crate_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let colour = dir.path().join("colour.jpg");
+    image::RgbImage::from_fn(61, 33, |x, y| {
+        image::Rgb([(x * 4) as u8, (y * 7) as u8, (x ^ y) as u8])
+    })
+    .save(&colour)
+    .unwrap();
+    let grey = dir.path().join("grey.jpg");
+    image::GrayImage::from_fn(17, 9, |x, y| image::Luma([(x * 15 + y) as u8]))
+        .save(&grey)
+        .unwrap();
+    for path in [&colour, &grey] {
+        let expected = image::open(path).unwrap().to_rgb8();
+        let decoded = profiling_core::data::images::decode_rgb(path).unwrap();
+        assert_eq!(decoded.dimensions(), expected.dimensions());
+        assert!(decoded.as_raw() == expected.as_raw(), "{}", path.display());
+        let bytes = std::fs::read(path).unwrap();
+        let from_bytes = profiling_core::data::images::decode_rgb_bytes(&bytes).unwrap();
+        assert!(
+            from_bytes.as_raw() == expected.as_raw(),
+            "{}",
+            path.display()
+        );
+    }
+}
+
+/// A JPEG whose header claims more pixels than one image may hold is
+/// refused before anything is allocated for it.
+#[test]
+fn a_jpeg_claiming_too_many_pixels_is_refused_with_its_size() {
+    let mut bytes = Vec::new();
+    image::RgbImage::new(8, 8)
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
+    // The frame header (SOF0): FF C0, length, precision, height, width.
+    let sof = bytes.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+    bytes[sof + 5..sof + 9].copy_from_slice(&[0xFF, 0xFF, 0xFF, 0xFF]);
+    let error = profiling_core::data::images::decode_rgb_bytes(&bytes).unwrap_err();
+    assert_eq!(
+        error,
+        "the decoded image would take 12.0 GiB, more than the 512.0 MiB one image may"
+    );
+}

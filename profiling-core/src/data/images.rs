@@ -4,15 +4,19 @@
 //! Files are taken in path order; `limit` keeps the first N, then `repeat`
 //! cycles them until exactly `repeat` records are emitted, the k-th repeat
 //! of a file (k from 1) getting the id `<stem>-repeat-<k>`. Eager loading
-//! decodes each distinct file once, across all cores, keeping the order.
+//! reads and decodes each distinct file once, across all cores, keeping the
+//! order; with a [`ImageCache`], an image whose file has not changed since
+//! it was last decoded is read back from the cache instead.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_yaml::Value;
 
+use super::cache::{FileKey, ImageCache};
 use super::{parse_parameters, DataError, DataRecord, DataSource};
 use crate::config::check_literal_path;
 
@@ -50,6 +54,7 @@ pub struct ImageSource {
     decode: bool,
     limit: Option<usize>,
     repeat: Option<usize>,
+    cache: Option<Arc<ImageCache>>,
 }
 
 fn parameter_error(key: &str, message: impl Into<String>) -> DataError {
@@ -125,7 +130,49 @@ impl ImageSource {
             decode: params.decode,
             limit: params.limit,
             repeat: params.repeat,
+            cache: None,
         })
+    }
+
+    /// The source reading decoded images from `cache` where their file is
+    /// unchanged, and storing those it decodes.
+    pub fn with_cache(mut self, cache: Arc<ImageCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The decoded image of `path`: from the cache when it holds the file
+    /// as it is now, else decoded (and stored).
+    fn load(&self, path: &Path) -> Result<image::RgbImage, DataError> {
+        let Some(cache) = &self.cache else {
+            return decode_rgb(path);
+        };
+        // The key before the content: a file that changes while it is
+        // decoded is stored under a key that no longer matches it. A file
+        // without a key (deleted, unreadable) is left to `decode_rgb` to
+        // name.
+        let Ok(key) = FileKey::of(path) else {
+            return decode_rgb(path);
+        };
+        if let Some(image) = cache.get(&key) {
+            return Ok(image);
+        }
+        let image = decode_rgb(path)?;
+        cache.put(&key, &image);
+        Ok(image)
+    }
+
+    /// The width and height of the image in `path`: from the cache's entry
+    /// when it holds the file as it is now, else from the file's header.
+    fn dimensions(&self, path: &Path) -> Result<(u32, u32), DataError> {
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.dimensions(&FileKey::of(path).ok()?));
+        match cached {
+            Some(dimensions) => Ok(dimensions),
+            None => image_dimensions(path),
+        }
     }
 
     /// The distinct files read, in order.
@@ -198,36 +245,117 @@ fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, DataError> {
     Ok(files)
 }
 
-/// Decodes `path` to RGB, guessing the format from the content.
+/// The most one decoded image may take, as the `image` crate's default
+/// limits allow: a file that claims more is refused before any allocation.
+pub const MAX_DECODED_BYTES: u64 = 512 << 20;
+
+/// Decodes `path` to RGB. The format comes from the content, and from the
+/// extension where the content names none.
 pub fn decode_rgb(path: &Path) -> Result<image::RgbImage, DataError> {
-    let reader = image::ImageReader::open(path)
-        .and_then(|r| r.with_guessed_format())
-        .map_err(|source| DataError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    decode_to_rgb(reader).map_err(|message| DataError::Decode {
+    let bytes = std::fs::read(path).map_err(|source| DataError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let format = image::guess_format(&bytes)
+        .ok()
+        .or_else(|| image::ImageFormat::from_path(path).ok());
+    decode_as(&bytes, format).map_err(|message| DataError::Decode {
         path: path.to_path_buf(),
         message,
     })
 }
 
-/// [`decode_rgb`] of an encoded image held in memory; the error is the
-/// decoder's message.
+/// [`decode_rgb`] of an encoded image held in memory, whose format comes
+/// from its content; the error is the decoder's message.
 pub fn decode_rgb_bytes(bytes: &[u8]) -> Result<image::RgbImage, String> {
-    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|error| error.to_string())?;
-    decode_to_rgb(reader)
+    decode_as(bytes, image::guess_format(bytes).ok())
 }
 
-/// The one decoding step of files and bytes alike, within the `image`
-/// crate's default limits (512 MiB per allocation).
-fn decode_to_rgb<R: std::io::BufRead + std::io::Seek>(
-    reader: image::ImageReader<R>,
-) -> Result<image::RgbImage, String> {
+/// The one decoding step of files and bytes alike.
+fn decode_as(bytes: &[u8], format: Option<image::ImageFormat>) -> Result<image::RgbImage, String> {
+    match format {
+        Some(image::ImageFormat::Jpeg) => decode_jpeg(bytes),
+        Some(format) => decode_with_image(bytes, format),
+        // The `image` crate's own words, as before formats were told here.
+        None => Err("The image format could not be determined".to_owned()),
+    }
+}
+
+/// JPEGs in YCbCr or RGB, nearly all of them, go straight through
+/// zune-jpeg (the decoder the `image` crate uses, with the options it sets)
+/// into the buffer the image keeps: no second copy, no conversion. Other
+/// colour spaces (grey, CMYK) take the `image` crate's path, which converts
+/// them as it always has.
+fn decode_jpeg(bytes: &[u8]) -> Result<image::RgbImage, String> {
+    use zune_core::colorspace::ColorSpace;
+    let options = zune_core::options::DecoderOptions::default()
+        .set_strict_mode(false)
+        .set_max_width(usize::MAX)
+        .set_max_height(usize::MAX)
+        .jpeg_set_out_colorspace(ColorSpace::RGB);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(
+        zune_core::bytestream::ZCursor::new(bytes),
+        options,
+    );
+    decoder.decode_headers().map_err(jpeg_error)?;
+    if !matches!(
+        decoder.input_colorspace(),
+        Some(ColorSpace::YCbCr | ColorSpace::RGB)
+    ) {
+        return decode_with_image(bytes, image::ImageFormat::Jpeg);
+    }
+    let (width, height) = decoder
+        .dimensions()
+        .ok_or("no dimensions after the headers")?;
+    let size = (width as u64) * (height as u64) * 3;
+    if size > MAX_DECODED_BYTES {
+        return Err(too_large(size));
+    }
+    let mut pixels = vec![0; size as usize];
+    crate::memory::prefault_slice(&mut pixels);
+    decoder.decode_into(&mut pixels).map_err(jpeg_error)?;
+    image::RgbImage::from_raw(width as u32, height as u32, pixels)
+        .ok_or_else(|| "the decoder gave fewer pixels than its header said".to_owned())
+}
+
+/// The message the `image` crate gives for the same zune-jpeg error.
+fn jpeg_error(error: zune_jpeg::errors::DecodeErrors) -> String {
+    use image::error::{
+        DecodingError, ImageError, LimitError, LimitErrorKind, UnsupportedError,
+        UnsupportedErrorKind,
+    };
+    use zune_jpeg::errors::DecodeErrors;
+    let format = image::ImageFormat::Jpeg.into();
+    let error = match error {
+        DecodeErrors::Unsupported(description) => {
+            ImageError::Unsupported(UnsupportedError::from_format_and_kind(
+                format,
+                UnsupportedErrorKind::GenericFeature(format!("{description:?}")),
+            ))
+        }
+        DecodeErrors::LargeDimensions(_) => {
+            ImageError::Limits(LimitError::from_kind(LimitErrorKind::DimensionError))
+        }
+        other => ImageError::Decoding(DecodingError::new(format, other)),
+    };
+    error.to_string()
+}
+
+fn too_large(bytes: u64) -> String {
+    format!(
+        "the decoded image would take {}, more than the {} one image may",
+        super::human_bytes(bytes),
+        super::human_bytes(MAX_DECODED_BYTES)
+    )
+}
+
+/// Every other format, through the `image` crate within its default
+/// limits ([`MAX_DECODED_BYTES`] per allocation); an image decoded as RGB
+/// is kept as it is, others are converted.
+fn decode_with_image(bytes: &[u8], format: image::ImageFormat) -> Result<image::RgbImage, String> {
+    let reader = image::ImageReader::with_format(std::io::Cursor::new(bytes), format);
     let decoded = reader.decode().map_err(|error| error.to_string())?;
-    Ok(decoded.to_rgb8())
+    Ok(decoded.into_rgb8())
 }
 
 /// The width and height of the image in `path`, read from its header only.
@@ -306,7 +434,7 @@ impl DataSource for ImageSource {
             .par_iter()
             .enumerate()
             .map(|(position, path)| {
-                let (width, height) = image_dimensions(path)?;
+                let (width, height) = self.dimensions(path)?;
                 // Record `i` is file `i % files`: this file's share of them.
                 let copies = records / files + u64::from((position as u64) < records % files);
                 Ok(u64::from(width)
@@ -326,7 +454,7 @@ impl DataSource for ImageSource {
             });
         }
         let image = if self.decode {
-            Some(decode_rgb(self.position(index).0)?)
+            Some(self.load(self.position(index).0)?)
         } else {
             None
         };
@@ -338,7 +466,7 @@ impl DataSource for ImageSource {
         let mut images: Vec<Option<image::RgbImage>> = if self.decode {
             self.files[..distinct]
                 .par_iter()
-                .map(|path| decode_rgb(path).map(Some))
+                .map(|path| self.load(path).map(Some))
                 .collect::<Result<_, _>>()?
         } else {
             vec![None; distinct]

@@ -4,13 +4,16 @@
 //! beside the name; [`build`] turns that into a [`DataSource`]. Eager runs
 //! read every record once before any pass; lazy runs read them afresh in
 //! each pass. [`check_fits_in_memory`] refuses an eager run whose decoded
-//! records would not fit in memory, before any of them is read.
+//! records would not fit in memory, before any of them is read. The
+//! `images` source can keep what it decodes in a [`cache::ImageCache`].
 
+pub mod cache;
 pub mod dummy;
 pub mod images;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_yaml::Value;
 
@@ -203,6 +206,30 @@ pub fn build(
             name: other.to_owned(),
         }),
     }
+}
+
+/// [`build`], with the decoded-image cache `cache` when there is one: only
+/// the `images` source reads files whose decoding can be kept.
+pub fn build_with_cache(
+    name: &str,
+    parameters: &serde_yaml::Mapping,
+    cache: Option<Arc<cache::ImageCache>>,
+) -> Result<Box<dyn DataSource>, DataError> {
+    match (name, cache) {
+        (_, None) => build(name, parameters),
+        ("images", Some(cache)) => Ok(Box::new(
+            images::ImageSource::from_parameters(parameters)?.with_cache(cache),
+        )),
+        (other, Some(_)) => Err(DataError::Parameter {
+            key: "cache".to_owned(),
+            message: cache_refusal(other),
+        }),
+    }
+}
+
+/// Why the source `name` takes no cache.
+pub fn cache_refusal(name: &str) -> String {
+    format!("only the `images` source reads files whose decoded images can be cached; `{name}` makes its records")
 }
 
 /// The share of the available memory, in percent, that eager loading may
