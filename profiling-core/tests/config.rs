@@ -416,6 +416,8 @@ fn cache_sizes_take_a_number_of_bytes_or_a_unit() {
     assert_eq!(bound("500 MB"), Ok(500_000_000));
     assert_eq!(bound("2GiB"), Ok(2 << 30));
     assert_eq!(bound("64 kib"), Ok(64 << 10));
+    assert_eq!(bound("3 KB"), Ok(3_000));
+    assert_eq!(bound("1 tb"), Ok(1_000_000_000_000));
     let expected =
         "expected a size: a whole number of bytes, or a number with a unit (`2 GiB`, `500 MB`)";
     for (text, got) in [
