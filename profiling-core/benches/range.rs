@@ -72,6 +72,21 @@ fn guard_str_literal_recording(bencher: divan::Bencher) {
     drop(capture.end());
 }
 
+/// Literal-named guards while recording, once the thread's event buffer is
+/// full: each range then goes to its name's exact aggregates and histogram.
+/// Samples of 1,000 ranges: the first overflow allocates, the rest do not.
+#[divan::bench(sample_size = 1000)]
+fn guard_str_literal_recording_past_the_buffer(bencher: divan::Bencher) {
+    let capture = profiling_core::timing::Capture::begin();
+    for _ in 0..profiling_core::timing::recorder::EVENTS_PER_THREAD {
+        drop(profiling_range("decode_boxes"));
+    }
+    bencher.bench_local(|| {
+        let _range = profiling_range("decode_boxes");
+    });
+    drop(capture.end());
+}
+
 /// Dynamic names while recording: the name is interned once, then found by
 /// its address.
 #[divan::bench]
