@@ -748,6 +748,11 @@ struct Measured<O> {
     outputs: Vec<Option<O>>,
     pass_samples: SampleSet,
     call_samples: SampleSet,
+    /// The call durations of the pass in progress, one slot per input:
+    /// added to `call_samples` between passes, so that a pass's own time
+    /// holds no sample bookkeeping (nor, past the kept samples, any
+    /// histogram record).
+    pass_calls: Vec<u64>,
     /// Start and end of the first [`PASSES_KEPT`] passes.
     passes: Vec<(u64, u64)>,
     ranges: RangeLog,
@@ -763,6 +768,7 @@ impl<O> Measured<O> {
             outputs: (0..count).map(|_| None).collect(),
             pass_samples: SampleSet::expecting(iterations, SAMPLES_KEPT),
             call_samples: SampleSet::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
+            pass_calls: Vec::with_capacity(count),
             passes: Vec::with_capacity(iterations.min(PASSES_KEPT)),
             ranges: RangeLog::default(),
             capture_ns: 0,
@@ -796,8 +802,9 @@ impl<O> Measured<O> {
 
 /// The measured passes, inside the capture range and each in its own
 /// `iteration <i>` range. Between a pass's clock reads there are only the
-/// target's calls, the synchronize the config asks for, the samples and the
-/// interrupt check. Inlined into [`drive`], its one caller, so that the
+/// target's calls, the synchronize the config asks for, a store of each
+/// call's duration and the interrupt check; the samples are added between
+/// passes. Inlined into [`drive`], its one caller, so that the
 /// counters of the [`Tally`] stay locals of the loop.
 #[inline(always)]
 fn capture<T: ProfileTarget, I: Inputs<T>>(
@@ -834,7 +841,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             if sync_each {
                 (plan.synchronize)(device);
             }
-            measured.call_samples.push(now_ns() - call_started);
+            measured.pass_calls.push(now_ns() - call_started);
             *slot = Some(output);
             if let Some(signal) = interrupt::requested() {
                 tally.interrupted = Some(signal);
@@ -842,11 +849,17 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             }
         }
         drop(pass_range);
+        // Outside the timed windows (an interrupted pass's calls included:
+        // each completed).
+        let ended = now_ns();
+        for &call_ns in &measured.pass_calls {
+            measured.call_samples.push(call_ns);
+        }
+        measured.pass_calls.clear();
         if tally.interrupted.is_some() {
             // The pass in progress did not complete: it is not a sample.
             break;
         }
-        let ended = now_ns();
         measured.pass_samples.push(ended - started);
         if measured.passes.len() < measured.passes.capacity() {
             measured.passes.push((started, ended));
@@ -958,8 +971,9 @@ fn sketch_note(
     let mut notes = Vec::new();
     if !parts.is_empty() {
         notes.push(format!(
-            "the quantiles of {} come from a histogram (within 1.6 %): the run produced more samples than are kept one by one; counts, totals, means and extremes are exact",
-            parts.join(", ")
+            "the quantiles of {} come from a histogram (within {:.1} %): the run produced more samples than are kept one by one; counts, totals, means and extremes are exact",
+            parts.join(", "),
+            crate::timing::samples::HISTOGRAM_ERROR * 100.0
         ));
     }
     if log.late_threads > 0 || log.late_names > 0 {
