@@ -59,8 +59,9 @@ fn main() -> ExitCode {
     ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130();
     sigterm_exits_143_with_the_manifest();
     a_second_ctrl_c_exits_at_once();
+    a_sigterm_after_ctrl_c_exits_at_once_with_143();
     the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest();
-    println!("signals: 4 checks passed");
+    println!("signals: 5 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -181,6 +182,27 @@ fn a_second_ctrl_c_exits_at_once() {
     let sent = Instant::now();
     assert_eq!(child.wait().unwrap().code(), Some(130));
     // Without waiting for the 5 s call in progress, nor writing anything.
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(!output.path().join("signal-long-sleeper/runs/sig").exists());
+}
+
+/// The second signal's own number makes the exit code.
+fn a_sigterm_after_ctrl_c_exits_at_once_with_143() {
+    let output = tempfile::tempdir().unwrap();
+    let mut child = start_target(
+        output.path(),
+        "signal-long-sleeper",
+        Duration::from_millis(300),
+    );
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    signal(&child, libc::SIGTERM);
+    let sent = Instant::now();
+    assert_eq!(child.wait().unwrap().code(), Some(143));
     assert!(
         sent.elapsed() < Duration::from_secs(2),
         "{:?}",
