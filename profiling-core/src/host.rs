@@ -252,7 +252,9 @@ impl UtcTime {
         if !(UtcTime::FIRST_SECOND..=UtcTime::LAST_SECOND).contains(&seconds) {
             return None;
         }
-        OffsetDateTime::from_unix_timestamp(seconds).ok().map(UtcTime)
+        OffsetDateTime::from_unix_timestamp(seconds)
+            .ok()
+            .map(UtcTime)
     }
 
     /// `YYYY-MM-DDTHH:MM:SSZ`.

@@ -67,7 +67,8 @@ mod version_1 {
     const SUB_BUCKETS: usize = 1 << SUB_BUCKET_BITS;
     /// Values below `SUB_BUCKETS` had a bucket each; every power of two
     /// above, `SUB_BUCKETS / 2` more.
-    pub const BUCKETS: u64 = (SUB_BUCKETS + (64 - SUB_BUCKET_BITS as usize) * (SUB_BUCKETS / 2)) as u64;
+    pub const BUCKETS: u64 =
+        (SUB_BUCKETS + (64 - SUB_BUCKET_BITS as usize) * (SUB_BUCKETS / 2)) as u64;
     /// Half a bucket's relative width.
     pub const ERROR: f64 = 1.0 / SUB_BUCKETS as f64;
 

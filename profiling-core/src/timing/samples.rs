@@ -271,7 +271,10 @@ mod tests {
             ]
         );
         assert!(u64::MAX - buckets[3].0 <= (u64::MAX as f64 * HISTOGRAM_ERROR) as u64);
-        assert_eq!(histogram.0.distinct_values() * std::mem::size_of::<u64>(), 59_392);
+        assert_eq!(
+            histogram.0.distinct_values() * std::mem::size_of::<u64>(),
+            59_392
+        );
     }
 
     #[test]
@@ -431,7 +434,9 @@ mod tests {
             (20, exact.total_ns, 100, 10_000, exact.mean_ns)
         );
         assert!(kept.is_sketched());
-        assert!(merged.p50_ns.abs_diff(exact.p50_ns) as f64 <= exact.p50_ns as f64 * HISTOGRAM_ERROR);
+        assert!(
+            merged.p50_ns.abs_diff(exact.p50_ns) as f64 <= exact.p50_ns as f64 * HISTOGRAM_ERROR
+        );
     }
 
     #[test]
