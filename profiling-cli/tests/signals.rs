@@ -168,6 +168,16 @@ fn sigterm_exits_143_with_the_manifest() {
 }
 
 fn a_second_ctrl_c_exits_at_once() {
+    a_second_signal_exits_at_once(libc::SIGINT, 130);
+}
+
+/// The second signal's own number makes the exit code.
+fn a_sigterm_after_ctrl_c_exits_at_once_with_143() {
+    a_second_signal_exits_at_once(libc::SIGTERM, 143);
+}
+
+/// Ctrl-C, then `second`: the process ends with `code` at once.
+fn a_second_signal_exits_at_once(second: i32, code: i32) {
     let output = tempfile::tempdir().unwrap();
     let mut child = start_target(
         output.path(),
@@ -178,31 +188,10 @@ fn a_second_ctrl_c_exits_at_once() {
     // Two identical signals pending at once are delivered as one: let the
     // first land before sending the second.
     std::thread::sleep(Duration::from_millis(100));
-    signal(&child, libc::SIGINT);
+    signal(&child, second);
     let sent = Instant::now();
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(child.wait().unwrap().code(), Some(code));
     // Without waiting for the 5 s call in progress, nor writing anything.
-    assert!(
-        sent.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        sent.elapsed()
-    );
-    assert!(!output.path().join("signal-long-sleeper/runs/sig").exists());
-}
-
-/// The second signal's own number makes the exit code.
-fn a_sigterm_after_ctrl_c_exits_at_once_with_143() {
-    let output = tempfile::tempdir().unwrap();
-    let mut child = start_target(
-        output.path(),
-        "signal-long-sleeper",
-        Duration::from_millis(300),
-    );
-    signal(&child, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(100));
-    signal(&child, libc::SIGTERM);
-    let sent = Instant::now();
-    assert_eq!(child.wait().unwrap().code(), Some(143));
     assert!(
         sent.elapsed() < Duration::from_secs(2),
         "{:?}",
