@@ -1,11 +1,12 @@
 //! What `profile-cli run` prints after a run: the human summary, the
 //! `--json` document, and the progress bar shown during long phases.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use profiling_core::manifest::Manifest;
 use profiling_core::runner::Progress;
 use profiling_core::stats::DurationStats;
@@ -235,51 +236,75 @@ pub fn json_document(
     })
 }
 
-/// A progress bar on stderr for phases that last: it appears after a
-/// second, redraws at most ten times a second, and clears itself at the
-/// end of each phase. Called between passes, outside their timed windows.
+/// A progress bar on stderr for phases that last: it appears once a phase
+/// has run for a second, redraws at most ten times a second, and clears
+/// itself at the end of each phase, or when the run stops before (it is
+/// dropped with the run). Called between passes, outside their timed
+/// windows; it draws only then (no ticking thread).
 pub fn progress_bar() -> Box<dyn Fn(Progress)> {
-    let phase_started = Cell::new(Instant::now());
-    let last_draw = Cell::new(None::<Instant>);
-    let current_phase = Cell::new(None::<bool>);
-    let stderr = RefCell::new(std::io::stderr());
+    let phase = RefCell::new(None::<PhaseBar>);
     Box::new(move |progress: Progress| {
         let now = Instant::now();
-        if current_phase.get() != Some(progress.measured) {
-            current_phase.set(Some(progress.measured));
-            phase_started.set(now);
-        }
-        let finished = progress.done >= progress.total;
-        let mut stderr = stderr.borrow_mut();
-        if finished {
-            if last_draw.take().is_some() {
-                let _ = write!(stderr, "\r\x1b[2K");
-                let _ = stderr.flush();
+        let mut phase = phase.borrow_mut();
+        // A new phase drops the last one's bar, which clears it.
+        let current = match phase.take() {
+            Some(bar) if bar.measured == progress.measured => bar,
+            _ => PhaseBar {
+                measured: progress.measured,
+                started: now,
+                bar: None,
+                last_draw: None,
+            },
+        };
+        phase.insert(current).show(progress, now);
+    })
+}
+
+/// The bar of one phase, made once the phase has run a second.
+struct PhaseBar {
+    measured: bool,
+    started: Instant,
+    bar: Option<ProgressBar>,
+    last_draw: Option<Instant>,
+}
+
+impl PhaseBar {
+    const SHOWN_AFTER: Duration = Duration::from_secs(1);
+    const REDRAWN_AFTER: Duration = Duration::from_millis(100);
+
+    fn show(&mut self, progress: Progress, now: Instant) {
+        if progress.done >= progress.total {
+            if let Some(bar) = self.bar.take() {
+                bar.finish_and_clear();
             }
             return;
         }
-        let shown_long_enough = now.duration_since(phase_started.get()) >= Duration::from_secs(1);
-        let due = last_draw
-            .get()
-            .is_none_or(|at| now.duration_since(at) >= Duration::from_millis(100));
-        if !shown_long_enough || !due {
+        let due = self
+            .last_draw
+            .is_none_or(|at| now.duration_since(at) >= Self::REDRAWN_AFTER);
+        if now.duration_since(self.started) < Self::SHOWN_AFTER || !due {
             return;
         }
-        last_draw.set(Some(now));
-        const WIDTH: u32 = 30;
-        let filled = (u64::from(progress.done) * u64::from(WIDTH)
-            / u64::from(progress.total.max(1))) as usize;
-        let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH as usize - filled);
-        let phase = if progress.measured {
-            "measured"
-        } else {
-            "warmup"
-        };
-        let _ = write!(
-            stderr,
-            "\r\x1b[2K{phase:>8} {bar} {}/{}",
-            progress.done, progress.total
-        );
-        let _ = stderr.flush();
-    })
+        self.last_draw = Some(now);
+        let measured = self.measured;
+        self.bar
+            .get_or_insert_with(|| phase_bar(measured, progress.total))
+            .set_position(u64::from(progress.done));
+    }
+}
+
+/// `measured ████████░░░░ 12/40` on stderr, cleared when finished or
+/// dropped.
+fn phase_bar(measured: bool, total: u32) -> ProgressBar {
+    let style = ProgressStyle::with_template("{prefix:>8} {bar:30} {pos}/{len}").map_or_else(
+        |_| ProgressStyle::default_bar(),
+        |style| style.progress_chars("█░"),
+    );
+    ProgressBar::with_draw_target(
+        Some(u64::from(total)),
+        ProgressDrawTarget::stderr_with_hz(10),
+    )
+    .with_style(style)
+    .with_prefix(if measured { "measured" } else { "warmup" })
+    .with_finish(ProgressFinish::AndClear)
 }

@@ -59,8 +59,9 @@ fn main() -> ExitCode {
     ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130();
     sigterm_exits_143_with_the_manifest();
     a_second_ctrl_c_exits_at_once();
+    a_sigterm_after_ctrl_c_exits_at_once_with_143();
     the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest();
-    println!("signals: 4 checks passed");
+    println!("signals: 5 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -167,6 +168,16 @@ fn sigterm_exits_143_with_the_manifest() {
 }
 
 fn a_second_ctrl_c_exits_at_once() {
+    a_second_signal_exits_at_once(libc::SIGINT, 130);
+}
+
+/// The second signal's own number makes the exit code.
+fn a_sigterm_after_ctrl_c_exits_at_once_with_143() {
+    a_second_signal_exits_at_once(libc::SIGTERM, 143);
+}
+
+/// Ctrl-C, then `second`: the process ends with `code` at once.
+fn a_second_signal_exits_at_once(second: i32, code: i32) {
     let output = tempfile::tempdir().unwrap();
     let mut child = start_target(
         output.path(),
@@ -177,9 +188,9 @@ fn a_second_ctrl_c_exits_at_once() {
     // Two identical signals pending at once are delivered as one: let the
     // first land before sending the second.
     std::thread::sleep(Duration::from_millis(100));
-    signal(&child, libc::SIGINT);
+    signal(&child, second);
     let sent = Instant::now();
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(child.wait().unwrap().code(), Some(code));
     // Without waiting for the 5 s call in progress, nor writing anything.
     assert!(
         sent.elapsed() < Duration::from_secs(2),

@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use profiling_core::compare::{self, runs, Options};
-use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
+use profiling_core::run_samples::{RunSamples, SAMPLES_FILE, SAMPLES_VERSION};
 use profiling_core::timing::SampleSet;
 
 fn main() {
@@ -75,7 +75,7 @@ fn write_call_run(dir: &Path, run_id: &str, center: u64) {
     let manifest = format!(
         "schema_version: 2\nprofile_name: bench\nrun_id: {run_id}\nstatus: completed\n\
          target: {{name: bench}}\nworkload: {{iterations: 1000}}\ncompleted_iterations: 1000\n\
-         samples: {{path: {SAMPLES_FILE}, version: 1}}\n"
+         samples: {{path: {SAMPLES_FILE}, version: {SAMPLES_VERSION}}}\n"
     );
     std::fs::write(run.join("manifest.yaml"), manifest).unwrap();
 }

@@ -16,6 +16,7 @@ use profiling_core::data::images::{self, ImageSource};
 use profiling_core::data::{self, DataSource};
 use profiling_core::prelude::*;
 use profiling_core::runner::{run_target, Records, RunPlan};
+use profiling_core::timing::SampleSet;
 
 fn main() {
     divan::main();
@@ -119,6 +120,21 @@ fn one_range_per_call(bencher: divan::Bencher, events: bool) {
     bencher
         .counter(ItemsCount::new(CALLS))
         .bench_local(|| run_target(&plan, || Ok(OneRange)).unwrap());
+}
+
+/// A pass or call sample once the kept ones are full (past 2^20 of them in
+/// a run): exact aggregates and a histogram record, between two clock reads
+/// of the measured loop.
+#[divan::bench]
+fn sample_past_the_kept_ones(bencher: divan::Bencher) {
+    let mut set = SampleSet::expecting(usize::MAX, 0);
+    let mut value = 0u64;
+    bencher.bench_local(|| {
+        // Durations from 10 µs to 100 µs, a new bucket most of the time.
+        value = (value + 7_919) % 90_000;
+        set.push(black_box(10_000 + value));
+    });
+    black_box(set.count());
 }
 
 const IMAGES: usize = 64;

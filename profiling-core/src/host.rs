@@ -6,6 +6,10 @@ use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+use time::format_description::well_known::iso8601::{Config, EncodedConfig, TimePrecision};
+use time::format_description::well_known::{Iso8601, Rfc3339};
+use time::formatting::Formattable;
+use time::OffsetDateTime;
 
 /// The machine a run happened on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -230,69 +234,66 @@ where
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-/// A UTC calendar time, to the second.
+/// A UTC time, to the second, in the years 0 to 9999: what RFC 3339 writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UtcTime {
-    pub year: i64,
-    pub month: u32,
-    pub day: u32,
-    pub hour: u32,
-    pub minute: u32,
-    pub second: u32,
-}
+pub struct UtcTime(OffsetDateTime);
+
+/// `YYYYMMDDTHHMMSSZ`: ISO 8601's basic format, to the second.
+const COMPACT: EncodedConfig = Config::DEFAULT
+    .set_use_separators(false)
+    .set_year_is_six_digits(false)
+    .set_time_precision(TimePrecision::Second {
+        decimal_digits: None,
+    })
+    .encode();
 
 impl UtcTime {
+    /// The first second RFC 3339 can write, 0000-01-01T00:00:00Z.
+    const FIRST_SECOND: i64 = -62_167_219_200;
+    /// The last, 9999-12-31T23:59:59Z.
+    const LAST_SECOND: i64 = 253_402_300_799;
+
     /// Now, from the system clock.
     pub fn now() -> UtcTime {
         UtcTime::from_system(SystemTime::now())
     }
 
-    /// The calendar time of `time`, truncated to the second.
+    /// The calendar time of `time`, truncated to the second; a time before
+    /// 1970 (a clock set wrong) reads as 1970-01-01T00:00:00Z, one after
+    /// 9999 as its last second.
     pub fn from_system(time: SystemTime) -> UtcTime {
         let seconds = time
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        UtcTime::from_unix(seconds)
+        let seconds = seconds.min(UtcTime::LAST_SECOND);
+        UtcTime::from_unix(seconds).unwrap_or(UtcTime(OffsetDateTime::UNIX_EPOCH))
     }
 
-    /// The calendar time `seconds` after 1970-01-01T00:00:00Z.
-    pub fn from_unix(seconds: i64) -> UtcTime {
-        let days = seconds.div_euclid(86_400);
-        let of_day = seconds.rem_euclid(86_400);
-        // Days to civil date (proleptic Gregorian), after H. Hinnant's algorithm.
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        UtcTime {
-            year,
-            month,
-            day,
-            hour: (of_day / 3_600) as u32,
-            minute: (of_day % 3_600 / 60) as u32,
-            second: (of_day % 60) as u32,
+    /// The calendar time `seconds` after 1970-01-01T00:00:00Z; `None`
+    /// outside the years 0 to 9999.
+    pub fn from_unix(seconds: i64) -> Option<UtcTime> {
+        if !(UtcTime::FIRST_SECOND..=UtcTime::LAST_SECOND).contains(&seconds) {
+            return None;
         }
+        OffsetDateTime::from_unix_timestamp(seconds)
+            .ok()
+            .map(UtcTime)
     }
 
     /// `YYYY-MM-DDTHH:MM:SSZ`.
     pub fn rfc3339(&self) -> String {
-        format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-            self.year, self.month, self.day, self.hour, self.minute, self.second
-        )
+        self.format(&Rfc3339)
     }
 
     /// `YYYYMMDDTHHMMSSZ`: the default run id.
     pub fn compact(&self) -> String {
-        format!(
-            "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-            self.year, self.month, self.day, self.hour, self.minute, self.second
-        )
+        self.format(&Iso8601::<COMPACT>)
+    }
+
+    fn format(&self, format: &(impl Formattable + ?Sized)) -> String {
+        self.0
+            .format(format)
+            .expect("a UTC time to the second in the years 0 to 9999 has every component both formats write")
     }
 }
 
@@ -302,16 +303,50 @@ mod tests {
 
     #[test]
     fn unix_epoch_and_known_dates() {
-        assert_eq!(UtcTime::from_unix(0).rfc3339(), "1970-01-01T00:00:00Z");
+        let at = |seconds| UtcTime::from_unix(seconds).unwrap();
+        assert_eq!(at(0).rfc3339(), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400).rfc3339(), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_795_988_040).compact(), "20261129T213400Z");
+        assert_eq!(at(-1).rfc3339(), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn both_formats_are_pinned_byte_for_byte() {
+        // 2026-11-29T21:34:05Z.
+        let time = UtcTime::from_unix(1_795_988_045).unwrap();
+        assert_eq!(time.rfc3339(), "2026-11-29T21:34:05Z");
+        assert_eq!(time.compact(), "20261129T213405Z");
+        // Single digits are padded; the year to four.
+        let early = UtcTime::from_unix(-61_851_502_559).unwrap();
+        assert_eq!(early.rfc3339(), "0010-01-02T03:04:01Z");
+        assert_eq!(early.compact(), "00100102T030401Z");
+        // The first and last second RFC 3339 writes.
+        let first = UtcTime::from_unix(-62_167_219_200).unwrap();
+        assert_eq!(first.rfc3339(), "0000-01-01T00:00:00Z");
+        let last = UtcTime::from_unix(253_402_300_799).unwrap();
+        assert_eq!(last.rfc3339(), "9999-12-31T23:59:59Z");
+        assert_eq!(last.compact(), "99991231T235959Z");
+    }
+
+    #[test]
+    fn times_outside_the_years_0_to_9999_are_refused_or_clamped() {
+        assert_eq!(UtcTime::from_unix(-62_167_219_201), None);
+        assert_eq!(UtcTime::from_unix(253_402_300_800), None);
+        assert_eq!(UtcTime::from_unix(i64::MIN), None);
+        assert_eq!(UtcTime::from_unix(i64::MAX), None);
+        let before = UNIX_EPOCH - std::time::Duration::from_secs(10);
         assert_eq!(
-            UtcTime::from_unix(951_782_400).rfc3339(),
-            "2000-02-29T00:00:00Z"
+            UtcTime::from_system(before).rfc3339(),
+            "1970-01-01T00:00:00Z"
         );
+        let far = UNIX_EPOCH + std::time::Duration::from_secs(u64::MAX / 2);
+        assert_eq!(UtcTime::from_system(far).rfc3339(), "9999-12-31T23:59:59Z");
+        // Sub-second parts are dropped, never written.
+        let fraction = UNIX_EPOCH + std::time::Duration::from_millis(1_500);
         assert_eq!(
-            UtcTime::from_unix(1_795_988_040).compact(),
-            "20261129T213400Z"
+            UtcTime::from_system(fraction).rfc3339(),
+            "1970-01-01T00:00:01Z"
         );
-        assert_eq!(UtcTime::from_unix(-1).rfc3339(), "1969-12-31T23:59:59Z");
     }
 
     #[test]

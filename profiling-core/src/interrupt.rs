@@ -1,34 +1,41 @@
 //! Ctrl-C and SIGTERM: the run stops after the current target call, closes
 //! its ranges and writes a manifest that says it was interrupted. A second
-//! signal ends the process at once.
+//! signal ends the process at once, with exit code 128 + that signal.
+//!
+//! The handlers are `signal-hook`'s: per signal, in this order, an exit
+//! armed by an earlier signal (`flag::register_conditional_shutdown`, with
+//! the signal's own code), then the flags the runner reads.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::flag;
 
-extern "C" fn on_signal(signal: libc::c_int) {
-    // Only async-signal-safe work here: an atomic swap, and `_exit`.
-    if SIGNAL.swap(signal, Ordering::SeqCst) != 0 {
-        // SAFETY: `_exit` is async-signal-safe; the user asked twice.
-        unsafe { libc::_exit(128 + signal) };
-    }
-}
+/// The signal that asked the run to stop; 0 while none did.
+static SIGNAL: AtomicUsize = AtomicUsize::new(0);
+
+/// Raised by the first signal: the next one ends the process.
+static RECEIVED: AtomicBool = AtomicBool::new(false);
 
 /// Routes SIGINT and SIGTERM to [`requested`] for the rest of the process.
+/// Installs once: later calls return the first call's outcome.
 pub fn install_handlers() -> std::io::Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction with a handler and an empty mask is
-        // valid; the handler only touches an atomic and calls `_exit`.
-        let result = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut())
-        };
-        if result != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    static INSTALLED: OnceLock<Result<(), (std::io::ErrorKind, String)>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            register([SIGINT, SIGTERM]).map_err(|error| (error.kind(), error.to_string()))
+        })
+        .clone()
+        .map_err(|(kind, message)| std::io::Error::new(kind, message))
+}
+
+fn register(signals: [i32; 2]) -> std::io::Result<()> {
+    for signal in signals {
+        // Registered first, so it sees the flag as the signal before left it.
+        flag::register_conditional_shutdown(signal, 128 + signal, &RECEIVED)?;
+        flag::register_usize(signal, &SIGNAL, signal as usize)?;
+        flag::register(signal, &RECEIVED)?;
     }
     Ok(())
 }
@@ -38,7 +45,7 @@ pub fn install_handlers() -> std::io::Result<()> {
 pub fn requested() -> Option<i32> {
     match SIGNAL.load(Ordering::Relaxed) {
         0 => None,
-        signal => Some(signal),
+        signal => Some(signal as i32),
     }
 }
 
@@ -49,10 +56,12 @@ pub fn exit_code(signal: i32) -> u8 {
 
 /// Forgets a received signal (for tests that raise one in-process).
 pub fn reset() {
+    RECEIVED.store(false, Ordering::SeqCst);
     SIGNAL.store(0, Ordering::SeqCst);
 }
 
 /// Records `signal` as if it had been received (for tests).
 pub fn simulate(signal: i32) {
-    SIGNAL.store(signal, Ordering::SeqCst);
+    SIGNAL.store(usize::try_from(signal).unwrap_or(0), Ordering::SeqCst);
+    RECEIVED.store(true, Ordering::SeqCst);
 }

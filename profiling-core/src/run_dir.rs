@@ -265,7 +265,7 @@ mod tests {
                 summary.series,
                 summary.bytes
             ),
-            (run_dir.join("samples.bin"), 1, 3, bytes.len() as u64)
+            (run_dir.join("samples.bin"), 2, 3, bytes.len() as u64)
         );
         let text = std::fs::read_to_string(run_dir.join("manifest.yaml")).unwrap();
         assert!(text.starts_with("schema_version: 2\n"), "{text}");

@@ -6,7 +6,7 @@
 //! samples kept one by one, in the order measured, and past them the
 //! non-empty buckets of the histogram the run used.
 //!
-//! # Layout, version 1
+//! # Layout, version 2
 //!
 //! All integers little-endian; `varint` is unsigned LEB128 (7 bits a byte,
 //! low bits first), which stores a duration of a microsecond in 2 bytes and
@@ -14,7 +14,7 @@
 //!
 //! ```text
 //! magic          8 bytes   "PCSAMPLS"
-//! version        u32       1
+//! version        u32       2
 //! series         u32       how many series follow
 //! each series:
 //!   kind         u8        0 pass, 1 call, 2 range inclusive, 3 range exclusive,
@@ -27,26 +27,63 @@
 //!   total        u128      the sum of every sample
 //!   samples      varint    `kept` of them, in the order measured
 //!   buckets      u32       histogram buckets that follow, each
-//!                          (index varint, count varint); the counts add up
-//!                          to count - kept
+//!                          (value varint, count varint), values ascending;
+//!                          the counts add up to count - kept
 //! end            4 bytes   "END."
 //! ```
 //!
-//! A histogram bucket `i` holds the values of one log-linear bucket of the
-//! version's histogram (64 sub-buckets per power of two); a reader
-//! counts its samples at the bucket's middle, clamped to `min..=max`.
+//! A bucket's value is the middle of one bucket of the run's histogram
+//! (hdrhistogram at two significant figures, see
+//! [`crate::timing::samples`]): within 1/256 (0.4 %) of every sample it
+//! counts. A reader counts its samples at that value, clamped to
+//! `min..=max`, and needs to know nothing of the histogram.
+//!
+//! # Version 1
+//!
+//! Files of version 1 are still read. They differ only in their buckets,
+//! `(index varint, count varint)`: `index` names a bucket of the earlier
+//! log-linear histogram (64 sub-buckets per power of two), read at its
+//! middle, within 1/64 (1.6 %) of its samples; [`RunSamples::version`]
+//! says which a file was, and [`RunSamples::histogram_error`] its bound.
 
 use std::collections::BTreeMap;
 
-use crate::timing::samples::{Histogram, BUCKETS};
+use crate::timing::samples::HISTOGRAM_ERROR;
 use crate::timing::SampleSet;
 
 /// The file's name, beside `manifest.yaml`.
 pub const SAMPLES_FILE: &str = "samples.bin";
-/// The version this build writes and reads.
-pub const SAMPLES_VERSION: u32 = 1;
+/// The version this build writes.
+pub const SAMPLES_VERSION: u32 = 2;
+/// Every version this build reads, the oldest first.
+pub const SAMPLES_VERSIONS_READ: [u32; 2] = [1, SAMPLES_VERSION];
 const MAGIC: &[u8; 8] = b"PCSAMPLS";
 const END: &[u8; 4] = b"END.";
+
+/// The histogram of version 1 files: 64 sub-buckets per power of two,
+/// bucket `index` read at its middle.
+mod version_1 {
+    const SUB_BUCKET_BITS: u32 = 6;
+    const SUB_BUCKETS: usize = 1 << SUB_BUCKET_BITS;
+    /// Values below `SUB_BUCKETS` had a bucket each; every power of two
+    /// above, `SUB_BUCKETS / 2` more.
+    pub const BUCKETS: u64 =
+        (SUB_BUCKETS + (64 - SUB_BUCKET_BITS as usize) * (SUB_BUCKETS / 2)) as u64;
+    /// Half a bucket's relative width.
+    pub const ERROR: f64 = 1.0 / SUB_BUCKETS as f64;
+
+    /// The middle of bucket `index`, below [`BUCKETS`].
+    pub fn bucket_middle(index: u64) -> u64 {
+        let index = index as usize;
+        if index < SUB_BUCKETS {
+            return index as u64;
+        }
+        let offset = index - SUB_BUCKETS;
+        let shift = (offset / (SUB_BUCKETS / 2)) as u32 + 1;
+        let sub = (offset % (SUB_BUCKETS / 2) + SUB_BUCKETS / 2) as u64;
+        (sub << shift) + ((1u64 << shift) >> 1)
+    }
+}
 
 /// What a series times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,8 +130,9 @@ pub struct Series {
     pub count: u64,
     /// The samples kept one by one, in the order measured.
     pub kept: Vec<u64>,
-    /// Past the kept samples: non-empty histogram buckets, `(index, count)`.
-    pub buckets: Vec<(u32, u64)>,
+    /// Past the kept samples: non-empty histogram buckets, `(middle,
+    /// count)`, in ascending order.
+    pub buckets: Vec<(u64, u64)>,
     pub min: u64,
     pub max: u64,
     pub total: u128,
@@ -120,13 +158,13 @@ impl Series {
     }
 
     /// Every sample, sorted: the kept ones exactly, the rest at their
-    /// bucket's middle (within 1.6 %), clamped to the exact extremes; the
-    /// smallest and the largest are exact.
+    /// bucket's middle (within [`RunSamples::histogram_error`]), clamped to
+    /// the exact extremes; the smallest and the largest are exact.
     pub fn sorted_values(&self) -> Vec<u64> {
         let mut values = Vec::with_capacity(usize::try_from(self.count).unwrap_or(0));
         values.extend_from_slice(&self.kept);
-        for &(index, count) in &self.buckets {
-            let value = Histogram::representative(index as usize).clamp(self.min, self.max);
+        for &(middle, count) in &self.buckets {
+            let value = middle.clamp(self.min, self.max);
             values.extend(std::iter::repeat_n(value, count as usize));
         }
         values.sort_unstable();
@@ -150,7 +188,7 @@ pub struct RangeSeries {
 }
 
 /// Every series of a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSamples {
     pub passes: Series,
     pub calls: Series,
@@ -158,6 +196,21 @@ pub struct RunSamples {
     pub ranges: Vec<RangeSeries>,
     /// The warmup passes, in order (empty without warmup).
     pub warmup: Series,
+    /// The layout its buckets come from: [`SAMPLES_VERSION`] for a run of
+    /// this build, else the version of the file it was read from.
+    pub version: u32,
+}
+
+impl Default for RunSamples {
+    fn default() -> Self {
+        RunSamples {
+            passes: Series::default(),
+            calls: Series::default(),
+            ranges: Vec::new(),
+            warmup: Series::default(),
+            version: SAMPLES_VERSION,
+        }
+    }
 }
 
 impl RunSamples {
@@ -179,7 +232,17 @@ impl RunSamples {
                     exclusive: Series::from_set(exclusive),
                 })
                 .collect(),
-            warmup: Series::default(),
+            ..RunSamples::default()
+        }
+    }
+
+    /// How far, relative to a sample, a sample known only by its histogram
+    /// bucket can be from the value it reads as: 1/256 (0.4 %), or 1/64
+    /// (1.6 %) in a file of version 1.
+    pub fn histogram_error(&self) -> f64 {
+        match self.version {
+            1 => version_1::ERROR,
+            _ => HISTOGRAM_ERROR,
         }
     }
 
@@ -237,16 +300,24 @@ impl RunSamples {
 
     /// Reads the file's bytes back.
     pub fn decode(bytes: &[u8]) -> Result<RunSamples, SamplesError> {
-        let mut reader = Reader { bytes, at: 0 };
+        let mut reader = Reader {
+            bytes,
+            at: 0,
+            version: SAMPLES_VERSION,
+        };
         if reader.take(MAGIC.len()).ok() != Some(MAGIC.as_slice()) {
             return Err(SamplesError::NotSamples);
         }
         let version = reader.u32()?;
-        if version != SAMPLES_VERSION {
+        if !SAMPLES_VERSIONS_READ.contains(&version) {
             return Err(SamplesError::Version { found: version });
         }
+        reader.version = version;
         let count = reader.u32()?;
-        let mut samples = RunSamples::default();
+        let mut samples = RunSamples {
+            version,
+            ..RunSamples::default()
+        };
         let mut seen = [false; 3];
         let mut ranges: BTreeMap<String, (Option<Series>, Option<Series>)> = BTreeMap::new();
         for _ in 0..count {
@@ -340,8 +411,8 @@ fn encode_series(bytes: &mut Vec<u8>, kind: SeriesKind, name: &str, series: &Ser
         put_varint(bytes, value);
     }
     bytes.extend_from_slice(&(series.buckets.len() as u32).to_le_bytes());
-    for &(index, count) in &series.buckets {
-        put_varint(bytes, u64::from(index));
+    for &(middle, count) in &series.buckets {
+        put_varint(bytes, middle);
         put_varint(bytes, count);
     }
 }
@@ -360,7 +431,7 @@ fn put_varint(bytes: &mut Vec<u8>, mut value: u64) {
 pub enum SamplesError {
     #[error("not a samples file: it does not begin with \"PCSAMPLS\"")]
     NotSamples,
-    #[error("samples file version {found}, but this profile-cli reads version {SAMPLES_VERSION}: re-run the profile with this profile-cli")]
+    #[error("samples file version {found}, but this profile-cli reads versions 1 and {SAMPLES_VERSION}: re-run the profile with this profile-cli")]
     Version { found: u32 },
     #[error("cut short: it ends at byte {len}, in the middle of what begins at byte {at}")]
     Truncated { at: usize, len: usize },
@@ -371,6 +442,8 @@ pub enum SamplesError {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// The file's layout version: what its buckets hold.
+    version: u32,
 }
 
 impl<'a> Reader<'a> {
@@ -468,19 +541,29 @@ impl<'a> Reader<'a> {
         }
         let bucket_count = u64::from(self.u32()?);
         let bucket_count = self.bounded(bucket_count, at)?;
-        let mut buckets = Vec::with_capacity(bucket_count);
+        let mut buckets: Vec<(u64, u64)> = Vec::with_capacity(bucket_count);
         let mut sketched = 0u64;
         for _ in 0..bucket_count {
-            let index = self.varint()?;
+            let key = self.varint()?;
             let count = self.varint()?;
-            if index >= BUCKETS as u64 || count == 0 {
-                return Err(SamplesError::Corrupt {
-                    at,
-                    what: format!("histogram bucket {index} with {count} samples"),
-                });
-            }
-            sketched = sketched.saturating_add(count);
-            buckets.push((index as u32, count));
+            let middle = match self.version {
+                1 => (key < version_1::BUCKETS).then(|| version_1::bucket_middle(key)),
+                _ => Some(key),
+            };
+            let previous = buckets.last().map(|&(middle, _)| middle);
+            let what = match middle {
+                None => format!("histogram bucket {key} past the last one"),
+                Some(_) if count == 0 => format!("histogram bucket {key} with no samples"),
+                Some(middle) if previous.is_some_and(|p| p >= middle) => {
+                    format!("histogram bucket {key} after one not below it")
+                }
+                Some(middle) => {
+                    sketched = sketched.saturating_add(count);
+                    buckets.push((middle, count));
+                    continue;
+                }
+            };
+            return Err(SamplesError::Corrupt { at, what });
         }
         let out_of_range = values.iter().any(|&v| v < min || v > max);
         if kept.checked_add(sketched) != Some(count) || (count > 0 && (min > max || out_of_range)) {
@@ -538,7 +621,7 @@ mod tests {
         let samples = example();
         let bytes = samples.encode();
         assert_eq!(&bytes[..8], b"PCSAMPLS");
-        assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
+        assert_eq!(&bytes[8..12], &2u32.to_le_bytes());
         assert_eq!(&bytes[12..16], &7u32.to_le_bytes());
         assert_eq!(&bytes[bytes.len() - 4..], b"END.");
         assert_eq!(RunSamples::decode(&bytes), Ok(samples.clone()));
@@ -559,7 +642,7 @@ mod tests {
             samples.ranges[0].inclusive.sorted_values(),
             [900, 1_200, 1_000_000_007]
         );
-        // 30, 40 and 50 went to the histogram: buckets of width 1 below 64.
+        // 30, 40 and 50 went to the histogram: buckets of width 1 below 256.
         assert_eq!(
             samples.ranges[1].inclusive.sorted_values(),
             [10, 20, 30, 40, 50]
@@ -569,11 +652,78 @@ mod tests {
         assert_eq!(values.len(), 3);
         for (value, exact) in values.iter().zip([1_000u64, 1_001, 100_000]) {
             assert!(
-                value.abs_diff(exact) as f64 <= exact as f64 / 64.0,
+                value.abs_diff(exact) as f64 <= exact as f64 * HISTOGRAM_ERROR,
                 "{value} vs {exact}"
             );
         }
         assert_eq!((values[0], values[2]), (1_000, 100_000), "exact extremes");
+    }
+
+    /// A file written by the last build of version 1: passes 5,000, 7,000,
+    /// 70,000, 70,100 and 123,456,789 ns keeping two; calls 3, 1,000, 1,001
+    /// and 100,000 keeping none; range `decode` 900, 1,200, 1,000,000,007,
+    /// 1,000,000,100, 64 and 65 keeping two, its self time 400, 500, 600
+    /// and 0 keeping three.
+    const VERSION_1_FILE: &[u8] = include_bytes!("../tests/data/samples-v1.bin");
+
+    #[test]
+    fn a_version_1_file_reads_with_its_buckets_at_their_middles() {
+        let samples = RunSamples::decode(VERSION_1_FILE).unwrap();
+        assert_eq!(samples.version, 1);
+        assert_eq!(samples.histogram_error(), 1.0 / 64.0);
+        // The values the version 1 build read these series as.
+        assert_eq!(
+            samples.passes.sorted_values(),
+            [5_000, 7_000, 70_656, 70_656, 123_456_789]
+        );
+        assert_eq!(samples.calls.sorted_values(), [3, 1_000, 1_000, 100_000]);
+        let decode = &samples.ranges[0];
+        assert_eq!(decode.name, "decode");
+        assert_eq!(
+            decode.inclusive.sorted_values(),
+            [64, 65, 900, 1_200, 998_244_352, 1_000_000_100]
+        );
+        assert_eq!(decode.exclusive.sorted_values(), [0, 400, 500, 600]);
+        assert_eq!(
+            (decode.inclusive.count, decode.inclusive.total),
+            (6, 2_000_002_336)
+        );
+        // Read back in this build's layout, it keeps those values.
+        let again = RunSamples::decode(&samples.encode()).unwrap();
+        assert_eq!(again.version, SAMPLES_VERSION);
+        assert_eq!(again.passes, samples.passes);
+        assert_eq!(again.ranges, samples.ranges);
+    }
+
+    #[test]
+    fn buckets_out_of_order_empty_or_past_the_last_are_corrupt() {
+        let mut samples = example();
+        let sketched = &mut samples.ranges[1].inclusive;
+        assert_eq!(sketched.buckets, [(30, 1), (40, 1), (50, 1)]);
+        sketched.buckets.swap(0, 1);
+        assert!(matches!(
+            RunSamples::decode(&samples.encode()),
+            Err(SamplesError::Corrupt { what, .. }) if what == "histogram bucket 30 after one not below it"
+        ));
+        let mut samples = example();
+        samples.ranges[1].inclusive.buckets[2] = (50, 0);
+        samples.ranges[1].inclusive.count -= 1;
+        assert!(matches!(
+            RunSamples::decode(&samples.encode()),
+            Err(SamplesError::Corrupt { what, .. }) if what == "histogram bucket 50 with no samples"
+        ));
+        // Version 1 had 1,920 buckets: the last bucket of the calls above
+        // is bucket 400; make it 1,920.
+        let mut bytes = VERSION_1_FILE.to_vec();
+        let at = bytes
+            .windows(4)
+            .position(|w| w == [0x02, 0x90, 0x03, 0x01])
+            .unwrap();
+        bytes.splice(at + 1..at + 3, [0x80, 0x0f]);
+        assert!(matches!(
+            RunSamples::decode(&bytes),
+            Err(SamplesError::Corrupt { what, .. }) if what == "histogram bucket 1920 past the last one"
+        ));
     }
 
     #[test]
@@ -592,15 +742,15 @@ mod tests {
     #[test]
     fn another_version_another_file_and_trailing_bytes_are_refused() {
         let mut bytes = example().encode();
-        bytes[8] = 2;
+        bytes[8] = 3;
         assert_eq!(
             RunSamples::decode(&bytes),
-            Err(SamplesError::Version { found: 2 })
+            Err(SamplesError::Version { found: 3 })
         );
         assert!(RunSamples::decode(&bytes)
             .unwrap_err()
             .to_string()
-            .contains("samples file version 2, but this profile-cli reads version 1"));
+            .contains("samples file version 3, but this profile-cli reads versions 1 and 2"));
         assert_eq!(
             RunSamples::decode(b"profile_name: x\n"),
             Err(SamplesError::NotSamples)

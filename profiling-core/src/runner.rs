@@ -830,6 +830,11 @@ struct Measured<O> {
     outputs: Vec<Option<O>>,
     pass_samples: SampleSet,
     call_samples: SampleSet,
+    /// The call durations of the pass in progress, one slot per input:
+    /// added to `call_samples` between passes, so that a pass's own time
+    /// holds no sample bookkeeping (nor, past the kept samples, any
+    /// histogram record).
+    pass_calls: Vec<u64>,
     /// Start and end of the first [`PASSES_KEPT`] passes.
     passes: Vec<(u64, u64)>,
     ranges: RangeLog,
@@ -849,6 +854,7 @@ impl<O> Measured<O> {
             outputs: (0..count).map(|_| None).collect(),
             pass_samples: SampleSet::expecting(iterations, SAMPLES_KEPT),
             call_samples: SampleSet::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
+            pass_calls: Vec::with_capacity(count),
             passes: Vec::with_capacity(iterations.min(PASSES_KEPT)),
             ranges: RangeLog::default(),
             capture_ns: 0,
@@ -891,8 +897,9 @@ impl<O> Measured<O> {
 /// The measured passes, inside the capture range and each in its own
 /// `iteration <i>` range. A pass is timed from its first call's start to
 /// its last call's end; between those clock reads there are only the
-/// target's calls, the synchronize the config asks for, the samples, the
-/// device events of GPU timing and the interrupt check. Inlined into [`drive`], its one caller, so that the
+/// target's calls, the synchronize the config asks for, a store of each
+/// call's duration, the device events of GPU timing and the interrupt
+/// check; the samples are added between passes. Inlined into [`drive`], its one caller, so that the
 /// counters of the [`Tally`] stay locals of the loop.
 #[inline(always)]
 fn capture<T: ProfileTarget, I: Inputs<T>>(
@@ -942,7 +949,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
                 (plan.synchronize)(device);
             }
             ended = now_ns();
-            measured.call_samples.push(ended - call_started);
+            measured.pass_calls.push(ended - call_started);
             // After the call's clock read: its host time leaves it out.
             if let Some(gpu) = gpu.as_deref_mut() {
                 gpu.boundary();
@@ -957,6 +964,12 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             }
         }
         drop(pass_range);
+        // Outside the timed windows (an interrupted pass's calls included:
+        // each completed).
+        for &call_ns in &measured.pass_calls {
+            measured.call_samples.push(call_ns);
+        }
+        measured.pass_calls.clear();
         if tally.interrupted.is_some() {
             // The pass in progress did not complete: it is not a sample.
             break;
@@ -1076,8 +1089,9 @@ fn sketch_note(
     let mut notes = Vec::new();
     if !parts.is_empty() {
         notes.push(format!(
-            "the quantiles of {} come from a histogram (within 1.6 %): the run produced more samples than are kept one by one; counts, totals, means and extremes are exact",
-            parts.join(", ")
+            "the quantiles of {} come from a histogram (within {:.1} %): the run produced more samples than are kept one by one; counts, totals, means and extremes are exact",
+            parts.join(", "),
+            crate::timing::samples::HISTOGRAM_ERROR * 100.0
         ));
     }
     if log.late_threads > 0 || log.late_names > 0 {

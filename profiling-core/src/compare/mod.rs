@@ -274,8 +274,9 @@ pub fn compare(
         }
         if run.samples.is_sketched() {
             warnings.push(format!(
-                "{} kept some samples only as a histogram (a long run): those count at their bucket's middle, within 1.6 %",
-                run.label()
+                "{} kept some samples only as a histogram (a long run): those count at their bucket's middle, within {:.1} %",
+                run.label(),
+                run.samples.histogram_error() * 100.0
             ));
         }
     }

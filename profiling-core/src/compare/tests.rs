@@ -255,6 +255,30 @@ fn an_interrupted_run_is_compared_with_a_warning() {
 }
 
 #[test]
+fn a_run_with_histogram_samples_is_compared_with_its_files_bound() {
+    let base = run("b", 1_000, &[]);
+    let mut candidate = run("c", 1_000, &[]);
+    // Ten more passes known only by their bucket's middle.
+    candidate.samples.passes.buckets = vec![(1_002, 10)];
+    candidate.samples.passes.count += 10;
+    let warnings = |candidate: &LoadedRun| {
+        compare(&base, candidate, &options(), false)
+            .unwrap()
+            .warnings
+    };
+    assert_eq!(
+        warnings(&candidate),
+        ["p@c kept some samples only as a histogram (a long run): those count at their bucket's middle, within 0.4 %"]
+    );
+    // A samples file of version 1 had the coarser histogram.
+    candidate.samples.version = 1;
+    assert_eq!(
+        warnings(&candidate),
+        ["p@c kept some samples only as a histogram (a long run): those count at their bucket's middle, within 1.6 %"]
+    );
+}
+
+#[test]
 fn options_out_of_range_are_named() {
     let bad = Options {
         noise: 1.5,

@@ -442,22 +442,36 @@ pub(crate) fn close() {
             } else {
                 // SAFETY: as above.
                 let overflow = unsafe { &mut *log.overflow.get() };
-                let index = frame.name as usize;
-                if overflow.len() <= index {
-                    overflow.resize_with(index + 1, || None);
-                }
-                let aggregates = overflow[index].get_or_insert_with(|| {
-                    Box::new(Overflow {
-                        inclusive: SampleSet::with_capacity(0),
-                        exclusive: SampleSet::with_capacity(0),
-                    })
-                });
-                aggregates.inclusive.push(inclusive_ns);
-                aggregates.exclusive.push(exclusive_ns);
+                record_past_the_buffer(overflow, frame.name, inclusive_ns, exclusive_ns);
             }
         }
         log.writing.store(false, Ordering::Release);
     });
+}
+
+/// A range closed once its thread's event buffer is full: into its name's
+/// aggregates and histograms. Out of line, so that the path every range
+/// takes while the buffer has room stays short.
+#[cold]
+#[inline(never)]
+fn record_past_the_buffer(
+    overflow: &mut Vec<Option<Box<Overflow>>>,
+    name: u32,
+    inclusive_ns: u64,
+    exclusive_ns: u64,
+) {
+    let index = name as usize;
+    if overflow.len() <= index {
+        overflow.resize_with(index + 1, || None);
+    }
+    let aggregates = overflow[index].get_or_insert_with(|| {
+        Box::new(Overflow {
+            inclusive: SampleSet::with_capacity(0),
+            exclusive: SampleSet::with_capacity(0),
+        })
+    });
+    aggregates.inclusive.push(inclusive_ns);
+    aggregates.exclusive.push(exclusive_ns);
 }
 
 /// The ranges one thread recorded during a capture.

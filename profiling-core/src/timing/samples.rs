@@ -2,74 +2,70 @@
 //!
 //! A [`SampleSet`] keeps every sample up to a fixed capacity, allocated
 //! before measuring starts, and from then on only exact counts, totals and
-//! extremes plus a log-linear histogram, so memory stays bounded on any run
-//! length. Quantiles are exact while every sample was kept, and within the
-//! histogram's relative error (about 1.6 %) after.
+//! extremes plus an HDR histogram (the `hdrhistogram` crate), so memory
+//! stays bounded on any run length. Quantiles are exact while every sample
+//! was kept, and within [`HISTOGRAM_ERROR`] (under 0.4 %) after.
 
 use crate::stats::DurationStats;
 
-/// Sub-buckets per power of two: the relative width of a bucket is
-/// `1 / SUB_BUCKETS`, so a quantile read from the histogram is within about
-/// 1.6 % of the true sample.
-const SUB_BUCKET_BITS: u32 = 6;
-const SUB_BUCKETS: usize = 1 << SUB_BUCKET_BITS;
-/// Values below `SUB_BUCKETS` get a bucket each; every power of two above
-/// gets `SUB_BUCKETS / 2` more (the top bit is implied).
-pub(crate) const BUCKETS: usize = SUB_BUCKETS + (64 - SUB_BUCKET_BITS as usize) * (SUB_BUCKETS / 2);
+/// Two significant figures: hdrhistogram then keeps 256 sub-buckets per
+/// power of two (unit resolution up to 2 x 10^2, rounded up to a power of
+/// two), so a bucket is at most 1/128 of its lowest value wide.
+const SIGNIFICANT_FIGURES: u8 = 2;
 
-/// A log-linear histogram of nanosecond values (an HDR-style sketch).
+/// How far, relative to a sample, the value a quantile reads from the
+/// histogram can be: a bucket's middle is within half its width, 1/256,
+/// of every value it counts (values below 256 ns have a bucket each).
+pub const HISTOGRAM_ERROR: f64 = 1.0 / 256.0;
+
+/// A histogram of nanosecond values over the whole `u64` range, allocated
+/// once (about 58 KiB): recording never resizes it, so never allocates.
 #[derive(Debug, Clone)]
-pub struct Histogram {
-    counts: Box<[u64]>,
-}
+pub struct Histogram(hdrhistogram::Histogram<u64>);
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
-            counts: vec![0; BUCKETS].into_boxed_slice(),
-        }
+        Histogram(
+            hdrhistogram::Histogram::new_with_bounds(1, u64::MAX, SIGNIFICANT_FIGURES)
+                .expect("1..=u64::MAX at two significant figures is a valid histogram"),
+        )
     }
 }
 
 impl Histogram {
-    #[inline]
-    fn bucket(value: u64) -> usize {
-        if value < SUB_BUCKETS as u64 {
-            return value as usize;
-        }
-        // The position of the top bit picks the octave, the next bits the
-        // sub-bucket within it.
-        let top = 63 - value.leading_zeros();
-        let shift = top + 1 - SUB_BUCKET_BITS;
-        let sub = (value >> shift) as usize - SUB_BUCKETS / 2;
-        SUB_BUCKETS + (shift as usize - 1) * (SUB_BUCKETS / 2) + sub
-    }
-
-    /// The middle of bucket `index`: what a quantile in it reads as.
-    pub(crate) fn representative(index: usize) -> u64 {
-        if index < SUB_BUCKETS {
-            return index as u64;
-        }
-        let offset = index - SUB_BUCKETS;
-        let shift = (offset / (SUB_BUCKETS / 2)) as u32 + 1;
-        let sub = (offset % (SUB_BUCKETS / 2) + SUB_BUCKETS / 2) as u64;
-        let low = sub << shift;
-        low + ((1u64 << shift) >> 1)
-    }
-
     /// Counts `value`.
     #[inline]
     pub fn record(&mut self, value: u64) {
-        self.counts[Self::bucket(value)] += 1;
+        // Every u64 is in range: nothing is clamped, nothing can fail.
+        self.0.saturating_record(value);
     }
 
-    /// The value of nearest rank `rank` (1-based) among `total` counted.
+    /// Counts every value `other` counted.
+    fn add(&mut self, other: &Histogram) {
+        for bucket in other.0.iter_recorded() {
+            self.0
+                .saturating_record_n(bucket.value_iterated_to(), bucket.count_at_value());
+        }
+    }
+
+    /// The non-empty buckets, `(middle, count)`, in ascending order: the
+    /// middle is what a sample counted there reads as.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.0.iter_recorded().map(|bucket| {
+            (
+                self.0.median_equivalent(bucket.value_iterated_to()),
+                bucket.count_at_value(),
+            )
+        })
+    }
+
+    /// The value of nearest rank `rank` (1-based): the middle of its bucket.
     fn value_at_rank(&self, rank: u64) -> u64 {
-        let mut seen = 0;
-        for (index, &count) in self.counts.iter().enumerate() {
-            seen += count;
+        let mut seen = 0u64;
+        for (middle, count) in self.buckets() {
+            seen = seen.saturating_add(count);
             if seen >= rank {
-                return Self::representative(index);
+                return middle;
             }
         }
         0
@@ -140,10 +136,9 @@ impl SampleSet {
             self.push(value);
         }
         if let Some(theirs) = &other.histogram {
-            let ours = self.histogram.get_or_insert_with(Histogram::default);
-            for (mine, count) in ours.counts.iter_mut().zip(theirs.counts.iter()) {
-                *mine += count;
-            }
+            self.histogram
+                .get_or_insert_with(Histogram::default)
+                .add(theirs);
             let kept = other.kept.len() as u64;
             let kept_total: u128 = other.kept.iter().map(|&v| u128::from(v)).sum();
             let kept_squares: f64 = other.kept.iter().map(|&v| (v as f64) * (v as f64)).sum();
@@ -180,14 +175,11 @@ impl SampleSet {
         (self.count > 0).then_some((self.min, self.max))
     }
 
-    /// The histogram's non-empty buckets, `(index, count)`, of the samples
-    /// past the kept ones (none while every sample is kept).
-    pub fn sketched_buckets(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.histogram
-            .iter()
-            .flat_map(|h| h.counts.iter().enumerate())
-            .filter(|&(_, &count)| count > 0)
-            .map(|(index, &count)| (index as u32, count))
+    /// The histogram's non-empty buckets, `(middle, count)` in ascending
+    /// order, of the samples past the kept ones (none while every sample is
+    /// kept).
+    pub fn sketched_buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.histogram.iter().flat_map(Histogram::buckets)
     }
 
     /// Statistics of every sample added: exact counts, totals, extremes,
@@ -237,29 +229,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buckets_are_monotonic_and_tight() {
-        let mut previous = 0;
-        for value in (0..1_000_000u64).step_by(7).chain([u64::MAX / 2, u64::MAX]) {
-            let bucket = Histogram::bucket(value);
-            assert!(bucket >= previous, "{value}");
-            assert!(bucket < BUCKETS);
-            previous = bucket;
-            let representative = Histogram::representative(bucket) as f64;
-            let error = (representative - value as f64).abs() / (value as f64).max(1.0);
-            assert!(
-                error <= 1.0 / SUB_BUCKETS as f64,
-                "{value}: {representative} ({error})"
-            );
+    fn every_value_reads_within_the_stated_error_and_the_bound_is_reached() {
+        let histogram = Histogram::default();
+        let powers = (8..64).flat_map(|bit| {
+            let power = 1u64 << bit;
+            [power - 1, power, power + 1]
+        });
+        let mut worst = 0.0f64;
+        for value in (0..1_000_000u64)
+            .step_by(7)
+            .chain(powers)
+            .chain([u64::MAX / 2, u64::MAX])
+        {
+            let middle = histogram.0.median_equivalent(value);
+            if value < 256 {
+                assert_eq!(middle, value, "a bucket each below 256");
+            }
+            let error = middle.abs_diff(value) as f64 / value.max(1) as f64;
+            assert!(error <= HISTOGRAM_ERROR, "{value}: {middle} ({error})");
+            worst = worst.max(error);
         }
+        // 256 and 257 share a bucket whose middle is 257.
+        assert_eq!(worst, HISTOGRAM_ERROR);
     }
 
     #[test]
-    fn the_table_ends_at_the_largest_value_and_fits_in_15_kib() {
-        assert_eq!(Histogram::bucket(u64::MAX), BUCKETS - 1);
-        assert_eq!(Histogram::bucket(1 << 63), BUCKETS - SUB_BUCKETS / 2);
+    fn the_histogram_counts_every_u64_in_58_kib_and_reads_buckets_in_order() {
+        let mut histogram = Histogram::default();
+        for value in [u64::MAX, 0, 1_000_000, 1_000_001, 5_000] {
+            histogram.record(value);
+        }
+        let buckets: Vec<(u64, u64)> = histogram.buckets().collect();
         assert_eq!(
-            Histogram::default().counts.len() * std::mem::size_of::<u64>(),
-            15_360
+            buckets,
+            [
+                (0, 1),
+                // 4,992 to 5,023; 999,424 to 1,003,519.
+                (5_008, 1),
+                (1_001_472, 2),
+                (histogram.0.median_equivalent(u64::MAX), 1)
+            ]
+        );
+        assert!(u64::MAX - buckets[3].0 <= (u64::MAX as f64 * HISTOGRAM_ERROR) as u64);
+        assert_eq!(
+            histogram.0.distinct_values() * std::mem::size_of::<u64>(),
+            59_392
         );
     }
 
@@ -338,7 +352,7 @@ mod tests {
             (stats.p99_ns, exact.p99_ns),
         ] {
             let error = sketched.abs_diff(exact) as f64 / exact as f64;
-            assert!(error < 0.02, "{sketched} vs {exact}");
+            assert!(error <= HISTOGRAM_ERROR, "{sketched} vs {exact}");
         }
     }
 
@@ -376,7 +390,7 @@ mod tests {
         );
         for (sketched, exact) in [(merged.p50_ns, exact.p50_ns), (merged.p90_ns, exact.p90_ns)] {
             assert!(
-                sketched.abs_diff(exact) as f64 <= exact as f64 / 32.0,
+                sketched.abs_diff(exact) as f64 <= exact as f64 * HISTOGRAM_ERROR,
                 "{sketched} vs {exact}"
             );
         }
@@ -384,15 +398,16 @@ mod tests {
 
     #[test]
     fn a_quantile_from_the_histogram_reads_as_its_bucket_middle() {
-        // 64 and 65 share the first two-wide bucket, whose middle is 65.
-        assert_eq!(Histogram::bucket(64), Histogram::bucket(65));
-        assert_eq!(Histogram::representative(Histogram::bucket(64)), 65);
+        // 256 and 257 share the first two-wide bucket, whose middle is 257.
+        let histogram = Histogram::default();
+        assert_eq!(histogram.0.lowest_equivalent(257), 256);
+        assert_eq!(histogram.0.median_equivalent(256), 257);
         let mut set = SampleSet::with_capacity(0);
-        for value in [64, 64, 65] {
+        for value in [256, 256, 257] {
             set.push(value);
         }
         let stats = set.stats().unwrap();
-        assert_eq!((stats.min_ns, stats.p50_ns, stats.max_ns), (64, 65, 65));
+        assert_eq!((stats.min_ns, stats.p50_ns, stats.max_ns), (256, 257, 257));
     }
 
     #[test]
@@ -419,7 +434,9 @@ mod tests {
             (20, exact.total_ns, 100, 10_000, exact.mean_ns)
         );
         assert!(kept.is_sketched());
-        assert!(merged.p50_ns.abs_diff(exact.p50_ns) as f64 <= exact.p50_ns as f64 / 64.0);
+        assert!(
+            merged.p50_ns.abs_diff(exact.p50_ns) as f64 <= exact.p50_ns as f64 * HISTOGRAM_ERROR
+        );
     }
 
     #[test]
