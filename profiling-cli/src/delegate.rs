@@ -1,7 +1,8 @@
-//! One command everywhere: `profile-cli list`, `run`, `compare` and `baselines`, run
-//! inside another workspace that has its own profiling crate (`profile-cli
-//! init` made it), build that workspace's `profile` binary and run it with
-//! the same arguments, so that they list and run that workspace's targets.
+//! One command everywhere: `profile-cli list`, `run`, `compare`, `baselines`,
+//! `report` and `cache`, run inside another workspace that has its own
+//! profiling crate (`profile-cli init` made it), build that workspace's
+//! `profile` binary and run it with the same arguments, so that they list
+//! and run that workspace's targets and find its runs and image cache.
 //!
 //! Inside the workspace this binary was built from, and with
 //! `--no-delegate`, nothing is delegated.
@@ -14,7 +15,7 @@ use std::process::{Command, Stdio};
 use profiling_extract::workspace::{find_workspace, profiling_crate};
 
 /// The commands that need a workspace's own targets.
-const DELEGATED: &[&str] = &["list", "run", "compare", "baselines", "report"];
+const DELEGATED: &[&str] = &["list", "run", "compare", "baselines", "report", "cache"];
 
 /// What the arguments say about delegation.
 struct Asked {
@@ -204,7 +205,7 @@ mod tests {
             delegate_to(&args(&["--workspace", other, "list"]), root).unwrap();
         assert_eq!(workspace, std::path::absolute(dir.path()).unwrap());
         assert_eq!(package, "profiling-snippets");
-        for command in ["run", "compare", "baselines", "report"] {
+        for command in ["run", "compare", "baselines", "report", "cache"] {
             assert!(
                 delegate_to(&args(&["--workspace", other, command]), root).is_some(),
                 "{command} needs that workspace's targets"

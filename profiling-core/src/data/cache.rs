@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -66,7 +67,8 @@ impl FileKey {
         use std::os::unix::fs::MetadataExt;
         let path = std::fs::canonicalize(path)?;
         let metadata = std::fs::metadata(&path)?;
-        let nanoseconds = |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000) + nanos;
+        let nanoseconds =
+            |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
         Ok(FileKey {
             size: metadata.len(),
             modified_ns: nanoseconds(metadata.mtime(), metadata.mtime_nsec()),
@@ -147,8 +149,7 @@ impl Header {
         if fnv1a(fnv1a(FNV_OFFSET, &fixed[..64]), &path) != long(64) {
             return None;
         }
-        let path =
-            PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(path));
+        let path = PathBuf::from(std::ffi::OsString::from_vec(path));
         Some(Header {
             width,
             height,
