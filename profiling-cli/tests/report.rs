@@ -36,9 +36,11 @@ impl ProfileTarget for Nested {
             let _inner = profiling_range("scale");
             busy(100);
         }
+        // Twenty times `prepare`'s: a preempted `prepare` on a busy machine
+        // does not outweigh it, so the tree's order is fixed.
         let _outer = profiling_range("postprocess");
         let _inner = profiling_range("scale");
-        busy(200);
+        busy(2_000);
         Ok(())
     }
 }
@@ -111,7 +113,7 @@ fn a_run_writes_its_page_with_every_range_path_and_says_where() {
         .unwrap();
     assert_eq!(scale["count"], 16);
     let under_post = &manifest["timings"]["range_tree"][1];
-    assert!(under_post["inclusive"]["p50_ns"].as_u64().unwrap() >= 200_000);
+    assert!(under_post["inclusive"]["p50_ns"].as_u64().unwrap() >= 2_000_000);
     assert_eq!(under_post["inclusive_per_pass"]["count"], 8);
 
     let html = std::fs::read_to_string(&page_path).unwrap();
