@@ -301,8 +301,6 @@ pub struct GpuEvents {
     boundaries: Vec<u32>,
     /// Boundaries of each pass: where its first is in `boundaries`.
     pass_starts: Vec<u32>,
-    /// Events each pass used, for the next top-up.
-    last_pass_used: usize,
     pass_began_at: usize,
     capture_first: u32,
     /// The last pass was cut by a signal: its calls count, it does not.
@@ -359,7 +357,6 @@ impl GpuEvents {
             event_record_ns,
             boundaries: Vec::new(),
             pass_starts: Vec::new(),
-            last_pass_used: 0,
             pass_began_at: 0,
             capture_first: NO_EVENT,
             last_pass_cut: false,
@@ -404,7 +401,6 @@ impl GpuEvents {
             .min(MAX_EVENTS);
         self.boundaries = Vec::with_capacity(boundaries);
         self.pass_starts = Vec::with_capacity((passes as usize).min(MAX_EVENTS));
-        self.last_pass_used = per_pass;
         Ok(())
     }
 
@@ -442,7 +438,6 @@ impl GpuEvents {
             .next
             .load(Ordering::Relaxed)
             .saturating_sub(self.pass_began_at);
-        self.last_pass_used = used;
         let _ = self.reserve(used.saturating_mul(2).saturating_add(1));
     }
 
@@ -450,14 +445,6 @@ impl GpuEvents {
     /// are samples, the pass is not, as on the host.
     pub fn pass_cut(&mut self) {
         self.last_pass_cut = true;
-    }
-
-    /// Events recorded so far in this capture.
-    pub fn recorded(&self) -> usize {
-        pool()
-            .next
-            .load(Ordering::Relaxed)
-            .min(pool().created.load(Ordering::Relaxed))
     }
 
     /// Once the capture ended: waits for the last event, then reads the

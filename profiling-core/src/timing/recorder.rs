@@ -91,18 +91,12 @@ fn asymmetric_barrier_available() -> bool {
     })
 }
 
-#[cfg(target_os = "linux")]
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-#[cfg(target_os = "linux")]
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
-#[cfg(not(target_os = "linux"))]
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: i32 = 1 << 3;
-#[cfg(not(target_os = "linux"))]
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: i32 = 1 << 4;
 
 /// `membarrier(command, 0)`; true when the kernel did it.
 #[cfg(target_os = "linux")]
-fn membarrier(command: libc::c_int) -> bool {
+fn membarrier(command: i32) -> bool {
     // SAFETY: membarrier takes two integers and touches no memory of ours.
     unsafe { libc::syscall(libc::SYS_membarrier, command, 0) == 0 }
 }
