@@ -30,6 +30,7 @@ mod delegate;
 pub mod page;
 pub mod report;
 mod snippets;
+pub mod sweep;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -657,6 +658,8 @@ fn run(
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         program_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_edits: Vec::new(),
+        sweep: None,
     };
     let planned = match session::plan(&request) {
         Ok(planned) => planned,

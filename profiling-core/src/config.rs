@@ -289,6 +289,8 @@ struct RawConfig {
     cuda: Option<CudaPolicy>,
     gpu_timing: Option<GpuTiming>,
     workload: Option<RawWorkload>,
+    /// `profile-cli sweep`'s grid; a run reads none of it.
+    sweep: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -326,6 +328,8 @@ pub struct ConfigFile {
     /// Where it was read from (`None` for text parsed directly).
     pub path: Option<PathBuf>,
     raw: RawConfig,
+    /// The YAML as written, for [`ConfigFile::with_edits`].
+    value: Value,
 }
 
 impl ConfigFile {
@@ -341,12 +345,91 @@ impl ConfigFile {
     /// Parses YAML text; `path` only labels errors.
     pub fn parse(text: &str, path: Option<&Path>) -> Result<ConfigFile, ConfigError> {
         let file = path.map(Path::to_path_buf);
-        let raw: RawConfig = if text.trim().is_empty() {
-            RawConfig::default()
+        let (raw, value): (RawConfig, Value) = if text.trim().is_empty() {
+            (RawConfig::default(), Value::Mapping(Mapping::new()))
         } else {
-            serde_yaml::from_str(text).map_err(|error| syntax_error(&error, file.clone()))?
+            (
+                serde_yaml::from_str(text).map_err(|error| syntax_error(&error, file.clone()))?,
+                serde_yaml::from_str(text).map_err(|error| syntax_error(&error, file.clone()))?,
+            )
         };
-        Ok(ConfigFile { path: file, raw })
+        Ok(ConfigFile {
+            path: file,
+            raw,
+            value,
+        })
+    }
+
+    /// The config of `profile-cli run NAME` when no file applies, as a
+    /// file: the built-in defaults ([`defaults_for`]) with `target.name`.
+    pub fn for_target(name: &str) -> ConfigFile {
+        let mut target = Mapping::new();
+        target.insert("name".into(), name.into());
+        let mut value = Mapping::new();
+        value.insert("target".into(), Value::Mapping(target));
+        ConfigFile {
+            path: None,
+            raw: RawConfig {
+                target: Some(RawTarget {
+                    name: Some(name.to_owned()),
+                    import_path: None,
+                    profile_prepare: false,
+                    parameters: Mapping::new(),
+                }),
+                ..RawConfig::default()
+            },
+            value: Value::Mapping(value),
+        }
+    }
+
+    /// The config's `sweep:` mapping, when it has one.
+    pub fn sweep(&self) -> Option<&Value> {
+        self.raw.sweep.as_ref()
+    }
+
+    /// This config with each dotted key of `edits` set to its value
+    /// (mappings created on the way) and no `sweep:`: one point of a sweep.
+    ///
+    /// A key the config can spell two ways is set where [`resolve`] reads
+    /// it first: `workload.K` and `K` both set the top-level `K` (and drop
+    /// `workload.K`), `data_source.*` edits `data:` when the file uses that
+    /// name. A config the edits make unusable is an error naming the file
+    /// and the edited keys.
+    ///
+    /// ```
+    /// use profiling_core::config::{ConfigFile, Overrides};
+    ///
+    /// let file = ConfigFile::parse("target: {name: t}\nworkload: {warmup: 3}\n", None).unwrap();
+    /// let edited = file
+    ///     .with_edits(&[("workload.warmup".to_owned(), serde_yaml::Value::from(7))])
+    ///     .unwrap();
+    /// assert_eq!(edited.resolve(&Overrides::default()).unwrap().warmup, 7);
+    /// ```
+    pub fn with_edits(&self, edits: &[(String, Value)]) -> Result<ConfigFile, ConfigError> {
+        let mut value = match &self.value {
+            Value::Mapping(mapping) => Value::Mapping(mapping.clone()),
+            _ => Value::Mapping(Mapping::new()),
+        };
+        let root = value.as_mapping_mut().expect("a mapping");
+        root.remove("sweep");
+        for (key, new) in edits {
+            set_path(root, key, new.clone());
+        }
+        let raw: RawConfig =
+            serde_yaml::from_value(value.clone()).map_err(|error| ConfigError::Invalid {
+                file: self.path.clone(),
+                key: edits
+                    .iter()
+                    .map(|(key, _)| key.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message: format!("with these values the config is not usable: {error}"),
+            })?;
+        Ok(ConfigFile {
+            path: self.path.clone(),
+            raw,
+            value,
+        })
     }
 
     /// The target this config names, if it names one.
@@ -360,19 +443,53 @@ impl ConfigFile {
     }
 }
 
+/// The keys a run reads both at the top level and under `workload:`; the
+/// top-level spelling wins.
+pub const WORKLOAD_KEYS: &[&str] = &[
+    "device",
+    "warmup",
+    "iterations",
+    "record_loading",
+    "seed",
+    "validate_output",
+    "capture_range",
+];
+
+/// Sets `key` (dotted) in `root` as [`ConfigFile::with_edits`] says.
+fn set_path(root: &mut Mapping, key: &str, new: Value) {
+    let mut segments: Vec<&str> = key.split('.').collect();
+    if segments.len() == 2 && segments[0] == "workload" && WORKLOAD_KEYS.contains(&segments[1]) {
+        segments.remove(0);
+    }
+    if segments.len() == 1 && WORKLOAD_KEYS.contains(&segments[0]) {
+        if let Some(Value::Mapping(workload)) = root.get_mut("workload") {
+            workload.remove(segments[0]);
+        }
+    }
+    if segments[0] == "data_source"
+        && !root.contains_key("data_source")
+        && root.contains_key("data")
+    {
+        segments[0] = "data";
+    }
+    let (last, parents) = segments.split_last().expect("a key has a segment");
+    let mut mapping = root;
+    for segment in parents {
+        let entry = mapping
+            .entry(Value::from(*segment))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        if !entry.is_mapping() {
+            *entry = Value::Mapping(Mapping::new());
+        }
+        mapping = entry.as_mapping_mut().expect("made a mapping above");
+    }
+    mapping.insert(Value::from(*last), new);
+}
+
 /// The config `profile-cli run NAME` uses when no file applies: the dummy
 /// source on the CPU, one warmup pass, one measured pass.
 pub fn defaults_for(target: &str, overrides: &Overrides) -> Result<Config, ConfigError> {
-    let raw = RawConfig {
-        target: Some(RawTarget {
-            name: Some(target.to_owned()),
-            import_path: None,
-            profile_prepare: false,
-            parameters: Mapping::new(),
-        }),
-        ..RawConfig::default()
-    };
-    resolve(&raw, None, overrides)
+    ConfigFile::for_target(target).resolve(overrides)
 }
 
 fn syntax_error(error: &serde_yaml::Error, file: Option<PathBuf>) -> ConfigError {

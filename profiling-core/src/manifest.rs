@@ -72,6 +72,23 @@ pub struct Manifest {
     pub samples: Option<SamplesSummary>,
     /// `trace.json` beside the manifest, when one was written.
     pub trace: Option<crate::trace::TraceSummary>,
+    /// The sweep this run is a point of (`profile-cli sweep`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
+}
+
+/// One point of a sweep: which sweep, which point, and the values its
+/// config was given.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepPoint {
+    /// The sweep's id: its directory under the profile's `runs/`.
+    pub id: String,
+    /// The point's position in the grid, from 0.
+    pub index: usize,
+    /// The point's directory name under the sweep's.
+    pub point: String,
+    /// Each swept key (dotted, as given) and its value at this point.
+    pub values: serde_yaml::Mapping,
 }
 
 /// The samples file of a run.
@@ -192,6 +209,7 @@ impl Manifest {
             timings: Timings::default(),
             samples: None,
             trace: None,
+            sweep: None,
         }
     }
 }

@@ -47,6 +47,11 @@ pub struct RunRequest {
     pub command_line: Vec<String>,
     /// The version of the program, for the manifest.
     pub program_version: String,
+    /// Dotted config keys set to these values over the config (a sweep's
+    /// point: [`ConfigFile::with_edits`]).
+    pub config_edits: Vec<(String, Value)>,
+    /// The sweep this run is a point of, for the manifest.
+    pub sweep: Option<crate::manifest::SweepPoint>,
 }
 
 /// Where the config of a run came from.
@@ -162,6 +167,11 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
             Some(file) => (Some(file), ConfigOrigin::BesideTarget),
             None => (None, ConfigOrigin::Defaults),
         },
+    };
+    let file = match (file, request.config_edits.is_empty()) {
+        (file, true) => file,
+        (Some(file), false) => Some(file.with_edits(&request.config_edits)?),
+        (None, false) => Some(ConfigFile::for_target(&name).with_edits(&request.config_edits)?),
     };
     let mut overrides = request.overrides.clone();
     overrides.target = Some(name.clone());
@@ -584,6 +594,7 @@ fn manifest_of(
         timings: outcome_view.timings,
         samples: None,
         trace: None,
+        sweep: request.sweep.clone(),
     }
 }
 
