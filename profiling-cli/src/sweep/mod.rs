@@ -2,3 +2,4 @@
 //! values, and `sweep.yaml` with every point's medians.
 
 pub mod document;
+pub mod grid;
