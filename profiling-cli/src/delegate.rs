@@ -15,7 +15,15 @@ use std::process::{Command, Stdio};
 use profiling_extract::workspace::{find_workspace, profiling_crate};
 
 /// The commands that need a workspace's own targets.
-const DELEGATED: &[&str] = &["list", "run", "compare", "baselines", "report", "cache"];
+const DELEGATED: &[&str] = &[
+    "list",
+    "run",
+    "compare",
+    "baselines",
+    "report",
+    "cache",
+    "sweep",
+];
 
 /// What the arguments say about delegation.
 struct Asked {

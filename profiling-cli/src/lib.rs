@@ -170,6 +170,31 @@ enum Command {
     /// for as long as the file keeps its path, size and modification time. It holds at most
     /// data_source.cache_max_bytes (default 2 GiB), the images used longest ago going first.
     Cache(cache::CacheArgs),
+    /// Run a target once per point of a grid of config values: how each range scales.
+    ///
+    /// Each --set KEY=V1,V2,... names a config key (dotted: workload.batch_size,
+    /// data_source.record_count, data_source.image_shape, target.parameters.NAME, device, ...) and
+    /// its values, read as YAML and checked as the config would check them; the grid is the
+    /// cartesian product of the lists (the last key varying fastest), or with --zip the lists side
+    /// by side. Without --set, the config's `sweep:` mapping (KEY: [values], zip: true|false) is
+    /// the grid. Every point is planned and checked before the first runs.
+    ///
+    /// Each point is an ordinary run, in one process (nothing is rebuilt between points), in
+    /// runs/<SWEEP_ID>/<point>/ under the profile's runs directory, with its manifest (the point's
+    /// values under `sweep:`), samples and page. sweep.yaml beside them holds the grid and, per
+    /// point, its status and the pass, call and per-range medians with 95 % intervals, time per
+    /// record and records per second; it is rewritten after every point. A table of the points
+    /// is printed at the end, and sweep.html draws each range against the swept value.
+    ///
+    /// A failed point is recorded with its error and the sweep goes on (--fail-fast stops it).
+    /// Ctrl-C stops the sweep once the current point is done (a second Ctrl-C at once), and
+    /// `sweep NAME --resume SWEEP_ID` runs the points that have not completed.
+    ///
+    /// Exit codes: 0 every point completed; 1 some point failed, or a file could not be written;
+    /// 2 bad usage, an unknown key, a value the key does not take, an empty list, --zip lists of
+    /// different lengths, more than 1,000 points without --yes, or a point the run would refuse
+    /// (nothing is written then); 130 or 143 stopped by a signal.
+    Sweep(sweep::SweepArgs),
 }
 
 #[derive(Debug, Args)]
@@ -392,7 +417,8 @@ pub fn main_with(
         | Command::Baselines(_)
         | Command::Report(_)
         | Command::Analyze(_)
-        | Command::Cache(_) => None,
+        | Command::Cache(_)
+        | Command::Sweep(_) => None,
         Command::New(_) | Command::Check(_) | Command::Init(_) => {
             match user_workspace(cli.workspace.as_deref()) {
                 Ok(user) => Some(user),
@@ -418,6 +444,9 @@ pub fn main_with(
         }
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
+        Command::Sweep(sweep_args) => {
+            sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
+        }
         Command::New(new_args) => snippets::new(new_args, user, out, err),
         Command::Check(check_args) => snippets::check(check_args, user, out, err),
         Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),

@@ -412,6 +412,13 @@ impl ConfigFile {
         };
         let root = value.as_mapping_mut().expect("a mapping");
         root.remove("sweep");
+        let edits_source = edits.iter().any(|(key, _)| key.starts_with("data_source."));
+        if edits_source && !root.contains_key("data_source") && !root.contains_key("data") {
+            // The source a config without `data_source:` runs on.
+            let mut source = Mapping::new();
+            source.insert("name".into(), DataSourceConfig::default().name.into());
+            root.insert("data_source".into(), Value::Mapping(source));
+        }
         for (key, new) in edits {
             set_path(root, key, new.clone());
         }

@@ -18,6 +18,10 @@ static SIGNAL: AtomicUsize = AtomicUsize::new(0);
 /// Raised by the first signal: the next one ends the process.
 static RECEIVED: AtomicBool = AtomicBool::new(false);
 
+/// While raised, [`requested`] keeps a first signal from the runner: a
+/// sweep lets its current point finish, then stops ([`received`]).
+static DEFERRED: AtomicBool = AtomicBool::new(false);
+
 /// Routes SIGINT and SIGTERM to [`requested`] for the rest of the process.
 /// Installs once: later calls return the first call's outcome.
 pub fn install_handlers() -> std::io::Result<()> {
@@ -45,8 +49,25 @@ fn register(signals: [i32; 2]) -> std::io::Result<()> {
 pub fn requested() -> Option<i32> {
     match SIGNAL.load(Ordering::Relaxed) {
         0 => None,
+        _ if DEFERRED.load(Ordering::Relaxed) => None,
         signal => Some(signal as i32),
     }
+}
+
+/// The signal received since the handlers were installed, deferred or
+/// not.
+pub fn received() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal as i32),
+    }
+}
+
+/// Keeps a first signal from runs ([`requested`] says none) until `false`
+/// again: the caller looks at [`received`] between runs. A second signal
+/// still ends the process at once.
+pub fn defer(deferred: bool) {
+    DEFERRED.store(deferred, Ordering::SeqCst);
 }
 
 /// The conventional exit code after `signal`: 130 for SIGINT, 143 for SIGTERM.

@@ -61,7 +61,10 @@ pub const CONFIG_KEYS: &[&str] = &[
 const FIXED_KEYS: &[(&str, &str)] = &[
     ("profile_name", "every point is a run of one profile"),
     ("profile.name", "every point is a run of one profile"),
-    ("output_dir", "every point is written in the sweep's directory"),
+    (
+        "output_dir",
+        "every point is written in the sweep's directory",
+    ),
     ("write_manifest", "every point needs its manifest"),
     ("target.import_path", "every point runs one target"),
 ];
@@ -142,8 +145,9 @@ pub fn parse_set(text: &str) -> Result<Axis, String> {
             if item.trim().is_empty() {
                 return Err(format!("--set {key}: an empty value in `{values}`"));
             }
-            serde_yaml::from_str::<Value>(item.trim())
-                .map_err(|error| format!("--set {key}: value `{}` is not YAML: {error}", item.trim()))
+            serde_yaml::from_str::<Value>(item.trim()).map_err(|error| {
+                format!("--set {key}: value `{}` is not YAML: {error}", item.trim())
+            })
         })
         .collect::<Result<Vec<Value>, String>>()?;
     Ok(Axis {
@@ -230,7 +234,10 @@ pub fn from_config(sweep: &Value) -> Result<(Vec<Axis>, bool), String> {
 /// one length for every list.
 pub fn check_axes(axes: &[Axis], zip: bool) -> Result<(), String> {
     if axes.is_empty() {
-        return Err("nothing to sweep: give --set KEY=V1,V2,... or a `sweep:` mapping in the config".to_owned());
+        return Err(
+            "nothing to sweep: give --set KEY=V1,V2,... or a `sweep:` mapping in the config"
+                .to_owned(),
+        );
     }
     for (i, axis) in axes.iter().enumerate() {
         if axis.values.is_empty() {
@@ -296,7 +303,10 @@ pub fn show(value: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.clone(),
-        Value::Sequence(items) => format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", ")),
+        Value::Sequence(items) => format!(
+            "[{}]",
+            items.iter().map(show).collect::<Vec<_>>().join(", ")
+        ),
         Value::Mapping(mapping) => format!(
             "{{{}}}",
             mapping
@@ -310,7 +320,7 @@ pub fn show(value: &Value) -> String {
 }
 
 /// The directory name of point `index`: its number, then each key's last
-/// segment and value (`03-batch_size=4`), in characters safe in a path.
+/// segment and value (`03-batch_size-4`), in the characters of a run id.
 pub fn point_name(index: usize, count: usize, axes: &[Axis], point: &Point) -> String {
     let width = count.saturating_sub(1).to_string().len().max(2);
     let mut name = format!("{index:0width$}");
@@ -322,13 +332,13 @@ pub fn point_name(index: usize, count: usize, axes: &[Axis], point: &Point) -> S
         };
         name.push('-');
         name.push_str(short);
-        name.push('=');
+        name.push('-');
         name.push_str(&value);
     }
     let safe: String = name
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '=' | '.' | 'x') {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
                 c
             } else {
                 '_'
@@ -351,7 +361,9 @@ pub fn values_of(axes: &[Axis], point: &Point) -> Mapping {
 /// same key): integers pass for floats.
 pub fn same_kind(value: &Value, like: &Value) -> bool {
     match (value, like) {
-        (Value::Number(v), Value::Number(l)) => !(l.is_i64() || l.is_u64()) || v.is_i64() || v.is_u64(),
+        (Value::Number(v), Value::Number(l)) => {
+            !(l.is_i64() || l.is_u64()) || v.is_i64() || v.is_u64()
+        }
         (Value::Tagged(v), _) => same_kind(&v.value, like),
         (_, Value::Tagged(l)) => same_kind(value, &l.value),
         _ => std::mem::discriminant(value) == std::mem::discriminant(like),
@@ -386,17 +398,31 @@ mod tests {
         let parsed = parse_set("target.parameters.label=\"a,b\",c").unwrap();
         assert_eq!(parsed.values, vec![Value::from("a,b"), Value::from("c")]);
         let parsed = parse_set("device=cpu,cuda:0").unwrap();
-        assert_eq!(parsed.values, vec![Value::from("cpu"), Value::from("cuda:0")]);
+        assert_eq!(
+            parsed.values,
+            vec![Value::from("cpu"), Value::from("cuda:0")]
+        );
         let parsed = parse_set("workload.batch_size=1,2,4").unwrap();
-        assert_eq!(parsed.values, vec![Value::from(1), Value::from(2), Value::from(4)]);
+        assert_eq!(
+            parsed.values,
+            vec![Value::from(1), Value::from(2), Value::from(4)]
+        );
     }
 
     #[test]
     fn bad_sets_are_refused_by_name() {
-        assert!(parse_set("workload.batch_size").unwrap_err().contains("KEY=V1,V2"));
-        assert!(parse_set("workload.batch_size=").unwrap_err().contains("empty"));
-        assert!(parse_set("workload.batch_size=1,,2").unwrap_err().contains("empty value"));
-        assert!(parse_set("data_source.image_shape=[1,2").unwrap_err().contains("unclosed"));
+        assert!(parse_set("workload.batch_size")
+            .unwrap_err()
+            .contains("KEY=V1,V2"));
+        assert!(parse_set("workload.batch_size=")
+            .unwrap_err()
+            .contains("empty"));
+        assert!(parse_set("workload.batch_size=1,,2")
+            .unwrap_err()
+            .contains("empty value"));
+        assert!(parse_set("data_source.image_shape=[1,2")
+            .unwrap_err()
+            .contains("unclosed"));
     }
 
     #[test]
@@ -412,7 +438,9 @@ mod tests {
         assert!(check_key("data_source.record_count", "dummy").is_ok());
         assert!(check_key("data_source.record_count", "images").is_err());
         assert!(check_key("target.parameters.size", "dummy").is_ok());
-        assert!(check_key("output_dir", "dummy").unwrap_err().contains("cannot be swept"));
+        assert!(check_key("output_dir", "dummy")
+            .unwrap_err()
+            .contains("cannot be swept"));
     }
 
     #[test]
@@ -437,7 +465,9 @@ mod tests {
             .collect();
         assert_eq!(shown, ["1x", "2y"]);
         let uneven = [axis("a", &["1", "2"]), axis("b", &["x", "y", "z"])];
-        assert!(check_axes(&uneven, true).unwrap_err().contains("`a` has 2 values, `b` has 3"));
+        assert!(check_axes(&uneven, true)
+            .unwrap_err()
+            .contains("`a` has 2 values, `b` has 3"));
         assert!(check_axes(&uneven, false).is_ok());
         assert!(check_axes(&[axis("a", &["1"]), axis("a", &["2"])], false)
             .unwrap_err()
@@ -454,7 +484,7 @@ mod tests {
         let point = points(&axes, false).remove(0);
         assert_eq!(
             point_name(3, 12, &axes, &point),
-            "03-batch_size=4-image_shape=240x320x3-device=cuda_0"
+            "03-batch_size-4-image_shape-240x320x3-device-cuda_0"
         );
     }
 
@@ -475,7 +505,13 @@ mod tests {
             serde_yaml::from_str("{workload.batch_size: [1, 2], device: cpu, zip: false}").unwrap();
         let (axes, zip) = from_config(&value).unwrap();
         assert!(!zip);
-        assert_eq!(axes, vec![axis("workload.batch_size", &["1", "2"]), axis("device", &["cpu"])]);
+        assert_eq!(
+            axes,
+            vec![
+                axis("workload.batch_size", &["1", "2"]),
+                axis("device", &["cpu"])
+            ]
+        );
         let empty: Value = serde_yaml::from_str("{warmup: []}").unwrap();
         assert!(from_config(&empty).unwrap_err().contains("empty"));
     }
