@@ -269,6 +269,12 @@ pub fn sweep_command(
         document.sweep_id
     )?;
 
+    if profiling_core::host::build_profile() == "debug" {
+        writeln!(
+            streams.err,
+            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
+        )?;
+    }
     interrupt::defer(true);
     let result = run_points(
         &args,
