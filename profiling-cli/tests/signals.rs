@@ -61,7 +61,8 @@ fn main() -> ExitCode {
     a_second_ctrl_c_exits_at_once();
     a_sigterm_after_ctrl_c_exits_at_once_with_143();
     the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest();
-    println!("signals: 5 checks passed");
+    a_sweep_stops_after_its_current_point_on_ctrl_c_and_resumes();
+    println!("signals: 6 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -222,5 +223,79 @@ fn the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest() {
     assert_eq!(
         manifest["timings"]["iterations"]["count"].as_u64(),
         Some(completed)
+    );
+}
+
+/// The statuses of a sweep's points, from its sweep.yaml.
+fn sweep_statuses(dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("sweep.yaml")).unwrap();
+    let document: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    document["points"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| p["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Ctrl-C in a sweep lets the point running finish, whole, then stops
+/// (130); `--resume` runs the rest, and no point runs twice.
+fn a_sweep_stops_after_its_current_point_on_ctrl_c_and_resumes() {
+    let output = tempfile::tempdir().unwrap();
+    let sweep = |extra: &[&str]| {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .env(CHILD, "1")
+            .args(["sweep", "signal-sleeper", "--output-dir"])
+            .arg(output.path())
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        command
+    };
+    let mut child = sweep(&[
+        "--set",
+        "iterations=2,3,4,5",
+        "--set",
+        "warmup=0",
+        "--sweep-id",
+        "sw",
+    ])
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first_done = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("[1/4]"));
+    assert!(first_done, "the first point ended");
+    std::thread::spawn(move || lines.for_each(drop));
+    // Into the second point's first call (300 ms each).
+    std::thread::sleep(Duration::from_millis(150));
+    signal(&child, libc::SIGINT);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let dir = output.path().join("signal-sleeper/runs/sw");
+    assert_eq!(
+        sweep_statuses(&dir),
+        ["completed", "completed", "pending", "pending"]
+    );
+    // The point that ran when Ctrl-C came is whole.
+    let second = dir.join("01-iterations-3-warmup-0/manifest.yaml");
+    let second: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    assert_eq!(second["status"], "completed");
+    assert_eq!(second["completed_iterations"], 3);
+    let started_at = second["started_at"].clone();
+
+    let resumed = sweep(&["--resume", "sw"]).output().unwrap();
+    assert_eq!(resumed.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&resumed.stdout).contains("2 left to run"));
+    assert_eq!(sweep_statuses(&dir), ["completed"; 4]);
+    let second = dir.join("01-iterations-3-warmup-0/manifest.yaml");
+    let second: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    assert_eq!(
+        second["started_at"], started_at,
+        "the second point ran again"
     );
 }
