@@ -68,7 +68,7 @@ pub fn write_page(path: &Path, page: &str) -> std::io::Result<PathBuf> {
     Ok(path.to_path_buf())
 }
 
-fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -127,6 +127,18 @@ svg.flamegraph g:hover rect { stroke: #000; stroke-width: .5; }
 .verdict-no-change { color: #777; }
 .verdict-added, .verdict-removed { color: #0b6b8a; }
 ul.differences { font-size: .9rem; }
+ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem 1.5rem; margin: 0 0 .75rem; padding: .5rem .75rem; font-size: .85rem; background: rgba(255, 255, 255, .96); border: 1px solid #ddd; position: sticky; top: 0; z-index: 1; }
+ul.legend li { display: flex; align-items: center; gap: .4rem; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(600px, 1fr)); gap: 1rem; }
+.figures.pairs { grid-template-columns: 1fr; }
+figure.sweep { margin: 0; }
+figure.sweep figcaption { font-weight: 600; margin: 0 0 .3rem; }
+figure.sweep svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+.scroll { overflow-x: auto; }
+table#points th { white-space: normal; vertical-align: bottom; }
+td .interval { color: #777; font-size: .75rem; }
+.status-failed { color: #c0161b; font-weight: 600; }
+.status-pending, .status-running { color: #8a6d00; }
 "#;
 
 /// Sorts a table by the column whose header is clicked, by each cell's
@@ -156,7 +168,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 });
 "#;
 
-fn document(title: &str, body: &str) -> String {
+pub(crate) fn document(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
         esc(title)
@@ -733,12 +745,12 @@ fn fit_labels(svg: &str, width: usize) -> String {
     out
 }
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-type Drawn = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+pub(crate) type Drawn = Result<(), Box<dyn std::error::Error>>;
 
 /// An SVG plot of `size` that `draw` draws on a white background; empty
 /// when drawing failed.
-fn plot(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Drawn) -> String {
+pub(crate) fn plot(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Drawn) -> String {
     let mut svg = String::new();
     let drawn = {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -754,7 +766,7 @@ fn plot(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Drawn) -> String {
 }
 
 /// A unit for durations up to `max` ns: (divisor, name).
-fn unit_for(max: u64) -> (f64, &'static str) {
+pub(crate) fn unit_for(max: u64) -> (f64, &'static str) {
     match max {
         0..=9_999 => (1.0, "ns"),
         10_000..=9_999_999 => (1e3, "µs"),
