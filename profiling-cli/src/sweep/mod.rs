@@ -3,6 +3,7 @@
 
 pub mod document;
 pub mod grid;
+pub mod page;
 
 use std::ffi::OsString;
 use std::io::Write;
