@@ -132,7 +132,7 @@ ul.legend li { display: flex; align-items: center; gap: .4rem; }
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(600px, 1fr)); gap: 1rem; }
 .figures.pairs { grid-template-columns: 1fr; }
 figure.sweep { margin: 0; }
-figure.sweep figcaption { font-weight: 600; margin: 0 0 .3rem; }
+figure.sweep figcaption { font-weight: 600; margin: 0 0 .3rem; overflow-wrap: anywhere; }
 figure.sweep svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 .scroll { overflow-x: auto; }
 table#points th { white-space: normal; vertical-align: bottom; }

@@ -26,9 +26,11 @@ const CHART_SIZE: (u32, u32) = (600, 340);
 /// Room for the y axis's labels and description, and the chart's margin.
 const Y_LABEL_AREA: u32 = 70;
 const MARGIN: u32 = 14;
+/// Room right of the plot for half of its last label.
+const RIGHT_MARGIN: u32 = 30;
 /// Axis labels are drawn at this size; about this wide per character.
-const LABEL_FONT: u32 = 12;
-const LABEL_CHAR_WIDTH: f64 = 6.8;
+const LABEL_FONT: u32 = 13;
+const LABEL_CHAR_WIDTH: f64 = 6.0;
 
 /// One colour per line (Tableau 10); past ten lines, the colours come round
 /// again with dashed lines.
@@ -474,20 +476,44 @@ fn short(value: f64) -> String {
     }
 }
 
-/// The `ticks` whose labels fit along `width` pixels without overlapping,
-/// where `position` maps a value to 0..1 along the axis.
+/// The `ticks` whose labels fit along `width` pixels without overlapping
+/// (nor running past the chart's right margin), where `position` maps a
+/// value to 0..1 along the axis.
 fn thinned(ticks: &[(f64, String)], width: f64, position: impl Fn(f64) -> f64) -> Vec<f64> {
     let mut kept: Vec<f64> = Vec::new();
     let mut last_end = f64::NEG_INFINITY;
     for (value, label) in ticks {
         let half = label.chars().count() as f64 * LABEL_CHAR_WIDTH / 2.0 + 4.0;
         let at = position(*value) * width;
-        if at - half >= last_end {
+        if at - half >= last_end && at + half <= width + f64::from(RIGHT_MARGIN) {
             kept.push(*value);
             last_end = at + half;
         }
     }
     kept
+}
+
+/// Every k-th of `ticks` from the first, for the smallest k whose labels
+/// do not overlap: evenly spaced categories stay evenly labelled.
+fn every_kth(ticks: &[(f64, String)], width: f64, position: impl Fn(f64) -> f64) -> Vec<f64> {
+    for k in 1..=ticks.len().max(1) {
+        let chosen: Vec<(f64, String)> = ticks.iter().step_by(k).cloned().collect();
+        let kept = thinned(&chosen, width, &position);
+        if kept.len() == chosen.len() {
+            return kept;
+        }
+    }
+    Vec::new()
+}
+
+/// A duration of `ns` in the unit that suits it: "500 ns", "2 µs", "1.5 s".
+fn duration_label(ns: f64) -> String {
+    match ns.abs() {
+        v if v >= 1e9 => format!("{} s", short(ns / 1e9)),
+        v if v >= 1e6 => format!("{} ms", short(ns / 1e6)),
+        v if v >= 1e3 => format!("{} µs", short(ns / 1e3)),
+        _ => format!("{} ns", short(ns)),
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -519,7 +545,14 @@ fn measure_words(chart: &Chart, batched: bool) -> &'static str {
 
 /// The `<svg>` of `chart`, with its id, class and what it draws as
 /// attributes.
-fn chart_svg(chart: &Chart, layout: &Layout, id: &str, caption: &str, confidence: f64) -> String {
+/// `caption` is drawn above the chart, `label` names it for a screen reader.
+fn chart_svg(
+    chart: &Chart,
+    layout: &Layout,
+    id: &str,
+    (caption, label): (&str, &str),
+    confidence: f64,
+) -> String {
     let drawn: Vec<(usize, f64, Interval)> = chart.drawn().collect();
     let (measure, range) = match &chart.quantity {
         Quantity::Pass => ("pass", String::new()),
@@ -533,7 +566,7 @@ fn chart_svg(chart: &Chart, layout: &Layout, id: &str, caption: &str, confidence
         drawn.len(),
         matches!(layout.axis, XAxis::Numeric { log: true }),
         chart.log,
-        esc(caption),
+        esc(label),
     );
     let svg = if drawn.is_empty() {
         String::new()
@@ -546,7 +579,7 @@ fn chart_svg(chart: &Chart, layout: &Layout, id: &str, caption: &str, confidence
         let (width, _) = CHART_SIZE;
         return format!(
             "{attributes}viewBox=\"0 0 {width} 60\"><text x=\"12\" y=\"34\">{}: no completed point measured this.</text></svg>\n",
-            esc(caption)
+            esc(label)
         );
     }
     svg.replacen("<svg ", &attributes, 1) + "\n"
@@ -561,9 +594,14 @@ fn draw_chart(
     confidence: f64,
 ) -> Drawn {
     let high_ns = drawn.iter().map(|d| d.2.high).fold(0.0, f64::max);
-    let (divisor, unit) = unit_for(high_ns.round() as u64);
+    // A linear time axis in one unit; a log one in ns, each label in its own.
+    let (divisor, unit) = if chart.log {
+        (1.0, "")
+    } else {
+        unit_for(high_ns.round() as u64)
+    };
     let top = high_ns / divisor;
-    let plot_width = f64::from(CHART_SIZE.0 - Y_LABEL_AREA - 2 * MARGIN - 10);
+    let plot_width = f64::from(CHART_SIZE.0 - Y_LABEL_AREA - MARGIN - RIGHT_MARGIN);
 
     // x: the swept values, with a little room either side.
     let tick_values: Vec<f64> = layout.ticks.iter().map(|t| t.0).collect();
@@ -589,15 +627,16 @@ fn draw_chart(
         XAxis::Numeric { log: true } => format!("{} (log scale)", layout.key),
         _ => layout.key.clone(),
     };
-    let y_desc = format!(
-        "{}, {unit}{}",
-        if chart.per_record {
-            "median per record"
-        } else {
-            "median"
-        },
-        if chart.log { " (log scale)" } else { "" }
-    );
+    let median = if chart.per_record {
+        "median per record"
+    } else {
+        "median"
+    };
+    let y_desc = if chart.log {
+        format!("{median} (log scale)")
+    } else {
+        format!("{median}, {unit}")
+    };
 
     // y: from 0, or on a log scale around the intervals.
     let y_low_ns = drawn
@@ -607,7 +646,7 @@ fn draw_chart(
     let (y_low, y_high) = if chart.log {
         (y_low_ns / divisor / 1.2, top * 1.2)
     } else {
-        (0.0, (top * 1.08).max(1e-9))
+        (0.0, if top > 0.0 { top * 1.08 } else { 1.0 })
     };
     let y_ticks = if chart.log {
         log_ticks(y_low, y_high)
@@ -621,13 +660,15 @@ fn draw_chart(
         y_desc: &y_desc,
         x_label: &x_label,
         chart,
+        divisor,
         y_floor: y_low,
     };
     let builder = || {
         let mut builder = ChartBuilder::on(root);
         builder
-            .caption(caption.as_str(), ("sans-serif", 15))
+            .caption(caption.as_str(), ("sans-serif", 16))
             .margin(MARGIN)
+            .margin_right(RIGHT_MARGIN)
             .x_label_area_size(46)
             .y_label_area_size(Y_LABEL_AREA);
         builder
@@ -654,7 +695,11 @@ fn draw_chart(
                     (x_low - pad, x_high + pad)
                 }
             };
-            let ticks = thinned(&layout.ticks, plot_width, |v| (v - low) / (high - low));
+            let position = |v: f64| (v - low) / (high - low);
+            let ticks = match axis {
+                XAxis::Categories(_) => every_kth(&layout.ticks, plot_width, position),
+                _ => thinned(&layout.ticks, plot_width, position),
+            };
             let x = (low..high).ticked(ticks);
             if chart.log {
                 let y = (y_low..y_high).log_scale().ticked(y_ticks);
@@ -672,6 +717,9 @@ struct Mesh<'a> {
     y_desc: &'a str,
     x_label: &'a dyn Fn(&f64) -> String,
     chart: &'a Chart,
+    /// Nanoseconds per unit of the time axis.
+    divisor: f64,
+    /// The bottom of the time axis: whiskers stop there.
     y_floor: f64,
 }
 
@@ -689,12 +737,18 @@ impl Mesh<'_> {
             .x_desc(self.x_desc)
             .y_desc(self.y_desc)
             .x_label_formatter(self.x_label)
-            .y_label_formatter(&|v| short(*v))
+            .y_label_formatter(&|v| {
+                if self.chart.log {
+                    duration_label(*v)
+                } else {
+                    short(*v)
+                }
+            })
             .label_style(("sans-serif", LABEL_FONT))
-            .axis_desc_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
             .light_line_style(WHITE)
             .draw()?;
-        draw_lines(&mut context, self.chart, self.y_floor)
+        draw_lines(&mut context, self.chart, self.divisor, self.y_floor)
     }
 }
 
@@ -703,15 +757,13 @@ impl Mesh<'_> {
 fn draw_lines<'a, X, Y>(
     context: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     chart: &Chart,
+    divisor: f64,
     y_floor: f64,
 ) -> Drawn
 where
     X: Ranged<ValueType = f64, FormatOption = DefaultFormatting>,
     Y: Ranged<ValueType = f64, FormatOption = DefaultFormatting>,
 {
-    let drawn: Vec<(usize, f64, Interval)> = chart.drawn().collect();
-    let high_ns = drawn.iter().map(|d| d.2.high).fold(0.0, f64::max);
-    let (divisor, _) = unit_for(high_ns.round() as u64);
     let y = |ns: f64| (ns / divisor).max(y_floor);
     for (index, line) in chart.lines.iter().enumerate() {
         let colour = colour(index);
@@ -1040,20 +1092,21 @@ fn charts_section(document: &SweepDocument, layout: &Layout) -> String {
             open = true;
         }
         let id = chart_id(chart, range_index);
-        let caption = match &chart.quantity {
-            Quantity::Range(name) => format!("{name}: {}", measure_words(chart, batched)),
-            Quantity::Pass | Quantity::Call => {
-                let words = measure_words(chart, batched);
-                let mut caption = words[..1].to_uppercase();
-                caption.push_str(&words[1..]);
-                caption
-            }
+        // The range's name is the figure's caption (it may be long); the
+        // drawing says what it measures.
+        let words = measure_words(chart, batched);
+        let mut caption = words[..1].to_uppercase();
+        caption.push_str(&words[1..]);
+        let label = match &chart.quantity {
+            Quantity::Range(name) => format!("{name}: {words}"),
+            Quantity::Pass => format!("pass: {words}"),
+            Quantity::Call => format!("call: {words}"),
         };
         html.push_str(&chart_svg(
             chart,
             layout,
             &id,
-            &caption,
+            (&caption, &label),
             document.confidence,
         ));
     }
@@ -1201,11 +1254,12 @@ pub fn sweep_page(document: &SweepDocument) -> String {
     let mut body = String::new();
     let _ = writeln!(
         body,
-        "<h1>{} sweep <span class=\"mono\">{}</span></h1>\n<p class=\"lead\">target <code>{}</code>, {} points, {}</p>",
+        "<h1>{} sweep <span class=\"mono\">{}</span></h1>\n<p class=\"lead\">target <code>{}</code>, {} point{}, {}</p>",
         esc(&document.profile_name),
         esc(&document.sweep_id),
         esc(&document.target),
         document.points.len(),
+        if document.points.len() == 1 { "" } else { "s" },
         sweep_status_word(document.status),
     );
     body.push_str(&header(document));
@@ -1594,11 +1648,7 @@ pub(crate) mod tests {
         assert_eq!(xs, [0.0, 1.0, 2.0]);
         let html = sweep_page(&document);
         for label in ["[640, 640]", "[224, 224]", "[1280, 1280]"] {
-            assert!(
-                html.contains(&format!(">\n{label}\n</text>"))
-                    || html.contains(&format!(">{label}</text>")),
-                "{label}"
-            );
+            assert!(html.contains(&format!(">\n{label}\n</text>")), "{label}");
         }
         let devices = sweep(&[("device", "[cpu, \"cuda:0\"]")], |_, _| {
             completed(1_000, 1, &[])
@@ -1673,5 +1723,29 @@ pub(crate) mod tests {
             thinned(&ticks, 500.0, |v| (v - 500.0) / 500.0),
             [500.0, 700.0, 1000.0]
         );
+        // Ten categories whose labels need 1.4 slots each: every second.
+        let categories: Vec<(f64, String)> =
+            (0..10).map(|i| (f64::from(i), "x".repeat(9))).collect();
+        assert_eq!(
+            every_kth(&categories, 500.0, |v| (v + 0.5) / 10.0),
+            [0.0, 2.0, 4.0, 6.0, 8.0]
+        );
+        assert_eq!(duration_label(2_000.0), "2 µs");
+        assert_eq!(duration_label(500.0), "500 ns");
+        assert_eq!(duration_label(1.5e9), "1.5 s");
+        assert_eq!(duration_label(0.2), "0.2 ns");
+    }
+
+    #[test]
+    fn a_range_of_zero_time_gets_an_axis_from_zero_to_one_ns() {
+        let document = sweep(&[("target.parameters.size", "[1, 2]")], |_, _| {
+            completed(1_000, 1, &[("empty", 0)])
+        });
+        let html = sweep_page(&document);
+        let chart = &html[html.find("data-range=\"empty\"").unwrap()..];
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        assert!(chart.contains("data-points=\"2\" data-log-x=\"false\" data-log-y=\"false\""));
+        assert!(chart.contains("median, ns"), "{chart}");
+        assert!(chart.contains(">\n0.8\n</text>"), "{chart}");
     }
 }
