@@ -81,7 +81,8 @@ struct Layout {
     /// The key on the x axis: the grid's first.
     key: String,
     axis: XAxis,
-    /// The swept values' positions on the axis, in grid order.
+    /// The swept values: their positions on the axis and labels, in axis
+    /// order.
     ticks: Vec<(f64, String)>,
     lines: Vec<Line>,
 }
