@@ -699,9 +699,9 @@ fn estimate(series: &Series) -> Option<Estimate> {
     })
 }
 
-/// `sweep.html`: written by the page module once it exists.
-fn write_page(_sweep_dir: &Path, _document: &SweepDocument) -> std::io::Result<Option<PathBuf>> {
-    Ok(None)
+/// `sweep.html` in the sweep's directory.
+fn write_page(sweep_dir: &Path, document: &SweepDocument) -> std::io::Result<Option<PathBuf>> {
+    page::write_sweep_page(sweep_dir, document).map(Some)
 }
 
 /// A median and its interval, as the table shows it.

@@ -111,7 +111,15 @@ fn number(value: &Value) -> Option<f64> {
 
 impl Layout {
     fn of(document: &SweepDocument) -> Layout {
-        let Some(first) = document.grid.first() else {
+        // A key given one value splits no line: the x axis is the first
+        // key that varies, the lines the others that do.
+        let varying: Vec<&crate::sweep::document::Axis> = document
+            .grid
+            .iter()
+            .filter(|axis| axis.values.len() > 1)
+            .collect();
+        let first = varying.first().copied().or(document.grid.first());
+        let Some(first) = first else {
             // No grid (a hand-made file): the points side by side.
             let ticks: Vec<(f64, String)> = document
                 .points
@@ -162,10 +170,14 @@ impl Layout {
             XAxis::Numeric { .. } => number(value),
             XAxis::Categories(_) => distinct.iter().position(|v| *v == value).map(|i| i as f64),
         };
-        let others = if document.zip {
-            &[][..]
+        let others: Vec<&crate::sweep::document::Axis> = if document.zip {
+            Vec::new()
         } else {
-            &document.grid[1..]
+            varying
+                .iter()
+                .copied()
+                .filter(|axis| axis.key != first.key)
+                .collect()
         };
         // One line per combination of the other keys' values, in the order
         // of their values in the grid.
@@ -176,7 +188,7 @@ impl Layout {
             };
             let mut order = Vec::with_capacity(others.len());
             let mut label = Vec::with_capacity(others.len());
-            for axis in others {
+            for axis in &others {
                 let value = value_of(point, &axis.key);
                 order.push(
                     value
@@ -1423,6 +1435,19 @@ pub(crate) mod tests {
 
     fn count(html: &str, needle: &str) -> usize {
         html.matches(needle).count()
+    }
+
+    #[test]
+    fn a_key_given_one_value_splits_no_line_and_is_not_the_x_axis() {
+        let document = sweep(
+            &[("iterations", "[30]"), ("workload.batch_size", "[1, 2, 4]")],
+            |_, values| completed(1000 * values[1].as_u64().unwrap(), 1, &[]),
+        );
+        let layout = Layout::of(&document);
+        assert_eq!(layout.key, "workload.batch_size");
+        assert_eq!(layout.lines.len(), 1);
+        assert_eq!(layout.lines[0].label, "");
+        assert_eq!(layout.lines[0].points.len(), 3);
     }
 
     #[test]
