@@ -968,3 +968,86 @@ fn the_sweep_pages_load_nothing_from_the_network() {
         assert_loads_nothing_from_the_network(page);
     }
 }
+
+/// The page the real `profile-cli sweep` writes: a sweep of two keys of
+/// `detection-pipeline` on the dummy data (its output is the document).
+fn real_sweep() -> &'static (SweepDocument, PathBuf) {
+    static REAL: OnceLock<(SweepDocument, PathBuf)> = OnceLock::new();
+    REAL.get_or_init(|| {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sweep_browser_real");
+        let _ = std::fs::remove_dir_all(&out);
+        let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+            .args(["sweep", "detection-pipeline", "--output-dir"])
+            .arg(&out)
+            .args([
+                "--set",
+                "data_source.record_count=1,2",
+                "--set",
+                "data_source.image_shape=[48,64,3],[96,128,3]",
+                "--set",
+                "iterations=3",
+                "--sweep-id",
+                "real",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let page = PathBuf::from(json["report_path"].as_str().unwrap());
+        let dir = page.parent().unwrap();
+        let document = profiling_cli::sweep::document::SweepDocument::read(dir).unwrap();
+        (document, page)
+    })
+}
+
+#[test]
+fn the_page_of_a_real_sweep_has_its_charts_rows_and_legend() {
+    let (document, page) = real_sweep();
+    assert_eq!(document.points.len(), 4);
+    let Some(browser) = Browser::or_skip() else {
+        return;
+    };
+    let dom = check_charts_and_rows(&browser, document, page);
+    let legend = dom.by_id("ul", "sweep-legend");
+    assert_eq!(
+        dom.values_inside(legend, "li", "data-series"),
+        [
+            "data_source.image_shape = [48, 64, 3]",
+            "data_source.image_shape = [96, 128, 3]"
+        ]
+    );
+    // The pass and the call at every point; a range where it opened (the
+    // letterbox pads only the shapes that need it).
+    for index in dom.tagged("svg") {
+        let element = &dom.elements[index];
+        if !element.has_class("sweep-chart") {
+            continue;
+        }
+        let quantity = element.attribute("data-quantity").unwrap_or_default();
+        if quantity == "pass" || quantity == "call" {
+            assert_eq!(element.attribute("data-lines"), Some("2"), "{quantity}");
+            assert_eq!(element.attribute("data-points"), Some("4"), "{quantity}");
+        } else {
+            let name = element.attribute("data-range").unwrap_or_default();
+            let drawn = document
+                .completed()
+                .filter(|p| p.ranges.iter().any(|r| r.name == name))
+                .count();
+            assert_eq!(
+                element.attribute("data-points"),
+                Some(drawn.to_string().as_str()),
+                "{name}"
+            );
+        }
+    }
+    let png = page.with_extension("png");
+    let stderr = browser.screenshot(page, &png);
+    assert_console_is_silent(page, &stderr);
+    looks_drawn(&png).unwrap();
+    assert_loads_nothing_from_the_network(page);
+}
