@@ -49,7 +49,7 @@ pub fn format_rate(per_second: f64) -> String {
 fn plural(count: u64, word: &str) -> String {
     if count == 1 {
         format!("{count} {word}")
-    } else if word.ends_with('s') {
+    } else if word.ends_with('s') || word.ends_with("ch") {
         format!("{count} {word}es")
     } else {
         format!("{count} {word}s")
