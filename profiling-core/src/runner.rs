@@ -818,6 +818,7 @@ fn prepare_measured<T: ProfileTarget>(
         each,
         total,
         record_id: records[0].id.clone(),
+        batch: batch.map(|_| records.len()),
     };
     crate::data::check_within(
         record_bytes.saturating_add(total),
