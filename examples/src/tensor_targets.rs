@@ -150,7 +150,7 @@ fn letterboxed_batch(images: &[&image::RgbImage], size: u32, device: Device) -> 
 
 /// The images of `records`, refusing a record without one.
 fn images_of(records: &[DataRecord]) -> anyhow::Result<Vec<&image::RgbImage>> {
-    records.iter().map(|record| Ok(record.image()?)).collect()
+    records.iter().map(DataRecord::image).collect()
 }
 
 #[profile_target(name = "tiny-cnn")]

@@ -230,9 +230,9 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
 /// batches (its impl block keeps the default `prepare_batch`, as
 /// `#[profile_target]` records in [`TargetEntry::takes_batches`]), and
 /// `workload.last_batch: drop` on fewer records than one batch (the data
-/// source is built, not read, to count them). Always fine with batch size
-/// 1. [`plan`] and [`execute`] call it; a sweep calls it on each planned
-/// point before running the first.
+/// source is built, not read, to count them). A batch size of 1 is always
+/// fine. [`plan`] and [`execute`] call it; a sweep calls it on each
+/// planned point before running the first.
 pub fn check_batches(planned: &Planned) -> Result<(), SessionError> {
     let config = &planned.config;
     if config.batch_size <= 1 {
