@@ -6,7 +6,7 @@
 //! has real overlaps to resolve.
 
 use anyhow::ensure;
-use ndarray::Array2;
+use ndarray::{Array2, Array3, Axis};
 use profiling_core::data::DataRecord;
 use rand::seq::index;
 use rand::Rng;
@@ -33,6 +33,42 @@ pub struct SyntheticPredictions {
     pub raw: Array2<f32>,
     /// How the record's image would be letterboxed to [`INPUT_SIZE`].
     pub letterbox: LetterboxInfo,
+}
+
+/// A detector head's output for a batch of records, as a batched model
+/// gives it: one `[N, NUM_ANCHORS, 4 + NUM_CLASSES]` array, and the
+/// letterbox of each record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticBatch {
+    /// Record `i`'s raw output is `raw[i]`.
+    pub raw: Array3<f32>,
+    /// Record `i`'s letterbox.
+    pub letterboxes: Vec<LetterboxInfo>,
+}
+
+/// The raw outputs of [`predictions_for_record`] for each of `records`,
+/// stacked along a new first axis: the same values, record for record, in
+/// one batch.
+///
+/// ```
+/// use profiling_core::data::{dummy::DummySource, DataSource};
+/// use profiling_examples::synthetic::{predictions_for_batch, predictions_for_record};
+///
+/// profiling_core::random::seed_run(Some(0));
+/// let records = DummySource { record_count: 3, ..DummySource::default() }.read_all().unwrap();
+/// let batch = predictions_for_batch(&records).unwrap();
+/// assert_eq!(batch.raw.shape(), &[3, 8400, 84]);
+/// assert_eq!(batch.raw.index_axis(ndarray::Axis(0), 2), predictions_for_record(&records[2]).unwrap().raw);
+/// ```
+pub fn predictions_for_batch(records: &[DataRecord]) -> anyhow::Result<SyntheticBatch> {
+    let mut raw = Array3::zeros((records.len(), NUM_ANCHORS, BOX_COLUMNS + NUM_CLASSES));
+    let mut letterboxes = Vec::with_capacity(records.len());
+    for (record, mut slot) in records.iter().zip(raw.axis_iter_mut(Axis(0))) {
+        let predictions = predictions_for_record(record)?;
+        slot.assign(&predictions.raw);
+        letterboxes.push(predictions.letterbox);
+    }
+    Ok(SyntheticBatch { raw, letterboxes })
 }
 
 /// The random stream a record's predictions are drawn from: the run's seed

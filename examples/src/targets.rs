@@ -4,7 +4,7 @@
 //! | target | run |
 //! | --- | --- |
 //! | `letterbox-preprocess` | [`letterbox`] of the record's image to 640 |
-//! | `detection-postprocess` | [`postprocess_detections`] on a synthetic 8400 x 84 raw output |
+//! | `detection-postprocess` | [`postprocess_detections`] on a synthetic 8400 x 84 raw output per record; takes batches |
 //! | `detection-pipeline` | letterbox, [`SyntheticDetector::forward`], postprocess |
 
 use anyhow::{bail, ensure};
@@ -15,7 +15,7 @@ use serde_yaml::Value;
 use crate::model::SyntheticDetector;
 use crate::postprocess::{postprocess_detections, Detection, PostprocessParams};
 use crate::preprocess::{letterbox, Letterboxed};
-use crate::synthetic::{predictions_for_record, SyntheticPredictions, INPUT_SIZE, NUM_CLASSES};
+use crate::synthetic::{predictions_for_batch, SyntheticBatch, INPUT_SIZE, NUM_CLASSES};
 
 /// Cells per side of the detector in `detection-pipeline`: 1600 anchors.
 pub const PIPELINE_GRID: usize = 40;
@@ -72,6 +72,10 @@ impl ProfileTarget for LetterboxPreprocess {
 }
 
 /// Decodes, suppresses and rescales a synthetic 8400x84 YOLO output.
+///
+/// Takes batches: with `workload.batch_size` N, the head's output for N
+/// records as one `[N, 8400, 84]` array, postprocessed image by image as a
+/// batched detector's output is.
 #[derive(Debug, Default)]
 pub struct DetectionPostprocess {
     /// Thresholds and cap of the postprocessing.
@@ -80,34 +84,62 @@ pub struct DetectionPostprocess {
 
 #[profile_target(name = "detection-postprocess")]
 impl ProfileTarget for DetectionPostprocess {
-    type Prepared = SyntheticPredictions;
-    type Output = DetectionOutput;
+    type Prepared = SyntheticBatch;
+    type Output = Vec<DetectionOutput>;
 
-    fn prepare(
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<SyntheticBatch> {
+        predictions_for_batch(std::slice::from_ref(record))
+    }
+
+    fn prepare_batch(
         &mut self,
-        record: &DataRecord,
+        records: &[DataRecord],
         _device: Device,
-    ) -> anyhow::Result<SyntheticPredictions> {
-        predictions_for_record(record)
+    ) -> anyhow::Result<SyntheticBatch> {
+        predictions_for_batch(records)
     }
 
-    fn run(&mut self, prepared: &SyntheticPredictions) -> anyhow::Result<DetectionOutput> {
-        Ok(DetectionOutput {
-            detections: postprocess_detections(
-                prepared.raw.view(),
-                &prepared.letterbox,
-                &self.params,
-            ),
-            image_size: prepared.letterbox.original,
-        })
+    fn run(&mut self, batch: &SyntheticBatch) -> anyhow::Result<Vec<DetectionOutput>> {
+        Ok(batch
+            .raw
+            .outer_iter()
+            .zip(&batch.letterboxes)
+            .map(|(raw, letterbox)| DetectionOutput {
+                detections: postprocess_detections(raw, letterbox, &self.params),
+                image_size: letterbox.original,
+            })
+            .collect())
     }
 
-    fn validate(&self, output: &DetectionOutput) -> anyhow::Result<()> {
-        output.check(self.params.max_detections)
+    fn validate(&self, outputs: &Vec<DetectionOutput>) -> anyhow::Result<()> {
+        for (image, output) in outputs.iter().enumerate() {
+            output
+                .check(self.params.max_detections)
+                .map_err(|error| error.context(format!("image {image} of the batch")))?;
+        }
+        Ok(())
     }
 
-    fn summarize(&self, output: &DetectionOutput) -> Summary {
-        output.summary()
+    /// One record's summary as [`DetectionOutput::summary`] gives it; a
+    /// batch's has each key once, its value the list of the images' values.
+    fn summarize(&self, outputs: &Vec<DetectionOutput>) -> Summary {
+        match outputs.as_slice() {
+            [single] => single.summary(),
+            batch => {
+                let mut summary = Summary::new();
+                for output in batch {
+                    for (key, value) in output.summary() {
+                        let slot = summary
+                            .entry(key)
+                            .or_insert_with(|| Value::Sequence(Vec::new()));
+                        if let Value::Sequence(values) = slot {
+                            values.push(value);
+                        }
+                    }
+                }
+                summary
+            }
+        }
     }
 }
 
@@ -348,10 +380,11 @@ mod tests {
         profiling_core::random::seed_run(Some(0));
         let mut target = DetectionPostprocess::default();
         let prepared = target.prepare(&dummy_record(), Device::Cpu).unwrap();
-        assert_eq!(prepared.raw.shape(), &[8400, 84]);
+        assert_eq!(prepared.raw.shape(), &[1, 8400, 84]);
         let output = target.run(&prepared).unwrap();
         target.validate(&output).unwrap();
-        assert_eq!(output.image_size, (64, 64));
+        assert_eq!(output.len(), 1);
+        assert_eq!(output[0].image_size, (64, 64));
         let summary = target.summarize(&output);
         let count = summary["detections"].as_u64().unwrap();
         assert!((4..=20).contains(&count), "{count} detections");
@@ -366,7 +399,45 @@ mod tests {
         let prepared = target.prepare(&imageless_record(), Device::Cpu).unwrap();
         let output = target.run(&prepared).unwrap();
         target.validate(&output).unwrap();
-        assert_eq!(output.image_size, (INPUT_SIZE, INPUT_SIZE));
+        assert_eq!(output[0].image_size, (INPUT_SIZE, INPUT_SIZE));
+    }
+
+    #[test]
+    fn detection_postprocess_finds_in_a_batch_what_it_finds_record_by_record() {
+        profiling_core::random::seed_run(Some(0));
+        let records = DummySource {
+            record_count: 3,
+            ..DummySource::default()
+        }
+        .read_all()
+        .unwrap();
+        let mut target = DetectionPostprocess::default();
+        let batch = target.prepare_batch(&records, Device::Cpu).unwrap();
+        assert_eq!(batch.raw.shape(), &[3, 8400, 84]);
+        let outputs = target.run(&batch).unwrap();
+        target.validate(&outputs).unwrap();
+        let one_by_one: Vec<DetectionOutput> = records
+            .iter()
+            .map(|record| {
+                let prepared = target.prepare(record, Device::Cpu).unwrap();
+                target.run(&prepared).unwrap().remove(0)
+            })
+            .collect();
+        assert_eq!(outputs, one_by_one);
+        let summary = target.summarize(&outputs);
+        let counts: Vec<u64> = summary["detections"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            counts,
+            one_by_one
+                .iter()
+                .map(|o| o.detections.len() as u64)
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub const TINY_CNN_INPUT: u32 = 64;
 pub const TINY_CNN_CLASSES: i64 = 10;
 
 /// A small convolutional classifier, initialised from the run's seed, on letterboxed images.
+///
+/// Takes batches: with `workload.batch_size` N, one `[N, 3, 64, 64]` tensor.
 #[derive(Debug)]
 pub struct TinyCnn {
     vs: nn::VarStore,
@@ -124,45 +126,61 @@ impl Default for TinyCnn {
 /// What `tiny-cnn` returns: the logits and the best class of each image.
 #[derive(Debug)]
 pub struct Classification {
-    /// `[1, TINY_CNN_CLASSES]` scores, on the CPU.
+    /// `[N, TINY_CNN_CLASSES]` scores, on the CPU.
     pub logits: Tensor,
-    /// `[1]`: the index of the highest score, on the CPU.
+    /// `[N]`: the index of each image's highest score, on the CPU.
     pub top_class: Tensor,
 }
 
-/// The preprocessed input of a network: a `[1, 3, S, S]` f32 tensor on the run's device.
-fn letterboxed_batch(record: &DataRecord, size: u32, device: Device) -> anyhow::Result<Tensor> {
-    let input = letterbox(record.image()?, size);
-    let chw = input.tensor.into_dyn();
-    Ok(array_to_tensor(&chw, device).unsqueeze(0))
+/// The preprocessed input of a network: the images letterboxed to `size`
+/// as one `[N, 3, S, S]` f32 tensor on the run's device.
+fn letterboxed_batch(images: &[&image::RgbImage], size: u32, device: Device) -> Tensor {
+    let mut tensors: Vec<Tensor> = images
+        .iter()
+        .map(|image| {
+            let chw = letterbox(image, size).tensor.into_dyn();
+            array_to_tensor(&chw, device)
+        })
+        .collect();
+    match tensors.len() {
+        1 => tensors.remove(0).unsqueeze(0),
+        _ => Tensor::stack(&tensors, 0),
+    }
+}
+
+/// The images of `records`, refusing a record without one.
+fn images_of(records: &[DataRecord]) -> anyhow::Result<Vec<&image::RgbImage>> {
+    records.iter().map(DataRecord::image).collect()
 }
 
 #[profile_target(name = "tiny-cnn")]
 impl ProfileTarget for TinyCnn {
-    type Prepared = (image::RgbImage, Device);
+    type Prepared = (Vec<image::RgbImage>, Device);
     type Output = Classification;
 
-    fn prepare(
+    fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<Self::Prepared> {
+        self.prepare_batch(std::slice::from_ref(record), device)
+    }
+
+    fn prepare_batch(
         &mut self,
-        record: &DataRecord,
+        records: &[DataRecord],
         device: Device,
-    ) -> anyhow::Result<(image::RgbImage, Device)> {
+    ) -> anyhow::Result<Self::Prepared> {
         self.vs.set_device(device.into());
-        Ok((record.image()?.clone(), device))
+        let images = images_of(records)?.into_iter().cloned().collect();
+        Ok((images, device))
     }
 
     fn run(
         &mut self,
-        (image, device): &(image::RgbImage, Device),
+        (images, device): &(Vec<image::RgbImage>, Device),
     ) -> anyhow::Result<Classification> {
         let _no_grad = tch::no_grad_guard();
         let batch = {
             let _range = profiling_range("preprocess");
-            let record = DataRecord {
-                image: Some(image.clone()),
-                ..DataRecord::default()
-            };
-            letterboxed_batch(&record, TINY_CNN_INPUT, *device)?
+            let images: Vec<&image::RgbImage> = images.iter().collect();
+            letterboxed_batch(&images, TINY_CNN_INPUT, *device)
         };
         let logits = {
             let _range = profiling_range("forward");
@@ -177,10 +195,10 @@ impl ProfileTarget for TinyCnn {
     }
 
     fn validate(&self, output: &Classification) -> anyhow::Result<()> {
+        let shape = output.logits.size();
         anyhow::ensure!(
-            output.logits.size() == [1, TINY_CNN_CLASSES],
-            "tiny-cnn logits have shape {:?}, expected [1, {TINY_CNN_CLASSES}]",
-            output.logits.size()
+            shape.len() == 2 && shape[0] >= 1 && shape[1] == TINY_CNN_CLASSES,
+            "tiny-cnn logits have shape {shape:?}, expected [N, {TINY_CNN_CLASSES}] (N images)",
         );
         anyhow::ensure!(
             output.logits.isfinite().all().int64_value(&[]) == 1,
@@ -189,12 +207,18 @@ impl ProfileTarget for TinyCnn {
         Ok(())
     }
 
+    /// `top_class` is the image's class, or with a batch the list of its
+    /// images' classes.
     fn summarize(&self, output: &Classification) -> Summary {
         let mut summary = tensor_summary(&output.logits);
-        summary.insert(
-            "top_class".to_owned(),
-            Value::from(output.top_class.int64_value(&[0])),
-        );
+        let classes: Vec<Value> = (0..output.top_class.size()[0])
+            .map(|i| Value::from(output.top_class.int64_value(&[i])))
+            .collect();
+        let top_class = match <[Value; 1]>::try_from(classes) {
+            Ok([single]) => single,
+            Err(classes) => Value::Sequence(classes),
+        };
+        summary.insert("top_class".to_owned(), top_class);
         summary
     }
 }
@@ -215,6 +239,8 @@ fn default_input_size() -> u32 {
 }
 
 /// An exported TorchScript model from `target.parameters.module`, on letterboxed images.
+///
+/// Takes batches: with `workload.batch_size` N, one `[N, 3, S, S]` tensor.
 #[derive(Debug)]
 pub struct TorchScript {
     module: tch::CModule,
@@ -253,12 +279,21 @@ impl ProfileTarget for TorchScript {
     type Output = Tensor;
 
     fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<Tensor> {
+        self.prepare_batch(std::slice::from_ref(record), device)
+    }
+
+    fn prepare_batch(&mut self, records: &[DataRecord], device: Device) -> anyhow::Result<Tensor> {
         if self.device != Some(device) {
             self.module.to(device.into(), Kind::Float, false);
             self.device = Some(device);
         }
         let _range = profiling_range("preprocess");
-        letterboxed_batch(record, self.parameters.input_size, device)
+        let images = images_of(records)?;
+        Ok(letterboxed_batch(
+            &images,
+            self.parameters.input_size,
+            device,
+        ))
     }
 
     fn run(&mut self, batch: &Tensor) -> anyhow::Result<Tensor> {

@@ -75,12 +75,45 @@ fn tiny_cnn_checksum(seed: u64) -> f64 {
     summary["checksum"].as_f64().unwrap()
 }
 
+/// `tiny-cnn` on three dummy records with the weights of `seed`, in
+/// batches of `batch_size`.
+fn tiny_cnn_outcome(seed: u64, batch_size: u32) -> RunOutcome {
+    profiling_core::random::seed_run(Some(seed));
+    let plan = plan(&format!("target: {{name: tiny-cnn}}\ndata_source: {{name: dummy, record_count: 3}}\nwarmup: 1\niterations: 1\nbatch_size: {batch_size}"));
+    run_target(&plan, || Ok(TinyCnn::default())).unwrap()
+}
+
 // One test: libtorch's generator is process-wide.
 #[test]
 fn tiny_cnn_checksum_follows_the_seed() {
     let first = tiny_cnn_checksum(7);
     assert_eq!(tiny_cnn_checksum(7), first);
     assert_ne!(tiny_cnn_checksum(8), first);
+
+    // A batch of three is one [3, 3, 64, 64] input: the logits of each
+    // image as one by one.
+    let one_by_one = tiny_cnn_outcome(7, 1);
+    let batched = tiny_cnn_outcome(7, 3);
+    assert_eq!((batched.calls.prepare_batch, batched.calls.prepare), (1, 0));
+    assert_eq!(batched.output_summaries.len(), 1);
+    let summary = &batched.output_summaries[0].summary;
+    assert_eq!(
+        summary["shape"],
+        Value::Sequence(vec![Value::from(3), Value::from(10)])
+    );
+    assert_eq!(
+        summary["top_class"],
+        Value::Sequence(summary_values(&one_by_one, "top_class"))
+    );
+    let separate: f64 = summary_values(&one_by_one, "checksum")
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    let together = summary["checksum"].as_f64().unwrap();
+    assert!(
+        (together - separate).abs() < 1e-4 * separate.abs().max(1.0),
+        "{together} against {separate}"
+    );
     profiling_core::random::seed_run(None);
 }
 
@@ -126,6 +159,41 @@ fn torchscript_runs_the_module_named_in_the_config() {
         checksums[0], checksums[1],
         "two different images give two outputs"
     );
+}
+
+#[test]
+fn torchscript_takes_a_batch_as_one_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = tiny_module(dir.path());
+    let run = |batch_size: u32| {
+        let plan = plan(&format!(
+            "target: {{name: torchscript, parameters: {{module: {}, input_size: 32}}}}\ndata_source: {{name: dummy, record_count: 3}}\nbatch_size: {batch_size}",
+            module.display()
+        ));
+        run_target::<TorchScript, _>(&plan, load_torchscript).unwrap()
+    };
+    let (one_by_one, batched) = (run(1), run(2));
+    // Batches of two: [dummy-0, dummy-1], then [dummy-2] alone.
+    assert_eq!(batched.calls.prepare_batch, 2);
+    assert_eq!(
+        summary_values(&batched, "shape"),
+        [
+            Value::Sequence(vec![Value::from(2), Value::from(4)]),
+            Value::Sequence(vec![Value::from(1), Value::from(4)])
+        ]
+    );
+    let checksums = |outcome: &RunOutcome| -> Vec<f64> {
+        summary_values(outcome, "checksum")
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let (separate, together) = (checksums(&one_by_one), checksums(&batched));
+    assert!(
+        (together[0] - (separate[0] + separate[1])).abs() < 1e-4,
+        "{together:?} against {separate:?}"
+    );
+    assert!((together[1] - separate[2]).abs() < 1e-4);
 }
 
 #[test]

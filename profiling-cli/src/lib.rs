@@ -267,6 +267,10 @@ struct RunArgs {
     /// Measured passes inside the capture range (at least 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     iterations: Option<u32>,
+    /// Records per target call (workload.batch_size, at least 1): above 1, the records are grouped
+    /// in order into batches, each prepared by the target's `prepare_batch` and run in one call.
+    #[arg(long, value_name = "N")]
+    batch_size: Option<u32>,
     /// The name of the NVTX range Nsight captures.
     #[arg(long, value_name = "NAME")]
     capture_range: Option<String>,
@@ -668,6 +672,7 @@ fn run(
             device: args.device,
             warmup: args.warmup,
             iterations: args.iterations,
+            batch_size: args.batch_size,
             capture_range: args.capture_range,
             record_loading: args.record_loading,
             seed: args.seed,
@@ -760,7 +765,7 @@ fn run(
     };
     writeln!(
         streams.human(),
-        "running `{}` ({}) on {} with {}: device {}, warmup {}, iterations {}, {} loading",
+        "running `{}` ({}) on {} with {}: device {}, warmup {}, iterations {}{}, {} loading",
         config.target.name,
         planned.entry.display_file(root),
         config.data_source.name,
@@ -768,6 +773,10 @@ fn run(
         config.device,
         config.warmup,
         config.iterations,
+        match config.batch_size {
+            1 => String::new(),
+            size => format!(", batches of {size} (last batch: {})", config.last_batch),
+        },
         config.record_loading,
     )?;
 

@@ -24,10 +24,32 @@ pub fn format_ns(ns: u64) -> String {
     }
 }
 
+/// A time per record that may be a fraction of a nanosecond.
+fn format_ns_f64(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.1} ns")
+    } else {
+        format_ns(ns.round() as u64)
+    }
+}
+
+/// Records per second, with a unit prefix.
+pub fn format_rate(per_second: f64) -> String {
+    if !per_second.is_finite() {
+        "-".to_owned()
+    } else if per_second < 1e3 {
+        format!("{per_second:.1}")
+    } else if per_second < 1e6 {
+        format!("{:.1} k", per_second / 1e3)
+    } else {
+        format!("{:.2} M", per_second / 1e6)
+    }
+}
+
 fn plural(count: u64, word: &str) -> String {
     if count == 1 {
         format!("{count} {word}")
-    } else if word.ends_with('s') {
+    } else if word.ends_with('s') || word.ends_with("ch") {
         format!("{count} {word}es")
     } else {
         format!("{count} {word}s")
@@ -59,10 +81,19 @@ struct Listed<'a> {
 pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
     let timings = &manifest.timings;
     let records = manifest.record_ids.len() as u64;
+    // Time per record where a call covers more than one.
+    let batched = timings.per_record.as_ref().filter(|p| p.batch_size > 1);
+    let in_batches = batched.map_or_else(String::new, |p| {
+        format!(
+            " in {} of {}",
+            plural(p.batches_per_pass, "batch"),
+            p.batch_size
+        )
+    });
     if let Some(passes) = &timings.iterations {
         writeln!(
             out,
-            "passes: {} of {}, {} per pass",
+            "passes: {} of {}{in_batches}, {} per pass",
             plural(passes.count, "measured pass"),
             plural(records, "record"),
             spread(passes)
@@ -71,11 +102,37 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
     if let Some(calls) = &timings.runs {
         writeln!(
             out,
-            "calls:  {}, {} per call",
+            "calls:  {}{}, {} per call",
             plural(calls.count, "target call"),
+            if batched.is_some() {
+                " (one per batch)"
+            } else {
+                ""
+            },
             spread(calls)
         )?;
     }
+    if let Some(per_record) = batched {
+        let figure = |throughput: &Option<profiling_core::timing::Throughput>| {
+            throughput.as_ref().map_or_else(
+                || "-".to_owned(),
+                |t| {
+                    format!(
+                        "{} per record ({} records/s)",
+                        format_ns_f64(t.time_per_record_ns),
+                        format_rate(t.records_per_second)
+                    )
+                },
+            )
+        };
+        writeln!(
+            out,
+            "records: {} from the median pass, {} from the median call",
+            figure(&per_record.pass),
+            figure(&per_record.call)
+        )?;
+    }
+    let records_per_pass = batched.map(|p| p.records_per_pass.max(1));
     let pass_total = timings.iterations.as_ref().map_or(0, |p| p.total_ns);
     let share = |total: u64| -> String {
         if pass_total == 0 {
@@ -141,9 +198,13 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
                     format_ns(gpu.p50_ns)
                 )
             });
+            let per_record = records_per_pass.map_or_else(String::new, |records| {
+                let ns = stats.total_ns as f64 / passes as f64 / records as f64;
+                format!(", {} per record", format_ns_f64(ns))
+            });
             writeln!(
                 out,
-                "  {:width$}  {:>9} per pass  {:>7} of a pass  {}, median {}{gpu}",
+                "  {:width$}  {:>9} per pass  {:>7} of a pass  {}, median {}{per_record}{gpu}",
                 range.label,
                 format_ns(stats.total_ns / passes),
                 share(stats.total_ns),
@@ -229,6 +290,8 @@ pub fn json_document(
         "target": manifest.target.name,
         "device": manifest.device,
         "record_ids": manifest.record_ids,
+        "record_batches": manifest.record_batches,
+        "workload": manifest.workload,
         "calls": manifest.calls,
         "timings": manifest.timings,
         "trace": manifest.trace,

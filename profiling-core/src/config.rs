@@ -25,6 +25,11 @@ pub struct Config {
     pub device: Device,
     pub warmup: u32,
     pub iterations: u32,
+    /// Records per call of the target (`workload.batch_size`, at least 1):
+    /// above 1, `prepare_batch` makes one input of each batch.
+    pub batch_size: u32,
+    /// What a short last batch does (`workload.last_batch`).
+    pub last_batch: LastBatch,
     pub record_loading: RecordLoading,
     pub seed: Option<u64>,
     pub validate_output: bool,
@@ -122,6 +127,84 @@ impl std::str::FromStr for RecordLoading {
     }
 }
 
+/// `workload.last_batch`: what becomes of the records left over when the
+/// record count is not a multiple of the batch size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LastBatch {
+    /// They make a short last batch.
+    #[default]
+    Keep,
+    /// They are left out: every batch is whole.
+    Drop,
+}
+
+impl fmt::Display for LastBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LastBatch::Keep => "keep",
+            LastBatch::Drop => "drop",
+        })
+    }
+}
+
+impl std::str::FromStr for LastBatch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "keep" => Ok(LastBatch::Keep),
+            "drop" => Ok(LastBatch::Drop),
+            other => Err(format!(
+                "unknown last batch `{other}`: expected `keep` or `drop`"
+            )),
+        }
+    }
+}
+
+/// How the records of a pass are grouped into batches: `batch_size` of
+/// them in order, and a short last batch kept or dropped.
+///
+/// ```
+/// use profiling_core::config::{Batches, LastBatch};
+///
+/// let kept = Batches::new(10, 4, LastBatch::Keep);
+/// assert_eq!((kept.records, kept.batches), (10, 3));
+/// assert_eq!(kept.range(2), 8..10);
+/// let dropped = Batches::new(10, 4, LastBatch::Drop);
+/// assert_eq!((dropped.records, dropped.batches), (8, 2));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batches {
+    /// Records per batch (the last may hold fewer).
+    pub size: usize,
+    /// Records run in a pass: the source's, less a dropped last batch.
+    pub records: usize,
+    /// Batches in a pass: target calls.
+    pub batches: usize,
+}
+
+impl Batches {
+    /// The batches of `records` records in batches of `size` (at least 1).
+    pub fn new(records: usize, size: u32, last: LastBatch) -> Batches {
+        let size = (size as usize).max(1);
+        let batches = match last {
+            LastBatch::Keep => records.div_ceil(size),
+            LastBatch::Drop => records / size,
+        };
+        Batches {
+            size,
+            records: records.min(batches * size),
+            batches,
+        }
+    }
+
+    /// The records of batch `index`, as indices into the source's.
+    pub fn range(&self, index: usize) -> std::ops::Range<usize> {
+        let start = index * self.size;
+        start..(start + self.size).min(self.records)
+    }
+}
+
 /// `gpu_timing:`: whether ranges, calls and passes of a `cuda` run also
 /// record device events for their GPU time ([`crate::timing::gpu`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -209,6 +292,8 @@ pub struct Overrides {
     pub device: Option<Device>,
     pub warmup: Option<u32>,
     pub iterations: Option<u32>,
+    /// `--batch-size`.
+    pub batch_size: Option<u32>,
     pub capture_range: Option<String>,
     pub record_loading: Option<RecordLoading>,
     pub seed: Option<u64>,
@@ -279,6 +364,8 @@ struct RawConfig {
     device: Option<Value>,
     warmup: Option<i64>,
     iterations: Option<i64>,
+    batch_size: Option<i64>,
+    last_batch: Option<LastBatch>,
     record_loading: Option<RecordLoading>,
     seed: Option<u64>,
     validate_output: Option<bool>,
@@ -316,6 +403,8 @@ struct RawWorkload {
     device: Option<Value>,
     warmup: Option<i64>,
     iterations: Option<i64>,
+    batch_size: Option<i64>,
+    last_batch: Option<LastBatch>,
     record_loading: Option<RecordLoading>,
     seed: Option<u64>,
     validate_output: Option<bool>,
@@ -668,6 +757,38 @@ fn resolve(
         }
     };
 
+    let batch_size = match overrides.batch_size {
+        Some(0) => {
+            return Err(invalid_option(
+                "--batch-size",
+                "must be >= 1, got 0: a batch holds at least one record".to_owned(),
+            ))
+        }
+        Some(value) => value,
+        None => {
+            let (value, key) = from_workload(
+                raw.batch_size,
+                workload.and_then(|w| w.batch_size),
+                "batch_size",
+            );
+            match value {
+                None => 1,
+                Some(v) if v < 1 => {
+                    return Err(invalid(
+                        &key,
+                        format!("must be >= 1, got {v}: a batch holds at least one record"),
+                    ))
+                }
+                Some(v) => u32::try_from(v)
+                    .map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
+            }
+        }
+    };
+    let last_batch = raw
+        .last_batch
+        .or(workload.and_then(|w| w.last_batch))
+        .unwrap_or_default();
+
     let record_loading = overrides
         .record_loading
         .or(raw.record_loading)
@@ -746,6 +867,8 @@ fn resolve(
         device,
         warmup,
         iterations,
+        batch_size,
+        last_batch,
         record_loading,
         seed,
         validate_output,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_yaml::Value;
 
-use crate::config::{CudaPolicy, RecordLoading};
+use crate::config::{CudaPolicy, LastBatch, RecordLoading};
 use crate::device::Device;
 use crate::host::{BackendInfo, HostInfo};
 use crate::runner::{CallCounts, OutputSummary, Pass, Phase, Timings, Validation};
@@ -46,6 +46,9 @@ pub struct Manifest {
     pub target: ManifestTarget,
     pub data_source: ManifestDataSource,
     pub record_ids: Vec<String>,
+    /// The batch of each record of `record_ids`, in its order (the
+    /// record's index with `batch_size` 1).
+    pub record_batches: Vec<u32>,
     pub workload: Workload,
     pub capture_range: String,
     pub cuda: CudaPolicy,
@@ -129,6 +132,10 @@ pub struct ManifestDataSource {
 pub struct Workload {
     pub warmup: u32,
     pub iterations: u32,
+    /// Records per target call.
+    pub batch_size: u32,
+    /// What a short last batch did.
+    pub last_batch: LastBatch,
     pub record_loading: RecordLoading,
     pub seed: Option<u64>,
     pub validate_output: bool,
@@ -141,7 +148,11 @@ pub struct Workload {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ManifestError {
     pub phase: Phase,
+    /// The record; on a batch, its first record.
     pub record_id: Option<String>,
+    /// The batch, with `batch_size` > 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
     pub pass: Pass,
     pub message: String,
 }
@@ -179,9 +190,12 @@ impl Manifest {
                 description: BTreeMap::new(),
             },
             record_ids: Vec::new(),
+            record_batches: Vec::new(),
             workload: Workload {
                 warmup: 0,
                 iterations: 1,
+                batch_size: 1,
+                last_batch: LastBatch::Keep,
                 record_loading: RecordLoading::Eager,
                 seed: None,
                 validate_output: true,

@@ -23,6 +23,14 @@ pub struct TargetEntry {
     pub doc: &'static str,
     /// How the target is built: `Default::default` or the factory path.
     pub constructor: &'static str,
+    /// Whether the target takes batches (`workload.batch_size` > 1): true
+    /// when its impl block defines `prepare_batch`, false when it keeps the
+    /// default, which refuses them. Read from the impl block by
+    /// `#[profile_target]`, so that a run with batches is refused before the
+    /// target is built ([`crate::session::check_batches`]). An impl block
+    /// whose items a macro writes counts as taking batches: should the
+    /// default be called all the same, its error refuses the run.
+    pub takes_batches: bool,
     /// Runs the target on a plan: monomorphized for the target's type.
     pub launch: fn(&RunPlan) -> Result<RunOutcome, RunError>,
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::{Config, RecordLoading};
+use crate::config::{Batches, Config, RecordLoading};
 use crate::data::{AvailableMemory, DataError, DataRecord, DataSource};
 use crate::device::{synchronize, Device};
 use crate::interrupt;
@@ -21,7 +21,7 @@ use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
 use crate::timing::{
     attach_gpu, now_ns, range_sets, timings_of, Capture, EventBackend, GpuCapture, GpuEvents,
-    GpuTimings, RangeLog, RangeTimings, Registration, SampleSet, TimerInfo,
+    GpuTimings, PerRecord, RangeLog, RangeTimings, Registration, SampleSet, TimerInfo,
 };
 
 /// Everything a run needs: the resolved config and the records (read
@@ -157,6 +157,8 @@ impl std::fmt::Display for Pass {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct CallCounts {
     pub prepare: u64,
+    /// With `batch_size` > 1: once per batch, in place of `prepare`.
+    pub prepare_batch: u64,
     pub run: u64,
     pub validate: u64,
     pub summarize: u64,
@@ -168,7 +170,7 @@ pub struct Timings {
     /// One sample per measured pass.
     pub iterations: Option<DurationStats>,
     /// One sample per target call in a measured pass (`prepare` and `run`
-    /// with `profile_prepare`, else `run`).
+    /// with `profile_prepare`, else `run`): one call per batch.
     pub runs: Option<DurationStats>,
     /// Every range name seen inside the capture range, largest inclusive
     /// total first.
@@ -198,6 +200,10 @@ pub struct Timings {
     pub warmup_ns: u64,
     /// From opening to closing the capture range.
     pub capture_ns: u64,
+    /// Time per record and records per second of the pass, the call and
+    /// every range: on every run that measured (completed or interrupted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_record: Option<PerRecord>,
 }
 
 /// What the files beside the manifest need of a finished capture.
@@ -228,18 +234,29 @@ pub enum Validation {
     AfterCapture,
 }
 
-/// One output summary, with the record it came from.
+/// One output summary, with the record (or batch) it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutputSummary {
+    /// The record; of a batch, its first record.
     pub record_id: String,
+    /// The index of the output's batch in the pass: the record's index
+    /// with `batch_size` 1.
+    pub batch: u32,
+    /// With `batch_size` > 1: every record of the batch.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub record_ids: Vec<String>,
     pub summary: Summary,
 }
 
 /// What a finished run did.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunOutcome {
-    /// The records of the last measured pass, in order.
+    /// The records of the last measured pass, in order (a dropped last
+    /// batch left out).
     pub record_ids: Vec<String>,
+    /// The batch of each record of `record_ids`: its index with
+    /// `batch_size` 1.
+    pub record_batches: Vec<u32>,
     pub output_summaries: Vec<OutputSummary>,
     pub calls: CallCounts,
     pub completed_warmup: u32,
@@ -255,20 +272,26 @@ pub struct RunOutcome {
 
 /// Why a run stopped, where, and how far it had got.
 #[derive(Debug, thiserror::Error)]
-#[error("{phase} failed{}{} ({pass}): {source:#}", record_suffix(.record_id.as_deref()), "")]
+#[error("{phase} failed{}{} ({pass}): {source:#}", record_suffix(.record_id.as_deref(), *.batch), "")]
 pub struct RunError {
     pub phase: Phase,
+    /// The record; on a batch, its first record.
     pub record_id: Option<String>,
+    /// The batch, with `batch_size` > 1.
+    pub batch: Option<u32>,
     pub pass: Pass,
     pub source: anyhow::Error,
     pub calls: CallCounts,
     pub completed_iterations: u32,
 }
 
-fn record_suffix(record_id: Option<&str>) -> String {
-    record_id
-        .map(|id| format!(" on record `{id}`"))
-        .unwrap_or_default()
+fn record_suffix(record_id: Option<&str>, batch: Option<u32>) -> String {
+    match (record_id, batch) {
+        (Some(id), Some(batch)) => format!(" on batch {batch} (from record `{id}`)"),
+        (None, Some(batch)) => format!(" on batch {batch}"),
+        (Some(id), None) => format!(" on record `{id}`"),
+        (None, None) => String::new(),
+    }
 }
 
 impl RunError {
@@ -283,6 +306,7 @@ impl RunError {
 struct Failure {
     phase: Phase,
     record_id: Option<String>,
+    batch: Option<u32>,
     source: anyhow::Error,
 }
 
@@ -291,7 +315,23 @@ impl Failure {
         Failure {
             phase,
             record_id: record_id.map(str::to_owned),
+            batch: None,
             source,
+        }
+    }
+
+    /// A failure on batch `index`, whose records are `records` (the first
+    /// names it).
+    #[cold]
+    fn on_batch(
+        phase: Phase,
+        records: &[DataRecord],
+        index: usize,
+        source: anyhow::Error,
+    ) -> Failure {
+        Failure {
+            batch: Some(index as u32),
+            ..Failure::new(phase, records.first().map(|r| r.id.as_str()), source)
         }
     }
 }
@@ -315,6 +355,7 @@ impl Tally {
         RunError {
             phase: failure.phase,
             record_id: failure.record_id,
+            batch: failure.batch,
             pass,
             source: failure.source,
             calls: self.calls,
@@ -323,8 +364,10 @@ impl Tally {
     }
 }
 
-/// The inputs of a pass, in each of the three ways a run can get them.
+/// The inputs of a pass, in each of the three ways a run can get them, one
+/// record or one batch per input.
 trait Inputs<T: ProfileTarget> {
+    /// Target calls in a pass.
     fn len(&self) -> usize;
     /// Prepares (when the pass does) and runs input `index`.
     fn call(
@@ -333,13 +376,25 @@ trait Inputs<T: ProfileTarget> {
         index: usize,
         calls: &mut CallCounts,
     ) -> Result<T::Output, Failure>;
+    /// The record of input `index`; of a batch, its first record.
     fn record_id(&self, index: usize) -> &str;
+    /// Every record a pass runs, in order.
+    fn record_ids(&self) -> Vec<String>;
+    /// The batch input `index` is, when inputs are batches.
+    fn batch(&self, index: usize) -> Option<u32> {
+        let _ = index;
+        None
+    }
 }
 
-/// Eager without `profile_prepare`: prepared once, before the passes.
+/// Eager without `profile_prepare`: prepared once, before the passes, one
+/// input per record or per batch.
 struct Prepared<'r, P> {
     prepared: Vec<P>,
+    /// The records a pass runs.
     records: &'r [DataRecord],
+    /// `Some` with `batch_size` > 1: input `i` is batch `i`.
+    batches: Option<Batches>,
 }
 
 impl<T: ProfileTarget> Inputs<T> for Prepared<'_, T::Prepared> {
@@ -355,15 +410,26 @@ impl<T: ProfileTarget> Inputs<T> for Prepared<'_, T::Prepared> {
         calls: &mut CallCounts,
     ) -> Result<T::Output, Failure> {
         calls.run += 1;
-        guard(|| target.run(&self.prepared[index])).map_err(|source| Failure {
-            phase: Phase::Run,
-            record_id: Some(self.records[index].id.clone()),
-            source,
+        guard(|| target.run(&self.prepared[index])).map_err(|source| match self.batches {
+            None => Failure::new(Phase::Run, Some(&self.records[index].id), source),
+            Some(batches) => {
+                let records = &self.records[batches.range(index)];
+                Failure::on_batch(Phase::Run, records, index, source)
+            }
         })
     }
 
     fn record_id(&self, index: usize) -> &str {
-        &self.records[index].id
+        let first = self.batches.map_or(index, |b| b.range(index).start);
+        &self.records[first].id
+    }
+
+    fn batch(&self, index: usize) -> Option<u32> {
+        self.batches.map(|_| index as u32)
+    }
+
+    fn record_ids(&self) -> Vec<String> {
+        self.records.iter().map(|r| r.id.clone()).collect()
     }
 }
 
@@ -391,6 +457,48 @@ impl<T: ProfileTarget> Inputs<T> for EagerRecords<'_> {
     fn record_id(&self, index: usize) -> &str {
         &self.records[index].id
     }
+
+    fn record_ids(&self) -> Vec<String> {
+        self.records.iter().map(|r| r.id.clone()).collect()
+    }
+}
+
+/// Eager with `profile_prepare` and batches: every pass prepares each
+/// batch again.
+struct EagerBatches<'r> {
+    /// The records a pass runs.
+    records: &'r [DataRecord],
+    batches: Batches,
+    device: Device,
+}
+
+impl<T: ProfileTarget> Inputs<T> for EagerBatches<'_> {
+    fn len(&self) -> usize {
+        self.batches.batches
+    }
+
+    #[inline]
+    fn call(
+        &mut self,
+        target: &mut T,
+        index: usize,
+        calls: &mut CallCounts,
+    ) -> Result<T::Output, Failure> {
+        let records = &self.records[self.batches.range(index)];
+        prepare_batch_and_run(target, records, index, self.device, calls)
+    }
+
+    fn record_id(&self, index: usize) -> &str {
+        &self.records[self.batches.range(index).start].id
+    }
+
+    fn batch(&self, index: usize) -> Option<u32> {
+        Some(index as u32)
+    }
+
+    fn record_ids(&self) -> Vec<String> {
+        self.records.iter().map(|r| r.id.clone()).collect()
+    }
 }
 
 /// Lazy: every pass reads each record afresh, then prepares and runs it.
@@ -414,11 +522,7 @@ impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
         let record = self
             .source
             .read(index)
-            .map_err(|error: DataError| Failure {
-                phase: Phase::Load,
-                record_id: None,
-                source: error.into(),
-            })?;
+            .map_err(|error: DataError| Failure::new(Phase::Load, None, error.into()))?;
         let output = prepare_and_run(target, &record, self.device, calls);
         self.ids[index] = record.id;
         output
@@ -426,6 +530,65 @@ impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
 
     fn record_id(&self, index: usize) -> &str {
         &self.ids[index]
+    }
+
+    fn record_ids(&self) -> Vec<String> {
+        self.ids.clone()
+    }
+}
+
+/// Lazy with batches: every pass reads each batch's records afresh, then
+/// prepares and runs the batch.
+struct LazyBatches<'s> {
+    source: &'s dyn DataSource,
+    batches: Batches,
+    device: Device,
+    /// The records of the batch in progress.
+    batch: Vec<DataRecord>,
+    /// One per record a pass runs.
+    ids: Vec<String>,
+}
+
+impl<T: ProfileTarget> Inputs<T> for LazyBatches<'_> {
+    fn len(&self) -> usize {
+        self.batches.batches
+    }
+
+    fn call(
+        &mut self,
+        target: &mut T,
+        index: usize,
+        calls: &mut CallCounts,
+    ) -> Result<T::Output, Failure> {
+        let range = self.batches.range(index);
+        self.batch.clear();
+        for record in range.clone() {
+            let record = self
+                .source
+                .read(record)
+                .map_err(|error: DataError| Failure {
+                    batch: Some(index as u32),
+                    ..Failure::new(Phase::Load, None, error.into())
+                })?;
+            self.batch.push(record);
+        }
+        let output = prepare_batch_and_run(target, &self.batch, index, self.device, calls);
+        for (id, record) in self.ids[range].iter_mut().zip(self.batch.drain(..)) {
+            *id = record.id;
+        }
+        output
+    }
+
+    fn record_id(&self, index: usize) -> &str {
+        &self.ids[self.batches.range(index).start]
+    }
+
+    fn batch(&self, index: usize) -> Option<u32> {
+        Some(index as u32)
+    }
+
+    fn record_ids(&self) -> Vec<String> {
+        self.ids.clone()
     }
 }
 
@@ -437,17 +600,27 @@ fn prepare_and_run<T: ProfileTarget>(
     calls: &mut CallCounts,
 ) -> Result<T::Output, Failure> {
     calls.prepare += 1;
-    let prepared = guard(|| target.prepare(record, device)).map_err(|source| Failure {
-        phase: Phase::Prepare,
-        record_id: Some(record.id.clone()),
-        source,
-    })?;
+    let prepared = guard(|| target.prepare(record, device))
+        .map_err(|source| Failure::new(Phase::Prepare, Some(&record.id), source))?;
     calls.run += 1;
-    guard(|| target.run(&prepared)).map_err(|source| Failure {
-        phase: Phase::Run,
-        record_id: Some(record.id.clone()),
-        source,
-    })
+    guard(|| target.run(&prepared))
+        .map_err(|source| Failure::new(Phase::Run, Some(&record.id), source))
+}
+
+#[inline]
+fn prepare_batch_and_run<T: ProfileTarget>(
+    target: &mut T,
+    records: &[DataRecord],
+    index: usize,
+    device: Device,
+    calls: &mut CallCounts,
+) -> Result<T::Output, Failure> {
+    calls.prepare_batch += 1;
+    let prepared = guard(|| target.prepare_batch(records, device))
+        .map_err(|source| Failure::on_batch(Phase::Prepare, records, index, source))?;
+    calls.run += 1;
+    guard(|| target.run(&prepared))
+        .map_err(|source| Failure::on_batch(Phase::Run, records, index, source))
 }
 
 /// Runs a target on a plan: the body `#[profile_target]` registers for
@@ -462,60 +635,104 @@ where
     crate::target::set_parameters(&config.target.parameters);
     let mut target = guard(make)
         .map_err(|source| tally.error(Pass::Setup, Failure::new(Phase::Construct, None, source)))?;
+    // One input per record with batch size 1, else one per batch.
+    let batches = Batches::new(plan.records.len(), config.batch_size, config.last_batch);
+    let batched = (config.batch_size > 1).then_some(batches);
+    if batches.batches == 0 {
+        let source = anyhow::anyhow!(
+            "last_batch: drop leaves no batch: {} record(s) make no whole batch of {}",
+            plan.records.len(),
+            batches.size
+        );
+        return Err(tally.error(Pass::Setup, Failure::new(Phase::Load, None, source)));
+    }
     let loaded: Vec<DataRecord>;
     let mut first_input = None;
     let records = match &plan.records {
         Records::Unread(source) => {
-            let (records, first) = read_eager(&mut target, source.as_ref(), plan, &mut tally)?;
+            let (records, first) =
+                read_eager(&mut target, source.as_ref(), plan, batched, &mut tally)?;
             loaded = records;
             first_input = first;
-            Some(loaded.as_slice())
+            Some(&loaded[..batches.records])
         }
-        Records::Eager(records) => Some(records.as_slice()),
+        Records::Eager(records) => Some(&records[..batches.records]),
         Records::Lazy(_) => None,
     };
     match (records, &plan.records, config.target.profile_prepare) {
         (Some(records), _, false) => {
-            let mut prepared = Vec::with_capacity(records.len());
+            let mut prepared = Vec::with_capacity(batches.batches);
             let mut prepare_ns = 0;
             if let Some((input, ns)) = first_input {
                 prepared.push(input);
                 prepare_ns = ns;
             }
             let started = now_ns();
-            for record in &records[prepared.len()..] {
+            for index in prepared.len()..batches.batches {
                 // Eager records given whole are checked on the first too.
                 let memory = match (&plan.memory, prepared.is_empty()) {
                     (Some(available), true) => {
-                        Some((available, records_bytes(records), records.len()))
+                        Some((available, records_bytes(records), batches.batches))
                     }
                     _ => None,
                 };
-                let input =
-                    prepare_measured(&mut target, record, config.device, &mut tally, memory)?;
+                let input = prepare_measured(
+                    &mut target,
+                    &records[batches.range(index)],
+                    batched.map(|_| index),
+                    config.device,
+                    &mut tally,
+                    memory,
+                )?;
                 prepared.push(input);
             }
             prepare_ns += now_ns() - started;
-            let inputs = Prepared { prepared, records };
-            let mut outcome = drive(&mut target, inputs, plan, tally)?;
+            let inputs = Prepared {
+                prepared,
+                records,
+                batches: batched,
+            };
+            let mut outcome = drive(&mut target, inputs, plan, tally, batches)?;
             outcome.timings.prepare_ns = prepare_ns;
             Ok(outcome)
         }
-        (Some(records), _, true) => {
-            let inputs = EagerRecords {
-                records,
-                device: config.device,
-            };
-            drive(&mut target, inputs, plan, tally)
-        }
-        (None, Records::Lazy(source), true) => {
-            let inputs = LazyRecords {
-                source: source.as_ref(),
-                device: config.device,
-                ids: vec![String::new(); source.len()],
-            };
-            drive(&mut target, inputs, plan, tally)
-        }
+        (Some(records), _, true) => match batched {
+            None => {
+                let inputs = EagerRecords {
+                    records,
+                    device: config.device,
+                };
+                drive(&mut target, inputs, plan, tally, batches)
+            }
+            Some(batches) => {
+                let inputs = EagerBatches {
+                    records,
+                    batches,
+                    device: config.device,
+                };
+                drive(&mut target, inputs, plan, tally, batches)
+            }
+        },
+        (None, Records::Lazy(source), true) => match batched {
+            None => {
+                let inputs = LazyRecords {
+                    source: source.as_ref(),
+                    device: config.device,
+                    ids: vec![String::new(); source.len()],
+                };
+                drive(&mut target, inputs, plan, tally, batches)
+            }
+            Some(batches) => {
+                let inputs = LazyBatches {
+                    source: source.as_ref(),
+                    batches,
+                    device: config.device,
+                    batch: Vec::with_capacity(batches.size),
+                    ids: vec![String::new(); batches.records],
+                };
+                drive(&mut target, inputs, plan, tally, batches)
+            }
+        },
         (None, _, _) => {
             let source = anyhow::anyhow!(
                 "record_loading: {} needs target.profile_prepare: true",
@@ -526,15 +743,17 @@ where
     }
 }
 
-/// Reads an eager source. Without `profile_prepare`, the first record is
-/// read and prepared alone first, so that a run whose prepared inputs would
-/// not fit ([`RunPlan::memory`]) is refused before the rest is read; its
-/// prepared input is returned with the time `prepare` took.
+/// Reads an eager source. Without `profile_prepare`, the first input (the
+/// first record, or the first batch of `batched`) is read and prepared
+/// alone first, so that a run whose prepared inputs would not fit
+/// ([`RunPlan::memory`]) is refused before the rest is read; its prepared
+/// input is returned with the time preparing it took.
 #[allow(clippy::type_complexity)]
 fn read_eager<T: ProfileTarget>(
     target: &mut T,
     source: &dyn DataSource,
     plan: &RunPlan,
+    batched: Option<Batches>,
     tally: &mut Tally,
 ) -> Result<(Vec<DataRecord>, Option<(T::Prepared, u64)>), RunError> {
     let load_error = |error: DataError, tally: &Tally| {
@@ -543,36 +762,51 @@ fn read_eager<T: ProfileTarget>(
     let config = &plan.config;
     let mut first_input = None;
     if !config.target.profile_prepare {
-        let first = source.read(0).map_err(|e| load_error(e, tally))?;
+        let first = batched.map_or(0..1, |b| b.range(0));
+        let first = first
+            .map(|index| source.read(index))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| load_error(e, tally))?;
         let estimate = crate::data::eager_bytes(source).map_err(|e| load_error(e, tally))?;
-        let memory = plan.memory.as_ref().map(|m| (m, estimate, source.len()));
+        let inputs = batched.map_or(source.len(), |b| b.batches);
+        let memory = plan.memory.as_ref().map(|m| (m, estimate, inputs));
         let started = now_ns();
-        let input = prepare_measured(target, &first, config.device, tally, memory)?;
+        let batch = batched.map(|_| 0);
+        let input = prepare_measured(target, &first, batch, config.device, tally, memory)?;
         first_input = Some((input, now_ns() - started));
     }
     let records = source.read_all().map_err(|e| load_error(e, tally))?;
     Ok((records, first_input))
 }
 
-/// Prepares `record` outside every range. With `memory` (what the process
-/// may use, the bytes of the run's records, their count), also measures
-/// what `prepare` kept and refuses the run when the records and that much
-/// for every record would not fit.
+/// Prepares one input outside every range: `records` holds one record, or
+/// with `batch` the records of that batch. With `memory` (what the process
+/// may use, the bytes of the run's records, the number of inputs), also
+/// measures what preparing kept and refuses the run when the records and
+/// that much for every input would not fit.
 fn prepare_measured<T: ProfileTarget>(
     target: &mut T,
-    record: &DataRecord,
+    records: &[DataRecord],
+    batch: Option<usize>,
     device: Device,
     tally: &mut Tally,
     memory: Option<(&AvailableMemory, u64, usize)>,
 ) -> Result<T::Prepared, RunError> {
-    tally.calls.prepare += 1;
     let setup_error = |source: anyhow::Error, tally: &Tally| {
-        tally.error(
-            Pass::Setup,
-            Failure::new(Phase::Prepare, Some(&record.id), source),
-        )
+        let failure = match batch {
+            Some(index) => Failure::on_batch(Phase::Prepare, records, index, source),
+            None => Failure::new(Phase::Prepare, Some(&records[0].id), source),
+        };
+        tally.error(Pass::Setup, failure)
     };
-    let mut prepare = || guard(|| target.prepare(record, device));
+    match batch {
+        Some(_) => tally.calls.prepare_batch += 1,
+        None => tally.calls.prepare += 1,
+    }
+    let mut prepare = || match batch {
+        Some(_) => guard(|| target.prepare_batch(records, device)),
+        None => guard(|| target.prepare(&records[0], device)),
+    };
     let Some((available, record_bytes, count)) = memory else {
         return prepare().map_err(|e| setup_error(e, tally));
     };
@@ -583,7 +817,8 @@ fn prepare_measured<T: ProfileTarget>(
     let prepared = crate::data::PreparedBytes {
         each,
         total,
-        record_id: record.id.clone(),
+        record_id: records[0].id.clone(),
+        batch: batch.map(|_| records.len()),
     };
     crate::data::check_within(
         record_bytes.saturating_add(total),
@@ -603,12 +838,14 @@ fn records_bytes(records: &[DataRecord]) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
-/// Warmup, capture, validation and summaries over prepared inputs.
+/// Warmup, capture, validation and summaries over prepared inputs, one per
+/// batch of `batches` (per record with batch size 1).
 fn drive<T: ProfileTarget, I: Inputs<T>>(
     target: &mut T,
     mut inputs: I,
     plan: &RunPlan,
     mut tally: Tally,
+    batches: Batches,
 ) -> Result<RunOutcome, RunError> {
     let config = &plan.config;
     let timer = TimerInfo::measure();
@@ -662,6 +899,13 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let gpu = gpu.map(|gpu| gpu.finish(&measured.ranges));
     let gpu_read = gpu.as_ref().and_then(|read| read.as_ref().ok());
     let (mut timings, mut samples) = measured.timings(plan, timer, warmup_ns, gpu_read);
+    timings.per_record = Some(PerRecord::of(
+        config.batch_size,
+        batches,
+        timings.iterations.as_ref(),
+        timings.runs.as_ref(),
+        &timings.ranges,
+    ));
     let gpu = match gpu {
         Some(Ok(gpu)) => {
             attach_gpu(&mut timings.ranges, &gpu.ranges);
@@ -677,6 +921,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     };
     samples.warmup = crate::run_samples::Series::from_set(&warmup_passes);
 
+    let record_ids = inputs.record_ids();
     let (validation, output_summaries) = match tally.interrupted {
         // What completed is reported; outputs of a cut pass are neither
         // validated nor summarized.
@@ -685,13 +930,16 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         None => {
             let outputs = &measured.outputs;
             let validation = validate_after_capture(target, &inputs, outputs, config, &mut tally)?;
-            (validation, summarize(target, &inputs, outputs, &mut tally)?)
+            let batched = (config.batch_size > 1).then_some(batches);
+            let summaries = summarize(target, &record_ids, batched, outputs, &mut tally)?;
+            (validation, summaries)
         }
     };
     Ok(RunOutcome {
-        record_ids: (0..inputs.len())
-            .map(|i| inputs.record_id(i).to_owned())
+        record_batches: (0..record_ids.len())
+            .map(|record| (record / batches.size) as u32)
             .collect(),
+        record_ids,
         output_summaries,
         calls: tally.calls,
         completed_warmup: tally.completed_warmup,
@@ -779,8 +1027,10 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
             if validate {
                 tally.calls.validate += 1;
                 guard(|| target.validate(&output)).map_err(|source| {
-                    let record_id = Some(inputs.record_id(index));
-                    let failure = Failure::new(Phase::Validate, record_id, source);
+                    let failure = Failure {
+                        batch: inputs.batch(index),
+                        ..Failure::new(Phase::Validate, Some(inputs.record_id(index)), source)
+                    };
                     tally.error(Pass::Warmup(pass), failure)
                 })?;
             }
@@ -889,6 +1139,7 @@ impl<O> Measured<O> {
             prepare_ns: 0,
             warmup_ns,
             capture_ns: self.capture_ns,
+            per_record: None,
         };
         (timings, samples)
     }
@@ -1023,18 +1274,23 @@ fn validate_after_capture<T: ProfileTarget, I: Inputs<T>>(
             .expect("every measured pass fills every slot");
         tally.calls.validate += 1;
         guard(|| target.validate(output)).map_err(|source| {
-            let record_id = Some(inputs.record_id(index));
-            let failure = Failure::new(Phase::Validate, record_id, source);
+            let failure = Failure {
+                batch: inputs.batch(index),
+                ..Failure::new(Phase::Validate, Some(inputs.record_id(index)), source)
+            };
             tally.error(Pass::AfterCapture, failure)
         })?;
     }
     Ok(Validation::AfterCapture)
 }
 
-/// The summary of each output of the last measured pass, with its record.
-fn summarize<T: ProfileTarget, I: Inputs<T>>(
+/// The summary of each output of the last measured pass, with its record,
+/// or with `batched`, its batch's records (`record_ids` holds every record
+/// of the pass).
+fn summarize<T: ProfileTarget>(
     target: &T,
-    inputs: &I,
+    record_ids: &[String],
+    batched: Option<Batches>,
     outputs: &[Option<T::Output>],
     tally: &mut Tally,
 ) -> Result<Vec<OutputSummary>, RunError> {
@@ -1044,12 +1300,27 @@ fn summarize<T: ProfileTarget, I: Inputs<T>>(
             .as_ref()
             .expect("every measured pass fills every slot");
         tally.calls.summarize += 1;
-        let record_id = inputs.record_id(index).to_owned();
+        let records = match batched {
+            Some(batches) => &record_ids[batches.range(index)],
+            None => &record_ids[index..=index],
+        };
+        let record_id = records[0].clone();
         let summary = guard(|| Ok(target.summarize(output))).map_err(|source| {
-            let failure = Failure::new(Phase::Summarize, Some(&record_id), source);
+            let failure = Failure {
+                batch: batched.map(|_| index as u32),
+                ..Failure::new(Phase::Summarize, Some(&record_id), source)
+            };
             tally.error(Pass::AfterCapture, failure)
         })?;
-        output_summaries.push(OutputSummary { record_id, summary });
+        output_summaries.push(OutputSummary {
+            record_id,
+            batch: index as u32,
+            record_ids: match batched {
+                Some(_) => records.to_vec(),
+                None => Vec::new(),
+            },
+            summary,
+        });
     }
     Ok(output_summaries)
 }

@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use serde_yaml::Value;
 
-use crate::config::{self, Config, ConfigError, ConfigFile, Overrides, RecordLoading};
+use crate::config::{
+    self, Batches, Config, ConfigError, ConfigFile, LastBatch, Overrides, RecordLoading,
+};
 use crate::data::cache::{CacheSummary, ImageCache};
 use crate::data::{self, DataError};
 use crate::device::{self, Device};
@@ -26,7 +28,7 @@ use crate::run_dir::{write_run, TraceInput, WriteFailure};
 use crate::runner::{
     CallCounts, Pass, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
 };
-use crate::target::ParameterError;
+use crate::target::{BatchesUnsupported, ParameterError};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -109,6 +111,14 @@ pub enum SessionError {
     RunId(String),
     #[error("cannot write the run to {}: {reason}", .run_dir.display())]
     OutputNotWritable { run_dir: PathBuf, reason: String },
+    #[error("target `{name}` does not take batches (batch_size {batch_size}): implement `prepare_batch` in its `ProfileTarget` impl (`{type_name}`, {defined_at}) to run it with `workload.batch_size` > 1")]
+    BatchesUnsupported {
+        name: String,
+        type_name: String,
+        /// `file:line` of the impl block.
+        defined_at: String,
+        batch_size: u32,
+    },
     #[error(transparent)]
     Data(#[from] DataError),
     #[error("the target failed: {0}")]
@@ -211,7 +221,7 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         config.output_dir.as_deref(),
         &request.workspace_root,
     ));
-    Ok(Planned {
+    let planned = Planned {
         config,
         config_path,
         config_origin: origin,
@@ -220,7 +230,60 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         run_dir,
         force: request.force,
         run_root,
-    })
+    };
+    check_batches(&planned)?;
+    Ok(planned)
+}
+
+/// Refuses, before anything is built, run or written, batches the run
+/// cannot have: `workload.batch_size` > 1 for a target that does not take
+/// batches (its impl block keeps the default `prepare_batch`, as
+/// `#[profile_target]` records in [`TargetEntry::takes_batches`]), and
+/// `workload.last_batch: drop` on fewer records than one batch (the data
+/// source is built, not read, to count them). A batch size of 1 is always
+/// fine. [`plan`] and [`execute`] call it; a sweep calls it on each
+/// planned point before running the first.
+pub fn check_batches(planned: &Planned) -> Result<(), SessionError> {
+    let config = &planned.config;
+    if config.batch_size <= 1 {
+        return Ok(());
+    }
+    if !planned.entry.takes_batches {
+        return Err(batches_unsupported(planned));
+    }
+    if config.last_batch == LastBatch::Drop {
+        let source = data::build(&config.data_source.name, &config.data_source.parameters)
+            .map_err(|error| data_source_error(planned, error))?;
+        check_whole_batch(planned, source.len())?;
+    }
+    Ok(())
+}
+
+/// `last_batch: drop` needs one whole batch of the source's `records`.
+fn check_whole_batch(planned: &Planned, records: usize) -> Result<(), SessionError> {
+    let config = &planned.config;
+    if Batches::new(records, config.batch_size, config.last_batch).batches > 0 {
+        return Ok(());
+    }
+    Err(ConfigError::Invalid {
+        file: planned.config_path.clone(),
+        key: "workload.last_batch".to_owned(),
+        message: format!(
+            "`drop` leaves no batch: the data source has {records} record(s), fewer than workload.batch_size {}; use `keep`, a batch_size of at most {records}, or more records",
+            config.batch_size
+        ),
+    }
+    .into())
+}
+
+fn batches_unsupported(planned: &Planned) -> SessionError {
+    let entry = planned.entry;
+    SessionError::BatchesUnsupported {
+        name: entry.name.to_owned(),
+        type_name: entry.type_name.to_owned(),
+        defined_at: format!("{}:{}", entry.file, entry.line),
+        batch_size: planned.config.batch_size,
+    }
 }
 
 /// Refuses a run whose directory holds an earlier run, unless `--force`
@@ -420,6 +483,7 @@ pub fn execute_with_progress(
     request: &RunRequest,
     progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
 ) -> Result<RunReport, SessionError> {
+    check_batches(planned)?;
     let (run_plan, description, cache) = prepare(planned, progress)?;
     let ran = launch(planned, &run_plan)?;
     let mut manifest = manifest_of(planned, request, description, &ran);
@@ -471,6 +535,7 @@ fn prepare(
     if source.is_empty() {
         return Err(DataError::NoRecords.into());
     }
+    check_whole_batch(planned, source.len())?;
     let records = match config.record_loading {
         RecordLoading::Eager => {
             // Refused before decoding anything when it would not fit; the
@@ -564,9 +629,12 @@ fn manifest_of(
             description,
         },
         record_ids: outcome_view.record_ids,
+        record_batches: outcome_view.record_batches,
         workload: Workload {
             warmup: config.warmup,
             iterations: config.iterations,
+            batch_size: config.batch_size,
+            last_batch: config.last_batch,
             record_loading: config.record_loading,
             seed: config.seed,
             validate_output: config.validate_output,
@@ -613,6 +681,7 @@ fn status_of(
             Some(ManifestError {
                 phase: error.phase,
                 record_id: error.record_id.clone(),
+                batch: error.batch,
                 pass: error.pass,
                 message: format!("{:#}", error.source),
             }),
@@ -707,6 +776,11 @@ fn refusal_of(
         Err(error) => error,
         ok => return Ok(ok),
     };
+    // The default `prepare_batch` of a target whose impl block a macro
+    // wrote: refused as [`check_batches`] refuses it.
+    if error.source.is::<BatchesUnsupported>() {
+        return Err(batches_unsupported(planned));
+    }
     if error.phase == Phase::Construct {
         if let Some(parameter) = error.source.downcast_ref::<ParameterError>() {
             return Err(ConfigError::Invalid {
@@ -782,6 +856,7 @@ fn check_writable(run_dir: &Path) -> Result<(), SessionError> {
 /// runs alike.
 struct OutcomeView {
     record_ids: Vec<String>,
+    record_batches: Vec<u32>,
     output_summaries: Vec<crate::runner::OutputSummary>,
     calls: CallCounts,
     completed_warmup: u32,
@@ -794,6 +869,7 @@ impl OutcomeView {
     fn from(outcome: &RunOutcome) -> Self {
         OutcomeView {
             record_ids: outcome.record_ids.clone(),
+            record_batches: outcome.record_batches.clone(),
             output_summaries: outcome.output_summaries.clone(),
             calls: outcome.calls,
             completed_warmup: outcome.completed_warmup,
@@ -806,6 +882,7 @@ impl OutcomeView {
     fn failed(calls: CallCounts, completed_iterations: u32, config: &Config) -> Self {
         OutcomeView {
             record_ids: Vec::new(),
+            record_batches: Vec::new(),
             output_summaries: Vec::new(),
             calls,
             completed_warmup: 0,
@@ -837,6 +914,9 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
     option("--device", config.device.to_string());
     option("--warmup", config.warmup.to_string());
     option("--iterations", config.iterations.to_string());
+    if config.batch_size != 1 {
+        option("--batch-size", config.batch_size.to_string());
+    }
     option("--capture-range", config.capture_range.clone());
     option("--record-loading", config.record_loading.to_string());
     if config.gpu_timing != crate::config::GpuTiming::Auto {

@@ -13,6 +13,12 @@ pub type Summary = std::collections::BTreeMap<String, serde_yaml::Value>;
 /// `target.profile_prepare` is set), `run` in every warmup and measured pass,
 /// `validate` on warmup outputs only, and `summarize` on the outputs of the
 /// last measured pass.
+///
+/// With `workload.batch_size` above 1, the records are grouped in order
+/// into batches, and `prepare_batch` takes the place of `prepare`: once per
+/// batch, and `run`, `validate` and `summarize` once per batch. A target
+/// takes batches only when it implements `prepare_batch`; the default
+/// refuses them, so every target runs with `batch_size: 1`.
 pub trait ProfileTarget {
     /// What `prepare` makes of a record: the input of `run`.
     type Prepared;
@@ -21,6 +27,53 @@ pub trait ProfileTarget {
 
     /// Turns a record into the input of `run`, on `device`.
     fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<Self::Prepared>;
+
+    /// Turns a batch of records (`workload.batch_size` of them, fewer in a
+    /// short last batch) into one input of `run`, on `device`: called
+    /// instead of `prepare` when the batch size is above 1.
+    ///
+    /// The default refuses with [`BatchesUnsupported`]; a run with batches
+    /// of a target that keeps it is refused before anything runs.
+    ///
+    /// ```
+    /// use profiling_core::prelude::*;
+    ///
+    /// #[derive(Default)]
+    /// struct SumTensors;
+    ///
+    /// #[profile_target(name = "sum-tensors")]
+    /// impl ProfileTarget for SumTensors {
+    ///     type Prepared = Vec<Vec<f32>>;
+    ///     type Output = Vec<f32>;
+    ///
+    ///     fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<Self::Prepared> {
+    ///         self.prepare_batch(std::slice::from_ref(record), device)
+    ///     }
+    ///
+    ///     fn prepare_batch(&mut self, records: &[DataRecord], _device: Device) -> anyhow::Result<Self::Prepared> {
+    ///         records
+    ///             .iter()
+    ///             .map(|r| Ok(r.tensor("tensor")?.iter().copied().collect()))
+    ///             .collect()
+    ///     }
+    ///
+    ///     fn run(&mut self, batch: &Self::Prepared) -> anyhow::Result<Vec<f32>> {
+    ///         Ok(batch.iter().map(|values| values.iter().sum()).collect())
+    ///     }
+    /// }
+    /// # fn main() {}
+    /// ```
+    fn prepare_batch(
+        &mut self,
+        records: &[DataRecord],
+        device: Device,
+    ) -> anyhow::Result<Self::Prepared> {
+        let _ = (records, device);
+        Err(BatchesUnsupported {
+            type_name: std::any::type_name::<Self>(),
+        }
+        .into())
+    }
 
     /// The code under study. Runs inside the measured passes.
     fn run(&mut self, prepared: &Self::Prepared) -> anyhow::Result<Self::Output>;
@@ -36,6 +89,15 @@ pub trait ProfileTarget {
         let _ = output;
         Summary::new()
     }
+}
+
+/// The error of the default [`ProfileTarget::prepare_batch`]: the target
+/// takes one record per call only.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{type_name}` does not take batches: implement `prepare_batch` in its `ProfileTarget` impl to run it with `workload.batch_size` > 1")]
+pub struct BatchesUnsupported {
+    /// The implementing type.
+    pub type_name: &'static str,
 }
 
 thread_local! {

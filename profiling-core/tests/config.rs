@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use profiling_core::config::{
-    CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, Overrides, RecordLoading,
+    CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, LastBatch, Overrides, RecordLoading,
     DEFAULT_CAPTURE_RANGE,
 };
 use profiling_core::device::Device;
@@ -30,6 +30,7 @@ fn defaults_follow_the_reference() {
     assert!(config.data_source.parameters.is_empty());
     assert_eq!(config.device, Device::Cpu);
     assert_eq!((config.warmup, config.iterations), (1, 1));
+    assert_eq!((config.batch_size, config.last_batch), (1, LastBatch::Keep));
     assert_eq!(config.record_loading, RecordLoading::Eager);
     assert_eq!(config.seed, None);
     assert!(config.validate_output);
@@ -491,4 +492,53 @@ fn cache_options_win_over_the_config_and_another_source_drops_its_cache() {
         })
         .unwrap();
     assert!(!dummy.data_source.cache.enabled);
+}
+
+#[test]
+fn batch_size_and_last_batch_sit_in_workload_or_at_the_top() {
+    let config = resolve("target: {name: t}\nworkload: {batch_size: 4, last_batch: drop}").unwrap();
+    assert_eq!((config.batch_size, config.last_batch), (4, LastBatch::Drop));
+    let config = resolve("target: {name: t}\nbatch_size: 2\nlast_batch: keep\nworkload: {batch_size: 8, last_batch: drop}").unwrap();
+    assert_eq!((config.batch_size, config.last_batch), (2, LastBatch::Keep));
+    let config = ConfigFile::parse("target: {name: t}\nbatch_size: 2", None)
+        .unwrap()
+        .resolve(&Overrides {
+            batch_size: Some(16),
+            ..Overrides::default()
+        })
+        .unwrap();
+    assert_eq!(config.batch_size, 16);
+}
+
+#[test]
+fn a_batch_size_of_zero_is_refused_naming_the_key() {
+    assert_eq!(
+        error("target: {name: t}\nworkload: {batch_size: 0}"),
+        "snippet/config.yaml: workload.batch_size: must be >= 1, got 0: a batch holds at least one record"
+    );
+    assert_eq!(
+        error("target: {name: t}\nbatch_size: -3"),
+        "snippet/config.yaml: batch_size: must be >= 1, got -3: a batch holds at least one record"
+    );
+    let from_option = ConfigFile::parse("target: {name: t}", None)
+        .unwrap()
+        .resolve(&Overrides {
+            batch_size: Some(0),
+            ..Overrides::default()
+        })
+        .unwrap_err();
+    assert_eq!(
+        from_option.to_string(),
+        "command line: --batch-size: must be >= 1, got 0: a batch holds at least one record"
+    );
+}
+
+#[test]
+fn last_batch_is_keep_or_drop() {
+    let message = error("target: {name: t}\nlast_batch: half");
+    assert!(
+        message.starts_with("snippet/config.yaml:")
+            && message.contains("last_batch: unknown variant `half`, expected `keep` or `drop`"),
+        "{message}"
+    );
 }

@@ -89,6 +89,10 @@ impl ProfileTarget for TwoThreads {
         Ok(3)
     }
 
+    fn prepare_batch(&mut self, records: &[DataRecord], _device: Device) -> anyhow::Result<u64> {
+        Ok(records.len() as u64)
+    }
+
     fn run(&mut self, prepared: &u64) -> anyhow::Result<u64> {
         if is_recording() && self.watch.is_none() && self.measured_calls == 0 {
             self.watch = Some(watch_allocations());
@@ -112,9 +116,14 @@ impl ProfileTarget for TwoThreads {
 }
 
 fn plan(warmup: u32, iterations: u32, records: u32) -> RunPlan {
+    batched_plan(warmup, iterations, records, 1)
+}
+
+/// [`plan`] in batches of `batch_size`.
+fn batched_plan(warmup: u32, iterations: u32, records: u32, batch_size: u32) -> RunPlan {
     let config = ConfigFile::parse(
         &format!(
-            "target: {{name: two-threads}}\ndata_source: {{name: dummy, record_count: {records}, tensor_shape: [4]}}\nwarmup: {warmup}\niterations: {iterations}\n"
+            "target: {{name: two-threads}}\ndata_source: {{name: dummy, record_count: {records}, tensor_shape: [4]}}\nwarmup: {warmup}\niterations: {iterations}\nbatch_size: {batch_size}\n"
         ),
         None,
     )
@@ -126,7 +135,12 @@ fn plan(warmup: u32, iterations: u32, records: u32) -> RunPlan {
 }
 
 fn measured_passes_of_nested_ranges_on_two_threads_allocate_nothing() {
-    nested_ranges_on_two_threads(false);
+    nested_ranges_on_two_threads(false, 1);
+}
+
+/// The same in batches, a short last batch kept: one call per batch.
+fn measured_passes_of_batches_allocate_nothing() {
+    nested_ranges_on_two_threads(false, 2);
 }
 
 /// The same with device events at every range, call and pass boundary (on
@@ -134,14 +148,14 @@ fn measured_passes_of_nested_ranges_on_two_threads_allocate_nothing() {
 /// its top-ups between passes and the runner's boundaries allocate nothing
 /// either.
 fn with_gpu_timing_the_measured_passes_allocate_nothing() {
-    nested_ranges_on_two_threads(true);
+    nested_ranges_on_two_threads(true, 1);
 }
 
-fn nested_ranges_on_two_threads(gpu: bool) {
+fn nested_ranges_on_two_threads(gpu: bool, batch_size: u32) {
     let counted = Arc::new(Mutex::new(None));
-    let (iterations, records) = (50, 3);
-    let expected = u64::from(iterations * records);
-    let mut plan = plan(2, iterations, records);
+    let (iterations, records) = (50, 3u32);
+    let expected = u64::from(iterations * records.div_ceil(batch_size));
+    let mut plan = batched_plan(2, iterations, records, batch_size);
     if gpu {
         let device = profiling_core::timing::FakeEvents::with_capacity(100_000);
         plan.events = Some(Arc::new(device));
@@ -296,6 +310,10 @@ fn main() {
         (
             "measured_passes_of_nested_ranges_on_two_threads_allocate_nothing",
             measured_passes_of_nested_ranges_on_two_threads_allocate_nothing,
+        ),
+        (
+            "measured_passes_of_batches_allocate_nothing",
+            measured_passes_of_batches_allocate_nothing,
         ),
         (
             "with_gpu_timing_the_measured_passes_allocate_nothing",

@@ -38,6 +38,18 @@ impl ProfileTarget for Expanding {
         Ok(expanded)
     }
 
+    fn prepare_batch(
+        &mut self,
+        records: &[DataRecord],
+        device: Device,
+    ) -> anyhow::Result<Vec<f32>> {
+        let mut batch = Vec::new();
+        for record in records {
+            batch.extend(self.prepare(record, device)?);
+        }
+        Ok(batch)
+    }
+
     fn run(&mut self, prepared: &Vec<f32>) -> anyhow::Result<usize> {
         Ok(prepared.len())
     }
@@ -49,8 +61,13 @@ const RECORDS: u64 = 10;
 const FACTOR: usize = 32;
 
 fn plan(available: u64) -> RunPlan {
+    batched_plan(available, 1)
+}
+
+/// [`plan`] in batches of `batch_size`.
+fn batched_plan(available: u64, batch_size: u32) -> RunPlan {
     let config = ConfigFile::parse(
-        "target: {name: expanding}\ndata_source: {name: dummy, record_count: 10, tensor_shape: [16384]}\n",
+        &format!("target: {{name: expanding}}\ndata_source: {{name: dummy, record_count: 10, tensor_shape: [16384]}}\nbatch_size: {batch_size}\n"),
         None,
     )
     .unwrap()
@@ -111,6 +128,7 @@ fn prepared_inputs_several_times_the_records_are_refused_naming_both_sizes() {
             each,
             total: each * RECORDS,
             record_id: "dummy-0".to_owned(),
+            batch: None,
         })
     );
     assert_eq!(*needed, records + each * RECORDS);
@@ -127,6 +145,40 @@ fn prepared_inputs_several_times_the_records_are_refused_naming_both_sizes() {
             data::human_bytes(each),
             data::human_bytes(available),
         )
+    );
+}
+
+/// In batches, the first batch is measured, and the check counts one
+/// such input per batch.
+fn prepared_batches_are_measured_on_the_first_batch() {
+    let records = record_bytes();
+    let each = FACTOR as u64 * TENSOR_BYTES;
+    let available = 2 * records;
+    let mut target = Some(Expanding {
+        factor: FACTOR,
+        prepared: 0,
+    });
+    let error = run_target(&batched_plan(available, 5), || Ok(target.take().unwrap())).unwrap_err();
+    assert_eq!((error.phase, error.pass), (Phase::Prepare, Pass::Setup));
+    assert_eq!((error.calls.prepare_batch, error.batch), (1, Some(0)));
+    let Some(DataError::TooLargeForMemory {
+        prepared: Some(prepared),
+        ..
+    }) = error.source.downcast_ref::<DataError>()
+    else {
+        panic!("expected TooLargeForMemory, got {:?}", error.source);
+    };
+    assert_eq!(prepared.batch, Some(5));
+    // Five records' expansions in one buffer (its growth may round up).
+    assert!(prepared.each >= 5 * each, "{prepared:?}");
+    assert_eq!(prepared.total, 2 * prepared.each);
+    assert!(
+        error.source.to_string().contains(&format!(
+            "({} a batch, measured on the batch of 5 from record `dummy-0`)",
+            data::human_bytes(prepared.each)
+        )),
+        "{}",
+        error.source
     );
 }
 
@@ -273,6 +325,10 @@ fn main() {
         (
             "prepared_inputs_several_times_the_records_are_refused_naming_both_sizes",
             prepared_inputs_several_times_the_records_are_refused_naming_both_sizes,
+        ),
+        (
+            "prepared_batches_are_measured_on_the_first_batch",
+            prepared_batches_are_measured_on_the_first_batch,
         ),
         (
             "prepared_inputs_that_fit_run_as_before",

@@ -94,6 +94,7 @@ fn eager_prepares_once_before_the_passes() {
         outcome.calls,
         CallCounts {
             prepare: 2,
+            prepare_batch: 0,
             run: 10,
             validate: 4,
             summarize: 2
@@ -179,6 +180,7 @@ fn profile_prepare_prepares_inside_every_pass() {
         outcome.calls,
         CallCounts {
             prepare: 6,
+            prepare_batch: 0,
             run: 6,
             validate: 2,
             summarize: 2
@@ -264,6 +266,7 @@ fn lazy_reads_and_prepares_inside_every_pass() {
         outcome.calls,
         CallCounts {
             prepare: 8,
+            prepare_batch: 0,
             run: 8,
             validate: 4,
             summarize: 2

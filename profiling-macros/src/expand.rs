@@ -90,6 +90,7 @@ pub(crate) fn profile_target(
     let file = quote_spanned!(impl_span=> ::core::file!());
     let line = quote_spanned!(impl_span=> ::core::line!());
     let plan = Ident::new("plan", Span::mixed_site());
+    let takes_batches = defines_prepare_batch(&block);
 
     Ok(quote! {
         #block
@@ -112,10 +113,22 @@ pub(crate) fn profile_target(
                     module_path: ::core::module_path!(),
                     doc: #doc,
                     constructor: #constructor,
+                    takes_batches: #takes_batches,
                     launch: __profiling_launch,
                 }
             }
         };
+    })
+}
+
+/// Whether the impl block defines `prepare_batch`, or may: items written by
+/// a macro inside it cannot be seen here, and count as defining it (the
+/// trait's default refuses batches at run time all the same).
+fn defines_prepare_batch(block: &ItemImpl) -> bool {
+    block.items.iter().any(|item| match item {
+        syn::ImplItem::Fn(function) => function.sig.ident == "prepare_batch",
+        syn::ImplItem::Macro(_) | syn::ImplItem::Verbatim(_) => true,
+        _ => false,
     })
 }
 

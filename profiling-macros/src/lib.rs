@@ -106,8 +106,10 @@ pub fn nvtx_range(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Goes on the `impl ProfileTarget for YourType` block. The block is kept
 /// as written; next to it the attribute adds an entry in the link-time
 /// registry (`profiling_core::registry::targets()`) with the target's name,
-/// where it is defined, a one-line description, and a function that builds
-/// the target and hands it to the runner.
+/// where it is defined, a one-line description, whether the block defines
+/// `prepare_batch` (a target that does not is refused batches before it is
+/// built), and a function that builds the target and hands it to the
+/// runner.
 ///
 /// ```
 /// use profiling_core::prelude::*;
@@ -137,6 +139,7 @@ pub fn nvtx_range(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     .unwrap();
 /// assert_eq!(entry.type_name, "SumTensor");
 /// assert_eq!(entry.constructor, "Default::default");
+/// assert!(!entry.takes_batches, "it keeps the default `prepare_batch`");
 /// # }
 /// ```
 ///

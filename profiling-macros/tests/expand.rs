@@ -195,6 +195,37 @@ fn module_path_is_the_module_of_the_impl() {
     assert_eq!(target.line, impl_line("Plain"));
 }
 
+/// Takes batches: its impl block defines `prepare_batch`.
+#[derive(Default)]
+struct Batched;
+
+#[profile_target(name = "batched")]
+impl ProfileTarget for Batched {
+    type Prepared = usize;
+    type Output = usize;
+
+    fn prepare(&mut self, _: &DataRecord, _: Device) -> anyhow::Result<usize> {
+        Ok(1)
+    }
+
+    fn prepare_batch(&mut self, records: &[DataRecord], _: Device) -> anyhow::Result<usize> {
+        Ok(records.len())
+    }
+
+    fn run(&mut self, records: &usize) -> anyhow::Result<usize> {
+        Ok(*records)
+    }
+}
+
+#[test]
+fn takes_batches_says_whether_the_impl_defines_prepare_batch() {
+    assert!(entry("batched").takes_batches);
+    assert!(!entry("nms").takes_batches, "the default refuses batches");
+    // Methods a macro writes cannot be seen: the default's own error
+    // refuses batches when it is kept.
+    assert!(entry("yolo8-decode").takes_batches);
+}
+
 /// Launches the registered entry as `profile-cli run` does.
 fn launch(
     name: &str,

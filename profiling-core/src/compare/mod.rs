@@ -358,8 +358,9 @@ pub fn differences(base: &Value, candidate: &Value) -> Vec<Difference> {
             continue;
         }
         if *key == "workload" {
-            // Runs made before `gpu_timing` existed ran as `auto` does.
-            let (a, b) = (with_default_gpu_timing(a), with_default_gpu_timing(b));
+            // Runs made before `gpu_timing` and batches existed ran as
+            // `auto` and one record per call do.
+            let (a, b) = (with_workload_defaults(a), with_workload_defaults(b));
             diff_values(key, a.as_ref(), b.as_ref(), &mut found);
             continue;
         }
@@ -368,13 +369,21 @@ pub fn differences(base: &Value, candidate: &Value) -> Vec<Difference> {
     found
 }
 
-/// A manifest's `workload` with `gpu_timing: auto` where it has none.
-fn with_default_gpu_timing(workload: Option<&Value>) -> Option<Value> {
+/// A manifest's `workload` with `gpu_timing: auto`, `batch_size: 1` and
+/// `last_batch: keep` where it has none.
+fn with_workload_defaults(workload: Option<&Value>) -> Option<Value> {
     let mut workload = workload?.clone();
     if let Value::Mapping(mapping) = &mut workload {
-        let key = Value::from("gpu_timing");
-        if !mapping.contains_key(&key) {
-            mapping.insert(key, Value::from("auto"));
+        let defaults = [
+            ("gpu_timing", Value::from("auto")),
+            ("batch_size", Value::from(1)),
+            ("last_batch", Value::from("keep")),
+        ];
+        for (key, value) in defaults {
+            let key = Value::from(key);
+            if !mapping.contains_key(&key) {
+                mapping.insert(key, value);
+            }
         }
     }
     Some(workload)

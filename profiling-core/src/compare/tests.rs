@@ -384,3 +384,26 @@ fn gpu_timing_differs_only_where_it_changes_what_host_times_mean() {
         )
     );
 }
+
+#[test]
+fn batch_size_differs_only_where_it_changes_what_a_call_means() {
+    let old = yaml_manifest("workload: {warmup: 1, iterations: 5, gpu_timing: auto}\n");
+    let one = yaml_manifest(
+        "workload: {warmup: 1, iterations: 5, gpu_timing: auto, batch_size: 1, last_batch: keep}\n",
+    );
+    let four = yaml_manifest(
+        "workload: {warmup: 1, iterations: 5, gpu_timing: auto, batch_size: 4, last_batch: keep}\n",
+    );
+    // A run from before batches ran one record per call.
+    assert_eq!(differences(&old, &one), Vec::new());
+    let found = differences(&old, &four);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (
+            found[0].key.as_str(),
+            found[0].base.as_str(),
+            found[0].candidate.as_str()
+        ),
+        ("workload.batch_size", "1", "4")
+    );
+}

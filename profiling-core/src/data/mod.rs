@@ -114,15 +114,19 @@ pub enum DataError {
     },
 }
 
-/// The prepared inputs of an eager run, measured on its first record.
+/// The prepared inputs of an eager run, measured on its first record (or
+/// first batch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedBytes {
-    /// What `prepare` kept for the first record.
+    /// What `prepare` kept for the first record (`prepare_batch` for the
+    /// first batch).
     pub each: u64,
-    /// `each` for every record.
+    /// `each` for every record (every batch).
     pub total: u64,
-    /// The record it was measured on.
+    /// The record it was measured on; of a batch, its first record.
     pub record_id: String,
+    /// With `batch_size` > 1: the records of the batch it was measured on.
+    pub batch: Option<usize>,
 }
 
 /// The memory a run was checked against, and where that figure comes from.
@@ -151,11 +155,20 @@ fn memory_refusal(
     let holds = match prepared {
         None => format!("about {} of records", human_bytes(needed)),
         Some(prepared) => format!(
-            "about {}: {} of records and {} of prepared inputs ({} each, measured on record `{}`)",
+            "about {}: {} of records and {} of prepared inputs ({} {}, measured on {}`{}`)",
             human_bytes(needed),
             human_bytes(needed.saturating_sub(prepared.total)),
             human_bytes(prepared.total),
             human_bytes(prepared.each),
+            if prepared.batch.is_some() {
+                "a batch"
+            } else {
+                "each"
+            },
+            match prepared.batch {
+                Some(records) => format!("the batch of {records} from record "),
+                None => "record ".to_owned(),
+            },
             prepared.record_id
         ),
     };

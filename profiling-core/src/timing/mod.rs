@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod clock;
 pub mod gpu;
+pub mod per_record;
 pub mod recorder;
 pub mod samples;
 pub mod tree;
@@ -13,6 +14,7 @@ pub use aggregate::{
 };
 pub use clock::{now_ns, TimerInfo};
 pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
+pub use per_record::{PerRecord, RangeThroughput, Throughput};
 pub use recorder::{Capture, RangeLog, Registration};
 pub use samples::SampleSet;
 pub use tree::{RangePathTimings, RangeTree};
