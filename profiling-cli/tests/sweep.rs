@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use profiling_core::prelude::*;
 
+#[path = "common/batch_spin.rs"]
+mod batch_spin;
 mod common;
 
 use common::cli;
@@ -529,4 +531,95 @@ fn the_configs_sweep_mapping_is_the_grid() {
         "plain",
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[test]
+fn a_batch_size_sweep_scales_the_call_and_keeps_time_per_record() {
+    let _one = lock();
+    let out = tempfile::tempdir().unwrap();
+    let path = out.path().join("batched.yaml");
+    std::fs::write(
+        &path,
+        "target: {name: batch-spin, parameters: {per_record_us: 200}}\n\
+         data_source: {name: dummy, record_count: 8, include_image: false}\nwarmup: 1\niterations: 20\n",
+    )
+    .unwrap();
+    let config = path.display().to_string();
+    let outcome = cli(&[
+        "sweep",
+        "--config",
+        &config,
+        "--output-dir",
+        &out.path().display().to_string(),
+        "--set",
+        "workload.batch_size=1,2,4",
+        "--sweep-id",
+        "b",
+        "--json",
+    ]);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    let json: serde_json::Value = serde_json::from_str(outcome.stdout.trim()).unwrap();
+    let points = json["points"].as_array().unwrap();
+    let batch: Vec<u64> = points
+        .iter()
+        .map(|p| p["batch_size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(batch, [1, 2, 4]);
+    let calls: Vec<f64> = points
+        .iter()
+        .map(|p| p["call"]["median_ns"].as_f64().unwrap())
+        .collect();
+    assert_in_proportion(&calls, &[1.0, 2.0, 4.0], "call medians");
+    let per_record: Vec<f64> = points
+        .iter()
+        .map(|p| p["time_per_record_ns"].as_f64().unwrap())
+        .collect();
+    assert_in_proportion(&per_record, &[1.0, 1.0, 1.0], "time per record");
+    for point in points {
+        assert_eq!(point["records_per_pass"], 8);
+        let rate = point["records_per_second"].as_f64().unwrap();
+        let per = point["time_per_record_ns"].as_f64().unwrap();
+        assert!((rate * per / 1e9 - 1.0).abs() < 1e-9, "{point}");
+    }
+    // prepare_batch once per batch, before the passes, as each point's
+    // manifest counts it.
+    let dir = out.path().join("batch-spin/runs/b");
+    for (point, batch) in points.iter().zip([1u64, 2, 4]) {
+        let manifest = read_yaml(
+            &dir.join(point["point"].as_str().unwrap())
+                .join("manifest.yaml"),
+        );
+        let (prepare, prepare_batch) = (
+            manifest["calls"]["prepare"].as_u64().unwrap(),
+            manifest["calls"]["prepare_batch"].as_u64().unwrap(),
+        );
+        if batch == 1 {
+            assert_eq!((prepare, prepare_batch), (8, 0));
+        } else {
+            assert_eq!((prepare, prepare_batch), (0, 8 / batch));
+        }
+        assert_eq!(manifest["workload"]["batch_size"], batch);
+    }
+    // The table shows time per record where the batch size is swept.
+    assert!(outcome.stderr.contains("per record"), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("records/s"), "{}", outcome.stderr);
+}
+
+#[test]
+fn batch_sizes_a_target_cannot_take_are_refused_before_anything_runs() {
+    let _one = lock();
+    let out = tempfile::tempdir().unwrap();
+    let config = config(out.path(), "work_us: 10", 1);
+    refused(
+        out.path(),
+        &config,
+        &["--set", "workload.batch_size=1,2"],
+        "target `sweep-spin` does not take batches (batch_size 2): implement `prepare_batch`",
+    );
+    refused(
+        out.path(),
+        &config,
+        &["--set", "workload.batch_size=0,1"],
+        "workload.batch_size: must be >= 1, got 0",
+    );
 }
