@@ -685,7 +685,24 @@ pub fn report_command(
             path.parent().unwrap_or(Path::new(".")).to_path_buf()
         }
     };
-    let (html, default_path) = if paths.len() == 1 {
+    let sweep_dir = (paths.len() == 1).then(|| dir_of(&paths[0])).filter(|dir| {
+        dir.join(crate::sweep::document::SWEEP_FILE).is_file()
+            && !dir.join("manifest.yaml").is_file()
+    });
+    let (html, default_path) = if let Some(dir) = sweep_dir {
+        // A sweep's directory: its page.
+        let document = match crate::sweep::document::SweepDocument::read(&dir) {
+            Ok(document) => document,
+            Err(message) => {
+                writeln!(err, "error: {message}")?;
+                return Ok(EXIT_USAGE);
+            }
+        };
+        (
+            crate::sweep::page::sweep_page(&document),
+            dir.join(crate::sweep::page::SWEEP_PAGE_FILE),
+        )
+    } else if paths.len() == 1 {
         let dir = dir_of(&paths[0]);
         let (manifest, samples) = match crate::page::read_run(&dir) {
             Ok(read) => read,

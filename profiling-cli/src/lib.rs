@@ -132,6 +132,8 @@ enum Command {
     /// `compare`, a chart of each row's ratio with its interval, the manifest differences and each
     /// run's flame graph side by side. The page is one file: nothing in it is fetched.
     ///
+    /// A sweep's directory (or PROFILE@SWEEP_ID): its page, sweep.html, as `sweep` writes it.
+    ///
     /// Exit codes: 0 written; 1 it could not be written; 2 a run that cannot be read or compared,
     /// or -o FILE that exists without --force.
     Report(compare::ReportArgs),

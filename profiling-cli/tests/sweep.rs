@@ -520,6 +520,21 @@ fn the_configs_sweep_mapping_is_the_grid() {
         .map(|p| p["records_per_pass"].as_u64().unwrap())
         .collect();
     assert_eq!(records, [1, 3]);
+    // `report` of the sweep (by PROFILE@SWEEP_ID) writes its page again.
+    let copy = out.path().join("copy.html");
+    let out_dir = out.path().display().to_string();
+    let report = cli(&[
+        "report",
+        "sweep-spin@m",
+        "--output-dir",
+        &out_dir,
+        "-o",
+        &copy.display().to_string(),
+    ]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let written = std::fs::read_to_string(sweep_dir(out.path(), "m").join("sweep.html")).unwrap();
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), written);
+    assert!(written.contains("sweep-spin") && written.contains("target.parameters.work_us"));
     // A plain run of the same config ignores `sweep:`.
     let run = cli(&[
         "run",

@@ -166,7 +166,8 @@ pub fn resolve_path(
         });
     }
     let dir = runs.join(run);
-    if !dir.join("manifest.yaml").is_file() {
+    // A sweep's directory (`sweep.yaml`) for the commands that read sweeps.
+    if !dir.join("manifest.yaml").is_file() && !dir.join("sweep.yaml").is_file() {
         return Err(RunError::UnknownRun {
             profile: profile.to_owned(),
             run_id: run.to_owned(),
