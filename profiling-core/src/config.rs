@@ -549,6 +549,8 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "seed",
     "validate_output",
     "capture_range",
+    "batch_size",
+    "last_batch",
 ];
 
 /// Sets `key` (dotted) in `root` as [`ConfigFile::with_edits`] says.

@@ -542,3 +542,43 @@ fn last_batch_is_keep_or_drop() {
         "{message}"
     );
 }
+
+/// A sweep point's edits land where the config reads them first, whichever
+/// spelling the file used.
+#[test]
+fn edits_win_over_either_spelling_of_a_key() {
+    use profiling_core::config::{ConfigFile, Overrides};
+    let edit = |text: &str, key: &str, value: serde_yaml::Value| {
+        ConfigFile::parse(text, None)
+            .unwrap()
+            .with_edits(&[(key.to_owned(), value)])
+            .unwrap()
+            .resolve(&Overrides::default())
+            .unwrap()
+    };
+    let top = "target: {name: t}\ndata_source: {name: dummy}\nbatch_size: 2\n";
+    assert_eq!(edit(top, "workload.batch_size", 4.into()).batch_size, 4);
+    let nested =
+        "target: {name: t}\ndata_source: {name: dummy}\nworkload: {warmup: 3, iterations: 5}\n";
+    let config = edit(nested, "warmup", 7.into());
+    assert_eq!((config.warmup, config.iterations), (7, 5));
+    let aliased = "target: {name: t}\ndata: {name: dummy, record_count: 2}\n";
+    let config = edit(aliased, "data_source.record_count", 6.into());
+    assert_eq!(
+        config.data_source.parameters.get("record_count"),
+        Some(&6.into())
+    );
+    // No data source in the file: the edit goes to the default one.
+    let bare = "target: {name: t}\n";
+    let config = edit(bare, "data_source.record_count", 3.into());
+    assert_eq!(config.data_source.name, "dummy");
+    assert_eq!(
+        config.data_source.parameters.get("record_count"),
+        Some(&3.into())
+    );
+    // The sweep mapping is gone from a point's config.
+    let swept = "target: {name: t}\nsweep: {warmup: [1, 2]}\n";
+    let file = ConfigFile::parse(swept, None).unwrap();
+    assert!(file.sweep().is_some());
+    assert!(file.with_edits(&[]).unwrap().sweep().is_none());
+}
