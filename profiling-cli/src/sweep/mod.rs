@@ -548,6 +548,7 @@ fn run_points(
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<Option<i32>> {
     let total = document.points.len();
+    let batched = document.batched();
     for (index, (request, planned)) in planned_points.into_iter().enumerate() {
         if !matches!(
             document.points[index].status,
@@ -585,7 +586,7 @@ fn run_points(
                 format_ns(pass.median_ns),
                 point
                     .time_per_record_ns
-                    .filter(|_| point.batch_size > 1)
+                    .filter(|_| batched)
                     .map(|ns| format!(", {} per record", format_ns(ns.round() as u64)))
                     .unwrap_or_default()
             ),
