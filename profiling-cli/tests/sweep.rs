@@ -190,10 +190,17 @@ fn range_medians_follow_the_swept_parameter() {
         assert!(pass["median_ns"].as_u64() <= pass["high_ns"].as_u64());
         assert_eq!(pass["samples"], 30);
         assert_eq!(point["records_per_pass"], 2);
-        // A pass is two calls of work and fixed.
-        let work = point["ranges"][0]["median_ns"].as_f64().unwrap();
+        // Time per record is the pass median over the pass's two records;
+        // each range opened twice a pass, once per record.
         let per_record = point["time_per_record_ns"].as_f64().unwrap();
-        assert!(per_record > work && per_record < work * 1.2, "{point}");
+        assert_eq!(per_record, pass["median_ns"].as_f64().unwrap() / 2.0);
+        let work = &point["ranges"][0];
+        assert_eq!(work["name"], "work");
+        assert_eq!(work["calls_per_pass"], 2.0);
+        assert_eq!(
+            work["time_per_record_ns"],
+            work["median_ns"].as_f64().unwrap()
+        );
     }
 
     // Each point is an ordinary run, its values in its manifest.
@@ -295,15 +302,7 @@ fn a_stop_after_a_point_then_resume_runs_each_point_once() {
     assert_eq!(second["completed_iterations"], 5);
     let first_started = read_yaml(&dir.join("00-work_us-50/manifest.yaml"))["started_at"].clone();
 
-    let resumed = cli(&[
-        "sweep",
-        "--config",
-        &config,
-        "--output-dir",
-        &out.path().display().to_string(),
-        "--resume",
-        "r",
-    ]);
+    let resumed = sweep(out.path(), &config, &["--resume", "r"]);
     assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
     assert!(
         resumed.stdout.contains("2 left to run"),
@@ -323,15 +322,7 @@ fn a_stop_after_a_point_then_resume_runs_each_point_once() {
         first_started
     );
     // A completed sweep has nothing left.
-    let again = cli(&[
-        "sweep",
-        "--config",
-        &config,
-        "--output-dir",
-        &out.path().display().to_string(),
-        "--resume",
-        "r",
-    ]);
+    let again = sweep(out.path(), &config, &["--resume", "r"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), built);
 }
@@ -560,18 +551,17 @@ fn a_batch_size_sweep_scales_the_call_and_keeps_time_per_record() {
     )
     .unwrap();
     let config = path.display().to_string();
-    let outcome = cli(&[
-        "sweep",
-        "--config",
+    let outcome = sweep(
+        out.path(),
         &config,
-        "--output-dir",
-        &out.path().display().to_string(),
-        "--set",
-        "workload.batch_size=1,2,4",
-        "--sweep-id",
-        "b",
-        "--json",
-    ]);
+        &[
+            "--set",
+            "workload.batch_size=1,2,4",
+            "--sweep-id",
+            "b",
+            "--json",
+        ],
+    );
     assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
     let json: serde_json::Value = serde_json::from_str(outcome.stdout.trim()).unwrap();
     let points = json["points"].as_array().unwrap();

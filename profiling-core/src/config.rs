@@ -479,10 +479,10 @@ impl ConfigFile {
     /// This config with each dotted key of `edits` set to its value
     /// (mappings created on the way) and no `sweep:`: one point of a sweep.
     ///
-    /// A key the config can spell two ways is set where [`resolve`] reads
-    /// it first: `workload.K` and `K` both set the top-level `K` (and drop
-    /// `workload.K`), `data_source.*` edits `data:` when the file uses that
-    /// name. A config the edits make unusable is an error naming the file
+    /// A key the config can spell two ways is set as given, and its other
+    /// spelling removed (`workload.K` drops a top-level `K`, which would
+    /// win, and `K` drops `workload.K`); `data_source.*` edits `data:` when
+    /// the file uses that name. A config the edits make unusable is an error naming the file
     /// and the edited keys.
     ///
     /// ```
@@ -556,8 +556,10 @@ pub const WORKLOAD_KEYS: &[&str] = &[
 /// Sets `key` (dotted) in `root` as [`ConfigFile::with_edits`] says.
 fn set_path(root: &mut Mapping, key: &str, new: Value) {
     let mut segments: Vec<&str> = key.split('.').collect();
+    // The key as the user spelled it stays (errors name it); the other
+    // spelling, which could win over it, goes.
     if segments.len() == 2 && segments[0] == "workload" && WORKLOAD_KEYS.contains(&segments[1]) {
-        segments.remove(0);
+        root.remove(segments[1]);
     }
     if segments.len() == 1 && WORKLOAD_KEYS.contains(&segments[0]) {
         if let Some(Value::Mapping(workload)) = root.get_mut("workload") {
