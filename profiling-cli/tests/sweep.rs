@@ -321,6 +321,19 @@ fn a_stop_after_a_point_then_resume_runs_each_point_once() {
         read_yaml(&dir.join("00-work_us-50/manifest.yaml"))["started_at"],
         first_started
     );
+    // Resumed from another config: refused, nothing run.
+    let other = out.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let other_config = self::config(&other, "work_us: 50", 5);
+    std::fs::rename(&other_config, out.path().join("other.yaml")).unwrap();
+    let other_config = out.path().join("other.yaml").display().to_string();
+    let refused = sweep(out.path(), &other_config, &["--resume", "r"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("resume it with the same config"),
+        "{}",
+        refused.stderr
+    );
     // A completed sweep has nothing left.
     let again = sweep(out.path(), &config, &["--resume", "r"]);
     assert_eq!(again.code, 0, "{}", again.stderr);

@@ -158,6 +158,20 @@ pub fn sweep_command(
                 Ok(document) => document,
                 Err(message) => return streams.refuse(&format!("--resume {id}: {message}")),
             };
+            let base_config = base.config_path.as_deref().map(session::absolute);
+            if document.config_path != base_config {
+                let given = |path: &Option<PathBuf>| {
+                    path.as_ref().map_or_else(
+                        || "the built-in defaults".to_owned(),
+                        |p| format!("config {}", p.display()),
+                    )
+                };
+                return streams.refuse(&format!(
+                    "--resume {id}: the sweep started from {}, not {}: resume it with the same config",
+                    given(&document.config_path),
+                    given(&base_config)
+                ));
+            }
             if document.target != base.config.target.name {
                 return streams.refuse(&format!(
                     "--resume {id}: the sweep ran target `{}`, not `{}`",
