@@ -44,7 +44,7 @@ pub struct SweepDocument {
     pub points: Vec<PointResult>,
 }
 
-/// One swept key and its values.
+/// One swept key and its values, in the order given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Axis {
     /// A dotted config key: `workload.batch_size`, `target.parameters.size`.

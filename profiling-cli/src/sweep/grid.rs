@@ -10,12 +10,7 @@ use profiling_core::registry::near_matches;
 /// Past this many points a sweep needs `--yes`.
 pub const MAX_POINTS_WITHOUT_YES: usize = 1000;
 
-/// One swept key and its values, as given.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
-    pub key: String,
-    pub values: Vec<Value>,
-}
+pub use super::document::Axis;
 
 /// A point of the grid: one value per axis, in axis order.
 pub type Point = Vec<Value>;

@@ -210,14 +210,7 @@ pub fn sweep_command(
             (document, dir)
         }
     };
-    let axes: Vec<Axis> = document
-        .grid
-        .iter()
-        .map(|a| Axis {
-            key: a.key.clone(),
-            values: a.values.clone(),
-        })
-        .collect();
+    let axes = document.grid.clone();
 
     // Every point is planned (and checked) before any runs.
     let mut planned_points = Vec::with_capacity(document.points.len());
@@ -463,13 +456,7 @@ fn new_document(
         status: SweepStatus::Running,
         zip,
         confidence: CONFIDENCE,
-        grid: axes
-            .iter()
-            .map(|a| document::Axis {
-                key: a.key.clone(),
-                values: a.values.clone(),
-            })
-            .collect(),
+        grid: axes.to_vec(),
         points: grid_points
             .iter()
             .enumerate()
