@@ -618,14 +618,14 @@ fn draft_refusal(name: &str) -> Option<String> {
 
 /// Where `run` writes: human text on stdout, or on stderr with `--json`,
 /// which keeps stdout for the one JSON document.
-struct Streams<'a> {
-    out: &'a mut dyn Write,
-    err: &'a mut dyn Write,
-    json: bool,
+pub(crate) struct Streams<'a> {
+    pub(crate) out: &'a mut dyn Write,
+    pub(crate) err: &'a mut dyn Write,
+    pub(crate) json: bool,
 }
 
 impl Streams<'_> {
-    fn human(&mut self) -> &mut dyn Write {
+    pub(crate) fn human(&mut self) -> &mut dyn Write {
         if self.json {
             &mut *self.err
         } else {
@@ -639,7 +639,7 @@ impl Streams<'_> {
         self.refuse(&error.to_string(), error.exit_code())
     }
 
-    fn refuse(&mut self, message: &str, code: u8) -> anyhow::Result<u8> {
+    pub(crate) fn refuse(&mut self, message: &str, code: u8) -> anyhow::Result<u8> {
         writeln!(self.err, "error: {message}")?;
         if self.json {
             let document = serde_json::json!({
@@ -651,6 +651,17 @@ impl Streams<'_> {
         }
         Ok(code)
     }
+}
+
+/// Says so on `err` when this is a debug build, whose timings mislead.
+pub(crate) fn warn_of_a_debug_build(err: &mut dyn Write) -> std::io::Result<()> {
+    if profiling_core::host::build_profile() == "debug" {
+        writeln!(
+            err,
+            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
+        )?;
+    }
+    Ok(())
 }
 
 fn run(
@@ -788,12 +799,7 @@ fn run(
         Err(error) => return streams.fail(&error),
     };
     let manifest = &report.manifest;
-    if profiling_core::host::build_profile() == "debug" {
-        writeln!(
-            streams.err,
-            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
-        )?;
-    }
+    warn_of_a_debug_build(streams.err)?;
     report::write_summary(manifest, streams.human())?;
     if let Some(summary) = &report.image_cache {
         writeln!(streams.human(), "{}", cache::summary_line(summary))?;

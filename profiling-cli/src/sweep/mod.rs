@@ -23,7 +23,7 @@ use profiling_core::run_samples::Series;
 use profiling_core::session::{self, Planned, RunRequest};
 
 use crate::report::format_ns;
-use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use document::{
     Estimate, PointResult, PointStatus, RangeEstimate, SweepDocument, SweepStatus,
     SWEEP_SCHEMA_VERSION,
@@ -76,33 +76,6 @@ pub struct SweepArgs {
     pub no_report: bool,
 }
 
-/// Where the sweep writes: human text on stdout, or on stderr with `--json`.
-struct Streams<'a> {
-    out: &'a mut dyn Write,
-    err: &'a mut dyn Write,
-    json: bool,
-}
-
-impl Streams<'_> {
-    fn human(&mut self) -> &mut dyn Write {
-        if self.json {
-            &mut *self.err
-        } else {
-            &mut *self.out
-        }
-    }
-
-    /// A refusal: nothing was written; exit 2.
-    fn refuse(&mut self, message: &str) -> anyhow::Result<u8> {
-        writeln!(self.err, "error: {message}")?;
-        if self.json {
-            let document = serde_json::json!({"status": "refused", "error": message});
-            writeln!(self.out, "{document}")?;
-        }
-        Ok(EXIT_USAGE)
-    }
-}
-
 /// `profile-cli sweep`.
 pub fn sweep_command(
     args: SweepArgs,
@@ -134,7 +107,7 @@ pub fn sweep_command(
     };
     let base = match session::plan(&base_request) {
         Ok(planned) => planned,
-        Err(error) => return streams.refuse(&error.to_string()),
+        Err(error) => return streams.refuse(&error.to_string(), EXIT_USAGE),
     };
     let runs_dir = base
         .run_dir
@@ -145,18 +118,20 @@ pub fn sweep_command(
     let (document, sweep_dir) = match &args.resume {
         Some(id) => {
             if let Err(message) = check_run_id(id) {
-                return streams.refuse(&format!("--resume: {message}"));
+                return streams.refuse(&format!("--resume: {message}"), EXIT_USAGE);
             }
             let dir = runs_dir.join(id);
             if !dir.is_dir() {
                 return streams.refuse(&format!(
                     "--resume {id}: no sweep at {} (a sweep's id is its directory under the profile's runs/)",
                     dir.display()
-                ));
+                ), EXIT_USAGE);
             }
             let document = match SweepDocument::read(&dir) {
                 Ok(document) => document,
-                Err(message) => return streams.refuse(&format!("--resume {id}: {message}")),
+                Err(message) => {
+                    return streams.refuse(&format!("--resume {id}: {message}"), EXIT_USAGE)
+                }
             };
             let base_config = base.config_path.as_deref().map(session::absolute);
             if document.config_path != base_config {
@@ -170,41 +145,47 @@ pub fn sweep_command(
                     "--resume {id}: the sweep started from {}, not {}: resume it with the same config",
                     given(&document.config_path),
                     given(&base_config)
-                ));
+                ), EXIT_USAGE);
             }
             if document.target != base.config.target.name {
-                return streams.refuse(&format!(
-                    "--resume {id}: the sweep ran target `{}`, not `{}`",
-                    document.target, base.config.target.name
-                ));
+                return streams.refuse(
+                    &format!(
+                        "--resume {id}: the sweep ran target `{}`, not `{}`",
+                        document.target, base.config.target.name
+                    ),
+                    EXIT_USAGE,
+                );
             }
             (document, dir)
         }
         None => {
             let (axes, zip) = match grid_of(&args, &base) {
                 Ok(grid) => grid,
-                Err(message) => return streams.refuse(&message),
+                Err(message) => return streams.refuse(&message, EXIT_USAGE),
             };
             let count = grid::point_count(&axes, zip);
             if count > grid::MAX_POINTS_WITHOUT_YES && !args.yes {
-                return streams.refuse(&format!(
-                    "the grid has {count} points, more than {}: give --yes to run them all",
-                    grid::MAX_POINTS_WITHOUT_YES
-                ));
+                return streams.refuse(
+                    &format!(
+                        "the grid has {count} points, more than {}: give --yes to run them all",
+                        grid::MAX_POINTS_WITHOUT_YES
+                    ),
+                    EXIT_USAGE,
+                );
             }
             let id = args
                 .sweep_id
                 .clone()
                 .unwrap_or_else(|| UtcTime::now().compact());
             if let Err(message) = check_run_id(&id) {
-                return streams.refuse(&format!("--sweep-id: {message}"));
+                return streams.refuse(&format!("--sweep-id: {message}"), EXIT_USAGE);
             }
             let dir = runs_dir.join(&id);
             if dir.exists() {
                 return streams.refuse(&format!(
                     "sweep id `{id}` is already used: {} exists; choose another --sweep-id, or run what is left of it with --resume {id}",
                     dir.display()
-                ));
+                ), EXIT_USAGE);
             }
             let document = new_document(&id, &base, &axes, zip, &command_line);
             (document, dir)
@@ -220,11 +201,14 @@ pub fn sweep_command(
         match plan_point(&request, &sweep_dir, point) {
             Ok(planned) => planned_points.push((request, planned)),
             Err(message) => {
-                return streams.refuse(&format!(
-                    "point {} ({}): {message}",
-                    point.index,
-                    describe_point(point)
-                ))
+                return streams.refuse(
+                    &format!(
+                        "point {} ({}): {message}",
+                        point.index,
+                        describe_point(point)
+                    ),
+                    EXIT_USAGE,
+                )
             }
         }
     }
@@ -277,12 +261,7 @@ pub fn sweep_command(
         document.sweep_id
     )?;
 
-    if profiling_core::host::build_profile() == "debug" {
-        writeln!(
-            streams.err,
-            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
-        )?;
-    }
+    crate::warn_of_a_debug_build(streams.err)?;
     interrupt::defer(true);
     let result = run_points(
         &args,
