@@ -4,7 +4,8 @@
 
 use serde_yaml::{Mapping, Value};
 
-use profiling_core::config::describe_value;
+use profiling_core::config::{describe_value, WORKLOAD_KEYS};
+use profiling_core::data::parameter_names;
 use profiling_core::registry::near_matches;
 
 /// Past this many points a sweep needs `--yes`.
@@ -15,30 +16,14 @@ pub use super::document::Axis;
 /// A point of the grid: one value per axis, in axis order.
 pub type Point = Vec<Value>;
 
-/// The keys of a config that take one value each (dotted). Keys under
-/// `target.parameters.` are the target's own; keys under `data_source.`
-/// other than these are the source's parameters ([`source_keys`]).
-pub const CONFIG_KEYS: &[&str] = &[
-    "device",
-    "warmup",
-    "iterations",
-    "record_loading",
-    "seed",
-    "validate_output",
-    "capture_range",
-    "batch_size",
-    "last_batch",
+/// Keys of a config that take one value each (dotted), besides the
+/// workload keys ([`WORKLOAD_KEYS`], top-level and under `workload.`).
+/// Keys under `target.parameters.` are the target's own; keys under
+/// `data_source.` other than these are the source's parameters
+/// ([`parameter_names`]).
+const OTHER_KEYS: &[&str] = &[
     "gpu_timing",
     "write_report",
-    "workload.device",
-    "workload.warmup",
-    "workload.iterations",
-    "workload.record_loading",
-    "workload.seed",
-    "workload.validate_output",
-    "workload.capture_range",
-    "workload.batch_size",
-    "workload.last_batch",
     "target.name",
     "target.profile_prepare",
     "data_source.name",
@@ -50,6 +35,21 @@ pub const CONFIG_KEYS: &[&str] = &[
     "cuda.synchronize_after_capture",
     "cuda.synchronize_each_iteration",
 ];
+
+/// Every key a sweep may set, besides `target.parameters.*`, for a config
+/// whose data source is `source`.
+fn known_keys(source: &str) -> Vec<String> {
+    let workload = WORKLOAD_KEYS
+        .iter()
+        .flat_map(|key| [(*key).to_owned(), format!("workload.{key}")]);
+    let parameters = parameter_names(source)
+        .iter()
+        .map(|key| format!("data_source.{key}"));
+    workload
+        .chain(OTHER_KEYS.iter().map(|key| (*key).to_owned()))
+        .chain(parameters)
+        .collect()
+}
 
 /// Keys a sweep may not set: each point must be a run of the same profile
 /// in the sweep's directory, with its manifest.
@@ -64,21 +64,6 @@ const FIXED_KEYS: &[(&str, &str)] = &[
     ("target.import_path", "every point runs one target"),
 ];
 
-/// The parameters a data source takes.
-pub fn source_keys(source: &str) -> &'static [&'static str] {
-    match source {
-        "dummy" => &[
-            "record_count",
-            "limit",
-            "image_shape",
-            "include_image",
-            "tensor_shape",
-        ],
-        "images" => &["directory", "paths", "decode", "limit", "repeat"],
-        _ => &[],
-    }
-}
-
 /// Checks `key` names something a config has; the error says which known
 /// key is closest. `source` is the data source of the sweep's config,
 /// whose parameters are known keys too.
@@ -86,29 +71,24 @@ pub fn check_key(key: &str, source: &str) -> Result<(), String> {
     if let Some((_, why)) = FIXED_KEYS.iter().find(|(fixed, _)| *fixed == key) {
         return Err(format!("`{key}` cannot be swept: {why}"));
     }
-    if CONFIG_KEYS.contains(&key) {
+    if let Some(parameter) = key.strip_prefix("target.parameters.") {
+        if parameter.split('.').all(|s| !s.is_empty()) {
+            return Ok(());
+        }
+    }
+    // The source's parameters may also be spelled under `parameters.` or
+    // `data:`.
+    let key_as_known = key
+        .strip_prefix("data_source.parameters.")
+        .or_else(|| key.strip_prefix("data."))
+        .map_or_else(
+            || key.to_owned(),
+            |parameter| format!("data_source.{parameter}"),
+        );
+    let known = known_keys(source);
+    if known.contains(&key_as_known) {
         return Ok(());
     }
-    if let Some(parameter) = key.strip_prefix("target.parameters.") {
-        if !parameter.is_empty() && parameter.split('.').all(|s| !s.is_empty()) {
-            return Ok(());
-        }
-    }
-    let source_parameter = key
-        .strip_prefix("data_source.")
-        .or_else(|| key.strip_prefix("data_source.parameters."))
-        .or_else(|| key.strip_prefix("data."));
-    if let Some(parameter) = source_parameter {
-        if source_keys(source).contains(&parameter) {
-            return Ok(());
-        }
-    }
-    let mut known: Vec<String> = CONFIG_KEYS.iter().map(|k| (*k).to_owned()).collect();
-    known.extend(
-        source_keys(source)
-            .iter()
-            .map(|k| format!("data_source.{k}")),
-    );
     let near = near_matches(key, known.iter().map(String::as_str));
     let hint = match near.first() {
         Some(closest) => format!("; did you mean `{closest}`?"),

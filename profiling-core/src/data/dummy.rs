@@ -15,6 +15,15 @@ use serde_yaml::Value;
 
 use super::{parse_parameters, DataError, DataRecord, DataSource};
 
+/// The keys of [`DummyParameters`].
+pub(crate) const PARAMETERS: &[&str] = &[
+    "record_count",
+    "limit",
+    "image_shape",
+    "include_image",
+    "tensor_shape",
+];
+
 /// Parameters of the dummy source; see the module docs.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -234,6 +243,15 @@ impl DataSource for DummySource {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_parameter_names_are_the_fields() {
+        let error = serde_yaml::from_str::<super::DummyParameters>("unknown: 1").unwrap_err();
+        assert_eq!(
+            crate::data::expected_fields(&error.to_string()),
+            super::PARAMETERS
+        );
+    }
+
     use super::*;
 
     fn source(yaml: &str) -> Result<DummySource, DataError> {

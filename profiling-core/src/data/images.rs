@@ -23,6 +23,9 @@ use crate::config::check_literal_path;
 /// The file extensions read, compared without regard to case.
 pub const EXTENSIONS: &[&str] = &["bmp", "jpeg", "jpg", "png", "tif", "tiff", "webp"];
 
+/// The keys of [`ImageParameters`].
+pub(crate) const PARAMETERS: &[&str] = &["directory", "paths", "decode", "limit", "repeat"];
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ImageParameters {
@@ -486,5 +489,17 @@ impl DataSource for ImageSource {
                 self.record(index, image)
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod parameter_tests {
+    #[test]
+    fn the_parameter_names_are_the_fields() {
+        let error = serde_yaml::from_str::<super::ImageParameters>("unknown: 1").unwrap_err();
+        assert_eq!(
+            crate::data::expected_fields(&error.to_string()),
+            super::PARAMETERS
+        );
     }
 }

@@ -221,6 +221,36 @@ pub fn build(
     }
 }
 
+/// The parameters the source `name` takes: the keys of its `data_source`
+/// mapping besides `name`, `cache` and `cache_max_bytes` (none for a name
+/// [`build`] does not know).
+pub fn parameter_names(name: &str) -> &'static [&'static str] {
+    match name {
+        "dummy" => dummy::PARAMETERS,
+        "images" => images::PARAMETERS,
+        _ => &[],
+    }
+}
+
+/// The fields serde lists in an unknown-field error, for the tests that
+/// keep each source's [`parameter_names`] equal to its fields.
+#[cfg(test)]
+pub(crate) fn expected_fields(message: &str) -> Vec<String> {
+    let list = message
+        .split_once("expected one of ")
+        .map_or("", |(_, list)| list);
+    list.split(", ")
+        .map(|field| {
+            field
+                .trim_start_matches('`')
+                .split('`')
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
 /// [`build`], with the decoded-image cache `cache` when there is one: only
 /// the `images` source reads files whose decoding can be kept.
 pub fn build_with_cache(
