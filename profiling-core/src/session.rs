@@ -241,20 +241,24 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
 /// `#[profile_target]` records in [`TargetEntry::takes_batches`]), and
 /// `workload.last_batch: drop` on fewer records than one batch (the data
 /// source is built, not read, to count them). A batch size of 1 is always
-/// fine. [`plan`] and [`execute`] call it; a sweep calls it on each
-/// planned point before running the first.
+/// fine. [`plan`] calls it, so a sweep's points are checked when each is
+/// planned; [`execute`] checks the target again (a `Planned` may be made
+/// by hand) and the records on the source it builds to run.
 pub fn check_batches(planned: &Planned) -> Result<(), SessionError> {
+    check_takes_batches(planned)?;
     let config = &planned.config;
-    if config.batch_size <= 1 {
-        return Ok(());
-    }
-    if !planned.entry.takes_batches {
-        return Err(batches_unsupported(planned));
-    }
-    if config.last_batch == LastBatch::Drop {
+    if config.batch_size > 1 && config.last_batch == LastBatch::Drop {
         let source = data::build(&config.data_source.name, &config.data_source.parameters)
             .map_err(|error| data_source_error(planned, error))?;
         check_whole_batch(planned, source.len())?;
+    }
+    Ok(())
+}
+
+/// `workload.batch_size` > 1 needs a target that takes batches.
+fn check_takes_batches(planned: &Planned) -> Result<(), SessionError> {
+    if planned.config.batch_size > 1 && !planned.entry.takes_batches {
+        return Err(batches_unsupported(planned));
     }
     Ok(())
 }
@@ -483,7 +487,7 @@ pub fn execute_with_progress(
     request: &RunRequest,
     progress: Option<Box<dyn Fn(crate::runner::Progress)>>,
 ) -> Result<RunReport, SessionError> {
-    check_batches(planned)?;
+    check_takes_batches(planned)?;
     let (run_plan, description, cache) = prepare(planned, progress)?;
     let ran = launch(planned, &run_plan)?;
     let mut manifest = manifest_of(planned, request, description, &ran);
