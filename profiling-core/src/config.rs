@@ -437,6 +437,8 @@ impl ConfigFile {
         let (raw, value): (RawConfig, Value) = if text.trim().is_empty() {
             (RawConfig::default(), Value::Mapping(Mapping::new()))
         } else {
+            // Typed from the text, so that its errors carry line and column;
+            // kept as a value too, for the edits of a sweep's points.
             (
                 serde_yaml::from_str(text).map_err(|error| syntax_error(&error, file.clone()))?,
                 serde_yaml::from_str(text).map_err(|error| syntax_error(&error, file.clone()))?,
