@@ -263,10 +263,10 @@ pub fn resident_bytes() -> Option<u64> {
 /// one by one costs about a third of copying it in from the page cache.
 /// Linux 5.14 and later (`MADV_POPULATE_WRITE`); elsewhere, or when the
 /// kernel refuses, the pages fault in as usual.
-pub fn prefault_spare(buffer: &mut Vec<u8>) {
+pub fn prefault_spare<T>(buffer: &mut Vec<T>) {
     let spare = buffer.spare_capacity_mut();
     // SAFETY: the range is the buffer's own spare capacity.
-    unsafe { prefault(spare.as_mut_ptr().cast(), spare.len()) }
+    unsafe { prefault(spare.as_mut_ptr().cast(), std::mem::size_of_val(spare)) }
 }
 
 /// [`prefault_spare`] of an initialized buffer: populating its pages

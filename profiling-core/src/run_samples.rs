@@ -141,14 +141,21 @@ pub struct Series {
 impl Series {
     /// The series of a sample set.
     pub fn from_set(set: &SampleSet) -> Series {
+        Series::from_owned(set.clone())
+    }
+
+    /// The series of a sample set, its kept samples moved, not copied.
+    pub fn from_owned(set: SampleSet) -> Series {
         let (min, max) = set.extremes().unwrap_or((0, 0));
+        let (count, total) = (set.count(), set.total());
+        let buckets = set.sketched_buckets().collect();
         Series {
-            count: set.count(),
-            kept: set.kept().to_vec(),
-            buckets: set.sketched_buckets().collect(),
+            count,
+            kept: set.into_kept(),
+            buckets,
             min,
             max,
-            total: set.total(),
+            total,
         }
     }
 
@@ -221,15 +228,25 @@ impl RunSamples {
         calls: &SampleSet,
         ranges: &BTreeMap<String, (SampleSet, SampleSet)>,
     ) -> RunSamples {
+        RunSamples::from_owned_sets(passes.clone(), calls.clone(), ranges.clone())
+    }
+
+    /// [`RunSamples::from_sets`], taking the sets: their kept samples are
+    /// moved, not copied.
+    pub fn from_owned_sets(
+        passes: SampleSet,
+        calls: SampleSet,
+        ranges: BTreeMap<String, (SampleSet, SampleSet)>,
+    ) -> RunSamples {
         RunSamples {
-            passes: Series::from_set(passes),
-            calls: Series::from_set(calls),
+            passes: Series::from_owned(passes),
+            calls: Series::from_owned(calls),
             ranges: ranges
-                .iter()
+                .into_iter()
                 .map(|(name, (inclusive, exclusive))| RangeSeries {
-                    name: name.clone(),
-                    inclusive: Series::from_set(inclusive),
-                    exclusive: Series::from_set(exclusive),
+                    name,
+                    inclusive: Series::from_owned(inclusive),
+                    exclusive: Series::from_owned(exclusive),
                 })
                 .collect(),
             ..RunSamples::default()

@@ -20,8 +20,9 @@ use crate::run_samples::RunSamples;
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
 use crate::timing::{
-    attach_gpu, now_ns, range_sets, timings_of, Capture, EventBackend, GpuCapture, GpuEvents,
-    GpuTimings, PerRecord, RangeLog, RangeTimings, Registration, SampleSet, TimerInfo,
+    attach_gpu, now_ns, range_sets, readings_to_ns, span_ns, ticks, timings_of, Capture,
+    EventBackend, GpuCapture, GpuEvents, GpuTimings, PerRecord, RangeLog, RangeTimings,
+    Registration, SampleSet, TimerInfo,
 };
 
 /// Everything a run needs: the resolved config and the records (read
@@ -886,7 +887,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let mut measured = Measured::expecting(config.iterations, inputs.len());
     measured.expected_range_events =
         (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
-    let measured = capture(
+    let mut measured = capture(
         target,
         &mut inputs,
         plan,
@@ -1115,27 +1116,31 @@ impl<O> Measured<O> {
     /// The run's host timings, from the capture and the warmup's time, and
     /// the samples they come from.
     fn timings(
-        &self,
+        &mut self,
         plan: &RunPlan,
         timer: TimerInfo,
         warmup_ns: u64,
         gpu: Option<&GpuCapture>,
     ) -> (Timings, RunSamples) {
-        let (calls, passes) = (&self.call_samples, &self.pass_samples);
+        // The sets move into the samples written with the run: no copy.
+        let passes = std::mem::replace(&mut self.pass_samples, SampleSet::with_capacity(0));
+        let calls = std::mem::replace(&mut self.call_samples, SampleSet::with_capacity(0));
         let sets = range_sets(&self.ranges);
         let (ranges, ranges_sketched) = timings_of(&sets);
-        let samples = RunSamples::from_sets(passes, calls, &sets);
+        let (iterations, runs) = (passes.stats(), calls.stats());
+        let sketch_note = sketch_note(&passes, &calls, ranges_sketched, &self.ranges);
         let tree = crate::timing::RangeTree::build_with_gpu(&self.ranges, &self.passes, gpu);
+        let samples = RunSamples::from_owned_sets(passes, calls, sets);
         let timings = Timings {
-            iterations: passes.stats(),
-            runs: calls.stats(),
+            iterations,
+            runs,
             ranges,
             range_tree: tree.paths,
             range_tree_note: tree.note,
             timer: Some(timer),
             gpu: None,
             host_timing_note: host_timing_note(plan.config.device, &plan.config.cuda),
-            sketch_note: sketch_note(passes, calls, ranges_sketched, &self.ranges),
+            sketch_note,
             prepare_ns: 0,
             warmup_ns,
             capture_ns: self.capture_ns,
@@ -1169,6 +1174,12 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     // Interrupted in warmup: no measured pass starts.
     let measured_passes = tally.interrupted.map_or(iterations, |_| 0);
 
+    // The sample buffers' pages mapped now, in one call each: a page fault
+    // every 512 samples would otherwise land between the passes, inside
+    // the capture range.
+    measured.pass_samples.prefault();
+    measured.call_samples.prefault();
+    crate::memory::prefault_spare(&mut measured.passes);
     synchronize_at(plan, config.cuda.synchronize_before_capture);
     let capture = Capture::begin_expecting(measured.expected_range_events);
     if let Some(gpu) = gpu.as_deref_mut() {
@@ -1187,7 +1198,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
         let mut started = None;
         let mut ended = 0;
         for (index, slot) in measured.outputs.iter_mut().enumerate() {
-            let call_started = now_ns();
+            let call_started = ticks();
             started.get_or_insert(call_started);
             let output = match inputs.call(target, index, &mut tally.calls) {
                 Ok(output) => output,
@@ -1199,7 +1210,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             if sync_each {
                 (plan.synchronize)(device);
             }
-            ended = now_ns();
+            ended = ticks();
             measured.pass_calls.push(ended - call_started);
             // After the call's clock read: its host time leaves it out.
             if let Some(gpu) = gpu.as_deref_mut() {
@@ -1216,18 +1227,28 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
         }
         drop(pass_range);
         // Outside the timed windows (an interrupted pass's calls included:
-        // each completed).
-        for &call_ns in &measured.pass_calls {
+        // each completed): clock spans into nanoseconds.
+        let mut call_ns = 0;
+        for &span in &measured.pass_calls {
+            call_ns = span_ns(span);
             measured.call_samples.push(call_ns);
         }
+        let calls = measured.pass_calls.len();
         measured.pass_calls.clear();
         if tally.interrupted.is_some() {
             // The pass in progress did not complete: it is not a sample.
             break;
         }
         let started = started.unwrap_or(ended);
-        measured.pass_samples.push(ended - started);
+        // One call: the pass is that call, to the same readings.
+        let pass_ns = if calls == 1 {
+            call_ns
+        } else {
+            span_ns(ended - started)
+        };
+        measured.pass_samples.push(pass_ns);
         if measured.passes.len() < measured.passes.capacity() {
+            // Clock readings, on the host timeline after the capture.
             measured.passes.push((started, ended));
         }
         tally.completed_iterations = iteration + 1;
@@ -1239,6 +1260,12 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     drop(capture_range);
     measured.capture_ns = now_ns() - capture_started;
     measured.ranges = capture.end();
+    readings_to_ns(
+        measured
+            .passes
+            .iter_mut()
+            .flat_map(|(start, end)| [start, end]),
+    );
     synchronize_at(plan, config.cuda.synchronize_after_capture);
     Ok(measured)
 }
@@ -1378,6 +1405,9 @@ fn sketch_note(
 /// `iteration <i>` as a C string, formatted on the stack.
 struct IterationName {
     buffer: [u8; 32],
+    /// The number the buffer holds, and how many digits it has.
+    current: Option<u32>,
+    digits: usize,
 }
 
 impl IterationName {
@@ -1386,11 +1416,61 @@ impl IterationName {
     fn new() -> Self {
         let mut buffer = [0u8; 32];
         buffer[..Self::PREFIX.len()].copy_from_slice(Self::PREFIX);
-        IterationName { buffer }
+        IterationName {
+            buffer,
+            current: None,
+            digits: 0,
+        }
     }
 
+    /// `iteration <index>` as a C string. The passes count up one at a
+    /// time: the next number is the last one's digits carried in place.
     #[inline]
     fn format(&mut self, index: u32) -> &CStr {
+        let start = Self::PREFIX.len();
+        if self
+            .current
+            .is_some_and(|last| last.checked_add(1) == Some(index))
+        {
+            self.increment(start);
+        } else {
+            self.write(start, index);
+        }
+        self.current = Some(index);
+        // SAFETY: the buffer holds the prefix, ASCII digits and a NUL at
+        // `start + digits`, with no NUL before it.
+        unsafe { CStr::from_ptr(self.buffer.as_ptr().cast::<c_char>()) }
+    }
+
+    #[inline(always)]
+    fn increment(&mut self, start: usize) {
+        let last = start + self.digits - 1;
+        if self.buffer[last] != b'9' {
+            self.buffer[last] += 1;
+        } else {
+            self.carry(start);
+        }
+    }
+
+    #[cold]
+    fn carry(&mut self, start: usize) {
+        let digits = &mut self.buffer[start..start + self.digits];
+        for digit in digits.iter_mut().rev() {
+            if *digit == b'9' {
+                *digit = b'0';
+            } else {
+                *digit += 1;
+                return;
+            }
+        }
+        // Every digit carried: one more, a leading 1 and zeros after it.
+        digits[0] = b'1';
+        self.buffer[start + self.digits] = b'0';
+        self.digits += 1;
+        self.buffer[start + self.digits] = 0;
+    }
+
+    fn write(&mut self, start: usize, index: u32) {
         let mut digits = [0u8; 10];
         let mut n = index;
         let mut len = 0;
@@ -1402,14 +1482,11 @@ impl IterationName {
                 break;
             }
         }
-        let start = Self::PREFIX.len();
         for (offset, digit) in digits[..len].iter().rev().enumerate() {
             self.buffer[start + offset] = *digit;
         }
         self.buffer[start + len] = 0;
-        // SAFETY: the buffer holds the prefix, ASCII digits and a NUL at
-        // `start + len`, with no NUL before it.
-        unsafe { CStr::from_ptr(self.buffer.as_ptr().cast::<c_char>()) }
+        self.digits = len;
     }
 }
 
@@ -1427,5 +1504,28 @@ mod tests {
             name.format(u32::MAX).to_str().unwrap(),
             "iteration 4294967295"
         );
+    }
+
+    /// Counting up carries digits in place: every name from 0 to 12,345
+    /// reads as its number, across each new digit.
+    #[test]
+    fn iteration_names_counted_up_carry_their_digits() {
+        let mut name = IterationName::new();
+        for index in 0..=12_345u32 {
+            assert_eq!(
+                name.format(index).to_str().unwrap(),
+                format!("iteration {index}")
+            );
+        }
+        assert_eq!(
+            name.format(4_294_967_294).to_str().unwrap(),
+            "iteration 4294967294"
+        );
+        assert_eq!(
+            name.format(u32::MAX).to_str().unwrap(),
+            "iteration 4294967295"
+        );
+        assert_eq!(name.format(0).to_str().unwrap(), "iteration 0");
+        assert_eq!(name.format(1).to_str().unwrap(), "iteration 1");
     }
 }

@@ -17,34 +17,54 @@ pub struct DurationStats {
 }
 
 impl DurationStats {
-    /// Statistics of `samples` (reordered in place); `None` when empty.
-    /// Percentiles use the nearest-rank method, so every figure is a sample.
-    /// The percentiles are selected, not sorted for: linear time, which
-    /// matters for the million samples of a long run.
+    /// Statistics of `samples`; `None` when empty. The order of `samples`
+    /// is left as it was.
     pub fn from_samples(samples: &mut [u64]) -> Option<DurationStats> {
-        if samples.is_empty() {
-            return None;
-        }
+        DurationStats::of(samples)
+    }
+
+    /// Statistics of `samples`; `None` when empty. Percentiles use the
+    /// nearest-rank method, so every figure is a sample.
+    ///
+    /// Linear time, without copying the samples: one pass takes the
+    /// extremes, the sums and a count per bucket (each value under 256 its
+    /// own bucket, then 256 buckets per power of two); a second gathers the
+    /// samples of the buckets the percentiles fall in, and only those are
+    /// selected among. That matters for the million samples of a long run.
+    pub fn of(samples: &[u64]) -> Option<DurationStats> {
+        let first = *samples.first()?;
         let count = samples.len() as u64;
         let (mut min, mut max, mut total) = (u64::MAX, 0u64, 0u128);
-        for &sample in samples.iter() {
+        // Sums of the differences from the first sample: the spread
+        // without the cancellation of raw squares.
+        let (mut shifted, mut shifted_squares) = (0f64, 0f64);
+        let small = samples.len() < SELECT_BELOW;
+        let mut counts = if small {
+            Vec::new()
+        } else {
+            vec![0u64; BUCKETS]
+        };
+        for &sample in samples {
             min = min.min(sample);
             max = max.max(sample);
             total += u128::from(sample);
+            let difference = sample as f64 - first as f64;
+            shifted += difference;
+            shifted_squares += difference * difference;
+            if !small {
+                counts[bucket(sample)] += 1;
+            }
         }
-        let mean = total as f64 / count as f64;
-        let variance = samples
-            .iter()
-            .map(|&s| (s as f64 - mean).powi(2))
-            .sum::<f64>()
-            / count as f64;
-        let rank = |p: f64| ((p * count as f64).ceil() as usize).clamp(1, samples.len()) - 1;
-        // Highest rank first: each selection leaves the lower ranks to its
-        // left, so the next one searches only there.
-        let (i99, i90, i50) = (rank(0.99), rank(0.90), rank(0.50));
-        let p99 = *samples.select_nth_unstable(i99).1;
-        let p90 = *samples[..=i99].select_nth_unstable(i90).1;
-        let p50 = *samples[..=i90].select_nth_unstable(i50).1;
+        let n = count as f64;
+        let variance = ((shifted_squares - shifted * shifted / n) / n).max(0.0);
+        let mean = total as f64 / n;
+        let rank = |p: f64| ((p * n).ceil() as usize).clamp(1, samples.len()) - 1;
+        let ranks = [rank(0.50), rank(0.90), rank(0.99)];
+        let [p50, p90, p99] = if small {
+            select_copied(samples, ranks)
+        } else {
+            select_bucketed(samples, &counts, ranks)
+        };
         Some(DurationStats {
             count,
             min_ns: min,
@@ -57,6 +77,92 @@ impl DurationStats {
             total_ns: u64::try_from(total).unwrap_or(u64::MAX),
         })
     }
+}
+
+/// Fewer samples than this are copied and selected among directly.
+const SELECT_BELOW: usize = 1024;
+
+/// Buckets of [`bucket`]: 256 values, then 256 for each power of two from
+/// 2^8 to 2^63.
+const BUCKETS: usize = 256 + 56 * 256;
+
+/// The bucket of `value`, ascending with it: values under 256 each their
+/// own, then a power of two and the 8 bits after its leading one.
+#[inline]
+fn bucket(value: u64) -> usize {
+    if value < 256 {
+        value as usize
+    } else {
+        let exponent = 63 - value.leading_zeros() as usize;
+        let mantissa = ((value >> (exponent - 8)) & 0xff) as usize;
+        256 + (exponent - 8) * 256 + mantissa
+    }
+}
+
+/// The values of ascending 0-based ranks `ranks`, from a copy.
+fn select_copied(samples: &[u64], ranks: [usize; 3]) -> [u64; 3] {
+    let mut copy = samples.to_vec();
+    // Highest rank first: each selection leaves the lower ranks to its
+    // left, so the next one searches only there.
+    let [i50, i90, i99] = ranks;
+    let p99 = *copy.select_nth_unstable(i99).1;
+    let p90 = *copy[..=i99].select_nth_unstable(i90).1;
+    let p50 = *copy[..=i90].select_nth_unstable(i50).1;
+    [p50, p90, p99]
+}
+
+/// The values of ascending 0-based ranks `ranks`, given each bucket's
+/// count: the bucket each rank falls in, then a selection among that
+/// bucket's samples only.
+fn select_bucketed(samples: &[u64], counts: &[u64], ranks: [usize; 3]) -> [u64; 3] {
+    // Each rank's bucket and its rank inside it.
+    let mut found = [(0usize, 0usize); 3];
+    let (mut next, mut before) = (0, 0usize);
+    for (index, &in_bucket) in counts.iter().enumerate() {
+        let through = before + in_bucket as usize;
+        while next < 3 && ranks[next] < through {
+            found[next] = (index, ranks[next] - before);
+            next += 1;
+        }
+        if next == 3 {
+            break;
+        }
+        before = through;
+    }
+    // A bucket under 256 holds one value: the rank's. The samples of the
+    // other (at most three) buckets are gathered.
+    let buckets = [found[0].0, found[1].0, found[2].0];
+    if buckets.iter().all(|&b| b < 256) {
+        return buckets.map(|b| b as u64);
+    }
+    let mut gathered: [Vec<u64>; 3] = std::array::from_fn(|i| {
+        let first_with_it = buckets.iter().position(|&b| b == buckets[i]) == Some(i);
+        if first_with_it && buckets[i] >= 256 {
+            Vec::with_capacity(counts[buckets[i]] as usize)
+        } else {
+            Vec::new()
+        }
+    });
+    // Buckets under 256 match no sample here: their values are known.
+    let buckets = buckets.map(|b| if b < 256 { usize::MAX } else { b });
+    for &sample in samples {
+        let at = bucket(sample);
+        if at == buckets[0] {
+            gathered[0].push(sample);
+        } else if at == buckets[1] {
+            gathered[1].push(sample);
+        } else if at == buckets[2] {
+            gathered[2].push(sample);
+        }
+    }
+    std::array::from_fn(|i| {
+        let (bucket, inside) = found[i];
+        if bucket < 256 {
+            return bucket as u64;
+        }
+        let holder = buckets.iter().position(|&b| b == buckets[i]).unwrap_or(i);
+        *gathered[holder].select_nth_unstable(inside).1
+    })
 }
 
 #[cfg(test)]
@@ -128,5 +234,101 @@ mod tests {
                 "{length} samples"
             );
         }
+    }
+
+    /// Past [`SELECT_BELOW`] the percentiles come from buckets: on narrow,
+    /// wide, heavy-tailed, constant and extreme samples, they are those of
+    /// the sorted samples, and the spread is that of the two-pass formula.
+    #[test]
+    fn bucketed_percentiles_are_those_of_the_sorted_samples() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let shapes: [(&str, fn(u64) -> u64); 7] = [
+            ("narrow", |r| 1_000 + r % 40),
+            ("below 256", |r| r % 256),
+            ("wide", |r| r % 10_000_000),
+            ("heavy tail", |r| {
+                if r % 100 == 0 {
+                    r % (1 << 40)
+                } else {
+                    5_000 + r % 300
+                }
+            }),
+            ("constant", |_| 123_456),
+            ("powers of two", |r| (1u64 << (8 + r % 50)) - (r >> 62)),
+            ("extreme", |r| u64::MAX - r % 1_000),
+        ];
+        for (name, shape) in shapes {
+            for length in [SELECT_BELOW, SELECT_BELOW + 1, 5_000, 100_003] {
+                let samples: Vec<u64> = (0..length).map(|_| shape(next())).collect();
+                let mut sorted = samples.clone();
+                sorted.sort_unstable();
+                let rank =
+                    |p: f64| sorted[((p * length as f64).ceil() as usize).clamp(1, length) - 1];
+                let stats = DurationStats::of(&samples).unwrap();
+                assert_eq!(
+                    [
+                        stats.min_ns,
+                        stats.p50_ns,
+                        stats.p90_ns,
+                        stats.p99_ns,
+                        stats.max_ns
+                    ],
+                    [
+                        sorted[0],
+                        rank(0.5),
+                        rank(0.9),
+                        rank(0.99),
+                        sorted[length - 1]
+                    ],
+                    "{name}, {length} samples"
+                );
+                let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / length as f64;
+                let variance = samples
+                    .iter()
+                    .map(|&s| (s as f64 - mean).powi(2))
+                    .sum::<f64>()
+                    / length as f64;
+                let expected = variance.sqrt();
+                assert!(
+                    (stats.stddev_ns as f64 - expected).abs() <= 1.0 + expected * 1e-9,
+                    "{name}, {length} samples: {} vs {expected}",
+                    stats.stddev_ns
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn buckets_ascend_with_their_values() {
+        let mut previous = 0;
+        for value in 0..70_000u64 {
+            let at = bucket(value);
+            assert!(at >= previous, "{value}");
+            previous = at;
+        }
+        for bit in 8..64 {
+            let power = 1u64 << bit;
+            let around = [
+                power - 1,
+                power,
+                power + 1,
+                power + power / 2,
+                power + (power - 1),
+            ];
+            for pair in around.windows(2) {
+                assert!(bucket(pair[0]) <= bucket(pair[1]), "{pair:?}");
+            }
+            assert!(bucket(power - 1) < bucket(power), "2^{bit}");
+        }
+        assert_eq!(bucket(255), 255);
+        assert_eq!(bucket(256), 256);
+        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
+        assert!(bucket((1 << 40) - 1) < bucket(1 << 40));
     }
 }

@@ -10,6 +10,7 @@
 //! `std::time::Instant`. Either way, one reading is one call of
 //! [`now_ns`], and the manifest's `timings.timer` says which clock it was.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -36,6 +37,10 @@ fn source() -> &'static Source {
     SOURCE.get_or_init(Source::choose)
 }
 
+/// True once the clock is chosen and is the counter: [`ticks`] then reads
+/// it inline.
+static TICKS_ARE_COUNTER: AtomicBool = AtomicBool::new(false);
+
 impl Source {
     fn choose() -> Source {
         let instant = |why: String| Source::Instant {
@@ -59,6 +64,7 @@ impl Source {
             );
         }
         let origin = clock.raw();
+        TICKS_ARE_COUNTER.store(true, Ordering::Release);
         Source::Counter {
             clock,
             origin,
@@ -75,6 +81,64 @@ pub fn now_ns() -> u64 {
         Source::Instant { origin, .. } => {
             u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
         }
+    }
+}
+
+/// A reading of the clock in its own units, for the paths that read it
+/// between a measured pass's calls and inside recorded ranges: counter
+/// ticks (one `rdtsc`, inlined) where the clock is the counter, else
+/// nanoseconds since the origin. Spans between two readings become
+/// nanoseconds with [`span_ns`], readings with [`ticks_ns`], later,
+/// outside what is timed; they agree with [`now_ns`] to the nanosecond.
+#[inline(always)]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if TICKS_ARE_COUNTER.load(Ordering::Relaxed) {
+        // SAFETY: `rdtsc` has no preconditions on x86_64; quanta reads the
+        // counter the same way (checked when the clock was chosen).
+        return unsafe { std::arch::x86_64::_rdtsc() };
+    }
+    ticks_chosen()
+}
+
+/// [`ticks`] before the clock is chosen, or where it is `Instant`.
+#[cold]
+#[inline(never)]
+fn ticks_chosen() -> u64 {
+    match source() {
+        Source::Counter { clock, .. } => clock.raw(),
+        Source::Instant { .. } => now_ns(),
+    }
+}
+
+/// The nanoseconds between two readings of [`ticks`] `span` apart.
+#[inline]
+pub fn span_ns(span: u64) -> u64 {
+    match source() {
+        Source::Counter { clock, .. } => clock.delta_as_nanos(0, span),
+        Source::Instant { .. } => span,
+    }
+}
+
+/// A reading of [`ticks`] as nanoseconds since the origin: what [`now_ns`]
+/// would have read at that moment.
+#[inline]
+pub fn ticks_ns(ticks: u64) -> u64 {
+    match source() {
+        Source::Counter { clock, origin, .. } => clock.delta_as_nanos(*origin, ticks),
+        Source::Instant { .. } => ticks,
+    }
+}
+
+/// [`ticks_ns`] of every reading in `readings`, in place.
+pub fn readings_to_ns<'a>(readings: impl IntoIterator<Item = &'a mut u64>) {
+    match source() {
+        Source::Counter { clock, origin, .. } => {
+            for reading in readings {
+                *reading = clock.delta_as_nanos(*origin, *reading);
+            }
+        }
+        Source::Instant { .. } => {}
     }
 }
 

@@ -12,7 +12,7 @@ pub mod tree;
 pub use aggregate::{
     attach_gpu, range_sets, range_timings, timings_of, GpuRangeTimings, RangeTimings,
 };
-pub use clock::{now_ns, TimerInfo};
+pub use clock::{now_ns, readings_to_ns, span_ns, ticks, ticks_ns, TimerInfo};
 pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
 pub use per_record::{PerRecord, RangeThroughput, Throughput};
 pub use recorder::{Capture, RangeLog, Registration};

@@ -74,15 +74,62 @@ impl Histogram {
 
 /// Durations in nanoseconds: every sample up to a capacity, then exact
 /// aggregates and a histogram.
+///
+/// Adding a sample that is kept is one store: the aggregates of the kept
+/// samples are computed when asked for, so the measured loop carries no
+/// running sums. Only the samples past the capacity are summed as they come.
 #[derive(Debug, Clone)]
 pub struct SampleSet {
     kept: Vec<u64>,
     histogram: Option<Histogram>,
+    /// The samples past `kept`.
+    past: Aggregates,
+}
+
+/// Exact count, total, sum of squares and extremes of some samples.
+#[derive(Debug, Clone, Copy)]
+struct Aggregates {
     count: u64,
     total: u128,
-    total_squares: f64,
+    squares: f64,
     min: u64,
     max: u64,
+}
+
+impl Aggregates {
+    const EMPTY: Aggregates = Aggregates {
+        count: 0,
+        total: 0,
+        squares: 0.0,
+        min: u64::MAX,
+        max: 0,
+    };
+
+    fn add(&mut self, value: u64) {
+        self.count += 1;
+        self.total += u128::from(value);
+        self.squares += (value as f64) * (value as f64);
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+    }
+
+    fn of(values: &[u64]) -> Aggregates {
+        let mut aggregates = Aggregates::EMPTY;
+        for &value in values {
+            aggregates.add(value);
+        }
+        aggregates
+    }
+
+    fn merge(self, other: Aggregates) -> Aggregates {
+        Aggregates {
+            count: self.count + other.count,
+            total: self.total + other.total,
+            squares: self.squares + other.squares,
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+        }
+    }
 }
 
 impl SampleSet {
@@ -91,11 +138,7 @@ impl SampleSet {
         SampleSet {
             kept: Vec::with_capacity(capacity),
             histogram: None,
-            count: 0,
-            total: 0,
-            total_squares: 0.0,
-            min: u64::MAX,
-            max: 0,
+            past: Aggregates::EMPTY,
         }
     }
 
@@ -110,23 +153,33 @@ impl SampleSet {
         set
     }
 
+    /// Maps in the pages of the room left for kept samples now, in one
+    /// call (see [`crate::memory::prefault_spare`]), rather than one page
+    /// fault at a time as samples arrive.
+    pub fn prefault(&mut self) {
+        crate::memory::prefault_spare(&mut self.kept);
+    }
+
     /// Adds a sample; allocates only the first time the capacity is passed
     /// (the histogram, unless [`SampleSet::expecting`] made it), never while
     /// samples are still kept.
     #[inline]
     pub fn push(&mut self, value: u64) {
-        self.count += 1;
-        self.total += u128::from(value);
-        self.total_squares += (value as f64) * (value as f64);
-        self.min = self.min.min(value);
-        self.max = self.max.max(value);
         if self.kept.len() < self.kept.capacity() {
             self.kept.push(value);
         } else {
-            self.histogram
-                .get_or_insert_with(Histogram::default)
-                .record(value);
+            self.push_past(value);
         }
+    }
+
+    /// A sample past the capacity: into the aggregates and the histogram.
+    #[cold]
+    #[inline(never)]
+    fn push_past(&mut self, value: u64) {
+        self.past.add(value);
+        self.histogram
+            .get_or_insert_with(Histogram::default)
+            .record(value);
     }
 
     /// Adds every sample of `other`: its kept samples one by one, its
@@ -136,28 +189,28 @@ impl SampleSet {
             self.push(value);
         }
         if let Some(theirs) = &other.histogram {
-            self.histogram
-                .get_or_insert_with(Histogram::default)
-                .add(theirs);
-            let kept = other.kept.len() as u64;
-            let kept_total: u128 = other.kept.iter().map(|&v| u128::from(v)).sum();
-            let kept_squares: f64 = other.kept.iter().map(|&v| (v as f64) * (v as f64)).sum();
-            self.count += other.count - kept;
-            self.total += other.total - kept_total;
-            self.total_squares += other.total_squares - kept_squares;
-            self.min = self.min.min(other.min);
-            self.max = self.max.max(other.max);
+            if other.past.count > 0 {
+                self.histogram
+                    .get_or_insert_with(Histogram::default)
+                    .add(theirs);
+                self.past = self.past.merge(other.past);
+            }
         }
+    }
+
+    /// Every sample's aggregates: the kept ones summed now.
+    fn aggregates(&self) -> Aggregates {
+        Aggregates::of(&self.kept).merge(self.past)
     }
 
     /// How many samples were added.
     pub fn count(&self) -> u64 {
-        self.count
+        self.kept.len() as u64 + self.past.count
     }
 
     /// True when some samples live only in the histogram.
     pub fn is_sketched(&self) -> bool {
-        self.count > self.kept.len() as u64
+        self.past.count > 0
     }
 
     /// The samples kept, in the order added.
@@ -165,62 +218,62 @@ impl SampleSet {
         &self.kept
     }
 
+    /// The samples kept, given up without a copy.
+    pub fn into_kept(self) -> Vec<u64> {
+        self.kept
+    }
+
     /// The sum of every sample added.
     pub fn total(&self) -> u128 {
-        self.total
+        self.kept.iter().map(|&v| u128::from(v)).sum::<u128>() + self.past.total
     }
 
     /// The smallest and largest sample added; `None` when empty.
     pub fn extremes(&self) -> Option<(u64, u64)> {
-        (self.count > 0).then_some((self.min, self.max))
+        let all = self.aggregates();
+        (all.count > 0).then_some((all.min, all.max))
     }
 
     /// The histogram's non-empty buckets, `(middle, count)` in ascending
     /// order, of the samples past the kept ones (none while every sample is
     /// kept).
     pub fn sketched_buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.histogram.iter().flat_map(Histogram::buckets)
+        self.histogram
+            .iter()
+            .filter(|_| self.is_sketched())
+            .flat_map(Histogram::buckets)
     }
 
     /// Statistics of every sample added: exact counts, totals, extremes,
     /// mean and spread; quantiles exact while every sample was kept, else
     /// from the histogram. `None` when empty.
     pub fn stats(&self) -> Option<DurationStats> {
-        if self.count == 0 {
-            return None;
-        }
-        let sketched = self.histogram.as_ref().filter(|_| self.is_sketched());
-        let mut stats = if let Some(histogram) = sketched {
-            let mut all = histogram.clone();
-            for &value in &self.kept {
-                all.record(value);
-            }
-            let rank = |p: f64| ((p * self.count as f64).ceil() as u64).clamp(1, self.count);
-            DurationStats {
-                count: self.count,
-                min_ns: self.min,
-                p50_ns: all.value_at_rank(rank(0.50)),
-                mean_ns: 0,
-                p90_ns: all.value_at_rank(rank(0.90)),
-                p99_ns: all.value_at_rank(rank(0.99)),
-                max_ns: self.max,
-                stddev_ns: 0,
-                total_ns: 0,
-            }
-        } else {
-            DurationStats::from_samples(&mut self.kept.clone())?
+        let Some(histogram) = self.histogram.as_ref().filter(|_| self.is_sketched()) else {
+            // Every sample kept: exact, spread included.
+            return DurationStats::of(&self.kept);
         };
-        let count = self.count as f64;
-        let mean = self.total as f64 / count;
-        let variance = (self.total_squares / count - mean * mean).max(0.0);
-        stats.mean_ns = mean.round() as u64;
-        stats.stddev_ns = variance.sqrt().round() as u64;
-        stats.total_ns = u64::try_from(self.total).unwrap_or(u64::MAX);
+        let all = self.aggregates();
+        let mut every = histogram.clone();
+        for &value in &self.kept {
+            every.record(value);
+        }
+        let rank = |p: f64| ((p * all.count as f64).ceil() as u64).clamp(1, all.count);
+        let count = all.count as f64;
+        let mean = all.total as f64 / count;
+        let variance = (all.squares / count - mean * mean).max(0.0);
         // Quantiles read from buckets stay within the exact extremes.
-        stats.p50_ns = stats.p50_ns.clamp(self.min, self.max);
-        stats.p90_ns = stats.p90_ns.clamp(self.min, self.max);
-        stats.p99_ns = stats.p99_ns.clamp(self.min, self.max);
-        Some(stats)
+        let quantile = |p: f64| every.value_at_rank(rank(p)).clamp(all.min, all.max);
+        Some(DurationStats {
+            count: all.count,
+            min_ns: all.min,
+            p50_ns: quantile(0.50),
+            mean_ns: mean.round() as u64,
+            p90_ns: quantile(0.90),
+            p99_ns: quantile(0.99),
+            max_ns: all.max,
+            stddev_ns: variance.sqrt().round() as u64,
+            total_ns: u64::try_from(all.total).unwrap_or(u64::MAX),
+        })
     }
 }
 
