@@ -132,13 +132,45 @@ pub fn ticks_ns(ticks: u64) -> u64 {
 
 /// [`ticks_ns`] of every reading in `readings`, in place.
 pub fn readings_to_ns<'a>(readings: impl IntoIterator<Item = &'a mut u64>) {
-    match source() {
-        Source::Counter { clock, origin, .. } => {
-            for reading in readings {
-                *reading = clock.delta_as_nanos(*origin, *reading);
-            }
+    let scale = Scale::get();
+    for reading in readings {
+        *reading = scale.reading(*reading);
+    }
+}
+
+/// [`ticks_ns`] and [`span_ns`] with the clock looked up once, for many
+/// readings.
+#[derive(Clone, Copy)]
+pub struct Scale {
+    counter: Option<(&'static quanta::Clock, u64)>,
+}
+
+impl Scale {
+    pub fn get() -> Scale {
+        Scale {
+            counter: match source() {
+                Source::Counter { clock, origin, .. } => Some((clock, *origin)),
+                Source::Instant { .. } => None,
+            },
         }
-        Source::Instant { .. } => {}
+    }
+
+    /// [`ticks_ns`].
+    #[inline]
+    pub fn reading(self, ticks: u64) -> u64 {
+        match self.counter {
+            Some((clock, origin)) => clock.delta_as_nanos(origin, ticks),
+            None => ticks,
+        }
+    }
+
+    /// [`span_ns`].
+    #[inline]
+    pub fn span(self, span: u64) -> u64 {
+        match self.counter {
+            Some((clock, _)) => clock.delta_as_nanos(0, span),
+            None => span,
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::clock::now_ns;
+use super::clock::{now_ns, span_ns, ticks, Scale};
 use super::samples::SampleSet;
 
 /// True while a capture records ranges.
@@ -190,8 +190,10 @@ impl ThreadLog {
 #[derive(Clone, Copy)]
 struct Frame {
     name: u32,
-    start_ns: u64,
-    child_ns: u64,
+    /// Clock readings ([`ticks`]): turned into nanoseconds when the
+    /// capture ends.
+    start: u64,
+    child: u64,
     /// The device event at its start, and the pass it was opened in.
     gpu_start: u32,
     gpu_pass: u32,
@@ -200,7 +202,47 @@ struct Frame {
 struct Local {
     log: Option<Arc<ThreadLog>>,
     stack: Vec<Frame>,
-    cache: [(usize, usize, u32); NAME_CACHE],
+    cache: [CachedName; NAME_CACHE],
+}
+
+/// A name's address and length, its id plus one (0: empty), and the
+/// [`fingerprint`] of its bytes, which are the bytes themselves up to 16.
+#[derive(Clone, Copy)]
+struct CachedName {
+    ptr: usize,
+    len: usize,
+    id: u32,
+    fingerprint: (u64, u64),
+}
+
+const NO_NAME: CachedName = CachedName {
+    ptr: 0,
+    len: 0,
+    id: 0,
+    fingerprint: (0, 0),
+};
+
+/// Names at most this long are told apart by their [`fingerprint`] alone.
+const FINGERPRINTED: usize = 16;
+
+/// The first and last eight bytes of `name` (overlapping when shorter than
+/// 16; for a name under eight bytes, its bytes): with the length, the
+/// whole name when it is at most [`FINGERPRINTED`] bytes long.
+#[inline(always)]
+fn fingerprint(name: &[u8]) -> (u64, u64) {
+    let len = name.len();
+    let load = |at: usize, width: usize| -> u64 {
+        let mut bytes = [0u8; 8];
+        bytes[..width].copy_from_slice(&name[at..at + width]);
+        u64::from_le_bytes(bytes)
+    };
+    if len >= 8 {
+        (load(0, 8), load(len - 8, 8))
+    } else if len >= 4 {
+        (load(0, 4), load(len - 4, 4))
+    } else {
+        (load(0, len), 0)
+    }
 }
 
 thread_local! {
@@ -208,7 +250,7 @@ thread_local! {
         RefCell::new(Local {
             log: None,
             stack: Vec::new(),
-            cache: [(0, 0, 0); NAME_CACHE],
+            cache: [NO_NAME; NAME_CACHE],
         })
     };
 }
@@ -246,20 +288,38 @@ impl Local {
 
     /// The id of `name` in this thread's table, adding it when new; `None`
     /// when neither recording nor registering (then nothing is written).
+    #[inline(always)]
     fn intern(&mut self, name: &[u8]) -> Option<u32> {
         let key = (name.as_ptr() as usize, name.len());
         let slot = (key.0 >> 3 ^ key.1) % NAME_CACHE;
+        // The same address, length and bytes: the same name. The bytes
+        // are compared through the fingerprint, and past 16 bytes with the
+        // name in the table too (the memory at an address can change).
+        let cached = self.cache[slot];
+        if cached.ptr == key.0
+            && cached.len == key.1
+            && cached.id > 0
+            && cached.fingerprint == fingerprint(name)
+            && (name.len() <= FINGERPRINTED || self.is_named(cached.id - 1, name))
+        {
+            return Some(cached.id - 1);
+        }
+        self.intern_uncached(name, key, slot)
+    }
+
+    /// True when name `id` of this thread's table is `name`.
+    fn is_named(&mut self, id: u32, name: &[u8]) -> bool {
+        let log: &ThreadLog = self.log();
+        // SAFETY: only this thread appends to `names`; a shared read.
+        let names = unsafe { &*log.names.get() };
+        names[id as usize].as_bytes() == name
+    }
+
+    #[inline(never)]
+    fn intern_uncached(&mut self, name: &[u8], key: (usize, usize), slot: usize) -> Option<u32> {
         // SAFETY: the log is owned by `self.log`, which this call does not
         // change: the reference stays valid, without an `Arc` count per range.
         let log: &ThreadLog = unsafe { &*Arc::as_ptr(self.log()) };
-        let (ptr, len, id) = self.cache[slot];
-        if (ptr, len) == key && id > 0 {
-            // SAFETY: only this thread appends to `names`; a shared read.
-            let names = unsafe { &*log.names.get() };
-            if names[id as usize - 1].as_bytes() == name {
-                return Some(id - 1);
-            }
-        }
         // A name not seen at this address: look it up, or add it.
         log.writing.store(true, Ordering::SeqCst);
         let recording = RECORDING.load(Ordering::SeqCst);
@@ -281,7 +341,12 @@ impl Local {
             }
         };
         log.writing.store(false, Ordering::Release);
-        self.cache[slot] = (key.0, key.1, id as u32 + 1);
+        self.cache[slot] = CachedName {
+            ptr: key.0,
+            len: key.1,
+            id: id as u32 + 1,
+            fingerprint: fingerprint(name),
+        };
         Some(id as u32)
     }
 }
@@ -373,8 +438,8 @@ fn open_recording(name: &[u8], gpu: bool) -> bool {
         };
         local.stack.push(Frame {
             name: id,
-            start_ns: now_ns(),
-            child_ns: 0,
+            start: ticks(),
+            child: 0,
             gpu_start,
             gpu_pass,
         });
@@ -385,7 +450,7 @@ fn open_recording(name: &[u8], gpu: bool) -> bool {
 /// Ends the innermost range [`open`] started on this thread.
 #[inline(never)]
 pub(crate) fn close() {
-    let end_ns = now_ns();
+    let end = ticks();
     LOCAL.with(|local| {
         let Ok(mut local) = local.try_borrow_mut() else {
             return;
@@ -402,10 +467,10 @@ pub(crate) fn close() {
         } else {
             NO_EVENT
         };
-        let inclusive_ns = end_ns.saturating_sub(frame.start_ns);
-        let exclusive_ns = inclusive_ns.saturating_sub(frame.child_ns);
+        let inclusive = end.saturating_sub(frame.start);
+        let exclusive = inclusive.saturating_sub(frame.child);
         if let Some(parent) = local.stack.last_mut() {
-            parent.child_ns += inclusive_ns;
+            parent.child += inclusive;
         }
         let depth = local.stack.len() as u16;
         let Some(log) = local.log.as_ref() else {
@@ -424,19 +489,20 @@ pub(crate) fn close() {
             // SAFETY: `writing` is raised and recording is on: no one else reads.
             let events = unsafe { &mut *log.events.get() };
             if events.len() < events.capacity() {
+                // In clock readings until the capture ends.
                 events.push(RangeEvent {
                     name: frame.name,
                     depth,
-                    start_ns: frame.start_ns,
-                    inclusive_ns,
-                    exclusive_ns,
+                    start_ns: frame.start,
+                    inclusive_ns: inclusive,
+                    exclusive_ns: exclusive,
                     gpu_start: frame.gpu_start,
                     gpu_end,
                 });
             } else {
                 // SAFETY: as above.
                 let overflow = unsafe { &mut *log.overflow.get() };
-                record_past_the_buffer(overflow, frame.name, inclusive_ns, exclusive_ns);
+                record_past_the_buffer(overflow, frame.name, inclusive, exclusive);
             }
         }
         log.writing.store(false, Ordering::Release);
@@ -451,9 +517,10 @@ pub(crate) fn close() {
 fn record_past_the_buffer(
     overflow: &mut Vec<Option<Box<Overflow>>>,
     name: u32,
-    inclusive_ns: u64,
-    exclusive_ns: u64,
+    inclusive: u64,
+    exclusive: u64,
 ) {
+    let (inclusive_ns, exclusive_ns) = (span_ns(inclusive), span_ns(exclusive));
     let index = name as usize;
     if overflow.len() <= index {
         overflow.resize_with(index + 1, || None);
@@ -566,6 +633,8 @@ impl Capture {
         update_mode();
         heavy_barrier();
         let end_ns = now_ns();
+        // Events hold clock readings while recorded: nanoseconds now.
+        let scale = Scale::get();
         let logs: Vec<Arc<ThreadLog>> = LOGS.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut threads = Vec::new();
         for log in logs {
@@ -581,7 +650,15 @@ impl Capture {
                 thread: log.thread,
                 thread_name: log.thread_name.clone(),
                 names: names.iter().map(|n| n.to_string()).collect(),
-                events: events.clone(),
+                events: events
+                    .iter()
+                    .map(|event| RangeEvent {
+                        start_ns: scale.reading(event.start_ns),
+                        inclusive_ns: scale.span(event.inclusive_ns),
+                        exclusive_ns: scale.span(event.exclusive_ns),
+                        ..*event
+                    })
+                    .collect(),
                 overflow: overflow.iter().map(|o| o.as_deref().cloned()).collect(),
             });
         }
@@ -676,5 +753,39 @@ mod tests {
             writer.join().unwrap();
         }
         assert!(collected > 0, "the writers' ranges were recorded");
+    }
+
+    /// A name rewritten in place (the same address and length, other
+    /// bytes) is another name, whichever bytes changed: the first, the
+    /// last, or past 16 bytes, one in the middle.
+    #[test]
+    fn a_name_rewritten_at_the_same_address_is_another_name() {
+        for len in [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 40] {
+            let mut buffer = vec![b'a'; len];
+            let mut expected = Vec::new();
+            let capture = Capture::begin();
+            let edits: [(usize, u8); 4] =
+                [(len - 1, b'a'), (len - 1, b'b'), (0, b'c'), (len / 2, b'd')];
+            for (at, byte) in edits {
+                buffer[at] = byte;
+                let name = std::str::from_utf8(&buffer).unwrap();
+                for _ in 0..2 {
+                    drop(crate::nvtx::profiling_range(name));
+                    expected.push(name.to_owned());
+                }
+            }
+            let log = capture.end();
+            let thread = log
+                .threads
+                .iter()
+                .find(|t| t.thread == log.capture_thread)
+                .expect("this thread recorded");
+            let seen: Vec<&str> = thread
+                .events
+                .iter()
+                .map(|e| thread.names[e.name as usize].as_str())
+                .collect();
+            assert_eq!(seen, expected, "names of {len} bytes");
+        }
     }
 }
