@@ -650,15 +650,7 @@ impl Capture {
                 thread: log.thread,
                 thread_name: log.thread_name.clone(),
                 names: names.iter().map(|n| n.to_string()).collect(),
-                events: events
-                    .iter()
-                    .map(|event| RangeEvent {
-                        start_ns: scale.reading(event.start_ns),
-                        inclusive_ns: scale.span(event.inclusive_ns),
-                        exclusive_ns: scale.span(event.exclusive_ns),
-                        ..*event
-                    })
-                    .collect(),
+                events: events_in_ns(events, scale),
                 overflow: overflow.iter().map(|o| o.as_deref().cloned()).collect(),
             });
         }
@@ -672,6 +664,37 @@ impl Capture {
             late_names: LATE_NAMES.load(Ordering::SeqCst),
         }
     }
+}
+
+/// A thread's events, recorded in clock readings, in nanoseconds. A
+/// range's exclusive time is its inclusive time less the nanoseconds of
+/// its recorded children, so that exclusive plus children is inclusive to
+/// the nanosecond (children not recorded, opened before the capture, are
+/// taken from the readings). Events come in the order they closed: each
+/// range's children just before it, one level deeper.
+fn events_in_ns(events: &[RangeEvent], scale: Scale) -> Vec<RangeEvent> {
+    // Per depth: the nanoseconds and readings of the ranges closed there
+    // since the last range one level up closed.
+    let mut children = vec![(0u64, 0u64); MAX_DEPTH + 2];
+    events
+        .iter()
+        .map(|event| {
+            let depth = usize::from(event.depth);
+            let inclusive_ns = scale.span(event.inclusive_ns);
+            let (recorded_ns, recorded) = std::mem::take(&mut children[depth + 1]);
+            let child = event.inclusive_ns - event.exclusive_ns;
+            let child_ns = recorded_ns + scale.span(child.saturating_sub(recorded));
+            let level = &mut children[depth];
+            level.0 += inclusive_ns;
+            level.1 += event.inclusive_ns;
+            RangeEvent {
+                start_ns: scale.reading(event.start_ns),
+                inclusive_ns,
+                exclusive_ns: inclusive_ns.saturating_sub(child_ns),
+                ..*event
+            }
+        })
+        .collect()
 }
 
 impl Drop for Capture {
@@ -786,6 +809,51 @@ mod tests {
                 .map(|e| thread.names[e.name as usize].as_str())
                 .collect();
             assert_eq!(seen, expected, "names of {len} bytes");
+        }
+    }
+
+    /// In nanoseconds, a range's exclusive time plus its recorded
+    /// children's inclusive times is its inclusive time exactly, however
+    /// the readings round; a child not recorded still counts.
+    #[test]
+    fn exclusive_plus_children_is_inclusive_to_the_nanosecond() {
+        let event = |depth: u16, inclusive: u64, exclusive: u64| RangeEvent {
+            name: 0,
+            depth,
+            start_ns: 0,
+            inclusive_ns: inclusive,
+            exclusive_ns: exclusive,
+            gpu_start: NO_EVENT,
+            gpu_end: NO_EVENT,
+        };
+        let children: Vec<u64> = (0..50).map(|i| 1_000 + i * 37).collect();
+        let unrecorded = 777;
+        let inclusive = 1_000_003 + children.iter().sum::<u64>() + unrecorded;
+        let mut events: Vec<RangeEvent> = children.iter().map(|&c| event(1, c, c)).collect();
+        events.push(event(
+            0,
+            inclusive,
+            inclusive - children.iter().sum::<u64>() - unrecorded,
+        ));
+        // A second parent: its children are its own.
+        events.push(event(1, 5_000, 5_000));
+        events.push(event(0, 9_000, 4_000));
+        let converted = events_in_ns(&events, Scale::get());
+        let parent = converted[50];
+        let children_ns: u64 = converted[..50].iter().map(|e| e.inclusive_ns).sum();
+        assert_eq!(
+            parent.exclusive_ns + children_ns + span_ns(unrecorded),
+            parent.inclusive_ns
+        );
+        // Within a nanosecond of rounding per child of its own readings.
+        assert!(parent.exclusive_ns.abs_diff(span_ns(1_000_003)) <= 52);
+        let (child, second) = (converted[51], converted[52]);
+        assert_eq!(
+            second.exclusive_ns + child.inclusive_ns,
+            second.inclusive_ns
+        );
+        for e in &converted[..50] {
+            assert_eq!(e.exclusive_ns, e.inclusive_ns);
         }
     }
 }
