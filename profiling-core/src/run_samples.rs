@@ -146,8 +146,9 @@ impl Series {
 
     /// The series of a sample set, its kept samples moved, not copied.
     pub fn from_owned(set: SampleSet) -> Series {
-        let (min, max) = set.extremes().unwrap_or((0, 0));
-        let (count, total) = (set.count(), set.total());
+        let (total, extremes) = set.total_and_extremes();
+        let (min, max) = extremes.unwrap_or((0, 0));
+        let count = set.count();
         let buckets = set.sketched_buckets().collect();
         Series {
             count,

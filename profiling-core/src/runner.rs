@@ -1127,7 +1127,15 @@ impl<O> Measured<O> {
         let calls = std::mem::replace(&mut self.call_samples, SampleSet::with_capacity(0));
         let sets = range_sets(&self.ranges);
         let (ranges, ranges_sketched) = timings_of(&sets);
-        let (iterations, runs) = (passes.stats(), calls.stats());
+        let iterations = passes.stats();
+        // One call per pass, every pass complete: each pass's sample is its
+        // call's, the same number, so the statistics are the same.
+        let runs = if self.outputs.len() == 1 && passes.count() == calls.count() {
+            debug_assert_eq!(passes.kept(), calls.kept());
+            iterations
+        } else {
+            calls.stats()
+        };
         let sketch_note = sketch_note(&passes, &calls, ranges_sketched, &self.ranges);
         let tree = crate::timing::RangeTree::build_with_gpu(&self.ranges, &self.passes, gpu);
         let samples = RunSamples::from_owned_sets(passes, calls, sets);

@@ -36,23 +36,48 @@ impl DurationStats {
         let count = samples.len() as u64;
         let (mut min, mut max, mut total) = (u64::MAX, 0u64, 0u128);
         // Sums of the differences from the first sample: the spread
-        // without the cancellation of raw squares.
-        let (mut shifted, mut shifted_squares) = (0f64, 0f64);
-        let small = samples.len() < SELECT_BELOW;
-        let mut counts = if small {
-            Vec::new()
-        } else {
-            vec![0u64; BUCKETS]
-        };
-        for &sample in samples {
+        // without the cancellation of raw squares; four of each, so that
+        // the additions do not wait on one another.
+        let (mut shifted, mut shifted_squares) = ([0f64; 4], [0f64; 4]);
+        let mut chunks = samples.chunks_exact(4);
+        for chunk in &mut chunks {
+            for lane in 0..4 {
+                let sample = chunk[lane];
+                min = min.min(sample);
+                max = max.max(sample);
+                total += u128::from(sample);
+                let difference = sample as f64 - first as f64;
+                shifted[lane] += difference;
+                shifted_squares[lane] += difference * difference;
+            }
+        }
+        for &sample in chunks.remainder() {
             min = min.min(sample);
             max = max.max(sample);
             total += u128::from(sample);
             let difference = sample as f64 - first as f64;
-            shifted += difference;
-            shifted_squares += difference * difference;
-            if !small {
-                counts[bucket(sample)] += 1;
+            shifted[0] += difference;
+            shifted_squares[0] += difference * difference;
+        }
+        let shifted: f64 = shifted.iter().sum();
+        let shifted_squares: f64 = shifted_squares.iter().sum();
+        // Counts per bucket, in four lanes: consecutive samples of one
+        // bucket do not wait on each other's increment.
+        let small = samples.len() < SELECT_BELOW || samples.len() > u32::MAX as usize;
+        let mut counts = if small {
+            Vec::new()
+        } else {
+            vec![[0u32; 4]; BUCKETS]
+        };
+        if !small {
+            let mut chunks = samples.chunks_exact(4);
+            for chunk in &mut chunks {
+                for lane in 0..4 {
+                    counts[bucket(chunk[lane])][lane] += 1;
+                }
+            }
+            for &sample in chunks.remainder() {
+                counts[bucket(sample)][0] += 1;
             }
         }
         let n = count as f64;
@@ -114,12 +139,13 @@ fn select_copied(samples: &[u64], ranks: [usize; 3]) -> [u64; 3] {
 /// The values of ascending 0-based ranks `ranks`, given each bucket's
 /// count: the bucket each rank falls in, then a selection among that
 /// bucket's samples only.
-fn select_bucketed(samples: &[u64], counts: &[u64], ranks: [usize; 3]) -> [u64; 3] {
+fn select_bucketed(samples: &[u64], counts: &[[u32; 4]], ranks: [usize; 3]) -> [u64; 3] {
+    let count = |bucket: usize| counts[bucket].iter().map(|&c| c as usize).sum::<usize>();
     // Each rank's bucket and its rank inside it.
     let mut found = [(0usize, 0usize); 3];
     let (mut next, mut before) = (0, 0usize);
-    for (index, &in_bucket) in counts.iter().enumerate() {
-        let through = before + in_bucket as usize;
+    for index in 0..counts.len() {
+        let through = before + count(index);
         while next < 3 && ranks[next] < through {
             found[next] = (index, ranks[next] - before);
             next += 1;
@@ -138,7 +164,7 @@ fn select_bucketed(samples: &[u64], counts: &[u64], ranks: [usize; 3]) -> [u64; 
     let mut gathered: [Vec<u64>; 3] = std::array::from_fn(|i| {
         let first_with_it = buckets.iter().position(|&b| b == buckets[i]) == Some(i);
         if first_with_it && buckets[i] >= 256 {
-            Vec::with_capacity(counts[buckets[i]] as usize)
+            Vec::with_capacity(count(buckets[i]))
         } else {
             Vec::new()
         }

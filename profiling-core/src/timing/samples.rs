@@ -228,6 +228,13 @@ impl SampleSet {
         self.kept.iter().map(|&v| u128::from(v)).sum::<u128>() + self.past.total
     }
 
+    /// The sum of every sample added and the smallest and largest (`None`
+    /// when empty), in one pass over the kept samples.
+    pub fn total_and_extremes(&self) -> (u128, Option<(u64, u64)>) {
+        let all = self.aggregates();
+        (all.total, (all.count > 0).then_some((all.min, all.max)))
+    }
+
     /// The smallest and largest sample added; `None` when empty.
     pub fn extremes(&self) -> Option<(u64, u64)> {
         let all = self.aggregates();
