@@ -8,7 +8,9 @@
 //! any capture opens: about 10 ns a reading where `Instant` takes about 25.
 //! Elsewhere, or with `PROFILING_CLOCK=instant` in the environment, it is
 //! `std::time::Instant`. Either way, one reading is one call of
-//! [`now_ns`], and the manifest's `timings.timer` says which clock it was.
+//! [`now_ns`] (or, on the measured paths, of [`ticks`], turned into
+//! nanoseconds later), and the manifest's `timings.timer` says which clock
+//! it was.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
