@@ -274,7 +274,8 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let shapes: [(&str, fn(u64) -> u64); 7] = [
+        type Shape = (&'static str, fn(u64) -> u64);
+        let shapes: [Shape; 7] = [
             ("narrow", |r| 1_000 + r % 40),
             ("below 256", |r| r % 256),
             ("wide", |r| r % 10_000_000),
