@@ -39,25 +39,22 @@ impl DurationStats {
         // without the cancellation of raw squares; four of each, so that
         // the additions do not wait on one another.
         let (mut shifted, mut shifted_squares) = ([0f64; 4], [0f64; 4]);
-        let mut chunks = samples.chunks_exact(4);
-        for chunk in &mut chunks {
-            for lane in 0..4 {
-                let sample = chunk[lane];
-                min = min.min(sample);
-                max = max.max(sample);
-                total += u128::from(sample);
-                let difference = sample as f64 - first as f64;
-                shifted[lane] += difference;
-                shifted_squares[lane] += difference * difference;
-            }
-        }
-        for &sample in chunks.remainder() {
+        let mut add = |lane: usize, sample: u64| {
             min = min.min(sample);
             max = max.max(sample);
             total += u128::from(sample);
             let difference = sample as f64 - first as f64;
-            shifted[0] += difference;
-            shifted_squares[0] += difference * difference;
+            shifted[lane] += difference;
+            shifted_squares[lane] += difference * difference;
+        };
+        let mut chunks = samples.chunks_exact(4);
+        for chunk in &mut chunks {
+            for lane in 0..4 {
+                add(lane, chunk[lane]);
+            }
+        }
+        for &sample in chunks.remainder() {
+            add(0, sample);
         }
         let shifted: f64 = shifted.iter().sum();
         let shifted_squares: f64 = shifted_squares.iter().sum();
@@ -195,6 +192,32 @@ fn select_bucketed(samples: &[u64], counts: &[[u32; 4]], ranks: [usize; 3]) -> [
 mod tests {
     use super::*;
 
+    /// The extremes and nearest-rank percentiles of `stats` are those of
+    /// `samples` sorted.
+    fn assert_percentiles_of_sorted(stats: &DurationStats, samples: &[u64], what: &str) {
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        let length = sorted.len();
+        let rank = |p: f64| sorted[((p * length as f64).ceil() as usize).clamp(1, length) - 1];
+        assert_eq!(
+            [
+                stats.min_ns,
+                stats.p50_ns,
+                stats.p90_ns,
+                stats.p99_ns,
+                stats.max_ns
+            ],
+            [
+                sorted[0],
+                rank(0.5),
+                rank(0.9),
+                rank(0.99),
+                sorted[length - 1]
+            ],
+            "{what}"
+        );
+    }
+
     #[test]
     fn empty_has_no_stats() {
         assert_eq!(DurationStats::from_samples(&mut []), None);
@@ -238,27 +261,8 @@ mod tests {
                     state % 1_000 // many ties
                 })
                 .collect();
-            let mut sorted = samples.clone();
-            sorted.sort_unstable();
-            let rank = |p: f64| sorted[((p * length as f64).ceil() as usize).clamp(1, length) - 1];
             let stats = DurationStats::from_samples(&mut samples.clone()).unwrap();
-            assert_eq!(
-                (
-                    stats.min_ns,
-                    stats.p50_ns,
-                    stats.p90_ns,
-                    stats.p99_ns,
-                    stats.max_ns
-                ),
-                (
-                    sorted[0],
-                    rank(0.5),
-                    rank(0.9),
-                    rank(0.99),
-                    sorted[length - 1]
-                ),
-                "{length} samples"
-            );
+            assert_percentiles_of_sorted(&stats, &samples, &format!("{length} samples"));
         }
     }
 
@@ -293,27 +297,11 @@ mod tests {
         for (name, shape) in shapes {
             for length in [SELECT_BELOW, SELECT_BELOW + 1, 5_000, 100_003] {
                 let samples: Vec<u64> = (0..length).map(|_| shape(next())).collect();
-                let mut sorted = samples.clone();
-                sorted.sort_unstable();
-                let rank =
-                    |p: f64| sorted[((p * length as f64).ceil() as usize).clamp(1, length) - 1];
                 let stats = DurationStats::of(&samples).unwrap();
-                assert_eq!(
-                    [
-                        stats.min_ns,
-                        stats.p50_ns,
-                        stats.p90_ns,
-                        stats.p99_ns,
-                        stats.max_ns
-                    ],
-                    [
-                        sorted[0],
-                        rank(0.5),
-                        rank(0.9),
-                        rank(0.99),
-                        sorted[length - 1]
-                    ],
-                    "{name}, {length} samples"
+                assert_percentiles_of_sorted(
+                    &stats,
+                    &samples,
+                    &format!("{name}, {length} samples"),
                 );
                 let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / length as f64;
                 let variance = samples

@@ -116,20 +116,14 @@ fn ticks_chosen() -> u64 {
 /// The nanoseconds between two readings of [`ticks`] `span` apart.
 #[inline]
 pub fn span_ns(span: u64) -> u64 {
-    match source() {
-        Source::Counter { clock, .. } => clock.delta_as_nanos(0, span),
-        Source::Instant { .. } => span,
-    }
+    Scale::get().span(span)
 }
 
 /// A reading of [`ticks`] as nanoseconds since the origin: what [`now_ns`]
 /// would have read at that moment.
 #[inline]
 pub fn ticks_ns(ticks: u64) -> u64 {
-    match source() {
-        Source::Counter { clock, origin, .. } => clock.delta_as_nanos(*origin, ticks),
-        Source::Instant { .. } => ticks,
-    }
+    Scale::get().reading(ticks)
 }
 
 /// [`ticks_ns`] of every reading in `readings`, in place.
