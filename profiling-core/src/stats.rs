@@ -49,8 +49,8 @@ impl DurationStats {
         };
         let mut chunks = samples.chunks_exact(4);
         for chunk in &mut chunks {
-            for lane in 0..4 {
-                add(lane, chunk[lane]);
+            for (lane, &sample) in chunk.iter().enumerate() {
+                add(lane, sample);
             }
         }
         for &sample in chunks.remainder() {
