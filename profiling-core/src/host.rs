@@ -188,8 +188,20 @@ pub fn build_profile() -> &'static str {
 pub fn git_state(dir: &Path) -> Option<(String, bool)> {
     // Both at once: each is a process start and a few milliseconds, paid
     // by every run after its passes.
+    // `--no-optional-locks`: `status` refreshes the index's cached file
+    // times and writes it back under `index.lock` when it can, and a `git
+    // commit` the user starts meanwhile would then fail on that lock. The
+    // answer is the same without the refresh.
     let commit = git_spawn(dir, ["rev-parse", "HEAD"]);
-    let status = git_spawn(dir, ["status", "--porcelain", "--untracked-files=no"]);
+    let status = git_spawn(
+        dir,
+        [
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+        ],
+    );
     let commit = commit.and_then(git_wait).filter(|c| !c.is_empty())?;
     let dirty = status.and_then(git_wait).is_some_and(|s| !s.is_empty());
     Some((commit, dirty))
@@ -346,6 +358,71 @@ mod tests {
         assert_eq!(
             UtcTime::from_system(fraction).rfc3339(),
             "1970-01-01T00:00:01Z"
+        );
+    }
+
+    /// Runs git in `dir` with a fixed identity; panics when it fails.
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    }
+
+    /// A repository with one commit of `tracked.txt`.
+    fn repository() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q"]);
+        std::fs::write(dir.path().join("tracked.txt"), "one\n").unwrap();
+        git(dir.path(), &["add", "tracked.txt"]);
+        git(dir.path(), &["commit", "-q", "-m", "one"]);
+        dir
+    }
+
+    #[test]
+    fn git_state_is_the_head_commit_and_whether_tracked_files_changed() {
+        let repo = repository();
+        let head = git(repo.path(), &["rev-parse", "HEAD"]);
+        assert_eq!(head.len(), 40);
+        assert_eq!(git_state(repo.path()), Some((head.clone(), false)));
+        // Untracked files do not make the tree dirty.
+        std::fs::write(repo.path().join("new.txt"), "new\n").unwrap();
+        assert_eq!(git_state(repo.path()), Some((head.clone(), false)));
+        std::fs::write(repo.path().join("tracked.txt"), "two\n").unwrap();
+        assert_eq!(git_state(repo.path()), Some((head, true)));
+        // Outside a work tree there is no state.
+        let plain = tempfile::tempdir().unwrap();
+        assert_eq!(git_state(plain.path()), None);
+    }
+
+    #[test]
+    fn git_state_never_writes_the_index() {
+        let repo = repository();
+        let index = repo.path().join(".git/index");
+        let before = std::fs::read(&index).unwrap();
+        let modified = std::fs::metadata(&index).unwrap().modified().unwrap();
+        // Same content, newer file times: a plain `git status` refreshes
+        // the index's cached times and writes the index back.
+        std::thread::sleep(std::time::Duration::from_millis(1_100));
+        std::fs::write(repo.path().join("tracked.txt"), "one\n").unwrap();
+        let (_, dirty) = git_state(repo.path()).unwrap();
+        assert!(!dirty);
+        assert_eq!(std::fs::read(&index).unwrap(), before);
+        assert_eq!(
+            std::fs::metadata(&index).unwrap().modified().unwrap(),
+            modified
         );
     }
 
