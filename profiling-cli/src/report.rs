@@ -112,6 +112,13 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             spread(calls)
         )?;
     }
+    if timings.load_ns > 0 {
+        writeln!(
+            out,
+            "load:   {} to read the records before the passes (eager loading)",
+            format_ns(timings.load_ns)
+        )?;
+    }
     if let Some(per_record) = batched {
         let figure = |throughput: &Option<profiling_core::timing::Throughput>| {
             throughput.as_ref().map_or_else(

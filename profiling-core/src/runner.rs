@@ -195,6 +195,10 @@ pub struct Timings {
     /// sample (very long runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sketch_note: Option<String>,
+    /// Reading an eager run's records from its source (each file read
+    /// and decoded), before the passes and outside `prepare_ns`; 0 when
+    /// the records came already read or are read inside the passes.
+    pub load_ns: u64,
     /// Eager `prepare` of every record, before the passes.
     pub prepare_ns: u64,
     /// All warmup passes together.
@@ -649,18 +653,20 @@ where
     }
     let loaded: Vec<DataRecord>;
     let mut first_input = None;
+    let mut load_ns = 0;
     let records = match &plan.records {
         Records::Unread(source) => {
-            let (records, first) =
+            let (records, first, ns) =
                 read_eager(&mut target, source.as_ref(), plan, batched, &mut tally)?;
             loaded = records;
             first_input = first;
+            load_ns = ns;
             Some(&loaded[..batches.records])
         }
         Records::Eager(records) => Some(&records[..batches.records]),
         Records::Lazy(_) => None,
     };
-    match (records, &plan.records, config.target.profile_prepare) {
+    let outcome = match (records, &plan.records, config.target.profile_prepare) {
         (Some(records), _, false) => {
             let mut prepared = Vec::with_capacity(batches.batches);
             let mut prepare_ns = 0;
@@ -741,14 +747,19 @@ where
             );
             Err(tally.error(Pass::Setup, Failure::new(Phase::Load, None, source)))
         }
-    }
+    };
+    outcome.map(|mut outcome| {
+        outcome.timings.load_ns = load_ns;
+        outcome
+    })
 }
 
 /// Reads an eager source. Without `profile_prepare`, the first input (the
 /// first record, or the first batch of `batched`) is read and prepared
 /// alone first, so that a run whose prepared inputs would not fit
 /// ([`RunPlan::memory`]) is refused before the rest is read; its prepared
-/// input is returned with the time preparing it took.
+/// input is returned with the time preparing it took, and the records with
+/// the time reading them took (that preparing left out).
 #[allow(clippy::type_complexity)]
 fn read_eager<T: ProfileTarget>(
     target: &mut T,
@@ -756,7 +767,8 @@ fn read_eager<T: ProfileTarget>(
     plan: &RunPlan,
     batched: Option<Batches>,
     tally: &mut Tally,
-) -> Result<(Vec<DataRecord>, Option<(T::Prepared, u64)>), RunError> {
+) -> Result<(Vec<DataRecord>, Option<(T::Prepared, u64)>, u64), RunError> {
+    let reading = now_ns();
     let load_error = |error: DataError, tally: &Tally| {
         tally.error(Pass::Setup, Failure::new(Phase::Load, None, error.into()))
     };
@@ -777,7 +789,9 @@ fn read_eager<T: ProfileTarget>(
         first_input = Some((input, now_ns() - started));
     }
     let records = source.read_all().map_err(|e| load_error(e, tally))?;
-    Ok((records, first_input))
+    let preparing = first_input.as_ref().map_or(0, |(_, ns)| *ns);
+    let load_ns = (now_ns() - reading).saturating_sub(preparing);
+    Ok((records, first_input, load_ns))
 }
 
 /// Prepares one input outside every range: `records` holds one record, or
@@ -1149,6 +1163,7 @@ impl<O> Measured<O> {
             gpu: None,
             host_timing_note: host_timing_note(plan.config.device, &plan.config.cuda),
             sketch_note,
+            load_ns: 0,
             prepare_ns: 0,
             warmup_ns,
             capture_ns: self.capture_ns,

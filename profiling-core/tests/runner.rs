@@ -197,6 +197,30 @@ fn profile_prepare_prepares_inside_every_pass() {
 /// Sleeps a known time in `prepare` and in `run`.
 struct Sleeping;
 
+const READ_SLEEP: std::time::Duration = std::time::Duration::from_millis(4);
+
+/// A source whose every read sleeps [`READ_SLEEP`] first.
+struct SlowSource(Box<dyn data::DataSource>);
+
+impl data::DataSource for SlowSource {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
+        self.0.describe()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn estimated_bytes(&self) -> Result<u64, data::DataError> {
+        self.0.estimated_bytes()
+    }
+    fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
+        std::thread::sleep(READ_SLEEP);
+        self.0.read(index)
+    }
+}
+
 const PREPARE_SLEEP: std::time::Duration = std::time::Duration::from_millis(3);
 const RUN_SLEEP: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -227,7 +251,7 @@ fn phase_times_hold_what_their_calls_slept() {
                 &serde_yaml::from_str("{record_count: 2, include_image: false}").unwrap(),
             )
             .unwrap();
-            plan.records = Records::Unread(source);
+            plan.records = Records::Unread(Box::new(SlowSource(source)));
         }
         assert_eq!(plan.records.len(), 2);
         assert!(!plan.records.is_empty());
@@ -236,7 +260,10 @@ fn phase_times_hold_what_their_calls_slept() {
         let wall = started.elapsed().as_nanos() as u64;
         let timings = &outcome.timings;
         let at_least = |sleep: std::time::Duration, calls: u64| sleep.as_nanos() as u64 * calls;
+        // The first record is read alone, then both by `read_all`.
+        let reads = if unread { 3 } else { 0 };
         let phases = [
+            ("load", timings.load_ns, at_least(READ_SLEEP, reads)),
             ("prepare", timings.prepare_ns, at_least(PREPARE_SLEEP, 2)),
             ("warmup", timings.warmup_ns, at_least(RUN_SLEEP, 4)),
             ("capture", timings.capture_ns, at_least(RUN_SLEEP, 6)),
@@ -247,7 +274,14 @@ fn phase_times_hold_what_their_calls_slept() {
                 "unread {unread}: {phase} took {ns} ns, slept {slept}, the run {wall}"
             );
         }
-        assert!(timings.prepare_ns + timings.warmup_ns + timings.capture_ns <= wall);
+        if !unread {
+            assert_eq!(timings.load_ns, 0, "records given read take no loading");
+        }
+        // Loading leaves out the first record's prepare, which it brackets:
+        // no phase counts another's time.
+        assert!(
+            timings.load_ns + timings.prepare_ns + timings.warmup_ns + timings.capture_ns <= wall
+        );
         assert_eq!(outcome.completed_warmup, 2);
         assert_eq!(outcome.completed_iterations, 3);
         assert_eq!(outcome.calls.prepare, 2);
