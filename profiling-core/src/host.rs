@@ -186,12 +186,11 @@ pub fn build_profile() -> &'static str {
 /// The commit checked out at `dir`, and whether the tree has uncommitted
 /// changes; `None` outside a git work tree or without git.
 pub fn git_state(dir: &Path) -> Option<(String, bool)> {
-    // Both at once: each is a process start and a few milliseconds, paid
-    // by every run after its passes.
-    // `--no-optional-locks`: `status` refreshes the index's cached file
-    // times and writes it back under `index.lock` when it can, and a `git
-    // commit` the user starts meanwhile would then fail on that lock. The
-    // answer is the same without the refresh.
+    // Both at once: each is a process start and a millisecond or two, paid
+    // by every run after its passes. `--no-optional-locks`: `status` would
+    // otherwise refresh the index's cached file times and write it back
+    // under `index.lock`, and a `git commit` the user starts meanwhile
+    // would fail on that lock. The answer is the same without the refresh.
     let commit = git_spawn(dir, ["rev-parse", "HEAD"]);
     let status = git_spawn(
         dir,
@@ -361,24 +360,18 @@ mod tests {
         );
     }
 
-    /// Runs git in `dir` with a fixed identity; panics when it fails.
+    /// [`git_output`] with a fixed identity; panics when git fails.
     fn git(dir: &Path, args: &[&str]) -> String {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "git {args:?}: {output:?}");
-        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        let identity = [
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ];
+        git_output(dir, identity.iter().chain(args))
+            .unwrap_or_else(|| panic!("git {args:?} failed in {}", dir.display()))
     }
 
     /// A repository with one commit of `tracked.txt`.
