@@ -213,33 +213,41 @@ fn a_target_of_a_missing_feature_says_how_to_build_it() {
     );
 }
 
-/// GPU timing adds no system dependency: the default build has no CUDA
-/// binding at all, and the CUDA events of the `tch` build load the driver
-/// at run time (cudarc's dynamic loading), so neither links a CUDA library.
-#[test]
-fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
+/// `cargo tree --locked ARGS` of this workspace: what it prints, one
+/// package a line. Not `--offline`: where the cargo cache has never held a
+/// package the tree names (the `tch` feature's, before any `tch` build),
+/// cargo fetches it from the registry as a first build would.
+fn cargo_tree(args: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let tree = Command::new(&cargo)
-        .args([
-            "tree",
-            "--offline",
-            "--locked",
-            "-p",
-            "profiling-cli",
-            "-e",
-            "normal,build",
-        ])
-        .args(["--prefix", "none", "--format", "{p}", "--manifest-path"])
+        .args(["tree", "--locked", "--prefix", "none"])
+        .args(args)
+        .arg("--manifest-path")
         .arg(&manifest)
         .output()
         .unwrap();
     assert!(
         tree.status.success(),
-        "{}",
+        "cargo tree {args:?}: {}",
         String::from_utf8_lossy(&tree.stderr)
     );
-    let tree = String::from_utf8(tree.stdout).unwrap();
+    String::from_utf8(tree.stdout).unwrap()
+}
+
+/// GPU timing adds no system dependency: the default build has no CUDA
+/// binding at all, and the CUDA events of the `tch` build load the driver
+/// at run time (cudarc's dynamic loading), so neither links a CUDA library.
+#[test]
+fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
+    let tree = cargo_tree(&[
+        "-p",
+        "profiling-cli",
+        "-e",
+        "normal,build",
+        "--format",
+        "{p}",
+    ]);
     assert!(
         tree.lines().any(|l| l.starts_with("profiling-core ")),
         "{tree}"
@@ -251,31 +259,22 @@ fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
         );
     }
     // With the tch feature, cudarc is there, loading the driver at run time.
-    let tch_tree = Command::new(&cargo)
-        .args([
-            "tree",
-            "--offline",
-            "--locked",
-            "-p",
-            "profiling-core",
-            "--features",
-            "tch",
-        ])
-        .args([
-            "-e",
-            "features",
-            "-i",
-            "cudarc",
-            "--prefix",
-            "none",
-            "--manifest-path",
-        ])
-        .arg(&manifest)
-        .output()
-        .unwrap();
-    let tch_tree = String::from_utf8_lossy(&tch_tree.stdout).into_owned();
+    let tch_tree = cargo_tree(&[
+        "-p",
+        "profiling-core",
+        "--features",
+        "tch",
+        "-e",
+        "features",
+        "-i",
+        "cudarc",
+    ]);
     assert!(
         tch_tree.contains("cudarc feature \"dynamic-loading\""),
+        "{tch_tree}"
+    );
+    assert!(
+        !tch_tree.contains("cudarc feature \"dynamic-linking\""),
         "{tch_tree}"
     );
 

@@ -11,13 +11,15 @@ fn linked_crates(package: &str) -> Vec<String> {
     linked_crates_with(package, &[])
 }
 
+/// Not `--offline`: a package the cargo cache lacks is fetched, as a build
+/// would.
 fn linked_crates_with(package: &str, options: &[&str]) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
     let output = Command::new(cargo)
         .args([
             "tree",
-            "--offline",
+            "--locked",
             "--prefix",
             "none",
             "-e",

@@ -740,42 +740,75 @@ mod tests {
 
     /// Captures begin and end while other threads open and close ranges
     /// without pause: every collected event is whole (its name known, its
-    /// self time within its time), whichever side of the barrier it fell.
+    /// self time within its time), whichever side of the barrier it fell,
+    /// and every writer's ranges are in every capture. Each capture stays
+    /// open until every writer has closed a pair of ranges it opened after
+    /// recording began, however late the scheduler runs it: no deadline.
     #[test]
     fn captures_collect_whole_events_while_other_threads_keep_writing() {
-        use std::sync::atomic::AtomicBool;
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let writers: Vec<_> = (0..2)
-            .map(|_| {
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        let _outer = crate::nvtx::profiling_range("stress outer");
-                        let _inner = crate::nvtx::profiling_range("stress inner");
-                        std::hint::black_box(0);
-                    }
-                })
+        const WRITERS: usize = 2;
+        let stop = Arc::new(AtomicBool::new(false));
+        // Per writer: the pairs of ranges it has closed.
+        let closed: Arc<Vec<AtomicU64>> =
+            Arc::new((0..WRITERS).map(|_| AtomicU64::new(0)).collect());
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|writer| {
+                let (stop, closed) = (stop.clone(), closed.clone());
+                std::thread::Builder::new()
+                    .name(format!("stress writer {writer}"))
+                    .spawn(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            {
+                                let _outer = crate::nvtx::profiling_range("stress outer");
+                                let _inner = crate::nvtx::profiling_range("stress inner");
+                                std::hint::black_box(0);
+                            }
+                            closed[writer].fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                    .unwrap()
             })
             .collect();
-        let mut collected = 0;
-        for _ in 0..200 {
+        for _ in 0..50 {
             let capture = Capture::begin();
-            std::thread::yield_now();
+            // A pair closed after a count read now was opened after
+            // recording began: the second one from now, at the latest.
+            for count in closed.iter() {
+                let since = count.load(Ordering::SeqCst);
+                while count.load(Ordering::SeqCst) < since + 2 {
+                    std::thread::yield_now();
+                }
+            }
             let log = capture.end();
             for thread in &log.threads {
                 for event in &thread.events {
                     assert!((event.name as usize) < thread.names.len());
                     assert!(event.exclusive_ns <= event.inclusive_ns);
                     assert!(event.depth <= 1);
-                    collected += 1;
                 }
+            }
+            for writer in 0..WRITERS {
+                let name = format!("stress writer {writer}");
+                let thread = log
+                    .threads
+                    .iter()
+                    .find(|t| t.thread_name == name)
+                    .unwrap_or_else(|| panic!("{name}'s ranges were recorded"));
+                let names: Vec<&str> = thread
+                    .events
+                    .iter()
+                    .map(|e| thread.names[e.name as usize].as_str())
+                    .collect();
+                assert!(
+                    names.contains(&"stress outer") && names.contains(&"stress inner"),
+                    "{name}: {names:?}"
+                );
             }
         }
         stop.store(true, Ordering::Relaxed);
         for writer in writers {
             writer.join().unwrap();
         }
-        assert!(collected > 0, "the writers' ranges were recorded");
     }
 
     /// A name rewritten in place (the same address and length, other
