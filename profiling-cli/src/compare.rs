@@ -8,7 +8,8 @@ use std::path::Path;
 use clap::{Args, ValueEnum};
 use profiling_core::compare::runs::{self, LoadedRun, RunError};
 use profiling_core::compare::statistics::{BootstrapOptions, DEFAULT_RESAMPLES, DEFAULT_SEED};
-use profiling_core::compare::{self, Comparison, Options, Row, Verdict};
+use profiling_core::compare::{self, Comparison, Options, Row, RunInfo, Verdict};
+use profiling_core::host::NOT_A_CHECKOUT_NOTE;
 
 use crate::report::format_ns;
 use crate::{EXIT_OK, EXIT_USAGE};
@@ -266,11 +267,14 @@ fn confidence_label(options: &Options) -> String {
     )
 }
 
-fn git_text(commit: Option<&str>, dirty: Option<bool>) -> String {
-    match (commit, dirty) {
+fn git_text(run: &RunInfo) -> String {
+    match (run.git_commit.as_deref(), run.git_dirty) {
         (Some(commit), Some(true)) => format!("{} (dirty)", short(commit)),
         (Some(commit), _) => short(commit).to_owned(),
-        (None, _) => "not a git checkout".to_owned(),
+        (None, _) => run
+            .git_note
+            .clone()
+            .unwrap_or_else(|| NOT_A_CHECKOUT_NOTE.to_owned()),
     }
 }
 
@@ -298,11 +302,7 @@ fn header_lines(comparison: &Comparison) -> Vec<String> {
             difference.key, difference.base, difference.candidate
         ));
     }
-    lines.push(format!(
-        "git: {} → {}",
-        git_text(base.git_commit.as_deref(), base.git_dirty),
-        git_text(candidate.git_commit.as_deref(), candidate.git_dirty)
-    ));
+    lines.push(format!("git: {} → {}", git_text(base), git_text(candidate)));
     for warning in &comparison.warnings {
         lines.push(format!("warning: {warning}"));
     }

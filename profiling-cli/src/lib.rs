@@ -260,6 +260,10 @@ struct RunArgs {
     /// The data source: dummy or images (its parameters come from the config).
     #[arg(long, value_name = "NAME")]
     data_source: Option<String>,
+    /// The images in DIR are the records (the images source's `directory`, in place of the
+    /// config's `directory` or `paths`); the source is images unless --data-source names another.
+    #[arg(long, value_name = "DIR")]
+    directory: Option<PathBuf>,
     /// cpu, cuda (= cuda:0) or cuda:N.
     #[arg(long, value_name = "DEVICE", value_parser = parse_device)]
     device: Option<Device>,
@@ -360,6 +364,16 @@ pub fn run_main() -> std::process::ExitCode {
         return std::process::ExitCode::from(code);
     }
     run_main_for(workspace_root)
+}
+
+/// For a `run` command line: the target it names and the config it gives,
+/// as `run` reads them; `None` for other commands or arguments `run`
+/// refuses.
+pub(crate) fn run_selection(args: &[OsString]) -> Option<(Option<String>, Option<PathBuf>)> {
+    match Cli::try_parse_from(args).ok()?.command {
+        Command::Run(run) => Some((run.name, run.config)),
+        _ => None,
+    }
 }
 
 /// [`run_main`] for a profiling binary of another workspace, built from
@@ -696,6 +710,7 @@ fn run(
                 (_, true) => Some(false),
                 _ => None,
             },
+            directory: args.directory,
         },
         run_id: args.run_id,
         force: args.force,

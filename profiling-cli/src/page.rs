@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use profiling_core::compare::runs::{LoadedRun, RunError};
 use profiling_core::compare::statistics::lower_median;
 use profiling_core::compare::{one_line, Comparison, Options, Row, Verdict};
+use profiling_core::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use profiling_core::stats::DurationStats;
 use serde_yaml::Value;
@@ -315,7 +316,10 @@ fn header(page: &RunPage<'_>) -> String {
     ) {
         (Some(commit), Some(true)) => format!("{commit} (dirty)"),
         (Some(commit), _) => commit.to_owned(),
-        (None, _) => "not a git checkout".to_owned(),
+        (None, _) => get(m, "git_note")
+            .and_then(Value::as_str)
+            .unwrap_or(NOT_A_CHECKOUT_NOTE)
+            .to_owned(),
     };
     let passes = format!(
         "{} measured of {} (warmup {})",

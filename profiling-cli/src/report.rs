@@ -77,7 +77,9 @@ struct Listed<'a> {
 }
 
 /// The pass and call statistics, the top ranges (by path) by inclusive and
-/// by self time with their share of a pass, and what the clock means.
+/// by self time with their share of a pass, and what the clock means. A
+/// range's time per pass is its mean (what the share of a pass is of);
+/// its median is per call.
 pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
     let timings = &manifest.timings;
     let records = manifest.record_ids.len() as u64;
@@ -200,7 +202,7 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             // GPU time beside the host's, on runs with GPU timing.
             let gpu = pick_gpu(range).map_or_else(String::new, |gpu| {
                 format!(
-                    "; GPU {} per pass, median {}",
+                    "; GPU mean {} per pass, median {} per call",
                     format_ns(gpu.total_ns / passes),
                     format_ns(gpu.p50_ns)
                 )
@@ -211,7 +213,7 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             });
             writeln!(
                 out,
-                "  {:width$}  {:>9} per pass  {:>7} of a pass  {}, median {}{per_record}{gpu}",
+                "  {:width$}  mean {:>9} per pass  {:>7} of a pass  {}, median {} per call{per_record}{gpu}",
                 range.label,
                 format_ns(stats.total_ns / passes),
                 share(stats.total_ns),

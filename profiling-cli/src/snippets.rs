@@ -479,16 +479,10 @@ pub(crate) fn init(
     }
 }
 
-/// The command a user types next: `scripts/profile` in this project's
-/// own checkout, `profile-cli` (which runs the workspace's own binary) in
-/// a workspace `init` set up.
+/// The command a user types next where the snippets crate lives (see
+/// [`profiling_extract::runner_command`]); `scripts/profile` outside one.
 fn tool(krate: Option<&SnippetsCrate>) -> &'static str {
-    let own = krate.is_some_and(|krate| {
-        profiling_extract::workspace::profiling_crate(&krate.workspace_root()).is_some()
-    });
-    if own {
-        "profile-cli"
-    } else {
-        "scripts/profile"
-    }
+    krate.map_or("scripts/profile", |krate| {
+        profiling_extract::runner_command(&krate.workspace_root())
+    })
 }

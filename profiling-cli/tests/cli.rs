@@ -885,8 +885,29 @@ fn the_summary_shows_passes_calls_and_top_ranges() {
         .nth(1)
         .unwrap();
     assert!(inclusive.trim_start().starts_with("double "), "{inclusive}");
+    // The time per pass is the mean, the other the median of a call: each
+    // says which it is, with the manifest's figures.
+    let manifest = read_manifest(&out.path().join("cli-doubler/runs/s1/manifest.yaml"));
+    let double = manifest["timings"]["range_tree"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "double")
+        .expect("the range `double` in the manifest");
+    let total = double["inclusive"]["total_ns"].as_u64().unwrap();
+    let median = double["inclusive"]["p50_ns"].as_u64().unwrap();
     assert!(
-        inclusive.contains(" of a pass  4 calls, median "),
+        inclusive.contains(&format!(
+            "mean {:>9} per pass  ",
+            profiling_cli::report::format_ns(total / 4)
+        )),
+        "{inclusive}"
+    );
+    assert!(
+        inclusive.contains(&format!(
+            " of a pass  4 calls, median {} per call",
+            profiling_cli::report::format_ns(median)
+        )),
         "{inclusive}"
     );
     assert!(stdout.contains("top ranges by self time:"));
@@ -1093,4 +1114,53 @@ fn a_second_cached_run_reads_every_image_from_the_cache_with_the_same_results() 
     );
     let after = run("after-clean", &["--cache"]);
     assert!(line(&after).starts_with("image cache: 1 hit, 3 misses, 3 decoded"));
+}
+
+/// `run --directory DIR` reads the images in DIR without a config naming
+/// it, and the printed Nsight command carries it, so that it reads the
+/// same images.
+#[test]
+fn the_directory_option_gives_the_images_source_its_directory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let images = scratch.path().join("frames");
+    std::fs::create_dir(&images).unwrap();
+    for name in ["b.png", "a.png"] {
+        image::RgbImage::from_pixel(8, 6, image::Rgb([10, 20, 30]))
+            .save(images.join(name))
+            .unwrap();
+    }
+    let out = scratch.path().join("out");
+    let args = [
+        "run",
+        "cli-pixel-sum",
+        "--directory",
+        images.to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--run-id",
+        "dir",
+    ];
+    let outcome = cli(&args);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(
+        outcome.stdout.contains("on images with built-in defaults"),
+        "{}",
+        outcome.stdout
+    );
+    let manifest = read_manifest(&out.join("cli-pixel-sum/runs/dir/manifest.yaml"));
+    assert_eq!(
+        manifest["record_ids"],
+        serde_yaml::from_str::<Value>("[a, b]").unwrap()
+    );
+    assert_eq!(manifest["data_source"]["name"], "images");
+
+    let printed = cli(&[&args[..], &["--force", "--print-nsys-command"]].concat());
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    assert!(
+        printed
+            .stdout
+            .contains(&format!("--directory {} \\", images.display())),
+        "{}",
+        printed.stdout
+    );
 }

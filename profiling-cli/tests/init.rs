@@ -112,6 +112,40 @@ fn init_creates_the_profiling_crate_and_changes_nothing_else() {
         std::fs::read_to_string(workspace_root().join("inference_profiling/build.rs")).unwrap()
     );
 
+    // git ignores everything a run, a baseline and the image cache write
+    // there, and nothing else.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(git(&["init", "-q"]).status.success());
+    let ignored = |path: &str| {
+        git(&["check-ignore", "-q", "--no-index", path])
+            .status
+            .success()
+    };
+    for written in [
+        "inference_profiling/snippets/dbl/runs/smoke/manifest.yaml",
+        "inference_profiling/snippets/dbl/runs/sweep1/00-batch_size-1/report.html",
+        "inference_profiling/snippets/dbl/baselines/main/manifest.yaml",
+        "inference_profiling/.cache/images/0123abcd.pixels",
+    ] {
+        assert!(ignored(written), "{written} is not ignored");
+    }
+    for kept in [
+        "inference_profiling/snippets/dbl/target.rs",
+        "inference_profiling/snippets/dbl/config.yaml",
+        "inference_profiling/src/main.rs",
+        "app/src/lib.rs",
+    ] {
+        assert!(!ignored(kept), "{kept} is ignored");
+    }
+    std::fs::remove_dir_all(root.join(".git")).unwrap();
+
     // A second `init` changes nothing.
     let snapshot_after = snapshot(dir.path());
     let again = init(dir.path(), &[]);

@@ -301,6 +301,9 @@ pub struct Overrides {
     pub gpu_timing: Option<GpuTiming>,
     /// `--cache` (true) or `--no-cache` (false).
     pub cache: Option<bool>,
+    /// `--directory`: the `images` source's directory (the source is
+    /// `images` when no other is named; its `paths` are dropped).
+    pub directory: Option<PathBuf>,
 }
 
 /// A config that cannot be used. Always names the file (when there is one)
@@ -690,6 +693,15 @@ fn resolve(
                 _ => invalid(&key, message),
             },
         )?;
+    if let Some(directory) = &overrides.directory {
+        apply_directory(
+            &mut data_source,
+            raw.data_source.as_ref(),
+            overrides,
+            directory,
+        )
+        .map_err(|message| invalid_option("--directory", message))?;
+    }
     if let Some(enabled) = overrides.cache {
         data_source.cache.enabled = enabled;
     }
@@ -989,6 +1001,34 @@ fn resolve_data_source(
         ));
     }
     Ok(config)
+}
+
+/// `--directory DIR`: the `images` source reads DIR. Without
+/// `--data-source`, a config's other source gives way to `images` (with
+/// none of its parameters, which were that source's); `--data-source`
+/// naming another source is refused.
+fn apply_directory(
+    data_source: &mut DataSourceConfig,
+    raw: Option<&Mapping>,
+    overrides: &Overrides,
+    directory: &Path,
+) -> Result<(), String> {
+    if data_source.name != "images" {
+        if let Some(named) = &overrides.data_source {
+            return Err(format!(
+                "only the images source reads a directory, and --data-source is `{named}`: use --data-source images"
+            ));
+        }
+        *data_source = resolve_data_source(raw, Some("images"))
+            .map_err(|(key, message)| format!("{key}: {message}"))?;
+    }
+    check_literal_path(&directory.to_string_lossy())?;
+    data_source.parameters.remove("paths");
+    data_source.parameters.insert(
+        Value::from("directory"),
+        Value::from(directory.to_string_lossy().into_owned()),
+    );
+    Ok(())
 }
 
 /// Takes `cache` and `cache_max_bytes` out of a source's parameters: they

@@ -183,15 +183,63 @@ pub fn build_profile() -> &'static str {
     }
 }
 
+/// Where a directory stands with git, as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitState {
+    /// A commit is checked out; `dirty` when tracked files differ from it.
+    Commit { commit: String, dirty: bool },
+    /// A repository whose branch has no commit yet (`git init`, nothing
+    /// committed).
+    NoCommit,
+    /// Not inside a git work tree.
+    NotACheckout,
+    /// git could not be started.
+    NoGit,
+}
+
+impl GitState {
+    /// The commit checked out, when there is one.
+    pub fn commit(&self) -> Option<&str> {
+        match self {
+            GitState::Commit { commit, .. } => Some(commit),
+            _ => None,
+        }
+    }
+
+    /// Whether tracked files differ from the commit, when there is one.
+    pub fn dirty(&self) -> Option<bool> {
+        match self {
+            GitState::Commit { dirty, .. } => Some(*dirty),
+            _ => None,
+        }
+    }
+
+    /// Why there is no commit to record: the manifest's `git_note`.
+    pub fn note(&self) -> Option<&'static str> {
+        match self {
+            GitState::Commit { .. } => None,
+            GitState::NoCommit => Some(NO_COMMIT_NOTE),
+            GitState::NotACheckout => Some(NOT_A_CHECKOUT_NOTE),
+            GitState::NoGit => Some("git was not found"),
+        }
+    }
+}
+
+/// [`GitState::note`] of a repository without commits.
+pub const NO_COMMIT_NOTE: &str = "a git repository with no commit yet";
+/// [`GitState::note`] outside every work tree; what a manifest without
+/// `git_commit` or `git_note` (an older one) means too.
+pub const NOT_A_CHECKOUT_NOTE: &str = "not a git checkout";
+
 /// The commit checked out at `dir`, and whether the tree has uncommitted
-/// changes; `None` outside a git work tree or without git.
-pub fn git_state(dir: &Path) -> Option<(String, bool)> {
+/// changes; or why there is none.
+pub fn git_state(dir: &Path) -> GitState {
     // Both at once: each is a process start and a millisecond or two, paid
     // by every run after its passes. `--no-optional-locks`: `status` would
     // otherwise refresh the index's cached file times and write it back
     // under `index.lock`, and a `git commit` the user starts meanwhile
     // would fail on that lock. The answer is the same without the refresh.
-    let commit = git_spawn(dir, ["rev-parse", "HEAD"]);
+    let commit = git_spawn(dir, ["rev-parse", "--verify", "-q", "HEAD"]);
     let status = git_spawn(
         dir,
         [
@@ -201,9 +249,21 @@ pub fn git_state(dir: &Path) -> Option<(String, bool)> {
             "--untracked-files=no",
         ],
     );
-    let commit = commit.and_then(git_wait).filter(|c| !c.is_empty())?;
-    let dirty = status.and_then(git_wait).is_some_and(|s| !s.is_empty());
-    Some((commit, dirty))
+    let (Some(commit), Some(status)) = (commit, status) else {
+        return GitState::NoGit;
+    };
+    let commit = git_wait(commit).filter(|c| !c.is_empty());
+    // `status` works in a repository without commits; outside one it fails.
+    let Some(status) = git_wait(status) else {
+        return GitState::NotACheckout;
+    };
+    match commit {
+        Some(commit) => GitState::Commit {
+            commit,
+            dirty: !status.is_empty(),
+        },
+        None => GitState::NoCommit,
+    }
 }
 
 fn git_spawn<const N: usize>(dir: &Path, args: [&str; N]) -> Option<std::process::Child> {
@@ -389,15 +449,39 @@ mod tests {
         let repo = repository();
         let head = git(repo.path(), &["rev-parse", "HEAD"]);
         assert_eq!(head.len(), 40);
-        assert_eq!(git_state(repo.path()), Some((head.clone(), false)));
+        let at = |commit: &str, dirty| GitState::Commit {
+            commit: commit.to_owned(),
+            dirty,
+        };
+        assert_eq!(git_state(repo.path()), at(&head, false));
         // Untracked files do not make the tree dirty.
         std::fs::write(repo.path().join("new.txt"), "new\n").unwrap();
-        assert_eq!(git_state(repo.path()), Some((head.clone(), false)));
+        assert_eq!(git_state(repo.path()), at(&head, false));
         std::fs::write(repo.path().join("tracked.txt"), "two\n").unwrap();
-        assert_eq!(git_state(repo.path()), Some((head, true)));
-        // Outside a work tree there is no state.
+        assert_eq!(git_state(repo.path()), at(&head, true));
+        assert_eq!(git_state(repo.path()).note(), None);
+    }
+
+    /// Outside a work tree, and in a repository that has no commit yet,
+    /// there is no commit, and the note says which it is.
+    #[test]
+    fn git_state_tells_a_repository_without_commits_from_no_repository() {
         let plain = tempfile::tempdir().unwrap();
-        assert_eq!(git_state(plain.path()), None);
+        assert_eq!(git_state(plain.path()), GitState::NotACheckout);
+        assert_eq!(git_state(plain.path()).note(), Some("not a git checkout"));
+
+        let fresh = tempfile::tempdir().unwrap();
+        git(fresh.path(), &["init", "-q"]);
+        assert_eq!(git_state(fresh.path()), GitState::NoCommit);
+        // Staged files do not make a commit.
+        std::fs::write(fresh.path().join("staged.txt"), "one\n").unwrap();
+        git(fresh.path(), &["add", "staged.txt"]);
+        assert_eq!(git_state(fresh.path()), GitState::NoCommit);
+        assert_eq!(
+            git_state(fresh.path()).note(),
+            Some("a git repository with no commit yet")
+        );
+        assert_eq!(git_state(fresh.path()).commit(), None);
     }
 
     #[test]
@@ -410,8 +494,7 @@ mod tests {
         // the index's cached times and writes the index back.
         std::thread::sleep(std::time::Duration::from_millis(1_100));
         std::fs::write(repo.path().join("tracked.txt"), "one\n").unwrap();
-        let (_, dirty) = git_state(repo.path()).unwrap();
-        assert!(!dirty);
+        assert_eq!(git_state(repo.path()).dirty(), Some(false));
         assert_eq!(std::fs::read(&index).unwrap(), before);
         assert_eq!(
             std::fs::metadata(&index).unwrap().modified().unwrap(),

@@ -55,6 +55,10 @@ pub struct Manifest {
     pub device: Device,
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
+    /// Why `git_commit` is null: "not a git checkout", "a git repository
+    /// with no commit yet" or "git was not found".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_note: Option<String>,
     pub command_line: String,
     pub config_path: Option<PathBuf>,
     pub expected_trace_path: PathBuf,
@@ -206,6 +210,7 @@ impl Manifest {
             device: Device::Cpu,
             git_commit: None,
             git_dirty: None,
+            git_note: None,
             command_line: String::new(),
             config_path: None,
             expected_trace_path: PathBuf::new(),

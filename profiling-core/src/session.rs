@@ -19,7 +19,7 @@ use crate::config::{
 use crate::data::cache::{CacheSummary, ImageCache};
 use crate::data::{self, DataError};
 use crate::device::{self, Device};
-use crate::host::{build_profile, git_state, BackendInfo, HostInfo, UtcTime};
+use crate::host::{build_profile, git_state, BackendInfo, GitState, HostInfo, UtcTime};
 use crate::manifest::{
     Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload,
 };
@@ -613,7 +613,10 @@ fn manifest_of(
     ran: &Ran,
 ) -> Manifest {
     let config = &planned.config;
-    let git = git_state(&request.workspace_root).or_else(|| git_state(Path::new(".")));
+    let git = match git_state(&request.workspace_root) {
+        GitState::NotACheckout => git_state(Path::new(".")),
+        state => state,
+    };
     let (status, error, outcome_view) = status_of(&ran.result, config);
     Manifest {
         schema_version: crate::manifest::SCHEMA_VERSION,
@@ -647,8 +650,9 @@ fn manifest_of(
         capture_range: config.capture_range.clone(),
         cuda: config.cuda,
         device: config.device,
-        git_commit: git.as_ref().map(|(commit, _)| commit.clone()),
-        git_dirty: git.as_ref().map(|(_, dirty)| *dirty),
+        git_commit: git.commit().map(str::to_owned),
+        git_dirty: git.dirty(),
+        git_note: git.note().map(str::to_owned),
         command_line: quoted(&request.command_line),
         config_path: planned.config_path.clone(),
         expected_trace_path: planned.run_dir.join("trace.nsys-rep"),
@@ -915,6 +919,19 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
         option("--config", absolute(path).to_string_lossy().into_owned());
     }
     option("--data-source", config.data_source.name.clone());
+    if config.data_source.name == "images" {
+        if let Some(dir) = config
+            .data_source
+            .parameters
+            .get("directory")
+            .and_then(Value::as_str)
+        {
+            option(
+                "--directory",
+                absolute(Path::new(dir)).to_string_lossy().into_owned(),
+            );
+        }
+    }
     option("--device", config.device.to_string());
     option("--warmup", config.warmup.to_string());
     option("--iterations", config.iterations.to_string());

@@ -582,3 +582,59 @@ fn edits_win_over_either_spelling_of_a_key() {
     assert!(file.sweep().is_some());
     assert!(file.with_edits(&[]).unwrap().sweep().is_none());
 }
+
+/// `--directory DIR` gives the images source its directory: in place of
+/// the config's `directory` or `paths`, keeping its other parameters; a
+/// config of another source gives way to `images`, unless `--data-source`
+/// names that other source.
+#[test]
+fn the_directory_option_is_the_images_sources_directory() {
+    let directory = |config: &str, overrides: Overrides| {
+        ConfigFile::parse(config, None)
+            .unwrap()
+            .resolve(&Overrides {
+                directory: Some("/data/frames".into()),
+                ..overrides
+            })
+            .map(|c| c.data_source)
+    };
+    let images = directory(
+        "target: {name: t}\ndata_source: {name: images, paths: [a.png], limit: 2}",
+        Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(images.name, "images");
+    assert_eq!(images.parameters.get("directory").unwrap(), "/data/frames");
+    assert_eq!(images.parameters.get("limit").unwrap(), 2);
+    assert!(images.parameters.get("paths").is_none());
+
+    let from_dummy = directory(
+        "target: {name: t}\ndata_source: {name: dummy, record_count: 3}",
+        Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(from_dummy.name, "images");
+    let keys: Vec<&str> = from_dummy
+        .parameters
+        .keys()
+        .filter_map(|k| k.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        ["directory"],
+        "the dummy source's parameters are dropped"
+    );
+
+    let refused = directory(
+        "target: {name: t}",
+        Overrides {
+            data_source: Some("dummy".into()),
+            ..Overrides::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "command line: --directory: only the images source reads a directory, and --data-source is `dummy`: use --data-source images"
+    );
+}

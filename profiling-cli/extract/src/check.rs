@@ -67,7 +67,8 @@ pub fn check_build(krate: &SnippetsCrate, snippet: &Path) -> Result<BuildCheck, 
     let manifest = krate.dir.join("Cargo.toml");
     let shown = check_command(krate);
     let output = run(
-        Command::new(cargo())
+        crate::workspace::cargo_for_snippets(&krate.dir)
+            .current_dir(&krate.dir)
             .args(["check", "--message-format=json", "-p", &krate.package])
             .arg("--manifest-path")
             .arg(&manifest),
@@ -380,7 +381,10 @@ pub fn smoke_run(
 ) -> Result<SmokeRun, SnippetError> {
     let words = smoke_words(krate, config, release);
     let shown = smoke_command(krate, config, release);
-    let output = run(Command::new(cargo()).args(&words[1..]), &shown)?;
+    let output = run(
+        crate::workspace::cargo_for_snippets(&krate.dir).args(&words[1..]),
+        &shown,
+    )?;
     Ok(SmokeRun {
         command: shown,
         success: output.status.success(),

@@ -144,6 +144,29 @@ pub struct SnippetsCrate {
     pub dependencies: Vec<String>,
 }
 
+/// The command a user types to run snippets of the workspace at `root`:
+/// `profile-cli` (which builds and runs the workspace's own `profile`
+/// binary) where `init` made a profiling crate, `scripts/profile` in this
+/// project's own checkout.
+pub fn runner_command(root: &Path) -> &'static str {
+    if workspace::profiling_crate(root).is_some() {
+        "profile-cli"
+    } else {
+        "scripts/profile"
+    }
+}
+
+/// The binary that runs snippets of the workspace at `root`, as
+/// `--print-nsys-command` names it: the workspace's own `profile` where
+/// `init` made a profiling crate, else this project's `profile-cli`.
+fn runner_binary(root: &Path) -> PathBuf {
+    if workspace::profiling_crate(root).is_some() {
+        root.join("target/release/profile")
+    } else {
+        root.join("target/release/profile-cli")
+    }
+}
+
 impl SnippetsCrate {
     /// The crate a snippet directory at `directory` is compiled by: the
     /// package whose `snippets/` holds it.
@@ -217,8 +240,9 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The first line of the production doc comment.
     pub production_doc: Option<String>,
-    /// `(commit, the source file had uncommitted changes)`.
-    pub git: Option<(String, bool)>,
+    /// The commit of the source file's repository; `dirty` when the source
+    /// file had uncommitted changes.
+    pub git: profiling_core::host::GitState,
     pub data_source: String,
     pub device: Device,
     /// The command that makes this snippet again.
@@ -230,6 +254,10 @@ pub struct Report {
     pub target_display: String,
     /// The `nsys profile` command, as `--print-nsys-command` prints it.
     pub nsys_command: String,
+    /// The command that runs the snippet where it lives: `scripts/profile`
+    /// in this project's checkout, `profile-cli` in a workspace `init`
+    /// set up.
+    pub runner: &'static str,
     /// The crate that compiles the snippet, when it lands in one.
     pub snippets_crate: Option<SnippetsCrate>,
     /// The dependency on the production crate that `create` adds to the
@@ -406,6 +434,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         device: request.device,
         command: command_line(request, &display, &directory, root),
         nsys_command: nsys_command(request, root, &config_path),
+        runner: runner_command(root),
         directory_display: display_path(&directory, root),
         config_display,
         target_display,
@@ -668,22 +697,32 @@ fn first_doc_paragraph(attrs: &[syn::Attribute]) -> Option<String> {
     (!paragraph.is_empty()).then(|| paragraph.join(" "))
 }
 
-/// The commit checked out where `file` is, and whether `file` differs from it.
-fn git_provenance(file: &Path) -> Option<(String, bool)> {
+/// The commit checked out where `file` is, and whether `file` differs from
+/// it (not the rest of the tree); or why there is no commit.
+fn git_provenance(file: &Path) -> profiling_core::host::GitState {
+    use profiling_core::host::GitState;
     use std::ffi::OsStr;
-    let dir = file.parent()?;
-    let commit =
-        profiling_core::host::git_output(dir, ["rev-parse", "HEAD"]).filter(|c| !c.is_empty())?;
+    let Some(dir) = file.parent() else {
+        return GitState::NotACheckout;
+    };
+    let state = profiling_core::host::git_state(dir);
+    let GitState::Commit { commit, .. } = state else {
+        return state;
+    };
     let status = profiling_core::host::git_output(
         dir,
         [
+            OsStr::new("--no-optional-locks"),
             OsStr::new("status"),
             OsStr::new("--porcelain"),
             OsStr::new("--"),
             file.as_os_str(),
         ],
-    )?;
-    Some((commit, !status.is_empty()))
+    );
+    GitState::Commit {
+        commit,
+        dirty: status.is_some_and(|s| !s.is_empty()),
+    }
 }
 
 /// The `profile-cli new` command that makes the same snippet.
@@ -728,7 +767,7 @@ fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
         .join("runs")
         .join("smoke");
     let word = |text: &str| text.to_owned();
-    let program = root.join("target/release/profile-cli");
+    let program = runner_binary(&root);
     let mut lines = vec![vec![
         program.to_string_lossy().into_owned(),
         word("run"),

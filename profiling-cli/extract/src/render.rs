@@ -8,6 +8,7 @@ use super::copy::{Copied, Instrumentation};
 use super::names::{render_uses, ImportPath, Imports};
 use super::scaffold::{Target, ValueSource};
 use super::{Parity, Report};
+use profiling_core::host::GitState;
 
 /// Words of `text` laid out in lines of at most `width` columns, each
 /// starting with `prefix`.
@@ -130,8 +131,8 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "# Profile of the copy of `{}` in target.rs.\n# Run from the repository root:\n#   scripts/profile run --config {} --run-id smoke\n",
-        target.function, report.config_display
+        "# Profile of the copy of `{}` in target.rs.\n# Run from the workspace root:\n#   {} run --config {} --run-id smoke\n",
+        target.function, report.runner, report.config_display
     );
     let _ = writeln!(
         text,
@@ -225,11 +226,19 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
     );
     let _ = writeln!(text, "| item | `{}` |", report.item);
     let git = match &report.git {
-        Some((commit, false)) => format!("`{commit}`; the source file had no uncommitted changes"),
-        Some((commit, true)) => {
+        GitState::Commit {
+            commit,
+            dirty: false,
+        } => format!("`{commit}`; the source file had no uncommitted changes"),
+        GitState::Commit {
+            commit,
+            dirty: true,
+        } => {
             format!("`{commit}`; the source file had uncommitted changes, which the copy holds")
         }
-        None => "none: the source file is not in a git work tree".to_owned(),
+        GitState::NoCommit => "none: the source file's repository has no commit yet".to_owned(),
+        GitState::NotACheckout => "none: the source file is not in a git work tree".to_owned(),
+        GitState::NoGit => "none: git was not found".to_owned(),
     };
     let _ = writeln!(text, "| git commit | {git} |");
     let copied_into = match &target.trait_name {
@@ -441,17 +450,17 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
 
     let _ = write!(
         text,
-        "\n## Smoke run (no Nsight)\n\nFrom the repository root:\n\n```sh\nscripts/profile run \\\n  --config {} \\\n  --run-id smoke\n```\n",
-        report.config_display
+        "\n## Smoke run (no Nsight)\n\nFrom the workspace root:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke\n```\n",
+        report.runner, report.config_display
     );
     let _ = write!(
         text,
-        "\n## Nsight Systems\n\nAdding `--print-nsys-command` prints the full `nsys profile` command instead\nof running; paste it to record the trace:\n\n```sh\nscripts/profile run \\\n  --config {} \\\n  --run-id smoke \\\n  --print-nsys-command\n```\n\nIt prints (`<repo>` is the absolute repository root):\n\n```text\n{}\n```\n",
-        report.config_display, report.nsys_command
+        "\n## Nsight Systems\n\nAdding `--print-nsys-command` prints the full `nsys profile` command instead\nof running; paste it to record the trace:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke \\\n  --print-nsys-command\n```\n\nIt prints (`<repo>` is the absolute path of the workspace root):\n\n```text\n{}\n```\n",
+        report.runner, report.config_display, report.nsys_command
     );
     let _ = write!(
         text,
-        "\n## Where runs go\n\n`runs/<run-id>/manifest.yaml` beside config.yaml, with the trace beside it as\n`trace.nsys-rep` when recorded with Nsight. A run id is used once.\n\n## Regenerate\n\nFrom the repository root (into a new directory: `new` never overwrites):\n\n```sh\n{}\n```\n",
+        "\n## Where runs go\n\n`runs/<run-id>/manifest.yaml` beside config.yaml, with the trace beside it as\n`trace.nsys-rep` when recorded with Nsight. A run id is used once.\n\n## Regenerate\n\nFrom the workspace root (into a new directory: `new` never overwrites):\n\n```sh\n{}\n```\n",
         report.command
     );
     text

@@ -151,6 +151,67 @@ pub fn init(request: &InitRequest) -> Result<InitOutcome, SnippetError> {
     })
 }
 
+/// The variable the snippets crate's build script (`build.rs`, the
+/// same in every profiling crate) reruns on when it changes: cargo runs
+/// it again only when a file it read changed, and cannot watch
+/// `snippets/` for new directories without watching every run written
+/// there. Every cargo command that builds a snippets crate sets it to
+/// [`snippets_listing`].
+pub const SNIPPETS_LISTING_VARIABLE: &str = "PROFILING_SNIPPETS_LISTING";
+
+/// What the build script looks for under `snippets_dir`, as one line:
+/// each directory, sorted, with which of `Cargo.toml` (C), `target.rs`
+/// (M), `DRAFT` (D) and `config.yaml` (Y) it holds; directories with none
+/// left out. Empty when the directory cannot be read. `scripts/profile`
+/// writes the same line.
+pub fn snippets_listing(snippets_dir: &Path) -> String {
+    let Ok(entries) = std::fs::read_dir(snippets_dir) else {
+        return String::new();
+    };
+    let mut entries: Vec<std::fs::DirEntry> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let flags: String = [
+                ("Cargo.toml", 'C'),
+                ("target.rs", 'M'),
+                ("DRAFT", 'D'),
+                ("config.yaml", 'Y'),
+            ]
+            .iter()
+            .filter(|(file, _)| dir.join(file).is_file())
+            .map(|(_, flag)| *flag)
+            .collect();
+            (!flags.is_empty()).then(|| format!("{}:{flags}", entry.file_name().to_string_lossy()))
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// `cargo` (as `$CARGO` names it) for a command that builds the snippets
+/// crate in `krate_dir`, with [`SNIPPETS_LISTING_VARIABLE`] set. A build
+/// that runs nothing of the user's runs in `krate_dir` too
+/// ([`Command::current_dir`](std::process::Command::current_dir)): cargo
+/// reads the configuration (`.cargo/config.toml`) of the directory it runs
+/// in, not of `--manifest-path`, and other flags from another directory
+/// would rebuild everything.
+pub fn cargo_for_snippets(krate_dir: &Path) -> std::process::Command {
+    let mut command =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.env(
+        SNIPPETS_LISTING_VARIABLE,
+        snippets_listing(&krate_dir.join("snippets")),
+    );
+    command
+}
+
+/// The profiling crate's `.gitignore`: everything runs write under it (run
+/// directories with their sweeps and pages, saved baselines, the image
+/// cache), none of which belongs in the repository.
+const GITIGNORE: &str = "# What runs write: run directories, saved baselines, the decoded-image cache.\n/snippets/*/runs/\n/snippets/*/baselines/\n/.cache/\n";
+
 /// The profiling crate of `workspace` that `init` made, with its package
 /// name: `None` when it has none.
 pub fn profiling_crate(workspace: &Path) -> Option<(PathBuf, String)> {
@@ -314,7 +375,7 @@ fn crate_files(
         ("build.rs", BUILD_SCRIPT.to_owned()),
         ("src/lib.rs", lib.to_owned()),
         ("src/main.rs", main.to_owned()),
-        (".gitignore", "/snippets/*/runs/\n".to_owned()),
+        (".gitignore", GITIGNORE.to_owned()),
         ("snippets/.gitkeep", String::new()),
     ])
 }
@@ -322,6 +383,45 @@ fn crate_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The build script reruns on the variable the commands set, and
+    /// watches no directory (cargo would scan every run under it).
+    #[test]
+    fn the_build_script_reruns_on_the_listing_the_commands_pass() {
+        assert!(BUILD_SCRIPT.contains(&format!(
+            "const LISTING_VARIABLE: &str = \"{SNIPPETS_LISTING_VARIABLE}\";"
+        )));
+        assert!(
+            BUILD_SCRIPT.contains("println!(\"cargo:rerun-if-env-changed={LISTING_VARIABLE}\");")
+        );
+        assert!(!BUILD_SCRIPT.contains("rerun-if-changed=snippets"));
+    }
+
+    #[test]
+    fn the_listing_names_each_snippet_directory_with_what_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let snippets = dir.path();
+        assert_eq!(snippets_listing(&snippets.join("missing")), "");
+        for (path, text) in [
+            ("b_crate/Cargo.toml", "[package]"),
+            ("b_crate/DRAFT", "why"),
+            ("a_module/target.rs", ""),
+            ("a_module/config.yaml", ""),
+            ("a_module/runs/r1/manifest.yaml", ""),
+            ("notes/readme.txt", ""),
+        ] {
+            let path = snippets.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        assert_eq!(snippets_listing(snippets), "a_module:MY;b_crate:CD");
+        let before = snippets_listing(snippets);
+        // A run written under a snippet changes nothing.
+        std::fs::create_dir_all(snippets.join("a_module/runs/r2")).unwrap();
+        assert_eq!(snippets_listing(snippets), before);
+        std::fs::remove_file(snippets.join("b_crate/DRAFT")).unwrap();
+        assert_eq!(snippets_listing(snippets), "a_module:MY;b_crate:C");
+    }
 
     #[test]
     fn the_workspace_is_the_nearest_one_above() {

@@ -183,6 +183,9 @@ pub struct RunInfo {
     pub manifest: std::path::PathBuf,
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
+    /// Why `git_commit` is null, as the manifest says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_note: Option<String>,
 }
 
 /// A base and a candidate, compared.
@@ -314,6 +317,9 @@ fn run_info(run: &LoadedRun) -> RunInfo {
             .and_then(Value::as_str)
             .map(str::to_owned),
         git_dirty: lookup(&run.manifest, "git_dirty").and_then(Value::as_bool),
+        git_note: lookup(&run.manifest, "git_note")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
 }
 
