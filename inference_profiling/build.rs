@@ -38,6 +38,10 @@ const KEYWORDS: &[&str] = &[
 /// The file that makes a snippet directory a draft.
 const DRAFT_FILE: &str = "DRAFT";
 
+/// The variable that changes when a snippet directory comes or goes, or
+/// gains or loses its `Cargo.toml`, `target.rs` or `DRAFT`.
+const LISTING_VARIABLE: &str = "PROFILING_SNIPPETS_LISTING";
+
 enum Kind {
     /// Its own crate: the package name.
     Crate(String),
@@ -65,8 +69,15 @@ fn run() -> Result<(), String> {
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?);
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
     let snippets_dir = manifest_dir.join("snippets");
-    println!("cargo:rerun-if-changed=snippets");
+    // What this script reads, and nothing else: not `snippets/` as a
+    // whole, which cargo would scan to the last file, so that every run
+    // written under `snippets/*/runs/` would rebuild the crate and what
+    // links it. The directories there, and which of them hold a
+    // `Cargo.toml`, a `target.rs` or a `DRAFT`, are what `profile-cli` and
+    // `scripts/profile` pass in `PROFILING_SNIPPETS_LISTING` (a snippet
+    // crate also needs its dependency in `Cargo.toml`, watched here).
     println!("cargo:rerun-if-changed=Cargo.toml");
+    println!("cargo:rerun-if-env-changed={LISTING_VARIABLE}");
 
     let dependencies = snippet_dependencies(&manifest_dir.join("Cargo.toml"))?;
     let snippets = find_snippets(&snippets_dir)?;
@@ -272,9 +283,16 @@ fn find_snippets(snippets_dir: &Path) -> Result<Vec<Snippet>, String> {
             .file_name()
             .into_string()
             .map_err(|name| format!("snippet directory {name:?} is not valid UTF-8: rename it"))?;
-        println!("cargo:rerun-if-changed={}", path.display());
+        // Files that exist only: cargo reruns a script on every build while
+        // a file it watches is missing.
+        let watch = |file: &Path| {
+            if file.exists() {
+                println!("cargo:rerun-if-changed={}", file.display());
+            }
+        };
+        watch(&manifest);
         let draft_file = path.join(DRAFT_FILE);
-        println!("cargo:rerun-if-changed={}", draft_file.display());
+        watch(&draft_file);
         let draft = match fs::read_to_string(&draft_file) {
             Ok(text) => Some(text),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
@@ -282,14 +300,8 @@ fn find_snippets(snippets_dir: &Path) -> Result<Vec<Snippet>, String> {
         };
         if matches!(kind, Kind::Module) || draft.is_some() {
             // Compiled here, or named by `DRAFTS`.
-            println!(
-                "cargo:rerun-if-changed={}",
-                path.join("target.rs").display()
-            );
-            println!(
-                "cargo:rerun-if-changed={}",
-                path.join("config.yaml").display()
-            );
+            watch(&path.join("target.rs"));
+            watch(&path.join("config.yaml"));
         }
         snippets.push(Snippet {
             directory,

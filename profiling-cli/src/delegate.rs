@@ -8,11 +8,13 @@
 //! `--no-delegate`, nothing is delegated.
 
 use std::ffi::{OsStr, OsString};
-use std::io::BufRead;
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use profiling_extract::workspace::{find_workspace, profiling_crate};
+use profiling_extract::workspace::{cargo_for_snippets, find_workspace, profiling_crate};
 
 /// The commands that need a workspace's own targets.
 const DELEGATED: &[&str] = &[
@@ -88,25 +90,39 @@ fn delegate_to(args: &[OsString], build_root: &Path) -> Option<(PathBuf, PathBuf
     Some((workspace, krate, package))
 }
 
-/// When `args` are for another workspace's profiling binary: builds it
-/// (cargo's progress on stderr), says which binary runs, and runs it with
-/// the same arguments; its exit code. `None` when this binary should run
-/// the command itself.
+/// When `args` are for another workspace's profiling binary: builds it,
+/// says which binary runs, and runs it with the same arguments; its exit
+/// code. `None` when this binary should run the command itself.
+///
+/// Cargo's own output is shown when the build fails, or once it has been
+/// busy (compiling, downloading, waiting for a lock) for more than
+/// [`A_MOMENT`]; a build with nothing to do, or a quick one, prints
+/// nothing of cargo's. Warnings are shown only for the snippet a `run`
+/// runs; other crates' warnings are counted in one line when something
+/// was compiled.
 pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
     let (workspace, krate, package) = delegate_to(args, build_root)?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = workspace.join("Cargo.toml");
     eprintln!(
         "profile-cli: {} has its own profiling crate ({}): building and running its `profile` binary (--no-delegate runs this one)",
         workspace.display(),
         krate.strip_prefix(&workspace).unwrap_or(&krate).display()
     );
-    let mut build = match Command::new(&cargo)
+    let terminal = std::io::stderr().is_terminal();
+    let build = match cargo_for_snippets(&krate)
+        .current_dir(&krate)
         .args(["build", "--release", "-p", &package, "--bin", "profile"])
-        .arg("--message-format=json-render-diagnostics")
+        .arg(if terminal {
+            "--message-format=json-diagnostic-rendered-ansi"
+        } else {
+            "--message-format=json"
+        })
+        .args(["--color", if terminal { "always" } else { "never" }])
         .arg("--manifest-path")
         .arg(&manifest)
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
     {
         Ok(child) => child,
@@ -115,30 +131,23 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
             return Some(1);
         }
     };
-    // cargo's messages on stdout, one JSON object a line: the executable's
-    // path is in the artifact message of the `profile` binary.
-    let mut executable = None;
-    if let Some(stdout) = build.stdout.take() {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
-                continue;
-            };
-            if message["reason"] == "compiler-artifact" && message["target"]["name"] == "profile" {
-                executable = message["executable"].as_str().map(PathBuf::from);
-            }
-        }
-    }
-    let built = build.wait().map(|status| status.success()).unwrap_or(false);
-    let Some(executable) = executable.filter(|_| built) else {
+    let snippet = run_snippet_dir(args, &krate);
+    let built = watch_build(build, snippet.as_deref(), &mut std::io::stderr().lock());
+    let Some(executable) = built.executable.filter(|_| built.success) else {
         eprintln!(
             "error: `cargo build --release -p {package} --bin profile --manifest-path {}` failed (above)",
             manifest.display()
         );
         return Some(1);
     };
+    if built.compiled && built.hidden_warnings > 0 {
+        eprintln!(
+            "profile-cli: {} from other crates of {} not shown (`cargo build --release -p {package} --manifest-path {}` shows them)",
+            plural_warnings(built.hidden_warnings),
+            workspace.display(),
+            manifest.display()
+        );
+    }
     eprintln!("profile-cli: running {}", executable.display());
     let forwarded: Vec<&OsStr> = args
         .iter()
@@ -147,6 +156,176 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
         .filter(|arg| *arg != "--no-delegate")
         .collect();
     run(&executable, &forwarded)
+}
+
+fn plural_warnings(count: usize) -> String {
+    if count == 1 {
+        "1 warning".to_owned()
+    } else {
+        format!("{count} warnings")
+    }
+}
+
+/// How long cargo may be busy before its output is shown: past this, the
+/// user is waiting and should see on what.
+const A_MOMENT: Duration = Duration::from_secs(2);
+
+/// The snippet directory of the target a `run` runs: its config's
+/// directory, else `snippets/<name, - as _>/` of the profiling crate.
+fn run_snippet_dir(args: &[OsString], krate: &Path) -> Option<PathBuf> {
+    let (name, config) = crate::run_selection(args)?;
+    let dir = match (config, name) {
+        (Some(config), _) => std::path::absolute(config).ok()?.parent()?.to_path_buf(),
+        (None, Some(name)) => krate.join("snippets").join(name.replace('-', "_")),
+        (None, None) => return None,
+    };
+    dir.canonicalize().ok()
+}
+
+/// What cargo said while building, one item at a time in the order it
+/// came.
+enum Said {
+    /// A line of cargo's stderr (its status lines and its own warnings).
+    Line(String),
+    /// A JSON message of its stdout.
+    Message(serde_json::Value),
+}
+
+/// What [`watch_build`] saw.
+struct Built {
+    executable: Option<PathBuf>,
+    success: bool,
+    /// Whether anything was compiled (not only found fresh).
+    compiled: bool,
+    /// Warnings of other crates than the snippet, not shown.
+    hidden_warnings: usize,
+}
+
+/// Follows a cargo build started with a JSON message format, printing on
+/// `err` what [`delegate`] documents.
+fn watch_build(mut child: Child, snippet: Option<&Path>, err: &mut dyn Write) -> Built {
+    let (sender, said) = mpsc::channel();
+    let mut readers = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        let sender = sender.clone();
+        readers.push(std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(message) = serde_json::from_str(&line) {
+                    let _ = sender.send(Said::Message(message));
+                }
+            }
+        }));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        let sender = sender.clone();
+        readers.push(std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = sender.send(Said::Line(line));
+            }
+        }));
+    }
+    drop(sender);
+
+    let mut built = Built {
+        executable: None,
+        success: false,
+        compiled: false,
+        hidden_warnings: 0,
+    };
+    // Until cargo's output is shown: its lines (for a failure) and the
+    // diagnostics to show, marked `true`, in the order they came.
+    let mut held: Vec<(bool, String)> = Vec::new();
+    let mut busy_since: Option<Instant> = None;
+    let mut showing = false;
+    loop {
+        let item = match said.recv_timeout(Duration::from_millis(100)) {
+            Ok(item) => Some(item),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        match item {
+            Some(Said::Line(line)) => {
+                if is_busy_line(&line) {
+                    busy_since.get_or_insert_with(Instant::now);
+                }
+                if showing {
+                    let _ = writeln!(err, "{line}");
+                } else {
+                    held.push((false, line));
+                }
+            }
+            Some(Said::Message(message)) => match message["reason"].as_str() {
+                Some("compiler-artifact") => {
+                    if message["fresh"] == false {
+                        built.compiled = true;
+                        busy_since.get_or_insert_with(Instant::now);
+                    }
+                    if message["target"]["name"] == "profile" {
+                        built.executable = message["executable"].as_str().map(PathBuf::from);
+                    }
+                }
+                Some("compiler-message") => {
+                    let diagnostic = &message["message"];
+                    let rendered = diagnostic["rendered"].as_str().unwrap_or_default();
+                    let level = diagnostic["level"].as_str().unwrap_or_default();
+                    let of_snippet = snippet.is_some_and(|dir| {
+                        message["manifest_path"]
+                            .as_str()
+                            .and_then(|m| Path::new(m).parent()?.canonicalize().ok())
+                            .is_some_and(|m| m == dir)
+                    });
+                    if level.starts_with("error") || of_snippet {
+                        if showing {
+                            let _ = write!(err, "{rendered}");
+                        } else {
+                            held.push((true, rendered.trim_end().to_owned()));
+                        }
+                    } else if level == "warning" {
+                        built.hidden_warnings += 1;
+                    }
+                }
+                Some("build-finished") => built.success = message["success"] == true,
+                _ => {}
+            },
+            None => {}
+        }
+        if !showing && busy_since.is_some_and(|since| since.elapsed() >= A_MOMENT) {
+            showing = true;
+            for (_, text) in held.drain(..) {
+                let _ = writeln!(err, "{text}");
+            }
+        }
+    }
+    for reader in readers {
+        let _ = reader.join();
+    }
+    let exited = child.wait().is_ok_and(|status| status.success());
+    built.success &= exited;
+    // A build that succeeded without showing cargo's output shows only
+    // the diagnostics kept; a failed one, everything.
+    for (diagnostic, text) in &held {
+        if *diagnostic || !built.success {
+            let _ = writeln!(err, "{text}");
+        }
+    }
+    built
+}
+
+/// A status line of cargo's that says it is busy: while it lasts past
+/// [`A_MOMENT`], cargo's output is shown.
+fn is_busy_line(line: &str) -> bool {
+    let word = line.trim_start().split(' ').next().unwrap_or_default();
+    [
+        "Compiling",
+        "Downloading",
+        "Downloaded",
+        "Updating",
+        "Blocking",
+        "Locking",
+        "Adding",
+        "Building",
+    ]
+    .contains(&word)
 }
 
 #[cfg(unix)]

@@ -47,12 +47,21 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         "[workspace]\nresolver = \"2\"\nmembers = [\"app\"]\n",
     )
     .unwrap();
+    // A `[profile]` of its own, as published crates have: cargo warns on
+    // every command in the workspace that it is ignored there.
     std::fs::write(
         ws.join("app/Cargo.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[profile.release]\nopt-level = 3\n",
     )
     .unwrap();
     std::fs::write(ws.join("app/src/lib.rs"), APP_LIB).unwrap();
+    // A repository with no commit yet.
+    let git_init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws)
+        .status()
+        .unwrap();
+    assert!(git_init.success());
 
     // Before init: the installed binary's own targets, and it says so.
     let before = profile_cli(&ws, &["list"]);
@@ -95,6 +104,28 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         ],
     );
     assert_eq!(head.code, Some(0), "{head}");
+    // What `new` writes names the commands that work here: the installed
+    // `profile-cli`, which runs the workspace's own `profile` binary.
+    let config =
+        std::fs::read_to_string(ws.join("inference_profiling/snippets/dbl/config.yaml")).unwrap();
+    assert!(
+        config.contains("#   profile-cli run --config inference_profiling/snippets/dbl/config.yaml --run-id smoke\n"),
+        "{config}"
+    );
+    let dbl_readme =
+        std::fs::read_to_string(ws.join("inference_profiling/snippets/dbl/README.md")).unwrap();
+    for text in [&config, &dbl_readme] {
+        assert!(!text.contains("scripts/profile"), "{text}");
+        assert!(!text.contains("profile-cli \\"), "{text}");
+    }
+    assert!(
+        dbl_readme.contains("```sh\nprofile-cli run \\\n  --config inference_profiling/snippets/dbl/config.yaml \\\n  --run-id smoke\n```"),
+        "{dbl_readme}"
+    );
+    assert!(
+        dbl_readme.contains("\n  <repo>/target/release/profile run dbl \\\n"),
+        "the binary --print-nsys-command names: {dbl_readme}"
+    );
     let readme =
         std::fs::read_to_string(ws.join("inference_profiling/snippets/head4/README.md")).unwrap();
     assert!(
@@ -130,6 +161,21 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         "{listed}"
     );
 
+    // Nothing to build: nothing of cargo's (no compile lines, no warning
+    // about the app's own profile section).
+    let again = profile_cli(&ws, &["list"]);
+    assert_eq!(again.code, Some(0), "{again}");
+    let lines: Vec<&str> = again.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{again}");
+    assert!(lines[0].starts_with("profile-cli: "), "{again}");
+    assert!(lines[1].starts_with("profile-cli: running "), "{again}");
+
+    // A warning in one snippet is shown on a run of that snippet only.
+    let dbl_target = ws.join("inference_profiling/snippets/dbl/target.rs");
+    let mut text = std::fs::read_to_string(&dbl_target).unwrap();
+    text.push_str("\nfn dbl_helper_never_called() {}\n");
+    std::fs::write(&dbl_target, text).unwrap();
+
     let elsewhere = tempfile::tempdir().unwrap();
     let ran = profile_cli(
         elsewhere.path(),
@@ -143,9 +189,28 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         ],
     );
     assert_eq!(ran.code, Some(0), "{ran}");
-    assert!(ws
-        .join("inference_profiling/snippets/head4/runs/first/manifest.yaml")
-        .is_file());
+    assert!(!ran.stderr.contains("dbl_helper_never_called"), "{ran}");
+    assert!(
+        ran.stderr.contains("1 warning from other crates of "),
+        "the other snippet's warning, counted: {ran}"
+    );
+    let manifest: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(
+            ws.join("inference_profiling/snippets/head4/runs/first/manifest.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["git_commit"], serde_yaml::Value::Null);
+    assert_eq!(manifest["git_note"], "a git repository with no commit yet");
+
+    let own_warning = profile_cli(&ws, &["run", "dbl", "--run-id", "first"]);
+    assert_eq!(own_warning.code, Some(0), "{own_warning}");
+    assert!(
+        own_warning.stderr.contains("dbl_helper_never_called"),
+        "{own_warning}"
+    );
+    assert!(!own_warning.stderr.contains("Finished"), "{own_warning}");
 
     // --no-delegate: this binary's own targets.
     let own = profile_cli(&ws, &["--no-delegate", "list"]);
