@@ -55,6 +55,11 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     )
     .unwrap();
     std::fs::write(ws.join("app/src/lib.rs"), APP_LIB).unwrap();
+    // The versions this workspace was built and tested with: without a
+    // lock file cargo would take the newest releases of the registry that
+    // day, and the test would depend on the date (and on the network for
+    // crates the cargo cache lacks). cargo drops what is not used.
+    std::fs::copy(workspace_root().join("Cargo.lock"), ws.join("Cargo.lock")).unwrap();
     // A repository with no commit yet.
     let git_init = Command::new("git")
         .args(["init", "-q"])
