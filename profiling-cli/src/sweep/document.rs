@@ -148,6 +148,12 @@ impl SweepDocument {
                 document.schema_version
             ));
         }
+        // Point names become directories when a sweep resumes: each one
+        // path component, whoever wrote the file.
+        for point in &document.points {
+            profiling_core::config::check_run_id(&point.point)
+                .map_err(|reason| format!("{}: points: point: {reason}", path.display()))?;
+        }
         Ok(document)
     }
 
@@ -156,6 +162,8 @@ impl SweepDocument {
         let path = dir.join(SWEEP_FILE);
         let temporary = dir.join(format!(".{SWEEP_FILE}.tmp"));
         let text = serde_yaml::to_string(self).map_err(std::io::Error::other)?;
+        // Renamed into place before a signal ends the process.
+        let _writing = profiling_core::interrupt::Hold::new();
         std::fs::write(&temporary, text)?;
         std::fs::rename(&temporary, &path)?;
         Ok(path)

@@ -13,8 +13,20 @@ use serde_yaml::Value;
 
 use crate::config::{self, ConfigFile, Overrides};
 use crate::host::UtcTime;
+use crate::manifest::SCHEMA_VERSION;
 use crate::registry;
 use crate::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
+
+/// A YAML value as an error names it: short, on one line.
+fn describe(value: &Value) -> String {
+    let text = serde_yaml::to_string(value).unwrap_or_default();
+    let text = text.trim();
+    if text.chars().count() > 40 {
+        format!("`{}...`", text.chars().take(40).collect::<String>())
+    } else {
+        format!("`{text}`")
+    }
+}
 
 /// Why a run cannot be compared. Each names the path or the name involved.
 #[derive(Debug, thiserror::Error)]
@@ -48,11 +60,13 @@ pub enum RunError {
     },
     #[error("no profile `{name}`: {}", known_text(.known))]
     UnknownProfile { name: String, known: Vec<String> },
-    #[error("profile `{profile}` has no run `{run_id}` in {}", .runs.display())]
+    #[error("profile `{profile}` has no run `{run_id}` in {}{}", .runs.display(), leftovers_text(.run_id, .leftovers))]
     UnknownRun {
         profile: String,
         run_id: String,
         runs: PathBuf,
+        /// What a write of that run stopped half way left beside it.
+        leftovers: Vec<PathBuf>,
     },
     #[error("profile `{profile}` has no completed run in {} for @latest", .runs.display())]
     NoLatest { profile: String, runs: PathBuf },
@@ -79,6 +93,17 @@ fn known_text(known: &[String]) -> String {
     } else {
         format!("the profiles of this build are {}", known.join(", "))
     }
+}
+
+fn leftovers_text(run_id: &str, leftovers: &[PathBuf]) -> String {
+    if leftovers.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = leftovers.iter().map(|p| p.display().to_string()).collect();
+    format!(
+        "; a write of it stopped half way and left {}: the next `profile-cli run` with --run-id {run_id} restores the earlier run from them (or removes what is incomplete)",
+        names.join(", ")
+    )
 }
 
 fn known_baselines(known: &[String]) -> String {
@@ -152,7 +177,10 @@ pub fn resolve_path(
     let Some((profile, run)) = argument.rsplit_once('@') else {
         return Err(RunError::NoSuchPath(argument.to_owned()));
     };
-    if profile.is_empty() || run.is_empty() || profile.contains('/') {
+    // Each a single path component: `PROFILE@../../elsewhere` names no run.
+    if config::check_profile_name(profile).is_err()
+        || (run != "latest" && config::check_run_id(run).is_err())
+    {
         return Err(RunError::NoSuchPath(argument.to_owned()));
     }
     let runs = match output_dir {
@@ -171,6 +199,7 @@ pub fn resolve_path(
         return Err(RunError::UnknownRun {
             profile: profile.to_owned(),
             run_id: run.to_owned(),
+            leftovers: crate::run_dir::leftovers(&dir),
             runs,
         });
     }
@@ -208,6 +237,33 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
             "profile_name, run_id or status is missing".to_owned(),
         ));
     };
+    // Names the tool builds paths from (a comparison page's file name, a
+    // baseline's directory): a run directory is data someone may have sent.
+    config::check_profile_name(&profile)
+        .map_err(|reason| not_manifest(format!("profile_name: {reason}")))?;
+    config::check_run_id(&run_id).map_err(|reason| not_manifest(format!("run_id: {reason}")))?;
+    let schema = match manifest.get("schema_version") {
+        None => 1,
+        Some(value) => match value.as_u64() {
+            Some(version) if (1..=u64::from(SCHEMA_VERSION)).contains(&version) => version,
+            _ => {
+                return Err(not_manifest(format!(
+                    "schema_version: {}: this build reads versions 1 to {SCHEMA_VERSION} (a newer profile-cli wrote it?)",
+                    describe(value)
+                )))
+            }
+        },
+    };
+    for key in ["completed_iterations", "completed_warmup"] {
+        if let Some(value) = manifest.get(key) {
+            if value.as_u64().is_none() {
+                return Err(not_manifest(format!(
+                    "{key}: expected a count, got {}",
+                    describe(value)
+                )));
+            }
+        }
+    }
     let status = match status.as_str() {
         "completed" => RunStatus::Completed,
         "interrupted" => RunStatus::Interrupted,
@@ -229,7 +285,6 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
         });
     }
     let number = |key: &str| manifest.get(key).and_then(Value::as_u64);
-    let schema = number("schema_version").unwrap_or(1);
     if manifest.get("samples").is_none_or(Value::is_null) {
         return Err(RunError::NoSamples {
             manifest: manifest_path,
@@ -439,6 +494,8 @@ pub fn save_baseline(run_dir: &Path, name: &str, force: bool) -> Result<PathBuf,
         move |source| RunError::Io { path, source }
     };
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    // Whole, or not there at all, before a signal ends the process.
+    let _writing = crate::interrupt::Hold::new();
     let staging = dir.join(format!(".{name}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     let result = (|| {
@@ -551,6 +608,66 @@ mod tests {
         let moved = out.path().join("moved");
         std::fs::rename(&dir, &moved).unwrap();
         assert_eq!(load(&moved).unwrap().dir, moved);
+    }
+
+    /// A manifest is data someone may have sent: the names paths are built
+    /// from must each be one plain component, the schema one this build
+    /// reads, the counts counts. Each refusal names the file and the key.
+    #[test]
+    fn a_crafted_manifest_is_refused_naming_the_key() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = write(out.path(), "r1", Status::Completed, "2026-11-30T10:00:00Z");
+        let path = dir.join("manifest.yaml");
+        let good = std::fs::read_to_string(&path).unwrap();
+        let escape = format!("x/{}tmp/owned", "../".repeat(40));
+        for (from, to, reason) in [
+            (
+                "run_id: r1\n",
+                format!("run_id: '{escape}'\n"),
+                format!("run_id: `{escape}` is not a valid run id"),
+            ),
+            (
+                "profile_name: t\n",
+                "profile_name: ../../etc\n".to_owned(),
+                "profile_name: `../../etc` is not a valid profile name".to_owned(),
+            ),
+            (
+                "schema_version: 2\n",
+                "schema_version: 99\n".to_owned(),
+                "schema_version: `99`: this build reads versions 1 to 2".to_owned(),
+            ),
+            (
+                "completed_iterations: 1\n",
+                "completed_iterations: -5\n".to_owned(),
+                "completed_iterations: expected a count, got `-5`".to_owned(),
+            ),
+        ] {
+            assert!(good.contains(from), "{from}");
+            std::fs::write(&path, good.replace(from, &to)).unwrap();
+            let message = load(&dir).unwrap_err().to_string();
+            assert!(
+                message.starts_with(&format!("{}: not a run manifest: {reason}", path.display())),
+                "{message}"
+            );
+        }
+    }
+
+    /// `PROFILE@RUN_ID` names a run by two plain names, never a path.
+    #[test]
+    fn profile_at_run_id_never_climbs_out_of_the_runs_directory() {
+        let out = tempfile::tempdir().unwrap();
+        let runs = out.path().join("t/runs");
+        write(&runs, "r1", Status::Completed, "2026-11-30T10:00:00Z");
+        let outside = out.path().join("elsewhere");
+        write(&outside, "r9", Status::Completed, "2026-11-30T10:00:00Z");
+        let found = |argument: &str| resolve_path(argument, out.path(), Some(out.path()));
+        assert_eq!(found("t@r1").unwrap(), runs.join("r1"));
+        for argument in ["t@../../elsewhere/r9", "t@..", "../t@r1", "t@a/b", "t@"] {
+            assert_eq!(
+                found(argument).unwrap_err().to_string(),
+                format!("{argument}: no such file or directory, and not PROFILE@RUN_ID or PROFILE@latest"),
+            );
+        }
     }
 
     #[test]
