@@ -34,6 +34,17 @@ struct CleanArgs {
     output_dir: Option<PathBuf>,
 }
 
+impl CacheArgs {
+    /// Cleans the cache under `dir` when `--output-dir` does not say.
+    pub(crate) fn default_output_dir(&mut self, dir: PathBuf) {
+        match &mut self.command {
+            CacheCommand::Clean(clean) => {
+                clean.output_dir.get_or_insert(dir);
+            }
+        }
+    }
+}
+
 pub fn cache_command(
     args: CacheArgs,
     workspace_root: &Path,
@@ -47,20 +58,29 @@ pub fn cache_command(
                 workspace_root,
             ));
             let dir = cache::images_dir(&root);
+            let files =
+                |count: u64| format!("{count} {}", if count == 1 { "file" } else { "files" });
             match cache::clean(&root) {
-                Ok(cleaned) if cleaned.files == 0 => {
-                    writeln!(out, "the image cache is empty: {}", dir.display())?;
-                    Ok(crate::EXIT_OK)
-                }
                 Ok(cleaned) => {
-                    writeln!(
-                        out,
-                        "freed {} ({} {}) from the image cache: {}",
-                        human_bytes(cleaned.bytes),
-                        cleaned.files,
-                        if cleaned.files == 1 { "file" } else { "files" },
-                        dir.display()
-                    )?;
+                    if cleaned.files == 0 {
+                        writeln!(out, "the image cache is empty: {}", dir.display())?;
+                    } else {
+                        writeln!(
+                            out,
+                            "freed {} ({}) from the image cache: {}",
+                            human_bytes(cleaned.bytes),
+                            files(cleaned.files),
+                            dir.display()
+                        )?;
+                    }
+                    if cleaned.left > 0 {
+                        writeln!(
+                            err,
+                            "note: left {} in {} that the cache did not write",
+                            files(cleaned.left),
+                            dir.display()
+                        )?;
+                    }
                     Ok(crate::EXIT_OK)
                 }
                 Err(error) => {
@@ -77,8 +97,8 @@ pub fn cache_command(
 }
 
 /// The line a run prints about its image cache, after its summary: its
-/// hits and misses (a record read twice counts twice: eager runs read the
-/// first record alone before the others), what it stored and evicted.
+/// hits and misses, the damaged entries among the misses, what it stored
+/// and evicted.
 pub fn summary_line(summary: &CacheSummary) -> String {
     let count = |count: u64, one: &str, more: &str| {
         format!("{count} {}", if count == 1 { one } else { more })
@@ -88,6 +108,12 @@ pub fn summary_line(summary: &CacheSummary) -> String {
         count(summary.hits, "hit", "hits"),
         count(summary.misses, "miss", "misses")
     );
+    if summary.damaged > 0 {
+        line.push_str(&format!(
+            " ({} damaged, decoded afresh)",
+            count(summary.damaged, "entry", "entries")
+        ));
+    }
     if summary.stored > 0 {
         line.push_str(&format!(
             ", {} decoded and stored ({})",
@@ -126,6 +152,7 @@ pub fn json(summary: &CacheSummary) -> serde_json::Value {
         "max_bytes": summary.max_bytes,
         "hits": summary.hits,
         "misses": summary.misses,
+        "damaged": summary.damaged,
         "stored": summary.stored,
         "stored_bytes": summary.stored_bytes,
         "evicted": summary.evicted,

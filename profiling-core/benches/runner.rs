@@ -265,6 +265,19 @@ fn eager_load_64_jpegs_cached(bencher: divan::Bencher, cache: &str) {
     }
 }
 
+/// The image cache's pixel checksum (CRC-32, crc32fast), on its own: what
+/// storing an image and reading it back each add, per image of the size
+/// given (640x480 as the JPEGs above, 1920x1080).
+#[divan::bench(args = [(640, 480), (1920, 1080)])]
+fn pixel_checksum(bencher: divan::Bencher, (width, height): (usize, usize)) {
+    let pixels: Vec<u8> = (0..width * height * 3)
+        .map(|i| (i * 31 % 251) as u8)
+        .collect();
+    bencher
+        .counter(divan::counter::BytesCount::new(pixels.len()))
+        .bench_local(|| crc32fast::hash(black_box(&pixels)));
+}
+
 /// The memory estimate made before eager loading: every file's dimensions,
 /// from its header (`none`), or from the cache's entries (`warm`).
 #[divan::bench(sample_count = 10, args = ["none", "warm"])]

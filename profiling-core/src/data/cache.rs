@@ -4,10 +4,16 @@
 //!
 //! An entry is named by a hash of its file's canonical path and starts with
 //! a header saying which content of that file it holds (size, modification
-//! and change times, device and inode); an entry whose header does not match
-//! the file as it is now, or that is cut short or damaged, is a miss, and
-//! the image decoded afresh replaces it. The cache never holds more than its
-//! bound: past it, the entries used longest ago go first.
+//! and change times, device and inode) and the checksum of its pixels; an
+//! entry whose header does not match the file as it is now, or that is cut
+//! short or damaged (its pixels included), is a miss, and the image decoded
+//! afresh replaces it. The cache never holds more than its bound: past it,
+//! the entries used longest ago go first.
+//!
+//! The cache touches only what it recognises as its own: entries by name
+//! (`<16 hex digits>.rgb`) and, before removing one, by header; temporary
+//! files by name. It never follows a symbolic link out of its folder: a
+//! `.cache` or `.cache/images` that is a link is refused.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -29,8 +35,9 @@ pub const IMAGES_DIR: &str = "images";
 /// An entry's file extension.
 const ENTRY_EXTENSION: &str = "rgb";
 
-/// The first bytes of every entry; the last one is the format's version.
-const MAGIC: [u8; 8] = *b"PCIMAGE1";
+/// The first bytes of every entry; the last one is the format's version
+/// (2: with the pixels' checksum; a version-1 entry is a miss).
+const MAGIC: [u8; 8] = *b"PCIMAGE2";
 
 /// The fixed part of an entry's header: see [`Header`].
 const HEADER_BYTES: usize = 72;
@@ -88,7 +95,7 @@ impl FileKey {
 }
 
 /// An entry's header, little-endian: `MAGIC`, width (u32), height (u32),
-/// the path's length (u32), 4 bytes of zeros, then the key's size (u64),
+/// the path's length (u32), the pixels' CRC-32 (u32), then the key's size (u64),
 /// modification and change times (i64 ns), device and inode (u64), and a
 /// checksum (u64, FNV-1a) of the 64 bytes before it and the path. The path
 /// follows, then width × height × 3 bytes of RGB, and nothing else: an
@@ -97,6 +104,8 @@ impl FileKey {
 struct Header {
     width: u32,
     height: u32,
+    /// CRC-32 of the pixels.
+    pixels_crc: u32,
     key: FileKey,
 }
 
@@ -112,7 +121,7 @@ impl Header {
         bytes.extend_from_slice(&self.width.to_le_bytes());
         bytes.extend_from_slice(&self.height.to_le_bytes());
         bytes.extend_from_slice(&(path.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(&self.pixels_crc.to_le_bytes());
         bytes.extend_from_slice(&self.key.size.to_le_bytes());
         bytes.extend_from_slice(&self.key.modified_ns.to_le_bytes());
         bytes.extend_from_slice(&self.key.changed_ns.to_le_bytes());
@@ -153,6 +162,7 @@ impl Header {
         Some(Header {
             width,
             height,
+            pixels_crc: word(20),
             key: FileKey {
                 path,
                 size: long(24),
@@ -192,6 +202,9 @@ pub struct CacheSummary {
     pub stored_bytes: u64,
     /// Entries removed to keep within `max_bytes`.
     pub evicted: u64,
+    /// Entries whose pixels no longer matched their checksum: misses, each
+    /// replaced by the image decoded afresh.
+    pub damaged: u64,
     /// Images that could not be stored, and why the first of them could not.
     pub store_failures: u64,
     pub first_failure: Option<String>,
@@ -208,6 +221,7 @@ pub struct ImageCache {
     stored: AtomicU64,
     stored_bytes: AtomicU64,
     evicted: AtomicU64,
+    damaged: AtomicU64,
     store_failures: AtomicU64,
     first_failure: Mutex<Option<String>>,
     /// The bytes the folder holds: counted at the first store, then kept
@@ -228,6 +242,7 @@ impl ImageCache {
             stored: AtomicU64::new(0),
             stored_bytes: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
+            damaged: AtomicU64::new(0),
             store_failures: AtomicU64::new(0),
             first_failure: Mutex::new(None),
             held: Mutex::new(None),
@@ -265,6 +280,12 @@ impl ImageCache {
         if pixels.len() as u64 != bytes {
             return None;
         }
+        if crc32fast::hash(&pixels) != header.pixels_crc {
+            // Damaged after it was written: the image decoded afresh
+            // replaces it.
+            self.damaged.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         // Used now: the last to be evicted.
         let _ = file.set_modified(SystemTime::now());
         image::RgbImage::from_raw(header.width, header.height, pixels)
@@ -280,8 +301,13 @@ impl ImageCache {
     /// The entry for `key`, open after its header, when it holds the file
     /// as `key` describes it.
     fn open_entry(&self, key: &FileKey) -> Option<(File, Header)> {
-        let mut file = File::open(self.dir.join(key.entry_name())).ok()?;
-        let len = file.metadata().ok()?.len();
+        check_folder(&self.dir).ok()?;
+        let mut file = open_no_follow(&self.dir.join(key.entry_name())).ok()?;
+        let metadata = file.metadata().ok()?;
+        if !metadata.is_file() {
+            return None;
+        }
+        let len = metadata.len();
         let header = Header::read(&mut file, len)?;
         (header.key == *key).then_some((file, header))
     }
@@ -294,6 +320,7 @@ impl ImageCache {
         let header = Header {
             width: image.width(),
             height: image.height(),
+            pixels_crc: crc32fast::hash(image.as_raw()),
             key: key.clone(),
         }
         .encode();
@@ -319,6 +346,7 @@ impl ImageCache {
     /// that an entry is always whole.
     fn write_entry(&self, name: &str, header: &[u8], pixels: &[u8]) -> std::io::Result<()> {
         static WRITES: AtomicU64 = AtomicU64::new(0);
+        check_folder(&self.dir).map_err(std::io::Error::other)?;
         create_cache_dir(&self.dir)?;
         let temporary = self.dir.join(format!(
             ".{name}.{}.{}.tmp",
@@ -326,7 +354,11 @@ impl ImageCache {
             WRITES.fetch_add(1, Ordering::Relaxed)
         ));
         let result = (|| {
-            let mut file = File::create(&temporary)?;
+            // A new file, never one a link points at.
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temporary)?;
             file.write_all(header)?;
             file.write_all(pixels)?;
             std::fs::rename(&temporary, self.dir.join(name))
@@ -363,6 +395,7 @@ impl ImageCache {
             stored: self.stored.load(Ordering::Relaxed),
             stored_bytes: self.stored_bytes.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),
+            damaged: self.damaged.load(Ordering::Relaxed),
             store_failures: self.store_failures.load(Ordering::Relaxed),
             first_failure: self
                 .first_failure
@@ -431,8 +464,8 @@ fn entries(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64, SystemTime)>> {
     let mut found = Vec::new();
     for entry in listing.flatten() {
         let path = entry.path();
-        let is_entry = path.extension().is_some_and(|e| e == ENTRY_EXTENSION)
-            && !entry.file_name().as_encoded_bytes().starts_with(b".");
+        let is_entry = is_entry_name(entry.file_name().as_encoded_bytes());
+        // Not followed: a link is not an entry.
         let Ok(metadata) = entry.metadata() else {
             continue;
         };
@@ -475,8 +508,9 @@ fn remove_stale_temporaries(dir: &Path) {
     let now = SystemTime::now();
     for entry in listing.flatten() {
         let name = entry.file_name();
-        let name = name.as_encoded_bytes();
-        if !(name.starts_with(b".") && name.ends_with(b".tmp")) {
+        if !is_temporary_name(name.as_encoded_bytes())
+            || !entry.file_type().is_ok_and(|t| t.is_file())
+        {
             continue;
         }
         let old = entry
@@ -491,17 +525,22 @@ fn remove_stale_temporaries(dir: &Path) {
     }
 }
 
-/// What [`clean`] removed.
+/// What [`clean`] removed, and what it left.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cleaned {
     pub files: u64,
     pub bytes: u64,
+    /// Files in the folder that are not the cache's: left where they are.
+    pub left: u64,
 }
 
-/// Empties the image cache under the run-directory root `root`: every file
-/// in its folder, entries and temporary files alike.
+/// Empties the image cache under the run-directory root `root`: its
+/// entries (by name and header) and its temporary files (by name). Files
+/// it does not recognise stay, counted; a folder that is a symbolic link
+/// is refused, naming it.
 pub fn clean(root: &Path) -> std::io::Result<Cleaned> {
     let dir = images_dir(root);
+    check_folder(&dir).map_err(std::io::Error::other)?;
     let listing = match std::fs::read_dir(&dir) {
         Ok(listing) => listing,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Cleaned::default()),
@@ -510,8 +549,17 @@ pub fn clean(root: &Path) -> std::io::Result<Cleaned> {
     let mut cleaned = Cleaned::default();
     for entry in listing {
         let entry = entry?;
+        // Not followed: a link is never the cache's.
         let metadata = entry.metadata()?;
         if !metadata.is_file() {
+            cleaned.left += 1;
+            continue;
+        }
+        let name = entry.file_name();
+        let name = name.as_encoded_bytes();
+        let ours = is_temporary_name(name) || (is_entry_name(name) && has_magic(&entry.path()));
+        if !ours {
+            cleaned.left += 1;
             continue;
         }
         match std::fs::remove_file(entry.path()) {
@@ -525,6 +573,76 @@ pub fn clean(root: &Path) -> std::io::Result<Cleaned> {
         }
     }
     Ok(cleaned)
+}
+
+/// Refuses a cache folder (`dir`, or the `.cache` above it) that is a
+/// symbolic link or not a directory: the cache never reaches out of its
+/// own folder. An absent folder is fine: it is made when first written.
+fn check_folder(dir: &Path) -> Result<(), String> {
+    for folder in [dir.parent(), Some(dir)].into_iter().flatten() {
+        match std::fs::symlink_metadata(folder) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                return Err(format!(
+                    "{} is a symbolic link: the image cache never follows one out of its folder; remove the link",
+                    folder.display()
+                ))
+            }
+            Ok(metadata) if !metadata.is_dir() => {
+                return Err(format!(
+                    "{} is not a directory: the image cache cannot use it",
+                    folder.display()
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Opens `path` for reading without following a symbolic link there.
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// `<16 lowercase hex digits>.rgb`: what [`FileKey::entry_name`] makes.
+fn is_entry_name(name: &[u8]) -> bool {
+    let Some(hash) = name.strip_suffix(format!(".{ENTRY_EXTENSION}").as_bytes()) else {
+        return false;
+    };
+    hash.len() == 16
+        && hash
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+/// `.<entry name>.<pid>.<n>.tmp`: what [`ImageCache::put`] writes before it
+/// renames.
+fn is_temporary_name(name: &[u8]) -> bool {
+    let Some(rest) = name
+        .strip_prefix(b".")
+        .and_then(|r| r.strip_suffix(b".tmp"))
+    else {
+        return false;
+    };
+    let mut parts = rest.rsplitn(3, |&b| b == b'.');
+    let (Some(count), Some(pid), Some(entry)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let digits = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
+    digits(count) && digits(pid) && is_entry_name(entry)
+}
+
+/// Whether the file at `path` starts as an entry does, whatever version.
+fn has_magic(path: &Path) -> bool {
+    let mut start = [0u8; 8];
+    open_no_follow(path)
+        .and_then(|mut file| file.read_exact(&mut start))
+        .is_ok()
+        && start[..7] == MAGIC[..7]
 }
 
 #[cfg(test)]
@@ -572,10 +690,15 @@ mod tests {
         cache.put(&key, &image(7));
         let bytes = std::fs::read(entry_path(&cache, &key)).unwrap();
         let path = key.path.as_os_str().as_encoded_bytes();
-        assert_eq!(&bytes[..8], b"PCIMAGE1");
+        assert_eq!(&bytes[..8], b"PCIMAGE2");
         assert_eq!(
             &bytes[8..20],
             [5, 0, 0, 0, 3, 0, 0, 0, path.len() as u8, 0, 0, 0]
+        );
+        assert_eq!(
+            &bytes[20..24],
+            crc32fast::hash(image(7).as_raw()).to_le_bytes(),
+            "the pixels' checksum"
         );
         assert_eq!(&bytes[24..32], 6u64.to_le_bytes(), "the source's size");
         assert_eq!(&bytes[HEADER_BYTES..HEADER_BYTES + path.len()], path);
@@ -654,6 +777,93 @@ mod tests {
         }
         cache.put(&key, &image(9));
         assert_eq!(cache.get(&key), Some(image(9)));
+    }
+
+    /// Pixels changed after the entry was written (the header whole): a
+    /// miss, counted as damaged, and the next store replaces the entry.
+    #[test]
+    fn damaged_pixels_are_a_miss_counted_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, key) = source_file(dir.path(), "a.png", b"source");
+        let cache = ImageCache::under(dir.path(), DEFAULT_MAX_BYTES);
+        cache.put(&key, &image(7));
+        let path = entry_path(&cache, &key);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(cache.dimensions(&key), Some((5, 3)), "the header is whole");
+        assert_eq!(cache.get(&key), None);
+        let summary = cache.summary();
+        assert_eq!((summary.hits, summary.misses, summary.damaged), (0, 1, 1));
+        cache.put(&key, &image(7));
+        assert_eq!(cache.get(&key), Some(image(7)));
+        assert_eq!(cache.summary().damaged, 1);
+    }
+
+    /// A cache folder that is a symbolic link is never followed: nothing
+    /// is read through it or written into what it points at.
+    #[test]
+    fn a_cache_folder_that_is_a_link_is_not_followed() {
+        for linked in [CACHE_DIR.to_owned(), format!("{CACHE_DIR}/{IMAGES_DIR}")] {
+            let dir = tempfile::tempdir().unwrap();
+            let (_, key) = source_file(dir.path(), "a.png", b"source");
+            // A real cache elsewhere, with this key's entry in it.
+            let elsewhere = tempfile::tempdir().unwrap();
+            let real = ImageCache::under(elsewhere.path(), DEFAULT_MAX_BYTES);
+            real.put(&key, &image(7));
+            let target = if linked == CACHE_DIR {
+                elsewhere.path().join(CACHE_DIR)
+            } else {
+                std::fs::create_dir(dir.path().join(CACHE_DIR)).unwrap();
+                real.dir().to_path_buf()
+            };
+            std::os::unix::fs::symlink(&target, dir.path().join(&linked)).unwrap();
+            let before = std::fs::read_dir(real.dir()).unwrap().count();
+
+            let cache = ImageCache::under(dir.path(), DEFAULT_MAX_BYTES);
+            assert_eq!(cache.get(&key), None, "{linked}: not read through the link");
+            cache.put(&key, &image(9));
+            let summary = cache.summary();
+            assert_eq!((summary.stored, summary.store_failures), (0, 1), "{linked}");
+            assert!(
+                summary
+                    .first_failure
+                    .unwrap()
+                    .contains("is a symbolic link"),
+                "{linked}"
+            );
+            let error = clean(dir.path()).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!(
+                    "{} is a symbolic link",
+                    dir.path().join(&linked).display()
+                )),
+                "{error}"
+            );
+            assert_eq!(std::fs::read_dir(real.dir()).unwrap().count(), before);
+            assert_eq!(
+                real.get(&key),
+                Some(image(7)),
+                "{linked}: the real cache is whole"
+            );
+        }
+    }
+
+    /// An entry that is itself a link is not followed either.
+    #[test]
+    fn an_entry_that_is_a_link_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, key) = source_file(dir.path(), "a.png", b"source");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let real = ImageCache::under(elsewhere.path(), DEFAULT_MAX_BYTES);
+        real.put(&key, &image(7));
+        let cache = ImageCache::under(dir.path(), DEFAULT_MAX_BYTES);
+        std::fs::create_dir_all(cache.dir()).unwrap();
+        std::os::unix::fs::symlink(entry_path(&real, &key), entry_path(&cache, &key)).unwrap();
+        assert_eq!(cache.get(&key), None);
+        assert_eq!(clean(dir.path()).unwrap().left, 1, "the link stays");
+        assert_eq!(real.get(&key), Some(image(7)));
     }
 
     #[test]
@@ -737,30 +947,53 @@ mod tests {
             .starts_with("Signature: 8a477f597d28d172789f06886806bc55\n"));
     }
 
+    /// `clean` removes the cache's entries and temporary files, and leaves
+    /// every other file, counted: one placed there by hand, and one named
+    /// as an entry that does not start as one.
     #[test]
-    fn clean_removes_every_file_of_the_folder_and_counts_them() {
+    fn clean_removes_the_entries_and_temporaries_and_leaves_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         let cache = ImageCache::under(dir.path(), DEFAULT_MAX_BYTES);
         let mut bytes = 0;
+        let mut names = Vec::new();
         for i in 0..3 {
             let (_, key) = source_file(dir.path(), &format!("{i}.png"), b"x");
             cache.put(&key, &image(i));
             bytes += std::fs::metadata(entry_path(&cache, &key)).unwrap().len();
+            names.push(key.entry_name());
         }
-        std::fs::write(cache.dir().join(".left.1.2.tmp"), b"half").unwrap();
+        let temporary = format!(".{}.123.4.tmp", names[0]);
+        std::fs::write(cache.dir().join(&temporary), b"half").unwrap();
+        for (name, text) in [
+            ("notes.txt", &b"mine"[..]),
+            ("0123456789abcdef.rgb", b"not an entry"),
+            (".notes.tmp", b"mine too"),
+        ] {
+            std::fs::write(cache.dir().join(name), text).unwrap();
+        }
         let cleaned = clean(dir.path()).unwrap();
         assert_eq!(
             cleaned,
             Cleaned {
                 files: 4,
-                bytes: bytes + 4
+                bytes: bytes + 4,
+                left: 3
             }
         );
-        assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 0);
+        let mut left: Vec<String> = std::fs::read_dir(cache.dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".notes.tmp", "0123456789abcdef.rgb", "notes.txt"]);
         assert_eq!(
             clean(dir.path()).unwrap(),
-            Cleaned::default(),
-            "nothing left"
+            Cleaned {
+                files: 0,
+                bytes: 0,
+                left: 3
+            },
+            "nothing of the cache's left"
         );
         let elsewhere = tempfile::tempdir().unwrap();
         assert_eq!(
@@ -768,6 +1001,33 @@ mod tests {
             Cleaned::default(),
             "no cache at all"
         );
+    }
+
+    #[test]
+    fn entry_and_temporary_names_are_recognised_exactly() {
+        assert!(is_entry_name(b"8f06818bb5811acf.rgb"));
+        for name in [
+            &b"8F06818BB5811ACF.rgb"[..],
+            b"8f06818bb5811ac.rgb",
+            b"8f06818bb5811acf.rgb.tmp",
+            b".8f06818bb5811acf.rgb",
+            b"notes.rgb",
+        ] {
+            assert!(!is_entry_name(name), "{}", String::from_utf8_lossy(name));
+        }
+        assert!(is_temporary_name(b".8f06818bb5811acf.rgb.4242.7.tmp"));
+        for name in [
+            &b".8f06818bb5811acf.rgb.tmp"[..],
+            b".notes.1.2.tmp",
+            b"8f06818bb5811acf.rgb.1.2.tmp",
+            b".8f06818bb5811acf.rgb.x.2.tmp",
+        ] {
+            assert!(
+                !is_temporary_name(name),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
     }
 
     #[test]
