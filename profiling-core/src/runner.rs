@@ -757,7 +757,8 @@ where
 /// Reads an eager source. Without `profile_prepare`, the first input (the
 /// first record, or the first batch of `batched`) is read and prepared
 /// alone first, so that a run whose prepared inputs would not fit
-/// ([`RunPlan::memory`]) is refused before the rest is read; its prepared
+/// ([`RunPlan::memory`]) is refused before the rest is read (after them,
+/// and without reading them again); its prepared
 /// input is returned with the time preparing it took, and the records with
 /// the time reading them took (that preparing left out).
 #[allow(clippy::type_complexity)]
@@ -774,6 +775,7 @@ fn read_eager<T: ProfileTarget>(
     };
     let config = &plan.config;
     let mut first_input = None;
+    let mut first_records = Vec::new();
     if !config.target.profile_prepare {
         let first = batched.map_or(0..1, |b| b.range(0));
         let first = first
@@ -787,8 +789,12 @@ fn read_eager<T: ProfileTarget>(
         let batch = batched.map(|_| 0);
         let input = prepare_measured(target, &first, batch, config.device, tally, memory)?;
         first_input = Some((input, now_ns() - started));
+        first_records = first;
     }
-    let records = source.read_all().map_err(|e| load_error(e, tally))?;
+    // The first input's records are not read again.
+    let records = source
+        .read_rest(first_records)
+        .map_err(|e| load_error(e, tally))?;
     let preparing = first_input.as_ref().map_or(0, |(_, ns)| *ns);
     let load_ns = (now_ns() - reading).saturating_sub(preparing);
     Ok((records, first_input, load_ns))
@@ -863,6 +869,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     batches: Batches,
 ) -> Result<RunOutcome, RunError> {
     let config = &plan.config;
+    // From here to the outcome, a signal stops the run after the call in
+    // progress (see `interrupt`), rather than the process.
+    let _passes = interrupt::Hold::new();
     let timer = TimerInfo::measure();
     let mut gpu = match &plan.events {
         Some(backend) => {
@@ -936,6 +945,12 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     };
     samples.warmup = crate::run_samples::Series::from_set(&warmup_passes);
 
+    // A signal after the last call's look (while the statistics were made)
+    // stops the run too: every pass completed, and the run says it was
+    // interrupted.
+    if tally.interrupted.is_none() {
+        tally.interrupted = interrupt::requested();
+    }
     let record_ids = inputs.record_ids();
     let (validation, output_summaries) = match tally.interrupted {
         // What completed is reported; outputs of a cut pass are neither

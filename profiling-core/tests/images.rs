@@ -314,3 +314,40 @@ fn a_jpeg_claiming_too_many_pixels_is_refused_with_its_size() {
         "the decoded image would take 12.0 GiB, more than the 512.0 MiB one image may"
     );
 }
+
+/// An image file larger than `max_file_bytes` (default 512 MiB) is refused
+/// by its size, naming it, before a byte of it is read (a sparse 6 GB
+/// file, here); `oversized: skip` leaves it out and the description lists
+/// it.
+#[test]
+fn an_image_file_past_the_size_bound_is_refused_or_skipped_unread() {
+    let dir = fixture();
+    let huge = dir.path().join("huge.jpg");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(6 << 30)
+        .unwrap();
+    let refused = source(&format!("{{directory: {}}}", dir.path().display()))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        refused,
+        format!(
+            "data_source.max_file_bytes: {} is 6.0 GiB, more than the 512.0 MiB an image file may be: raise `max_file_bytes`, or set `oversized: skip` to leave such files out",
+            huge.display()
+        )
+    );
+    let skipped = source(&format!(
+        "{{directory: {}, oversized: skip, max_file_bytes: 1 MiB}}",
+        dir.path().display()
+    ))
+    .unwrap();
+    assert_eq!(skipped.files().len(), 3);
+    let description = skipped.describe();
+    assert_eq!(description["max_file_bytes"], 1u64 << 20);
+    assert_eq!(
+        description["skipped_oversized"],
+        serde_yaml::Value::Sequence(vec![huge.to_string_lossy().into_owned().into()])
+    );
+    assert_eq!(ids(&skipped.read_all().unwrap()), ["a", "b", "c"]);
+}

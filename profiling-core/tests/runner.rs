@@ -199,25 +199,42 @@ struct Sleeping;
 
 const READ_SLEEP: std::time::Duration = std::time::Duration::from_millis(4);
 
-/// A source whose every read sleeps [`READ_SLEEP`] first.
-struct SlowSource(Box<dyn data::DataSource>);
+/// A source that counts its reads, each of which sleeps `sleep` first.
+struct WatchedSource {
+    inner: Box<dyn data::DataSource>,
+    sleep: std::time::Duration,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
 
-impl data::DataSource for SlowSource {
+impl WatchedSource {
+    /// `records` dummy records without images.
+    fn dummy(records: usize, sleep: std::time::Duration) -> Self {
+        let parameters = format!("{{record_count: {records}, include_image: false}}");
+        WatchedSource {
+            inner: data::build("dummy", &serde_yaml::from_str(&parameters).unwrap()).unwrap(),
+            sleep,
+            reads: Default::default(),
+        }
+    }
+}
+
+impl data::DataSource for WatchedSource {
     fn name(&self) -> &str {
-        self.0.name()
+        self.inner.name()
     }
     fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
-        self.0.describe()
+        self.inner.describe()
     }
     fn len(&self) -> usize {
-        self.0.len()
+        self.inner.len()
     }
     fn estimated_bytes(&self) -> Result<u64, data::DataError> {
-        self.0.estimated_bytes()
+        self.inner.estimated_bytes()
     }
     fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
-        std::thread::sleep(READ_SLEEP);
-        self.0.read(index)
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(self.sleep);
+        self.inner.read(index)
     }
 }
 
@@ -246,12 +263,7 @@ fn phase_times_hold_what_their_calls_slept() {
             "target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\niterations: 3"
         ));
         if unread {
-            let source = data::build(
-                "dummy",
-                &serde_yaml::from_str("{record_count: 2, include_image: false}").unwrap(),
-            )
-            .unwrap();
-            plan.records = Records::Unread(Box::new(SlowSource(source)));
+            plan.records = Records::Unread(Box::new(WatchedSource::dummy(2, READ_SLEEP)));
         }
         assert_eq!(plan.records.len(), 2);
         assert!(!plan.records.is_empty());
@@ -260,8 +272,9 @@ fn phase_times_hold_what_their_calls_slept() {
         let wall = started.elapsed().as_nanos() as u64;
         let timings = &outcome.timings;
         let at_least = |sleep: std::time::Duration, calls: u64| sleep.as_nanos() as u64 * calls;
-        // The first record is read alone, then both by `read_all`.
-        let reads = if unread { 3 } else { 0 };
+        // Each record read once: the first alone (to measure what its
+        // prepare keeps), the other after it.
+        let reads = if unread { 2 } else { 0 };
         let phases = [
             ("load", timings.load_ns, at_least(READ_SLEEP, reads)),
             ("prepare", timings.prepare_ns, at_least(PREPARE_SLEEP, 2)),
@@ -736,4 +749,17 @@ fn a_record_that_cannot_be_read_mid_run_is_a_data_error() {
         !result.unwrap_err().is_data_error(),
         "the target failed, not the data"
     );
+}
+
+/// Eager loading reads each record once: the first one, read alone to
+/// measure what its prepare keeps, is not read again with the others.
+#[test]
+fn eager_loading_reads_each_record_once() {
+    let mut plan = plan("target: {name: t}\ndata_source: {name: dummy, record_count: 5, include_image: false}\nwarmup: 1\niterations: 2");
+    let source = WatchedSource::dummy(5, std::time::Duration::ZERO);
+    let reads = source.reads.clone();
+    plan.records = Records::Unread(Box::new(source));
+    let outcome = run_target(&plan, || Ok(Sleeping)).unwrap();
+    assert_eq!(outcome.record_ids.len(), 5);
+    assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 5);
 }

@@ -24,7 +24,20 @@ use crate::config::check_literal_path;
 pub const EXTENSIONS: &[&str] = &["bmp", "jpeg", "jpg", "png", "tif", "tiff", "webp"];
 
 /// The keys of [`ImageParameters`].
-pub(crate) const PARAMETERS: &[&str] = &["directory", "paths", "decode", "limit", "repeat"];
+pub(crate) const PARAMETERS: &[&str] = &[
+    "directory",
+    "paths",
+    "decode",
+    "limit",
+    "repeat",
+    "max_file_bytes",
+    "oversized",
+];
+
+/// The largest image file read when `max_file_bytes` does not say: 512 MiB,
+/// far above any photograph or video frame, far below what would exhaust
+/// memory before a decoder refused it.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 512 << 20;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +48,21 @@ struct ImageParameters {
     decode: bool,
     limit: Option<usize>,
     repeat: Option<usize>,
+    /// A size (`1 GiB`, or bytes): larger files are never read.
+    max_file_bytes: Option<serde_yaml::Value>,
+    #[serde(default)]
+    oversized: Oversized,
+}
+
+/// What becomes of an image file larger than `max_file_bytes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Oversized {
+    /// The source is refused, naming the file and its size.
+    #[default]
+    Refuse,
+    /// The file is left out, and the manifest counts it.
+    Skip,
 }
 
 fn default_decode() -> bool {
@@ -58,6 +86,9 @@ pub struct ImageSource {
     limit: Option<usize>,
     repeat: Option<usize>,
     cache: Option<Arc<ImageCache>>,
+    max_file_bytes: u64,
+    /// Files left out for being larger than `max_file_bytes`.
+    skipped: Vec<PathBuf>,
 }
 
 fn parameter_error(key: &str, message: impl Into<String>) -> DataError {
@@ -118,6 +149,48 @@ impl ImageSource {
                 }
             };
         files.sort();
+        let max_file_bytes = match &params.max_file_bytes {
+            Some(value) => crate::config::parse_size(value)
+                .map_err(|m| parameter_error("max_file_bytes", m))?,
+            None => DEFAULT_MAX_FILE_BYTES,
+        };
+        // By size, before a byte is read: a decoder refuses a file only
+        // once it has read it whole.
+        let mut skipped = Vec::new();
+        let mut kept = Vec::with_capacity(files.len());
+        for file in files {
+            let size = std::fs::metadata(&file)
+                .map_err(|source| DataError::Io {
+                    path: file.clone(),
+                    source,
+                })?
+                .len();
+            if size <= max_file_bytes {
+                kept.push(file);
+            } else if params.oversized == Oversized::Skip {
+                skipped.push(file);
+            } else {
+                return Err(parameter_error(
+                    "max_file_bytes",
+                    format!(
+                        "{} is {}, more than the {} an image file may be: raise `max_file_bytes`, or set `oversized: skip` to leave such files out",
+                        file.display(),
+                        super::human_bytes(size),
+                        super::human_bytes(max_file_bytes)
+                    ),
+                ));
+            }
+        }
+        let mut files = kept;
+        if files.is_empty() {
+            return Err(parameter_error(
+                "max_file_bytes",
+                format!(
+                    "every image file is larger than {} and was left out (`oversized: skip`)",
+                    super::human_bytes(max_file_bytes)
+                ),
+            ));
+        }
         if let Some(limit) = params.limit {
             if limit == 0 {
                 return Err(parameter_error("limit", "must be >= 1"));
@@ -134,6 +207,8 @@ impl ImageSource {
             limit: params.limit,
             repeat: params.repeat,
             cache: None,
+            max_file_bytes,
+            skipped,
         })
     }
 
@@ -416,6 +491,18 @@ impl DataSource for ImageSource {
         if let Some(repeat) = self.repeat {
             description.insert("repeat".to_owned(), Value::from(repeat as u64));
         }
+        description.insert(
+            "max_file_bytes".to_owned(),
+            Value::from(self.max_file_bytes),
+        );
+        if !self.skipped.is_empty() {
+            let skipped = self
+                .skipped
+                .iter()
+                .map(|p| Value::from(p.to_string_lossy().into_owned()))
+                .collect();
+            description.insert("skipped_oversized".to_owned(), Value::Sequence(skipped));
+        }
         description
     }
 
@@ -464,31 +551,57 @@ impl DataSource for ImageSource {
         Ok(self.record(index, image))
     }
 
-    fn read_all(&self) -> Result<Vec<DataRecord>, DataError> {
-        let distinct = self.files.len().min(self.len());
+    fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {
+        let len = self.len();
+        let mut records = known;
+        records.truncate(len);
+        let first = records.len();
+        if first == len {
+            return Ok(records);
+        }
+        let distinct = self.files.len().min(len);
+        // The record after the known ones that shows `file` first, if any.
+        let used_later = |file: usize| {
+            let next = if file >= first {
+                file
+            } else {
+                file + (first - file).div_ceil(distinct) * distinct
+            };
+            next < len
+        };
+        // Each distinct file decoded once (on every core), or copied from
+        // the known record that holds it; none for a file no later record
+        // shows.
         let mut images: Vec<Option<image::RgbImage>> = if self.decode {
             self.files[..distinct]
                 .par_iter()
-                .map(|path| self.load(path).map(Some))
+                .enumerate()
+                .map(|(file, path)| {
+                    if !used_later(file) {
+                        Ok(None)
+                    } else if file < first {
+                        Ok(records[file].image.clone())
+                    } else {
+                        self.load(path).map(Some)
+                    }
+                })
                 .collect::<Result<_, _>>()?
         } else {
             vec![None; distinct]
         };
-        let len = self.len();
-        Ok((0..len)
-            .map(|index| {
-                // A file's last record takes its image and the repeats before
-                // copy it, so no image is held twice: what
-                // `estimated_bytes` counts.
-                let slot = &mut images[index % distinct];
-                let image = if index + distinct >= len {
-                    slot.take()
-                } else {
-                    slot.clone()
-                };
-                self.record(index, image)
-            })
-            .collect())
+        for index in first..len {
+            // A file's last record takes its image and the repeats before
+            // copy it, so no image is held twice: what `estimated_bytes`
+            // counts.
+            let slot = &mut images[index % distinct];
+            let image = if index + distinct >= len {
+                slot.take()
+            } else {
+                slot.clone()
+            };
+            records.push(self.record(index, image));
+        }
+        Ok(records)
     }
 }
 

@@ -201,7 +201,18 @@ pub trait DataSource: Send + Sync {
     fn read(&self, index: usize) -> Result<DataRecord, DataError>;
     /// Reads every record, in order: in parallel where the source can.
     fn read_all(&self) -> Result<Vec<DataRecord>, DataError> {
-        (0..self.len()).map(|i| self.read(i)).collect()
+        self.read_rest(Vec::new())
+    }
+    /// [`read_all`](DataSource::read_all) when the first records are read
+    /// already (`known`, records `0..known.len()`): they are kept, not read
+    /// again, and the rest are read after them.
+    fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {
+        let mut records = known;
+        records.truncate(self.len());
+        for index in records.len()..self.len() {
+            records.push(self.read(index)?);
+        }
+        Ok(records)
     }
 }
 
