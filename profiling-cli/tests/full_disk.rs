@@ -252,3 +252,57 @@ fn a_forced_run_that_cannot_be_written_leaves_the_earlier_run_whole() {
         ]
     );
 }
+
+/// `--force` over a complete run, where the new run's manifest fits but its
+/// trace does not: the earlier run stays as it was, not replaced by one
+/// without its trace.
+#[test]
+fn a_forced_run_written_in_part_does_not_replace_the_earlier_run() {
+    let out = tempfile::tempdir().unwrap();
+    let first = profile_cli()
+        .args([
+            "run",
+            "detection-postprocess",
+            "--run-id",
+            "r1",
+            "--output-dir",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(first.status.success());
+    let run_dir = out.path().join("detection-postprocess/runs/r1");
+    let before: Vec<(String, Vec<u8>)> = files_under(&run_dir)
+        .into_iter()
+        .map(|f| (f.clone(), std::fs::read(run_dir.join(&f)).unwrap()))
+        .collect();
+
+    let mut command = profile_cli();
+    command
+        .args(ARGS)
+        .arg("--force")
+        .arg("--output-dir")
+        .arg(out.path());
+    limit_file_size(&mut command, 16 * 1024);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot write {}: File too large (os error 27); the earlier run in {} is kept as it was, not replaced by an incomplete one",
+            run_dir.join("trace.json").display(),
+            run_dir.display()
+        )),
+        "{stderr}"
+    );
+    let after: Vec<(String, Vec<u8>)> = files_under(&run_dir)
+        .into_iter()
+        .map(|f| (f.clone(), std::fs::read(run_dir.join(&f)).unwrap()))
+        .collect();
+    assert_eq!(after, before, "the earlier run, byte for byte");
+    assert_eq!(
+        files_under(&out.path().join("detection-postprocess/runs")).len(),
+        before.len(),
+        "no staging directory left"
+    );
+}

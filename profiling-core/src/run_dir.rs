@@ -8,6 +8,16 @@
 //! place. A failure says which file could not be written and what was kept.
 //! The manifest's own writer is here too: [`write_manifest`],
 //! with [`write_atomically`] under it.
+//!
+//! A run holds its run id while it runs ([`RunClaim`]: an exclusive lock on
+//! `.<id>.claim` beside the run directory, which the kernel lets go when the
+//! process ends however it ends), so that a second run with the same id is
+//! refused at once, naming the first. Replacing an earlier run swaps the
+//! two directories in one step where the file system can
+//! (`renameat2(RENAME_EXCHANGE)`); where it cannot, or when a process is
+//! killed between its steps, what is left over is restored or removed by
+//! the next run that claims the id ([`recover`]), and named by the commands
+//! that look for the run.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,13 +29,19 @@ use crate::trace::render_trace;
 
 /// What could not be written, and what of the run was kept.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {}: {source}; {}", .path.display(), kept_text(.kept))]
+#[error("cannot write {}: {source}; {}", .path.display(), match .earlier_kept {
+    Some(dir) => format!("the earlier run in {} is kept as it was, not replaced by an incomplete one", dir.display()),
+    None => kept_text(.kept),
+})]
 pub struct WriteFailure {
     /// The file or directory that could not be written.
     pub path: PathBuf,
     pub source: std::io::Error,
     /// The files of the run that are in place despite it.
     pub kept: Vec<PathBuf>,
+    /// The run directory whose earlier run stays, when this one was to
+    /// replace it (`--force`) and could not be written whole.
+    pub earlier_kept: Option<PathBuf>,
 }
 
 fn kept_text(kept: &[PathBuf]) -> String {
@@ -58,6 +74,7 @@ pub fn write_run(
         path: path.to_path_buf(),
         source,
         kept,
+        earlier_kept: None,
     };
     let parent = run_dir
         .parent()
@@ -67,7 +84,7 @@ pub fn write_run(
         .file_name()
         .map_or_else(|| "run".into(), |n| n.to_string_lossy());
     std::fs::create_dir_all(parent).map_err(|e| failure(parent, e, Vec::new()))?;
-    let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let staging = parent.join(format!(".{name}{PARTIAL}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir(&staging).map_err(|e| failure(run_dir, e, Vec::new()))?;
 
@@ -136,6 +153,18 @@ pub fn write_run(
         }
     }
 
+    // An earlier run (`--force`) is replaced only by a whole one.
+    if let Some((path, error)) = &late_failure {
+        if run_dir.exists() {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(WriteFailure {
+                path: path.clone(),
+                source: std::io::Error::new(error.kind(), error.to_string()),
+                kept: Vec::new(),
+                earlier_kept: Some(run_dir.to_path_buf()),
+            });
+        }
+    }
     if let Err(error) = move_into_place(&staging, run_dir) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(failure(run_dir, error, Vec::new()));
@@ -146,14 +175,21 @@ pub fn write_run(
     }
 }
 
-/// Renames `staging` to `run_dir`; an existing `run_dir` is moved aside
-/// first and removed only once the new one is in place.
+/// Renames `staging` to `run_dir`. An existing `run_dir` is swapped with
+/// `staging` in one step where the file system can, then removed; where it
+/// cannot, it is moved aside first and removed only once the new one is in
+/// place (a process killed between the two leaves it for [`recover`]).
 pub(crate) fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
     if !run_dir.exists() {
         return std::fs::rename(staging, run_dir);
     }
+    if exchange(staging, run_dir).is_ok() {
+        // `staging` holds the earlier run now.
+        let _ = std::fs::remove_dir_all(staging);
+        return Ok(());
+    }
     let aside = staging.with_file_name(format!(
-        ".{}.replaced-{}",
+        ".{}{REPLACED}{}",
         run_dir
             .file_name()
             .map_or_else(|| "run".into(), |n| n.to_string_lossy()),
@@ -168,6 +204,235 @@ pub(crate) fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result
     }
     let _ = std::fs::remove_dir_all(&aside);
     Ok(())
+}
+
+/// Swaps two paths atomically (Linux's `renameat2` with `RENAME_EXCHANGE`).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |path: &Path| {
+        std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: both are NUL-terminated paths that live across the call.
+    let done = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
+/// What names the leftovers beside a run directory `<id>`: `.<id>` then
+/// one of these, then the process id.
+const PARTIAL: &str = ".partial-";
+const REPLACED: &str = ".replaced-";
+
+/// A run id held by this process while its run lasts: an exclusive lock
+/// on `.<id>.claim` beside the run directory, which holds the process id.
+/// The lock goes with the process however it ends; the file goes when the
+/// claim is dropped.
+#[derive(Debug)]
+pub struct RunClaim {
+    path: PathBuf,
+    _file: std::fs::File,
+    /// The directories the claim made, innermost first: removed with it
+    /// when still empty (a run that stopped before writing leaves nothing).
+    made: Vec<PathBuf>,
+}
+
+/// Why a run id could not be claimed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    #[error("run id `{run_id}` is in use: process {pid} is running it now ({} is locked); choose another --run-id, or wait for it", .claim.display())]
+    Busy {
+        run_id: String,
+        pid: String,
+        claim: PathBuf,
+    },
+    #[error("cannot claim run id `{run_id}` ({}): {source}", .claim.display())]
+    Io {
+        run_id: String,
+        claim: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl RunClaim {
+    /// Claims the run id of `run_dir` (making the directories above it),
+    /// or says which process holds it.
+    pub fn take(run_dir: &Path) -> Result<RunClaim, ClaimError> {
+        let (parent, name) = split(run_dir);
+        let claim = parent.join(format!(".{name}.claim"));
+        let io = |source: std::io::Error| ClaimError::Io {
+            run_id: name.clone(),
+            claim: claim.clone(),
+            source,
+        };
+        let made: Vec<PathBuf> = parent
+            .ancestors()
+            .take_while(|dir| !dir.as_os_str().is_empty() && !dir.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        std::fs::create_dir_all(&parent).map_err(io)?;
+        loop {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&claim)
+                .map_err(io)?;
+            if !try_lock(&file).map_err(io)? {
+                let mut pid = String::new();
+                let _ = std::io::Read::read_to_string(&mut file, &mut pid);
+                return Err(ClaimError::Busy {
+                    run_id: name.clone(),
+                    pid: pid.trim().to_owned(),
+                    claim: claim.clone(),
+                });
+            }
+            // The holder before may have removed the file between this
+            // open and the lock: the lock is worth something only on the
+            // file the path names now.
+            if !same_file(&file, &claim) {
+                continue;
+            }
+            file.set_len(0).map_err(io)?;
+            file.write_all(std::process::id().to_string().as_bytes())
+                .map_err(io)?;
+            return Ok(RunClaim {
+                path: claim,
+                _file: file,
+                made,
+            });
+        }
+    }
+}
+
+impl Drop for RunClaim {
+    fn drop(&mut self) {
+        // Removed while still locked, so that no other process locks a
+        // file about to go.
+        let _ = std::fs::remove_file(&self.path);
+        for dir in &self.made {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+/// Takes `file`'s exclusive lock without waiting: false when another
+/// process holds it.
+fn try_lock(file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is open for the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let error = std::io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(error)
+    }
+}
+
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// The directory above `run_dir` and `run_dir`'s name.
+fn split(run_dir: &Path) -> (PathBuf, String) {
+    let parent = run_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let name = run_dir
+        .file_name()
+        .map_or_else(|| "run".into(), |n| n.to_string_lossy().into_owned());
+    (parent, name)
+}
+
+/// What other processes left beside `run_dir` when they stopped while
+/// writing it: `.<id>.partial-<pid>` (a run not yet whole) and
+/// `.<id>.replaced-<pid>` (an earlier run moved aside by `--force`).
+pub fn leftovers(run_dir: &Path) -> Vec<PathBuf> {
+    let (parent, name) = split(run_dir);
+    let own = std::process::id().to_string();
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&parent)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let file = entry.file_name();
+            let file = file.to_string_lossy();
+            let Some(rest) = file
+                .strip_prefix('.')
+                .and_then(|f| f.strip_prefix(name.as_str()))
+            else {
+                return false;
+            };
+            let pid = rest
+                .strip_prefix(PARTIAL)
+                .or_else(|| rest.strip_prefix(REPLACED));
+            pid.is_some_and(|pid| {
+                !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && pid != own
+            })
+        })
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Puts right what an interrupted write of `run_dir` left, while this
+/// process holds its claim (so that no other writes it): an earlier run
+/// moved aside goes back when no run took its place, and is removed when
+/// one did; a partial run is removed. Says what it did, one line each.
+pub fn recover(run_dir: &Path, _claim: &RunClaim) -> Vec<String> {
+    let mut done = Vec::new();
+    for leftover in leftovers(run_dir) {
+        let name = leftover
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.contains(REPLACED) && !run_dir.exists() {
+            if std::fs::rename(&leftover, run_dir).is_ok() {
+                done.push(format!(
+                    "restored the earlier run {} from {} (a replacement stopped half way)",
+                    run_dir.display(),
+                    leftover.display()
+                ));
+            }
+        } else if std::fs::remove_dir_all(&leftover).is_ok() {
+            done.push(format!(
+                "removed {}, left by a run that stopped while writing",
+                leftover.display()
+            ));
+        }
+    }
+    done
 }
 
 /// Writes `manifest.yaml` into `run_dir` through a temporary file and a
@@ -189,6 +454,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy());
     let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Renamed into place or removed before a signal ends the process.
+    let _writing = crate::interrupt::Hold::new();
     let result = (|| {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(bytes)?;
@@ -300,6 +567,106 @@ mod tests {
         assert!(moved.is_err(), "nothing to move is an error");
     }
 
+    /// A run id is held by one claim at a time (two opens of the lock file
+    /// conflict even in one process); the claim goes with its holder, and
+    /// the directories it made go with it when nothing was written there.
+    #[test]
+    fn a_run_id_is_claimed_by_one_run_at_a_time() {
+        let out = tempfile::tempdir().unwrap();
+        let run_dir = out.path().join("p/runs/r1");
+        let claim = RunClaim::take(&run_dir).unwrap();
+        let file = out.path().join("p/runs/.r1.claim");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            std::process::id().to_string()
+        );
+        match RunClaim::take(&run_dir).unwrap_err() {
+            ClaimError::Busy { run_id, pid, claim } => {
+                assert_eq!(run_id, "r1");
+                assert_eq!(pid, std::process::id().to_string());
+                assert_eq!(claim, file);
+            }
+            other => panic!("{other}"),
+        }
+        // Another id beside it is free.
+        let other = RunClaim::take(&out.path().join("p/runs/r2")).unwrap();
+        drop(other);
+        drop(claim);
+        assert!(!file.exists());
+        assert!(!out.path().join("p").exists(), "nothing left behind");
+        let again = RunClaim::take(&run_dir).unwrap();
+        drop(again);
+    }
+
+    /// What a `--force` killed between its two renames left: the earlier
+    /// run moved aside, and the new one not yet in place. The next claim
+    /// of the id restores the earlier run and removes the partial one.
+    #[test]
+    fn an_interrupted_replacement_is_put_right_by_the_next_claim() {
+        let out = tempfile::tempdir().unwrap();
+        let runs = out.path().join("runs");
+        let run_dir = runs.join("k3");
+        let aside = runs.join(".k3.replaced-4194304");
+        let partial = runs.join(".k3.partial-4194304");
+        for (dir, text) in [(&aside, "earlier"), (&partial, "half")] {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join("manifest.yaml"), text).unwrap();
+        }
+        // Another run's leftovers are not this one's.
+        std::fs::create_dir_all(runs.join(".k30.partial-17")).unwrap();
+        assert_eq!(leftovers(&run_dir), [partial.clone(), aside.clone()]);
+        let claim = RunClaim::take(&run_dir).unwrap();
+        let done = recover(&run_dir, &claim);
+        assert_eq!(
+            done,
+            [
+                format!(
+                    "removed {}, left by a run that stopped while writing",
+                    partial.display()
+                ),
+                format!(
+                    "restored the earlier run {} from {} (a replacement stopped half way)",
+                    run_dir.display(),
+                    aside.display()
+                ),
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(run_dir.join("manifest.yaml")).unwrap(),
+            "earlier"
+        );
+        assert!(leftovers(&run_dir).is_empty());
+        assert!(runs.join(".k30.partial-17").exists());
+
+        // Moved aside, and the new run already in place: the aside goes.
+        std::fs::create_dir_all(&aside).unwrap();
+        assert_eq!(recover(&run_dir, &claim).len(), 1);
+        assert!(!aside.exists());
+        assert_eq!(
+            std::fs::read_to_string(run_dir.join("manifest.yaml")).unwrap(),
+            "earlier"
+        );
+    }
+
+    /// Replacing swaps the two directories: the earlier run is whole until
+    /// the new one is, and nothing is left beside them.
+    #[test]
+    fn a_replacement_swaps_the_directories_and_leaves_nothing() {
+        let out = tempfile::tempdir().unwrap();
+        let run_dir = out.path().join("r1");
+        let staging = out.path().join(".r1.partial-1");
+        for (dir, text) in [(&run_dir, "earlier"), (&staging, "new")] {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join("manifest.yaml"), text).unwrap();
+        }
+        move_into_place(&staging, &run_dir).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(run_dir.join("manifest.yaml")).unwrap(),
+            "new"
+        );
+        assert_eq!(files(out.path()), ["r1"]);
+    }
+
     #[test]
     fn what_was_kept_is_said() {
         assert_eq!(
@@ -314,6 +681,7 @@ mod tests {
             path: PathBuf::from("/r/trace.json"),
             source: std::io::Error::other("disk full"),
             kept: vec![PathBuf::from("/r/manifest.yaml")],
+            earlier_kept: None,
         };
         assert_eq!(
             failure.to_string(),
