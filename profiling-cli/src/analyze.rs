@@ -237,6 +237,22 @@ fn document(analysis: &Analysis, manifest: Option<&Value>) -> serde_json::Value 
     value
 }
 
+/// `text` from an export (a range's or a kernel's name) as a terminal may
+/// show it: control characters (an escape sequence that would recolour or
+/// clear the terminal, a carriage return that would overwrite the line)
+/// written as Rust escapes.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 fn write_table(
     analysis: &Analysis,
     document: &serde_json::Value,
@@ -246,7 +262,7 @@ fn write_table(
     writeln!(
         out,
         "capture `{}` of process {}: {}, {} passes; GPU busy {:.1} % of a pass on average, longest idle {}",
-        analysis.capture_range,
+        printable(&analysis.capture_range),
         analysis.process_id,
         format_ns(analysis.capture_ns),
         analysis.passes.len(),
@@ -278,7 +294,11 @@ fn write_table(
         .enumerate()
         .map(|(i, range)| {
             [
-                format!("{}{}", "  ".repeat(range.depth as usize), range.path),
+                format!(
+                    "{}{}",
+                    "  ".repeat(range.depth as usize),
+                    printable(&range.path)
+                ),
                 range.count.to_string(),
                 format_ns(range.host.p50_ns),
                 manifest_p50
@@ -293,10 +313,9 @@ fn write_table(
                 range
                     .launch_to_completion
                     .map_or("-".to_owned(), |s| format_ns(s.p50_ns)),
-                range
-                    .kernels
-                    .first()
-                    .map_or("-".to_owned(), |k| format!("{} ×{}", k.name, k.count)),
+                range.kernels.first().map_or("-".to_owned(), |k| {
+                    format!("{} ×{}", printable(&k.name), k.count)
+                }),
             ]
         })
         .collect();
@@ -333,14 +352,19 @@ fn write_table(
             .map(|k| {
                 format!(
                     "{} ×{} ({} total, median {})",
-                    k.name,
+                    printable(&k.name),
                     k.count,
                     format_ns(k.total_ns),
                     format_ns(k.median_ns)
                 )
             })
             .collect();
-        writeln!(out, "kernels of {}: {}", range.path, kernels.join("; "))?;
+        writeln!(
+            out,
+            "kernels of {}: {}",
+            printable(&range.path),
+            kernels.join("; ")
+        )?;
     }
     if analysis.gpu_activities_outside_ranges > 0 {
         writeln!(
@@ -350,7 +374,7 @@ fn write_table(
         )?;
     }
     for note in &analysis.notes {
-        writeln!(out, "note: {note}")?;
+        writeln!(out, "note: {}", printable(note))?;
     }
     Ok(())
 }
@@ -395,4 +419,24 @@ pub fn run_under_nsys(
         force: false,
     };
     analyze_command(args, out, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel named with an escape sequence (a crafted export) cannot
+    /// recolour or clear the terminal: control characters are written as
+    /// escapes, the rest as it is.
+    #[test]
+    fn names_from_an_export_are_printed_without_their_control_characters() {
+        assert_eq!(
+            printable("gemm\u{1b}[2J\u{1b}]0;owned\u{7}\rcut"),
+            "gemm\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\rcut"
+        );
+        assert_eq!(
+            printable("ampere_sgemm_128x64 ×2 µs"),
+            "ampere_sgemm_128x64 ×2 µs"
+        );
+    }
 }

@@ -114,6 +114,27 @@ pub struct BaselinesArgs {
     json: bool,
 }
 
+impl CompareArgs {
+    /// Looks for runs in `dir` when `--output-dir` does not say.
+    pub(crate) fn default_output_dir(&mut self, dir: std::path::PathBuf) {
+        self.output_dir.get_or_insert(dir);
+    }
+}
+
+impl BaselinesArgs {
+    /// Looks for baselines in `dir` when `--output-dir` does not say.
+    pub(crate) fn default_output_dir(&mut self, dir: std::path::PathBuf) {
+        self.output_dir.get_or_insert(dir);
+    }
+}
+
+impl ReportArgs {
+    /// Looks for runs in `dir` when `--output-dir` does not say.
+    pub(crate) fn default_output_dir(&mut self, dir: std::path::PathBuf) {
+        self.output_dir.get_or_insert(dir);
+    }
+}
+
 /// `profile-cli compare`.
 pub fn compare_command(
     args: CompareArgs,

@@ -304,6 +304,10 @@ struct RunArgs {
     /// Put the run in DIR/<profile_name>/runs/<run_id>/.
     #[arg(long, value_name = "DIR")]
     output_dir: Option<PathBuf>,
+    /// Where the run goes when neither --output-dir nor the config says: set
+    /// outside the workspace (the current directory).
+    #[arg(skip)]
+    default_output_dir: Option<PathBuf>,
     /// Print the nsys command that captures this run, and run nothing.
     #[arg(long)]
     print_nsys_command: bool,
@@ -396,20 +400,81 @@ pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
         );
     }
     profiling_core::panics::install_hook();
-    let code = main_with(
+    let code = main_in(
         std::env::args_os().collect(),
         workspace_root,
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
+        outside_the_workspace(workspace_root),
+        &mut ClosedQuietly::new(std::io::stdout().lock()),
+        &mut ClosedQuietly::new(std::io::stderr().lock()),
     );
     std::process::ExitCode::from(code)
 }
 
+/// A terminal stream whose reader may go away (`profile-cli run ... | head
+/// -2`): from the first broken pipe on, what is printed goes nowhere and the
+/// command goes on, so that a run still writes its files, page and
+/// baseline, and exits as it would have; as cargo and ripgrep do.
+pub struct ClosedQuietly<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> ClosedQuietly<W> {
+    pub fn new(inner: W) -> Self {
+        ClosedQuietly {
+            inner,
+            closed: false,
+        }
+    }
+
+    fn absorb<T>(&mut self, result: std::io::Result<T>, ok: T) -> std::io::Result<T> {
+        match result {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(ok)
+            }
+            other => other,
+        }
+    }
+}
+
+impl<W: Write> Write for ClosedQuietly<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let result = self.inner.write(buf);
+        self.absorb(result, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.inner.flush();
+        self.absorb(result, ())
+    }
+}
+
 /// Runs `profile-cli` with `args` (the program name first), writing to
-/// `out` and `err`; returns the exit code.
+/// `out` and `err`; returns the exit code. Runs go where the config and
+/// options say, else under `workspace_root`.
 pub fn main_with(
     args: Vec<OsString>,
     workspace_root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    main_in(args, workspace_root, None, out, err)
+}
+
+/// [`main_with`], with runs going to `runs_default` (and looked for there)
+/// when neither the config, `--output-dir` nor `--workspace` says: what
+/// the program does when started outside `workspace_root`.
+fn main_in(
+    args: Vec<OsString>,
+    workspace_root: &Path,
+    runs_default: Option<PathBuf>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
@@ -450,7 +515,11 @@ pub fn main_with(
         }
     };
     let user = user.as_deref().unwrap_or(workspace_root);
-    let result = match cli.command {
+    let mut command = cli.command;
+    if let (None, Some(here)) = (&cli.workspace, runs_default) {
+        runs_here(&mut command, here);
+    }
+    let result = match command {
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
         Command::Compare(compare_args) => {
@@ -477,6 +546,33 @@ pub fn main_with(
             let _ = writeln!(err, "error: {error:#}");
             EXIT_TARGET_FAILED
         }
+    }
+}
+
+/// The current directory, when it is not inside `workspace_root`: there,
+/// runs go to the current directory rather than to a tree found from where
+/// the program was built.
+fn outside_the_workspace(workspace_root: &Path) -> Option<PathBuf> {
+    let here = std::env::current_dir().ok()?;
+    let inside = match (here.canonicalize(), workspace_root.canonicalize()) {
+        (Ok(here), Ok(root)) => here.starts_with(root),
+        _ => false,
+    };
+    (!inside).then_some(here)
+}
+
+/// Makes `here` where the commands that write or read runs put and look for
+/// them when nothing else says: `run` and `sweep` below their config's
+/// `output_dir`; the others as if given `--output-dir`.
+fn runs_here(command: &mut Command, here: PathBuf) {
+    match command {
+        Command::Run(args) => args.default_output_dir = Some(here),
+        Command::Sweep(args) => args.default_output_dir = Some(here),
+        Command::Compare(args) => args.default_output_dir(here),
+        Command::Baselines(args) => args.default_output_dir(here),
+        Command::Report(args) => args.default_output_dir(here),
+        Command::Cache(args) => args.default_output_dir(here),
+        _ => {}
     }
 }
 
@@ -715,6 +811,7 @@ fn run(
         run_id: args.run_id,
         force: args.force,
         workspace_root: root.to_path_buf(),
+        default_output_dir: args.default_output_dir,
         command_line: argv
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -814,6 +911,9 @@ fn run(
         Err(error) => return streams.fail(&error),
     };
     let manifest = &report.manifest;
+    for note in &report.recovered {
+        writeln!(streams.err, "note: {note}")?;
+    }
     warn_of_a_debug_build(streams.err)?;
     report::write_summary(manifest, streams.human())?;
     if let Some(summary) = &report.image_cache {

@@ -292,3 +292,134 @@ fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
         }
     }
 }
+
+/// A reader that goes away (`| head -2`) stops the printing, not the run:
+/// the manifest, the page and the baseline are written, and the exit code
+/// is the run's.
+#[test]
+fn a_closed_stdout_is_not_a_failed_run() {
+    use std::process::Stdio;
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+        .args([
+            "run",
+            "detection-postprocess",
+            "--run-id",
+            "piped",
+            "--save-baseline",
+            "b1",
+            "--output-dir",
+        ])
+        .arg(out.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reading end closed before the first line is written.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    let profile = out.path().join("detection-postprocess");
+    for file in [
+        "runs/piped/manifest.yaml",
+        "runs/piped/report.html",
+        "baselines/b1/manifest.yaml",
+    ] {
+        assert!(profile.join(file).is_file(), "{file} missing: {stderr}");
+    }
+}
+
+/// Started outside the workspace it was built from, with no output
+/// directory given, the binary puts runs in the current directory (and
+/// finds them there), never in the tree it was built in.
+#[test]
+fn outside_the_workspace_runs_go_to_the_current_directory() {
+    let here = tempfile::tempdir().unwrap();
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../inference_profiling/snippets/detection-postprocess/runs/outside-test");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+            .args(args)
+            .current_dir(here.path())
+            .output()
+            .unwrap()
+    };
+    let output = run(&["run", "detection-postprocess", "--run-id", "outside-test"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run_dir = here
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("detection-postprocess/runs/outside-test");
+    assert!(run_dir.join("manifest.yaml").is_file(), "{stdout}");
+    assert!(
+        !built_in.exists(),
+        "a run in the tree the binary was built in"
+    );
+    let listed = run(&["report", "detection-postprocess@outside-test"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(run_dir.join("report.html").is_file());
+}
+
+/// Two runs with one run id at once: the second is refused at once, naming
+/// the process that holds the id; once that one is gone (killed, even), the
+/// id is free again.
+#[test]
+fn a_second_run_with_the_same_id_is_refused_while_the_first_runs() {
+    let out = tempfile::tempdir().unwrap();
+    let start = |iterations: &str| {
+        Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+            .args(["run", "detection-postprocess", "--iterations", iterations])
+            .args(["--run-id", "same", "--output-dir"])
+            .arg(out.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = start("100000000");
+    let claim = out.path().join("detection-postprocess/runs/.same.claim");
+    // The claim is taken before the first pass: wait for it, however long.
+    while std::fs::read_to_string(&claim).map_or(true, |pid| pid != first.id().to_string()) {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first run ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let second = start("1").wait_with_output().unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&second.stderr),
+        format!(
+            "error: run id `same` is in use: process {} is running it now ({} is locked); choose another --run-id, or wait for it\n",
+            first.id(),
+            claim.display()
+        )
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let third = start("1").wait_with_output().unwrap();
+    assert_eq!(
+        third.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    assert!(out
+        .path()
+        .join("detection-postprocess/runs/same/manifest.yaml")
+        .is_file());
+    assert!(!claim.exists());
+}

@@ -3,7 +3,11 @@
 //! `target.parameters`.
 //!
 //! The timed runs are in one test each, one after the other (a lock), so
-//! that they do not share this machine's cores with each other.
+//! that they do not share this machine's cores with each other. Where a
+//! test asserts verdicts that depend on how steady the machine is (a 10 µs
+//! range judged "no change"), the runs are real but their samples are the
+//! ones the target was asked for ([`asked_samples`]): a busy machine moves
+//! live timings, not what the comparison must conclude from given ones.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -108,6 +112,45 @@ fn spin_run_with(out: &Path, run_id: &str, parameters: &str, extra: &[&str]) -> 
     out.join("compare-spin/runs").join(run_id)
 }
 
+/// A run of `compare-spin` with `work_us` (as [`spin_run`]), whose
+/// samples are then replaced by what the target was asked to spend: 200
+/// passes of `work` and `steady` in the target's fixed jitter sequence,
+/// and 500 ns of the pass outside both, as a machine with no noise would
+/// measure them.
+fn asked_run(out: &Path, run_id: &str, work_us: u64) -> PathBuf {
+    let dir = spin_run(out, run_id, work_us, &[]);
+    std::fs::write(
+        dir.join(profiling_core::run_samples::SAMPLES_FILE),
+        asked_samples(work_us, steady_default()).encode(),
+    )
+    .unwrap();
+    dir
+}
+
+fn asked_samples(work_us: u64, steady_us: u64) -> profiling_core::run_samples::RunSamples {
+    use profiling_core::timing::SampleSet;
+    let (mut passes, mut work, mut steady) = (
+        SampleSet::with_capacity(200),
+        SampleSet::with_capacity(200),
+        SampleSet::with_capacity(200),
+    );
+    for call in 0..200u64 {
+        let step = ((call * 7919) % 201) as f64 / 100.0 - 1.0;
+        let scale = 1.0 + jitter_default() * step;
+        let (w, s) = (
+            (work_us as f64 * 1e3 * scale) as u64,
+            (steady_us as f64 * 1e3 * scale) as u64,
+        );
+        work.push(w);
+        steady.push(s);
+        passes.push(w + s + 500);
+    }
+    let mut ranges = std::collections::BTreeMap::new();
+    ranges.insert("work".to_owned(), (work.clone(), work));
+    ranges.insert("steady".to_owned(), (steady.clone(), steady));
+    profiling_core::run_samples::RunSamples::from_sets(&passes, &passes, &ranges)
+}
+
 /// A config of `compare-spin` with `parameters`, as `out/NAME.yaml`: 200
 /// passes of one record.
 fn spin_config(out: &Path, name: &str, parameters: &str) -> PathBuf {
@@ -186,8 +229,8 @@ fn compare_json(args: &[&str]) -> (u8, serde_json::Value) {
 fn the_same_duration_twice_is_no_change() {
     let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir().unwrap();
-    let a = spin_run(out.path(), "a", 1_000, &[]);
-    let b = spin_run(out.path(), "b", 1_000, &[]);
+    let a = asked_run(out.path(), "a", 1_000);
+    let b = asked_run(out.path(), "b", 1_000);
     let (code, document) = compare_json(&[&path(&a), &path(&b), "--noise-threshold", "0.05"]);
     assert_eq!(code, 0);
     let rows = rows(&document, 0);
@@ -212,8 +255,8 @@ fn the_same_duration_twice_is_no_change() {
 fn a_slower_run_is_slower_where_it_changed_and_the_reverse_is_faster() {
     let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir().unwrap();
-    let base = spin_run(out.path(), "base", 1_000, &[]);
-    let slow = spin_run(out.path(), "slow", 1_300, &[]);
+    let base = asked_run(out.path(), "base", 1_000);
+    let slow = asked_run(out.path(), "slow", 1_300);
     let (code, document) = compare_json(&[&path(&base), &path(&slow)]);
     assert_eq!(code, 0, "a regression exits 0 without --fail-on-regression");
     assert_eq!(document["regressed"], true);

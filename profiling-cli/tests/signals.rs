@@ -68,7 +68,8 @@ fn main() -> ExitCode {
     a_sigterm_after_ctrl_c_exits_at_once_with_143();
     the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest();
     a_sweep_stops_after_its_current_point_on_ctrl_c_and_resumes();
-    println!("signals: 6 checks passed");
+    a_first_signal_outside_the_passes_ends_the_command_at_once();
+    println!("signals: 7 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -239,23 +240,34 @@ fn a_second_signal_exits_at_once(second: i32, code: i32) {
     assert!(!output.path().join("signal-long-sleeper/runs/sig").exists());
 }
 
+/// The real binary, signalled wherever it is: in its passes, it finishes
+/// the call and writes an interrupted manifest; before them (this binary
+/// says nothing between passes to wait for), it ends at once and writes
+/// nothing. Either way exit 130, and never a partial run directory.
 fn the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest() {
     let output = tempfile::tempdir().unwrap();
     let command = Command::new(env!("CARGO_BIN_EXE_profile-cli"));
     // A hundred thousand passes of a millisecond or more: far from done
-    // when the signal lands, wherever it lands (this binary says nothing
-    // between passes to wait for: a signal before the first measured pass
-    // is an interrupted run with none completed).
-    let (mut child, lines) = start_command(
-        command,
-        output.path(),
-        "detection-postprocess",
-        "100000",
-    );
+    // when the signal lands.
+    let (mut child, lines) =
+        start_command(command, output.path(), "detection-postprocess", "100000");
     drain(lines);
     std::thread::sleep(Duration::from_millis(800));
     signal(&child, libc::SIGINT);
     assert_eq!(child.wait().unwrap().code(), Some(130));
+    let runs = output.path().join("detection-postprocess/runs");
+    if !runs.join("sig").exists() {
+        // Stopped before the passes: nothing of the run but its lock file.
+        let left: Vec<String> = std::fs::read_dir(&runs)
+            .map(|entries| {
+                entries
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.iter().all(|f| f == ".sig.claim"), "{left:?}");
+        return;
+    }
     let manifest = manifest_of(output.path(), "detection-postprocess");
     assert_eq!(manifest["status"], "interrupted");
     assert_eq!(manifest["interrupted_by"], "SIGINT");
@@ -337,4 +349,72 @@ fn a_sweep_stops_after_its_current_point_on_ctrl_c_and_resumes() {
         second["started_at"], started_at,
         "the second point ran again"
     );
+}
+
+/// Waits until the child has installed its handlers for SIGINT and SIGTERM
+/// (its caught-signal mask says so), however late it gets there.
+fn wait_for_handlers(child: &Child) {
+    let wanted = (1u64 << (libc::SIGINT - 1)) | (1u64 << (libc::SIGTERM - 1));
+    let status = format!("/proc/{}/status", child.id());
+    loop {
+        let caught = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|text| {
+                let line = text.lines().find(|l| l.starts_with("SigCgt:"))?.to_owned();
+                u64::from_str_radix(line.split_whitespace().nth(1)?, 16).ok()
+            })
+            .unwrap_or(0);
+        if caught & wanted == wanted {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Outside the measured passes (here a comparison of fifty million
+/// bootstrap resamples a row: seconds of work), the first SIGINT or SIGTERM
+/// ends the command at once with its code, printing nothing more.
+fn a_first_signal_outside_the_passes_ends_the_command_at_once() {
+    let output = tempfile::tempdir().unwrap();
+    for id in ["a", "b"] {
+        let made = Command::new(std::env::current_exe().unwrap())
+            .env(CHILD, "1")
+            .args([
+                "run",
+                "signal-sleeper",
+                "--warmup",
+                "0",
+                "--iterations",
+                "2",
+            ])
+            .args(["--run-id", id, "--output-dir"])
+            .arg(output.path())
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let child = Command::new(std::env::current_exe().unwrap())
+            .env(CHILD, "1")
+            .args(["compare", "signal-sleeper@a", "signal-sleeper@b"])
+            .args(["--resamples", "50000000", "--output-dir"])
+            .arg(output.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_handlers(&child);
+        self::signal(&child, signal);
+        let finished = child.wait_with_output().unwrap();
+        assert_eq!(finished.status.code(), Some(code), "signal {signal}");
+        assert!(
+            finished.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&finished.stdout)
+        );
+    }
 }

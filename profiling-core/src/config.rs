@@ -284,6 +284,77 @@ impl Default for CudaPolicy {
     }
 }
 
+/// Opens `path` for reading without waiting for a writer, should it have
+/// become a FIFO since it was looked at.
+fn open_without_waiting(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    options.open(path)
+}
+
+/// The largest config file read, unless [`MAX_CONFIG_BYTES_VARIABLE`] says.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// The variable that sets another bound on a config's size, in bytes.
+pub const MAX_CONFIG_BYTES_VARIABLE: &str = "PROFILE_CLI_MAX_CONFIG_BYTES";
+
+/// The bound on a config's size: [`MAX_CONFIG_BYTES`], or what
+/// [`MAX_CONFIG_BYTES_VARIABLE`] says.
+pub fn max_config_bytes() -> u64 {
+    std::env::var(MAX_CONFIG_BYTES_VARIABLE)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(MAX_CONFIG_BYTES)
+}
+
+/// The deepest nesting of flow collections (`[`, `{`) a config may have;
+/// YAML's own limit, which also counts block levels, is 128.
+pub const MAX_FLOW_DEPTH: usize = 1000;
+
+/// Where (line and column, from 1) the flow collections of `text` first
+/// nest deeper than [`MAX_FLOW_DEPTH`], in one pass: brackets inside
+/// quotes and comments do not count.
+fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let (mut line, mut column) = (1, 0);
+    let mut depth = 0usize;
+    let (mut single, mut double, mut comment, mut escaped) = (false, false, false, false);
+    let mut previous = '\n';
+    for c in text.chars() {
+        column += 1;
+        if c == '\n' {
+            (line, column, comment) = (line + 1, 0, false);
+        } else if comment {
+        } else if double {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => double = false,
+                _ => {}
+            }
+        } else if single {
+            single = c != '\'';
+        } else {
+            match c {
+                '#' if previous.is_whitespace() => comment = true,
+                '"' => double = true,
+                '\'' => single = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some((line, column));
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        previous = c;
+    }
+    None
+}
+
 /// Settings given on the command line; each wins over the config.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
@@ -425,18 +496,67 @@ pub struct ConfigFile {
 }
 
 impl ConfigFile {
-    /// Reads and parses `path`.
+    /// Reads and parses `path`: a regular file (a FIFO or a device is
+    /// refused before anything is read from it) of at most
+    /// [`max_config_bytes`].
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let read_error = |source: std::io::Error| ConfigError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let not_regular = || {
+            read_error(std::io::Error::other(
+                "not a regular file (a directory, a FIFO or a device): give the config's own file",
+            ))
+        };
+        // Looked at before it is opened: opening a FIFO waits for a writer.
+        if !std::fs::metadata(path).map_err(read_error)?.is_file() {
+            return Err(not_regular());
+        }
+        let file = open_without_waiting(path).map_err(read_error)?;
+        let metadata = file.metadata().map_err(read_error)?;
+        if !metadata.is_file() {
+            return Err(not_regular());
+        }
+        let limit = max_config_bytes();
+        let too_large = |size: u64| {
+            read_error(std::io::Error::other(format!(
+                "{} bytes, more than a config holds ({limit} at most; {MAX_CONFIG_BYTES_VARIABLE} sets another bound)",
+                size
+            )))
+        };
+        if metadata.len() > limit {
+            return Err(too_large(metadata.len()));
+        }
+        // Bounded as it is read too: the file may grow meanwhile.
+        let mut bytes = Vec::with_capacity(metadata.len() as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+            .map_err(read_error)?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|e| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         ConfigFile::parse(&text, Some(path))
     }
 
-    /// Parses YAML text; `path` only labels errors.
+    /// Parses YAML text; `path` only labels errors. A leading UTF-8 byte
+    /// order mark is skipped; flow collections nested deeper than
+    /// [`MAX_FLOW_DEPTH`] are refused before the YAML parser sees them
+    /// (it would take time quadratic in the depth to refuse them itself).
     pub fn parse(text: &str, path: Option<&Path>) -> Result<ConfigFile, ConfigError> {
         let file = path.map(Path::to_path_buf);
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if let Some((line, column)) = too_deep(text) {
+            return Err(ConfigError::Syntax {
+                file,
+                line,
+                column,
+                message: format!(
+                    "nested deeper than {MAX_FLOW_DEPTH} levels of `[` and `{{`: no config needs that"
+                ),
+            });
+        }
         let (raw, value): (RawConfig, Value) = if text.trim().is_empty() {
             (RawConfig::default(), Value::Mapping(Mapping::new()))
         } else {

@@ -24,7 +24,7 @@ use crate::manifest::{
     Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload,
 };
 use crate::registry::{self, Lookup, TargetEntry};
-use crate::run_dir::{write_run, TraceInput, WriteFailure};
+use crate::run_dir::{write_run, RunClaim, TraceInput, WriteFailure};
 use crate::runner::{
     CallCounts, Pass, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
 };
@@ -45,6 +45,11 @@ pub struct RunRequest {
     /// The workspace the targets were built from: relative source files
     /// and the default run directory are taken from it.
     pub workspace_root: PathBuf,
+    /// Where runs go when neither `--output-dir`, the config's `output_dir`
+    /// nor `--config FILE` (runs beside it) says: the current directory of a
+    /// command run outside the workspace, rather than a tree found from
+    /// where the program was built (or beside a config found there).
+    pub default_output_dir: Option<PathBuf>,
     /// The command line as typed, for the manifest.
     pub command_line: Vec<String>,
     /// The version of the program, for the manifest.
@@ -109,6 +114,8 @@ pub enum SessionError {
     RunExists { run_id: String, run_dir: PathBuf },
     #[error("--run-id: {0}")]
     RunId(String),
+    #[error(transparent)]
+    RunClaimed(#[from] crate::run_dir::ClaimError),
     #[error("cannot write the run to {}: {reason}", .run_dir.display())]
     OutputNotWritable { run_dir: PathBuf, reason: String },
     #[error("target `{name}` does not take batches (batch_size {batch_size}): implement `prepare_batch` in its `ProfileTarget` impl (`{type_name}`, {defined_at}) to run it with `workload.batch_size` > 1")]
@@ -185,10 +192,15 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
     };
     let mut overrides = request.overrides.clone();
     overrides.target = Some(name.clone());
-    let config = match &file {
+    let mut config = match &file {
         Some(file) => file.resolve(&overrides)?,
         None => config::defaults_for(&name, &overrides)?,
     };
+    // A config the user named keeps its runs beside it; one found beside
+    // the target, or none, takes the default.
+    if config.output_dir.is_none() && origin != ConfigOrigin::Explicit {
+        config.output_dir = request.default_output_dir.clone();
+    }
     let config_path = file.and_then(|f| f.path);
 
     if let Some(import_path) = &config.target.import_path {
@@ -203,20 +215,20 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         device: config.device,
         reason,
     })?;
+    // Absolute, so that every path the run prints or records is.
+    let runs = absolute(&run_directory(
+        &config,
+        config_path.as_deref(),
+        &request.workspace_root,
+    ));
     let run_id = match &request.run_id {
         Some(run_id) => {
             config::check_run_id(run_id).map_err(SessionError::RunId)?;
             run_id.clone()
         }
-        None => UtcTime::now().compact(),
+        None => default_run_id(&runs, &UtcTime::now().compact()),
     };
-    // Absolute, so that every path the run prints or records is.
-    let run_dir = absolute(&run_directory(
-        &config,
-        config_path.as_deref(),
-        &request.workspace_root,
-    ))
-    .join(&run_id);
+    let run_dir = runs.join(&run_id);
     let run_root = absolute(&run_root(
         config.output_dir.as_deref(),
         &request.workspace_root,
@@ -288,6 +300,19 @@ fn batches_unsupported(planned: &Planned) -> SessionError {
         defined_at: format!("{}:{}", entry.file, entry.line),
         batch_size: planned.config.batch_size,
     }
+}
+
+/// The UTC time stamp `stamp` as a run id, or, when a run in `runs` has it
+/// already (two runs started in one second), `stamp-2`, `stamp-3`, ...
+fn default_run_id(runs: &Path, stamp: &str) -> String {
+    let taken = |id: &str| runs.join(id).exists() || runs.join(format!(".{id}.claim")).exists();
+    if !taken(stamp) {
+        return stamp.to_owned();
+    }
+    (2..)
+        .map(|n| format!("{stamp}-{n}"))
+        .find(|id| !taken(id))
+        .unwrap_or_else(|| stamp.to_owned())
 }
 
 /// Refuses a run whose directory holds an earlier run, unless `--force`
@@ -470,6 +495,9 @@ pub struct RunReport {
     pub outcome: Result<RunOutcome, SessionError>,
     /// What the decoded-image cache did, when the run used one.
     pub image_cache: Option<CacheSummary>,
+    /// What was put right before the run: leftovers of an earlier write of
+    /// its run directory that stopped half way, restored or removed.
+    pub recovered: Vec<String>,
 }
 
 /// Runs a planned run: seeds, reads the records, launches the target and
@@ -489,10 +517,14 @@ pub fn execute_with_progress(
 ) -> Result<RunReport, SessionError> {
     check_takes_batches(planned)?;
     let (run_plan, description, cache) = prepare(planned, progress)?;
+    // Held until the run is written: a second run with this id is refused.
+    let (claim, recovered) = claim_run_dir(planned)?;
     let ran = launch(planned, &run_plan)?;
     let mut manifest = manifest_of(planned, request, description, &ran);
     let (manifest_path, write_error) = write(planned, &mut manifest, &ran.result);
+    drop(claim);
     Ok(RunReport {
+        recovered,
         manifest,
         manifest_path,
         write_error,
@@ -501,6 +533,20 @@ pub fn execute_with_progress(
             .map_err(|error| SessionError::Target(Box::new(error))),
         image_cache: cache.map(|cache| cache.summary()),
     })
+}
+
+/// Claims the run id (when the run writes a directory) and puts right what
+/// an interrupted write of it left; then checks again, holding the claim,
+/// that the directory is free (or `--force`).
+fn claim_run_dir(planned: &Planned) -> Result<(Option<RunClaim>, Vec<String>), SessionError> {
+    if !planned.config.write_manifest {
+        return Ok((None, Vec::new()));
+    }
+    let claim = RunClaim::take(&planned.run_dir)?;
+    let recovered = crate::run_dir::recover(&planned.run_dir, &claim);
+    // Again: a run may have finished between the first look and the claim.
+    check_run_dir_free(planned)?;
+    Ok((Some(claim), recovered))
 }
 
 /// Everything before the target starts: the run directory checked, the
@@ -737,6 +783,8 @@ fn write(
     if !config.write_manifest {
         return (None, None);
     }
+    // The run directory is written whole before a signal ends the process.
+    let _writing = crate::interrupt::Hold::new();
     let title = format!("profile-cli {} ({})", config.profile_name, planned.run_id);
     let trace = result.as_ref().ok().map(|outcome| TraceInput {
         capture: &outcome.capture,
@@ -844,6 +892,8 @@ fn check_writable(run_dir: &Path) -> Result<(), SessionError> {
         )));
     }
     let probe = ancestor.join(format!(".profile-cli-write-check-{}", std::process::id()));
+    // Removed before a signal ends the process.
+    let _probing = crate::interrupt::Hold::new();
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -415,15 +415,26 @@ proptest! {
 #[test]
 fn a_deeply_nested_document_is_an_error_not_a_stack_overflow() {
     // Under `target.parameters`, which takes any value: the depth itself is
-    // what is refused, at the position where the limit was passed.
-    let sequences = format!(
-        "target: {{name: t, parameters: {{deep: {}{}}}}}",
-        "[".repeat(100_000),
-        "]".repeat(100_000)
-    );
+    // what is refused, at the position where the limit was passed. Deeper
+    // than YAML's own limit (128 levels, block ones counted), YAML says so;
+    // deeper than 1000 flow levels, the config reader says so before the
+    // YAML parser sees the text (which takes time quadratic in the depth to
+    // refuse it: seconds at 100,000).
+    let message = |depth: usize| {
+        parse_error(&format!(
+            "target: {{name: t, parameters: {{deep: {}{}}}}}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        ))
+    };
     assert_eq!(
-        parse_error(&sequences),
+        message(500),
         "fuzz/config.yaml:1:163: recursion limit exceeded"
+    );
+    let deeper = "nested deeper than 1000 levels of `[` and `{`: no config needs that";
+    assert_eq!(
+        message(100_000),
+        format!("fuzz/config.yaml:1:1036: {deeper}")
     );
     let mappings = format!(
         "target: {{name: t, parameters: {{deep: {}x{}}}}}",
@@ -432,10 +443,26 @@ fn a_deeply_nested_document_is_an_error_not_a_stack_overflow() {
     );
     assert_eq!(
         parse_error(&mappings),
+        format!("fuzz/config.yaml:1:4030: {deeper}")
+    );
+    let mappings = format!(
+        "target: {{name: t, parameters: {{deep: {}x{}}}}}",
+        "{a: ".repeat(500),
+        "}".repeat(500)
+    );
+    assert_eq!(
+        parse_error(&mappings),
         "fuzz/config.yaml:1:538: recursion limit exceeded"
     );
-    // Where a key's type is known, the wrong type is said before any depth.
-    let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    // Brackets in quotes and comments are text, not nesting.
+    let quoted = format!(
+        "target: {{name: t, parameters: {{a: '{0}', b: \"{0}\"}}}}  # {0}\n",
+        "[".repeat(5_000)
+    );
+    assert!(ConfigFile::parse(&quoted, None).is_ok());
+    // Where a key's type is known, the wrong type is said before any depth
+    // YAML refuses.
+    let text = format!("{}{}", "[".repeat(500), "]".repeat(500));
     assert_eq!(
         parse_error(&text),
         "fuzz/config.yaml:1:1: invalid type: sequence, expected struct RawConfig"
@@ -474,4 +501,53 @@ fn parse_error(text: &str) -> String {
             error.to_string()
         }
     }
+}
+
+/// A byte-order mark before the first key is no second document.
+#[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let config = ConfigFile::parse("\u{feff}target: {name: t}\nwarmup: 3\n", None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
+    assert_eq!((config.target.name.as_str(), config.warmup), ("t", 3));
+}
+
+/// What is not a regular file (a FIFO nobody writes to, a directory, a
+/// device that never ends) is refused before a byte is read from it.
+#[test]
+fn a_config_that_is_not_a_regular_file_is_refused_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("config.yaml");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    // Opening a FIFO for reading would wait for a writer: there is none.
+    for path in [fifo.as_path(), dir.path(), Path::new("/dev/zero")] {
+        let message = ConfigFile::load(path).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            format!(
+                "cannot read config {}: not a regular file (a directory, a FIFO or a device): give the config's own file",
+                path.display()
+            )
+        );
+    }
+}
+
+/// A config larger than the bound is refused with its size, before it is
+/// read whole.
+#[test]
+fn a_config_past_the_size_bound_is_refused_naming_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(6 << 30).unwrap(); // sparse: nothing is written
+    assert_eq!(
+        ConfigFile::load(&path).unwrap_err().to_string(),
+        format!(
+            "cannot read config {}: 6442450944 bytes, more than a config holds (4194304 at most; PROFILE_CLI_MAX_CONFIG_BYTES sets another bound)",
+            path.display()
+        )
+    );
 }

@@ -68,6 +68,10 @@ pub struct SweepArgs {
     /// Put the sweep in DIR/<profile_name>/runs/<sweep_id>/.
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
+    /// Where the sweep goes when neither --output-dir nor the config says: set
+    /// outside the workspace (the current directory).
+    #[arg(skip)]
+    pub default_output_dir: Option<PathBuf>,
     /// Print sweep.yaml's content as one JSON document on stdout; human output goes to stderr.
     #[arg(long)]
     pub json: bool,
@@ -101,6 +105,7 @@ pub fn sweep_command(
             ..Default::default()
         },
         workspace_root: root.to_path_buf(),
+        default_output_dir: args.default_output_dir.clone(),
         command_line: command_line.clone(),
         program_version: env!("CARGO_PKG_VERSION").to_owned(),
         ..RunRequest::default()
@@ -263,6 +268,8 @@ pub fn sweep_command(
 
     crate::warn_of_a_debug_build(streams.err)?;
     interrupt::defer(true);
+    // A first signal stops the sweep after its point, not the process.
+    let points_hold = interrupt::Hold::new();
     let result = run_points(
         &args,
         &mut document,
@@ -272,6 +279,10 @@ pub fn sweep_command(
     );
     interrupt::defer(false);
     let signal = result?;
+    if signal.is_some() {
+        interrupt::acknowledge();
+    }
+    drop(points_hold);
 
     document.finished_at = Some(UtcTime::now().rfc3339());
     document.status = match signal {
