@@ -24,6 +24,7 @@ const DELEGATED: &[&str] = &[
     "baselines",
     "report",
     "cache",
+    "runs",
     "sweep",
 ];
 

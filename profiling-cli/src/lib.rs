@@ -29,6 +29,7 @@ pub mod compare;
 mod delegate;
 pub mod page;
 pub mod report;
+mod runs;
 mod snippets;
 pub mod sweep;
 
@@ -172,6 +173,8 @@ enum Command {
     /// for as long as the file keeps its path, size and modification time. It holds at most
     /// data_source.cache_max_bytes (default 2 GiB), the images used longest ago going first.
     Cache(cache::CacheArgs),
+    /// Run directories: what runs that stopped while writing left beside them.
+    Runs(runs::RunsArgs),
     /// Run a target once per point of a grid of config values: how each range scales.
     ///
     /// Each --set KEY=V1,V2,... names a config key (dotted: workload.batch_size,
@@ -503,6 +506,7 @@ fn main_in(
         | Command::Report(_)
         | Command::Analyze(_)
         | Command::Cache(_)
+        | Command::Runs(_)
         | Command::Sweep(_) => None,
         Command::New(_) | Command::Check(_) | Command::Init(_) => {
             match user_workspace(cli.workspace.as_deref()) {
@@ -533,6 +537,7 @@ fn main_in(
         }
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
+        Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out),
         Command::Sweep(sweep_args) => {
             sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
         }
@@ -572,6 +577,7 @@ fn runs_here(command: &mut Command, here: PathBuf) {
         Command::Baselines(args) => args.default_output_dir(here),
         Command::Report(args) => args.default_output_dir(here),
         Command::Cache(args) => args.default_output_dir(here),
+        Command::Runs(args) => args.default_output_dir(here),
         _ => {}
     }
 }

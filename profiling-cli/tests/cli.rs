@@ -1165,3 +1165,36 @@ fn the_directory_option_gives_the_images_source_its_directory() {
         printed.stdout
     );
 }
+
+/// `runs clean` restores an earlier run a stopped `--force` had moved
+/// aside and removes a partial one, in every profile of the output
+/// directory; with nothing to do, it says so.
+#[test]
+fn runs_clean_puts_right_what_stopped_writes_left() {
+    let out = tempfile::tempdir().unwrap();
+    let runs = out.path().join("cli-doubler/runs");
+    std::fs::create_dir_all(runs.join(".k3.replaced-4194304")).unwrap();
+    std::fs::write(runs.join(".k3.replaced-4194304/manifest.yaml"), "earlier").unwrap();
+    std::fs::create_dir_all(runs.join(".k3.partial-4194304")).unwrap();
+    let dir = out.path().to_str().unwrap();
+    let cleaned = cli(&["runs", "clean", "--output-dir", dir]);
+    assert_eq!(cleaned.code, 0, "{}", cleaned.stderr);
+    assert_eq!(
+        cleaned.stdout,
+        format!(
+            "removed {}, left by a run that stopped while writing\nrestored the earlier run {} from {} (a replacement stopped half way)\n",
+            runs.join(".k3.partial-4194304").display(),
+            runs.join("k3").display(),
+            runs.join(".k3.replaced-4194304").display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(runs.join("k3/manifest.yaml")).unwrap(),
+        "earlier"
+    );
+    let again = cli(&["runs", "clean", "--output-dir", dir]);
+    assert_eq!(
+        again.stdout,
+        "nothing to clean: no run stopped half way through writing\n"
+    );
+}

@@ -468,6 +468,44 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Puts right what stopped writes left in `runs` (a profile's `runs/`):
+/// for every run id with leftovers or a lock file beside it, claims the id
+/// (skipping, and saying so, one a live process holds), restores or
+/// removes them ([`recover`]) and lets go of the claim, which removes its
+/// file. Says what it did, one line each.
+pub fn clean_leftovers(runs: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(runs)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rest = name.strip_prefix('.')?;
+            let id = match rest.strip_suffix(".claim") {
+                Some(id) => id,
+                None => {
+                    let at = rest.rfind(PARTIAL).or_else(|| rest.rfind(REPLACED))?;
+                    &rest[..at]
+                }
+            };
+            crate::config::check_run_id(id).ok()?;
+            Some(id.to_owned())
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    let mut done = Vec::new();
+    for id in ids {
+        let run_dir = runs.join(&id);
+        match RunClaim::take(&run_dir) {
+            Ok(claim) => done.extend(recover(&run_dir, &claim)),
+            Err(error @ ClaimError::Busy { .. }) => done.push(format!("left alone: {error}")),
+            Err(error) => done.push(format!("cannot clean: {error}")),
+        }
+    }
+    done
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,6 +684,30 @@ mod tests {
             std::fs::read_to_string(run_dir.join("manifest.yaml")).unwrap(),
             "earlier"
         );
+    }
+
+    /// `clean_leftovers` puts right every id's leftovers in a runs
+    /// directory and leaves alone an id a run holds.
+    #[test]
+    fn clean_leftovers_restores_removes_and_leaves_live_runs_alone() {
+        let out = tempfile::tempdir().unwrap();
+        let runs = out.path();
+        std::fs::create_dir_all(runs.join(".a.replaced-4194304")).unwrap();
+        std::fs::create_dir_all(runs.join(".b.partial-4194304")).unwrap();
+        std::fs::create_dir_all(runs.join("b")).unwrap();
+        std::fs::write(runs.join(".c.claim"), "4194304").unwrap();
+        let held = RunClaim::take(&runs.join("d")).unwrap();
+        std::fs::create_dir_all(runs.join(".d.partial-4194304")).unwrap();
+        let done = clean_leftovers(runs);
+        assert_eq!(done.len(), 3, "{done:?}");
+        assert!(done[0].starts_with("restored the earlier run"), "{done:?}");
+        assert!(done[1].starts_with("removed "), "{done:?}");
+        assert!(
+            done[2].starts_with("left alone: run id `d` is in use"),
+            "{done:?}"
+        );
+        assert_eq!(files(runs), [".d.claim", ".d.partial-4194304", "a", "b"]);
+        drop(held);
     }
 
     /// Replacing swaps the two directories: the earlier run is whole until

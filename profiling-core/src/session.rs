@@ -1016,3 +1016,22 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
 pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two runs started in the same second without `--run-id`: the second
+    /// gets the stamp with `-2`, then `-3`, whether the first is written
+    /// already or only claimed.
+    #[test]
+    fn a_default_run_id_taken_in_the_same_second_gets_a_suffix() {
+        let runs = tempfile::tempdir().unwrap();
+        let stamp = "20261201T120000Z";
+        assert_eq!(default_run_id(runs.path(), stamp), stamp);
+        std::fs::create_dir(runs.path().join(stamp)).unwrap();
+        assert_eq!(default_run_id(runs.path(), stamp), format!("{stamp}-2"));
+        std::fs::write(runs.path().join(format!(".{stamp}-2.claim")), "1").unwrap();
+        assert_eq!(default_run_id(runs.path(), stamp), format!("{stamp}-3"));
+    }
+}
