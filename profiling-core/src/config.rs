@@ -1302,9 +1302,22 @@ pub fn check_literal_path(path: &str) -> Result<(), String> {
 pub fn deserialize_mapping<T: serde::de::DeserializeOwned>(
     mapping: &Mapping,
 ) -> Result<T, (Option<String>, String)> {
+    deserialize_mapping_noting_unused(mapping).map(|(value, _)| value)
+}
+
+/// [`deserialize_mapping`], with the keys `T` did not read (dotted paths,
+/// `a.b` for a key `b` under `a`), in the order they came.
+pub fn deserialize_mapping_noting_unused<T: serde::de::DeserializeOwned>(
+    mapping: &Mapping,
+) -> Result<(T, Vec<String>), (Option<String>, String)> {
     // Through text, so that serde_yaml's errors carry the key path.
     let text = serde_yaml::to_string(mapping).map_err(|error| (None, error.to_string()))?;
-    serde_yaml::from_str(&text).map_err(|error| {
+    let mut unused = Vec::new();
+    serde_ignored::deserialize(serde_yaml::Deserializer::from_str(&text), |path| {
+        unused.push(path.to_string())
+    })
+    .map(|value| (value, unused))
+    .map_err(|error: serde_yaml::Error| {
         let mut message = error.to_string();
         if let Some(at) = message.rfind(" at line ") {
             message.truncate(at);

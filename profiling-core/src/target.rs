@@ -136,7 +136,8 @@ impl ParameterError {
 /// The run's `target.parameters`, deserialized into `T`: for a target's
 /// factory (`#[profile_target(factory = ...)]`) or its methods to read
 /// settings of its own, such as a model file. An error is a
-/// [`ParameterError`] naming the key.
+/// [`ParameterError`] naming the key; a key `T` has no field for (a typo)
+/// is one too, whether or not `T` denies unknown fields.
 ///
 /// ```
 /// #[derive(serde::Deserialize)]
@@ -150,6 +151,19 @@ impl ParameterError {
 /// ```
 pub fn parameters<T: serde::de::DeserializeOwned>() -> anyhow::Result<T> {
     let parameters = PARAMETERS.with(|current| current.borrow().clone());
-    crate::config::deserialize_mapping(&parameters)
-        .map_err(|(key, message)| ParameterError { key, message }.into())
+    let (value, unused) = crate::config::deserialize_mapping_noting_unused(&parameters)
+        .map_err(|(key, message)| ParameterError { key, message })?;
+    // A key `T` does not read is a typo or a setting of another target:
+    // said, not silently left out of the run.
+    if let Some(key) = unused.into_iter().next() {
+        return Err(ParameterError::new(
+            key,
+            format!(
+                "unknown parameter: the target's parameters ({}) have no such field",
+                std::any::type_name::<T>()
+            ),
+        )
+        .into());
+    }
+    Ok(value)
 }

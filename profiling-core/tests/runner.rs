@@ -641,6 +641,55 @@ fn targets_read_their_parameters_during_construction() {
     );
 }
 
+/// A key the target's parameter type has no field for (a typo) is refused
+/// as bad configuration naming it, also where the type does not deny
+/// unknown fields itself; nested keys are named by their path.
+#[test]
+fn a_parameter_the_target_does_not_read_is_refused_naming_it() {
+    #[derive(serde::Deserialize)]
+    struct Settings {
+        #[serde(default)]
+        scale: f32,
+        #[serde(default)]
+        nms: Nms,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Nms {
+        #[serde(default)]
+        iou: f32,
+    }
+    for (parameters, key) in [
+        ("{scael: 0.5}", "scael"),
+        ("{scale: 0.5, nms: {iuo: 0.4}}", "nms.iuo"),
+    ] {
+        let plan = plan(&format!("target: {{name: t, parameters: {parameters}}}"));
+        let error = run_target(&plan, || {
+            let _: Settings = profiling_core::target::parameters()?;
+            Ok(Logging::default())
+        })
+        .unwrap_err();
+        assert_eq!(error.phase, Phase::Construct);
+        let message = error.source.to_string();
+        assert!(
+            message.starts_with(&format!(
+                "target.parameters.{key}: unknown parameter: the target's parameters ("
+            )),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("Settings) have no such field"),
+            "{message}"
+        );
+    }
+    let plan = plan("target: {name: t, parameters: {scale: 0.5, nms: {iou: 0.4}}}");
+    assert!(run_target(&plan, || {
+        let settings: Settings = profiling_core::target::parameters()?;
+        assert_eq!((settings.scale, settings.nms.iou), (0.5, 0.4));
+        Ok(Logging::default())
+    })
+    .is_ok());
+}
+
 fn plan_with_bad_parameters() -> RunPlan {
     plan("target: {name: t, parameters: {module: m.pt, scale: big}}")
 }
