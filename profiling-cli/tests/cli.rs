@@ -658,6 +658,14 @@ fn bad_input_is_refused_before_anything_is_written() {
         "bad_scale.yaml",
         "target: {name: cli-scaled, parameters: {scale: big}}\n",
     );
+    let typo_scale = write(
+        "typo_scale.yaml",
+        "target:\n  name: cli-scaled\n  parameters:\n    scale: 2\n    sclae: 3\n",
+    );
+    let unread = write(
+        "unread.yaml",
+        "target:\n  name: cli-doubler\n  parameters: {threshold: 0.5}\n",
+    );
 
     let cases: Vec<(Vec<&str>, String)> = vec![
         (vec!["--config", &lazy], format!("error: {lazy}: record_loading: `lazy` needs `target.profile_prepare: true`")),
@@ -671,7 +679,9 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &colour], format!("error: {colour}: data_source: unknown field `colour`, expected one of")),
         (vec!["--config", &count], format!("error: {count}: data_source.record_count: invalid type: string \"many\"")),
         (vec!["--config", &no_scale], format!("error: {no_scale}: target.parameters: missing field `scale`")),
-        (vec!["--config", &bad_scale], format!("error: {bad_scale}: target.parameters.scale: invalid type: string \"big\"")),
+        (vec!["--config", &bad_scale], format!("error: {bad_scale}:1:48: target.parameters.scale: invalid type: string \"big\"")),
+        (vec!["--config", &typo_scale], format!("error: {typo_scale}:5:12: target.parameters: unknown field `sclae`, expected `scale`")),
+        (vec!["--config", &unread], format!("error: {unread}:3:27: target.parameters.threshold: unknown parameter: target `cli-doubler` reads no `target.parameters`")),
         (vec!["--config", &gpu_on], format!("error: {gpu_on}: gpu_timing: `on` needs a CUDA device, and the device is `cpu`")),
         (vec!["--config", &gpu_maybe], format!("error: {gpu_maybe}:2:13: gpu_timing: unknown variant `maybe`, expected one of `auto`, `on`, `off`")),
         (vec!["cli-doubler", "--gpu-timing", "on"], "error: command line: --gpu-timing: `on` needs a CUDA device, and the device is `cpu`".to_owned()),

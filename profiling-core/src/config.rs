@@ -500,44 +500,7 @@ impl ConfigFile {
     /// refused before anything is read from it) of at most
     /// [`max_config_bytes`].
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let read_error = |source: std::io::Error| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let not_regular = || {
-            read_error(std::io::Error::other(
-                "not a regular file (a directory, a FIFO or a device): give the config's own file",
-            ))
-        };
-        // Looked at before it is opened: opening a FIFO waits for a writer.
-        if !std::fs::metadata(path).map_err(read_error)?.is_file() {
-            return Err(not_regular());
-        }
-        let file = open_without_waiting(path).map_err(read_error)?;
-        let metadata = file.metadata().map_err(read_error)?;
-        if !metadata.is_file() {
-            return Err(not_regular());
-        }
-        let limit = max_config_bytes();
-        let too_large = |size: u64| {
-            read_error(std::io::Error::other(format!(
-                "{} bytes, more than a config holds ({limit} at most; {MAX_CONFIG_BYTES_VARIABLE} sets another bound)",
-                size
-            )))
-        };
-        if metadata.len() > limit {
-            return Err(too_large(metadata.len()));
-        }
-        // Bounded as it is read too: the file may grow meanwhile.
-        let mut bytes = Vec::with_capacity(metadata.len() as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
-            .map_err(read_error)?;
-        if bytes.len() as u64 > limit {
-            return Err(too_large(bytes.len() as u64));
-        }
-        let text = String::from_utf8(bytes)
-            .map_err(|e| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
-        ConfigFile::parse(&text, Some(path))
+        ConfigFile::parse(&read_text(path)?, Some(path))
     }
 
     /// Parses YAML text; `path` only labels errors. A leading UTF-8 byte
@@ -661,6 +624,153 @@ impl ConfigFile {
     /// Applies the defaults, the overrides and every rule.
     pub fn resolve(&self, overrides: &Overrides) -> Result<Config, ConfigError> {
         resolve(&self.raw, self.path.as_deref(), overrides)
+    }
+}
+
+/// The text of the config file `path`, read as [`ConfigFile::load`] says.
+fn read_text(path: &Path) -> Result<String, ConfigError> {
+    let read_error = |source: std::io::Error| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not_regular = || {
+        read_error(std::io::Error::other(
+            "not a regular file (a directory, a FIFO or a device): give the config's own file",
+        ))
+    };
+    // Looked at before it is opened: opening a FIFO waits for a writer.
+    if !std::fs::metadata(path).map_err(read_error)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = open_without_waiting(path).map_err(read_error)?;
+    let metadata = file.metadata().map_err(read_error)?;
+    if !metadata.is_file() {
+        return Err(not_regular());
+    }
+    let limit = max_config_bytes();
+    let too_large = |size: u64| {
+        read_error(std::io::Error::other(format!(
+            "{} bytes, more than a config holds ({limit} at most; {MAX_CONFIG_BYTES_VARIABLE} sets another bound)",
+            size
+        )))
+    };
+    if metadata.len() > limit {
+        return Err(too_large(metadata.len()));
+    }
+    // Bounded as it is read too: the file may grow meanwhile.
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+/// Where (line and column, from 1) the value of the dotted `key` (`a.b`
+/// for `b` under `a`; a number for an entry of a list) starts in the
+/// config file `path`, for errors found after the config was parsed;
+/// `None` when the file cannot be read again or has no such key.
+pub fn locate_key(path: &Path, key: &str) -> Option<(usize, usize)> {
+    let text = read_text(path).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let segments: Vec<&str> = key.split('.').collect();
+    let error = serde::de::DeserializeSeed::deserialize(
+        KeyFinder(&segments),
+        serde_yaml::Deserializer::from_str(text),
+    )
+    .err()?;
+    if !error.to_string().contains(KeyFinder::FOUND) {
+        return None;
+    }
+    error.location().map(|at| (at.line(), at.column()))
+}
+
+/// Walks a YAML document down the segments of a key and fails on the
+/// value at its end: serde_yaml's error then carries that value's position.
+struct KeyFinder<'a>(&'a [&'a str]);
+
+impl KeyFinder<'_> {
+    const FOUND: &'static str = "found the key";
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyFinder<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        match self.0 {
+            [] => deserializer.deserialize_any(Found),
+            _ => deserializer.deserialize_any(self),
+        }
+    }
+}
+
+/// Refuses any value, so that serde_yaml's error names where it is.
+struct Found;
+
+impl serde::de::Visitor<'_> for Found {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str(KeyFinder::FOUND)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeyFinder<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a mapping or a list")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Value>()? {
+            let matches = match &key {
+                Value::String(key) => key == self.0[0],
+                Value::Number(number) => number.to_string() == self.0[0],
+                Value::Bool(flag) => flag.to_string() == self.0[0],
+                _ => false,
+            };
+            if matches {
+                return map.next_value_seed(KeyFinder(&self.0[1..]));
+            }
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let wanted: Option<usize> = self.0[0].parse().ok();
+        let mut index = 0;
+        loop {
+            if Some(index) == wanted {
+                return seq.next_element_seed(KeyFinder(&self.0[1..])).map(|_| ());
+            }
+            if seq.next_element::<serde::de::IgnoredAny>()?.is_none() {
+                return Ok(());
+            }
+            index += 1;
+        }
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
     }
 }
 

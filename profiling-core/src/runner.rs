@@ -748,10 +748,29 @@ where
             Err(tally.error(Pass::Setup, Failure::new(Phase::Load, None, source)))
         }
     };
-    outcome.map(|mut outcome| {
-        outcome.timings.load_ns = load_ns;
-        outcome
-    })
+    let mut outcome = outcome?;
+    outcome.timings.load_ns = load_ns;
+    // Parameters the target never asked for (in its factory or any method)
+    // configure nothing: a typo of another target's settings, or a target
+    // that takes none. Refused like an unknown key, once the run has shown
+    // that nothing reads them.
+    let unread = crate::target::unread_parameter().filter(|_| outcome.interrupted.is_none());
+    if let Some(key) = unread {
+        let message = format!(
+            "unknown parameter: target `{}` reads no `target.parameters` (it never calls `profiling_core::target::parameters`)",
+            config.target.name
+        );
+        return Err(RunError {
+            phase: Phase::Construct,
+            record_id: None,
+            batch: None,
+            pass: Pass::Setup,
+            source: crate::target::ParameterError::new(key, message).into(),
+            calls: outcome.calls,
+            completed_iterations: outcome.completed_iterations,
+        });
+    }
+    Ok(outcome)
 }
 
 /// Reads an eager source. Without `profile_prepare`, the first input (the

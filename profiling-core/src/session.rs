@@ -839,13 +839,37 @@ fn refusal_of(
     }
     if error.phase == Phase::Construct {
         if let Some(parameter) = error.source.downcast_ref::<ParameterError>() {
-            return Err(ConfigError::Invalid {
-                file: planned.config_path.clone(),
-                key: match &parameter.key {
-                    Some(key) => format!("target.parameters.{key}"),
-                    None => "target.parameters".to_owned(),
+            let key = match &parameter.key {
+                Some(key) => format!("target.parameters.{key}"),
+                None => "target.parameters".to_owned(),
+            };
+            // Found after the config was parsed: its position is looked up
+            // in the file, as the parser gives the other keys'.
+            // serde's own refusal of an unknown field names the mapping:
+            // the position is the field's.
+            let field = parameter
+                .message
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split_once('`'))
+                .map(|(field, _)| format!("{key}.{field}"));
+            let position = planned.config_path.as_deref().and_then(|path| {
+                field
+                    .as_deref()
+                    .and_then(|field| crate::config::locate_key(path, field))
+                    .or_else(|| crate::config::locate_key(path, &key))
+            });
+            return Err(match position {
+                Some((line, column)) => ConfigError::Syntax {
+                    file: planned.config_path.clone(),
+                    line,
+                    column,
+                    message: format!("{key}: {}", parameter.message),
                 },
-                message: parameter.message.clone(),
+                None => ConfigError::Invalid {
+                    file: planned.config_path.clone(),
+                    key,
+                    message: parameter.message.clone(),
+                },
             }
             .into());
         }

@@ -104,11 +104,35 @@ thread_local! {
     // Per thread: the runner builds and runs a target on the thread that
     // called it, and concurrent runs (tests) must not see each other's.
     static PARAMETERS: std::cell::RefCell<serde_yaml::Mapping> = std::cell::RefCell::new(serde_yaml::Mapping::new());
+    // Whether the target asked for them since they were set.
+    static PARAMETERS_READ: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Sets the `target.parameters` of the run about to build its target.
 pub(crate) fn set_parameters(parameters: &serde_yaml::Mapping) {
     PARAMETERS.with(|current| *current.borrow_mut() = parameters.clone());
+    PARAMETERS_READ.with(|read| read.set(false));
+}
+
+/// The first key of the run's `target.parameters` when the target has not
+/// read them ([`parameters`]) since they were set: every one of them is
+/// then a setting nothing uses.
+pub(crate) fn unread_parameter() -> Option<String> {
+    if PARAMETERS_READ.with(std::cell::Cell::get) {
+        return None;
+    }
+    PARAMETERS.with(|current| {
+        current
+            .borrow()
+            .keys()
+            .next()
+            .map(|key| match key {
+                serde_yaml::Value::String(key) => key.clone(),
+                other => serde_yaml::to_string(other)
+                    .map(|text| text.trim_end().to_owned())
+                    .unwrap_or_default(),
+            })
+    })
 }
 
 /// A `target.parameters` value the target cannot use. Returned by
@@ -151,6 +175,7 @@ impl ParameterError {
 /// ```
 pub fn parameters<T: serde::de::DeserializeOwned>() -> anyhow::Result<T> {
     let parameters = PARAMETERS.with(|current| current.borrow().clone());
+    PARAMETERS_READ.with(|read| read.set(true));
     let (value, unused) = crate::config::deserialize_mapping_noting_unused(&parameters)
         .map_err(|(key, message)| ParameterError { key, message })?;
     // A key `T` does not read is a typo or a setting of another target:

@@ -638,3 +638,27 @@ fn the_directory_option_is_the_images_sources_directory() {
         "command line: --directory: only the images source reads a directory, and --data-source is `dummy`: use --data-source images"
     );
 }
+
+/// Errors found after parsing (a target's parameters) get the position of
+/// the key's value from the file, block and flow styles alike, through
+/// nested mappings and lists; a key the file does not hold has none.
+#[test]
+fn keys_are_located_in_the_file_by_their_dotted_path() {
+    use profiling_core::config::locate_key;
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("config.yaml");
+    std::fs::write(
+        &path,
+        "\u{feff}# a comment\ntarget:\n  name: t\n  parameters:\n    nms: {iou: 0.5, keep: [1, 2, 33]}\n    scale: 2\n",
+    )
+    .unwrap();
+    let at = |key: &str| locate_key(&path, key);
+    assert_eq!(at("target.name"), Some((3, 9)));
+    assert_eq!(at("target.parameters.scale"), Some((6, 12)));
+    assert_eq!(at("target.parameters.nms.iou"), Some((5, 16)));
+    assert_eq!(at("target.parameters.nms.keep.2"), Some((5, 34)));
+    assert_eq!(at("target.parameters.nms.keep.3"), None);
+    assert_eq!(at("target.parameters.shift"), None);
+    assert_eq!(at("target.name.deeper"), None);
+    assert_eq!(locate_key(&folder.path().join("missing.yaml"), "target"), None);
+}

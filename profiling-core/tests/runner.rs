@@ -690,6 +690,46 @@ fn a_parameter_the_target_does_not_read_is_refused_naming_it() {
     .is_ok());
 }
 
+/// Parameters given to a target that never asks for them configure
+/// nothing: the run is refused naming the first, once it has shown that no
+/// method reads them. Read in a method rather than the factory, they count.
+#[test]
+fn parameters_a_target_never_reads_are_refused_naming_the_first() {
+    let plan = plan("target: {name: t, parameters: {threshold: 0.5, size: 3}}");
+    let error = run_target(&plan, || Ok(Logging::default())).unwrap_err();
+    assert_eq!(error.phase, Phase::Construct);
+    assert_eq!(
+        error.source.to_string(),
+        "target.parameters.threshold: unknown parameter: target `t` reads no `target.parameters` (it never calls `profiling_core::target::parameters`)"
+    );
+    assert!(error
+        .source
+        .downcast_ref::<profiling_core::target::ParameterError>()
+        .is_some());
+
+    struct ReadsInPrepare(Logging);
+    impl ProfileTarget for ReadsInPrepare {
+        type Prepared = String;
+        type Output = String;
+        fn prepare(&mut self, record: &DataRecord, device: Device) -> anyhow::Result<String> {
+            #[derive(serde::Deserialize)]
+            #[allow(dead_code)]
+            struct Settings {
+                threshold: f32,
+                size: u32,
+            }
+            let _: Settings = profiling_core::target::parameters()?;
+            self.0.prepare(record, device)
+        }
+        fn run(&mut self, prepared: &String) -> anyhow::Result<String> {
+            self.0.run(prepared)
+        }
+    }
+    assert!(run_target(&plan, || Ok(ReadsInPrepare(Logging::default()))).is_ok());
+    // Without parameters, nothing has to read them.
+    assert!(run_target(&self::plan("target: {name: t}"), || Ok(Logging::default())).is_ok());
+}
+
 fn plan_with_bad_parameters() -> RunPlan {
     plan("target: {name: t, parameters: {module: m.pt, scale: big}}")
 }

@@ -346,6 +346,9 @@ impl ImageCache {
     /// that an entry is always whole.
     fn write_entry(&self, name: &str, header: &[u8], pixels: &[u8]) -> std::io::Result<()> {
         static WRITES: AtomicU64 = AtomicU64::new(0);
+        // A first signal waits for the rename (or the removal of the
+        // temporary): a stopped load leaves no partial entry behind.
+        let _writing = crate::interrupt::Hold::new();
         check_folder(&self.dir).map_err(std::io::Error::other)?;
         create_cache_dir(&self.dir)?;
         let temporary = self.dir.join(format!(
