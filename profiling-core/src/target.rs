@@ -122,16 +122,12 @@ pub(crate) fn unread_parameter() -> Option<String> {
         return None;
     }
     PARAMETERS.with(|current| {
-        current
-            .borrow()
-            .keys()
-            .next()
-            .map(|key| match key {
-                serde_yaml::Value::String(key) => key.clone(),
-                other => serde_yaml::to_string(other)
-                    .map(|text| text.trim_end().to_owned())
-                    .unwrap_or_default(),
-            })
+        current.borrow().keys().next().map(|key| match key {
+            serde_yaml::Value::String(key) => key.clone(),
+            other => serde_yaml::to_string(other)
+                .map(|text| text.trim_end().to_owned())
+                .unwrap_or_default(),
+        })
     })
 }
 

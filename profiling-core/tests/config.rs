@@ -660,5 +660,8 @@ fn keys_are_located_in_the_file_by_their_dotted_path() {
     assert_eq!(at("target.parameters.nms.keep.3"), None);
     assert_eq!(at("target.parameters.shift"), None);
     assert_eq!(at("target.name.deeper"), None);
-    assert_eq!(locate_key(&folder.path().join("missing.yaml"), "target"), None);
+    assert_eq!(
+        locate_key(&folder.path().join("missing.yaml"), "target"),
+        None
+    );
 }
