@@ -52,6 +52,31 @@ impl ProfileTarget for LongSleeper {
     }
 }
 
+/// Takes 10 s to build (its factory sleeps): a signal lands while the run
+/// sets up, outside the passes.
+struct SlowToBuild;
+
+fn build_slowly() -> anyhow::Result<SlowToBuild> {
+    println!("{BUILDING}");
+    std::thread::sleep(Duration::from_secs(10));
+    Ok(SlowToBuild)
+}
+
+#[profile_target(name = "signal-slow-factory", factory = build_slowly)]
+impl ProfileTarget for SlowToBuild {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the slow factory prints as it starts.
+const BUILDING: &str = "signals: building the target";
+
 /// Set in the child: it is the program.
 const CHILD: &str = "PROFILE_CLI_SIGNALS_CHILD";
 
@@ -69,7 +94,8 @@ fn main() -> ExitCode {
     the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest();
     a_sweep_stops_after_its_current_point_on_ctrl_c_and_resumes();
     a_first_signal_outside_the_passes_ends_the_command_at_once();
-    println!("signals: 7 checks passed");
+    a_first_signal_while_a_run_sets_up_ends_it_with_nothing_written();
+    println!("signals: 8 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -416,5 +442,39 @@ fn a_first_signal_outside_the_passes_ends_the_command_at_once() {
             "{}",
             String::from_utf8_lossy(&finished.stdout)
         );
+    }
+}
+
+/// While a run sets up (its target being built, before any pass), the
+/// first SIGINT or SIGTERM ends it at once with its code: no run directory,
+/// no manifest, no partial file.
+fn a_first_signal_while_a_run_sets_up_ends_it_with_nothing_written() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let output = tempfile::tempdir().unwrap();
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command.env(CHILD, "1");
+        let (mut child, mut lines) =
+            start_command(command, output.path(), "signal-slow-factory", "2");
+        let building = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|line| line.contains(BUILDING));
+        assert!(building, "the child started building its target");
+        wait_for_handlers(&child);
+        self::signal(&child, signal);
+        drain(lines);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "signal {signal}");
+        let runs = output.path().join("signal-slow-factory/runs");
+        assert!(!runs.join("sig").exists(), "no run directory");
+        let left: Vec<String> = std::fs::read_dir(&runs)
+            .map(|entries| {
+                entries
+                    .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|name| !name.ends_with(".claim"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "left in runs/: {left:?}");
     }
 }
