@@ -76,6 +76,13 @@ pub(crate) fn new(
             krate.package
         )?;
     }
+    for dependency in &report.snippet_dependencies {
+        writeln!(
+            out,
+            "  added `{dependency}` to {}/Cargo.toml: the copy names `{}`, a dependency of {}",
+            report.directory_display, dependency.ident, dependency.declared_by
+        )?;
+    }
     for (parameter, source) in &report.mapped {
         writeln!(out, "  prepare: `{parameter}` is {source}")?;
     }

@@ -75,6 +75,7 @@ pub(crate) fn copy(
     location: &ModuleLocation,
     lines: Option<(usize, usize)>,
     indent: usize,
+    features: Option<&std::collections::BTreeSet<String>>,
 ) -> Copied {
     let sig_start = source.range(function.sig.span()).start;
     let head_start = match function.vis {
@@ -156,6 +157,10 @@ pub(crate) fn copy(
         changes.push("`const` is removed: an NVTX range opens at run time".to_owned());
     }
 
+    if let Some(features) = features {
+        cfg_edits(source, function, features, &mut edits, &mut changes);
+    }
+
     let rewritten = rewrite_paths(source, sig_start..end, location, &function.inline_modules);
     if !rewritten.is_empty() {
         let lines: Vec<String> = rewritten
@@ -188,6 +193,87 @@ pub(crate) fn copy(
         instrumentation,
         changes,
         range_note,
+    }
+}
+
+/// The `cfg`s of the function and its body, decided by the production
+/// crate's features ([`crate::cfg`]), as edits; the README lists what was
+/// kept and left out. A function that production compiles out is refused
+/// before copying ([`crate::cfg::function_is_off`]).
+fn cfg_edits(
+    source: &SourceFile,
+    function: &Function<'_>,
+    features: &std::collections::BTreeSet<String>,
+    edits: &mut Vec<Edit>,
+    changes: &mut Vec<String>,
+) {
+    let mut kept = Vec::new();
+    for attr in function.attrs {
+        let Some(predicate) = crate::cfg::cfg_predicate(attr) else {
+            continue;
+        };
+        let at = source.range(attr.span());
+        match crate::cfg::decide(&predicate, features) {
+            crate::cfg::Decided::On => {
+                kept.push(format!("line {}", source.line_of(at.start)));
+                edits.push(Edit {
+                    at: whole_lines(source, at),
+                    text: String::new(),
+                });
+            }
+            crate::cfg::Decided::Platform(rest) => edits.push(Edit {
+                at,
+                text: format!("#[cfg({rest})]"),
+            }),
+            // Refused before copying.
+            crate::cfg::Decided::Off => {}
+        }
+    }
+    let range = |span: proc_macro2::Span| source.range(span);
+    let line = |span: proc_macro2::Span| source.lines(span).0;
+    let body = crate::cfg::body_edits(function.block, features, &range, &line);
+    kept.extend(body.kept);
+    for edit in body.edits {
+        let at = if edit.text.is_empty() {
+            whole_lines(source, edit.at)
+        } else {
+            edit.at
+        };
+        edits.push(Edit {
+            at,
+            text: edit.text,
+        });
+    }
+    if !kept.is_empty() {
+        changes.push(format!(
+            "`cfg` attributes that production's features turn on are removed ({})",
+            kept.join(", ")
+        ));
+    }
+    if !body.left_out.is_empty() {
+        changes.push(format!(
+            "code that production's features turn off is left out ({})",
+            body.left_out.join(", ")
+        ));
+    }
+}
+
+/// `at`, widened to the whole lines it covers when nothing else is on them:
+/// removing it then leaves no blank line.
+fn whole_lines(source: &SourceFile, at: Range<usize>) -> Range<usize> {
+    let before = source.before_on_line(at.start);
+    let after = source.after_on_line(at.end);
+    if before.trim().is_empty() && after.trim().is_empty() {
+        let start = at.start - before.len();
+        let mut end = at.end + after.len();
+        if source.text[end..].starts_with("\r\n") {
+            end += 2;
+        } else if source.text[end..].starts_with('\n') {
+            end += 1;
+        }
+        start..end
+    } else {
+        at.start..skip_spaces(source, at.end)
     }
 }
 
@@ -583,7 +669,7 @@ fn f(x: &mut Vec<u32>) -> usize {
         };
         let source = SourceFile::parse("m.rs".to_owned(), SOURCE.to_owned()).unwrap();
         let function = find(&source, &Selector::Lines { start, end }).unwrap();
-        copy(&source, &function, &location, Some((start, end)), 0)
+        copy(&source, &function, &location, Some((start, end)), 0, None)
     }
 
     #[test]

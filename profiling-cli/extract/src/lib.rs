@@ -21,9 +21,11 @@
 //! # Ok::<(), snippet::SnippetError>(())
 //! ```
 
+mod cfg;
 mod check;
 mod copy;
 mod names;
+mod production;
 mod render;
 mod scaffold;
 mod select;
@@ -39,6 +41,7 @@ pub use check::{
 };
 pub use copy::Instrumentation;
 pub use names::Unresolved;
+pub use production::{Production, ProductionDependency};
 pub use select::{Selector, SourceSpec, TypeArgs};
 pub use snippet_crate::{
     draft_reason, is_included, manifest as snippet_manifest, mark_draft, package_name,
@@ -263,6 +266,9 @@ pub struct Report {
     /// The dependency on the production crate that `create` adds to the
     /// snippets crate, which did not have it.
     pub added_dependency: Option<AddedDependency>,
+    /// Dependencies of the production crate the copy names and the
+    /// snippets crate lacks: in the snippet's own `Cargo.toml`.
+    pub snippet_dependencies: Vec<ProductionDependency>,
     /// Whether `target.rs` holds a parity test, and if not, why.
     pub parity: Parity,
     /// Where to move a snippet made outside every snippets directory for it
@@ -349,19 +355,37 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     if let Some(added) = &added_dependency {
         dependencies.push(source::crate_ident(&added.package));
     }
-    let imports = names::imports(
-        &source,
-        &function,
-        &location,
-        &dependencies,
-        &snippets_package,
-    );
+    // The production crate's own dependencies: a crate the copy names that
+    // the snippets crate lacks goes into the snippet's Cargo.toml, as
+    // production declares it, so the copy names it as if it were there.
+    let production = source::Manifest::of_file(&path)
+        .and_then(|manifest| production::Production::read(&manifest.dir, &directory));
+    let mut visible = dependencies.clone();
+    if let (Some(_), Some(production)) = (&snippets_crate, &production) {
+        visible.extend(
+            production
+                .dependencies
+                .iter()
+                .filter(|d| !dependencies.contains(&d.ident))
+                .map(|d| d.ident.clone()),
+        );
+    }
+    let imports = names::imports(&source, &function, &location, &visible, &snippets_package);
     let lines = match request.from.selector {
         Selector::Lines { start, end } => Some((start, end)),
         Selector::Path(_) => None,
     };
     let indent = if function.owner.is_some() { 4 } else { 0 };
-    let copied = copy::copy(&source, &function, &location, lines, indent);
+    let features = production.as_ref().and_then(|p| p.features.as_ref());
+    if let (Some(features), Some(production)) = (features, &production) {
+        if let Some(predicate) = cfg::function_is_off(function.attrs, features) {
+            return Err(SnippetError::Source(format!(
+                "`{}` is compiled only with `cfg({predicate})`, which {} is not built with ({}): there is nothing of it to profile",
+                function.label, production.package, production.features_from
+            )));
+        }
+    }
+    let copied = copy::copy(&source, &function, &location, lines, indent, features);
     let target = scaffold::plan(&source, &function, &request.name, &request.type_args);
 
     let module = location.path(&function.inline_modules);
@@ -440,14 +464,23 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         target_display,
         snippets_crate,
         added_dependency: added_dependency.clone(),
+        snippet_dependencies: Vec::new(),
         parity,
         move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
     };
+    let target_rs = render::target_rs(&report, &copied, &imports, &target);
+    let mut report = report;
+    if let (Some(_), Some(production)) = (&report.snippets_crate, &production) {
+        let named = crate_roots(&target_rs);
+        report.snippet_dependencies = production
+            .dependencies
+            .iter()
+            .filter(|d| named.contains(&d.ident) && !dependencies.contains(&d.ident))
+            .cloned()
+            .collect();
+    }
     let mut files = vec![
-        (
-            "target.rs",
-            render::target_rs(&report, &copied, &imports, &target),
-        ),
+        ("target.rs", target_rs),
         ("config.yaml", render::config_yaml(&report, &target)),
         ("README.md", render::readme(&report, &copied, &target)),
     ];
@@ -460,6 +493,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
                 &directory,
                 &request.name,
                 added_dependency.as_ref(),
+                &report.snippet_dependencies,
             )?,
         ));
         files.push((
@@ -476,6 +510,39 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         files,
         report,
     })
+}
+
+/// The first segments of the paths `text` writes (`a` of `a::b`, in `use`
+/// declarations, types, expressions and macro arguments alike): the crates
+/// it may name.
+fn crate_roots(text: &str) -> std::collections::BTreeSet<String> {
+    fn walk(tokens: proc_macro2::TokenStream, roots: &mut std::collections::BTreeSet<String>) {
+        let tokens: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        for (index, token) in tokens.iter().enumerate() {
+            match token {
+                proc_macro2::TokenTree::Group(group) => walk(group.stream(), roots),
+                proc_macro2::TokenTree::Ident(ident) => {
+                    let path_follows = matches!(
+                        (tokens.get(index + 1), tokens.get(index + 2)),
+                        (Some(proc_macro2::TokenTree::Punct(a)), Some(proc_macro2::TokenTree::Punct(b)))
+                            if a.as_char() == ':' && b.as_char() == ':' && a.spacing() == proc_macro2::Spacing::Joint
+                    );
+                    // `a::b`, not `x::a::b`.
+                    let continues = index >= 1
+                        && matches!(&tokens[index - 1], proc_macro2::TokenTree::Punct(p) if p.as_char() == ':');
+                    if path_follows && !continues {
+                        roots.insert(ident.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut roots = std::collections::BTreeSet::new();
+    if let Ok(tokens) = text.parse::<proc_macro2::TokenStream>() {
+        walk(tokens, &mut roots);
+    }
+    roots
 }
 
 /// Whether the snippet can call the production function it copies, so that

@@ -365,7 +365,7 @@ pub(crate) fn imports(
         |name: &str| BUILT_IN_CRATES.contains(&name) || dependencies.iter().any(|d| d == name);
     let not_dependency = |name: &str| {
         format!(
-            "crate `{name}` is not a dependency of `{snippets_package}`: add it to its Cargo.toml"
+            "crate `{name}` is a dependency neither of `{snippets_package}` nor of the crate the copy comes from: add it to the snippet's own Cargo.toml (beside target.rs)"
         )
     };
     // Why the module's items cannot be named from the snippet, if they cannot.

@@ -170,7 +170,7 @@ pub fn manifest(
     directory: &Path,
     profile: &str,
 ) -> Result<String, SnippetError> {
-    manifest_with(krate, directory, profile, None)
+    manifest_with(krate, directory, profile, None, &[])
 }
 
 /// [`manifest`], with a dependency `krate` is about to get.
@@ -179,6 +179,7 @@ pub(crate) fn manifest_with(
     directory: &Path,
     profile: &str,
     added: Option<&AddedDependency>,
+    production: &[crate::ProductionDependency],
 ) -> Result<String, SnippetError> {
     let manifest_path = krate.dir.join("Cargo.toml");
     let mut template = read_manifest(&manifest_path)?;
@@ -193,8 +194,14 @@ pub(crate) fn manifest_with(
                 "The snippet `{profile}` as a crate of its own: editing it rebuilds it alone. \
              `profile-cli check {profile}` builds it and links it into {package}, or leaves \
              it a draft (a {DRAFT_FILE} file here) while it does not build. Its dependencies \
-             and features are those of {package}.",
-                package = krate.package
+             and features are those of {package}{production}.",
+                package = krate.package,
+                production = if production.is_empty() {
+                    ""
+                } else {
+                    ", with the crates the copy names that the production crate depends on, \
+                     declared as production declares them"
+                }
             ),
             76,
             "# ",
@@ -234,6 +241,19 @@ pub(crate) fn manifest_with(
             rebase_path(&mut spec);
             table.insert(name, spec);
             copied.push(name.to_owned());
+        }
+        if section == "dependencies" {
+            // Crates the copy names that production depends on, declared
+            // as production declares them.
+            for dependency in production {
+                if !table.contains_key(&dependency.key) {
+                    table.insert(
+                        &dependency.key,
+                        Item::Value(Value::InlineTable(dependency.spec.clone())),
+                    );
+                    copied.push(dependency.key.clone());
+                }
+            }
         }
         if !table.is_empty() {
             document.insert(section, Item::Table(table));
