@@ -29,6 +29,9 @@ pub(crate) enum ValueSource {
     Tensor {
         name: &'static str,
         dims: Option<usize>,
+        /// The array's element type: the record's `f32`, or a numeric type
+        /// its values are converted to (`as`).
+        element: &'static str,
     },
     /// `Default::default()` of a type whose production module implements it.
     Default,
@@ -78,12 +81,22 @@ impl Parameter {
             ValueSource::Values(name) => {
                 format!("the record's tensor `{name}`, flattened into a `Vec<f32>`")
             }
-            ValueSource::Tensor { name, dims } => match dims {
-                Some(dims) => {
-                    format!("the record's tensor `{name}`, as a {dims}-dimensional array")
+            ValueSource::Tensor {
+                name,
+                dims,
+                element,
+            } => {
+                let converted = match *element {
+                    "f32" => String::new(),
+                    other => format!(" of `{other}` (converted from `f32`)"),
+                };
+                match dims {
+                    Some(dims) => format!(
+                        "the record's tensor `{name}`, as a {dims}-dimensional array{converted}"
+                    ),
+                    None => format!("the record's tensor `{name}`{converted}"),
                 }
-                None => format!("the record's tensor `{name}`"),
-            },
+            }
             ValueSource::Default => format!("`{}::default()`", self.field_type),
             ValueSource::Unmapped => "still to map".to_owned(),
         }
@@ -161,6 +174,7 @@ impl Target {
             ValueSource::Tensor {
                 name: "tensor",
                 dims: Some(dims),
+                ..
             } if dims != 2 => Some(match dims {
                 0 => Vec::new(),
                 1 => vec![16],
@@ -343,6 +357,88 @@ fn substitute(ty: &syn::Type, given: &[(String, syn::Type)]) -> syn::Type {
     ty
 }
 
+/// `ty` as source text on one line, every lifetime `'static`: for types
+/// that come from `--type-args` rather than from the source file.
+fn type_text(ty: &syn::Type) -> String {
+    struct Static;
+    impl syn::visit_mut::VisitMut for Static {
+        fn visit_lifetime_mut(&mut self, lifetime: &mut syn::Lifetime) {
+            *lifetime = syn::Lifetime::new("'static", lifetime.span());
+        }
+    }
+    let mut ty = ty.clone();
+    syn::visit_mut::VisitMut::visit_type_mut(&mut Static, &mut ty);
+    let mut text = String::new();
+    tokens_text(quote::quote!(#ty), &mut text);
+    text
+}
+
+/// Tokens written as rustfmt writes a type: no spaces inside paths,
+/// generics and brackets, one after a comma or a semicolon.
+fn tokens_text(tokens: proc_macro2::TokenStream, out: &mut String) {
+    use proc_macro2::{Delimiter, TokenTree};
+    let mut previous_joint = false;
+    for token in tokens {
+        match token {
+            TokenTree::Group(group) => {
+                // `Fn(f32)`, but `&'a [u8]`, `&mut (A, B)`, `dyn (Trait)`.
+                let after_word = out.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+                let last_word = out
+                    .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+                    .next()
+                    .unwrap_or_default();
+                let spaced = match group.delimiter() {
+                    Delimiter::Bracket => after_word,
+                    Delimiter::Parenthesis => {
+                        after_word
+                            && (last_word.starts_with('\'')
+                                || matches!(last_word, "mut" | "dyn" | "impl" | "const"))
+                    }
+                    _ => false,
+                };
+                if spaced {
+                    out.push(' ');
+                }
+                let (open, close) = match group.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::Brace => ("{", "}"),
+                    Delimiter::None => ("", ""),
+                };
+                out.push_str(open);
+                tokens_text(group.stream(), out);
+                out.push_str(close);
+                previous_joint = false;
+            }
+            TokenTree::Punct(punct) => {
+                let c = punct.as_char();
+                match c {
+                    ',' | ';' => out.push_str(&format!("{c} ")),
+                    '+' | '=' if !previous_joint => out.push_str(&format!(" {c} ")),
+                    _ => out.push(c),
+                }
+                previous_joint = punct.spacing() == proc_macro2::Spacing::Joint;
+                if c == '\'' {
+                    previous_joint = true;
+                }
+            }
+            TokenTree::Ident(ident) => {
+                if out.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    out.push(' ');
+                }
+                out.push_str(&ident.to_string());
+                previous_joint = false;
+            }
+            TokenTree::Literal(literal) => {
+                out.push_str(&literal.to_string());
+                previous_joint = false;
+            }
+        }
+    }
+    let trimmed = out.trim_end().len();
+    out.truncate(trimmed);
+}
+
 fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
     match ty {
         syn::Type::Path(path) if path.qself.is_none() => path.path.segments.last(),
@@ -370,8 +466,15 @@ fn is_named(ty: &syn::Type, name: &str) -> bool {
     last_segment(ty).is_some_and(|s| s.ident == name && s.arguments.is_none())
 }
 
-/// `ndarray` arrays and views of `f32`: (is a view, is mutable, dimensions).
-fn ndarray_f32(ty: &syn::Type) -> Option<(bool, bool, Option<usize>)> {
+/// The numeric element types an array made from the record's `f32`
+/// tensor can have (converted with `as`).
+const NUMERIC: &[&str] = &[
+    "f32", "f64", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize",
+];
+
+/// `ndarray` arrays and views of a numeric type: (is a view, is mutable,
+/// dimensions, element type).
+fn ndarray_numeric(ty: &syn::Type) -> Option<(bool, bool, Option<usize>, &'static str)> {
     let segment = last_segment(ty)?;
     let ident = segment.ident.to_string();
     let (view, mutable, suffix) = if let Some(rest) = ident.strip_prefix("ArrayViewMut") {
@@ -384,9 +487,8 @@ fn ndarray_f32(ty: &syn::Type) -> Option<(bool, bool, Option<usize>)> {
         return None;
     };
     let args = type_arguments(segment);
-    if !is_named(args.first()?, "f32") {
-        return None;
-    }
+    let first = args.first().copied()?;
+    let element = NUMERIC.iter().find(|name| is_named(first, name)).copied()?;
     let dims = match suffix {
         "D" => None,
         "" => {
@@ -398,7 +500,7 @@ fn ndarray_f32(ty: &syn::Type) -> Option<(bool, bool, Option<usize>)> {
         }
         n => Some(n.parse::<usize>().ok().filter(|n| *n <= 6)?),
     };
-    Some((view, mutable, dims))
+    Some((view, mutable, dims, element))
 }
 
 fn is_f32_values(ty: &syn::Type) -> bool {
@@ -510,23 +612,37 @@ pub(crate) fn plan(
                 .join(" "),
             owned_text(source, &typed.ty, &[])
         );
-        let (inner, reference) = match &*typed.ty {
+        // What the parameter is with the type arguments given: what decides
+        // where `prepare` takes it from (`&[S]` with `S=f32` is a tensor's
+        // values; `B` with `B=&Array2<f32>` a reference to an array). Its
+        // text is written from the source (`held`) unless a type argument
+        // made it a reference or a view: the field is then written from the
+        // type itself, owned.
+        let effective = substitute(&typed.ty, &given);
+        let substituted = quote::quote!(#effective).to_string() != {
+            let ty = &typed.ty;
+            quote::quote!(#ty).to_string()
+        };
+        let source_ty: &syn::Type = if substituted { &effective } else { &typed.ty };
+        let (inner, reference) = match source_ty {
             syn::Type::Reference(r) => (&*r.elem, Some(r.mutability.is_some())),
             other => (other, None),
         };
-        // What the parameter is with the type arguments given: what decides
-        // where `prepare` takes it from (`&[S]` with `S=f32` is a tensor's
-        // values). Its text is still written from the source, `held`.
-        let resolved = substitute(inner, &given);
         let inner_text = inner;
-        let inner = &resolved;
+        let held = |ty: &syn::Type| {
+            if substituted {
+                type_text(ty)
+            } else {
+                held(ty)
+            }
+        };
         let by_reference = |mutable: bool| if mutable { Pass::RefMut } else { Pass::Ref };
         let by_value = |ty: &syn::Type| if is_copy(ty) { Pass::Copy } else { Pass::Clone };
         let (field_type, value_source, pass) =
-            if let Some((view, mutable, dims)) = ndarray_f32(inner) {
+            if let Some((view, mutable, dims, element)) = ndarray_numeric(inner) {
                 let field = match dims {
-                    Some(n) => format!("ndarray::Array{n}<f32>"),
-                    None => "ndarray::ArrayD<f32>".to_owned(),
+                    Some(n) => format!("ndarray::Array{n}<{element}>"),
+                    None => format!("ndarray::ArrayD<{element}>"),
                 };
                 let pass = match (view, mutable, reference) {
                     (true, true, _) => Pass::ViewMut,
@@ -536,7 +652,12 @@ pub(crate) fn plan(
                     (false, _, None) => Pass::Clone,
                 };
                 let tensor = tensor_for(&name, dims);
-                (field, ValueSource::Tensor { name: tensor, dims }, pass)
+                let source = ValueSource::Tensor {
+                    name: tensor,
+                    dims,
+                    element,
+                };
+                (field, source, pass)
             } else if is_f32_values(inner) {
                 let tensor = match name.as_str() {
                     "scores" => "scores",
@@ -969,14 +1090,20 @@ impl Target {
                 }
                 ValueSource::Tensor {
                     name: tensor,
-                    dims: Some(dims),
+                    dims,
+                    element,
                 } => {
-                    format!("let {name} = record_tensor::<ndarray::Ix{dims}>(record, {tensor:?})?;")
+                    let read = match dims {
+                        Some(dims) => {
+                            format!("record_tensor::<ndarray::Ix{dims}>(record, {tensor:?})?")
+                        }
+                        None => format!("record.tensor({tensor:?})?.clone()"),
+                    };
+                    match *element {
+                        "f32" => format!("let {name} = {read};"),
+                        other => format!("let {name} = {read}.mapv(|value| value as {other});"),
+                    }
                 }
-                ValueSource::Tensor {
-                    name: tensor,
-                    dims: None,
-                } => format!("let {name} = record.tensor({tensor:?})?.clone();"),
                 ValueSource::Default => {
                     format!("let {name}: {} = Default::default();", parameter.field_type)
                 }
@@ -1384,18 +1511,47 @@ mod tests {
     }
 
     #[test]
-    fn f32_arrays_and_views_are_recognized_with_their_dimensions() {
-        let parse = |text: &str| ndarray_f32(&syn::parse_str::<syn::Type>(text).unwrap());
-        assert_eq!(parse("ArrayView2<f32>"), Some((true, false, Some(2))));
+    fn numeric_arrays_and_views_are_recognized_with_their_dimensions_and_element() {
+        let parse = |text: &str| ndarray_numeric(&syn::parse_str::<syn::Type>(text).unwrap());
+        assert_eq!(
+            parse("ArrayView2<f32>"),
+            Some((true, false, Some(2), "f32"))
+        );
         assert_eq!(
             parse("ndarray::ArrayView2<'a, f32>"),
-            Some((true, false, Some(2)))
+            Some((true, false, Some(2), "f32"))
         );
-        assert_eq!(parse("ArrayViewMut1<f32>"), Some((true, true, Some(1))));
-        assert_eq!(parse("Array3<f32>"), Some((false, false, Some(3))));
-        assert_eq!(parse("ArrayD<f32>"), Some((false, false, None)));
-        assert_eq!(parse("Array<f32, Ix4>"), Some((false, false, Some(4))));
-        assert_eq!(parse("Array2<f64>"), None);
+        assert_eq!(
+            parse("ArrayViewMut1<f32>"),
+            Some((true, true, Some(1), "f32"))
+        );
+        assert_eq!(parse("Array3<f32>"), Some((false, false, Some(3), "f32")));
+        assert_eq!(parse("ArrayD<f32>"), Some((false, false, None, "f32")));
+        assert_eq!(
+            parse("Array<f32, Ix4>"),
+            Some((false, false, Some(4), "f32"))
+        );
+        assert_eq!(parse("Array2<f64>"), Some((false, false, Some(2), "f64")));
+        assert_eq!(
+            parse("ndarray::ArrayView1<'_, u8>"),
+            Some((true, false, Some(1), "u8"))
+        );
+        assert_eq!(parse("Array2<String>"), None);
         assert_eq!(parse("Vec<f32>"), None);
+    }
+
+    #[test]
+    fn types_from_type_arguments_are_written_owned_and_tidy() {
+        let text = |t: &str| type_text(&syn::parse_str::<syn::Type>(t).unwrap());
+        assert_eq!(
+            text("ndarray :: ArrayView1 < '_ , f64 >"),
+            "ndarray::ArrayView1<'static, f64>"
+        );
+        assert_eq!(text("&'a [ u8 ; 4 ]"), "&'static [u8; 4]");
+        assert_eq!(text("Vec<(f32, usize)>"), "Vec<(f32, usize)>");
+        assert_eq!(
+            text("image::ImageBuffer<image::Rgb<u8>, Vec<u8>>"),
+            "image::ImageBuffer<image::Rgb<u8>, Vec<u8>>"
+        );
     }
 }
