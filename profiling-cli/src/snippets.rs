@@ -79,8 +79,8 @@ pub(crate) fn new(
     for dependency in &report.snippet_dependencies {
         writeln!(
             out,
-            "  added `{dependency}` to {}/Cargo.toml: the copy names `{}`, a dependency of {}",
-            report.directory_display, dependency.ident, dependency.declared_by
+            "  added `{dependency}` to {}/Cargo.toml: {}",
+            report.directory_display, dependency.reason
         )?;
     }
     for (parameter, source) in &report.mapped {

@@ -386,7 +386,24 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         }
     }
     let copied = copy::copy(&source, &function, &location, lines, indent, features);
-    let target = scaffold::plan(&source, &function, &request.name, &request.type_args);
+    // A literal a production call passes is the default of a scalar
+    // parameter's setting.
+    let call_site = source::Manifest::of_file(&path).and_then(|manifest| {
+        scaffold::find_call_site(
+            &manifest.dir,
+            root,
+            &function.name(),
+            function.sig.inputs.len(),
+            function.owner.is_some(),
+        )
+    });
+    let target = scaffold::plan(
+        &source,
+        &function,
+        &request.name,
+        &request.type_args,
+        call_site.as_ref(),
+    );
 
     let module = location.path(&function.inline_modules);
     let item = format!("{module}::{}", function.label);
@@ -478,6 +495,30 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
             .filter(|d| named.contains(&d.ident) && !dependencies.contains(&d.ident))
             .cloned()
             .collect();
+    }
+    // The settings struct derives serde's `Deserialize`.
+    let serde_needed = target.settings_name().is_some()
+        && !dependencies.iter().any(|d| d == "serde")
+        && !report
+            .snippet_dependencies
+            .iter()
+            .any(|d| d.ident == "serde");
+    if let (true, Some(_)) = (serde_needed, &report.snippets_crate) {
+        let mut spec = toml_edit::InlineTable::new();
+        spec.insert("version", "1".into());
+        spec.insert(
+            "features",
+            toml_edit::Value::Array(std::iter::once("derive").collect()),
+        );
+        report.snippet_dependencies.push(ProductionDependency {
+            key: "serde".to_owned(),
+            ident: "serde".to_owned(),
+            spec,
+            declared_by: String::new(),
+            reason:
+                "the settings struct of the copy's scalar parameters derives `serde::Deserialize`"
+                    .to_owned(),
+        });
     }
     let mut files = vec![
         ("target.rs", target_rs),

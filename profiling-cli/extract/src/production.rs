@@ -26,6 +26,8 @@ pub struct ProductionDependency {
     pub spec: InlineTable,
     /// The production package that declares it.
     pub declared_by: String,
+    /// Why the snippet needs it, in words.
+    pub reason: String,
 }
 
 impl std::fmt::Display for ProductionDependency {
@@ -82,6 +84,10 @@ impl Production {
                     ident: crate_ident(key),
                     spec,
                     declared_by: package.clone(),
+                    reason: format!(
+                        "the copy names `{}`, a dependency of {package}",
+                        crate_ident(key)
+                    ),
                 });
             }
         }

@@ -144,6 +144,18 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
         "target:\n  # The name the target registers with #[profile_target].\n  name: {}\n  # The file that defines it; the run refuses to start if it does not match.\n  import_path: {}\n  # false: prepare runs once per record before any pass, outside every range.\n  profile_prepare: false\n",
         report.target_name, report.target_display
     );
+    if let Some(settings) = target.settings_name() {
+        let _ = writeln!(
+            text,
+            "  # The copy's scalar parameters, read into `{settings}` in target.rs\n  # (a sweep can vary them): a key it does not have is refused.\n  parameters:"
+        );
+        for parameter in target.settings() {
+            if let ValueSource::Setting { default, origin } = &parameter.source {
+                let _ = writeln!(text, "    # {origin}\n    {}: {default}", parameter.name);
+            }
+        }
+        text.push('\n');
+    }
     text.push_str("data_source:\n");
     if report.data_source == "images" {
         text.push_str(

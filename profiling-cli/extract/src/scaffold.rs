@@ -35,6 +35,13 @@ pub(crate) enum ValueSource {
     },
     /// `Default::default()` of a type whose production module implements it.
     Default,
+    /// A scalar read from `target.parameters.<name>`, with a default: the
+    /// literal a production call passes (`call site`), else a neutral value.
+    Setting {
+        default: String,
+        /// Where the default comes from, in words.
+        origin: String,
+    },
     /// Not clear from the type.
     Unmapped,
 }
@@ -98,6 +105,10 @@ impl Parameter {
                 }
             }
             ValueSource::Default => format!("`{}::default()`", self.field_type),
+            ValueSource::Setting { default, origin } => format!(
+                "`target.parameters.{}` in config.yaml (default `{default}`, {origin})",
+                self.name
+            ),
             ValueSource::Unmapped => "still to map".to_owned(),
         }
     }
@@ -193,6 +204,53 @@ impl Target {
             .iter()
             .filter(|p| p.source == ValueSource::Unmapped)
             .collect()
+    }
+
+    /// The parameters read from `target.parameters`.
+    pub fn settings(&self) -> Vec<&Parameter> {
+        self.parameters
+            .iter()
+            .filter(|p| matches!(p.source, ValueSource::Setting { .. }))
+            .collect()
+    }
+
+    /// The struct `prepare` reads `target.parameters` into, when the copy
+    /// has scalar parameters.
+    pub fn settings_name(&self) -> Option<String> {
+        (!self.settings().is_empty()).then(|| format!("{}Settings", self.type_name))
+    }
+
+    /// The settings struct and its defaults, for `target.rs`.
+    fn render_settings(&self) -> String {
+        let Some(name) = self.settings_name() else {
+            return String::new();
+        };
+        let mut text = format!(
+            "/// The scalar parameters of `{}`: `target.parameters` in config.yaml (a\n\
+             /// sweep can vary them), each defaulting to the value below.\n\
+             #[derive(Debug, Clone, serde::Deserialize)]\n#[serde(default, deny_unknown_fields)]\n\
+             pub struct {name} {{\n",
+            self.function
+        );
+        for parameter in self.settings() {
+            text.push_str(&format!(
+                "    pub {}: {},\n",
+                parameter.name, parameter.field_type
+            ));
+        }
+        text.push_str(&format!(
+            "}}\n\nimpl Default for {name} {{\n    fn default() -> Self {{\n        {name} {{\n"
+        ));
+        for parameter in self.settings() {
+            if let ValueSource::Setting { default, origin } = &parameter.source {
+                text.push_str(&format!(
+                    "            // {origin}\n            {}: {default},\n",
+                    parameter.name
+                ));
+            }
+        }
+        text.push_str("        }\n    }\n}\n\n");
+        text
     }
 
     pub fn needs_factory(&self) -> bool {
@@ -523,13 +581,167 @@ fn tensor_for(name: &str, dims: Option<usize>) -> &'static str {
     }
 }
 
+/// A call of the copied function in production code, with the literal it
+/// passes for each parameter (`None` where it passes something else).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CallSite {
+    /// The file, as the snippet's files show it.
+    pub file: String,
+    /// By position in the function's inputs (a method's receiver first).
+    pub literals: Vec<Option<String>>,
+}
+
+/// The call of `name` with `inputs` inputs (a method's receiver counted) in
+/// the `.rs` files under `dir` (its `src`, `tests`, `benches`, `examples`)
+/// that passes the most literals; file names shown from `root`.
+pub(crate) fn find_call_site(
+    dir: &std::path::Path,
+    root: &std::path::Path,
+    name: &str,
+    inputs: usize,
+    method: bool,
+) -> Option<CallSite> {
+    struct Calls<'n> {
+        name: &'n str,
+        inputs: usize,
+        method: bool,
+        found: Vec<Vec<Option<String>>>,
+    }
+    fn literal(expr: &syn::Expr) -> Option<String> {
+        match expr {
+            syn::Expr::Lit(lit) => match &lit.lit {
+                syn::Lit::Int(_) | syn::Lit::Float(_) | syn::Lit::Bool(_) => {
+                    let lit = &lit.lit;
+                    Some(quote::quote!(#lit).to_string())
+                }
+                _ => None,
+            },
+            syn::Expr::Unary(unary) if matches!(unary.op, syn::UnOp::Neg(_)) => {
+                literal(&unary.expr).map(|text| format!("-{text}"))
+            }
+            syn::Expr::Paren(paren) => literal(&paren.expr),
+            _ => None,
+        }
+    }
+    impl<'ast> Visit<'ast> for Calls<'_> {
+        fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(path) = &*call.func {
+                let named = path
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == self.name);
+                if named && call.args.len() == self.inputs {
+                    self.found.push(call.args.iter().map(literal).collect());
+                }
+            }
+            visit::visit_expr_call(self, call);
+        }
+        fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+            if self.method && call.method == self.name && call.args.len() + 1 == self.inputs {
+                let mut literals = vec![None];
+                literals.extend(call.args.iter().map(literal));
+                self.found.push(literals);
+            }
+            visit::visit_expr_method_call(self, call);
+        }
+    }
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() && depth < 8 {
+                rust_files(&path, out, depth + 1);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for folder in ["src", "tests", "benches", "examples"] {
+        rust_files(&dir.join(folder), &mut files, 0);
+    }
+    let mut best: Option<CallSite> = None;
+    let count = |literals: &[Option<String>]| literals.iter().filter(|l| l.is_some()).count();
+    for file in files.iter().take(2000) {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let Ok(parsed) = syn::parse_file(&text) else {
+            continue;
+        };
+        let mut calls = Calls {
+            name,
+            inputs,
+            method,
+            found: Vec::new(),
+        };
+        calls.visit_file(&parsed);
+        for literals in calls.found {
+            if count(&literals) > best.as_ref().map_or(0, |b| count(&b.literals)) {
+                best = Some(CallSite {
+                    file: crate::source::display_path(file, root),
+                    literals,
+                });
+            }
+        }
+    }
+    best
+}
+
+/// `literal` as a value of the scalar type `ty`: suffixes dropped, a
+/// whole number made a float where `ty` is one.
+fn literal_for(ty: &str, literal: &str) -> String {
+    let mut text = literal.replace('_', "");
+    for suffix in NUMERIC {
+        if let Some(stripped) = text.strip_suffix(suffix) {
+            if stripped.ends_with(|c: char| c.is_ascii_digit() || c == '.') {
+                text = stripped.to_owned();
+                break;
+            }
+        }
+    }
+    let float = ty.starts_with('f');
+    if float && !text.contains(['.', 'e', 'E']) && text != "true" && text != "false" {
+        text.push_str(".0");
+    }
+    if text.ends_with('.') {
+        text.push('0');
+    }
+    text
+}
+
+/// A value that makes the copy do its work when production says nothing:
+/// `0.5` for thresholds and ratios, `1.0` for other floats, `1` for
+/// integers, `false` for flags.
+fn neutral_value(name: &str, ty: &str) -> String {
+    let lower = name.to_lowercase();
+    match ty {
+        "bool" => "false".to_owned(),
+        "f32" | "f64" => {
+            let threshold = ["iou", "thresh", "conf", "score", "prob", "ratio", "overlap"]
+                .iter()
+                .any(|word| lower.contains(word));
+            if threshold { "0.5" } else { "1.0" }.to_owned()
+        }
+        _ => "1".to_owned(),
+    }
+}
+
 /// Works out the target for the copied `function`.
 pub(crate) fn plan(
     source: &SourceFile,
     function: &Function<'_>,
     profile_name: &str,
     type_args: &TypeArgs,
+    call_site: Option<&CallSite>,
 ) -> Target {
+    let call_site_literals: Vec<Option<String>> =
+        call_site.map(|c| c.literals.clone()).unwrap_or_default();
+    let call_site_file = call_site.map(|c| c.file.as_str());
     let owner = function.owner_name();
     let generics = generic_params(source, &function.sig.generics);
     // Text of a type as the target holds it: `Self` as the owner, the
@@ -638,58 +850,82 @@ pub(crate) fn plan(
         };
         let by_reference = |mutable: bool| if mutable { Pass::RefMut } else { Pass::Ref };
         let by_value = |ty: &syn::Type| if is_copy(ty) { Pass::Copy } else { Pass::Clone };
-        let (field_type, value_source, pass) =
-            if let Some((view, mutable, dims, element)) = ndarray_numeric(inner) {
-                let field = match dims {
-                    Some(n) => format!("ndarray::Array{n}<{element}>"),
-                    None => format!("ndarray::ArrayD<{element}>"),
-                };
-                let pass = match (view, mutable, reference) {
-                    (true, true, _) => Pass::ViewMut,
-                    (true, false, Some(_)) => Pass::ViewRef,
-                    (true, false, None) => Pass::View,
-                    (false, _, Some(mutable)) => by_reference(mutable),
-                    (false, _, None) => Pass::Clone,
-                };
-                let tensor = tensor_for(&name, dims);
-                let source = ValueSource::Tensor {
-                    name: tensor,
-                    dims,
-                    element,
-                };
-                (field, source, pass)
-            } else if is_f32_values(inner) {
-                let tensor = match name.as_str() {
-                    "scores" => "scores",
-                    "boxes" => "boxes",
-                    _ => "tensor",
-                };
-                let pass = reference.map_or(Pass::Clone, by_reference);
-                ("Vec<f32>".to_owned(), ValueSource::Values(tensor), pass)
-            } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner_text, reference) {
-                // `&[T]` and `&mut [T]`: held as a `Vec<T>`, which derefs to the slice.
-                let element = held(&slice.elem);
-                let field = format!("Vec<{element}>");
-                (field, ValueSource::Unmapped, by_reference(mutable))
-            } else if let (true, Some(mutable)) = (is_named(inner, "str"), reference) {
-                let field = "String".to_owned();
-                (field, ValueSource::Unmapped, by_reference(mutable))
-            } else {
-                let field = held(inner_text);
-                let value_source = if is_named(inner, "RgbImage") {
-                    ValueSource::Image
-                } else if is_named(inner, "DataRecord") {
-                    ValueSource::Record
-                } else if is_named(inner, "Device") {
-                    ValueSource::Device
-                } else if has_default(inner) {
-                    ValueSource::Default
-                } else {
-                    ValueSource::Unmapped
-                };
-                let pass = reference.map_or_else(|| by_value(inner), by_reference);
-                (field, value_source, pass)
+        let (field_type, value_source, pass) = if let Some((view, mutable, dims, element)) =
+            ndarray_numeric(inner)
+        {
+            let field = match dims {
+                Some(n) => format!("ndarray::Array{n}<{element}>"),
+                None => format!("ndarray::ArrayD<{element}>"),
             };
+            let pass = match (view, mutable, reference) {
+                (true, true, _) => Pass::ViewMut,
+                (true, false, Some(_)) => Pass::ViewRef,
+                (true, false, None) => Pass::View,
+                (false, _, Some(mutable)) => by_reference(mutable),
+                (false, _, None) => Pass::Clone,
+            };
+            let tensor = tensor_for(&name, dims);
+            let source = ValueSource::Tensor {
+                name: tensor,
+                dims,
+                element,
+            };
+            (field, source, pass)
+        } else if is_f32_values(inner) {
+            let tensor = match name.as_str() {
+                "scores" => "scores",
+                "boxes" => "boxes",
+                _ => "tensor",
+            };
+            let pass = reference.map_or(Pass::Clone, by_reference);
+            ("Vec<f32>".to_owned(), ValueSource::Values(tensor), pass)
+        } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner_text, reference) {
+            // `&[T]` and `&mut [T]`: held as a `Vec<T>`, which derefs to the slice.
+            let element = held(&slice.elem);
+            let field = format!("Vec<{element}>");
+            (field, ValueSource::Unmapped, by_reference(mutable))
+        } else if let (true, Some(mutable)) = (is_named(inner, "str"), reference) {
+            let field = "String".to_owned();
+            (field, ValueSource::Unmapped, by_reference(mutable))
+        } else {
+            let field = held(inner_text);
+            let scalar = reference.is_none()
+                && last_segment(inner).is_some_and(|s| {
+                    s.arguments.is_none()
+                        && (NUMERIC.contains(&s.ident.to_string().as_str()) || s.ident == "bool")
+                });
+            let value_source = if scalar {
+                let ty = last_segment(inner)
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default();
+                let (default, origin) = match call_site_literals.get(index) {
+                    Some(Some(literal)) => (
+                        literal_for(&ty, literal),
+                        format!(
+                            "as a call in {} passes it",
+                            call_site_file.unwrap_or("production")
+                        ),
+                    ),
+                    _ => (
+                        neutral_value(&name, &ty),
+                        "a neutral value: no production call passes a literal".to_owned(),
+                    ),
+                };
+                ValueSource::Setting { default, origin }
+            } else if is_named(inner, "RgbImage") {
+                ValueSource::Image
+            } else if is_named(inner, "DataRecord") {
+                ValueSource::Record
+            } else if is_named(inner, "Device") {
+                ValueSource::Device
+            } else if has_default(inner) {
+                ValueSource::Default
+            } else {
+                ValueSource::Unmapped
+            };
+            let pass = reference.map_or_else(|| by_value(inner), by_reference);
+            (field, value_source, pass)
+        };
         parameters.push(Parameter {
             name,
             declared,
@@ -922,6 +1158,7 @@ impl Target {
             out.push_str(TENSOR_HELPER);
             out.push('\n');
         }
+        out.push_str(&self.render_settings());
         let prepared = if self.parameters.is_empty() {
             "()".to_owned()
         } else {
@@ -1078,6 +1315,12 @@ impl Target {
             text.push_str("        Ok(())\n    }\n");
             return text;
         }
+        if let Some(settings) = self.settings_name() {
+            text.push_str(&format!(
+                "        // config.yaml's target.parameters; outside a run (the parity test), the\n        \
+                 // defaults.\n        let settings: {settings} = profiling_core::target::parameters()?;\n"
+            ));
+        }
         for parameter in &self.parameters {
             let name = &parameter.name;
             let line = match &parameter.source {
@@ -1107,6 +1350,7 @@ impl Target {
                 ValueSource::Default => {
                     format!("let {name}: {} = Default::default();", parameter.field_type)
                 }
+                ValueSource::Setting { .. } => format!("let {name} = settings.{name};"),
                 ValueSource::Unmapped => continue,
             };
             text.push_str(&format!("        {line}\n"));
