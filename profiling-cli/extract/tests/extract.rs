@@ -62,6 +62,33 @@ fn private_helper(x: f32) -> f32 {
     x + 1.0
 }
 
+/// Calls `helper` with a literal.
+pub fn quarter() -> f32 {
+    helper(0.25_f32)
+}
+
+/// Built with the default feature `fast` only.
+#[cfg(feature = "fast")]
+pub fn gated(values: &[f32]) -> usize {
+    #[cfg(feature = "slow")]
+    let n = 0;
+    #[cfg(not(feature = "slow"))]
+    let n = values.len();
+    #[cfg(all(unix, feature = "fast"))]
+    let n = n + 1;
+    n + smallvec::SmallVec::<[u8; 2]>::new().len()
+}
+
+#[cfg(feature = "slow")]
+pub fn never() {}
+
+/// A value of this crate the types say nothing about.
+pub struct Opaque(pub u8);
+
+pub fn opaque(o: Opaque, factor: f32, count: usize, keep: bool) -> u8 {
+    if keep { o.0 + (factor as u8) * count as u8 } else { 0 }
+}
+
 /// Keeps the big ones.
 ///
 /// More text.
@@ -417,14 +444,91 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
         "        let values: Vec<f32> = record.tensor(\"tensor\")?.iter().copied().collect();\n"
     ));
 
-    let generated = fixture.generate("extract-unmapped", "::helper");
+    // Scalars are settings: target.parameters with a default, the literal a
+    // production call passes (suffix dropped), else a neutral value.
+    let generated = fixture.generate("extract-setting", "::helper");
     let target = generated.file("target.rs").unwrap();
-    assert_eq!(generated.report.unmapped, vec!["x: f32"]);
+    assert!(generated.report.unmapped.is_empty());
     assert!(
-        target.contains("        let x: Option<f32> = None;\n        let Some(x) = x else {\n            anyhow::bail!(\n                \"{}: prepare does not map these parameters of `helper` yet: \\\n                 `x: f32`\",\n                file!()\n            );\n        };\n"),
+        target.contains("#[derive(Debug, Clone, serde::Deserialize)]\n#[serde(default, deny_unknown_fields)]\npub struct ExtractSettingSettings {\n    pub x: f32,\n}\n"),
         "{target}"
     );
+    assert!(
+        target.contains(
+            "            // as a call in fixture/src/ops.rs passes it\n            x: 0.25,\n"
+        ),
+        "{target}"
+    );
+    assert!(target.contains("        let settings: ExtractSettingSettings = profiling_core::target::parameters()?;\n        let x = settings.x;\n"), "{target}");
+    let config = generated.file("config.yaml").unwrap();
+    assert!(
+        config.contains(
+            "  parameters:\n    # as a call in fixture/src/ops.rs passes it\n    x: 0.25\n"
+        ),
+        "{config}"
+    );
+
+    let generated = fixture.generate("extract-unmapped", "::opaque");
+    let target = generated.file("target.rs").unwrap();
+    assert_eq!(generated.report.unmapped, vec!["o: Opaque"]);
+    assert!(
+        target.contains("        let o: Option<Opaque> = None;\n        let Some(o) = o else {\n            anyhow::bail!(\n                \"{}: prepare does not map these parameters of `opaque` yet: \\\n                 `o: Opaque`\",\n                file!()\n            );\n        };\n"),
+        "{target}"
+    );
+    for neutral in ["factor: 1.0,", "count: 1,", "keep: false,"] {
+        assert!(target.contains(&format!("            // a neutral value: no production call passes a literal\n            {neutral}\n")), "{neutral} in {target}");
+    }
     assert!(!target.contains("todo!") && !target.contains("panic!") && !target.contains("unwrap"));
+}
+
+/// `cfg`s of the copy are decided by the features production is built
+/// with (here its defaults), and a crate the copy names that production
+/// depends on goes into the snippet's own Cargo.toml as production declares
+/// it; a function production compiles out is refused.
+#[test]
+fn production_features_decide_cfg_and_its_dependencies_go_into_the_snippet() {
+    let fixture = Fixture::new();
+    std::fs::write(
+        fixture.root().join("fixture/Cargo.toml"),
+        "[package]\nname = \"fixture-ops\"\nversion = \"0.1.0\"\n\n[dependencies]\nsmallvec = { version = \"1.13\", features = [\"union\"], optional = true }\n\n[features]\ndefault = [\"fast\"]\nfast = [\"smallvec\"]\nslow = []\n",
+    )
+    .unwrap();
+    let generated = fixture.generate("extract-gated", "::gated");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("#[nvtx_range]\npub fn gated(values: &[f32]) -> usize {\n    let n = values.len();\n    #[cfg(unix)]\n    let n = n + 1;\n    n + smallvec::"),
+        "{target}"
+    );
+    assert!(!target.contains("feature"), "{target}");
+    let changes = generated.report.changes.join("\n");
+    assert!(
+        changes.contains("`cfg` attributes that production's features turn on are removed (line "),
+        "{changes}"
+    );
+    assert!(
+        changes.contains("code that production's features turn off is left out (line "),
+        "{changes}"
+    );
+    let manifest = generated.file("Cargo.toml").unwrap();
+    assert!(
+        manifest.contains("\nsmallvec = { version = \"1.13\", features = [\"union\"] }\n"),
+        "{manifest}"
+    );
+    let added: Vec<String> = generated
+        .report
+        .snippet_dependencies
+        .iter()
+        .map(|d| format!("{d}: {}", d.reason))
+        .collect();
+    assert_eq!(
+        added,
+        ["smallvec = { version = \"1.13\", features = [\"union\"] }: the copy names `smallvec`, a dependency of fixture-ops"]
+    );
+    let refused = fixture.error("extract-never", "::never");
+    assert!(
+        refused.starts_with("`never` is compiled only with `cfg(feature = \"slow\")`, which fixture-ops is not built with (its default features"),
+        "{refused}"
+    );
 }
 
 #[test]
