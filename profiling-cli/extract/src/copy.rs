@@ -49,6 +49,9 @@ pub(crate) struct Copied {
     pub changes: Vec<String>,
     /// Why a line range was not instrumented as statements, when it was not.
     pub range_note: Option<String>,
+    /// Private helpers of the production module copied beside it
+    /// ([`copy_helper`]), in source order.
+    pub helpers: Vec<String>,
 }
 
 struct Edit {
@@ -193,6 +196,7 @@ pub(crate) fn copy(
         instrumentation,
         changes,
         range_note,
+        helpers: Vec::new(),
     }
 }
 
@@ -275,6 +279,90 @@ fn whole_lines(source: &SourceFile, at: Range<usize>) -> Range<usize> {
     } else {
         at.start..skip_spaces(source, at.end)
     }
+}
+
+/// A private item of the production module the copy needs, copied beside
+/// it: its text (doc comment and attributes kept) with the same edits as
+/// the copy (`crate::`, `self::`, `super::` paths from the crate's name;
+/// `cfg`s decided by production's features), after a line that says where
+/// it comes from. `None` when production's features compile it out.
+pub(crate) fn copy_helper(
+    source: &SourceFile,
+    item: &syn::Item,
+    location: &ModuleLocation,
+    inline: &[String],
+    features: Option<&std::collections::BTreeSet<String>>,
+) -> Option<String> {
+    let attrs: &[syn::Attribute] = match item {
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Static(i) => &i.attrs,
+        syn::Item::Type(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        syn::Item::Enum(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        _ => &[],
+    };
+    let range = source.range(item.span());
+    let mut edits = Vec::new();
+    if let Some(features) = features {
+        if crate::cfg::function_is_off(attrs, features).is_some() {
+            return None;
+        }
+        for attr in attrs {
+            let Some(predicate) = crate::cfg::cfg_predicate(attr) else {
+                continue;
+            };
+            let at = source.range(attr.span());
+            match crate::cfg::decide(&predicate, features) {
+                crate::cfg::Decided::On => edits.push(Edit {
+                    at: whole_lines(source, at),
+                    text: String::new(),
+                }),
+                crate::cfg::Decided::Platform(rest) => edits.push(Edit {
+                    at,
+                    text: format!("#[cfg({rest})]"),
+                }),
+                crate::cfg::Decided::Off => {}
+            }
+        }
+        if let syn::Item::Fn(function) = item {
+            let span_range = |span: proc_macro2::Span| source.range(span);
+            let line = |span: proc_macro2::Span| source.lines(span).0;
+            let body = crate::cfg::body_edits(&function.block, features, &span_range, &line);
+            for edit in body.edits {
+                let at = if edit.text.is_empty() {
+                    whole_lines(source, edit.at)
+                } else {
+                    edit.at
+                };
+                edits.push(Edit {
+                    at,
+                    text: edit.text,
+                });
+            }
+        }
+    }
+    edits.extend(rewrite_paths(source, range.clone(), location, inline));
+    let text = apply(&source.text, range.clone(), &mut edits);
+    let text = reindent(
+        &text,
+        indentation(source, range.start),
+        0,
+        has_multiline_literal(&source.text[range.clone()]),
+    );
+    let (first, last) = source.lines(item.span());
+    let module = location.path(inline);
+    let note = crate::render::wrap(
+        &format!(
+            "Copied helper: private to `{module}` ({}:{first}-{last}), so the snippet cannot \
+             call it there. The copy above calls it; a change here is a change to the profile.",
+            source.display
+        ),
+        100,
+        "//",
+    );
+    Some(format!("{note}{text}\n"))
 }
 
 fn skip_spaces(source: &SourceFile, mut at: usize) -> usize {

@@ -385,7 +385,27 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
             )));
         }
     }
-    let copied = copy::copy(&source, &function, &location, lines, indent, features);
+    let mut copied = copy::copy(&source, &function, &location, lines, indent, features);
+    let mut helper_names = Vec::new();
+    for &index in &imports.helpers {
+        let item = &function.scope[index];
+        if let Some(text) =
+            copy::copy_helper(&source, item, &location, &function.inline_modules, features)
+        {
+            copied.helpers.push(text);
+            helper_names.push(format!(
+                "`{}` (line {})",
+                helper_label(item),
+                source.lines(syn::spanned::Spanned::span(item)).0
+            ));
+        }
+    }
+    if !helper_names.is_empty() {
+        copied.changes.push(format!(
+            "private items of the production module it calls are copied beside it, marked as copied helpers: {}",
+            helper_names.join(", ")
+        ));
+    }
     // A literal a production call passes is the default of a scalar
     // parameter's setting.
     let call_site = source::Manifest::of_file(&path).and_then(|manifest| {
@@ -551,6 +571,23 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         files,
         report,
     })
+}
+
+/// How a copied helper is named in messages: `gaussian_pdf`, `impl Kernel`.
+fn helper_label(item: &syn::Item) -> String {
+    match item {
+        syn::Item::Fn(i) => i.sig.ident.to_string(),
+        syn::Item::Const(i) => i.ident.to_string(),
+        syn::Item::Static(i) => i.ident.to_string(),
+        syn::Item::Type(i) => i.ident.to_string(),
+        syn::Item::Struct(i) => i.ident.to_string(),
+        syn::Item::Enum(i) => i.ident.to_string(),
+        syn::Item::Impl(i) => {
+            let ty = &i.self_ty;
+            format!("impl {}", quote::quote!(#ty))
+        }
+        _ => "item".to_owned(),
+    }
 }
 
 /// The first segments of the paths `text` writes (`a` of `a::b`, in `use`

@@ -34,6 +34,10 @@ pub(crate) struct Imports {
     pub left_out: Vec<String>,
     /// The items of the production module the copy calls or names.
     pub module_items: Vec<String>,
+    /// Private items of the production module the copy needs (and those
+    /// they need, transitively): copied beside it, in source order, as
+    /// indices into the module's items.
+    pub helpers: Vec<usize>,
 }
 
 /// One imported path.
@@ -378,8 +382,37 @@ pub(crate) fn imports(
 
     let mut result = Imports::default();
     let mut chosen: BTreeSet<ImportPath> = BTreeSet::new();
-    for name in &used {
+    // Names still to look at: the copy's, then those of the private
+    // helpers copied beside it.
+    let mut pending: Vec<String> = used.into_iter().rev().collect();
+    let mut looked_at: BTreeSet<String> = BTreeSet::new();
+    while let Some(name) = pending.pop() {
+        if !looked_at.insert(name.clone()) {
+            continue;
+        }
+        let name = &name;
         if let Some(item) = items.get(name) {
+            let helper = (!item.public)
+                .then(|| helper_items(function.scope, name))
+                .filter(|found| !found.is_empty());
+            if let Some(found) = helper {
+                for index in found {
+                    if !result.helpers.contains(&index) {
+                        result.helpers.push(index);
+                        let mut inner = Uses::default();
+                        inner.visit_item(&function.scope[index]);
+                        let mut names: Vec<String> = inner.qualified.iter().cloned().collect();
+                        names.extend(inner.single.difference(&inner.locals).cloned());
+                        names.extend(inner.in_macros.difference(&inner.locals).cloned());
+                        pending.extend(
+                            names.into_iter().filter(|n| {
+                                !["Self", "self", "crate", "super"].contains(&n.as_str())
+                            }),
+                        );
+                    }
+                }
+                continue;
+            }
             let place = format!("{} {name}, {}:{}", item.kind, source.display, item.line);
             if let Some(why) = &blocked {
                 result.unresolved.push(Unresolved {
@@ -431,7 +464,38 @@ pub(crate) fn imports(
             chosen.insert(import.clone());
         }
     }
+    // `pub use` declarations of the module: re-exports, which the module's
+    // own path reaches.
+    let public_uses: Vec<syn::Item> = function
+        .scope
+        .iter()
+        .filter(
+            |item| matches!(item, syn::Item::Use(u) if matches!(u.vis, syn::Visibility::Public(_))),
+        )
+        .cloned()
+        .collect();
+    let reexported = module_imports(&public_uses, location, &function.inline_modules, &items);
     for import in &carried {
+        // A glob of a module of this crate the snippet cannot reach: a
+        // re-export (`pub use self::m::*`) is reached through this module's
+        // path; otherwise it is left out.
+        let unreachable_glob = import.name == "*"
+            && crate_ident.as_deref() == import.parent.first().map(String::as_str)
+            && (blocked.is_some() || location.unreachable_item(&import.parent[1..]).is_some());
+        if unreachable_glob {
+            let here_reachable =
+                blocked.is_none() && location.unreachable_item(&module_path[1..]).is_none();
+            if reexported.contains(import) && here_reachable {
+                chosen.insert(ImportPath {
+                    parent: module_path.clone(),
+                    name: "*".to_owned(),
+                    rename: None,
+                });
+            } else {
+                result.left_out.push(import.display());
+            }
+            continue;
+        }
         // Globs, and traits imported as `_`, may provide what the copy calls
         // without naming it.
         if import.name == "*" || import.rename.as_deref() == Some("_") {
@@ -443,8 +507,54 @@ pub(crate) fn imports(
     result
         .unresolved
         .extend(private_members(source, function, &uses));
+    result.helpers.sort_unstable();
+    // The copy itself is not its own helper (a recursive call).
+    if function.owner.is_none() {
+        result.helpers.retain(|&index| {
+            !matches!(&function.scope[index], syn::Item::Fn(f) if f.sig.ident == function.name())
+        });
+    }
     result.paths = chosen.into_iter().collect();
     result
+}
+
+/// The module items a private `name` brings when copied: a function,
+/// constant, static or type alias of that name; a struct or enum with the
+/// impl blocks of the module for it. Empty for what is not copied (a
+/// module, a macro).
+fn helper_items(scope: &[syn::Item], name: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut is_type = false;
+    for (index, item) in scope.iter().enumerate() {
+        let matches = match item {
+            syn::Item::Fn(i) => i.sig.ident == name,
+            syn::Item::Const(i) => i.ident == name,
+            syn::Item::Static(i) => i.ident == name,
+            syn::Item::Type(i) => i.ident == name,
+            syn::Item::Struct(i) if i.ident == name => {
+                is_type = true;
+                true
+            }
+            syn::Item::Enum(i) if i.ident == name => {
+                is_type = true;
+                true
+            }
+            _ => false,
+        };
+        if matches {
+            found.push(index);
+        }
+    }
+    if is_type {
+        for (index, item) in scope.iter().enumerate() {
+            if let syn::Item::Impl(imp) = item {
+                if type_name(&imp.self_ty).as_deref() == Some(name) {
+                    found.push(index);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Whether an import the copy does not name may still be needed: a trait

@@ -119,6 +119,10 @@ pub(crate) fn target_rs(
         }
     }
     text.push('\n');
+    for helper in &copied.helpers {
+        text.push_str(helper);
+        text.push('\n');
+    }
     text.push_str(&target.render(&provenance));
     if let Parity::Test { production } = &report.parity {
         text.push_str(&target.render_parity(production));

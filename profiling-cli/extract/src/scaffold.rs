@@ -16,8 +16,9 @@ const WIDTH: usize = 100;
 /// Where `prepare` gets a parameter's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ValueSource {
-    /// The record's decoded image.
-    Image,
+    /// The record's decoded image, converted to the pixel type the copy
+    /// takes.
+    Image(ImageKind),
     /// The record itself.
     Record,
     /// The run's device.
@@ -44,6 +45,88 @@ pub(crate) enum ValueSource {
     },
     /// Not clear from the type.
     Unmapped,
+}
+
+/// The `image` buffers a parameter can take, made from the record's RGB
+/// image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ImageKind {
+    Rgb8,
+    Luma8,
+    Rgba8,
+    Rgb32F,
+    Luma32F,
+}
+
+impl ImageKind {
+    /// `RgbImage`, `GrayImage`, `RgbaImage`, `Rgb32FImage`; an
+    /// `ImageBuffer<P, Vec<S>>` or an alias of one with a pixel parameter
+    /// (`imageproc::definitions::Image<P>`) of those pixels.
+    fn of(ty: &syn::Type) -> Option<ImageKind> {
+        let segment = last_segment(ty)?;
+        let by_name = match segment.ident.to_string().as_str() {
+            "RgbImage" => Some(ImageKind::Rgb8),
+            "GrayImage" => Some(ImageKind::Luma8),
+            "RgbaImage" => Some(ImageKind::Rgba8),
+            "Rgb32FImage" => Some(ImageKind::Rgb32F),
+            _ => None,
+        };
+        if segment.arguments.is_none() {
+            return by_name;
+        }
+        // The pixel: the first type argument.
+        let pixel = last_segment(type_arguments(segment).first()?)?;
+        let subpixel = type_arguments(pixel)
+            .first()
+            .and_then(|t| last_segment(t))
+            .map(|s| s.ident.to_string())?;
+        match (pixel.ident.to_string().as_str(), subpixel.as_str()) {
+            ("Rgb", "u8") => Some(ImageKind::Rgb8),
+            ("Luma", "u8") => Some(ImageKind::Luma8),
+            ("Rgba", "u8") => Some(ImageKind::Rgba8),
+            ("Rgb", "f32") => Some(ImageKind::Rgb32F),
+            ("Luma", "f32") => Some(ImageKind::Luma32F),
+            _ => None,
+        }
+    }
+
+    /// The type the inputs struct holds.
+    fn field_type(self) -> &'static str {
+        match self {
+            ImageKind::Rgb8 => "image::RgbImage",
+            ImageKind::Luma8 => "image::GrayImage",
+            ImageKind::Rgba8 => "image::RgbaImage",
+            ImageKind::Rgb32F => "image::Rgb32FImage",
+            ImageKind::Luma32F => "image::ImageBuffer<image::Luma<f32>, Vec<f32>>",
+        }
+    }
+
+    /// The expression that makes it from `record`.
+    fn from_record(self) -> &'static str {
+        match self {
+            ImageKind::Rgb8 => "record.image()?.clone()",
+            ImageKind::Luma8 => "image::imageops::grayscale(record.image()?)",
+            ImageKind::Rgba8 => {
+                "image::DynamicImage::ImageRgb8(record.image()?.clone()).to_rgba8()"
+            }
+            ImageKind::Rgb32F => {
+                "image::DynamicImage::ImageRgb8(record.image()?.clone()).to_rgb32f()"
+            }
+            ImageKind::Luma32F => {
+                "image::DynamicImage::ImageRgb8(record.image()?.clone()).into_luma32f()"
+            }
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            ImageKind::Rgb8 => "the record's image (`record.image()`)",
+            ImageKind::Luma8 => "the record's image in grey levels (`image::imageops::grayscale`)",
+            ImageKind::Rgba8 => "the record's image with an opaque alpha channel",
+            ImageKind::Rgb32F => "the record's image as `f32` channels in [0, 1]",
+            ImageKind::Luma32F => "the record's image in grey levels as `f32` in [0, 1]",
+        }
+    }
 }
 
 /// How `run` hands the held value to the copy.
@@ -82,7 +165,7 @@ impl Parameter {
     /// How `prepare` fills it, in words, for the README and the output.
     pub fn describe_source(&self) -> String {
         match &self.source {
-            ValueSource::Image => "the record's image (`record.image()`)".to_owned(),
+            ValueSource::Image(kind) => kind.describe().to_owned(),
             ValueSource::Record => "the record".to_owned(),
             ValueSource::Device => "the run's device".to_owned(),
             ValueSource::Values(name) => {
@@ -624,6 +707,12 @@ pub(crate) fn find_call_site(
         }
     }
     impl<'ast> Visit<'ast> for Calls<'_> {
+        // A test that expects a panic passes the values that make one.
+        fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+            if !item.attrs.iter().any(|a| a.path().is_ident("should_panic")) {
+                visit::visit_item_fn(self, item);
+            }
+        }
         fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
             if let syn::Expr::Path(path) = &*call.func {
                 let named = path
@@ -664,7 +753,9 @@ pub(crate) fn find_call_site(
     for folder in ["src", "tests", "benches", "examples"] {
         rust_files(&dir.join(folder), &mut files, 0);
     }
-    let mut best: Option<CallSite> = None;
+    // The calls passing the most literals; of those, the literals passed
+    // most often.
+    let mut seen: Vec<(Vec<Option<String>>, usize, String)> = Vec::new();
     let count = |literals: &[Option<String>]| literals.iter().filter(|l| l.is_some()).count();
     for file in files.iter().take(2000) {
         let Ok(text) = std::fs::read_to_string(file) else {
@@ -681,15 +772,23 @@ pub(crate) fn find_call_site(
         };
         calls.visit_file(&parsed);
         for literals in calls.found {
-            if count(&literals) > best.as_ref().map_or(0, |b| count(&b.literals)) {
-                best = Some(CallSite {
-                    file: crate::source::display_path(file, root),
-                    literals,
-                });
+            if count(&literals) == 0 {
+                continue;
+            }
+            match seen.iter_mut().find(|(l, _, _)| *l == literals) {
+                Some((_, times, _)) => *times += 1,
+                None => seen.push((literals, 1, crate::source::display_path(file, root))),
             }
         }
     }
-    best
+    let (literals, _, file) = seen
+        .into_iter()
+        .enumerate()
+        .max_by_key(|(index, (literals, times, _))| {
+            (count(literals), *times, std::cmp::Reverse(*index))
+        })
+        .map(|(_, found)| found)?;
+    Some(CallSite { file, literals })
 }
 
 /// `literal` as a value of the scalar type `ty`: suffixes dropped, a
@@ -887,6 +986,9 @@ pub(crate) fn plan(
         } else if let (true, Some(mutable)) = (is_named(inner, "str"), reference) {
             let field = "String".to_owned();
             (field, ValueSource::Unmapped, by_reference(mutable))
+        } else if let Some(kind) = ImageKind::of(inner) {
+            let pass = reference.map_or(Pass::Clone, by_reference);
+            (kind.field_type().to_owned(), ValueSource::Image(kind), pass)
         } else {
             let field = held(inner_text);
             let scalar = reference.is_none()
@@ -912,8 +1014,6 @@ pub(crate) fn plan(
                     ),
                 };
                 ValueSource::Setting { default, origin }
-            } else if is_named(inner, "RgbImage") {
-                ValueSource::Image
             } else if is_named(inner, "DataRecord") {
                 ValueSource::Record
             } else if is_named(inner, "Device") {
@@ -1285,7 +1385,7 @@ impl Target {
         let record = if self.parameters.iter().any(|p| {
             matches!(
                 p.source,
-                ValueSource::Image
+                ValueSource::Image(_)
                     | ValueSource::Record
                     | ValueSource::Values(_)
                     | ValueSource::Tensor { .. }
@@ -1324,7 +1424,7 @@ impl Target {
         for parameter in &self.parameters {
             let name = &parameter.name;
             let line = match &parameter.source {
-                ValueSource::Image => format!("let {name} = record.image()?.clone();"),
+                ValueSource::Image(kind) => format!("let {name} = {};", kind.from_record()),
                 ValueSource::Record => format!("let {name} = record.clone();"),
                 // Taken straight from `prepare`'s parameter in the struct below.
                 ValueSource::Device => continue,

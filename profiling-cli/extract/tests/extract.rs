@@ -255,14 +255,20 @@ fn items_of_the_module_are_imported_from_production_not_copied() {
         generated.report.module_items,
         vec!["Settings", "THRESHOLD", "helper"]
     );
-    // Only `PRIVATE_LIMIT`, in a format string, is out of reach.
-    let unresolved: Vec<&str> = generated
-        .report
-        .unresolved
-        .iter()
-        .map(|u| u.name.as_str())
-        .collect();
-    assert_eq!(unresolved, vec!["PRIVATE_LIMIT"]);
+    // `PRIVATE_LIMIT`, in a format string, is private: copied beside it,
+    // marked, with where it comes from; nothing is out of reach.
+    assert!(generated.report.unresolved.is_empty());
+    let line = line_of("const PRIVATE_LIMIT: usize = 8;");
+    assert!(
+        target.contains(&format!(
+            "// Copied helper: private to `fixture_ops::ops` (fixture/src/ops.rs:{line}-{line}), so the snippet cannot\n"
+        )),
+        "{target}"
+    );
+    assert!(
+        target.contains("profile.\nconst PRIVATE_LIMIT: usize = 8;\n"),
+        "{target}"
+    );
 }
 
 #[test]
@@ -293,28 +299,60 @@ fn what_production_does_not_export_is_listed_with_where_it_is() {
         .iter()
         .map(|u| (u.name.clone(), u.reason.clone()))
         .collect();
-    let ops = "fixture/src/ops.rs";
+    // A private item of the copy's own module is copied beside it; one of
+    // a private module elsewhere is listed with where it is.
     assert_eq!(
         reasons,
-        vec![
-            (
-                "private_helper".to_owned(),
-                format!(
-                    "fn private_helper, {ops}:{}: private to `fixture_ops::ops`",
-                    line_of("fn private_helper(x: f32) -> f32 {")
-                )
-            ),
-            (
-                "fixture_ops::hidden::secret".to_owned(),
-                "module `hidden` is private (declared in src/lib.rs without `pub`)".to_owned()
-            ),
-        ]
+        vec![(
+            "fixture_ops::hidden::secret".to_owned(),
+            "module `hidden` is private (declared in src/lib.rs without `pub`)".to_owned()
+        ),]
+    );
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("\nfn private_helper(x: f32) -> f32 {\n    x + 1.0\n}\n"),
+        "{target}"
     );
     let readme = generated.file("README.md").unwrap();
     assert!(
-        readme.contains("- [ ] Resolve `private_helper`: fn private_helper,"),
+        readme.contains("- [ ] Resolve `fixture_ops::hidden::secret`: module `hidden` is private"),
         "{readme}"
     );
+    assert!(
+        readme.contains("as copied helpers: `private_helper` (line "),
+        "{readme}"
+    );
+}
+
+/// Private helpers are copied transitively, a private type with its impl
+/// blocks; `crate::` paths in them are written from the crate's name; a
+/// `pub use self::m::*` of a private module is reached through the
+/// module's own path.
+#[test]
+fn private_helpers_are_copied_transitively_and_reexports_resolve() {
+    let fixture = Fixture::new();
+    let ops = fixture.ops();
+    let mut text = std::fs::read_to_string(&ops).unwrap();
+    text.push_str(
+        "\nmod inner {\n    pub fn deep() -> f32 {\n        3.0\n    }\n}\npub use self::inner::*;\n\nstruct Acc(f32);\n\nimpl Acc {\n    fn add(&mut self, x: f32) {\n        self.0 += level(x);\n    }\n}\n\nfn level(x: f32) -> f32 {\n    crate::ops::helper(x) + deep()\n}\n\npub fn accumulate(values: &[f32]) -> f32 {\n    let mut acc = Acc(0.0);\n    for v in values {\n        acc.add(*v);\n    }\n    acc.0\n}\n",
+    );
+    std::fs::write(&ops, text).unwrap();
+    let generated = fixture.generate("extract-transitive", "::accumulate");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        generated.report.unresolved.is_empty(),
+        "{:?}",
+        generated.report.unresolved
+    );
+    for copied in [
+        "\nstruct Acc(f32);\n",
+        "\nimpl Acc {\n    fn add(&mut self, x: f32) {\n        self.0 += level(x);\n    }\n}\n",
+        "\nfn level(x: f32) -> f32 {\n    fixture_ops::ops::helper(x) + deep()\n}\n",
+    ] {
+        assert!(target.contains(copied), "{copied} missing from {target}");
+    }
+    assert!(target.contains("use fixture_ops::ops::*;\n"), "{target}");
+    assert!(!target.contains("inner"), "{target}");
 }
 
 #[test]
