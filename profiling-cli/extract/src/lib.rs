@@ -385,6 +385,23 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
             )));
         }
     }
+    if let Some(callee) = thin_wrapper(&function) {
+        let defined = function.scope.iter().find_map(|item| match item {
+            syn::Item::Fn(f) if f.sig.ident == callee => Some(source.lines(f.sig.ident.span()).0),
+            _ => None,
+        });
+        let next = match defined {
+            Some(line) => format!(
+                "to profile its body instead: profile-cli new {} --from {display}::{callee} (defined at line {line})",
+                callee.replace('_', "-")
+            ),
+            None => format!("to profile its body instead, copy `{callee}` with `profile-cli new`"),
+        };
+        warnings.push(format!(
+            "`{}` only prepares its arguments and delegates to `{callee}`: the profile times one call into production code, not a body; {next}",
+            function.label
+        ));
+    }
     let mut copied = copy::copy(&source, &function, &location, lines, indent, features);
     let mut helper_names = Vec::new();
     for &index in &imports.helpers {
@@ -571,6 +588,51 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         files,
         report,
     })
+}
+
+/// The function a `function` only delegates to, when it does: its body is
+/// `let`s and assertions without loops or closures, ending in one call of
+/// a function by a plain name or path (not a method, not a macro).
+fn thin_wrapper(function: &select::Function<'_>) -> Option<String> {
+    struct Work(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Work {
+        fn visit_expr(&mut self, expr: &'ast syn::Expr) {
+            if matches!(
+                expr,
+                syn::Expr::ForLoop(_)
+                    | syn::Expr::While(_)
+                    | syn::Expr::Loop(_)
+                    | syn::Expr::Closure(_)
+                    | syn::Expr::Match(_)
+                    | syn::Expr::If(_)
+            ) {
+                self.0 = true;
+            }
+            syn::visit::visit_expr(self, expr);
+        }
+    }
+    let (last, rest) = function.block.stmts.split_last()?;
+    let syn::Stmt::Expr(syn::Expr::Call(call), None) = last else {
+        return None;
+    };
+    let syn::Expr::Path(path) = &*call.func else {
+        return None;
+    };
+    let callee = path.path.segments.last()?.ident.to_string();
+    if callee == function.name() || callee.starts_with(char::is_uppercase) {
+        return None;
+    }
+    let mut work = Work(false);
+    for stmt in rest {
+        match stmt {
+            syn::Stmt::Local(_) | syn::Stmt::Macro(_) => {
+                syn::visit::Visit::visit_stmt(&mut work, stmt)
+            }
+            _ => return None,
+        }
+    }
+    syn::visit::Visit::visit_expr_call(&mut work, call);
+    (!work.0).then_some(callee)
 }
 
 /// How a copied helper is named in messages: `gaussian_pdf`, `impl Kernel`.

@@ -569,6 +569,29 @@ fn production_features_decide_cfg_and_its_dependencies_go_into_the_snippet() {
     );
 }
 
+/// A function that only delegates is said to, with the command that
+/// copies the function it calls; one with a body of its own is not.
+#[test]
+fn a_thin_wrapper_is_said_with_the_command_for_its_callee() {
+    let fixture = Fixture::new();
+    let generated = fixture.generate("extract-thin", "::quarter");
+    assert_eq!(
+        generated.report.warnings,
+        [format!(
+            "`quarter` only prepares its arguments and delegates to `helper`: the profile times one call into production code, not a body; to profile its body instead: profile-cli new helper --from fixture/src/ops.rs::helper (defined at line {})",
+            line_of("pub fn helper(x: f32) -> f32 {")
+        )]
+    );
+    for body in ["::helper", "::with_paths", "::statements"] {
+        let generated = fixture.generate("extract-body", body);
+        assert!(
+            generated.report.warnings.is_empty(),
+            "{body}: {:?}",
+            generated.report.warnings
+        );
+    }
+}
+
 #[test]
 fn the_config_names_the_target_and_parses_with_every_key() {
     let fixture = Fixture::new();
