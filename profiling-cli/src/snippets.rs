@@ -137,6 +137,7 @@ pub(crate) fn new(
                 &created.directory,
                 shown,
                 &report.target_name,
+                Command::New,
                 out,
                 err,
             )?;
@@ -198,7 +199,15 @@ pub(crate) fn check(
         .unwrap_or(&directory)
         .display()
         .to_string();
-    let mut code = check_and_report(&krate, &directory, &shown, &profile, out, err)?;
+    let mut code = check_and_report(
+        &krate,
+        &directory,
+        &shown,
+        &profile,
+        Command::Check,
+        out,
+        err,
+    )?;
     if code == EXIT_OK && args.smoke {
         code = smoke_check(&krate, &directory, out, err)?;
     }
@@ -247,15 +256,37 @@ fn profile_name(directory: &Path) -> String {
         })
 }
 
+/// Which command checks a snippet: they differ in what fails them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    /// `new` wrote the snippet: a draft, or a parity test that cannot run
+    /// until the user maps its inputs, is what is left to do, not a failure
+    /// (exit 0); only a copy that computes something else than production
+    /// fails it.
+    New,
+    /// `check`: a draft, or a parity test that fails or cannot run, is its
+    /// failure (exit 1).
+    Check,
+}
+
 /// Runs [`snippet::check_snippet`] and says what came of it.
 fn check_and_report(
     krate: &SnippetsCrate,
     directory: &Path,
     shown: &str,
     profile: &str,
+    command: Command,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
+    let left_to_do = |code: u8| match command {
+        Command::New => EXIT_OK,
+        Command::Check => code,
+    };
+    let level = match command {
+        Command::New => "note",
+        Command::Check => "error",
+    };
     writeln!(out, "building: {}", snippet::check_command(krate))?;
     let check = match snippet::check_snippet(krate, directory, profile) {
         Ok(check) => check,
@@ -303,17 +334,17 @@ fn check_and_report(
                 "  {} builds with {shown}{warned}: linked in{promoted}",
                 krate.package
             )?;
-            parity(directory, shown, out, err)
+            parity(directory, shown, command, out, err)
         }
         SnippetState::Draft(file) => {
             let file = file.file_name().unwrap_or_default().to_string_lossy();
             writeln!(
                 err,
-                "error: {shown} does not build ({errors} error(s) in its files, above): it is a draft, left out of {} so that every other target still builds ({shown}/{file} says why); fix {shown}/target.rs, then: {} check {profile}",
+                "{level}: {shown} does not build ({errors} error(s) in its files, above): it is a draft, left out of {} so that every other target still builds ({shown}/{file} says why); fix {shown}/target.rs, then: {} check {profile}",
                 krate.package,
                 tool(Some(krate)),
             )?;
-            Ok(EXIT_TARGET_FAILED)
+            Ok(left_to_do(EXIT_TARGET_FAILED))
         }
         SnippetState::Unchanged => {
             if build.elsewhere.is_empty() {
@@ -322,11 +353,11 @@ fn check_and_report(
             } else {
                 writeln!(
                     err,
-                    "error: {} does not build, for reasons outside {shown} (above): {shown} is left as it was",
+                    "{level}: {} does not build, for reasons outside {shown} (above): {shown} is left as it was",
                     krate.package
                 )?;
             }
-            Ok(EXIT_TARGET_FAILED)
+            Ok(left_to_do(EXIT_TARGET_FAILED))
         }
     }
 }
@@ -335,6 +366,7 @@ fn check_and_report(
 fn parity(
     directory: &Path,
     shown: &str,
+    command: Command,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
@@ -359,6 +391,18 @@ fn parity(
         }
         ParityOutcome::Failed(message) => {
             let message = message.strip_prefix("parity: ").unwrap_or(&message);
+            // `prepare` says so when inputs are still to map: the test
+            // cannot compare anything yet.
+            let cannot_run_yet = message.contains("does not map these parameters")
+                || message.contains("does not build the `self`");
+            if cannot_run_yet && command == Command::New {
+                writeln!(
+                    out,
+                    "  parity: cannot run yet: {message}\n  (it builds and stays linked in; map them, then `{}` runs the test)",
+                    run.command
+                )?;
+                return Ok(EXIT_OK);
+            }
             writeln!(
                 err,
                 "error: parity: {message}\n(it builds and stays linked in; `{}` reruns the test)",
@@ -368,12 +412,16 @@ fn parity(
         }
         ParityOutcome::NotRun(cargo) => {
             writeln!(err, "{cargo}")?;
+            let (level, code) = match command {
+                Command::New => ("note", EXIT_OK),
+                Command::Check => ("error", EXIT_TARGET_FAILED),
+            };
             writeln!(
                 err,
-                "error: parity: the test did not run: `{}` failed (above)",
+                "{level}: parity: the test did not run: `{}` failed (above)",
                 run.command
             )?;
-            Ok(EXIT_TARGET_FAILED)
+            Ok(code)
         }
     }
 }

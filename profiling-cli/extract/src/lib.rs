@@ -533,8 +533,37 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
             .cloned()
             .collect();
     }
-    // The settings struct derives serde's `Deserialize`.
-    let serde_needed = target.settings_name().is_some()
+    // The settings struct derives serde's `Deserialize`: production's serde
+    // gets the `derive` feature, or serde comes on its own.
+    let settings = target.settings_name().is_some();
+    if let Some(serde) = report
+        .snippet_dependencies
+        .iter_mut()
+        .find(|d| d.ident == "serde" && settings)
+    {
+        let mut features: Vec<String> = serde
+            .spec
+            .get("features")
+            .and_then(toml_edit::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !features.iter().any(|f| f == "derive") {
+            features.push("derive".to_owned());
+            serde.spec.insert(
+                "features",
+                toml_edit::Value::Array(features.into_iter().collect()),
+            );
+        }
+        serde.reason = format!(
+            "the settings struct of the copy's scalar parameters derives `serde::Deserialize` (as {} declares it)",
+            serde.declared_by
+        );
+    }
+    let serde_needed = settings
         && !dependencies.iter().any(|d| d == "serde")
         && !report
             .snippet_dependencies
