@@ -87,9 +87,10 @@ enum Command {
     /// a draft (a DRAFT file says why) that nothing compiles, so every other target still builds;
     /// with --smoke, also runs the new target once.
     ///
-    /// Exit codes: 0 created (and built, and run); 1 created, but the build or the smoke run
-    /// failed (the files stay, to fix), or the files could not be written; 2 bad usage or an
-    /// unusable source, and nothing was written.
+    /// Exit codes: 0 created: linked in, or left a draft, or with a parity test that cannot run
+    /// until an input is mapped (what is left to do is printed); 1 created, but the copy does not
+    /// compute what production computes, or the smoke run failed, or the files could not be
+    /// written; 2 bad usage or an unusable source, and nothing was written.
     New(NewArgs),
     /// Build a snippet with the snippets crate: link it in when it compiles, else leave it a draft.
     ///

@@ -92,6 +92,13 @@ pub(crate) fn new(
     if let Some(note) = &report.range_note {
         writeln!(err, "note: {note}")?;
     }
+    if !report.kept_for_traits.is_empty() {
+        writeln!(
+            err,
+            "note: kept imports of the source module the copy does not name, as they may be traits whose methods it calls (remove those the compiler says are unused): {}",
+            report.kept_for_traits.join(", ")
+        )?;
+    }
     if !report.left_out.is_empty() {
         writeln!(
             err,

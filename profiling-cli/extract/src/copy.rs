@@ -301,6 +301,8 @@ pub(crate) fn copy_helper(
         syn::Item::Struct(i) => &i.attrs,
         syn::Item::Enum(i) => &i.attrs,
         syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Trait(i) => &i.attrs,
+        syn::Item::Mod(i) => &i.attrs,
         _ => &[],
     };
     let range = source.range(item.span());
@@ -363,6 +365,78 @@ pub(crate) fn copy_helper(
         "//",
     );
     Some(format!("{note}{text}\n"))
+}
+
+/// A module of the production crate declared at its root without `pub`
+/// (`mod utils;`), copied whole into the snippet under the same name, as
+/// an inline module: its file's text, with `crate::` and `super::` paths
+/// to the rest of the crate written from the crate's name (those into the
+/// module itself stay: it has the same place in the snippet).
+pub(crate) fn copy_private_module(
+    name: &str,
+    file: &std::path::Path,
+    shown: &str,
+    crate_ident: &str,
+) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let tokens = TokenStream::from_str(&text).ok()?;
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .collect();
+    let offset = |at: proc_macro2::LineColumn| {
+        let start = line_starts[at.line - 1];
+        start
+            + text[start..]
+                .chars()
+                .take(at.column)
+                .map(char::len_utf8)
+                .sum::<usize>()
+    };
+    fn walk(
+        tokens: TokenStream,
+        name: &str,
+        crate_ident: &str,
+        offset: &dyn Fn(proc_macro2::LineColumn) -> usize,
+        edits: &mut Vec<Edit>,
+    ) {
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        for (index, token) in tokens.iter().enumerate() {
+            match token {
+                TokenTree::Group(group) => walk(group.stream(), name, crate_ident, offset, edits),
+                TokenTree::Ident(ident) if ident == "crate" || ident == "super" => {
+                    let path_follows = matches!(
+                        (tokens.get(index + 1), tokens.get(index + 2), tokens.get(index + 3)),
+                        (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)), Some(TokenTree::Ident(next)))
+                            if a.as_char() == ':' && b.as_char() == ':' && next != name
+                    );
+                    if path_follows {
+                        let span = ident.span();
+                        edits.push(Edit {
+                            at: offset(span.start())..offset(span.end()),
+                            text: crate_ident.to_owned(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut edits = Vec::new();
+    walk(tokens, name, crate_ident, &offset, &mut edits);
+    let body = apply(&text, 0..text.len(), &mut edits);
+    let body = reindent(body.trim_end(), 0, 4, has_multiline_literal(&text));
+    let note = crate::render::wrap(
+        &format!(
+            "Copied module: `{crate_ident}::{name}` is private to its crate ({shown}), so the \
+             snippet cannot use it there; the copy above uses it. A change here is a change to \
+             the profile."
+        ),
+        100,
+        "//",
+    );
+    Some(format!(
+        "{note}#[allow(dead_code, unused_imports)]\nmod {name} {{\n{body}\n}}\n"
+    ))
 }
 
 fn skip_spaces(source: &SourceFile, mut at: usize) -> usize {

@@ -234,6 +234,8 @@ pub struct Report {
     /// Whether `build_target` is still to write (a method's `self`).
     pub needs_factory: bool,
     pub unresolved: Vec<Unresolved>,
+    /// Imports the copy does not name, kept as possible traits.
+    pub kept_for_traits: Vec<String>,
     /// Imports of the source module the copy does not name.
     pub left_out: Vec<String>,
     /// Items of the source module the copy imports from production.
@@ -417,6 +419,17 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
             ));
         }
     }
+    for module in &imports.private_modules {
+        let Some(file) = location.private_root_module(module) else {
+            continue;
+        };
+        let shown = display_path(&file, root);
+        let crate_name = location.crate_ident.clone().unwrap_or_default();
+        if let Some(text) = copy::copy_private_module(module, &file, &shown, &crate_name) {
+            copied.helpers.push(text);
+            helper_names.push(format!("module `{module}` ({shown})"));
+        }
+    }
     if !helper_names.is_empty() {
         copied.changes.push(format!(
             "private items of the production module it calls are copied beside it, marked as copied helpers: {}",
@@ -440,6 +453,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         &request.name,
         &request.type_args,
         call_site.as_ref(),
+        location.lib_root.as_deref().and_then(Path::parent),
     );
 
     let module = location.path(&function.inline_modules);
@@ -503,6 +517,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
         needs_factory: target.needs_factory(),
         unresolved: imports.unresolved.clone(),
         left_out: imports.left_out.clone(),
+        kept_for_traits: imports.kept_for_traits.clone(),
         module_items: imports.module_items.clone(),
         changes: copied.changes.clone(),
         warnings,
@@ -673,6 +688,8 @@ fn helper_label(item: &syn::Item) -> String {
         syn::Item::Type(i) => i.ident.to_string(),
         syn::Item::Struct(i) => i.ident.to_string(),
         syn::Item::Enum(i) => i.ident.to_string(),
+        syn::Item::Trait(i) => format!("trait {}", i.ident),
+        syn::Item::Mod(i) => format!("mod {}", i.ident),
         syn::Item::Impl(i) => {
             let ty = &i.self_ty;
             format!("impl {}", quote::quote!(#ty))

@@ -32,12 +32,18 @@ pub(crate) struct Imports {
     /// Imports of the production module the copy does not name, left out,
     /// that could be traits whose methods it calls.
     pub left_out: Vec<String>,
+    /// Imports of the production module the copy does not name, kept
+    /// because they may be traits whose methods it calls.
+    pub kept_for_traits: Vec<String>,
     /// The items of the production module the copy calls or names.
     pub module_items: Vec<String>,
     /// Private items of the production module the copy needs (and those
     /// they need, transitively): copied beside it, in source order, as
     /// indices into the module's items.
     pub helpers: Vec<usize>,
+    /// Modules declared at the crate root without `pub` (`mod utils;`)
+    /// the copy uses: copied whole into the snippet, under the same name.
+    pub private_modules: Vec<String>,
 }
 
 /// One imported path.
@@ -320,6 +326,53 @@ fn absolutize(
     }
 }
 
+/// Traits of `std` outside its prelude whose methods code calls without
+/// naming them: imports of these are kept; other `std` names the copy does
+/// not use are not traits.
+const STD_TRAITS: &[&str] = &[
+    "Add",
+    "AddAssign",
+    "AsMut",
+    "AsRef",
+    "Borrow",
+    "BorrowMut",
+    "BufRead",
+    "Deref",
+    "DerefMut",
+    "Display",
+    "Debug",
+    "Div",
+    "DivAssign",
+    "Error",
+    "FromStr",
+    "Hash",
+    "Hasher",
+    "Index",
+    "IndexMut",
+    "Mul",
+    "MulAssign",
+    "Neg",
+    "Not",
+    "Read",
+    "Rem",
+    "Seek",
+    "Sub",
+    "SubAssign",
+    "Sum",
+    "Product",
+    "Write",
+    "FromIterator",
+    "Extend",
+    "BitAnd",
+    "BitOr",
+    "BitXor",
+    "Shl",
+    "Shr",
+    "Step",
+    "TryFrom",
+    "TryInto",
+];
+
 /// Crates a snippet can always name.
 const BUILT_IN_CRATES: &[&str] = &["std", "core", "alloc"];
 
@@ -378,6 +431,15 @@ pub(crate) fn imports(
         (Some(name), None) if !is_dependency(name) => Some(not_dependency(name)),
         (None, None) => Some(format!("{} is not part of a library", source.display)),
         _ => None,
+    };
+
+    // Why nothing of the crate can be named, if nothing can: what blocks
+    // imports of its other modules, which the source module's privacy
+    // does not.
+    let crate_blocked: Option<String> = match &crate_ident {
+        Some(name) if !is_dependency(name) => Some(not_dependency(name)),
+        Some(_) => None,
+        None => Some(format!("{} is not part of a library", source.display)),
     };
 
     let mut result = Imports::default();
@@ -447,7 +509,32 @@ pub(crate) fn imports(
                 if into_source {
                     let mut path = import.parent[1..].to_vec();
                     path.push(import.name.clone());
-                    let why = blocked.clone().or_else(|| location.unreachable_item(&path));
+                    let why = crate_blocked
+                        .clone()
+                        .or_else(|| location.unreachable_item(&path));
+                    // A private module at the crate root (`use crate::utils;`
+                    // or an item of it): copied whole under its own name,
+                    // so the import becomes one of the snippet's own.
+                    let module = path
+                        .first()
+                        .filter(|_| why.is_some() && crate_blocked.is_none());
+                    if let Some(module) =
+                        module.filter(|m| location.private_root_module(m).is_some())
+                    {
+                        if !result.private_modules.contains(module) {
+                            result.private_modules.push(module.clone());
+                        }
+                        if path.len() > 1 {
+                            let mut parent = vec!["crate".to_owned()];
+                            parent.extend(path[..path.len() - 1].iter().cloned());
+                            chosen.insert(ImportPath {
+                                parent,
+                                name: import.name.clone(),
+                                rename: import.rename.clone(),
+                            });
+                        }
+                        continue;
+                    }
                     if let Some(why) = why {
                         result.unresolved.push(Unresolved {
                             name: import.display(),
@@ -501,7 +588,27 @@ pub(crate) fn imports(
         if import.name == "*" || import.rename.as_deref() == Some("_") {
             chosen.insert(import.clone());
         } else if !chosen.contains(import) && could_be_trait(import, location) {
-            result.left_out.push(import.display());
+            // Kept where the snippet can name it: a trait brings the methods
+            // the copy calls without being named, and a missing one does not
+            // build, where an unused one is only a warning.
+            let reachable = match import.parent.split_first() {
+                Some((root, modules)) if crate_ident.as_deref() == Some(root.as_str()) => {
+                    let mut path = modules.to_vec();
+                    path.push(import.name.clone());
+                    crate_blocked.is_none() && location.unreachable_item(&path).is_none()
+                }
+                Some((root, _)) if BUILT_IN_CRATES.contains(&root.as_str()) => {
+                    STD_TRAITS.contains(&import.name.as_str())
+                }
+                Some((root, _)) => is_dependency(root),
+                None => false,
+            };
+            if reachable {
+                chosen.insert(import.clone());
+                result.kept_for_traits.push(import.display());
+            } else {
+                result.left_out.push(import.display());
+            }
         }
     }
     result
@@ -520,11 +627,12 @@ pub(crate) fn imports(
 
 /// The module items a private `name` brings when copied: a function,
 /// constant, static or type alias of that name; a struct or enum with the
-/// impl blocks of the module for it. Empty for what is not copied (a
+/// impl blocks of the module for it; a trait with the module's impls of it. Empty for what is not copied (a
 /// module, a macro).
 fn helper_items(scope: &[syn::Item], name: &str) -> Vec<usize> {
     let mut found = Vec::new();
     let mut is_type = false;
+    let mut is_trait = false;
     for (index, item) in scope.iter().enumerate() {
         let matches = match item {
             syn::Item::Fn(i) => i.sig.ident == name,
@@ -539,18 +647,29 @@ fn helper_items(scope: &[syn::Item], name: &str) -> Vec<usize> {
                 is_type = true;
                 true
             }
+            syn::Item::Trait(i) if i.ident == name => {
+                is_trait = true;
+                true
+            }
+            // An inline module (`mod methods { ... }`), copied whole.
+            syn::Item::Mod(i) => i.ident == name && i.content.is_some(),
             _ => false,
         };
         if matches {
             found.push(index);
         }
     }
-    if is_type {
-        for (index, item) in scope.iter().enumerate() {
-            if let syn::Item::Impl(imp) = item {
-                if type_name(&imp.self_ty).as_deref() == Some(name) {
-                    found.push(index);
-                }
+    for (index, item) in scope.iter().enumerate() {
+        if let syn::Item::Impl(imp) = item {
+            let for_type = is_type && type_name(&imp.self_ty).as_deref() == Some(name);
+            let of_trait = is_trait
+                && imp
+                    .trait_
+                    .as_ref()
+                    .and_then(|(_, path, _)| path.segments.last())
+                    .is_some_and(|segment| segment.ident == name);
+            if (for_type || of_trait) && !found.contains(&index) {
+                found.push(index);
             }
         }
     }

@@ -24,7 +24,12 @@ pub(crate) enum ValueSource {
     /// The run's device.
     Device,
     /// One of the record's tensors, flattened into a `Vec<f32>`.
-    Values(&'static str),
+    Values {
+        name: &'static str,
+        /// The element type: `f32`, or a numeric type the values are
+        /// converted to (`as`).
+        element: &'static str,
+    },
     /// One of the record's tensors, as an array of `dims` dimensions
     /// (`None`: any).
     Tensor {
@@ -73,6 +78,12 @@ impl ImageKind {
         };
         if segment.arguments.is_none() {
             return by_name;
+        }
+        // `ImageBuffer<P, C>` or an alias of one (`Image<P>`), not any type
+        // with a pixel parameter (`Border<P>`).
+        let ident = segment.ident.to_string();
+        if ident != "ImageBuffer" && !ident.ends_with("Image") {
+            return None;
         }
         // The pixel: the first type argument.
         let pixel = last_segment(type_arguments(segment).first()?)?;
@@ -146,6 +157,9 @@ pub(crate) enum Pass {
     Copy,
     /// `inputs.x.clone()`.
     Clone,
+    /// `(inputs.x)()`: a value that is neither `Clone` nor `Copy`, made
+    /// for each call by a function `prepare` holds.
+    Make,
 }
 
 /// One parameter of the copied function.
@@ -168,8 +182,14 @@ impl Parameter {
             ValueSource::Image(kind) => kind.describe().to_owned(),
             ValueSource::Record => "the record".to_owned(),
             ValueSource::Device => "the run's device".to_owned(),
-            ValueSource::Values(name) => {
-                format!("the record's tensor `{name}`, flattened into a `Vec<f32>`")
+            ValueSource::Values { name, element } => {
+                let converted = match *element {
+                    "f32" => "",
+                    _ => " (converted from `f32`)",
+                };
+                format!(
+                    "the record's tensor `{name}`, flattened into a `Vec<{element}>`{converted}"
+                )
             }
             ValueSource::Tensor {
                 name,
@@ -178,6 +198,7 @@ impl Parameter {
             } => {
                 let converted = match *element {
                     "f32" => String::new(),
+                    "bool" => " of `bool` (its values above 0.5)".to_owned(),
                     other => format!(" of `{other}` (converted from `f32`)"),
                 };
                 match dims {
@@ -210,6 +231,7 @@ impl Parameter {
             Pass::ViewMut => format!("{name}.view_mut()"),
             Pass::Copy => format!("inputs.{name}"),
             Pass::Clone => format!("inputs.{name}.clone()"),
+            Pass::Make => format!("(inputs.{name})()"),
         }
     }
 }
@@ -354,15 +376,55 @@ impl Target {
 struct ModuleTypes {
     defaults: Vec<String>,
     copies: Vec<String>,
+    /// Types of the production crate (any module) that are `Clone`.
+    clones: Vec<String>,
+    /// Every struct and enum the production crate defines.
+    known: Vec<String>,
 }
 
 impl ModuleTypes {
-    fn of(scope: &[syn::Item]) -> ModuleTypes {
+    /// The module's types, and whether those of the rest of the crate
+    /// (the `.rs` files under `src`, when given) are `Clone` or `Copy`.
+    fn of(scope: &[syn::Item], src: Option<&std::path::Path>) -> ModuleTypes {
         let mut types = ModuleTypes {
             defaults: Vec::new(),
             copies: Vec::new(),
+            clones: Vec::new(),
+            known: Vec::new(),
         };
+        types.add(scope, true);
+        let mut files = Vec::new();
+        if let Some(src) = src {
+            rust_files(src, &mut files, 0);
+        }
+        for file in files.iter().take(2000) {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            if let Ok(parsed) = syn::parse_file(&text) {
+                types.add(&parsed.items, false);
+            }
+        }
+        types
+    }
+
+    /// `scope`'s facts; `Default` and `Copy` only of the copy's own module
+    /// (`own`), where a name means one type.
+    fn add(&mut self, scope: &[syn::Item], own: bool) {
+        let types = self;
         for item in scope {
+            if let syn::Item::Mod(module) = item {
+                if let Some((_, items)) = &module.content {
+                    types.add(items, false);
+                }
+                continue;
+            }
+            if let syn::Item::Struct(s) = item {
+                types.known.push(s.ident.to_string());
+            }
+            if let syn::Item::Enum(e) = item {
+                types.known.push(e.ident.to_string());
+            }
             let (ident, attrs) = match item {
                 syn::Item::Struct(s) => (&s.ident, &s.attrs),
                 syn::Item::Enum(e) => (&e.ident, &e.attrs),
@@ -374,8 +436,9 @@ impl ModuleTypes {
                         .map(|s| s.ident.to_string());
                     if let (Some(name), Some(ty)) = (implemented, type_name(&imp.self_ty)) {
                         match name.as_str() {
-                            "Default" => types.defaults.push(ty),
-                            "Copy" => types.copies.push(ty),
+                            "Default" if own => types.defaults.push(ty),
+                            "Copy" if own => types.copies.push(ty),
+                            "Clone" => types.clones.push(ty),
                             _ => {}
                         }
                     }
@@ -391,14 +454,38 @@ impl ModuleTypes {
                 };
                 for path in paths {
                     match path.segments.last().map(|s| s.ident.to_string()).as_deref() {
-                        Some("Default") => types.defaults.push(ident.to_string()),
-                        Some("Copy") => types.copies.push(ident.to_string()),
+                        Some("Default") if own => types.defaults.push(ident.to_string()),
+                        Some("Copy") if own => types.copies.push(ident.to_string()),
+                        Some("Clone") => types.clones.push(ident.to_string()),
                         _ => {}
                     }
                 }
             }
         }
-        types
+    }
+
+    /// A struct or enum of the production crate that is neither `Clone`
+    /// nor `Copy`: a call cannot take it from the held inputs by value.
+    fn is_unclonable(&self, name: &str) -> bool {
+        self.known.iter().any(|k| k == name)
+            && !self.clones.iter().any(|k| k == name)
+            && !self.copies.iter().any(|k| k == name)
+    }
+}
+
+/// The `.rs` files under `dir`, in name order, at most 8 folders deep.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() && depth < 8 {
+            rust_files(&path, out, depth + 1);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
     }
 }
 
@@ -629,7 +716,11 @@ fn ndarray_numeric(ty: &syn::Type) -> Option<(bool, bool, Option<usize>, &'stati
     };
     let args = type_arguments(segment);
     let first = args.first().copied()?;
-    let element = NUMERIC.iter().find(|name| is_named(first, name)).copied()?;
+    let element = NUMERIC
+        .iter()
+        .chain(&["bool"])
+        .find(|name| is_named(first, name))
+        .copied()?;
     let dims = match suffix {
         "D" => None,
         "" => {
@@ -644,16 +735,16 @@ fn ndarray_numeric(ty: &syn::Type) -> Option<(bool, bool, Option<usize>, &'stati
     Some((view, mutable, dims, element))
 }
 
-fn is_f32_values(ty: &syn::Type) -> bool {
-    match ty {
-        syn::Type::Slice(slice) => is_named(&slice.elem, "f32"),
-        _ => last_segment(ty).is_some_and(|s| {
-            s.ident == "Vec"
-                && type_arguments(s)
-                    .first()
-                    .is_some_and(|t| is_named(t, "f32"))
-        }),
-    }
+/// The element of a slice or `Vec` of a numeric type.
+fn numeric_values(ty: &syn::Type) -> Option<&'static str> {
+    let element = match ty {
+        syn::Type::Slice(slice) => &*slice.elem,
+        _ => {
+            let segment = last_segment(ty).filter(|s| s.ident == "Vec")?;
+            type_arguments(segment).first().copied()?
+        }
+    };
+    NUMERIC.iter().find(|name| is_named(element, name)).copied()
 }
 
 fn tensor_for(name: &str, dims: Option<usize>) -> &'static str {
@@ -733,20 +824,6 @@ pub(crate) fn find_call_site(
                 self.found.push(literals);
             }
             visit::visit_expr_method_call(self, call);
-        }
-    }
-    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() && depth < 8 {
-                rust_files(&path, out, depth + 1);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
         }
     }
     let mut files = Vec::new();
@@ -837,6 +914,7 @@ pub(crate) fn plan(
     profile_name: &str,
     type_args: &TypeArgs,
     call_site: Option<&CallSite>,
+    crate_src: Option<&std::path::Path>,
 ) -> Target {
     let call_site_literals: Vec<Option<String>> =
         call_site.map(|c| c.literals.clone()).unwrap_or_default();
@@ -853,7 +931,7 @@ pub(crate) fn plan(
         substitutions.push(("Self".to_owned(), owner.clone()));
     }
     let held = |ty: &syn::Type| owned_text(source, ty, &substitutions);
-    let types = ModuleTypes::of(function.scope);
+    let types = ModuleTypes::of(function.scope, crate_src);
     // A bare type parameter is classified as the type given for it.
     let given: Vec<(String, syn::Type)> = generics
         .iter()
@@ -929,11 +1007,14 @@ pub(crate) fn plan(
         // text is written from the source (`held`) unless a type argument
         // made it a reference or a view: the field is then written from the
         // type itself, owned.
-        let effective = substitute(&typed.ty, &given);
+        // `impl Into<X>` is held, and passed, as an `X`.
+        let declared_ty = super::select::into_target(&typed.ty).unwrap_or(&typed.ty);
+        let effective = substitute(declared_ty, &given);
         let substituted = quote::quote!(#effective).to_string() != {
             let ty = &typed.ty;
             quote::quote!(#ty).to_string()
         };
+        let substituted = substituted || !std::ptr::eq(declared_ty, &*typed.ty);
         let source_ty: &syn::Type = if substituted { &effective } else { &typed.ty };
         let (inner, reference) = match source_ty {
             syn::Type::Reference(r) => (&*r.elem, Some(r.mutability.is_some())),
@@ -970,14 +1051,18 @@ pub(crate) fn plan(
                 element,
             };
             (field, source, pass)
-        } else if is_f32_values(inner) {
+        } else if let Some(element) = numeric_values(inner) {
             let tensor = match name.as_str() {
                 "scores" => "scores",
                 "boxes" => "boxes",
                 _ => "tensor",
             };
             let pass = reference.map_or(Pass::Clone, by_reference);
-            ("Vec<f32>".to_owned(), ValueSource::Values(tensor), pass)
+            let source = ValueSource::Values {
+                name: tensor,
+                element,
+            };
+            (format!("Vec<{element}>"), source, pass)
         } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner_text, reference) {
             // `&[T]` and `&mut [T]`: held as a `Vec<T>`, which derefs to the slice.
             let element = held(&slice.elem);
@@ -1023,8 +1108,17 @@ pub(crate) fn plan(
             } else {
                 ValueSource::Unmapped
             };
-            let pass = reference.map_or_else(|| by_value(inner), by_reference);
-            (field, value_source, pass)
+            let unclonable = reference.is_none()
+                && !is_copy(inner)
+                && last_segment(inner).is_some_and(|s| types.is_unclonable(&s.ident.to_string()));
+            if value_source == ValueSource::Unmapped && unclonable {
+                // Neither `Clone` nor `Copy`: made for each call by a
+                // function `prepare` keeps (`|| Kind::Variant`).
+                (format!("fn() -> {field}"), value_source, Pass::Make)
+            } else {
+                let pass = reference.map_or_else(|| by_value(inner), by_reference);
+                (field, value_source, pass)
+            }
         };
         parameters.push(Parameter {
             name,
@@ -1387,7 +1481,7 @@ impl Target {
                 p.source,
                 ValueSource::Image(_)
                     | ValueSource::Record
-                    | ValueSource::Values(_)
+                    | ValueSource::Values { .. }
                     | ValueSource::Tensor { .. }
             )
         }) {
@@ -1428,9 +1522,18 @@ impl Target {
                 ValueSource::Record => format!("let {name} = record.clone();"),
                 // Taken straight from `prepare`'s parameter in the struct below.
                 ValueSource::Device => continue,
-                ValueSource::Values(tensor) => {
+                ValueSource::Values {
+                    name: tensor,
+                    element: "f32",
+                } => {
                     format!("let {name}: Vec<f32> = record.tensor({tensor:?})?.iter().copied().collect();")
                 }
+                ValueSource::Values {
+                    name: tensor,
+                    element,
+                } => format!(
+                    "let {name}: Vec<{element}> = record.tensor({tensor:?})?.iter().map(|&value| value as {element}).collect();"
+                ),
                 ValueSource::Tensor {
                     name: tensor,
                     dims,
@@ -1444,6 +1547,8 @@ impl Target {
                     };
                     match *element {
                         "f32" => format!("let {name} = {read};"),
+                        // A mask: what is above one half.
+                        "bool" => format!("let {name} = {read}.mapv(|value| value > 0.5);"),
                         other => format!("let {name} = {read}.mapv(|value| value as {other});"),
                     }
                 }
@@ -1462,6 +1567,13 @@ impl Target {
                  // constants, as production does.\n",
             );
             for parameter in &unmapped {
+                if parameter.pass == Pass::Make {
+                    text.push_str(&format!(
+                        "        // Neither Clone nor Copy: a function that makes one for each call,\n        \
+                         // such as `Some(|| {}::...)`.\n",
+                        parameter.field_type.trim_start_matches("fn() -> ")
+                    ));
+                }
                 text.push_str(&format!(
                     "        let {}: Option<{}> = None;\n",
                     parameter.name, parameter.field_type
@@ -1732,7 +1844,7 @@ impl Target {
                 "        Summary::from([(\"value\".to_owned(), (*output as i64).into())])\n".to_owned(),
             ),
             Some("f32" | "f64") => Some(
-                "        Summary::from([(\"value\".to_owned(), f64::from(*output).into())])\n"
+                "        Summary::from([(\"value\".to_owned(), <f64 as From<_>>::from(*output).into())])\n"
                     .to_owned(),
             ),
             Some("bool") => Some(

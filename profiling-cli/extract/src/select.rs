@@ -509,6 +509,9 @@ pub(crate) fn check_supported(
                     "takes `self` with an explicit type: the copy takes `self`, `&self`, `&mut self` or `mut self` only".to_owned(),
                 ));
             }
+            // `impl Into<X>`: the target holds an `X`.
+            syn::FnArg::Typed(typed)
+                if into_target(&typed.ty).is_some_and(|target| !has_opaque_type(target)) => {}
             syn::FnArg::Typed(typed) if has_opaque_type(&typed.ty) => {
                 return Err(refuse(format!(
                     "takes `impl Trait` or `dyn Trait` (parameter at line {}): the target needs a concrete type to hold",
@@ -675,6 +678,24 @@ pub(crate) fn generic_params(source: &SourceFile, generics: &syn::Generics) -> V
             syn::GenericParam::Lifetime(_) => None,
         })
         .collect()
+}
+
+/// `X` of a parameter type `impl Into<X>` (its only bound).
+pub(crate) fn into_target(ty: &syn::Type) -> Option<&syn::Type> {
+    let syn::Type::ImplTrait(opaque) = ty else {
+        return None;
+    };
+    let [syn::TypeParamBound::Trait(bound)] = opaque.bounds.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let segment = bound.path.segments.last().filter(|s| s.ident == "Into")?;
+    match &segment.arguments {
+        syn::PathArguments::AngleBracketed(args) => match args.args.first() {
+            Some(syn::GenericArgument::Type(target)) if args.args.len() == 1 => Some(target),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn has_opaque_type(ty: &syn::Type) -> bool {

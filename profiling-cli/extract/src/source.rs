@@ -285,6 +285,22 @@ impl ModuleLocation {
         }
     }
 
+    /// The file of a module of the library declared at its root without
+    /// `pub` (`mod utils;`), when `name` is one: a module the snippet can
+    /// copy whole.
+    pub fn private_root_module(&self, name: &str) -> Option<PathBuf> {
+        let root = self.lib_root.as_deref()?;
+        let file = syn::parse_file(&std::fs::read_to_string(root).ok()?).ok()?;
+        let private = file.items.iter().any(|item| {
+            matches!(item, syn::Item::Mod(m)
+                if m.ident == name
+                    && m.content.is_none()
+                    && !matches!(m.vis, syn::Visibility::Public(_)))
+        });
+        let path = module_file(root, root.parent()?, &[name.to_owned()]);
+        (private && path.is_file()).then_some(path)
+    }
+
     /// Why `path` (an item of this crate: its modules from the crate root,
     /// then its name) cannot be named from another crate, when the source
     /// shows it: a private module on the way, or a private item.

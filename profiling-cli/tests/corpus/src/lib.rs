@@ -1,0 +1,1 @@
+//! Nothing: the crate only names the corpus as dev-dependencies.
