@@ -164,7 +164,13 @@ pub(crate) fn copy(
         cfg_edits(source, function, features, &mut edits, &mut changes);
     }
 
-    let rewritten = rewrite_paths(source, sig_start..end, location, &function.inline_modules);
+    let rewritten = rewrite_paths(
+        source,
+        sig_start..end,
+        location,
+        &function.inline_modules,
+        false,
+    );
     if !rewritten.is_empty() {
         let lines: Vec<String> = rewritten
             .iter()
@@ -345,7 +351,14 @@ pub(crate) fn copy_helper(
             }
         }
     }
-    edits.extend(rewrite_paths(source, range.clone(), location, inline));
+    let inline_module = matches!(item, syn::Item::Mod(_));
+    edits.extend(rewrite_paths(
+        source,
+        range.clone(),
+        location,
+        inline,
+        inline_module,
+    ));
     let text = apply(&source.text, range.clone(), &mut edits);
     let text = reindent(
         &text,
@@ -523,6 +536,7 @@ fn rewrite_paths(
     range: Range<usize>,
     location: &ModuleLocation,
     inline: &[String],
+    keep_relative: bool,
 ) -> Vec<Edit> {
     if location.crate_ident.is_none() {
         return Vec::new();
@@ -536,11 +550,20 @@ fn rewrite_paths(
         .map(str::to_owned)
         .collect();
     let mut edits = Vec::new();
-    rewrite_in(tokens, range.start, &here, &mut edits);
+    rewrite_in(tokens, range.start, &here, keep_relative, &mut edits);
     edits
 }
 
-fn rewrite_in(tokens: TokenStream, base: usize, here: &[String], edits: &mut Vec<Edit>) {
+/// With `keep_relative`, only `crate::` paths are rewritten: `self::` and
+/// `super::` in an inline module copied whole keep their meaning, the
+/// module having the same place relative to the copy.
+fn rewrite_in(
+    tokens: TokenStream,
+    base: usize,
+    here: &[String],
+    keep_relative: bool,
+    edits: &mut Vec<Edit>,
+) {
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let is_path_sep = |i: usize| {
         matches!((tokens.get(i), tokens.get(i + 1)),
@@ -555,7 +578,7 @@ fn rewrite_in(tokens: TokenStream, base: usize, here: &[String], edits: &mut Vec
     while i < tokens.len() {
         if let TokenTree::Group(group) = &tokens[i] {
             if group.delimiter() != Delimiter::None || !group.stream().is_empty() {
-                rewrite_in(group.stream(), base, here, edits);
+                rewrite_in(group.stream(), base, here, keep_relative, edits);
             }
             i += 1;
             continue;
@@ -573,6 +596,10 @@ fn rewrite_in(tokens: TokenStream, base: usize, here: &[String], edits: &mut Vec
         }
         let replacement: Vec<String> = match first.as_str() {
             "crate" => here[..1].to_vec(),
+            "self" | "super" if keep_relative => {
+                i += 1;
+                continue;
+            }
             "self" => here.to_vec(),
             "super" => {
                 let mut ups = 1;

@@ -753,7 +753,13 @@ fn parity_of(
             source.display
         ));
     };
-    if let Some(why) = &location.unreachable {
+    // A function of a private module its parent re-exports is called
+    // where the parent puts it.
+    let reexported = match (&location.unreachable, function.owner) {
+        (Some(_), None) => location.reexported(&function.name()),
+        _ => None,
+    };
+    if let (Some(why), None) = (&location.unreachable, &reexported) {
         return unavailable(format!(
             "the snippet cannot call the production function: {} is not reachable: {why}",
             source.display
@@ -793,7 +799,7 @@ fn parity_of(
         }
     }
     Parity::Test {
-        production: item.to_owned(),
+        production: reexported.unwrap_or_else(|| item.to_owned()),
     }
 }
 

@@ -285,6 +285,70 @@ impl ModuleLocation {
         }
     }
 
+    /// Where another crate reaches `name`, an item of this private module,
+    /// when its parent module re-exports it (`pub use self::m::name;` or
+    /// `pub use self::m::*;`) and can itself be reached: the path from the
+    /// crate's name.
+    pub fn reexported(&self, name: &str) -> Option<String> {
+        let root = self.lib_root.as_deref()?;
+        let src = root.parent()?;
+        let (module, parent) = self.modules.split_last()?;
+        if check_declarations(root, src, parent).is_some() {
+            return None;
+        }
+        let file =
+            syn::parse_file(&std::fs::read_to_string(module_file(root, src, parent)).ok()?).ok()?;
+        fn paths(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+            match tree {
+                syn::UseTree::Path(path) => {
+                    let mut prefix = prefix;
+                    prefix.push(path.ident.to_string());
+                    paths(&path.tree, prefix, out);
+                }
+                syn::UseTree::Name(leaf) => {
+                    let mut path = prefix;
+                    path.push(leaf.ident.to_string());
+                    out.push(path);
+                }
+                syn::UseTree::Glob(_) => {
+                    let mut path = prefix;
+                    path.push("*".to_owned());
+                    out.push(path);
+                }
+                syn::UseTree::Group(group) => {
+                    for tree in &group.items {
+                        paths(tree, prefix.clone(), out);
+                    }
+                }
+                syn::UseTree::Rename(_) => {}
+            }
+        }
+        let mut found = Vec::new();
+        for item in &file.items {
+            if let syn::Item::Use(item_use) = item {
+                if matches!(item_use.vis, syn::Visibility::Public(_)) {
+                    paths(&item_use.tree, Vec::new(), &mut found);
+                }
+            }
+        }
+        let reexports = found.iter().any(|path| {
+            let path: Vec<&str> = path
+                .iter()
+                .map(String::as_str)
+                .skip_while(|segment| *segment == "self")
+                .collect();
+            path.len() == 2 && path[0] == module.as_str() && (path[1] == name || path[1] == "*")
+        });
+        let crate_ident = self.crate_ident.as_deref()?;
+        reexports.then(|| {
+            std::iter::once(crate_ident.to_owned())
+                .chain(parent.iter().cloned())
+                .chain(std::iter::once(name.to_owned()))
+                .collect::<Vec<_>>()
+                .join("::")
+        })
+    }
+
     /// The file of a module of the library declared at its root without
     /// `pub` (`mod utils;`), when `name` is one: a module the snippet can
     /// copy whole.
