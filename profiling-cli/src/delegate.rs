@@ -104,6 +104,21 @@ fn delegate_to(args: &[OsString], build_root: &Path) -> Option<(PathBuf, PathBuf
 pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
     let (workspace, krate, package) = delegate_to(args, build_root)?;
     let manifest = workspace.join("Cargo.toml");
+    // A snippet directory deleted by hand leaves an entry cargo refuses the
+    // whole workspace for: said in one line each, with the command.
+    let stale = profiling_extract::stale_entries(&krate);
+    if !stale.is_empty() {
+        for entry in &stale {
+            eprintln!(
+                "error: {} depends on `{}` at {}, which holds no snippet any more (its directory was deleted): `profile-cli remove {}` removes the entry",
+                krate.join("Cargo.toml").strip_prefix(&workspace).unwrap_or(&krate).display(),
+                entry.package,
+                entry.path,
+                entry.directory()
+            );
+        }
+        return Some(crate::EXIT_USAGE);
+    }
     eprintln!(
         "profile-cli: {} has its own profiling crate ({}): building and running its `profile` binary (--no-delegate runs this one)",
         workspace.display(),

@@ -108,6 +108,14 @@ enum Command {
     /// it does not build (a draft now), its parity test failed, or the build failed elsewhere; 2
     /// no such snippet.
     Check(CheckArgs),
+    /// Delete a snippet: its directory and its entry in the profiling crate's Cargo.toml.
+    ///
+    /// NAME is the snippet's profile name or directory. Refused while the snippet holds runs or
+    /// baselines, unless --force. A snippet directory already deleted by hand leaves an entry
+    /// cargo cannot build with: `remove NAME` (its directory name, - or _) removes that entry.
+    ///
+    /// Exit codes: 0 removed; 2 no such snippet, or runs or baselines kept it (nothing removed).
+    Remove(RemoveArgs),
     /// Compare runs: did the change make it faster, where, and is the difference real?
     ///
     /// For the pass, the call and every range (inclusive, and self time where ranges nest): the
@@ -223,6 +231,15 @@ struct CheckArgs {
     /// Also run its target once (no warmup, one measured pass) on its config.yaml.
     #[arg(long)]
     smoke: bool,
+}
+
+#[derive(Debug, Args)]
+struct RemoveArgs {
+    /// The snippet: its profile name, or its directory.
+    name: String,
+    /// Remove it even though it holds runs or baselines: they go too.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -509,7 +526,7 @@ fn main_in(
         | Command::Cache(_)
         | Command::Runs(_)
         | Command::Sweep(_) => None,
-        Command::New(_) | Command::Check(_) | Command::Init(_) => {
+        Command::New(_) | Command::Check(_) | Command::Init(_) | Command::Remove(_) => {
             match user_workspace(cli.workspace.as_deref()) {
                 Ok(user) => Some(user),
                 Err(message) => {
@@ -544,6 +561,7 @@ fn main_in(
         }
         Command::New(new_args) => snippets::new(new_args, user, out, err),
         Command::Check(check_args) => snippets::check(check_args, user, out, err),
+        Command::Remove(remove_args) => snippets::remove(remove_args, user, out, err),
         Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),
     };
     match result {

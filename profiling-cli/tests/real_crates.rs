@@ -89,6 +89,24 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
         "",
         Parity::NotYet,
     ),
+    // An enum that is neither Clone nor Copy: held as a function that
+    // makes one per call, left to map; it builds.
+    (
+        "ip-threshold",
+        "imageproc/src/contrast.rs::threshold",
+        "",
+        Parity::NotYet,
+    ),
+    // In a private module its parent re-exports: parity calls the
+    // re-exported path.
+    (
+        "ip-median",
+        "imageproc/src/filter/median.rs::median_filter",
+        "P=image::Rgb<u8>",
+        Parity::Passes,
+    ),
+    // `Vec<f64>` from the record's tensor, scalars as settings.
+    ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
 ];
 
 /// `profile-cli ARGS`, run in `dir` as a user would from a shell there.

@@ -45,7 +45,8 @@ pub use production::{Production, ProductionDependency};
 pub use select::{Selector, SourceSpec, TypeArgs};
 pub use snippet_crate::{
     draft_reason, is_included, manifest as snippet_manifest, mark_draft, package_name,
-    set_included, unmark_draft, AddedDependency, DRAFT_FILE,
+    remove_entry, set_included, stale_entries, unmark_draft, AddedDependency, StaleEntry,
+    DRAFT_FILE,
 };
 
 use profiling_core::config::check_profile_name;
@@ -195,7 +196,8 @@ impl SnippetsCrate {
             .to_path_buf()
     }
 
-    fn at(dir: &Path) -> Option<SnippetsCrate> {
+    /// The snippets crate whose `Cargo.toml` is in `dir`, when there is one.
+    pub fn at(dir: &Path) -> Option<SnippetsCrate> {
         let manifest = Manifest::read(dir)?;
         Some(SnippetsCrate {
             dir: dir.to_path_buf(),

@@ -353,6 +353,87 @@ fn dependency_path(directory: &Path) -> Result<String, SnippetError> {
     Ok(format!("snippets/{}", directory_name(directory)?))
 }
 
+/// A dependency of a snippets crate on a snippet directory that holds no
+/// crate any more (deleted by hand): cargo refuses the whole workspace
+/// while it is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleEntry {
+    /// The dependency's name: the snippet crate's package.
+    pub package: String,
+    /// As written: `snippets/<dir>`.
+    pub path: String,
+}
+
+impl StaleEntry {
+    /// The snippet directory's name.
+    pub fn directory(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+/// The entries of the snippets crate in `krate_dir` whose snippet
+/// directory has no `Cargo.toml`.
+pub fn stale_entries(krate_dir: &Path) -> Vec<StaleEntry> {
+    let Ok(document) = read_manifest(&krate_dir.join("Cargo.toml")) else {
+        return Vec::new();
+    };
+    let Some(dependencies) = document.get("dependencies").and_then(Item::as_table_like) else {
+        return Vec::new();
+    };
+    dependencies
+        .iter()
+        .filter(|(_, spec)| is_snippet_path(spec))
+        .filter_map(|(name, spec)| {
+            let path = spec.get("path").and_then(Item::as_str)?;
+            (!krate_dir.join(path).join("Cargo.toml").is_file()).then(|| StaleEntry {
+                package: name.to_owned(),
+                path: path.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Drops `krate`'s dependency on the snippet directory `dir_name` (and
+/// the features that forward to it), whether or not the directory is
+/// still there; whether the manifest changed.
+pub fn remove_entry(krate: &SnippetsCrate, dir_name: &str) -> Result<bool, SnippetError> {
+    let manifest_path = krate.dir.join("Cargo.toml");
+    let mut document = read_manifest(&manifest_path)?;
+    let path = format!("snippets/{dir_name}");
+    let before = document.to_string();
+    let dependencies = dependencies_mut(&mut document, &manifest_path)?;
+    let removed: Vec<String> = dependencies
+        .iter()
+        .filter(|(_, spec)| spec.get("path").and_then(Item::as_str) == Some(path.as_str()))
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    for name in &removed {
+        dependencies.remove(name);
+    }
+    if let Some(features) = document
+        .get_mut("features")
+        .and_then(Item::as_table_like_mut)
+    {
+        for (_, enables) in features.iter_mut() {
+            if let Some(enables) = enables.as_array_mut() {
+                enables.retain(|entry| {
+                    entry.as_str().is_none_or(|entry| {
+                        let krate = entry.split('/').next().unwrap_or(entry);
+                        let krate = krate.trim_start_matches("dep:").trim_end_matches('?');
+                        !removed.iter().any(|r| r == krate)
+                    })
+                });
+            }
+        }
+    }
+    let after = document.to_string();
+    if after == before {
+        return Ok(false);
+    }
+    write(&manifest_path, &after)?;
+    Ok(true)
+}
+
 /// Makes `krate` depend on the snippet crate in `directory` (`include`),
 /// or no longer; each feature of the snippet crate that `krate` also has
 /// is forwarded to it. Returns whether the manifest changed.
@@ -486,5 +567,43 @@ mod tests {
             .map(|(name, _)| name)
             .collect();
         assert_eq!(snippet, ["a"]);
+    }
+
+    #[test]
+    fn stale_entries_are_found_and_removed_with_their_features() {
+        let root = tempfile::tempdir().unwrap();
+        let krate_dir = root.path().join("inference_profiling");
+        std::fs::create_dir_all(krate_dir.join("snippets/kept")).unwrap();
+        std::fs::write(
+            krate_dir.join("snippets/kept/Cargo.toml"),
+            "[package]\nname = \"snippet-kept\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            krate_dir.join("Cargo.toml"),
+            "[package]\nname = \"snips\"\n\n[dependencies]\nanyhow = \"1\"\nsnippet-kept = { path = \"snippets/kept\" }\nsnippet-gone = { path = \"snippets/gone\" }\n\n[features]\n# CUDA.\ntch = [\"snippet-kept/tch\", \"snippet-gone/tch\"]\n",
+        )
+        .unwrap();
+        let stale = stale_entries(&krate_dir);
+        assert_eq!(
+            stale,
+            [StaleEntry {
+                package: "snippet-gone".to_owned(),
+                path: "snippets/gone".to_owned()
+            }]
+        );
+        assert_eq!(stale[0].directory(), "gone");
+        let krate = SnippetsCrate {
+            dir: krate_dir.clone(),
+            package: "snips".to_owned(),
+            dependencies: Vec::new(),
+        };
+        assert!(remove_entry(&krate, "gone").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(krate_dir.join("Cargo.toml")).unwrap(),
+            "[package]\nname = \"snips\"\n\n[dependencies]\nanyhow = \"1\"\nsnippet-kept = { path = \"snippets/kept\" }\n\n[features]\n# CUDA.\ntch = [\"snippet-kept/tch\"]\n"
+        );
+        assert!(stale_entries(&krate_dir).is_empty());
+        assert!(!remove_entry(&krate, "gone").unwrap());
     }
 }

@@ -1,0 +1,114 @@
+//! Snippets come and go cleanly: `profile-cli remove` deletes a snippet
+//! and its entry in the profiling crate's Cargo.toml (refusing one with
+//! runs or baselines unless `--force`), and removes the entry a directory
+//! deleted by hand left; until then, the commands that build the
+//! workspace's profiling binary stop with one line naming the entry and
+//! the command, before cargo refuses the whole workspace.
+
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+
+use common::Finished;
+
+const PROFILING_CRATE: &str = "[package]\nname = \"profiling-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"profile\"\npath = \"src/main.rs\"\n\n[dependencies]\nprofiling-cli = { path = \"../cli\" }\nsnippet-kept = { path = \"snippets/kept\" }\nsnippet-used = { path = \"snippets/used\" }\nsnippet-gone = { path = \"snippets/gone\" }\n\n[features]\ntch = [\"profiling-cli/tch\", \"snippet-used/tch\", \"snippet-gone/tch\"]\n";
+
+fn profile_cli(dir: &Path, args: &[&str]) -> Finished {
+    let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    Finished {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn snippet(root: &Path, dir: &str, with_run: bool) {
+    let path = root.join("inference_profiling/snippets").join(dir);
+    std::fs::create_dir_all(&path).unwrap();
+    std::fs::write(
+        path.join("Cargo.toml"),
+        format!("[package]\nname = \"snippet-{dir}\"\nversion = \"0.1.0\"\n"),
+    )
+    .unwrap();
+    std::fs::write(path.join("target.rs"), "").unwrap();
+    if with_run {
+        std::fs::create_dir_all(path.join("runs/first")).unwrap();
+        std::fs::write(path.join("runs/first/manifest.yaml"), "run_id: first\n").unwrap();
+    }
+}
+
+#[test]
+fn remove_deletes_a_snippet_and_its_entry_and_mends_a_hand_deletion() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"inference_profiling\"]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("inference_profiling/src")).unwrap();
+    std::fs::write(root.join("inference_profiling/Cargo.toml"), PROFILING_CRATE).unwrap();
+    snippet(root, "kept", false);
+    snippet(root, "used", true);
+    let manifest = || std::fs::read_to_string(root.join("inference_profiling/Cargo.toml")).unwrap();
+
+    // The entry of a directory deleted by hand stops the build's commands
+    // at once, one line each, naming the command.
+    let listed = profile_cli(root, &["list"]);
+    assert_eq!(listed.code, Some(2), "{listed}");
+    assert!(
+        listed.stderr.contains(
+            "error: inference_profiling/Cargo.toml depends on `snippet-gone` at snippets/gone, which holds no snippet any more (its directory was deleted): `profile-cli remove gone` removes the entry\n"
+        ),
+        "{listed}"
+    );
+
+    // Runs keep a snippet, unless --force.
+    let kept = profile_cli(root, &["remove", "used"]);
+    assert_eq!(kept.code, Some(2), "{kept}");
+    assert!(
+        kept.stderr.contains(
+            "error: inference_profiling/snippets/used holds 1 run(s) and 0 baseline(s): nothing removed; `--force` removes them with it"
+        ),
+        "{kept}"
+    );
+    assert!(root
+        .join("inference_profiling/snippets/used/runs/first")
+        .is_dir());
+    assert_eq!(manifest(), PROFILING_CRATE);
+
+    let forced = profile_cli(root, &["remove", "used", "--force"]);
+    assert_eq!(forced.code, Some(0), "{forced}");
+    assert!(!root.join("inference_profiling/snippets/used").exists());
+    assert!(!manifest().contains("snippet-used"), "{}", manifest());
+
+    let gone = profile_cli(root, &["remove", "gone"]);
+    assert_eq!(gone.code, Some(0), "{gone}");
+    assert!(
+        gone.stdout.contains(
+            "removed `snippet-gone` (snippets/gone) from inference_profiling/Cargo.toml: its directory was already gone"
+        ),
+        "{gone}"
+    );
+    assert_eq!(
+        manifest(),
+        "[package]\nname = \"profiling-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"profile\"\npath = \"src/main.rs\"\n\n[dependencies]\nprofiling-cli = { path = \"../cli\" }\nsnippet-kept = { path = \"snippets/kept\" }\n\n[features]\ntch = [\"profiling-cli/tch\"]\n"
+    );
+    let removed = profile_cli(root, &["remove", "kept"]);
+    assert_eq!(removed.code, Some(0), "{removed}");
+    assert!(!root.join("inference_profiling/snippets/kept").exists());
+
+    let missing = profile_cli(root, &["remove", "nothing-here"]);
+    assert_eq!(missing.code, Some(2), "{missing}");
+    assert!(
+        missing
+            .stderr
+            .starts_with("error: no snippet `nothing-here`"),
+        "{missing}"
+    );
+}
