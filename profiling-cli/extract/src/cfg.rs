@@ -411,19 +411,8 @@ mod tests {
         let syn::Item::Fn(function) = &file.items[0] else {
             panic!("a function")
         };
-        let lines: Vec<usize> = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(at, _)| at + 1))
-            .collect();
-        let offset = |at: proc_macro2::LineColumn| {
-            let start = lines[at.line - 1];
-            start
-                + text[start..]
-                    .chars()
-                    .take(at.column)
-                    .map(char::len_utf8)
-                    .sum::<usize>()
-        };
-        let range = |span: proc_macro2::Span| offset(span.start())..offset(span.end());
+        // Byte ranges of spans are from the start of the text parsed.
+        let range = |span: proc_macro2::Span| span.byte_range();
         let line = |span: proc_macro2::Span| span.start().line;
         let out = body_edits(&function.block, &features(&["on"]), &range, &line);
         let mut edited = text.to_owned();

@@ -217,8 +217,35 @@ fn cfg_edits(
     edits: &mut Vec<Edit>,
     changes: &mut Vec<String>,
 ) {
+    let mut kept = attribute_cfg_edits(source, function.attrs, features, edits);
+    let body = body_cfg_edits(source, function.block, features, edits);
+    kept.extend(body.kept);
+    if !kept.is_empty() {
+        changes.push(format!(
+            "`cfg` attributes that production's features turn on are removed ({})",
+            kept.join(", ")
+        ));
+    }
+    if !body.left_out.is_empty() {
+        changes.push(format!(
+            "code that production's features turn off is left out ({})",
+            body.left_out.join(", ")
+        ));
+    }
+}
+
+/// The edits of the `#[cfg]`s among `attrs` that production's features
+/// decide: on, the attribute goes; partly decided, what is left of it
+/// stays. (Off is refused, or leaves the item out, before copying.) The
+/// lines of those removed.
+fn attribute_cfg_edits(
+    source: &SourceFile,
+    attrs: &[syn::Attribute],
+    features: &std::collections::BTreeSet<String>,
+    edits: &mut Vec<Edit>,
+) -> Vec<String> {
     let mut kept = Vec::new();
-    for attr in function.attrs {
+    for attr in attrs {
         let Some(predicate) = crate::cfg::cfg_predicate(attr) else {
             continue;
         };
@@ -235,15 +262,25 @@ fn cfg_edits(
                 at,
                 text: format!("#[cfg({rest})]"),
             }),
-            // Refused before copying.
             crate::cfg::Decided::Off => {}
         }
     }
+    kept
+}
+
+/// The edits of the `cfg`s inside `block` ([`crate::cfg::body_edits`]),
+/// a removed node taking its whole lines; what they kept and left out, in
+/// words.
+fn body_cfg_edits(
+    source: &SourceFile,
+    block: &syn::Block,
+    features: &std::collections::BTreeSet<String>,
+    edits: &mut Vec<Edit>,
+) -> crate::cfg::CfgEdits {
     let range = |span: proc_macro2::Span| source.range(span);
     let line = |span: proc_macro2::Span| source.lines(span).0;
-    let body = crate::cfg::body_edits(function.block, features, &range, &line);
-    kept.extend(body.kept);
-    for edit in body.edits {
+    let mut body = crate::cfg::body_edits(block, features, &range, &line);
+    for edit in std::mem::take(&mut body.edits) {
         let at = if edit.text.is_empty() {
             whole_lines(source, edit.at)
         } else {
@@ -254,18 +291,7 @@ fn cfg_edits(
             text: edit.text,
         });
     }
-    if !kept.is_empty() {
-        changes.push(format!(
-            "`cfg` attributes that production's features turn on are removed ({})",
-            kept.join(", ")
-        ));
-    }
-    if !body.left_out.is_empty() {
-        changes.push(format!(
-            "code that production's features turn off is left out ({})",
-            body.left_out.join(", ")
-        ));
-    }
+    body
 }
 
 /// `at`, widened to the whole lines it covers when nothing else is on them:
@@ -317,38 +343,9 @@ pub(crate) fn copy_helper(
         if crate::cfg::function_is_off(attrs, features).is_some() {
             return None;
         }
-        for attr in attrs {
-            let Some(predicate) = crate::cfg::cfg_predicate(attr) else {
-                continue;
-            };
-            let at = source.range(attr.span());
-            match crate::cfg::decide(&predicate, features) {
-                crate::cfg::Decided::On => edits.push(Edit {
-                    at: whole_lines(source, at),
-                    text: String::new(),
-                }),
-                crate::cfg::Decided::Platform(rest) => edits.push(Edit {
-                    at,
-                    text: format!("#[cfg({rest})]"),
-                }),
-                crate::cfg::Decided::Off => {}
-            }
-        }
+        attribute_cfg_edits(source, attrs, features, &mut edits);
         if let syn::Item::Fn(function) = item {
-            let span_range = |span: proc_macro2::Span| source.range(span);
-            let line = |span: proc_macro2::Span| source.lines(span).0;
-            let body = crate::cfg::body_edits(&function.block, features, &span_range, &line);
-            for edit in body.edits {
-                let at = if edit.text.is_empty() {
-                    whole_lines(source, edit.at)
-                } else {
-                    edit.at
-                };
-                edits.push(Edit {
-                    at,
-                    text: edit.text,
-                });
-            }
+            body_cfg_edits(source, &function.block, features, &mut edits);
         }
     }
     let inline_module = matches!(item, syn::Item::Mod(_));
@@ -392,30 +389,14 @@ pub(crate) fn copy_private_module(
     crate_ident: &str,
 ) -> Option<String> {
     let text = std::fs::read_to_string(file).ok()?;
-    let tokens = TokenStream::from_str(&text).ok()?;
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
-        .collect();
-    let offset = |at: proc_macro2::LineColumn| {
-        let start = line_starts[at.line - 1];
-        start
-            + text[start..]
-                .chars()
-                .take(at.column)
-                .map(char::len_utf8)
-                .sum::<usize>()
-    };
-    fn walk(
-        tokens: TokenStream,
-        name: &str,
-        crate_ident: &str,
-        offset: &dyn Fn(proc_macro2::LineColumn) -> usize,
-        edits: &mut Vec<Edit>,
-    ) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let tokens = TokenStream::from_str(text).ok()?;
+    // Byte ranges of spans are from the start of the text parsed.
+    fn walk(tokens: TokenStream, name: &str, crate_ident: &str, edits: &mut Vec<Edit>) {
         let tokens: Vec<TokenTree> = tokens.into_iter().collect();
         for (index, token) in tokens.iter().enumerate() {
             match token {
-                TokenTree::Group(group) => walk(group.stream(), name, crate_ident, offset, edits),
+                TokenTree::Group(group) => walk(group.stream(), name, crate_ident, edits),
                 TokenTree::Ident(ident) if ident == "crate" || ident == "super" => {
                     let path_follows = matches!(
                         (tokens.get(index + 1), tokens.get(index + 2), tokens.get(index + 3)),
@@ -423,9 +404,8 @@ pub(crate) fn copy_private_module(
                             if a.as_char() == ':' && b.as_char() == ':' && next != name
                     );
                     if path_follows {
-                        let span = ident.span();
                         edits.push(Edit {
-                            at: offset(span.start())..offset(span.end()),
+                            at: ident.span().byte_range(),
                             text: crate_ident.to_owned(),
                         });
                     }
@@ -435,9 +415,9 @@ pub(crate) fn copy_private_module(
         }
     }
     let mut edits = Vec::new();
-    walk(tokens, name, crate_ident, &offset, &mut edits);
-    let body = apply(&text, 0..text.len(), &mut edits);
-    let body = reindent(body.trim_end(), 0, 4, has_multiline_literal(&text));
+    walk(tokens, name, crate_ident, &mut edits);
+    let body = apply(text, 0..text.len(), &mut edits);
+    let body = reindent(body.trim_end(), 0, 4, has_multiline_literal(text));
     let note = crate::render::wrap(
         &format!(
             "Copied module: `{crate_ident}::{name}` is private to its crate ({shown}), so the \
