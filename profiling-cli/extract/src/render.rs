@@ -154,8 +154,8 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
             "  # The copy's scalar parameters, read into `{settings}` in target.rs\n  # (a sweep can vary them): a key it does not have is refused.\n  parameters:"
         );
         for parameter in target.settings() {
-            if let ValueSource::Setting { default, origin } = &parameter.source {
-                let _ = writeln!(text, "    # {origin}\n    {}: {default}", parameter.name);
+            if let ValueSource::Setting { yaml, origin, .. } = &parameter.source {
+                let _ = writeln!(text, "    # {origin}\n    {}: {yaml}", parameter.name);
             }
         }
         text.push('\n');

@@ -44,7 +44,10 @@ pub(crate) enum ValueSource {
     /// A scalar read from `target.parameters.<name>`, with a default: the
     /// literal a production call passes (`call site`), else a neutral value.
     Setting {
+        /// As Rust writes it: `0.5`, `(640, 480)`.
         default: String,
+        /// As the config writes it: `0.5`, `[640, 480]`.
+        yaml: String,
         /// Where the default comes from, in words.
         origin: String,
     },
@@ -209,7 +212,9 @@ impl Parameter {
                 }
             }
             ValueSource::Default => format!("`{}::default()`", self.field_type),
-            ValueSource::Setting { default, origin } => format!(
+            ValueSource::Setting {
+                default, origin, ..
+            } => format!(
                 "`target.parameters.{}` in config.yaml (default `{default}`, {origin})",
                 self.name
             ),
@@ -347,7 +352,10 @@ impl Target {
             "}}\n\nimpl Default for {name} {{\n    fn default() -> Self {{\n        {name} {{\n"
         ));
         for parameter in self.settings() {
-            if let ValueSource::Setting { default, origin } = &parameter.source {
+            if let ValueSource::Setting {
+                default, origin, ..
+            } = &parameter.source
+            {
                 text.push_str(&format!(
                     "            // {origin}\n            {}: {default},\n",
                     parameter.name
@@ -794,6 +802,14 @@ pub(crate) fn find_call_site(
                 literal(&unary.expr).map(|text| format!("-{text}"))
             }
             syn::Expr::Paren(paren) => literal(&paren.expr),
+            syn::Expr::Tuple(tuple) => {
+                let parts: Option<Vec<String>> = tuple.elems.iter().map(literal).collect();
+                Some(format!("({})", parts?.join(", ")))
+            }
+            syn::Expr::Array(array) => {
+                let parts: Option<Vec<String>> = array.elems.iter().map(literal).collect();
+                Some(format!("[{}]", parts?.join(", ")))
+            }
             _ => None,
         }
     }
@@ -866,6 +882,65 @@ pub(crate) fn find_call_site(
         })
         .map(|(_, found)| found)?;
     Some(CallSite { file, literals })
+}
+
+/// How a setting holds its scalars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Scalar,
+    /// `(u32, u32)`.
+    Tuple,
+    /// `[f32; 4]`.
+    Array,
+}
+
+/// The scalar types a parameter is made of, when it is a number, a `bool`,
+/// or a tuple or array of them (of at most 32, written as a number: what serde reads).
+fn scalar_elements(ty: &syn::Type) -> Option<(Shape, Vec<String>)> {
+    let scalar = |ty: &syn::Type| {
+        last_segment(ty)
+            .filter(|s| {
+                s.arguments.is_none()
+                    && (NUMERIC.contains(&s.ident.to_string().as_str()) || s.ident == "bool")
+            })
+            .map(|s| s.ident.to_string())
+    };
+    match ty {
+        syn::Type::Tuple(tuple) if !tuple.elems.is_empty() => Some((
+            Shape::Tuple,
+            tuple.elems.iter().map(scalar).collect::<Option<Vec<_>>>()?,
+        )),
+        syn::Type::Array(array) => {
+            let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(length),
+                ..
+            }) = &array.len
+            else {
+                return None;
+            };
+            let length: usize = length.base10_parse().ok().filter(|n| *n <= 32)?;
+            let element = scalar(&array.elem)?;
+            Some((Shape::Array, vec![element; length]))
+        }
+        _ => Some((Shape::Scalar, vec![scalar(ty)?])),
+    }
+}
+
+/// The literals of a call's argument as written (`0.5`, `(640, 480)`,
+/// `[1, 2]`), one per element of `shape`, when there are `count`.
+fn split_literal(literal: &str, shape: Shape, count: usize) -> Option<Vec<String>> {
+    let inner = match shape {
+        Shape::Scalar => return Some(vec![literal.to_owned()]),
+        Shape::Tuple => literal.strip_prefix('(')?.strip_suffix(')')?,
+        Shape::Array => literal.strip_prefix('[')?.strip_suffix(']')?,
+    };
+    let parts: Vec<String> = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(str::to_owned)
+        .collect();
+    (parts.len() == count).then_some(parts)
 }
 
 /// `literal` as a value of the scalar type `ty`: suffixes dropped, a
@@ -1076,29 +1151,53 @@ pub(crate) fn plan(
             (kind.field_type().to_owned(), ValueSource::Image(kind), pass)
         } else {
             let field = held(inner_text);
-            let scalar = reference.is_none()
-                && last_segment(inner).is_some_and(|s| {
-                    s.arguments.is_none()
-                        && (NUMERIC.contains(&s.ident.to_string().as_str()) || s.ident == "bool")
-                });
-            let value_source = if scalar {
-                let ty = last_segment(inner)
-                    .map(|s| s.ident.to_string())
-                    .unwrap_or_default();
-                let (default, origin) = match call_site_literals.get(index) {
-                    Some(Some(literal)) => (
-                        literal_for(&ty, literal),
+            let scalars = reference
+                .is_none()
+                .then(|| scalar_elements(inner))
+                .flatten();
+            let value_source = if let Some((shape, elements)) = scalars {
+                let given = call_site_literals
+                    .get(index)
+                    .cloned()
+                    .flatten()
+                    .and_then(|literal| split_literal(&literal, shape, elements.len()));
+                let (values, origin) = match given {
+                    Some(literals) => (
+                        elements
+                            .iter()
+                            .zip(&literals)
+                            .map(|(ty, literal)| literal_for(ty, literal))
+                            .collect::<Vec<_>>(),
                         format!(
                             "as a call in {} passes it",
                             call_site_file.unwrap_or("production")
                         ),
                     ),
-                    _ => (
-                        neutral_value(&name, &ty),
+                    None => (
+                        elements.iter().map(|ty| neutral_value(&name, ty)).collect(),
                         "a neutral value: no production call passes a literal".to_owned(),
                     ),
                 };
-                ValueSource::Setting { default, origin }
+                let (default, yaml) = match shape {
+                    Shape::Scalar => (values[0].clone(), values[0].clone()),
+                    Shape::Tuple => (
+                        format!(
+                            "({}{})",
+                            values.join(", "),
+                            if values.len() == 1 { "," } else { "" }
+                        ),
+                        format!("[{}]", values.join(", ")),
+                    ),
+                    Shape::Array => (
+                        format!("[{}]", values.join(", ")),
+                        format!("[{}]", values.join(", ")),
+                    ),
+                };
+                ValueSource::Setting {
+                    default,
+                    yaml,
+                    origin,
+                }
             } else if is_named(inner, "DataRecord") {
                 ValueSource::Record
             } else if is_named(inner, "Device") {

@@ -82,6 +82,15 @@ pub fn gated(values: &[f32]) -> usize {
 #[cfg(feature = "slow")]
 pub fn never() {}
 
+/// Sizes and weights: a tuple and an array of scalars.
+pub fn resize_to(size: (u32, u32), weights: [f32; 3], flags: (bool,)) -> u32 {
+    size.0 + size.1 + weights.len() as u32 + u32::from(flags.0)
+}
+
+pub fn resize_default() -> u32 {
+    resize_to((640, 480), [0.5, 0.25, 0.25_f32], (true,))
+}
+
 /// A value of this crate the types say nothing about.
 pub struct Opaque(pub u8);
 
@@ -501,6 +510,25 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
         ),
         "{config}"
     );
+
+    // Tuples and arrays of scalars too, from a call's literals.
+    let generated = fixture.generate("extract-tuple", "::resize_to");
+    let target = generated.file("target.rs").unwrap();
+    assert!(generated.report.unmapped.is_empty());
+    assert!(
+        target.contains("    pub size: (u32, u32),\n    pub weights: [f32; 3],\n    pub flags: (bool,),\n"),
+        "{target}"
+    );
+    assert!(target.contains("            size: (640, 480),\n"), "{target}");
+    assert!(target.contains("            weights: [0.5, 0.25, 0.25],\n"), "{target}");
+    assert!(target.contains("            flags: (true,),\n"), "{target}");
+    let config = generated.file("config.yaml").unwrap();
+    assert!(config.contains("    size: [640, 480]\n"), "{config}");
+    assert!(config.contains("    weights: [0.5, 0.25, 0.25]\n"), "{config}");
+    let parsed = ConfigFile::parse(config, None).unwrap().resolve(&Overrides::default()).unwrap();
+    let flags = parsed.target.parameters.get("flags").and_then(|v| v.as_sequence());
+    assert_eq!(flags.map(|f| f.len()), Some(1), "{config}");
+    assert_eq!(flags.and_then(|f| f[0].as_bool()), Some(true), "{config}");
 
     let generated = fixture.generate("extract-unmapped", "::opaque");
     let target = generated.file("target.rs").unwrap();
