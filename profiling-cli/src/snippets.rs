@@ -41,13 +41,44 @@ pub(crate) fn new(
         workspace_root: root.to_path_buf(),
         type_args,
     };
-    let created = match snippet::create(&request) {
+    let mut created = match snippet::create(&request) {
         Ok(created) => created,
         Err(error) => {
             writeln!(err, "error: {error}")?;
             return Ok(error.exit_code());
         }
     };
+    // Imports kept in case they are traits the copy calls methods of: a
+    // first build says which are not, and the snippet is written again
+    // without them (the build below then has no warnings of theirs).
+    if let (Some(krate), false, false) = (
+        &created.report.snippets_crate,
+        args.no_check,
+        created.report.kept_for_traits.is_empty(),
+    ) {
+        if let Ok(first) = snippet::check_snippet(krate, &created.directory, &request.name) {
+            // Back to as `create` left it: a draft not linked in, which the
+            // check below builds and says what came of.
+            if let Some((_, draft)) = created
+                .files
+                .iter()
+                .find(|(n, _)| *n == snippet::DRAFT_FILE)
+            {
+                std::fs::write(created.directory.join(snippet::DRAFT_FILE), draft)?;
+            }
+            snippet::set_included(krate, &created.directory, false)?;
+            let unused = snippet::unused_kept_imports(&created, &first.build.in_snippet);
+            if !unused.is_empty() {
+                match snippet::rewrite_without_imports(&request, &created, &unused) {
+                    Ok(again) => created = again,
+                    Err(error) => {
+                        writeln!(err, "error: {error}")?;
+                        return Ok(EXIT_TARGET_FAILED);
+                    }
+                }
+            }
+        }
+    }
     let report = &created.report;
     let shown = &report.directory_display;
     let files: Vec<&str> = created.files.iter().map(|(name, _)| *name).collect();

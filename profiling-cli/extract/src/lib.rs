@@ -313,6 +313,17 @@ impl Generated {
 /// Works out a snippet without writing anything: every check `new` makes
 /// before it writes.
 pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
+    generate_with(request, &[], true)
+}
+
+/// [`generate`]; `leave_out` are imports (as [`Report::kept_for_traits`]
+/// shows them) not to keep after all; `fresh`: the snippet must not exist
+/// yet.
+fn generate_with(
+    request: &NewSnippet,
+    leave_out: &[String],
+    fresh: bool,
+) -> Result<Generated, SnippetError> {
     check_profile_name(&request.name)
         .map_err(|message| SnippetError::Usage(format!("profile name: {message}")))?;
     if !profiling_core::data::KNOWN_SOURCES.contains(&request.data_source.as_str()) {
@@ -325,7 +336,9 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     let directory = destination(request)?;
     let snippets_crate = SnippetsCrate::of_directory(&directory);
     let mut warnings = Vec::new();
-    check_name_is_free(request, &directory, snippets_crate.as_ref(), &mut warnings)?;
+    if fresh {
+        check_name_is_free(request, &directory, snippets_crate.as_ref(), &mut warnings)?;
+    }
     // The snippet's files name paths from the workspace that compiles it,
     // where its commands run.
     let root = &snippets_crate
@@ -374,7 +387,14 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
                 .map(|d| d.ident.clone()),
         );
     }
-    let imports = names::imports(&source, &function, &location, &visible, &snippets_package);
+    let mut imports = names::imports(&source, &function, &location, &visible, &snippets_package);
+    // Kept as possible traits, found unused by the compiler.
+    imports
+        .paths
+        .retain(|path| !leave_out.contains(&path.display()));
+    imports
+        .kept_for_traits
+        .retain(|path| !leave_out.contains(path));
     let lines = match request.from.selector {
         Selector::Lines { start, end } => Some((start, end)),
         Selector::Path(_) => None,
@@ -803,6 +823,53 @@ fn parity_of(
     Parity::Test {
         production: reexported.unwrap_or_else(|| item.to_owned()),
     }
+}
+
+/// The imports `new` kept as possible traits (`created`'s
+/// [`Report::kept_for_traits`]) that the compiler found unused in the
+/// snippet's first build (its unused-import warnings in `diagnostics`):
+/// they were not traits the copy needs.
+pub fn unused_kept_imports(created: &Generated, diagnostics: &[Diagnostic]) -> Vec<String> {
+    let mut unused = Vec::new();
+    for diagnostic in diagnostics {
+        let first = diagnostic.rendered.lines().next().unwrap_or_default();
+        let Some(names) = first
+            .strip_prefix("warning: unused import: ")
+            .or_else(|| first.strip_prefix("warning: unused imports: "))
+        else {
+            continue;
+        };
+        let named: Vec<&str> = names.split('`').skip(1).step_by(2).collect();
+        for kept in &created.report.kept_for_traits {
+            let binding = kept.rsplit("::").next().unwrap_or(kept);
+            let binding = binding.rsplit(" as ").next().unwrap_or(binding);
+            if named.iter().any(|n| *n == kept || *n == binding) && !unused.contains(kept) {
+                unused.push(kept.clone());
+            }
+        }
+    }
+    unused
+}
+
+/// Writes the snippet `created` was made for again without the imports
+/// `leave_out` (from [`unused_kept_imports`]): its `target.rs`,
+/// `config.yaml`, `README.md` and `Cargo.toml` (the crates named may be
+/// fewer), its `DRAFT` as it is.
+pub fn rewrite_without_imports(
+    request: &NewSnippet,
+    created: &Generated,
+    leave_out: &[String],
+) -> Result<Generated, SnippetError> {
+    let mut again = generate_with(request, leave_out, false)?;
+    again.report.warnings = created.report.warnings.clone();
+    for (name, text) in &again.files {
+        if *name == DRAFT_FILE {
+            continue;
+        }
+        let path = again.directory.join(name);
+        std::fs::write(&path, text).map_err(|source| SnippetError::Write { path, source })?;
+    }
+    Ok(again)
 }
 
 /// Generates the snippet and writes it: all its files, or nothing; then

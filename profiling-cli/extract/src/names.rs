@@ -60,7 +60,7 @@ impl ImportPath {
         self.rename.as_deref().unwrap_or(&self.name)
     }
 
-    fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         let mut text = self.parent.join("::");
         if !text.is_empty() {
             text.push_str("::");

@@ -516,17 +516,35 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
     let target = generated.file("target.rs").unwrap();
     assert!(generated.report.unmapped.is_empty());
     assert!(
-        target.contains("    pub size: (u32, u32),\n    pub weights: [f32; 3],\n    pub flags: (bool,),\n"),
+        target.contains(
+            "    pub size: (u32, u32),\n    pub weights: [f32; 3],\n    pub flags: (bool,),\n"
+        ),
         "{target}"
     );
-    assert!(target.contains("            size: (640, 480),\n"), "{target}");
-    assert!(target.contains("            weights: [0.5, 0.25, 0.25],\n"), "{target}");
+    assert!(
+        target.contains("            size: (640, 480),\n"),
+        "{target}"
+    );
+    assert!(
+        target.contains("            weights: [0.5, 0.25, 0.25],\n"),
+        "{target}"
+    );
     assert!(target.contains("            flags: (true,),\n"), "{target}");
     let config = generated.file("config.yaml").unwrap();
     assert!(config.contains("    size: [640, 480]\n"), "{config}");
-    assert!(config.contains("    weights: [0.5, 0.25, 0.25]\n"), "{config}");
-    let parsed = ConfigFile::parse(config, None).unwrap().resolve(&Overrides::default()).unwrap();
-    let flags = parsed.target.parameters.get("flags").and_then(|v| v.as_sequence());
+    assert!(
+        config.contains("    weights: [0.5, 0.25, 0.25]\n"),
+        "{config}"
+    );
+    let parsed = ConfigFile::parse(config, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
+    let flags = parsed
+        .target
+        .parameters
+        .get("flags")
+        .and_then(|v| v.as_sequence());
     assert_eq!(flags.map(|f| f.len()), Some(1), "{config}");
     assert_eq!(flags.and_then(|f| f[0].as_bool()), Some(true), "{config}");
 
