@@ -173,6 +173,15 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
             "  # Synthetic records: a 64x64 RGB image and the tensors `tensor`, `scores`\n  \
              # and `boxes`.\n  name: dummy\n  record_count: 1\n",
         );
+        if target.takes_detections() {
+            text.push_str(
+                "  # Boxes, scores and class ids as a detector emits them before NMS (the\n  \
+                 # copy takes `boxes` or `scores`): `count` boxes in `format` (xyxy, xywh,\n  \
+                 # cxcywh) gathered around `objects` places of a `canvas` [width, height],\n  \
+                 # a share `above` of the scores over `threshold`. Seeded by the record.\n  \
+                 detections: {count: 1000, format: xyxy, objects: 20, classes: 80, above: 0.2, threshold: 0.5, canvas: [640, 640]}\n",
+            );
+        }
         if let Some(shape) = target.tensor_shape() {
             let shape: Vec<String> = shape.iter().map(ToString::to_string).collect();
             let _ = writeln!(

@@ -316,6 +316,23 @@ impl Target {
             .collect()
     }
 
+    /// Whether a parameter takes the record's `boxes` or `scores`: the
+    /// dummy source then makes them as a detector would.
+    pub fn takes_detections(&self) -> bool {
+        self.parameters.iter().any(|p| {
+            matches!(
+                p.source,
+                ValueSource::Tensor {
+                    name: "boxes" | "scores",
+                    ..
+                } | ValueSource::Values {
+                    name: "boxes" | "scores",
+                    ..
+                }
+            )
+        })
+    }
+
     /// The parameters read from `target.parameters`.
     pub fn settings(&self) -> Vec<&Parameter> {
         self.parameters

@@ -479,6 +479,17 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
         assert!(target.contains(line), "{line} missing from {target}");
     }
     assert!(generated.report.unmapped.is_empty());
+    // `scores` is taken: the dummy source makes detector-like records.
+    let config = generated.file("config.yaml").unwrap();
+    assert!(
+        config.contains("\n  detections: {count: 1000, format: xyxy, objects: 20, classes: 80, above: 0.2, threshold: 0.5, canvas: [640, 640]}\n"),
+        "{config}"
+    );
+    let parsed = ConfigFile::parse(config, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
+    assert!(parsed.data_source.parameters.contains_key("detections"));
 
     let generated = fixture.generate("extract-default", "::odd_layout");
     let target = generated.file("target.rs").unwrap();
