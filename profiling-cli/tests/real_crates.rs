@@ -243,4 +243,12 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
         target.contains("    pub scores: ndarray::Array1<f64>,\n"),
         "{target}"
     );
+    // Boxes and scores come from detector-like dummy records, so that NMS
+    // has overlapping boxes to suppress.
+    let config =
+        std::fs::read_to_string(ws.join("inference_profiling/snippets/pb_nms/config.yaml"))
+            .unwrap();
+    assert!(config.contains("\n  detections: {count: 1000,"), "{config}");
+    // Imports kept as possible traits that the build found unused are gone.
+    assert!(!target.contains("use rstar::"), "{target}");
 }
