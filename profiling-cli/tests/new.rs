@@ -602,9 +602,15 @@ fn drafts_keep_every_other_target_building() {
     let preprocess = copy.path("examples/src/preprocess.rs");
     let mut text = read(&preprocess);
     text.push_str(
-        "\n/// The first `N` values.\npub fn head<S, const N: usize>(values: &[S]) -> [S; N]\nwhere\n    S: Copy,\n{\n    std::array::from_fn(|i| values[i])\n}\n\nmod sealed {\n    pub(super) fn secret() -> u32 {\n        7\n    }\n}\n\n/// Calls into a private module.\npub fn unsealed() -> u32 {\n    sealed::secret() + 1\n}\n",
+        "\n/// The first `N` values.\npub fn head<S, const N: usize>(values: &[S]) -> [S; N]\nwhere\n    S: Copy,\n{\n    std::array::from_fn(|i| values[i])\n}\n\n/// Calls what only its own crate can call.\npub fn unsealed() -> u32 {\n    crate::postprocess::crate_only() + 1\n}\n",
     );
     std::fs::write(&preprocess, text).unwrap();
+    // A function of another module only its crate may call: a copy outside
+    // the crate cannot, and `new` does not copy it.
+    let postprocess = copy.path("examples/src/postprocess.rs");
+    let mut text = read(&postprocess);
+    text.push_str("\npub(crate) fn crate_only() -> u32 {\n    7\n}\n");
+    std::fs::write(&postprocess, text).unwrap();
     let generic = copy.snippet("new_generic");
     let from = copy.path("examples/src/preprocess.rs::head");
     let made = copy.tool(&[
@@ -629,7 +635,7 @@ fn drafts_keep_every_other_target_building() {
         "the parity test ran with the types given: {made}"
     );
 
-    // A copy that calls into a private module: written, the compiler's
+    // A copy that calls a crate-private function: written, the compiler's
     // error shown against the new file, and left a draft, which is what is
     // left to do, not a failure of `new`.
     let broken = copy.snippet("new_broken");
@@ -644,7 +650,7 @@ fn drafts_keep_every_other_target_building() {
     ]);
     assert_eq!(made.code, Some(0), "{made}");
     assert!(
-        made.stderr.contains("`sealed`")
+        made.stderr.contains("function `crate_only` is private")
             && made
                 .stderr
                 .contains("inference_profiling/snippets/new_broken/target.rs:"),
@@ -668,7 +674,7 @@ fn drafts_keep_every_other_target_building() {
     );
     let reason = read(&broken.join("DRAFT"));
     assert!(
-        reason.starts_with("does not build: 1 error(s) in its files, the first: error[E0433]: "),
+        reason.starts_with("does not build: 1 error(s) in its files, the first: error[E0603]: function `crate_only` is private"),
         "{reason}"
     );
     assert!(!copy.links("new_broken"));

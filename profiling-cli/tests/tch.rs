@@ -167,11 +167,13 @@ fn torchscript_without_a_module_is_a_config_error() {
     for (file, expected) in [
         (
             &config,
-            "target.parameters: missing field `module`".to_owned(),
+            ": target.parameters: missing field `module`".to_owned(),
         ),
+        // With the position of the value in the file.
         (
             &missing,
-            "target.parameters.module: cannot load TorchScript module /no/such/model.pt".to_owned(),
+            ":1:50: target.parameters.module: cannot load TorchScript module /no/such/model.pt"
+                .to_owned(),
         ),
     ] {
         let output = profile_cli()
@@ -181,7 +183,7 @@ fn torchscript_without_a_module_is_a_config_error() {
         assert_eq!(output.status.code(), Some(2));
         let stderr = String::from_utf8(output.stderr).unwrap();
         assert!(
-            stderr.starts_with(&format!("error: {}: {expected}", file.display())),
+            stderr.starts_with(&format!("error: {}{expected}", file.display())),
             "{stderr}"
         );
         assert_eq!(stderr.lines().count(), 1, "{stderr}");

@@ -333,7 +333,7 @@ fn generate_with(
             profiling_core::data::KNOWN_SOURCES.join(", ")
         )));
     }
-    let directory = destination(request)?;
+    let directory = destination(request, fresh)?;
     let snippets_crate = SnippetsCrate::of_directory(&directory);
     let mut warnings = Vec::new();
     if fresh {
@@ -862,6 +862,8 @@ pub fn rewrite_without_imports(
 ) -> Result<Generated, SnippetError> {
     let mut again = generate_with(request, leave_out, false)?;
     again.report.warnings = created.report.warnings.clone();
+    // `create` added it; said as it was.
+    again.report.added_dependency = created.report.added_dependency.clone();
     for (name, text) in &again.files {
         if *name == DRAFT_FILE {
             continue;
@@ -887,7 +889,7 @@ pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
     Ok(generated)
 }
 
-fn destination(request: &NewSnippet) -> Result<PathBuf, SnippetError> {
+fn destination(request: &NewSnippet, fresh: bool) -> Result<PathBuf, SnippetError> {
     let directory = match &request.directory {
         Some(dir) => std::path::absolute(dir).map_err(|error| {
             SnippetError::Usage(format!("--directory {}: {error}", dir.display()))
@@ -898,7 +900,7 @@ fn destination(request: &NewSnippet) -> Result<PathBuf, SnippetError> {
             .join("snippets")
             .join(request.name.replace('-', "_")),
     };
-    if directory.exists() {
+    if fresh && directory.exists() {
         return Err(SnippetError::Exists(directory));
     }
     match directory.parent() {
