@@ -269,6 +269,10 @@ struct NewArgs {
     /// Also run the new target once (no warmup, one measured pass) on its config.
     #[arg(long)]
     smoke: bool,
+    /// When the function only prepares its arguments and calls another function of its file,
+    /// copy that one instead: the profile then times a body, not one call.
+    #[arg(long)]
+    follow: bool,
 }
 
 #[derive(Debug, Args)]

@@ -40,6 +40,7 @@ pub(crate) fn new(
         directory: args.directory,
         workspace_root: root.to_path_buf(),
         type_args,
+        follow: args.follow,
     };
     let mut created = match snippet::create(&request) {
         Ok(created) => created,

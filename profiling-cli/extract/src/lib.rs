@@ -74,6 +74,9 @@ pub struct NewSnippet {
     pub workspace_root: PathBuf,
     /// The types (and const values) of a generic function's parameters.
     pub type_args: TypeArgs,
+    /// When the function only delegates to another of its file, copy that
+    /// one instead (`--follow`).
+    pub follow: bool,
 }
 
 impl NewSnippet {
@@ -88,6 +91,7 @@ impl NewSnippet {
             directory: None,
             workspace_root: workspace_root.to_path_buf(),
             type_args: TypeArgs::default(),
+            follow: false,
         }
     }
 }
@@ -414,9 +418,36 @@ fn generate_with(
             syn::Item::Fn(f) if f.sig.ident == callee => Some(source.lines(f.sig.ident.span()).0),
             _ => None,
         });
+        let callee_item = function.scope.iter().find_map(|item| match item {
+            syn::Item::Fn(f) if f.sig.ident == callee => Some(f),
+            _ => None,
+        });
+        if let (true, Some(callee_fn)) = (request.follow, callee_item) {
+            // The body that does the work: copied in its place, with the
+            // type arguments that are its own.
+            let mut path = function.inline_modules.clone();
+            path.push(callee.clone());
+            let mut followed = request.clone();
+            followed.follow = false;
+            followed.from = SourceSpec {
+                file: request.from.file.clone(),
+                selector: Selector::Path(path),
+            };
+            followed.type_args = request.type_args.for_generics(&callee_fn.sig.generics);
+            let mut generated = generate_with(&followed, leave_out, fresh)?;
+            generated.report.warnings.insert(
+                0,
+                format!(
+                    "`{}` only prepares its arguments and delegates to `{callee}`: followed, the snippet copies `{callee}` ({display}:{})",
+                    function.label,
+                    defined.unwrap_or_default()
+                ),
+            );
+            return Ok(generated);
+        }
         let next = match defined {
             Some(line) => format!(
-                "to profile its body instead: profile-cli new {} --from {display}::{callee} (defined at line {line})",
+                "to profile its body instead: profile-cli new {} --from {display}::{callee} (defined at line {line}), or `--follow`",
                 callee.replace('_', "-")
             ),
             None => format!("to profile its body instead, copy `{callee}` with `profile-cli new`"),

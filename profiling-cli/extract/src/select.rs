@@ -547,6 +547,26 @@ impl TypeArgs {
         self.0.iter()
     }
 
+    /// Only those given for the generic parameters of `generics`.
+    pub(crate) fn for_generics(&self, generics: &syn::Generics) -> TypeArgs {
+        let names: Vec<String> = generics
+            .params
+            .iter()
+            .filter_map(|param| match param {
+                syn::GenericParam::Type(t) => Some(t.ident.to_string()),
+                syn::GenericParam::Const(c) => Some(c.ident.to_string()),
+                syn::GenericParam::Lifetime(_) => None,
+            })
+            .collect();
+        TypeArgs(
+            self.0
+                .iter()
+                .filter(|(name, _)| names.contains(name))
+                .cloned()
+                .collect(),
+        )
+    }
+
     /// `::<A, B>` for `params` in order; empty without parameters.
     pub(crate) fn turbofish(&self, params: &[GenericParam]) -> String {
         if params.is_empty() {

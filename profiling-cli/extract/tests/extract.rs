@@ -631,10 +631,26 @@ fn a_thin_wrapper_is_said_with_the_command_for_its_callee() {
     assert_eq!(
         generated.report.warnings,
         [format!(
-            "`quarter` only prepares its arguments and delegates to `helper`: the profile times one call into production code, not a body; to profile its body instead: profile-cli new helper --from fixture/src/ops.rs::helper (defined at line {})",
+            "`quarter` only prepares its arguments and delegates to `helper`: the profile times one call into production code, not a body; to profile its body instead: profile-cli new helper --from fixture/src/ops.rs::helper (defined at line {}), or `--follow`",
             line_of("pub fn helper(x: f32) -> f32 {")
         )]
     );
+    // --follow copies the function it calls instead.
+    let mut request = fixture.request("extract-followed", "::quarter");
+    request.follow = true;
+    let followed = snippet::generate(&request).unwrap();
+    assert_eq!(followed.report.item, "fixture_ops::ops::helper");
+    assert_eq!(
+        followed.report.warnings[0],
+        format!(
+            "`quarter` only prepares its arguments and delegates to `helper`: followed, the snippet copies `helper` (fixture/src/ops.rs:{})",
+            line_of("pub fn helper(x: f32) -> f32 {")
+        )
+    );
+    assert!(followed
+        .file("target.rs")
+        .unwrap()
+        .contains("pub fn helper(x: f32) -> f32 {"));
     for body in ["::helper", "::with_paths", "::statements"] {
         let generated = fixture.generate("extract-body", body);
         assert!(
