@@ -7,34 +7,13 @@
 //! builds in `target/snippet-check/`, which the other cargo-running test
 //! shares, so later runs rebuild little.
 
-use std::path::Path;
 use std::process::Command;
 
 mod common;
 
-use common::{workspace_root, Finished, RemoveOnDrop};
+use common::{profile_cli_in, workspace_root, RemoveOnDrop};
 
 const APP_LIB: &str = "/// Doubles every value.\npub fn double(values: &[f32]) -> Vec<f32> {\n    values.iter().map(|v| v * 2.0).collect()\n}\n\n/// The first `N` values.\npub fn head<S: Copy, const N: usize>(values: &[S]) -> [S; N] {\n    std::array::from_fn(|i| values[i])\n}\n";
-
-/// `profile-cli ARGS`, run in `dir` as a user would from a shell there.
-fn profile_cli(dir: &Path, args: &[&str]) -> Finished {
-    let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(args)
-        .current_dir(dir)
-        .env(
-            "CARGO_TARGET_DIR",
-            workspace_root().join("target/snippet-check"),
-        )
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
-        .output()
-        .unwrap();
-    Finished {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 #[test]
 fn init_new_list_and_run_in_a_workspace_of_ones_own() {
@@ -69,7 +48,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     assert!(git_init.success());
 
     // Before init: the installed binary's own targets, and it says so.
-    let before = profile_cli(&ws, &["list"]);
+    let before = profile_cli_in(&ws, &["list"]);
     assert_eq!(before.code, Some(0), "{before}");
     assert!(
         before.stderr.starts_with(&format!(
@@ -80,10 +59,10 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     );
     assert!(before.stdout.contains("example-candidate "), "{before}");
 
-    let init = profile_cli(&ws.join("app"), &["init"]);
+    let init = profile_cli_in(&ws.join("app"), &["init"]);
     assert_eq!(init.code, Some(0), "{init}");
 
-    let double = profile_cli(&ws, &["new", "dbl", "--from", "app/src/lib.rs::double"]);
+    let double = profile_cli_in(&ws, &["new", "dbl", "--from", "app/src/lib.rs::double"]);
     assert_eq!(double.code, Some(0), "{double}");
     assert!(
         double
@@ -97,7 +76,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
             .contains("  parity: the copy computes what production computes on 1 record(s)"),
         "{double}"
     );
-    let head = profile_cli(
+    let head = profile_cli_in(
         &ws,
         &[
             "new",
@@ -146,7 +125,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     assert!(!readme.contains(&ws.display().to_string()), "{readme}");
 
     // The installed binary builds and runs the workspace's own.
-    let listed = profile_cli(&ws, &["list"]);
+    let listed = profile_cli_in(&ws, &["list"]);
     assert_eq!(listed.code, Some(0), "{listed}");
     assert!(
         listed.stderr.contains("has its own profiling crate (inference_profiling): building and running its `profile` binary"),
@@ -168,7 +147,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
 
     // Nothing to build: nothing of cargo's (no compile lines, no warning
     // about the app's own profile section).
-    let again = profile_cli(&ws, &["list"]);
+    let again = profile_cli_in(&ws, &["list"]);
     assert_eq!(again.code, Some(0), "{again}");
     let lines: Vec<&str> = again.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{again}");
@@ -182,7 +161,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     std::fs::write(&dbl_target, text).unwrap();
 
     let elsewhere = tempfile::tempdir().unwrap();
-    let ran = profile_cli(
+    let ran = profile_cli_in(
         elsewhere.path(),
         &[
             "--workspace",
@@ -209,7 +188,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     assert_eq!(manifest["git_commit"], serde_yaml::Value::Null);
     assert_eq!(manifest["git_note"], "a git repository with no commit yet");
 
-    let own_warning = profile_cli(&ws, &["run", "dbl", "--run-id", "first"]);
+    let own_warning = profile_cli_in(&ws, &["run", "dbl", "--run-id", "first"]);
     assert_eq!(own_warning.code, Some(0), "{own_warning}");
     assert!(
         own_warning.stderr.contains("dbl_helper_never_called"),
@@ -218,7 +197,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     assert!(!own_warning.stderr.contains("Finished"), "{own_warning}");
 
     // --no-delegate: this binary's own targets.
-    let own = profile_cli(&ws, &["--no-delegate", "list"]);
+    let own = profile_cli_in(&ws, &["--no-delegate", "list"]);
     assert_eq!(own.code, Some(0), "{own}");
     assert!(own.stdout.contains("example-candidate "), "{own}");
     assert!(!own.stderr.contains("profile-cli: running"), "{own}");

@@ -18,7 +18,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{workspace_root, Finished, RemoveOnDrop};
+use common::{profile_cli_in, workspace_root, RemoveOnDrop};
 
 /// What the parity test must say after `new`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,25 +109,6 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
     ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
 ];
 
-/// `profile-cli ARGS`, run in `dir` as a user would from a shell there.
-fn profile_cli(dir: &Path, args: &[&str]) -> Finished {
-    let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(args)
-        .current_dir(dir)
-        .env(
-            "CARGO_TARGET_DIR",
-            workspace_root().join("target/snippet-check"),
-        )
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .output()
-        .unwrap();
-    Finished {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
 /// The source directories of the corpus crates, by package name, as cargo
 /// resolves and fetches them for `tests/corpus/`.
 fn corpus_sources() -> Vec<(String, PathBuf)> {
@@ -203,7 +184,7 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
     std::fs::copy(workspace_root().join("Cargo.lock"), ws.join("Cargo.lock")).unwrap();
 
     let root = workspace_root();
-    let init = profile_cli(&ws, &["init", "--core-path", root.to_str().unwrap()]);
+    let init = profile_cli_in(&ws, &["init", "--core-path", root.to_str().unwrap()]);
     assert_eq!(init.code, Some(0), "{init}");
 
     let mut failures = Vec::new();
@@ -212,7 +193,7 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
         if !type_args.is_empty() {
             args.extend(["--type-args", type_args]);
         }
-        let made = profile_cli(&ws, &args);
+        let made = profile_cli_in(&ws, &args);
         let linked = made.stdout.contains(": linked in");
         let parity_line = match parity {
             Parity::Passes => "  parity: the copy computes what production computes on ",

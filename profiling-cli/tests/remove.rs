@@ -6,26 +6,12 @@
 //! the command, before cargo refuses the whole workspace.
 
 use std::path::Path;
-use std::process::Command;
 
 mod common;
 
-use common::Finished;
+use common::profile_cli_in;
 
 const PROFILING_CRATE: &str = "[package]\nname = \"profiling-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"profile\"\npath = \"src/main.rs\"\n\n[dependencies]\nprofiling-cli = { path = \"../cli\" }\nsnippet-kept = { path = \"snippets/kept\" }\nsnippet-used = { path = \"snippets/used\" }\nsnippet-gone = { path = \"snippets/gone\" }\n\n[features]\ntch = [\"profiling-cli/tch\", \"snippet-used/tch\", \"snippet-gone/tch\"]\n";
-
-fn profile_cli(dir: &Path, args: &[&str]) -> Finished {
-    let output = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    Finished {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 fn snippet(root: &Path, dir: &str, with_run: bool) {
     let path = root.join("inference_profiling/snippets").join(dir);
@@ -59,7 +45,7 @@ fn remove_deletes_a_snippet_and_its_entry_and_mends_a_hand_deletion() {
 
     // The entry of a directory deleted by hand stops the build's commands
     // at once, one line each, naming the command.
-    let listed = profile_cli(root, &["list"]);
+    let listed = profile_cli_in(root, &["list"]);
     assert_eq!(listed.code, Some(2), "{listed}");
     assert!(
         listed.stderr.contains(
@@ -69,7 +55,7 @@ fn remove_deletes_a_snippet_and_its_entry_and_mends_a_hand_deletion() {
     );
 
     // Runs keep a snippet, unless --force.
-    let kept = profile_cli(root, &["remove", "used"]);
+    let kept = profile_cli_in(root, &["remove", "used"]);
     assert_eq!(kept.code, Some(2), "{kept}");
     assert!(
         kept.stderr.contains(
@@ -82,12 +68,12 @@ fn remove_deletes_a_snippet_and_its_entry_and_mends_a_hand_deletion() {
         .is_dir());
     assert_eq!(manifest(), PROFILING_CRATE);
 
-    let forced = profile_cli(root, &["remove", "used", "--force"]);
+    let forced = profile_cli_in(root, &["remove", "used", "--force"]);
     assert_eq!(forced.code, Some(0), "{forced}");
     assert!(!root.join("inference_profiling/snippets/used").exists());
     assert!(!manifest().contains("snippet-used"), "{}", manifest());
 
-    let gone = profile_cli(root, &["remove", "gone"]);
+    let gone = profile_cli_in(root, &["remove", "gone"]);
     assert_eq!(gone.code, Some(0), "{gone}");
     assert!(
         gone.stdout.contains(
@@ -99,11 +85,11 @@ fn remove_deletes_a_snippet_and_its_entry_and_mends_a_hand_deletion() {
         manifest(),
         "[package]\nname = \"profiling-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"profile\"\npath = \"src/main.rs\"\n\n[dependencies]\nprofiling-cli = { path = \"../cli\" }\nsnippet-kept = { path = \"snippets/kept\" }\n\n[features]\ntch = [\"profiling-cli/tch\"]\n"
     );
-    let removed = profile_cli(root, &["remove", "kept"]);
+    let removed = profile_cli_in(root, &["remove", "kept"]);
     assert_eq!(removed.code, Some(0), "{removed}");
     assert!(!root.join("inference_profiling/snippets/kept").exists());
 
-    let missing = profile_cli(root, &["remove", "nothing-here"]);
+    let missing = profile_cli_in(root, &["remove", "nothing-here"]);
     assert_eq!(missing.code, Some(2), "{missing}");
     assert!(
         missing

@@ -46,6 +46,28 @@ impl std::fmt::Display for Finished {
     }
 }
 
+/// `profile-cli ARGS` as a process run in `dir`, as a user would from a
+/// shell there. What it has cargo build goes to `target/snippet-check/`,
+/// which the tests that run cargo share, without debug information.
+pub fn profile_cli_in(dir: &Path, args: &[&str]) -> Finished {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+        .args(args)
+        .current_dir(dir)
+        .env(
+            "CARGO_TARGET_DIR",
+            workspace_root().join("target/snippet-check"),
+        )
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
+        .output()
+        .unwrap();
+    Finished {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// Removes a directory when dropped, however the test ends.
 pub struct RemoveOnDrop(pub PathBuf);
 
