@@ -1102,11 +1102,11 @@ pub(crate) fn plan(
         // `impl Into<X>` is held, and passed, as an `X`.
         let declared_ty = super::select::into_target(&typed.ty).unwrap_or(&typed.ty);
         let effective = substitute(declared_ty, &given);
-        let substituted = quote::quote!(#effective).to_string() != {
-            let ty = &typed.ty;
-            quote::quote!(#ty).to_string()
-        };
-        let substituted = substituted || !std::ptr::eq(declared_ty, &*typed.ty);
+        // Not the type as declared: a type argument went in, or it was an
+        // `impl Into<X>`.
+        let as_written = &typed.ty;
+        let substituted =
+            quote::quote!(#effective).to_string() != quote::quote!(#as_written).to_string();
         let source_ty: &syn::Type = if substituted { &effective } else { &typed.ty };
         let (inner, reference) = match source_ty {
             syn::Type::Reference(r) => (&*r.elem, Some(r.mutability.is_some())),
