@@ -126,7 +126,7 @@ fn locate(path: &Path, err: &mut dyn Write) -> Result<Located, String> {
 }
 
 fn read_manifest(run_dir: Option<&Path>) -> Option<Value> {
-    profiling_core::compare::runs::read_manifest(&run_dir?.join("manifest.yaml")).ok()
+    profiling_compare::runs::read_manifest(&run_dir?.join("manifest.yaml")).ok()
 }
 
 /// `profile-cli analyze`.

@@ -6,10 +6,11 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
-use profiling_core::compare::runs::{self, LoadedRun, RunError};
-use profiling_core::compare::statistics::{BootstrapOptions, DEFAULT_RESAMPLES, DEFAULT_SEED};
-use profiling_core::compare::{self, Comparison, Options, Row, RunInfo, Verdict};
+use profiling_compare::runs::{self, LoadedRun, RunError};
+use profiling_compare::statistics::{BootstrapOptions, DEFAULT_RESAMPLES, DEFAULT_SEED};
+use profiling_compare::{self as compare, Comparison, Options, Row, RunInfo, Verdict};
 use profiling_core::host::NOT_A_CHECKOUT_NOTE;
+use profiling_core::session::ProfileRuns;
 
 use crate::report::format_ns;
 use crate::{EXIT_OK, EXIT_USAGE};
@@ -138,7 +139,7 @@ impl ReportArgs {
 /// `profile-cli compare`.
 pub fn compare_command(
     args: CompareArgs,
-    root: &Path,
+    profiles: &[ProfileRuns],
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
@@ -146,7 +147,7 @@ pub fn compare_command(
         return Ok(EXIT_USAGE);
     };
     let output_dir = args.output_dir.as_deref();
-    let mut loaded = match resolve_all(&args.runs, |a| runs::resolve(a, root, output_dir)) {
+    let mut loaded = match resolve_all(&args.runs, |a| runs::resolve(a, profiles, output_dir)) {
         Ok(loaded) => loaded,
         Err(error) => return usage_error(err, &error),
     };
@@ -490,26 +491,26 @@ fn write_markdown(
 /// `profile-cli baselines`.
 pub fn baselines_command(
     args: BaselinesArgs,
-    root: &Path,
+    profiles: &[ProfileRuns],
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let profiles = match &args.output_dir {
         Some(dir) => profiles_under(dir),
-        None => runs::profiles(root),
+        None => profiles.to_vec(),
     };
-    let selected: Vec<&(String, String, std::path::PathBuf)> = match &args.profile {
+    let selected: Vec<&ProfileRuns> = match &args.profile {
         Some(name) => {
             let found = profiles
                 .iter()
-                .find(|(profile, _, _)| profile == name)
-                .or_else(|| profiles.iter().find(|(_, target, _)| target == name));
+                .find(|p| p.profile == *name)
+                .or_else(|| profiles.iter().find(|p| p.target == *name));
             match found {
                 Some(found) => vec![found],
                 None => {
                     let error = RunError::UnknownProfile {
                         name: name.clone(),
-                        known: profiles.iter().map(|(p, _, _)| p.clone()).collect(),
+                        known: profiles.iter().map(|p| p.profile.clone()).collect(),
                     };
                     return usage_error(err, &error);
                 }
@@ -518,7 +519,7 @@ pub fn baselines_command(
         None => profiles.iter().collect(),
     };
     let mut listed = Vec::new();
-    for (profile, _, runs_dir) in selected {
+    for ProfileRuns { profile, runs: runs_dir, .. } in selected {
         let dir = runs::baselines_dir_of_runs(runs_dir);
         for info in runs::list_baselines(&dir) {
             let path = dir.join(&info.name);
@@ -590,15 +591,19 @@ pub fn baselines_command(
 
 /// The profiles under an output directory: each `DIR/PROFILE/` with runs
 /// or baselines.
-fn profiles_under(dir: &Path) -> Vec<(String, String, std::path::PathBuf)> {
-    let mut found: Vec<(String, String, std::path::PathBuf)> = std::fs::read_dir(dir)
+fn profiles_under(dir: &Path) -> Vec<ProfileRuns> {
+    let mut found: Vec<ProfileRuns> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter(|entry| entry.path().is_dir())
         .map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            (name.clone(), name, entry.path().join("runs"))
+            ProfileRuns {
+                profile: name.clone(),
+                target: name,
+                runs: entry.path().join("runs"),
+            }
         })
         .collect();
     found.sort();
@@ -606,7 +611,7 @@ fn profiles_under(dir: &Path) -> Vec<(String, String, std::path::PathBuf)> {
 }
 
 fn pass_median(run: &LoadedRun) -> Option<u64> {
-    profiling_core::compare::statistics::lower_median(&run.samples.passes.sorted_values())
+    profiling_compare::statistics::lower_median(&run.samples.passes.sorted_values())
 }
 
 /// What `run --baseline NAME` and `run --save-baseline NAME` check before
@@ -687,7 +692,7 @@ pub struct ReportArgs {
 /// `profile-cli report`.
 pub fn report_command(
     args: ReportArgs,
-    root: &Path,
+    profiles: &[ProfileRuns],
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
@@ -695,7 +700,7 @@ pub fn report_command(
         return Ok(EXIT_USAGE);
     };
     let output_dir = args.output_dir.as_deref();
-    let paths = match resolve_all(&args.runs, |a| runs::resolve_path(a, root, output_dir)) {
+    let paths = match resolve_all(&args.runs, |a| runs::resolve_path(a, profiles, output_dir)) {
         Ok(paths) => paths,
         Err(error) => return usage_error(err, &error),
     };

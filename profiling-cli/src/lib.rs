@@ -549,13 +549,16 @@ fn main_in(
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
         Command::Compare(compare_args) => {
-            compare::compare_command(compare_args, workspace_root, out, err)
+            let profiles = session::profiles(workspace_root);
+            compare::compare_command(compare_args, &profiles, out, err)
         }
         Command::Baselines(baselines_args) => {
-            compare::baselines_command(baselines_args, workspace_root, out, err)
+            let profiles = session::profiles(workspace_root);
+            compare::baselines_command(baselines_args, &profiles, out, err)
         }
         Command::Report(report_args) => {
-            compare::report_command(report_args, workspace_root, out, err)
+            let profiles = session::profiles(workspace_root);
+            compare::report_command(report_args, &profiles, out, err)
         }
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
@@ -730,8 +733,8 @@ fn list_drafts(drafts: &[&registry::Draft], out: &mut dyn Write) -> anyhow::Resu
 fn write_run_page(
     run_dir: &Path,
     compared: Option<&(
-        profiling_core::compare::Comparison,
-        profiling_core::compare::Options,
+        profiling_compare::Comparison,
+        profiling_compare::Options,
     )>,
 ) -> Result<PathBuf, String> {
     let (manifest, samples) = page::read_run(run_dir).map_err(|e| e.to_string())?;
@@ -1048,7 +1051,7 @@ fn run(
     let mut saved = None;
     if let (Some(name), Some(_)) = (&args.save_baseline, &report.manifest_path) {
         if manifest.status == profiling_core::manifest::Status::Completed {
-            match profiling_core::compare::runs::save_baseline(&planned.run_dir, name, args.force) {
+            match profiling_compare::runs::save_baseline(&planned.run_dir, name, args.force) {
                 Ok(dir) => {
                     writeln!(
                         streams.human(),

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
-use profiling_core::compare::runs::{LoadedRun, RunError};
-use profiling_core::compare::statistics::lower_median;
-use profiling_core::compare::{one_line, Comparison, Options, Row, Verdict};
+use profiling_compare::runs::{LoadedRun, RunError};
+use profiling_compare::statistics::lower_median;
+use profiling_compare::{one_line, Comparison, Options, Row, Verdict};
 use profiling_core::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use profiling_core::stats::DurationStats;
@@ -43,7 +43,7 @@ pub fn read_run(dir: &Path) -> Result<(Value, Option<RunSamples>), RunError> {
     if !manifest_path.is_file() {
         return Err(RunError::NotARun(dir.to_path_buf()));
     }
-    let manifest = profiling_core::compare::runs::read_manifest(&manifest_path)?;
+    let manifest = profiling_compare::runs::read_manifest(&manifest_path)?;
     if manifest.get("run_id").is_none() {
         return Err(RunError::NotAManifest {
             path: manifest_path,
@@ -1048,7 +1048,7 @@ fn comparison_section(comparison: &Comparison, options: &Options, table_id: &str
 }
 
 fn comparison_row(row: &Row) -> String {
-    let median = |side: Option<&profiling_core::compare::Side>| match side {
+    let median = |side: Option<&profiling_compare::Side>| match side {
         Some(side) => format!(
             "<td data-sort=\"{0}\">{1}</td>",
             side.median_ns,

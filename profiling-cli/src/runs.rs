@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use profiling_core::compare::runs::profiles;
+use profiling_core::session::profiles;
 use profiling_core::run_dir::clean_leftovers;
 
 #[derive(Debug, Args)]
@@ -61,7 +61,7 @@ pub fn runs_command(
             .collect(),
         None => profiles(workspace_root)
             .into_iter()
-            .map(|(_, _, runs)| runs)
+            .map(|profile| profile.runs)
             .collect(),
     };
     dirs.sort();

@@ -33,7 +33,7 @@
 //! # }
 //! ```
 
-pub mod compare;
+pub mod baselines;
 pub mod config;
 pub mod data;
 pub mod device;

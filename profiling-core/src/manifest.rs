@@ -168,11 +168,11 @@ impl Manifest {
     }
 }
 
-#[cfg(test)]
 impl Manifest {
     /// A completed run of `t` with nothing measured: for tests of what is
-    /// written and how.
-    pub(crate) fn sample(run_id: &str) -> Manifest {
+    /// written and how (this crate's and those of the crates reading runs).
+    #[doc(hidden)]
+    pub fn sample(run_id: &str) -> Manifest {
         Manifest {
             schema_version: SCHEMA_VERSION,
             profile_name: "t".to_owned(),

@@ -188,6 +188,63 @@ fn select_bucketed(samples: &[u64], counts: &[[u32; 4]], ranks: [usize; 3]) -> [
     })
 }
 
+/// The nearest-rank median, `x_(ceil(n/2))` of the sorted samples (the
+/// lower median for even `n`), the same definition as the manifest's p50.
+/// Never panics: `None` when empty.
+///
+/// ```
+/// use profiling_core::stats::lower_median;
+///
+/// assert_eq!(lower_median(&[10, 20, 30, 40]), Some(20));
+/// assert_eq!(lower_median(&[10, 20, 30]), Some(20));
+/// assert_eq!(lower_median(&[]), None);
+/// ```
+pub fn lower_median(sorted: &[u64]) -> Option<u64> {
+    let rank = sorted.len().div_ceil(2);
+    sorted.get(rank.checked_sub(1)?).copied()
+}
+
+/// The lower median of `sorted` (ascending) with its distribution-free
+/// confidence interval: order statistics `x(j) <= median <= x(n+1-j)`,
+/// `j` the largest rank with `P(Binomial(n, 1/2) < j) <= (1 - confidence) / 2`,
+/// which covers the population median with at least `confidence` whatever
+/// the distribution. Below 6 samples no such `j` exists at 95 %: the
+/// interval is then the whole range of the samples. `None` when empty.
+///
+/// ```
+/// use profiling_core::stats::median_interval;
+///
+/// let samples: Vec<u64> = (1..=100).collect();
+/// // Binomial(100, 1/2): ranks 40 and 61 hold 95 % between them.
+/// assert_eq!(median_interval(&samples, 0.95), Some((50, 40, 61)));
+/// assert_eq!(median_interval(&[7, 8, 9], 0.95), Some((8, 7, 9)));
+/// assert_eq!(median_interval(&[], 0.95), None);
+/// ```
+pub fn median_interval(sorted: &[u64], confidence: f64) -> Option<(u64, u64, u64)> {
+    let median = lower_median(sorted)?;
+    let n = sorted.len();
+    let tail = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0;
+    // P(X <= k) for X ~ Binomial(n, 1/2), accumulated in log space.
+    let log_half_n = n as f64 * std::f64::consts::LN_2;
+    let mut log_choose = 0.0_f64; // ln C(n, 0)
+    let mut cumulative = 0.0_f64;
+    // `j` (1-based) is the largest rank with P(X <= j - 1) <= tail.
+    let mut rank = 0usize;
+    for k in 0..n {
+        cumulative += (log_choose - log_half_n).exp();
+        if cumulative > tail {
+            break;
+        }
+        rank = k + 1;
+        // ln C(n, k + 1) = ln C(n, k) + ln((n - k) / (k + 1))
+        log_choose += ((n - k) as f64).ln() - ((k + 1) as f64).ln();
+    }
+    if rank == 0 {
+        return Some((median, sorted[0], sorted[n - 1]));
+    }
+    Some((median, sorted[rank - 1], sorted[n - rank]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,8 @@ use std::time::Instant;
 use clap::Args;
 use serde_yaml::Value;
 
-use profiling_core::compare::runs;
-use profiling_core::compare::statistics::median_interval;
+use profiling_compare::runs;
+use profiling_compare::statistics::median_interval;
 use profiling_core::config::{check_run_id, ConfigFile};
 use profiling_core::host::UtcTime;
 use profiling_core::interrupt;

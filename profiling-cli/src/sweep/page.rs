@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::coord::ranged1d::{AsRangedCoord, DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
-use profiling_core::compare::one_line;
+use profiling_compare::one_line;
 use serde_yaml::Value;
 
 use super::document::{Estimate, PointResult, PointStatus, SweepDocument, SweepStatus};

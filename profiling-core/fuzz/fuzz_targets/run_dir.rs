@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use profiling_core::compare::runs;
+use profiling_compare::runs;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 
 fn assert_reads_well(error: &dyn std::fmt::Display) {

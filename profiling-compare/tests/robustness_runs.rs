@@ -11,10 +11,11 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_yaml::{Mapping, Value};
 
-use profiling_core::compare::runs;
+use profiling_compare::runs;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use profiling_core::timing::SampleSet;
 
+#[path = "../../profiling-core/tests/common/mod.rs"]
 mod common;
 
 use common::{assert_reads_well, config};

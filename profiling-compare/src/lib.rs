@@ -14,7 +14,7 @@ pub mod statistics;
 use serde::Serialize;
 use serde_yaml::Value;
 
-use crate::run_samples::Series;
+use profiling_core::run_samples::Series;
 use runs::{LoadedRun, RunStatus};
 use statistics::{lower_median, mann_whitney, median_ratio_interval, BootstrapOptions};
 
@@ -489,7 +489,7 @@ fn rows(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Row> 
         });
         // Self time is a row of its own where it is not the inclusive time:
         // where some recorded range ran inside this one.
-        let nests = |range: Option<&crate::run_samples::RangeSeries>| {
+        let nests = |range: Option<&profiling_core::run_samples::RangeSeries>| {
             range.is_some_and(|r| r.exclusive.total != r.inclusive.total)
         };
         if nests(in_base) || nests(in_candidate) {

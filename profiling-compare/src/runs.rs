@@ -11,11 +11,15 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-use crate::config::{self, ConfigFile, Overrides};
-use crate::host::UtcTime;
-use crate::manifest::SCHEMA_VERSION;
-use crate::registry;
-use crate::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
+use profiling_core::config;
+use profiling_core::manifest::SCHEMA_VERSION;
+use profiling_core::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
+use profiling_core::session::ProfileRuns;
+
+pub use profiling_core::baselines::{
+    baselines_dir_of_runs, check_baseline_exists, check_baseline_free, check_baseline_name,
+    list_baselines, read_baseline_name, save_baseline, BaselineError, BaselineInfo,
+};
 
 /// A YAML value as an error names it: short, on one line.
 fn describe(value: &Value) -> String {
@@ -70,21 +74,8 @@ pub enum RunError {
     },
     #[error("profile `{profile}` has no completed run in {} for @latest", .runs.display())]
     NoLatest { profile: String, runs: PathBuf },
-    #[error("profile `{profile}` has no baseline `{name}` in {}{}", .dir.display(), known_baselines(.known))]
-    UnknownBaseline {
-        profile: String,
-        name: String,
-        dir: PathBuf,
-        known: Vec<String>,
-    },
-    #[error("baseline `{name}` of `{profile}` exists ({}): give --force to replace it", .dir.display())]
-    BaselineExists {
-        profile: String,
-        name: String,
-        dir: PathBuf,
-    },
-    #[error("baseline name `{name}`: {reason}")]
-    BaselineName { name: String, reason: String },
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
 }
 
 fn known_text(known: &[String]) -> String {
@@ -106,13 +97,6 @@ fn leftovers_text(run_id: &str, leftovers: &[PathBuf]) -> String {
     )
 }
 
-fn known_baselines(known: &[String]) -> String {
-    if known.is_empty() {
-        " (it has none: `profile-cli run NAME --save-baseline BASELINE` saves one)".to_owned()
-    } else {
-        format!(" (it has {})", known.join(", "))
-    }
-}
 
 /// How a run ended, as its manifest says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,20 +138,21 @@ impl LoadedRun {
 /// baseline directory, `PROFILE@RUN_ID` or `PROFILE@latest` (the newest
 /// completed run of the profile), found by the run-directory rules of
 /// `profile-cli run`: in `output_dir/PROFILE/runs/` when given, else from
-/// `workspace_root` and the profile's config.
+/// the profiles' `runs/` directories (from the binary that runs the targets:
+/// `profiling_core::session::profiles`).
 pub fn resolve(
     argument: &str,
-    workspace_root: &Path,
+    profiles: &[ProfileRuns],
     output_dir: Option<&Path>,
 ) -> Result<LoadedRun, RunError> {
-    load(&resolve_path(argument, workspace_root, output_dir)?)
+    load(&resolve_path(argument, profiles, output_dir)?)
 }
 
 /// The run directory (or manifest) `argument` names, as [`resolve`] finds
 /// it, without reading the run.
 pub fn resolve_path(
     argument: &str,
-    workspace_root: &Path,
+    profiles: &[ProfileRuns],
     output_dir: Option<&Path>,
 ) -> Result<PathBuf, RunError> {
     let path = Path::new(argument);
@@ -185,7 +170,7 @@ pub fn resolve_path(
     }
     let runs = match output_dir {
         Some(dir) => dir.join(profile).join("runs"),
-        None => runs_dir(profile, workspace_root)?,
+        None => runs_dir(profile, profiles)?,
     };
     if run == "latest" {
         return latest(&runs).ok_or_else(|| RunError::NoLatest {
@@ -199,7 +184,7 @@ pub fn resolve_path(
         return Err(RunError::UnknownRun {
             profile: profile.to_owned(),
             run_id: run.to_owned(),
-            leftovers: crate::run_dir::leftovers(&dir),
+            leftovers: profiling_core::run_dir::leftovers(&dir),
             runs,
         });
     }
@@ -334,52 +319,16 @@ pub fn read_manifest(path: &Path) -> Result<Value, RunError> {
     })
 }
 
-/// The profiles of this build: each registered target's profile name
-/// (from the config beside its source, else the target's name) and its
-/// `runs/` directory.
-pub fn profiles(workspace_root: &Path) -> Vec<(String, String, PathBuf)> {
-    let mut found = Vec::new();
-    for entry in registry::targets() {
-        let overrides = Overrides {
-            target: Some(entry.name.to_owned()),
-            ..Overrides::default()
-        };
-        let file = crate::session::beside_target(entry, workspace_root, entry.name)
-            .ok()
-            .flatten();
-        let config = match &file {
-            Some(file) => file.resolve(&overrides).ok(),
-            None => config::defaults_for(entry.name, &overrides).ok(),
-        };
-        let Some(config) = config else { continue };
-        let config_path = file.as_ref().and_then(|f: &ConfigFile| f.path.clone());
-        let runs = crate::session::run_directory(&config, config_path.as_deref(), workspace_root);
-        let runs = crate::session::absolute(&runs);
-        if !found
-            .iter()
-            .any(|(p, _, _): &(String, String, PathBuf)| *p == config.profile_name)
-        {
-            found.push((config.profile_name, entry.name.to_owned(), runs));
-        }
-    }
-    found.sort();
-    found
-}
-
 /// The `runs/` directory of the profile (or target) `name`.
-pub fn runs_dir(name: &str, workspace_root: &Path) -> Result<PathBuf, RunError> {
-    let profiles = profiles(workspace_root);
+pub fn runs_dir(name: &str, profiles: &[ProfileRuns]) -> Result<PathBuf, RunError> {
     profiles
         .iter()
-        .find(|(profile, _, _)| profile == name)
-        .or_else(|| profiles.iter().find(|(_, target, _)| target == name))
-        .map(|(_, _, runs)| runs.clone())
+        .find(|p| p.profile == name)
+        .or_else(|| profiles.iter().find(|p| p.target == name))
+        .map(|p| p.runs.clone())
         .ok_or_else(|| RunError::UnknownProfile {
             name: name.to_owned(),
-            known: profiles
-                .into_iter()
-                .map(|(profile, _, _)| profile)
-                .collect(),
+            known: profiles.iter().map(|p| p.profile.clone()).collect(),
         })
 }
 
@@ -415,14 +364,6 @@ pub fn latest(runs: &Path) -> Option<PathBuf> {
     newest.map(|(_, _, dir)| dir)
 }
 
-/// `baselines/` beside the `runs/` directory a run was written to.
-pub fn baselines_dir_of_runs(runs: &Path) -> PathBuf {
-    runs.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join("baselines")
-}
-
 /// The baselines directory of the profile `run` belongs to: beside the
 /// `runs/` directory it is in (a baseline's own, for a baseline).
 pub fn baselines_dir_of(run: &LoadedRun) -> PathBuf {
@@ -434,139 +375,28 @@ pub fn baselines_dir_of(run: &LoadedRun) -> PathBuf {
     baselines_dir_of_runs(run.dir.parent().unwrap_or(Path::new(".")))
 }
 
-/// What `baseline.yaml` records.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BaselineInfo {
-    pub name: String,
-    pub profile: String,
-    pub run_id: String,
-    pub saved_at: String,
-    /// The run directory the baseline was copied from.
-    pub from: PathBuf,
-}
-
-fn read_baseline_name(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("baseline.yaml")).ok()?;
-    let info: BaselineInfo = serde_yaml::from_str(&text).ok()?;
-    Some(info.name)
-}
-
-/// Checks that `name` can name a baseline (a directory name).
-pub fn check_baseline_name(name: &str) -> Result<(), RunError> {
-    config::check_run_id(name).map_err(|reason| RunError::BaselineName {
-        name: name.to_owned(),
-        reason,
-    })
-}
-
-/// Refuses to save baseline `name` in `dir` over an existing one without
-/// `force`; checked before a run starts, so that nothing is run for a
-/// baseline that would be refused.
-pub fn check_baseline_free(
-    dir: &Path,
-    profile: &str,
-    name: &str,
-    force: bool,
-) -> Result<(), RunError> {
-    check_baseline_name(name)?;
-    let target = dir.join(name);
-    if target.exists() && !force {
-        return Err(RunError::BaselineExists {
-            profile: profile.to_owned(),
-            name: name.to_owned(),
-            dir: target,
-        });
-    }
-    Ok(())
-}
-
-/// Saves the run in `run_dir` as baseline `name` of its profile: a copy of
-/// its manifest and samples in `baselines/NAME/` beside its `runs/`, put in
-/// place through a staging directory and a rename. An existing baseline of
-/// that name is replaced only with `force`. Returns the baseline's
-/// directory.
-pub fn save_baseline(run_dir: &Path, name: &str, force: bool) -> Result<PathBuf, RunError> {
-    let run = load(run_dir)?;
-    let dir = baselines_dir_of_runs(run_dir.parent().unwrap_or(Path::new(".")));
-    check_baseline_free(&dir, &run.profile, name, force)?;
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| RunError::Io { path, source }
-    };
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    // Whole, or not there at all, before a signal ends the process.
-    let _writing = crate::interrupt::Hold::new();
-    let staging = dir.join(format!(".{name}.partial-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    let result = (|| {
-        std::fs::create_dir(&staging).map_err(io(&staging))?;
-        for file in ["manifest.yaml", SAMPLES_FILE] {
-            std::fs::copy(run_dir.join(file), staging.join(file))
-                .map_err(io(&run_dir.join(file)))?;
-        }
-        let info = BaselineInfo {
-            name: name.to_owned(),
-            profile: run.profile.clone(),
-            run_id: run.run_id.clone(),
-            saved_at: UtcTime::now().rfc3339(),
-            from: crate::session::absolute(run_dir),
-        };
-        let text = serde_yaml::to_string(&info).map_err(|e| RunError::Io {
-            path: staging.join("baseline.yaml"),
-            source: std::io::Error::other(e),
-        })?;
-        crate::run_dir::write_atomically(&staging.join("baseline.yaml"), text.as_bytes())
-            .map_err(io(&staging.join("baseline.yaml")))?;
-        let target = dir.join(name);
-        // An earlier baseline (`force` was checked) is replaced only once
-        // the new one is whole.
-        crate::run_dir::move_into_place(&staging, &target).map_err(io(&target))?;
-        Ok(target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&staging);
-    }
-    result
-}
-
 /// Baseline `name` of the profile whose baselines are in `dir`.
 pub fn find_baseline(dir: &Path, profile: &str, name: &str) -> Result<LoadedRun, RunError> {
     let baseline = dir.join(name);
     if !baseline.join("baseline.yaml").is_file() {
-        return Err(RunError::UnknownBaseline {
+        return Err(BaselineError::UnknownBaseline {
             profile: profile.to_owned(),
             name: name.to_owned(),
             dir: dir.to_path_buf(),
             known: list_baselines(dir).into_iter().map(|b| b.name).collect(),
-        });
+        }
+        .into());
     }
     load(&baseline)
-}
-
-/// The baselines in `dir`, by name; directories without a readable
-/// `baseline.yaml` are not baselines.
-pub fn list_baselines(dir: &Path) -> Vec<BaselineInfo> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<BaselineInfo> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let text = std::fs::read_to_string(entry.path().join("baseline.yaml")).ok()?;
-            serde_yaml::from_str(&text).ok()
-        })
-        .collect();
-    found.sort_by(|a, b| a.name.cmp(&b.name));
-    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{Manifest, Status};
-    use crate::run_dir::{write_run, TraceInput};
-    use crate::runner::CaptureRecord;
-    use crate::timing::SampleSet;
+    use profiling_core::manifest::{Manifest, Status};
+    use profiling_core::run_dir::{write_run, TraceInput};
+    use profiling_core::runner::CaptureRecord;
+    use profiling_core::timing::SampleSet;
 
     /// Writes run `run_id` under `runs/` as `profile-cli run` does.
     fn write(runs: &Path, run_id: &str, status: Status, finished_at: &str) -> PathBuf {
@@ -660,7 +490,7 @@ mod tests {
         write(&runs, "r1", Status::Completed, "2026-11-30T10:00:00Z");
         let outside = out.path().join("elsewhere");
         write(&outside, "r9", Status::Completed, "2026-11-30T10:00:00Z");
-        let found = |argument: &str| resolve_path(argument, out.path(), Some(out.path()));
+        let found = |argument: &str| resolve_path(argument, &[], Some(out.path()));
         assert_eq!(found("t@r1").unwrap(), runs.join("r1"));
         for argument in ["t@../../elsewhere/r9", "t@..", "../t@r1", "t@a/b", "t@"] {
             assert_eq!(
@@ -716,7 +546,7 @@ mod tests {
         std::fs::write(out.path().join("notes.txt"), "- a list\n").unwrap();
         assert!(message(&out.path().join("notes.txt")).contains("not a run manifest"));
         assert_eq!(
-            resolve("no/such/run", out.path(), None)
+            resolve("no/such/run", &[], None)
                 .unwrap_err()
                 .to_string(),
             "no/such/run: no such file or directory, and not PROFILE@RUN_ID or PROFILE@latest"

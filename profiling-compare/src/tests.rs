@@ -2,8 +2,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::*;
-use crate::run_samples::RunSamples;
-use crate::timing::SampleSet;
+use profiling_core::run_samples::RunSamples;
+use profiling_core::timing::SampleSet;
 
 fn set(values: impl IntoIterator<Item = u64>) -> SampleSet {
     let values: Vec<u64> = values.into_iter().collect();
@@ -184,8 +184,8 @@ fn a_change_within_what_the_clock_can_tell_is_unclear() {
 fn too_few_samples_give_no_verdict() {
     let mut base = run("b", 1_000, &[]);
     let mut candidate = run("c", 2_000, &[]);
-    base.samples.passes = crate::run_samples::Series::from_set(&set([1_000, 1_010, 990]));
-    candidate.samples.passes = crate::run_samples::Series::from_set(&set([2_000, 2_010, 1_990]));
+    base.samples.passes = profiling_core::run_samples::Series::from_set(&set([1_000, 1_010, 990]));
+    candidate.samples.passes = profiling_core::run_samples::Series::from_set(&set([2_000, 2_010, 1_990]));
     let comparison = compare(&base, &candidate, &options(), false).unwrap();
     let pass = find(&comparison, "pass");
     assert_eq!(pass.verdict, Verdict::Unclear);

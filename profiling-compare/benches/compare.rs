@@ -1,12 +1,12 @@
 //! Writing a run's samples and comparing two runs.
 //!
-//! `cargo bench -p profiling-core --bench compare`
+//! `cargo bench -p profiling-compare --bench compare`
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::Path;
 
-use profiling_core::compare::{self, runs, Options};
+use profiling_compare::{self as compare, runs, Options};
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE, SAMPLES_VERSION};
 use profiling_core::timing::SampleSet;
 
