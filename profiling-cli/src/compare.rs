@@ -2,46 +2,23 @@
 //! `run --baseline` prints: a table for people, `--json` for machines,
 //! `--markdown` for a pull request.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use profiling_compare::runs::{self, LoadedRun, RunError};
-use profiling_compare::statistics::{BootstrapOptions, DEFAULT_RESAMPLES, DEFAULT_SEED};
+use profiling_compare::statistics::BootstrapOptions;
 use profiling_compare::{self as compare, Comparison, Options, Row, RunInfo, Verdict};
 use profiling_core::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::session::ProfileRuns;
 
 use crate::report::format_ns;
+use crate::decide::DecideArgs;
 use crate::{EXIT_OK, EXIT_USAGE};
 
 /// Exit code: with `--fail-on-regression`, some row is `slower` beyond the
 /// noise threshold.
 pub const EXIT_REGRESSION: u8 = 3;
-
-/// How a comparison decides: shared by `compare` and `run --baseline`.
-#[derive(Debug, Clone, Args)]
-pub struct DecideArgs {
-    /// A change of the median within this fraction is noise: `no change` needs the whole interval
-    /// within 1 ± it, and `faster` or `slower` a ratio beyond it.
-    #[arg(long, value_name = "FRACTION", default_value_t = compare::DEFAULT_NOISE)]
-    pub noise_threshold: f64,
-    /// A change is significant when the Mann-Whitney U test's p-value is below this.
-    #[arg(long, value_name = "ALPHA", default_value_t = compare::DEFAULT_SIGNIFICANCE)]
-    pub significance: f64,
-    /// Bootstrap resamples of each median, for the 95 % interval of the ratio.
-    #[arg(long, value_name = "COUNT", default_value_t = DEFAULT_RESAMPLES)]
-    pub resamples: u32,
-    /// Seed of the bootstrap: the same runs and seed give the same intervals.
-    #[arg(long, value_name = "SEED", default_value_t = DEFAULT_SEED)]
-    pub bootstrap_seed: u64,
-    /// Exit with 3 when a row is `slower` beyond the noise threshold (else a regression exits 0).
-    #[arg(long)]
-    pub fail_on_regression: bool,
-    /// Colour the verdicts: `auto` on a terminal unless NO_COLOR is set.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
-}
 
 impl DecideArgs {
     fn options(&self) -> Options {
@@ -55,25 +32,6 @@ impl DecideArgs {
             },
         }
     }
-
-    /// Whether to colour what goes to stdout.
-    fn colored(&self) -> bool {
-        match self.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && std::io::stdout().is_terminal()
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
-    Auto,
-    Always,
-    Never,
 }
 
 #[derive(Debug, Args)]

@@ -103,6 +103,10 @@ fn delegate_to(args: &[OsString], build_root: &Path) -> Option<(PathBuf, PathBuf
 /// was compiled.
 pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
     let (workspace, krate, package) = delegate_to(args, build_root)?;
+    // Options this process will use after the run, refused before building.
+    if let Some(code) = crate::refuse_before_delegating(args) {
+        return Some(code);
+    }
     let manifest = workspace.join("Cargo.toml");
     // A snippet directory deleted by hand leaves an entry cargo refuses the
     // whole workspace for: said in one line each, with the command.
@@ -164,14 +168,125 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
             manifest.display()
         );
     }
-    eprintln!("profile-cli: running {}", executable.display());
     let forwarded: Vec<&OsStr> = args
         .iter()
         .skip(1)
         .map(OsString::as_os_str)
         .filter(|arg| *arg != "--no-delegate")
         .collect();
-    run(&executable, &forwarded)
+    match read_arguments(args).command.as_deref() {
+        // The binary runs; what reads the run back is this process's.
+        Some("run" | "sweep") => {
+            eprintln!("profile-cli: running {}", executable.display());
+            Some(run_then_finish(&executable, &forwarded, args))
+        }
+        // The binary says where its profiles' runs are; this process reads them.
+        Some("compare" | "baselines" | "report") => {
+            Some(read_runs(&executable, args, &workspace))
+        }
+        _ => {
+            eprintln!("profile-cli: running {}", executable.display());
+            run(&executable, &forwarded)
+        }
+    }
+}
+
+/// Runs the profiling binary with `--outcome FILE`, waits for it (a
+/// Ctrl-C reaches it from the terminal; a SIGTERM sent here is passed on),
+/// then does what it left to do.
+fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u8 {
+    let outcome_file = std::env::temp_dir().join(format!(
+        "profile-cli-outcome-{}.json",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&outcome_file);
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let terminated = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Registered before the child starts: from here on, neither signal
+    // ends this process before the child has written what it ran.
+    let handlers = [
+        signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone()),
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone()),
+    ];
+    let mut child = match Command::new(executable)
+        .args(forwarded)
+        .arg("--outcome")
+        .arg(&outcome_file)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("error: cannot run {}: {error}", executable.display());
+            return 1;
+        }
+    };
+    let mut passed_on = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) => {}
+            Err(_) => break child.wait().ok(),
+        }
+        if terminated.load(std::sync::atomic::Ordering::Relaxed) && !passed_on {
+            passed_on = true;
+            // SAFETY: kill(2) on the pid of a child not yet waited for.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let code = status.map_or(1, |status| match status.code() {
+        Some(code) => code as u8,
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            status.signal().map_or(1, |signal| (128 + signal) as u8)
+        }
+    });
+    let outcome = crate::outcome::read(&outcome_file);
+    let _ = std::fs::remove_file(&outcome_file);
+    let code = match outcome {
+        Ok(Some(outcome)) => crate::finish_delegated(args, outcome),
+        Ok(None) => code,
+        Err(error) => {
+            eprintln!("error: what the profiling binary left: {error}");
+            1
+        }
+    };
+    for id in handlers.into_iter().flatten() {
+        signal_hook::low_level::unregister(id);
+    }
+    code
+}
+
+/// `compare`, `report` and `baselines`: where the binary's profiles keep
+/// their runs, asked of it, then read here.
+fn read_runs(executable: &Path, args: &[OsString], workspace: &Path) -> u8 {
+    let output = match Command::new(executable)
+        .arg("profiles")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+    {
+        Ok(output) => output,
+        Err(error) => {
+            eprintln!("error: cannot run {}: {error}", executable.display());
+            return 1;
+        }
+    };
+    let profiles: Vec<profiling_core::session::ProfileRuns> =
+        match serde_json::from_slice(&output.stdout) {
+            Ok(profiles) if output.status.success() => profiles,
+            _ => {
+                eprintln!(
+                    "error: `{} profiles` did not list the profiles of {}",
+                    executable.display(),
+                    workspace.display()
+                );
+                return 1;
+            }
+        };
+    crate::read_delegated(args.to_vec(), workspace, &profiles)
 }
 
 fn plural_warnings(count: usize) -> String {

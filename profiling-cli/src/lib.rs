@@ -23,13 +23,20 @@ pub const EXIT_TARGET_FAILED: u8 = 1;
 /// Exit code: bad usage, config or data.
 pub const EXIT_USAGE: u8 = 2;
 
+#[cfg(feature = "full")]
 mod analyze;
 mod cache;
+#[cfg(feature = "full")]
 pub mod compare;
+pub mod decide;
+#[cfg(feature = "full")]
 mod delegate;
+mod outcome;
+#[cfg(feature = "full")]
 pub mod page;
 pub mod report;
 mod runs;
+#[cfg(feature = "full")]
 mod snippets;
 pub mod sweep;
 
@@ -91,6 +98,7 @@ enum Command {
     /// until an input is mapped (what is left to do is printed); 1 created, but the copy does not
     /// compute what production computes, or the smoke run failed, or the files could not be
     /// written; 2 bad usage or an unusable source, and nothing was written.
+    #[cfg(feature = "full")]
     New(NewArgs),
     /// Build a snippet with the snippets crate: link it in when it compiles, else leave it a draft.
     ///
@@ -107,6 +115,7 @@ enum Command {
     /// Exit codes: 0 it builds and is linked in (its parity test passed; with --smoke, it ran); 1
     /// it does not build (a draft now), its parity test failed, or the build failed elsewhere; 2
     /// no such snippet.
+    #[cfg(feature = "full")]
     Check(CheckArgs),
     /// Delete a snippet: its directory and its entry in the profiling crate's Cargo.toml.
     ///
@@ -115,6 +124,7 @@ enum Command {
     /// cargo cannot build with: `remove NAME` (its directory name, - or _) removes that entry.
     ///
     /// Exit codes: 0 removed; 2 no such snippet, or runs or baselines kept it (nothing removed).
+    #[cfg(feature = "full")]
     Remove(RemoveArgs),
     /// Compare runs: did the change make it faster, where, and is the difference real?
     ///
@@ -130,8 +140,10 @@ enum Command {
     /// cannot be compared (not a run, failed, made before samples were kept, the same run twice,
     /// different targets) or an unknown profile, run or baseline; 3 with --fail-on-regression, a
     /// row is slower beyond the noise threshold.
+    #[cfg(feature = "full")]
     Compare(compare::CompareArgs),
     /// List the baselines saved with `run --save-baseline NAME`, of one profile or of all.
+    #[cfg(feature = "full")]
     Baselines(compare::BaselinesArgs),
     /// Write the HTML page of a run, or of a comparison of runs, and print its path.
     ///
@@ -146,6 +158,7 @@ enum Command {
     ///
     /// Exit codes: 0 written; 1 it could not be written; 2 a run that cannot be read or compared,
     /// or -o FILE that exists without --force.
+    #[cfg(feature = "full")]
     Report(compare::ReportArgs),
     /// GPU time per NVTX range from the run's Nsight Systems report.
     ///
@@ -160,6 +173,7 @@ enum Command {
     /// Exit codes: 0 analyzed; 1 analysis.yaml could not be written; 2 no export (and no nsys to
     /// make one), not an Nsight export, no NVTX ranges, no capture range of that name, or a report
     /// of another run (its passes do not match the manifest; --force analyzes it anyway).
+    #[cfg(feature = "full")]
     Analyze(analyze::AnalyzeArgs),
     /// Create the profiling crate of your own cargo workspace: inference_profiling/.
     ///
@@ -173,6 +187,7 @@ enum Command {
     /// Exit codes: 0 created (or already there); 1 a file could not be written; 2 no workspace,
     /// an inference_profiling/ that is something else, or a package without --make-workspace
     /// (nothing written).
+    #[cfg(feature = "full")]
     Init(InitArgs),
     /// The decoded-image cache that `run --cache` (or `data_source.cache: true`) fills.
     ///
@@ -209,8 +224,13 @@ enum Command {
     /// different lengths, more than 1,000 points without --yes, or a point the run would refuse
     /// (nothing is written then); 130 or 143 stopped by a signal.
     Sweep(sweep::SweepArgs),
+    /// The profiles of this build and their runs directories, as JSON: what `profile-cli
+    /// compare`, `report` and `baselines` read a profiling binary's runs with.
+    #[command(hide = true)]
+    Profiles,
 }
 
+#[cfg(feature = "full")]
 #[derive(Debug, Args)]
 struct InitArgs {
     /// The checkout of this project whose profiling-core and profiling-cli it depends on.
@@ -224,6 +244,7 @@ struct InitArgs {
     make_workspace: bool,
 }
 
+#[cfg(feature = "full")]
 #[derive(Debug, Args)]
 struct CheckArgs {
     /// The snippet: its profile name, or its directory.
@@ -233,6 +254,7 @@ struct CheckArgs {
     smoke: bool,
 }
 
+#[cfg(feature = "full")]
 #[derive(Debug, Args)]
 struct RemoveArgs {
     /// The snippet: its profile name, or its directory.
@@ -242,6 +264,7 @@ struct RemoveArgs {
     force: bool,
 }
 
+#[cfg(feature = "full")]
 #[derive(Debug, Args)]
 struct NewArgs {
     /// The profile name: the new target's name, and (with - as _) its directory's.
@@ -359,7 +382,11 @@ struct RunArgs {
     #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
     #[command(flatten)]
-    decide: compare::DecideArgs,
+    decide: decide::DecideArgs,
+    /// Where a profiling binary leaves what is left to do after the run (the comparison with
+    /// the baseline, the page, the baseline saved), for the `profile-cli` that ran it.
+    #[arg(long, value_name = "FILE", hide = true)]
+    outcome: Option<PathBuf>,
 }
 
 fn parse_device(text: &str) -> Result<Device, String> {
@@ -388,9 +415,12 @@ pub fn run_main() -> std::process::ExitCode {
         .unwrap_or(Path::new("."));
     // `list` and `run` in a workspace with a profiling crate of its own run
     // that workspace's binary.
-    let args: Vec<OsString> = std::env::args_os().collect();
-    if let Some(code) = delegate::delegate(&args, workspace_root) {
-        return std::process::ExitCode::from(code);
+    #[cfg(feature = "full")]
+    {
+        let args: Vec<OsString> = std::env::args_os().collect();
+        if let Some(code) = delegate::delegate(&args, workspace_root) {
+            return std::process::ExitCode::from(code);
+        }
     }
     run_main_for(workspace_root)
 }
@@ -398,6 +428,7 @@ pub fn run_main() -> std::process::ExitCode {
 /// For a `run` command line: the target it names and the config it gives,
 /// as `run` reads them; `None` for other commands or arguments `run`
 /// refuses.
+#[cfg(feature = "full")]
 pub(crate) fn run_selection(args: &[OsString]) -> Option<(Option<String>, Option<PathBuf>)> {
     match Cli::try_parse_from(args).ok()?.command {
         Command::Run(run) => Some((run.name, run.config)),
@@ -433,6 +464,119 @@ pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
         &mut ClosedQuietly::new(std::io::stderr().lock()),
     );
     std::process::ExitCode::from(code)
+}
+
+/// After a workspace's profiling binary ran `run` or `sweep` with the
+/// arguments `args`: what it left to do (the comparison, the pages, the
+/// baseline saved, Nsight's capture and analysis), on this process's
+/// streams; the exit code.
+#[cfg(feature = "full")]
+pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> u8 {
+    let mut out = ClosedQuietly::new(std::io::stdout().lock());
+    let mut err = ClosedQuietly::new(std::io::stderr().lock());
+    let command = match Cli::try_parse_from(args) {
+        Ok(cli) => cli.command,
+        Err(_) => return EXIT_USAGE,
+    };
+    let result = match (command, outcome) {
+        (Command::Run(run_args), outcome::Outcome::Run(ran)) => {
+            let json = run_args.json;
+            after_run(
+                ran,
+                &run_args,
+                &mut Streams {
+                    out: &mut out,
+                    err: &mut err,
+                    json,
+                },
+            )
+        }
+        (Command::Run(_), outcome::Outcome::Nsys { lines, run_dir }) => {
+            analyze::run_under_nsys(&lines, &run_dir, &mut out, &mut err)
+        }
+        (Command::Sweep(sweep_args), outcome::Outcome::Sweep(swept)) => sweep::after_sweep(
+            swept,
+            &mut Streams {
+                out: &mut out,
+                err: &mut err,
+                json: sweep_args.json,
+            },
+        ),
+        _ => Err(anyhow::anyhow!(
+            "the profiling binary left an outcome of another command"
+        )),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            EXIT_TARGET_FAILED
+        }
+    }
+}
+
+/// Before a workspace's profiling binary runs `args`: a refusal of what
+/// this process will do after it (options of the comparison out of range),
+/// said as `run` says it; `None` when the binary may run.
+#[cfg(feature = "full")]
+pub(crate) fn refuse_before_delegating(args: &[OsString]) -> Option<u8> {
+    let Ok(Cli {
+        command: Command::Run(run_args),
+        ..
+    }) = Cli::try_parse_from(args)
+    else {
+        return None;
+    };
+    if run_args.baseline.is_none() && run_args.save_baseline.is_none() {
+        return None;
+    }
+    let message = compare::check_options(&run_args.decide).err()?;
+    let mut out = ClosedQuietly::new(std::io::stdout().lock());
+    let mut err = ClosedQuietly::new(std::io::stderr().lock());
+    let mut streams = Streams {
+        out: &mut out,
+        err: &mut err,
+        json: run_args.json,
+    };
+    Some(streams.refuse(&message, EXIT_USAGE).unwrap_or(EXIT_USAGE))
+}
+
+/// `compare`, `report` and `baselines` for a workspace whose profiling
+/// binary said where its profiles' runs are.
+#[cfg(feature = "full")]
+pub(crate) fn read_delegated(
+    args: Vec<OsString>,
+    workspace_root: &Path,
+    profiles: &[session::ProfileRuns],
+) -> u8 {
+    let mut out = ClosedQuietly::new(std::io::stdout().lock());
+    let mut err = ClosedQuietly::new(std::io::stderr().lock());
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = write!(err, "{}", error.render());
+            return EXIT_USAGE;
+        }
+    };
+    let result = match cli.command {
+        Command::Compare(compare_args) => {
+            compare::compare_command(compare_args, profiles, &mut out, &mut err)
+        }
+        Command::Baselines(baselines_args) => {
+            compare::baselines_command(baselines_args, profiles, &mut out, &mut err)
+        }
+        Command::Report(report_args) => {
+            compare::report_command(report_args, profiles, &mut out, &mut err)
+        }
+        _ => return main_in(args, workspace_root, None, &mut out, &mut err),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            EXIT_TARGET_FAILED
+        }
+    }
 }
 
 /// A terminal stream whose reader may go away (`profile-cli run ... | head
@@ -520,16 +664,8 @@ fn main_in(
     // The workspace the user works in, for the commands that write to it.
     // The commands that write to the workspace the user works in find it
     // first; without one they stop here.
+    #[cfg(feature = "full")]
     let user = match &cli.command {
-        Command::List { .. }
-        | Command::Run(_)
-        | Command::Compare(_)
-        | Command::Baselines(_)
-        | Command::Report(_)
-        | Command::Analyze(_)
-        | Command::Cache(_)
-        | Command::Runs(_)
-        | Command::Sweep(_) => None,
         Command::New(_) | Command::Check(_) | Command::Init(_) | Command::Remove(_) => {
             match user_workspace(cli.workspace.as_deref()) {
                 Ok(user) => Some(user),
@@ -539,7 +675,9 @@ fn main_in(
                 }
             }
         }
+        _ => None,
     };
+    #[cfg(feature = "full")]
     let user = user.as_deref().unwrap_or(workspace_root);
     let mut command = cli.command;
     if let (None, Some(here)) = (&cli.workspace, runs_default) {
@@ -548,27 +686,36 @@ fn main_in(
     let result = match command {
         Command::List { json } => list(json, workspace_root, out, err),
         Command::Run(run_args) => run(run_args, &args, workspace_root, out, err),
+        #[cfg(feature = "full")]
         Command::Compare(compare_args) => {
             let profiles = session::profiles(workspace_root);
             compare::compare_command(compare_args, &profiles, out, err)
         }
+        #[cfg(feature = "full")]
         Command::Baselines(baselines_args) => {
             let profiles = session::profiles(workspace_root);
             compare::baselines_command(baselines_args, &profiles, out, err)
         }
+        #[cfg(feature = "full")]
         Command::Report(report_args) => {
             let profiles = session::profiles(workspace_root);
             compare::report_command(report_args, &profiles, out, err)
         }
+        #[cfg(feature = "full")]
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
+        Command::Profiles => outcome::write_profiles(workspace_root, out),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
         Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out),
         Command::Sweep(sweep_args) => {
             sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
         }
+        #[cfg(feature = "full")]
         Command::New(new_args) => snippets::new(new_args, user, out, err),
+        #[cfg(feature = "full")]
         Command::Check(check_args) => snippets::check(check_args, user, out, err),
+        #[cfg(feature = "full")]
         Command::Remove(remove_args) => snippets::remove(remove_args, user, out, err),
+        #[cfg(feature = "full")]
         Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),
     };
     match result {
@@ -599,8 +746,11 @@ fn runs_here(command: &mut Command, here: PathBuf) {
     match command {
         Command::Run(args) => args.default_output_dir = Some(here),
         Command::Sweep(args) => args.default_output_dir = Some(here),
+        #[cfg(feature = "full")]
         Command::Compare(args) => args.default_output_dir(here),
+        #[cfg(feature = "full")]
         Command::Baselines(args) => args.default_output_dir(here),
+        #[cfg(feature = "full")]
         Command::Report(args) => args.default_output_dir(here),
         Command::Cache(args) => args.default_output_dir(here),
         Command::Runs(args) => args.default_output_dir(here),
@@ -609,6 +759,7 @@ fn runs_here(command: &mut Command, here: PathBuf) {
 }
 
 /// The workspace `--workspace DIR`, else the current directory, is in.
+#[cfg(feature = "full")]
 fn user_workspace(given: Option<&Path>) -> Result<PathBuf, String> {
     let start = match given {
         Some(dir) => dir.to_path_buf(),
@@ -730,6 +881,7 @@ fn list_drafts(drafts: &[&registry::Draft], out: &mut dyn Write) -> anyhow::Resu
 
 /// Writes `report.html` into `run_dir` from what the run wrote there, with
 /// the comparison with its baseline when there is one.
+#[cfg(feature = "full")]
 fn write_run_page(
     run_dir: &Path,
     compared: Option<&(
@@ -819,31 +971,31 @@ fn run(
         json: args.json,
     };
     let request = RunRequest {
-        target: args.name,
-        config_path: args.config,
+        target: args.name.clone(),
+        config_path: args.config.clone(),
         overrides: Overrides {
             target: None,
-            data_source: args.data_source,
+            data_source: args.data_source.clone(),
             device: args.device,
             warmup: args.warmup,
             iterations: args.iterations,
             batch_size: args.batch_size,
-            capture_range: args.capture_range,
+            capture_range: args.capture_range.clone(),
             record_loading: args.record_loading,
             seed: args.seed,
-            output_dir: args.output_dir,
+            output_dir: args.output_dir.clone(),
             gpu_timing: args.gpu_timing,
             cache: match (args.cache, args.no_cache) {
                 (true, _) => Some(true),
                 (_, true) => Some(false),
                 _ => None,
             },
-            directory: args.directory,
+            directory: args.directory.clone(),
         },
-        run_id: args.run_id,
+        run_id: args.run_id.clone(),
         force: args.force,
         workspace_root: root.to_path_buf(),
-        default_output_dir: args.default_output_dir,
+        default_output_dir: args.default_output_dir.clone(),
         command_line: argv
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -890,23 +1042,25 @@ fn run(
         let command = session::explicit_command(&planned, &program);
         let lines =
             profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
+        // Nsight's capture and its analysis are `profile-cli`'s: a profiling
+        // binary says what to run under nsys.
+        if let Some(file) = &args.outcome {
+            outcome::write(file, &outcome::Outcome::Nsys { lines, run_dir })?;
+            return Ok(EXIT_OK);
+        }
+        #[cfg(feature = "full")]
         return analyze::run_under_nsys(&lines, &run_dir, streams.out, streams.err);
+        #[cfg(not(feature = "full"))]
+        return streams.refuse(
+            "run --nsys analyzes Nsight's report, which this profiling binary does not: run it through `profile-cli run ... --nsys`",
+            EXIT_USAGE,
+        );
     }
 
     // A baseline to compare with or to save is checked before anything runs.
     if args.baseline.is_some() || args.save_baseline.is_some() {
-        if let Err(message) = compare::check_options(&args.decide) {
+        if let Err(message) = check_baselines(&args, &planned) {
             return streams.refuse(&message, EXIT_USAGE);
-        }
-        let runs_dir = planned.run_dir.parent().unwrap_or(Path::new("."));
-        if let Err(error) = compare::check_run_baselines(
-            runs_dir,
-            &planned.config.profile_name,
-            args.baseline.as_deref(),
-            args.save_baseline.as_deref(),
-            args.force,
-        ) {
-            return streams.refuse(&error.to_string(), EXIT_USAGE);
         }
     }
 
@@ -989,11 +1143,81 @@ fn run(
         }
         error.get_or_insert_with(|| failure.to_string());
     }
+    let mut document = streams
+        .json
+        .then(|| report::json_document(manifest, manifest_path.as_deref(), error.as_deref()));
+    if let (Some(document), Some(summary)) = (&mut document, &report.image_cache) {
+        document["image_cache"] = cache::json(summary);
+    }
+    let ran = outcome::Ran {
+        code,
+        run_dir: planned.run_dir.clone(),
+        manifest_written: report.manifest_path.is_some(),
+        measured: manifest.status != profiling_core::manifest::Status::Failed,
+        completed: manifest.status == profiling_core::manifest::Status::Completed,
+        // Not after a write that failed: what did not fit is said above.
+        page: config.write_report
+            && !args.no_report
+            && report.manifest_path.is_some()
+            && report.write_error.is_none(),
+        document,
+    };
+    if let Some(file) = &args.outcome {
+        outcome::write(file, &outcome::Outcome::Run(ran))?;
+        return Ok(code);
+    }
+    after_run(ran, &args, &mut streams)
+}
+
+/// What `run --baseline NAME` and `run --save-baseline NAME` check before
+/// the run starts, so that nothing runs for a request that is refused.
+fn check_baselines(args: &RunArgs, planned: &session::Planned) -> Result<(), String> {
+    let runs_dir = planned.run_dir.parent().unwrap_or(Path::new("."));
+    let profile = &planned.config.profile_name;
+    #[cfg(feature = "full")]
+    if args.outcome.is_none() {
+        compare::check_options(&args.decide)?;
+        return compare::check_run_baselines(
+            runs_dir,
+            profile,
+            args.baseline.as_deref(),
+            args.save_baseline.as_deref(),
+            args.force,
+        )
+        .map_err(|error| error.to_string());
+    }
+    #[cfg(not(feature = "full"))]
+    if args.outcome.is_none() && args.baseline.is_some() {
+        return Err("comparing with a baseline is profile-cli's, not this profiling binary's: run it through `profile-cli run ... --baseline NAME`".to_owned());
+    }
+    // The `profile-cli` that reads the outcome compares; here, the files.
+    let dir = profiling_core::baselines::baselines_dir_of_runs(runs_dir);
+    if let Some(name) = &args.baseline {
+        profiling_core::baselines::check_baseline_exists(&dir, profile, name)
+            .map_err(|error| error.to_string())?;
+    }
+    if let Some(name) = &args.save_baseline {
+        profiling_core::baselines::check_baseline_free(&dir, profile, name, args.force)
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(())
+}
+
+/// What follows a run that measured something: the comparison with the
+/// baseline, the page, the baseline saved and the `--json` document, as
+/// the run's own process or the `profile-cli` that ran a profiling binary
+/// does them.
+#[cfg(feature = "full")]
+pub(crate) fn after_run(
+    ran: outcome::Ran,
+    args: &RunArgs,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
+    let mut code = ran.code;
     // The baseline, compared with and saved, once the run is in place.
     let mut compared = None;
-    let measured = manifest.status != profiling_core::manifest::Status::Failed;
-    if let (Some(name), Some(_), true) = (&args.baseline, &report.manifest_path, measured) {
-        match compare::compare_with_baseline(&planned.run_dir, name, &args.decide) {
+    if let (Some(name), true, true) = (&args.baseline, ran.manifest_written, ran.measured) {
+        match compare::compare_with_baseline(&ran.run_dir, name, &args.decide) {
             Ok((found, options)) => {
                 writeln!(streams.human(), "\ncompared with baseline `{name}`:")?;
                 // Colour only for a table on the terminal's stdout.
@@ -1029,13 +1253,8 @@ fn run(
     }
     // The page, beside the manifest of a run that measured something.
     let mut page_path = None;
-    // Not after a write that failed: what did not fit is said above.
-    let wants_page = config.write_report
-        && !args.no_report
-        && report.manifest_path.is_some()
-        && report.write_error.is_none();
-    if wants_page && measured {
-        match write_run_page(&planned.run_dir, compared.as_ref()) {
+    if ran.page && ran.measured {
+        match write_run_page(&ran.run_dir, compared.as_ref()) {
             Ok(path) => {
                 writeln!(streams.human(), "report: {}", path.display())?;
                 page_path = Some(path);
@@ -1048,35 +1267,8 @@ fn run(
             }
         }
     }
-    let mut saved = None;
-    if let (Some(name), Some(_)) = (&args.save_baseline, &report.manifest_path) {
-        if manifest.status == profiling_core::manifest::Status::Completed {
-            match profiling_compare::runs::save_baseline(&planned.run_dir, name, args.force) {
-                Ok(dir) => {
-                    writeln!(
-                        streams.human(),
-                        "baseline `{name}` saved: {}",
-                        dir.display()
-                    )?;
-                    saved = Some(dir);
-                }
-                Err(error) => {
-                    writeln!(streams.err, "error: baseline `{name}` not saved: {error}")?;
-                    if code == EXIT_OK {
-                        code = EXIT_TARGET_FAILED;
-                    }
-                }
-            }
-        } else {
-            writeln!(
-                streams.err,
-                "baseline `{name}` not saved: the run did not complete"
-            )?;
-        }
-    }
-    if streams.json {
-        let mut document =
-            report::json_document(manifest, manifest_path.as_deref(), error.as_deref());
+    let saved = save_baseline(&ran, args, streams, &mut code)?;
+    if let Some(mut document) = ran.document {
         if let Some((found, options)) = &compared {
             document["comparison"] = compare::json_document(std::slice::from_ref(found), options);
         }
@@ -1084,10 +1276,70 @@ fn run(
             document["baseline_saved"] = serde_json::json!(saved);
         }
         document["report_path"] = serde_json::json!(page_path);
-        if let Some(summary) = &report.image_cache {
-            document["image_cache"] = cache::json(summary);
-        }
         writeln!(streams.out, "{document}")?;
     }
     Ok(code)
+}
+
+/// A profiling binary run by itself: no comparison and no page (those are
+/// `profile-cli`'s, on the files the run wrote), the baseline saved.
+#[cfg(not(feature = "full"))]
+pub(crate) fn after_run(
+    ran: outcome::Ran,
+    args: &RunArgs,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
+    let mut code = ran.code;
+    if ran.page && ran.measured {
+        writeln!(
+            streams.human(),
+            "report: `profile-cli report {}` writes the page",
+            ran.run_dir.display()
+        )?;
+    }
+    let saved = save_baseline(&ran, args, streams, &mut code)?;
+    if let Some(mut document) = ran.document {
+        if let Some(saved) = saved {
+            document["baseline_saved"] = serde_json::json!(saved);
+        }
+        document["report_path"] = serde_json::Value::Null;
+        writeln!(streams.out, "{document}")?;
+    }
+    Ok(code)
+}
+
+/// `--save-baseline NAME` once the run completed: where it was saved.
+fn save_baseline(
+    ran: &outcome::Ran,
+    args: &RunArgs,
+    streams: &mut Streams<'_>,
+    code: &mut u8,
+) -> anyhow::Result<Option<PathBuf>> {
+    let (Some(name), true) = (&args.save_baseline, ran.manifest_written) else {
+        return Ok(None);
+    };
+    if !ran.completed {
+        writeln!(
+            streams.err,
+            "baseline `{name}` not saved: the run did not complete"
+        )?;
+        return Ok(None);
+    }
+    match profiling_core::baselines::save_baseline(&ran.run_dir, name, args.force) {
+        Ok(dir) => {
+            writeln!(
+                streams.human(),
+                "baseline `{name}` saved: {}",
+                dir.display()
+            )?;
+            Ok(Some(dir))
+        }
+        Err(error) => {
+            writeln!(streams.err, "error: baseline `{name}` not saved: {error}")?;
+            if *code == EXIT_OK {
+                *code = EXIT_TARGET_FAILED;
+            }
+            Ok(None)
+        }
+    }
 }

@@ -187,6 +187,71 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     .unwrap();
     assert_eq!(manifest["git_commit"], serde_yaml::Value::Null);
     assert_eq!(manifest["git_note"], "a git repository with no commit yet");
+    // The page is the installed binary's, written once the workspace's had run.
+    let first = ws.join("inference_profiling/snippets/head4/runs/first");
+    assert!(first.join("report.html").is_file(), "{ran}");
+    assert!(
+        ran.stdout.contains("report: ") && ran.stdout.contains("report.html"),
+        "{ran}"
+    );
+
+    // A baseline saved, then compared with, across the two binaries; and
+    // `compare` finds PROFILE@RUN_ID where the workspace's binary says.
+    let saved = profile_cli_in(
+        &ws,
+        &["run", "head4", "--run-id", "second", "--save-baseline", "main"],
+    );
+    assert_eq!(saved.code, Some(0), "{saved}");
+    assert!(saved.stdout.contains("baseline `main` saved: "), "{saved}");
+    let against = profile_cli_in(
+        &ws,
+        &["run", "head4", "--run-id", "third", "--baseline", "main", "--json"],
+    );
+    assert_eq!(against.code, Some(0), "{against}");
+    let document: serde_json::Value = serde_json::from_str(against.stdout.trim()).unwrap();
+    assert_eq!(document["status"], "completed", "{against}");
+    assert!(document["comparison"].is_object(), "{against}");
+    assert!(
+        document["report_path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("runs/third/report.html")),
+        "{against}"
+    );
+    let compared = profile_cli_in(&ws, &["compare", "head4@first", "head4@latest", "--json"]);
+    assert_eq!(compared.code, Some(0), "{compared}");
+    let document: serde_json::Value = serde_json::from_str(compared.stdout.trim()).unwrap();
+    assert!(document["comparisons"][0]["rows"].is_array(), "{compared}");
+    let listed_baselines = profile_cli_in(&ws, &["baselines", "head4"]);
+    assert_eq!(listed_baselines.code, Some(0), "{listed_baselines}");
+    assert!(listed_baselines.stdout.contains("head4  main"), "{listed_baselines}");
+    // A comparison option out of range is refused before anything is built or run.
+    let refused = profile_cli_in(
+        &ws,
+        &["run", "head4", "--run-id", "fourth", "--baseline", "main", "--noise-threshold", "2"],
+    );
+    assert_eq!(refused.code, Some(2), "{refused}");
+    assert!(refused.stderr.contains("--noise-threshold 2"), "{refused}");
+    assert!(!ws.join("inference_profiling/snippets/head4/runs/fourth").exists());
+
+    // The workspace's binary links what lists and runs targets, not what
+    // reads runs back (proc macros aside: they run in the compiler).
+    let tree = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "-p", "profiling-snippets", "-e", "normal,no-proc-macro"])
+        .args(["--prefix", "none", "--offline", "--manifest-path"])
+        .arg(ws.join("Cargo.toml"))
+        .output()
+        .unwrap();
+    assert!(tree.status.success(), "{}", String::from_utf8_lossy(&tree.stderr));
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    for heavy in [
+        "plotters ", "inferno ", "rusqlite ", "statrs ", "syn ", "profiling-extract ",
+        "profiling-analyze ", "profiling-compare ",
+    ] {
+        assert!(
+            !tree.lines().any(|line| line.starts_with(heavy)),
+            "{heavy}in the profiling binary's dependencies:\n{tree}"
+        );
+    }
 
     let own_warning = profile_cli_in(&ws, &["run", "dbl", "--run-id", "first"]);
     assert_eq!(own_warning.code, Some(0), "{own_warning}");

@@ -3,6 +3,7 @@
 
 pub mod document;
 pub mod grid;
+#[cfg(feature = "full")]
 pub mod page;
 
 use std::ffi::OsString;
@@ -13,13 +14,12 @@ use std::time::Instant;
 use clap::Args;
 use serde_yaml::Value;
 
-use profiling_compare::runs;
-use profiling_compare::statistics::median_interval;
 use profiling_core::config::{check_run_id, ConfigFile};
 use profiling_core::host::UtcTime;
 use profiling_core::interrupt;
 use profiling_core::manifest::{Status, SweepPoint};
-use profiling_core::run_samples::Series;
+use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
+use profiling_core::stats::median_interval;
 use profiling_core::session::{self, Planned, RunRequest};
 
 use crate::report::format_ns;
@@ -78,6 +78,28 @@ pub struct SweepArgs {
     /// Write no report.html per point and no sweep.html.
     #[arg(long)]
     pub no_report: bool,
+    /// Where a profiling binary leaves what is left to do after the sweep (the pages), for the
+    /// `profile-cli` that ran it.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub outcome: Option<PathBuf>,
+}
+
+/// A sweep that ran its points: what comes after it (the pages, the
+/// `--json` document), done by the process that read the arguments or by
+/// the `profile-cli` that ran a profiling binary.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Swept {
+    /// The exit code so far.
+    pub code: u8,
+    pub sweep_dir: PathBuf,
+    /// Whether `sweep.yaml` was written (the sweep page is drawn from it).
+    pub written: bool,
+    /// Whether pages are wanted (not `--no-report`).
+    pub pages: bool,
+    /// The run directories of the completed points whose config wants a page.
+    pub point_pages: Vec<PathBuf>,
+    /// The `--json` document so far, with `--json`.
+    pub document: Option<serde_json::Value>,
 }
 
 /// `profile-cli sweep`.
@@ -270,12 +292,15 @@ pub fn sweep_command(
     interrupt::defer(true);
     // A first signal stops the sweep after its point, not the process.
     let points_hold = interrupt::Hold::new();
+    // Which points this process ran whose config wants a page.
+    let mut point_pages = vec![false; document.points.len()];
     let result = run_points(
         &args,
         &mut document,
         planned_points,
         &sweep_dir,
         &mut streams,
+        &mut point_pages,
     );
     interrupt::defer(false);
     let signal = result?;
@@ -301,28 +326,14 @@ pub fn sweep_command(
         writeln!(streams.err, "error: sweep.yaml not written: {error}")?;
         code = EXIT_TARGET_FAILED;
     }
+    let written = code == EXIT_OK;
     writeln!(streams.human())?;
     write_table(&document, streams.human())?;
-    let page = if args.no_report {
-        None
-    } else {
-        match write_page(&sweep_dir, &document) {
-            Ok(path) => path,
-            Err(error) => {
-                writeln!(streams.err, "error: sweep.html not written: {error}")?;
-                code = EXIT_TARGET_FAILED;
-                None
-            }
-        }
-    };
     writeln!(
         streams.human(),
         "sweep: {}",
         sweep_dir.join(document::SWEEP_FILE).display()
     )?;
-    if let Some(page) = &page {
-        writeln!(streams.human(), "report: {}", page.display())?;
-    }
     let failed = document
         .points
         .iter()
@@ -356,13 +367,85 @@ pub fn sweep_command(
         }
         None => {}
     }
-    if streams.json {
-        let mut json = serde_json::to_value(&document)?;
-        json["sweep_path"] = serde_json::json!(sweep_dir.join(document::SWEEP_FILE));
+    let json = match streams.json {
+        true => {
+            let mut json = serde_json::to_value(&document)?;
+            json["sweep_path"] = serde_json::json!(sweep_dir.join(document::SWEEP_FILE));
+            Some(json)
+        }
+        false => None,
+    };
+    let swept = Swept {
+        code,
+        written,
+        pages: !args.no_report,
+        point_pages: document
+            .points
+            .iter()
+            .zip(&point_pages)
+            .filter(|(point, wanted)| **wanted && point.status == PointStatus::Completed)
+            .filter_map(|(point, _)| point.run_dir.clone())
+            .collect(),
+        sweep_dir,
+        document: json,
+    };
+    if let Some(file) = &args.outcome {
+        crate::outcome::write(file, &crate::outcome::Outcome::Sweep(swept))?;
+        return Ok(code);
+    }
+    after_sweep(swept, &mut streams)
+}
+
+/// The pages of a sweep that ran (each completed point's, then the
+/// sweep's) and its `--json` document.
+#[cfg(feature = "full")]
+pub(crate) fn after_sweep(swept: Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+    let mut code = swept.code;
+    let mut page = None;
+    if swept.pages {
+        for run_dir in &swept.point_pages {
+            if let Err(message) = crate::write_run_page(run_dir, None) {
+                writeln!(
+                    streams.err,
+                    "error: {}: report.html not written: {message}",
+                    run_dir.display()
+                )?;
+                if code == EXIT_OK {
+                    code = EXIT_TARGET_FAILED;
+                }
+            }
+        }
+        let read = SweepDocument::read(&swept.sweep_dir).map_err(|error| error.to_string());
+        match read.and_then(|document| {
+            write_page(&swept.sweep_dir, &document).map_err(|error| error.to_string())
+        }) {
+            Ok(path) => page = path,
+            Err(error) if swept.written => {
+                writeln!(streams.err, "error: sweep.html not written: {error}")?;
+                code = EXIT_TARGET_FAILED;
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some(page) = &page {
+        writeln!(streams.human(), "report: {}", page.display())?;
+    }
+    if let Some(mut json) = swept.document {
         json["report_path"] = serde_json::json!(page);
         writeln!(streams.out, "{json}")?;
     }
     Ok(code)
+}
+
+/// A profiling binary's sweep run by itself: its `--json` document; the
+/// pages are `profile-cli`'s.
+#[cfg(not(feature = "full"))]
+pub(crate) fn after_sweep(swept: Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+    if let Some(mut json) = swept.document {
+        json["report_path"] = serde_json::Value::Null;
+        writeln!(streams.out, "{json}")?;
+    }
+    Ok(swept.code)
 }
 
 /// The axes of a new sweep: `--set`, else the config's `sweep:` mapping,
@@ -537,6 +620,7 @@ fn run_points(
     planned_points: Vec<(RunRequest, Planned)>,
     sweep_dir: &Path,
     streams: &mut Streams<'_>,
+    point_pages: &mut [bool],
 ) -> anyhow::Result<Option<i32>> {
     let total = document.points.len();
     let batched = document.batched();
@@ -554,7 +638,8 @@ fn run_points(
         document.points[index].run_dir = Some(planned.run_dir.clone());
         document.write(sweep_dir)?;
         let started = Instant::now();
-        let outcome = run_point(&planned, &request, args.no_report);
+        point_pages[index] = planned.config.write_report;
+        let outcome = run_point(&planned, &request);
         let point = &mut document.points[index];
         match outcome {
             Ok(()) => match summarize(&planned.run_dir, point) {
@@ -601,7 +686,7 @@ fn run_points(
 
 /// Runs one point as `profile-cli run` would, without the terminal
 /// summary; `Err` says why it failed.
-fn run_point(planned: &Planned, request: &RunRequest, no_report: bool) -> Result<(), String> {
+fn run_point(planned: &Planned, request: &RunRequest) -> Result<(), String> {
     let report = session::execute(planned, request).map_err(|e| e.to_string())?;
     if let Some(failure) = &report.write_error {
         return Err(failure.to_string());
@@ -612,16 +697,39 @@ fn run_point(planned: &Planned, request: &RunRequest, no_report: bool) -> Result
     if report.manifest.status != Status::Completed {
         return Err(format!("the run ended {:?}", report.manifest.status).to_lowercase());
     }
-    if planned.config.write_report && !no_report && report.manifest_path.is_some() {
-        crate::write_run_page(&planned.run_dir, None)
-            .map_err(|message| format!("report.html not written: {message}"))?;
-    }
     Ok(())
+}
+
+/// A point's run read back: its manifest and samples.
+struct PointRun {
+    manifest: Value,
+    completed_iterations: u64,
+    samples: RunSamples,
+}
+
+fn read_point(run_dir: &Path) -> Result<PointRun, String> {
+    let path = run_dir.join("manifest.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let manifest: Value =
+        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let samples_path = run_dir.join(SAMPLES_FILE);
+    let bytes =
+        std::fs::read(&samples_path).map_err(|e| format!("{}: {e}", samples_path.display()))?;
+    let samples =
+        RunSamples::decode(&bytes).map_err(|e| format!("{}: {e}", samples_path.display()))?;
+    Ok(PointRun {
+        completed_iterations: manifest
+            .get("completed_iterations")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        manifest,
+        samples,
+    })
 }
 
 /// Fills a completed point's figures from its run directory.
 fn summarize(run_dir: &Path, point: &mut PointResult) -> Result<(), String> {
-    let run = runs::load(run_dir).map_err(|e| e.to_string())?;
+    let run = read_point(run_dir)?;
     let manifest = &run.manifest;
     let batch_size = manifest
         .get("workload")
@@ -692,6 +800,7 @@ fn estimate(series: &Series) -> Option<Estimate> {
 }
 
 /// `sweep.html` in the sweep's directory.
+#[cfg(feature = "full")]
 fn write_page(sweep_dir: &Path, document: &SweepDocument) -> std::io::Result<Option<PathBuf>> {
     page::write_sweep_page(sweep_dir, document).map(Some)
 }

@@ -1,0 +1,80 @@
+//! What a profiling binary hands back to the `profile-cli` that ran it.
+//!
+//! A workspace's `profile` binary links what lists and runs targets, not
+//! what reads runs back: after `run` (and `sweep`), the comparison with a
+//! baseline, the pages and Nsight's analysis are done by the installed
+//! `profile-cli` on the files the run wrote. The binary, given the hidden
+//! `--outcome FILE`, writes there what is left to do; `profile-cli` reads it
+//! once the binary has exited. `profiles` tells `compare`, `report` and
+//! `baselines` where the binary's profiles keep their runs.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::EXIT_OK;
+
+/// A run that got as far as running: what comes after it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Ran {
+    /// The exit code so far.
+    pub code: u8,
+    pub run_dir: PathBuf,
+    /// Whether `manifest.yaml` was written.
+    pub manifest_written: bool,
+    /// Whether the run measured something (it did not fail).
+    pub measured: bool,
+    /// Whether every pass ran.
+    pub completed: bool,
+    /// Whether `report.html` is wanted (the config's `write_report`, not
+    /// `--no-report`, and the run's files written whole).
+    pub page: bool,
+    /// The `--json` document so far, with `--json`.
+    pub document: Option<serde_json::Value>,
+}
+
+/// What is left to do after a profiling binary exits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    /// After `run`.
+    Run(Ran),
+    /// `run --nsys`: the command lines to run under Nsight, and the run's
+    /// directory, where its report goes.
+    Nsys {
+        lines: Vec<Vec<String>>,
+        run_dir: PathBuf,
+    },
+    /// After `sweep`.
+    Sweep(crate::sweep::Swept),
+}
+
+/// Writes `outcome` to `file`.
+pub(crate) fn write(file: &Path, outcome: &Outcome) -> anyhow::Result<()> {
+    let text = serde_json::to_string(outcome)?;
+    std::fs::write(file, text)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))
+}
+
+/// The outcome in `file`, `None` when the binary left none (it stopped
+/// before running, and said why).
+#[cfg(feature = "full")]
+pub(crate) fn read(file: &Path) -> anyhow::Result<Option<Outcome>> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) if text.is_empty() => return Ok(None),
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => anyhow::bail!("{}: {error}", file.display()),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))
+}
+
+/// `profiles`: the profiles of this build, as JSON.
+pub(crate) fn write_profiles(root: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let profiles = profiling_core::session::profiles(root);
+    writeln!(out, "{}", serde_json::to_string(&profiles)?)?;
+    Ok(EXIT_OK)
+}
