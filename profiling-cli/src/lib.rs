@@ -1343,3 +1343,75 @@ fn save_baseline(
         }
     }
 }
+
+/// `docs/reference/cli.md` is every command's long help (`--help`) at 100
+/// columns without colour, rendered from the definitions above; the test
+/// fails when the file says otherwise, and `UPDATE_CLI_REFERENCE=1` makes it
+/// write the file instead.
+#[cfg(all(test, feature = "full"))]
+mod cli_reference {
+    use clap::CommandFactory;
+
+    const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reference/cli.md");
+    const REGENERATE: &str =
+        "UPDATE_CLI_REFERENCE=1 cargo test -p profiling-cli --lib cli_reference";
+
+    fn render() -> String {
+        let mut root = super::Cli::command()
+            .term_width(100)
+            .max_term_width(100)
+            .color(clap::ColorChoice::Never);
+        root.build();
+        let mut out = format!(
+            "# Command-line reference\n\n\
+             Every command's `--help`, generated from the definitions of `profile-cli`'s\n\
+             arguments; do not edit it by hand. After a change to an option or its help,\n\
+             regenerate it with:\n\n```sh\n{REGENERATE}\n```\n"
+        );
+        add_sections(&mut out, &mut root);
+        out
+    }
+
+    /// A section for `command`, then one for each visible subcommand.
+    fn add_sections(out: &mut String, command: &mut clap::Command) {
+        let name = command
+            .get_bin_name()
+            .unwrap_or(command.get_name())
+            .to_owned();
+        let help = command.render_long_help().to_string();
+        let help: Vec<&str> = help.trim_end().lines().map(str::trim_end).collect();
+        out.push_str(&format!(
+            "\n## `{name}`\n\n```text\n{}\n```\n",
+            help.join("\n")
+        ));
+        for subcommand in command.get_subcommands_mut() {
+            if !subcommand.is_hide_set() && subcommand.get_name() != "help" {
+                add_sections(out, subcommand);
+            }
+        }
+    }
+
+    #[test]
+    fn the_reference_is_the_help_of_every_command() {
+        let generated = render();
+        if std::env::var_os("UPDATE_CLI_REFERENCE").is_some() {
+            std::fs::write(PATH, &generated).expect("docs/reference/cli.md is writable");
+            return;
+        }
+        let written = std::fs::read_to_string(PATH).unwrap_or_default();
+        if written != generated {
+            let (line, (was, is)) = written
+                .lines()
+                .chain(std::iter::repeat("<end of file>"))
+                .zip(generated.lines().chain(std::iter::repeat("<end of help>")))
+                .enumerate()
+                .find(|(_, (was, is))| was != is)
+                .expect("two different texts differ on a line");
+            panic!(
+                "docs/reference/cli.md is not the --help of the commands as defined: line {} \
+                 reads\n  {was}\nwhere the help now has\n  {is}\nregenerate it with: {REGENERATE}",
+                line + 1
+            );
+        }
+    }
+}

@@ -128,9 +128,10 @@ fn printed_profile_command(printed: &str) -> String {
         .join(" ")
 }
 
-/// Following the README: a smoke run, then the command for Nsight with the
-/// same run id. Printing looks at no run directory, carries `--force` when
-/// given, and the profiling part of what it prints succeeds as printed.
+/// Following docs/guide/snippets.md: a smoke run, then the command for
+/// Nsight with the same run id. Printing looks at no run directory, carries
+/// `--force` when given, and the profiling part of what it prints succeeds
+/// as printed.
 #[test]
 fn the_printed_nsys_command_runs_as_printed() {
     let out = tempfile::tempdir().unwrap();

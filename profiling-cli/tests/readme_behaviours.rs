@@ -1,7 +1,9 @@
-//! What the README promises about where a run goes and what it writes,
-//! each checked end to end: the trace's cut-off, `write_manifest: false`,
-//! the default run location and run id, relative `output_dir`, and the
-//! debug-build warning.
+//! What the documentation promises about where a run goes and what it
+//! writes (docs/guide/runs.md, docs/reference/config.md and
+//! docs/reference/manifest.md), each checked end to end: the trace's
+//! cut-off, `write_manifest: false`, the default run location and run id,
+//! the image cache's place, relative `output_dir`, and the debug-build
+//! warning.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -301,4 +303,101 @@ fn a_debug_build_warns_about_its_timings() {
         "{}",
         outcome.stderr
     );
+}
+
+/// The repository root, where README.md and docs/ are.
+fn repository_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// Every `.md` file under `dir`, as paths relative to `root`, sorted.
+fn markdown_files(root: &Path, dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(markdown_files(root, &path));
+        } else if path.extension().is_some_and(|e| e == "md") {
+            files.push(path.strip_prefix(root).unwrap().to_owned());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The README's table of documentation links every file of docs/.
+#[test]
+fn the_readme_lists_every_file_of_the_documentation() {
+    let root = repository_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let unlisted: Vec<PathBuf> = markdown_files(&root, &root.join("docs"))
+        .into_iter()
+        .filter(|file| !readme.contains(&format!("| [{0}]({0}) |", file.display())))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "docs files without a row in the README's table of documentation: {unlisted:?}"
+    );
+}
+
+/// The anchors a Markdown page's headings get: lower case, punctuation
+/// but `-` and `_` dropped, spaces as `-`; headings inside code blocks are
+/// not headings.
+fn anchors(text: &str) -> Vec<String> {
+    let mut anchors = Vec::new();
+    let mut in_code = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && line.starts_with('#') {
+            let title = line.trim_start_matches('#').trim().to_lowercase();
+            anchors.push(
+                title
+                    .chars()
+                    .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+                    .map(|c| if c == ' ' { '-' } else { c })
+                    .collect(),
+            );
+        }
+    }
+    anchors
+}
+
+/// Every relative link of the README and of docs/ leads to a file that
+/// exists, and to a heading of it when it names one.
+#[test]
+fn the_documentation_links_lead_to_files_and_headings_that_exist() {
+    let root = repository_root();
+    let mut pages = vec![PathBuf::from("README.md")];
+    pages.extend(markdown_files(&root, &root.join("docs")));
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let link = &rest[..end];
+            if link.contains("://") || link.starts_with("mailto:") {
+                continue;
+            }
+            let (file, anchor) = link.split_once('#').unwrap_or((link, ""));
+            let target = if file.is_empty() {
+                root.join(page)
+            } else {
+                root.join(page).parent().unwrap().join(file)
+            };
+            let found = match std::fs::read_to_string(&target) {
+                Ok(_) if anchor.is_empty() => true,
+                Ok(text) => anchors(&text).iter().any(|a| a == anchor),
+                Err(_) => target.is_dir() && anchor.is_empty(),
+            };
+            if !found {
+                broken.push(format!("{}: {link}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links that lead nowhere: {broken:#?}");
 }

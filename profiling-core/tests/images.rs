@@ -227,8 +227,8 @@ fn describe_reports_what_was_read() {
     assert_eq!(description["decode"], true);
 }
 
-/// Every extension the README lists is read and decoded, in any case; a
-/// look-alike (`.gif`, `.jpe`) is not listed.
+/// Every extension docs/reference/config.md lists is read and decoded, in
+/// any case; a look-alike (`.gif`, `.jpe`) is not listed.
 #[test]
 fn every_listed_extension_is_read_and_decoded() {
     let dir = tempfile::tempdir().unwrap();
