@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_yaml::Value;
 
 use profiling_core::config;
-use profiling_core::manifest::SCHEMA_VERSION;
+use profiling_core::manifest::{Manifest, SCHEMA_VERSION};
 use profiling_core::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
 use profiling_core::session::ProfileRuns;
 
@@ -112,8 +112,10 @@ pub struct LoadedRun {
     /// The run's directory (a baseline's, for a baseline).
     pub dir: PathBuf,
     pub manifest_path: PathBuf,
-    /// The whole manifest, for the differences between two runs.
+    /// The whole manifest as written, for the differences between two runs.
     pub manifest: Value,
+    /// The manifest read through its types: what readers take fields from.
+    pub typed: Manifest,
     pub profile: String,
     pub run_id: String,
     pub status: RunStatus,
@@ -269,7 +271,6 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
             reason,
         });
     }
-    let number = |key: &str| manifest.get(key).and_then(Value::as_u64);
     if manifest.get("samples").is_none_or(Value::is_null) {
         return Err(RunError::NoSamples {
             manifest: manifest_path,
@@ -288,16 +289,14 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
         path: samples_path,
         source,
     })?;
+    let typed = Manifest::from_value(manifest.clone()).map_err(not_manifest)?;
     let baseline = read_baseline_name(&dir);
     Ok(LoadedRun {
         dir,
         manifest_path,
-        completed_iterations: number("completed_iterations").unwrap_or(0),
-        iterations: manifest
-            .get("workload")
-            .and_then(|w| w.get("iterations"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        completed_iterations: u64::from(typed.completed_iterations),
+        iterations: u64::from(typed.workload.iterations),
+        typed,
         manifest,
         profile,
         run_id,

@@ -51,6 +51,7 @@ fn run(run_id: &str, pass: u64, ranges: &[(&str, u64, u64)]) -> LoadedRun {
         dir: PathBuf::from(format!("/runs/{run_id}")),
         manifest_path: PathBuf::from(format!("/runs/{run_id}/manifest.yaml")),
         manifest: serde_yaml::from_str(&MANIFEST.replace("RUN", run_id)).unwrap(),
+        typed: profiling_core::manifest::Manifest::sample(run_id),
         profile: "p".to_owned(),
         run_id: run_id.to_owned(),
         status: RunStatus::Completed,

@@ -31,15 +31,17 @@ fn valid_samples() -> Vec<u8> {
     RunSamples::from_sets(&passes, &passes, &ranges).encode()
 }
 
-/// A manifest `runs::load` reads, as YAML.
+/// A manifest `runs::load` reads, as YAML: one a run writes.
 fn valid_manifest() -> Value {
-    serde_yaml::from_str(
-        "schema_version: 2\nprofile_name: t\nrun_id: r1\nstatus: completed\n\
-         workload: {warmup: 0, iterations: 4}\ncompleted_iterations: 4\ncompleted_warmup: 0\n\
-         samples: {path: samples.bin, version: 2, series: 3, bytes: 1}\n\
-         record_ids: [dummy-0]\ntarget: {name: t}\n",
-    )
-    .unwrap()
+    let mut manifest = profiling_core::manifest::Manifest::sample("r1");
+    manifest.samples = Some(profiling_core::manifest::SamplesSummary {
+        path: SAMPLES_FILE.into(),
+        version: 2,
+        series: 3,
+        bytes: 1,
+        sketched: false,
+    });
+    serde_yaml::to_value(&manifest).unwrap()
 }
 
 /// Writes a run directory of `manifest` and `samples` under `dir`.

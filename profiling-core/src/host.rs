@@ -5,14 +5,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use time::format_description::well_known::iso8601::{Config, EncodedConfig, TimePrecision};
 use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::formatting::Formattable;
 use time::OffsetDateTime;
 
 /// The machine a run happened on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostInfo {
     pub name: String,
     pub os: String,
@@ -72,7 +72,7 @@ fn read_trimmed(path: &str) -> Option<String> {
 }
 
 /// The tensor backend compiled in, and what it can reach on this machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendInfo {
     /// `libtorch` with the `tch` feature, else `none`.
     pub name: String,
@@ -84,7 +84,7 @@ pub struct BackendInfo {
 }
 
 /// One GPU, as CUDA names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuInfo {
     pub index: usize,
     pub name: String,

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
 use crate::config::{CudaPolicy, LastBatch, RecordLoading};
@@ -17,7 +17,7 @@ use crate::host::{BackendInfo, HostInfo};
 use crate::runner::{CallCounts, OutputSummary, Pass, Phase, Timings, Validation};
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Completed,
@@ -30,63 +30,92 @@ pub enum Status {
 /// `samples` (a manifest without `schema_version` is version 1).
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// The manifest of one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+fn first_schema() -> u32 {
+    1
+}
+
+/// The manifest of one run: written by the run, read back through these
+/// types by everything that reads runs (a field renamed here is renamed
+/// for every reader, and the manifest this crate keeps as a fixture,
+/// `tests/fixtures/manifest-v2.yaml`, must still read). Fields added to
+/// version 2 after it was first written default when a manifest lacks
+/// them; the identity of the run and what it ran do not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// [`SCHEMA_VERSION`].
+    /// [`SCHEMA_VERSION`] (1 when a manifest has none).
+    #[serde(default = "first_schema")]
     pub schema_version: u32,
     pub profile_name: String,
     pub run_id: String,
     pub status: Status,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ManifestError>,
     /// `SIGINT` or `SIGTERM` when a signal stopped the run.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<String>,
     pub target: ManifestTarget,
     pub data_source: ManifestDataSource,
+    #[serde(default)]
     pub record_ids: Vec<String>,
     /// The batch of each record of `record_ids`, in its order (the
     /// record's index with `batch_size` 1).
+    #[serde(default)]
     pub record_batches: Vec<u32>,
     pub workload: Workload,
+    #[serde(default)]
     pub capture_range: String,
     pub cuda: CudaPolicy,
     pub device: Device,
+    #[serde(default)]
     pub git_commit: Option<String>,
+    #[serde(default)]
     pub git_dirty: Option<bool>,
     /// Why `git_commit` is null: "not a git checkout", "a git repository
     /// with no commit yet" or "git was not found".
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_note: Option<String>,
+    #[serde(default)]
     pub command_line: String,
+    #[serde(default)]
     pub config_path: Option<PathBuf>,
+    #[serde(default)]
     pub expected_trace_path: PathBuf,
+    #[serde(default)]
     pub output_summaries: Vec<OutputSummary>,
+    #[serde(default)]
     pub started_at: String,
+    #[serde(default)]
     pub finished_at: String,
+    #[serde(default)]
     pub profile_cli_version: String,
+    #[serde(default)]
     pub build_profile: String,
     pub host: HostInfo,
     pub backend: BackendInfo,
+    #[serde(default)]
     pub calls: CallCounts,
+    #[serde(default)]
     pub completed_warmup: u32,
+    #[serde(default)]
     pub completed_iterations: u32,
     pub validation: Validation,
+    #[serde(default)]
     pub timings: Timings,
     /// `samples.bin` beside the manifest, when it was written: every
     /// duration the timings come from (see `run_samples`).
+    #[serde(default)]
     pub samples: Option<SamplesSummary>,
     /// `trace.json` beside the manifest, when one was written.
+    #[serde(default)]
     pub trace: Option<crate::trace::TraceSummary>,
     /// The sweep this run is a point of (`profile-cli sweep`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPoint>,
 }
 
 /// One point of a sweep: which sweep, which point, and the values its
 /// config was given.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     /// The sweep's id: its directory under the profile's `runs/`.
     pub id: String,
@@ -99,7 +128,7 @@ pub struct SweepPoint {
 }
 
 /// The samples file of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplesSummary {
     pub path: PathBuf,
     /// The file's layout version.
@@ -113,7 +142,7 @@ pub struct SamplesSummary {
 }
 
 /// The target that ran and where it is defined.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestTarget {
     pub name: String,
     pub import_path: Option<String>,
@@ -125,14 +154,14 @@ pub struct ManifestTarget {
 }
 
 /// The data source and its own description of what it read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestDataSource {
     pub name: String,
     pub description: BTreeMap<String, Value>,
 }
 
 /// How much work the run was asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     pub warmup: u32,
     pub iterations: u32,
@@ -149,22 +178,67 @@ pub struct Workload {
 }
 
 /// Where and why a run failed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestError {
     pub phase: Phase,
     /// The record; on a batch, its first record.
     pub record_id: Option<String>,
     /// The batch, with `batch_size` > 1.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<u32>,
     pub pass: Pass,
     pub message: String,
+}
+
+/// Why a manifest could not be read as this build reads one.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestReadError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a run manifest: {reason}", .path.display())]
+    Invalid { path: PathBuf, reason: String },
 }
 
 impl Manifest {
     /// The manifest as YAML text.
     pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
         serde_yaml::to_string(self)
+    }
+
+    /// A manifest from its YAML text: one of [`SCHEMA_VERSION`] (or an
+    /// earlier layout this build reads); the error says which key is wrong.
+    pub fn from_yaml(text: &str) -> Result<Manifest, String> {
+        let value: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        Manifest::from_value(value)
+    }
+
+    /// [`Manifest::from_yaml`] of a manifest already parsed as YAML.
+    pub fn from_value(value: Value) -> Result<Manifest, String> {
+        match value.get("schema_version").map(Value::as_u64) {
+            Some(Some(version)) if (1..=u64::from(SCHEMA_VERSION)).contains(&version) => {}
+            None => {}
+            Some(_) => {
+                return Err(format!(
+                    "schema_version: this build reads versions 1 to {SCHEMA_VERSION} (a newer profile-cli wrote it?)"
+                ))
+            }
+        }
+        serde_yaml::from_value(value).map_err(|e| e.to_string())
+    }
+
+    /// The manifest in the file at `path`.
+    pub fn read(path: &std::path::Path) -> Result<Manifest, ManifestReadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Manifest::from_yaml(&text).map_err(|reason| ManifestReadError::Invalid {
+            path: path.to_path_buf(),
+            reason,
+        })
     }
 }
 
@@ -239,5 +313,78 @@ pub fn signal_name(signal: i32) -> String {
         libc::SIGINT => "SIGINT".to_owned(),
         libc::SIGTERM => "SIGTERM".to_owned(),
         other => format!("signal {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manifest `profile-cli run` wrote (the example detection
+    /// pipeline, 1 warmup and 3 measured passes), kept as it was written.
+    const FIXTURE: &str = include_str!("../tests/fixtures/manifest-v2.yaml");
+
+    #[test]
+    fn a_manifest_written_by_a_run_reads_through_its_types() {
+        let manifest = Manifest::from_yaml(FIXTURE).unwrap();
+        assert_eq!(manifest.schema_version, 2);
+        assert_eq!(manifest.profile_name, "detection-pipeline");
+        assert_eq!(manifest.run_id, "fixture");
+        assert_eq!(manifest.status, Status::Completed);
+        assert_eq!(manifest.device, Device::Cpu);
+        assert_eq!(
+            (manifest.workload.warmup, manifest.workload.iterations),
+            (1, 3)
+        );
+        assert_eq!(manifest.completed_iterations, 3);
+        assert_eq!(manifest.timings.iterations.map(|s| s.count), Some(3));
+        let names: Vec<&str> = manifest
+            .timings
+            .range_tree
+            .iter()
+            .map(|p| p.path.as_str())
+            .collect();
+        assert!(names.contains(&"preprocess/letterbox/resize"), "{names:?}");
+        assert!(manifest
+            .samples
+            .as_ref()
+            .is_some_and(|s| s.path.ends_with("fixture/samples.bin")));
+        // Every field is read: written again, it is the same document.
+        let again: Value = serde_yaml::from_str(&manifest.to_yaml().unwrap()).unwrap();
+        let original: Value = serde_yaml::from_str(FIXTURE).unwrap();
+        assert_eq!(again, original);
+    }
+
+    #[test]
+    fn fields_added_to_version_2_later_default_when_missing() {
+        let mut value: Value = serde_yaml::from_str(FIXTURE).unwrap();
+        let top = value.as_mapping_mut().unwrap();
+        for key in ["record_batches", "git_note", "sweep"] {
+            top.remove(key);
+        }
+        let timings = value["timings"].as_mapping_mut().unwrap();
+        for key in ["per_record", "load_ns", "range_tree"] {
+            timings.remove(key);
+        }
+        let manifest = Manifest::from_value(value).unwrap();
+        assert!(manifest.record_batches.is_empty());
+        assert_eq!(manifest.timings.per_record, None);
+        assert_eq!(manifest.timings.load_ns, 0);
+        assert!(manifest.timings.range_tree.is_empty());
+    }
+
+    #[test]
+    fn a_manifest_of_a_newer_layout_or_without_its_identity_is_refused() {
+        let newer = FIXTURE.replacen("schema_version: 2", "schema_version: 3", 1);
+        let error = Manifest::from_yaml(&newer).unwrap_err();
+        assert!(error.starts_with("schema_version: this build reads versions 1 to 2"), "{error}");
+        let nameless = FIXTURE.replacen("profile_name: detection-pipeline\n", "", 1);
+        let error = Manifest::from_yaml(&nameless).unwrap_err();
+        assert!(error.contains("profile_name"), "{error}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.yaml");
+        std::fs::write(&path, "status: [").unwrap();
+        let error = Manifest::read(&path).unwrap_err().to_string();
+        assert!(error.starts_with(&format!("{}: not a run manifest: ", path.display())), "{error}");
     }
 }

@@ -8,7 +8,7 @@
 use std::ffi::{c_char, CStr, CString};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Batches, Config, RecordLoading};
 use crate::data::{AvailableMemory, DataError, DataRecord, DataSource};
@@ -105,7 +105,7 @@ impl Records {
 }
 
 /// The steps of a run, named as the manifest and errors name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Building the target (`Default` or its factory).
@@ -132,7 +132,7 @@ impl std::fmt::Display for Phase {
 }
 
 /// Where in the run something happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "index", rename_all = "snake_case")]
 pub enum Pass {
     /// Before the passes: building the target, eager `prepare`.
@@ -155,7 +155,7 @@ impl std::fmt::Display for Pass {
 }
 
 /// How often each method of the target was called.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallCounts {
     pub prepare: u64,
     /// With `batch_size` > 1: once per batch, in place of `prepare`.
@@ -166,7 +166,8 @@ pub struct CallCounts {
 }
 
 /// Wall-clock figures of the run, from the host's monotonic clock.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Timings {
     /// One sample per measured pass.
     pub iterations: Option<DurationStats>,
@@ -180,20 +181,20 @@ pub struct Timings {
     /// capture range, as a tree: each after its parent.
     pub range_tree: Vec<crate::timing::RangePathTimings>,
     /// Said when some ranges are not in `range_tree`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range_tree_note: Option<String>,
     /// The clock, its resolution and the cost of a reading: reported, never
     /// subtracted.
     pub timer: Option<TimerInfo>,
     /// GPU time of passes and calls from device events, on runs with GPU
     /// timing (each range's is in `ranges`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuTimings>,
     /// What these host clocks mean for the run's device and sync policy.
     pub host_timing_note: String,
     /// Said when some quantiles come from histograms rather than every
     /// sample (very long runs).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sketch_note: Option<String>,
     /// Reading an eager run's records from its source (each file read
     /// and decoded), before the passes and outside `prepare_ns`; 0 when
@@ -207,7 +208,7 @@ pub struct Timings {
     pub capture_ns: u64,
     /// Time per record and records per second of the pass, the call and
     /// every range: on every run that measured (completed or interrupted).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_record: Option<PerRecord>,
 }
 
@@ -227,7 +228,7 @@ pub struct CaptureRecord {
 }
 
 /// Which outputs were validated, and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Validation {
     /// `validate_output: false`.
@@ -240,7 +241,7 @@ pub enum Validation {
 }
 
 /// One output summary, with the record (or batch) it came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputSummary {
     /// The record; of a batch, its first record.
     pub record_id: String,
@@ -248,7 +249,7 @@ pub struct OutputSummary {
     /// with `batch_size` 1.
     pub batch: u32,
     /// With `batch_size` > 1: every record of the batch.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub record_ids: Vec<String>,
     pub summary: Summary,
 }

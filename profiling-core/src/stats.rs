@@ -1,9 +1,9 @@
 //! Summary statistics of nanosecond samples.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Count, extremes, mean, percentiles and spread of a set of durations.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DurationStats {
     pub count: u64,
     pub min_ns: u64,

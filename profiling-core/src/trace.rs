@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::runner::CaptureRecord;
@@ -20,14 +20,14 @@ use crate::runner::CaptureRecord;
 pub const MAX_EVENTS: usize = 200_000;
 
 /// What was written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceSummary {
     pub path: std::path::PathBuf,
     /// Range and pass events written (metadata events aside).
     pub events: u64,
     /// True when ranges or passes were left out to bound the size.
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 

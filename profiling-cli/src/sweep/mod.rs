@@ -17,7 +17,7 @@ use serde_yaml::Value;
 use profiling_core::config::{check_run_id, ConfigFile};
 use profiling_core::host::UtcTime;
 use profiling_core::interrupt;
-use profiling_core::manifest::{Status, SweepPoint};
+use profiling_core::manifest::{Manifest, Status, SweepPoint};
 use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
 use profiling_core::stats::median_interval;
 use profiling_core::session::{self, Planned, RunRequest};
@@ -702,54 +702,35 @@ fn run_point(planned: &Planned, request: &RunRequest) -> Result<(), String> {
 
 /// A point's run read back: its manifest and samples.
 struct PointRun {
-    manifest: Value,
-    completed_iterations: u64,
+    manifest: Manifest,
     samples: RunSamples,
 }
 
 fn read_point(run_dir: &Path) -> Result<PointRun, String> {
-    let path = run_dir.join("manifest.yaml");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let manifest: Value =
-        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let manifest =
+        Manifest::read(&run_dir.join("manifest.yaml")).map_err(|error| error.to_string())?;
     let samples_path = run_dir.join(SAMPLES_FILE);
     let bytes =
         std::fs::read(&samples_path).map_err(|e| format!("{}: {e}", samples_path.display()))?;
     let samples =
         RunSamples::decode(&bytes).map_err(|e| format!("{}: {e}", samples_path.display()))?;
-    Ok(PointRun {
-        completed_iterations: manifest
-            .get("completed_iterations")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        manifest,
-        samples,
-    })
+    Ok(PointRun { manifest, samples })
 }
 
 /// Fills a completed point's figures from its run directory.
 fn summarize(run_dir: &Path, point: &mut PointResult) -> Result<(), String> {
     let run = read_point(run_dir)?;
     let manifest = &run.manifest;
-    let batch_size = manifest
-        .get("workload")
-        .and_then(|w| w.get("batch_size"))
-        .and_then(Value::as_u64)
-        .unwrap_or(1);
-    let passes = run.completed_iterations.max(1);
+    let batch_size = manifest.workload.batch_size;
+    let passes = u64::from(manifest.completed_iterations).max(1);
     let records_per_pass = manifest
-        .get("timings")
-        .and_then(|t| t.get("per_record"))
-        .and_then(|p| p.get("records_per_pass"))
-        .and_then(Value::as_u64)
-        .or_else(|| {
-            manifest
-                .get("record_ids")
-                .and_then(Value::as_sequence)
-                .map(|ids| ids.len() as u64)
-        })
+        .timings
+        .per_record
+        .as_ref()
+        .map(|p| p.records_per_pass)
+        .or(Some(manifest.record_ids.len() as u64))
         .filter(|&n| n > 0);
-    point.batch_size = u32::try_from(batch_size).unwrap_or(u32::MAX);
+    point.batch_size = batch_size;
     point.records_per_pass = records_per_pass;
     point.pass = estimate(&run.samples.passes);
     point.call = estimate(&run.samples.calls);

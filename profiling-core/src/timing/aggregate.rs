@@ -2,14 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::recorder::RangeLog;
 use super::samples::SampleSet;
 use crate::stats::DurationStats;
 
 /// The timings of every range with one name, over all threads.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RangeTimings {
     pub name: String,
     pub count: u64,
@@ -18,13 +18,13 @@ pub struct RangeTimings {
     /// Inclusive time minus the time spent in recorded ranges inside it.
     pub exclusive: DurationStats,
     /// The device's time for the same ranges, on runs with GPU timing.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuRangeTimings>,
 }
 
 /// The GPU time of one range name: from its start event to its end event
 /// on the device's stream ([`super::gpu`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuRangeTimings {
     /// Ranges that got both events (fewer than the host's `count` when the
     /// pool ran out or a guard was kept across passes).

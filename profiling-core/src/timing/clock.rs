@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The environment variable that forces `std::time::Instant`.
 pub const CLOCK_ENV: &str = "PROFILING_CLOCK";
@@ -214,7 +214,7 @@ fn reads_the_counter(_clock: &quanta::Clock) -> bool {
 
 /// What the clock is and what reading it costs, measured at start-up and
 /// reported as is: timings are never corrected by it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimerInfo {
     pub source: String,
     /// The smallest step between two readings seen.

@@ -54,7 +54,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::recorder::{RangeLog, NO_EVENT};
 use super::samples::SampleSet;
@@ -197,7 +197,7 @@ pub(crate) fn record() -> u32 {
 
 /// The GPU figures of a run, beside the host ones (`timings.gpu` in the
 /// manifest).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuTimings {
     /// What the events were recorded on.
     pub stream: String,

@@ -2,14 +2,14 @@
 //! range, divided by the records they covered, so that runs of different
 //! batch sizes compare record for record.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Batches;
 use crate::stats::DurationStats;
 use crate::timing::RangeTimings;
 
 /// `timings.per_record` of a manifest.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PerRecord {
     /// `workload.batch_size`.
     pub batch_size: u32,
@@ -29,7 +29,7 @@ pub struct PerRecord {
 }
 
 /// A time per record and its inverse.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     pub time_per_record_ns: f64,
     pub records_per_second: f64,
@@ -51,7 +51,7 @@ impl Throughput {
 }
 
 /// [`Throughput`] of one range name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RangeThroughput {
     pub name: String,
     pub time_per_record_ns: f64,

@@ -10,14 +10,14 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::recorder::RangeLog;
 use super::samples::SampleSet;
 use crate::stats::DurationStats;
 
 /// The timings of every range with one path, over all threads.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RangePathTimings {
     /// Names from the outermost recorded range down, joined by `/`.
     pub path: String,
@@ -36,18 +36,18 @@ pub struct RangePathTimings {
     /// Per measured pass: their self time.
     pub exclusive_per_pass: Option<DurationStats>,
     /// The device's time for the same ranges, on runs with GPU timing.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<super::aggregate::GpuRangeTimings>,
 }
 
 /// Every path of a capture, as a tree in depth-first order: each range
 /// after its parent, siblings by inclusive total, largest first.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RangeTree {
     pub paths: Vec<RangePathTimings>,
     /// Said when some ranges are not in the tree (past a thread's event
     /// buffer) or some passes have no per-pass figures.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
