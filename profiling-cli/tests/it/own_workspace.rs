@@ -9,9 +9,8 @@
 
 use std::process::Command;
 
-mod common;
 
-use common::{profile_cli_in, workspace_root, RemoveOnDrop};
+use crate::common::{profile_cli_in, workspace_root, RemoveOnDrop};
 
 const APP_LIB: &str = "/// Doubles every value.\npub fn double(values: &[f32]) -> Vec<f32> {\n    values.iter().map(|v| v * 2.0).collect()\n}\n\n/// The first `N` values.\npub fn head<S: Copy, const N: usize>(values: &[S]) -> [S; N] {\n    std::array::from_fn(|i| values[i])\n}\n";
 

@@ -14,9 +14,8 @@ use serde_yaml::{Mapping, Value};
 use profiling_core::config::{ConfigFile, Overrides};
 use profiling_core::data;
 
-mod common;
 
-use common::{assert_reads_well, config};
+use crate::common::{assert_reads_well, config};
 
 /// Keys of the config's top level.
 const TOP_KEYS: &[&str] = &[

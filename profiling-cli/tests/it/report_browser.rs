@@ -13,10 +13,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-#[path = "common/browser.rs"]
-mod browser;
 
-use browser::*;
+use crate::browser::*;
 impl Dom {
     fn flamegraphs(&self) -> usize {
         self.tagged("svg")

@@ -16,9 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
 
-use common::{profile_cli_in, workspace_root, RemoveOnDrop};
+use crate::common::{profile_cli_in, workspace_root, RemoveOnDrop};
 
 /// What the parity test must say after `new`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ fn list_shows_the_built_in_targets_and_the_snippets() {
     let output = profile_cli(&["list"]);
     assert!(output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();
-    let snippet = include_str!("../../inference_profiling/snippets/example_candidate/target.rs");
+    let snippet = include_str!("../../../inference_profiling/snippets/example_candidate/target.rs");
     let line = snippet
         .lines()
         .position(|l| l.starts_with("impl ProfileTarget for ExampleCandidate"))

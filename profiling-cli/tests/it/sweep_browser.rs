@@ -22,10 +22,8 @@ use profiling_cli::sweep::document::{
 use profiling_cli::sweep::page::write_sweep_page;
 use serde_yaml::{Mapping, Value};
 
-#[path = "common/browser.rs"]
-mod browser;
 
-use browser::*;
+use crate::browser::*;
 
 // ---------------------------------------------------------------------------
 // The pages under test.

@@ -13,9 +13,8 @@ use serde_yaml::{Mapping, Value};
 use profiling_core::data::images::{self, EXTENSIONS};
 use profiling_core::data::{self, DataError, DataSource};
 
-mod common;
 
-use common::{assert_reads_well, config};
+use crate::common::{assert_reads_well, config};
 
 /// The memory eager loading may use in these tests: sources beyond it are
 /// refused by the check, as a run refuses them, and never read.

@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-mod common;
 
-use common::{cli, workspace_root};
+use crate::common::{cli, workspace_root};
 
 const ROOT_MANIFEST: &str = "# my workspace\n[workspace]\nresolver = \"2\"\nmembers = [\"app\"]  # the product\n\n[workspace.dependencies]\nanyhow = \"1\"\n";
 const APP_MANIFEST: &str = "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
@@ -44,7 +43,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     files
 }
 
-fn init(workspace: &Path, extra: &[&str]) -> common::Outcome {
+fn init(workspace: &Path, extra: &[&str]) -> crate::common::Outcome {
     let mut args = vec!["init", "--workspace", workspace.to_str().unwrap()];
     args.extend(extra);
     cli(&args)

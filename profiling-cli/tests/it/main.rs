@@ -1,0 +1,21 @@
+//! The integration tests of profiling-cli that run it (or cargo, or a
+//! browser) as a process and link no targets of their own, in one binary.
+//! Tests that link targets and run the command line in-process, and those
+//! that are their own program (`harness = false`), have binaries of their
+//! own (the other files of `tests/`).
+
+#[path = "../common/browser.rs"]
+mod browser;
+#[path = "../common/mod.rs"]
+mod common;
+
+mod binary;
+mod full_disk;
+mod init;
+mod own_workspace;
+mod real_crates;
+mod remove;
+mod report_browser;
+mod setup_script;
+mod sweep_browser;
+mod tch;
