@@ -34,6 +34,24 @@ pub(crate) struct Ran {
     pub document: Option<serde_json::Value>,
 }
 
+/// A sweep that ran its points: what comes after it (the pages, the
+/// `--json` document), done by the process that read the arguments or by
+/// the `profile-cli` that ran a profiling binary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Swept {
+    /// The exit code so far.
+    pub code: u8,
+    pub sweep_dir: PathBuf,
+    /// Whether `sweep.yaml` was written (the sweep page is drawn from it).
+    pub written: bool,
+    /// Whether pages are wanted (not `--no-report`).
+    pub pages: bool,
+    /// The run directories of the completed points whose config wants a page.
+    pub point_pages: Vec<PathBuf>,
+    /// The `--json` document so far, with `--json`.
+    pub document: Option<serde_json::Value>,
+}
+
 /// What is left to do after a profiling binary exits.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,7 +65,7 @@ pub(crate) enum Outcome {
         run_dir: PathBuf,
     },
     /// After `sweep`.
-    Sweep(crate::sweep::Swept),
+    Sweep(Swept),
 }
 
 /// Writes `outcome` to `file`.

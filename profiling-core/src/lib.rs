@@ -57,6 +57,7 @@ pub mod target;
 pub mod tensor;
 pub mod timing;
 pub mod trace;
+pub mod yaml;
 
 pub use profiling_macros::{nvtx_range, profile_target};
 

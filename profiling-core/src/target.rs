@@ -172,7 +172,7 @@ impl ParameterError {
 pub fn parameters<T: serde::de::DeserializeOwned>() -> anyhow::Result<T> {
     let parameters = PARAMETERS.with(|current| current.borrow().clone());
     PARAMETERS_READ.with(|read| read.set(true));
-    let (value, unused) = crate::config::deserialize_mapping_noting_unused(&parameters)
+    let (value, unused) = crate::yaml::deserialize_mapping_noting_unused(&parameters)
         .map_err(|(key, message)| ParameterError { key, message })?;
     // A key `T` does not read is a typo or a setting of another target:
     // said, not silently left out of the run.

@@ -179,7 +179,7 @@ pub fn render_trace(
 /// manifest has no `timings.range_tree` (made before ranges were kept by
 /// path). `None` when the document holds no range.
 pub fn range_tree_of(document: &serde_json::Value) -> Option<crate::timing::RangeTree> {
-    use crate::timing::recorder::{RangeEvent, RangeLog, ThreadRanges};
+    use crate::timing::log::{RangeEvent, RangeLog, ThreadRanges};
     let events = document.get("traceEvents")?.as_array()?;
     let ns = |event: &serde_json::Value, key: &str| -> Option<u64> {
         let micros = event.get(key)?.as_f64()?;
@@ -242,8 +242,8 @@ pub fn range_tree_of(document: &serde_json::Value) -> Option<crate::timing::Rang
                 start_ns: start,
                 inclusive_ns: inclusive,
                 exclusive_ns: exclusive,
-                gpu_start: crate::timing::recorder::NO_EVENT,
-                gpu_end: crate::timing::recorder::NO_EVENT,
+                gpu_start: crate::timing::log::NO_EVENT,
+                gpu_end: crate::timing::log::NO_EVENT,
             });
             ends.push(start + inclusive);
         }

@@ -323,7 +323,7 @@ fn parse_factory(input: ParseStream) -> syn::Result<ExprPath> {
             &call,
             format!(
                 "{USAGE}\nname the function, do not call it: `factory = {}`",
-                crate::expand::compact_tokens(call.func.as_ref())
+                crate::tokens::compact_tokens(call.func.as_ref())
             ),
         )),
         other => Err(syn::Error::new_spanned(other, USAGE)),

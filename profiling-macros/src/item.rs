@@ -84,7 +84,7 @@ pub(crate) fn target_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
             format!(
                 "`#[profile_target]` goes on the `ProfileTarget` impl of a type, and this is an inherent \
                  impl\nwrite `impl ProfileTarget for {}` and put the attribute there",
-                crate::expand::compact_tokens(self_ty)
+                crate::tokens::compact_tokens(self_ty)
             ),
         ));
     };
@@ -97,7 +97,7 @@ pub(crate) fn target_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
             trait_path,
             format!(
                 "`#[profile_target]` goes on an `impl ProfileTarget for ...` block, and this implements `{}`",
-                crate::expand::compact_tokens(trait_path)
+                crate::tokens::compact_tokens(trait_path)
             ),
         ));
     }
@@ -164,7 +164,7 @@ fn concrete_example(self_ty: &Type) -> String {
                 _ => last,
             }
         }
-        other => crate::expand::compact_tokens(other),
+        other => crate::tokens::compact_tokens(other),
     }
 }
 

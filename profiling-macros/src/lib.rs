@@ -11,6 +11,7 @@ mod doc;
 mod expand;
 mod item;
 mod name;
+mod tokens;
 
 /// Runs a function inside an NVTX range named after it.
 ///

@@ -84,23 +84,6 @@ pub struct SweepArgs {
     pub outcome: Option<PathBuf>,
 }
 
-/// A sweep that ran its points: what comes after it (the pages, the
-/// `--json` document), done by the process that read the arguments or by
-/// the `profile-cli` that ran a profiling binary.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Swept {
-    /// The exit code so far.
-    pub code: u8,
-    pub sweep_dir: PathBuf,
-    /// Whether `sweep.yaml` was written (the sweep page is drawn from it).
-    pub written: bool,
-    /// Whether pages are wanted (not `--no-report`).
-    pub pages: bool,
-    /// The run directories of the completed points whose config wants a page.
-    pub point_pages: Vec<PathBuf>,
-    /// The `--json` document so far, with `--json`.
-    pub document: Option<serde_json::Value>,
-}
 
 /// `profile-cli sweep`.
 pub fn sweep_command(
@@ -375,7 +358,7 @@ pub fn sweep_command(
         }
         false => None,
     };
-    let swept = Swept {
+    let swept = crate::outcome::Swept {
         code,
         written,
         pages: !args.no_report,
@@ -399,7 +382,7 @@ pub fn sweep_command(
 /// The pages of a sweep that ran (each completed point's, then the
 /// sweep's) and its `--json` document.
 #[cfg(feature = "full")]
-pub(crate) fn after_sweep(swept: Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+pub(crate) fn after_sweep(swept: crate::outcome::Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
     let mut code = swept.code;
     let mut page = None;
     if swept.pages {
@@ -440,7 +423,7 @@ pub(crate) fn after_sweep(swept: Swept, streams: &mut Streams<'_>) -> anyhow::Re
 /// A profiling binary's sweep run by itself: its `--json` document; the
 /// pages are `profile-cli`'s.
 #[cfg(not(feature = "full"))]
-pub(crate) fn after_sweep(swept: Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+pub(crate) fn after_sweep(swept: crate::outcome::Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
     if let Some(mut json) = swept.document {
         json["report_path"] = serde_json::Value::Null;
         writeln!(streams.out, "{json}")?;

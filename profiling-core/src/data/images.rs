@@ -18,7 +18,7 @@ use serde_yaml::Value;
 
 use super::cache::{FileKey, ImageCache};
 use super::{parse_parameters, DataError, DataRecord, DataSource};
-use crate::config::check_literal_path;
+use crate::yaml::check_literal_path;
 
 /// The file extensions read, compared without regard to case.
 pub const EXTENSIONS: &[&str] = &["bmp", "jpeg", "jpg", "png", "tif", "tiff", "webp"];
@@ -150,7 +150,7 @@ impl ImageSource {
             };
         files.sort();
         let max_file_bytes = match &params.max_file_bytes {
-            Some(value) => crate::config::parse_size(value)
+            Some(value) => crate::yaml::parse_size(value)
                 .map_err(|m| parameter_error("max_file_bytes", m))?,
             None => DEFAULT_MAX_FILE_BYTES,
         };

@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use serde_yaml::Value;
 
-pub use crate::config::KNOWN_SOURCES;
+/// The names `data_source.name` accepts: the sources `data::build` builds.
+pub const KNOWN_SOURCES: &[&str] = &["dummy", "images"];
 
 /// One input of a target: an image, tensors, or both, with where it came from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -370,7 +371,7 @@ pub(crate) fn parse_parameters<T: serde::de::DeserializeOwned>(
     source_name: &str,
     parameters: &serde_yaml::Mapping,
 ) -> Result<T, DataError> {
-    crate::config::deserialize_mapping(parameters).map_err(|(key, message)| match key {
+    crate::yaml::deserialize_mapping(parameters).map_err(|(key, message)| match key {
         Some(key) => DataError::Parameter { key, message },
         None => DataError::Parameters {
             source_name: source_name.to_owned(),

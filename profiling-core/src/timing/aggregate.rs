@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::recorder::RangeLog;
+use super::log::RangeLog;
 use super::samples::SampleSet;
 use crate::stats::DurationStats;
 

@@ -56,7 +56,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::recorder::{RangeLog, NO_EVENT};
+use super::log::{RangeLog, NO_EVENT};
 use super::samples::SampleSet;
 use crate::stats::DurationStats;
 

@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod clock;
 pub mod gpu;
+pub mod log;
 pub mod per_record;
 pub mod recorder;
 pub mod samples;
@@ -15,6 +16,7 @@ pub use aggregate::{
 pub use clock::{now_ns, readings_to_ns, span_ns, ticks, ticks_ns, TimerInfo};
 pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
 pub use per_record::{PerRecord, RangeThroughput, Throughput};
-pub use recorder::{Capture, RangeLog, Registration};
+pub use log::RangeLog;
+pub use recorder::{Capture, Registration};
 pub use samples::SampleSet;
 pub use tree::{RangePathTimings, RangeTree};

@@ -25,6 +25,7 @@
 //! capture. Elsewhere each writer's store and load are sequentially
 //! consistent.
 
+use super::log::{Overflow, RangeEvent, RangeLog, ThreadRanges, NO_EVENT};
 use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,8 +49,6 @@ const MODE_RECORDING: u8 = 2;
 /// Recording, and each range also records device events ([`super::gpu`]).
 const MODE_RECORDING_GPU: u8 = 3;
 
-/// The event index of a boundary that recorded none.
-pub const NO_EVENT: u32 = u32::MAX;
 
 /// True while the runner's GPU timing is on: ranges record device events
 /// when recording, and bind their threads when registering.
@@ -138,29 +137,7 @@ static NEXT_THREAD: AtomicU32 = AtomicU32::new(1);
 /// One capture at a time: a second run in the process waits for the first.
 static CAPTURE: Mutex<()> = Mutex::new(());
 
-/// One closed range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RangeEvent {
-    /// Index into the thread's name table.
-    pub name: u32,
-    /// 0 for a range opened outside any other recorded range.
-    pub depth: u16,
-    pub start_ns: u64,
-    pub inclusive_ns: u64,
-    /// Inclusive time minus the time of the recorded ranges inside it.
-    pub exclusive_ns: u64,
-    /// The device events at its start and end ([`super::gpu`]), or
-    /// [`NO_EVENT`].
-    pub gpu_start: u32,
-    pub gpu_end: u32,
-}
 
-/// Aggregates of one name's ranges that did not fit the event buffer.
-#[derive(Debug, Clone)]
-pub struct Overflow {
-    pub inclusive: SampleSet,
-    pub exclusive: SampleSet,
-}
 
 struct ThreadLog {
     thread: u32,
@@ -535,45 +512,8 @@ fn record_past_the_buffer(
     aggregates.exclusive.push(exclusive_ns);
 }
 
-/// The ranges one thread recorded during a capture.
-#[derive(Debug, Clone)]
-pub struct ThreadRanges {
-    /// A small number unique in the process, in order of first range.
-    pub thread: u32,
-    pub thread_name: String,
-    /// The names events refer to by index.
-    pub names: Vec<String>,
-    /// Ranges in the order they closed, up to [`EVENTS_PER_THREAD`].
-    pub events: Vec<RangeEvent>,
-    /// By name index: what did not fit `events`.
-    pub overflow: Vec<Option<Overflow>>,
-}
 
-impl ThreadRanges {
-    /// Ranges recorded only as aggregates.
-    pub fn overflowed(&self) -> u64 {
-        self.overflow
-            .iter()
-            .flatten()
-            .map(|o| o.inclusive.count())
-            .sum()
-    }
-}
 
-/// Everything recorded between [`Capture::begin`] and [`Capture::end`].
-#[derive(Debug, Clone, Default)]
-pub struct RangeLog {
-    pub start_ns: u64,
-    pub end_ns: u64,
-    /// The thread that opened the capture.
-    pub capture_thread: u32,
-    pub threads: Vec<ThreadRanges>,
-    /// Threads whose first range came inside the capture: each allocated
-    /// its log and took a lock inside a measured pass.
-    pub late_threads: u32,
-    /// Names first seen inside the capture (per thread): each allocated.
-    pub late_names: u32,
-}
 
 /// An open capture: ranges are recorded until [`Capture::end`].
 pub struct Capture {

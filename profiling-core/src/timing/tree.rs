@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::recorder::RangeLog;
+use super::log::RangeLog;
 use super::samples::SampleSet;
 use crate::stats::DurationStats;
 
@@ -298,7 +298,7 @@ fn empty() -> DurationStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timing::recorder::{RangeEvent, ThreadRanges};
+    use crate::timing::log::{RangeEvent, ThreadRanges};
 
     /// A thread's events from (name, depth, start, inclusive, exclusive),
     /// in the order they close.
@@ -316,8 +316,8 @@ mod tests {
                         start_ns,
                         inclusive_ns,
                         exclusive_ns,
-                        gpu_start: crate::timing::recorder::NO_EVENT,
-                        gpu_end: crate::timing::recorder::NO_EVENT,
+                        gpu_start: crate::timing::log::NO_EVENT,
+                        gpu_end: crate::timing::log::NO_EVENT,
                     },
                 )
                 .collect(),
