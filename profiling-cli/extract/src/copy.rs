@@ -365,7 +365,7 @@ pub(crate) fn copy_helper(
     );
     let (first, last) = source.lines(item.span());
     let module = location.path(inline);
-    let note = crate::render::wrap(
+    let note = crate::text::wrap(
         &format!(
             "Copied helper: private to `{module}` ({}:{first}-{last}), so the snippet cannot \
              call it there. The copy above calls it; a change here is a change to the profile.",
@@ -418,7 +418,7 @@ pub(crate) fn copy_private_module(
     walk(tokens, name, crate_ident, &mut edits);
     let body = apply(text, 0..text.len(), &mut edits);
     let body = reindent(body.trim_end(), 0, 4, has_multiline_literal(text));
-    let note = crate::render::wrap(
+    let note = crate::text::wrap(
         &format!(
             "Copied module: `{crate_ident}::{name}` is private to its crate ({shown}), so the \
              snippet cannot use it there; the copy above uses it. A change here is a change to \

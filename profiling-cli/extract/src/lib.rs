@@ -31,6 +31,7 @@ mod scaffold;
 mod select;
 mod snippet_crate;
 mod source;
+mod text;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};

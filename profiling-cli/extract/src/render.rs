@@ -7,46 +7,9 @@ use std::fmt::Write as _;
 use super::copy::{Copied, Instrumentation};
 use super::names::{render_uses, ImportPath, Imports};
 use super::scaffold::{Target, ValueSource};
+use super::text::{hanging, sentence_case, wrap};
 use super::{Parity, Report};
 use profiling_core::host::GitState;
-
-/// Words of `text` laid out in lines of at most `width` columns, each
-/// starting with `prefix`.
-pub(crate) fn wrap(text: &str, width: usize, prefix: &str) -> String {
-    hanging(text, width, prefix, prefix)
-}
-
-/// Like [`wrap`], with `first` before the first line and `rest` before
-/// the others: a Markdown list item.
-fn hanging(text: &str, width: usize, first: &str, rest: &str) -> String {
-    let mut out = String::new();
-    let mut prefix = first;
-    let mut line = String::from(first);
-    for word in text.split_whitespace() {
-        if line.len() > prefix.len() && line.len() + 1 + word.len() > width {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            prefix = rest;
-            line = String::from(rest);
-        }
-        if line.len() > prefix.len() || (!prefix.is_empty() && !prefix.ends_with(' ')) {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-    out
-}
-
-/// `text` with its first letter in upper case.
-fn sentence_case(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|first| first.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
 
 /// `target.rs`.
 pub(crate) fn target_rs(

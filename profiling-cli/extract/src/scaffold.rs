@@ -1478,7 +1478,7 @@ impl Target {
         };
 
         // The target type.
-        out.push_str(&super::render::wrap(
+        out.push_str(&super::text::wrap(
             &format!("Profiles a copy of `{}` ({provenance}).", self.function),
             100,
             "///",
@@ -1542,7 +1542,7 @@ impl Target {
     }
 
     fn render_inputs(&self) -> String {
-        let mut text = super::render::wrap(
+        let mut text = super::text::wrap(
             &format!(
                 "The arguments of one call to `{}`, made from a record by `prepare`.",
                 self.function
@@ -1552,7 +1552,7 @@ impl Target {
         );
         text.push_str(&format!("pub struct {} {{\n", self.inputs_name));
         for parameter in &self.parameters {
-            text.push_str(&super::render::wrap(
+            text.push_str(&super::text::wrap(
                 &format!("`{}`: {}.", parameter.declared, parameter.describe_source()),
                 100,
                 "    ///",
@@ -1891,7 +1891,7 @@ impl Target {
     /// copy and `production` (its path) on the same prepared inputs.
     pub fn render_parity(&self, production: &str) -> String {
         let mut text = String::from("\n");
-        text.push_str(&super::render::wrap(
+        text.push_str(&super::text::wrap(
             &format!(
                 "The copy against production: for each record of `config.yaml`, `prepare` makes the \
                  inputs once, then the copy and `{production}` run on them, and their outputs must \

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
+use super::source::is_snippet_path;
 use super::{SnippetError, SnippetsCrate};
 
 /// The file that makes a snippet directory a draft.
@@ -36,12 +37,6 @@ pub fn package_name(directory: &str) -> String {
     format!("snippet-{}", name.trim_matches('-'))
 }
 
-/// Whether a dependency spec is a path into `snippets/` (a snippet crate).
-pub(crate) fn is_snippet_path(spec: &Item) -> bool {
-    spec.get("path")
-        .and_then(Item::as_str)
-        .is_some_and(|path| Path::new(path).starts_with("snippets"))
-}
 
 fn read_manifest(path: &Path) -> Result<DocumentMut, SnippetError> {
     let text = std::fs::read_to_string(path).map_err(|source| SnippetError::Read {
@@ -189,7 +184,7 @@ pub(crate) fn manifest_with(
     let dir_name = directory_name(directory)?;
     let mut document = DocumentMut::new();
     document.decor_mut().set_prefix(
-        crate::render::wrap(
+        crate::text::wrap(
             &format!(
                 "The snippet `{profile}` as a crate of its own: editing it rebuilds it alone. \
              `profile-cli check {profile}` builds it and links it into {package}, or leaves \

@@ -159,7 +159,7 @@ impl Manifest {
             .map(|table| {
                 table
                     .iter()
-                    .filter(|(_, spec)| !crate::snippet_crate::is_snippet_path(spec))
+                    .filter(|(_, spec)| !is_snippet_path(spec))
                     .map(|(name, _)| crate_ident(name))
                     .collect()
             })
@@ -459,4 +459,11 @@ fn check_declarations(root: &Path, src: &Path, modules: &[String]) -> Option<Str
         }
     }
     None
+}
+
+/// Whether a dependency spec is a path into `snippets/` (a snippet crate).
+pub(crate) fn is_snippet_path(spec: &toml_edit::Item) -> bool {
+    spec.get("path")
+        .and_then(toml_edit::Item::as_str)
+        .is_some_and(|path| Path::new(path).starts_with("snippets"))
 }

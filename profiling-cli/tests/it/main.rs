@@ -12,6 +12,7 @@ mod common;
 mod binary;
 mod full_disk;
 mod init;
+mod layout;
 mod own_workspace;
 mod real_crates;
 mod remove;

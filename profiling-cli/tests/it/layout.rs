@@ -1,0 +1,203 @@
+//! The modules of each crate depend on one another in one direction: no
+//! two modules (or longer rings) import each other. A circle says a piece
+//! sits in the wrong module; the message names the ring and its edges.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::common::workspace_root;
+
+/// The source directories of the workspace's crates.
+const CRATES: &[&str] = &[
+    "profiling-macros/src",
+    "profiling-core/src",
+    "profiling-compare/src",
+    "profiling-cli/src",
+    "profiling-cli/extract/src",
+];
+
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// `a/b.rs` and `a/b/mod.rs` are `a::b`; `lib.rs`, `main.rs` the crate.
+fn module_name(src: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The code of a file without its comments and its unit tests.
+fn code_of(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The paths after each `prefix` in `code`: `crate::a::b::C` gives
+/// `a::b::C`, and `crate::{a, b::c}` gives `a` and `b::c`.
+fn paths_after(code: &str, prefix: &str) -> Vec<String> {
+    let path_end = |text: &str| {
+        text.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(text.len())
+    };
+    let mut paths = Vec::new();
+    for (at, _) in code.match_indices(prefix) {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &code[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            for item in group.split(',') {
+                let item = item.trim();
+                paths.push(item[..path_end(item)].trim_end_matches(':').to_owned());
+            }
+        } else {
+            paths.push(rest[..path_end(rest)].trim_end_matches(':').to_owned());
+        }
+    }
+    paths
+}
+
+/// Each module and the modules of its crate it names.
+fn dependencies(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let code: BTreeMap<String, String> = files
+        .iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            (module_name(src, file), code_of(&text))
+        })
+        .collect();
+    let known: BTreeSet<&String> = code.keys().collect();
+    let related = |a: &str, b: &str| {
+        a == b || a.starts_with(&format!("{b}::")) || b.starts_with(&format!("{a}::"))
+    };
+    let mut graph = BTreeMap::new();
+    for (module, text) in &code {
+        let parent = module.rsplit_once("::").map_or("", |(parent, _)| parent);
+        let mut named = BTreeSet::new();
+        let absolute = paths_after(text, "crate::").into_iter();
+        let relative = paths_after(text, "super::").into_iter().map(|path| match parent {
+            "" => path,
+            parent => format!("{parent}::{path}"),
+        });
+        for path in absolute.chain(relative) {
+            let parts: Vec<&str> = path.split("::").collect();
+            let target = (1..=parts.len())
+                .rev()
+                .map(|n| parts[..n].join("::"))
+                .find(|candidate| known.contains(candidate));
+            if let Some(target) = target {
+                if !related(module, &target) {
+                    named.insert(target);
+                }
+            }
+        }
+        graph.insert(module.clone(), named);
+    }
+    graph
+}
+
+/// The rings of `graph`: its strongly connected parts of two modules or more.
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    // Two modules are in one ring when each reaches the other.
+    let reach = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(module) = todo.pop() {
+            for next in graph.get(&module).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|m| (m, reach(m))).collect();
+    let mut rings: Vec<Vec<String>> = Vec::new();
+    for module in graph.keys() {
+        if rings.iter().flatten().any(|m| m == module) {
+            continue;
+        }
+        let ring: Vec<String> = graph
+            .keys()
+            .filter(|other| {
+                *other == module
+                    || (reached[module].contains(*other) && reached[*other].contains(module))
+            })
+            .cloned()
+            .collect();
+        if ring.len() > 1 {
+            rings.push(ring);
+        }
+    }
+    rings
+}
+
+#[test]
+fn no_module_imports_a_module_that_imports_it() {
+    let root = workspace_root();
+    let mut found = Vec::new();
+    for src in CRATES {
+        let graph = dependencies(&root.join(src));
+        assert!(!graph.is_empty(), "{src}: no modules found");
+        for ring in circles(&graph) {
+            let edges: Vec<String> = ring
+                .iter()
+                .map(|m| {
+                    let inside: Vec<&String> =
+                        graph[m].iter().filter(|n| ring.contains(n)).collect();
+                    format!("{m} -> {inside:?}")
+                })
+                .collect();
+            found.push(format!("{src}: {}", edges.join("; ")));
+        }
+    }
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_ring_is_found_and_named() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(m, to)| (m.to_owned(), to.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(circles(&graph), [vec!["a", "b", "c"]]);
+    let code = code_of(
+        "use crate::timing::log::{RangeLog};\nuse crate::{data, yaml::parse_size};\n\
+         let x = super::gpu::record();\n// crate::not::this\n",
+    );
+    assert_eq!(
+        paths_after(&code, "crate::"),
+        ["timing::log", "data", "yaml::parse_size"]
+    );
+    assert_eq!(paths_after(&code, "super::"), ["gpu::record"]);
+}
