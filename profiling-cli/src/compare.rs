@@ -12,8 +12,8 @@ use profiling_compare::{self as compare, Comparison, Options, Row, RunInfo, Verd
 use profiling_core::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::session::ProfileRuns;
 
-use crate::report::format_ns;
 use crate::decide::DecideArgs;
+use crate::report::format_ns;
 use crate::{EXIT_OK, EXIT_USAGE};
 
 /// Exit code: with `--fail-on-regression`, some row is `slower` beyond the
@@ -477,7 +477,12 @@ pub fn baselines_command(
         None => profiles.iter().collect(),
     };
     let mut listed = Vec::new();
-    for ProfileRuns { profile, runs: runs_dir, .. } in selected {
+    for ProfileRuns {
+        profile,
+        runs: runs_dir,
+        ..
+    } in selected
+    {
         let dir = runs::baselines_dir_of_runs(runs_dir);
         for info in runs::list_baselines(&dir) {
             let path = dir.join(&info.name);

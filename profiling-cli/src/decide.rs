@@ -59,7 +59,6 @@ pub enum ColorChoice {
     Never,
 }
 
-
 #[cfg(all(test, feature = "full"))]
 mod tests {
     /// The defaults of the options are the comparison's own.
@@ -74,6 +73,9 @@ mod tests {
             super::DEFAULT_RESAMPLES,
             profiling_compare::statistics::DEFAULT_RESAMPLES
         );
-        assert_eq!(super::DEFAULT_SEED, profiling_compare::statistics::DEFAULT_SEED);
+        assert_eq!(
+            super::DEFAULT_SEED,
+            profiling_compare::statistics::DEFAULT_SEED
+        );
     }
 }

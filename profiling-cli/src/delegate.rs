@@ -181,9 +181,7 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
             Some(run_then_finish(&executable, &forwarded, args))
         }
         // The binary says where its profiles' runs are; this process reads them.
-        Some("compare" | "baselines" | "report") => {
-            Some(read_runs(&executable, args, &workspace))
-        }
+        Some("compare" | "baselines" | "report") => Some(read_runs(&executable, args, &workspace)),
         _ => {
             eprintln!("profile-cli: running {}", executable.display());
             run(&executable, &forwarded)
@@ -195,10 +193,8 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
 /// Ctrl-C reaches it from the terminal; a SIGTERM sent here is passed on),
 /// then does what it left to do.
 fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u8 {
-    let outcome_file = std::env::temp_dir().join(format!(
-        "profile-cli-outcome-{}.json",
-        std::process::id()
-    ));
+    let outcome_file =
+        std::env::temp_dir().join(format!("profile-cli-outcome-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&outcome_file);
     let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let terminated = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -71,8 +71,7 @@ pub(crate) enum Outcome {
 /// Writes `outcome` to `file`.
 pub(crate) fn write(file: &Path, outcome: &Outcome) -> anyhow::Result<()> {
     let text = serde_json::to_string(outcome)?;
-    std::fs::write(file, text)
-        .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))
+    std::fs::write(file, text).map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))
 }
 
 /// The outcome in `file`, `None` when the binary left none (it stopped

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use profiling_core::session::profiles;
 use profiling_core::run_dir::clean_leftovers;
+use profiling_core::session::profiles;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {

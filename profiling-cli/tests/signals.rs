@@ -220,12 +220,9 @@ fn ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130() {
         manifest["calls"]["run"]
     );
     // Its samples are kept for comparisons: the completed passes, every call.
-    let run = profiling_compare::runs::load(&output.path().join("signal-sleeper/runs/sig"))
-        .unwrap();
-    assert_eq!(
-        run.status,
-        profiling_compare::runs::RunStatus::Interrupted
-    );
+    let run =
+        profiling_compare::runs::load(&output.path().join("signal-sleeper/runs/sig")).unwrap();
+    assert_eq!(run.status, profiling_compare::runs::RunStatus::Interrupted);
     assert_eq!(run.samples.passes.count, completed);
     assert_eq!(
         Some(run.samples.calls.count),

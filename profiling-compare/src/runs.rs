@@ -97,7 +97,6 @@ fn leftovers_text(run_id: &str, leftovers: &[PathBuf]) -> String {
     )
 }
 
-
 /// How a run ended, as its manifest says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {
@@ -545,9 +544,7 @@ mod tests {
         std::fs::write(out.path().join("notes.txt"), "- a list\n").unwrap();
         assert!(message(&out.path().join("notes.txt")).contains("not a run manifest"));
         assert_eq!(
-            resolve("no/such/run", &[], None)
-                .unwrap_err()
-                .to_string(),
+            resolve("no/such/run", &[], None).unwrap_err().to_string(),
             "no/such/run: no such file or directory, and not PROFILE@RUN_ID or PROFILE@latest"
         );
     }

@@ -186,7 +186,8 @@ fn too_few_samples_give_no_verdict() {
     let mut base = run("b", 1_000, &[]);
     let mut candidate = run("c", 2_000, &[]);
     base.samples.passes = profiling_core::run_samples::Series::from_set(&set([1_000, 1_010, 990]));
-    candidate.samples.passes = profiling_core::run_samples::Series::from_set(&set([2_000, 2_010, 1_990]));
+    candidate.samples.passes =
+        profiling_core::run_samples::Series::from_set(&set([2_000, 2_010, 1_990]));
     let comparison = compare(&base, &candidate, &options(), false).unwrap();
     let pass = find(&comparison, "pass");
     assert_eq!(pass.verdict, Verdict::Unclear);

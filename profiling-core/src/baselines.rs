@@ -208,4 +208,3 @@ pub fn list_baselines(dir: &Path) -> Vec<BaselineInfo> {
     found.sort_by(|a, b| a.name.cmp(&b.name));
     found
 }
-

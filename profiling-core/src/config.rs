@@ -61,7 +61,6 @@ pub struct TargetConfig {
     pub parameters: Mapping,
 }
 
-
 /// `data_source:`: the source's name, its decoded-image cache, and its
 /// parameters (every other key).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -1286,7 +1285,6 @@ fn take_cache_keys(parameters: &mut Mapping) -> Result<CacheConfig, (String, Str
     Ok(cache)
 }
 
-
 /// A profile name becomes a directory name: `[A-Za-z0-9._-]+`, starting with
 /// a letter or digit, at most 100 characters.
 pub fn check_profile_name(name: &str) -> Result<(), String> {
@@ -1340,7 +1338,3 @@ fn check_capture_range(name: &str) -> Result<(), String> {
     }
     Ok(())
 }
-
-
-
-

@@ -377,7 +377,10 @@ mod tests {
     fn a_manifest_of_a_newer_layout_or_without_its_identity_is_refused() {
         let newer = FIXTURE.replacen("schema_version: 2", "schema_version: 3", 1);
         let error = Manifest::from_yaml(&newer).unwrap_err();
-        assert!(error.starts_with("schema_version: this build reads versions 1 to 2"), "{error}");
+        assert!(
+            error.starts_with("schema_version: this build reads versions 1 to 2"),
+            "{error}"
+        );
         let nameless = FIXTURE.replacen("profile_name: detection-pipeline\n", "", 1);
         let error = Manifest::from_yaml(&nameless).unwrap_err();
         assert!(error.contains("profile_name"), "{error}");
@@ -385,6 +388,9 @@ mod tests {
         let path = dir.path().join("manifest.yaml");
         std::fs::write(&path, "status: [").unwrap();
         let error = Manifest::read(&path).unwrap_err().to_string();
-        assert!(error.starts_with(&format!("{}: not a run manifest: ", path.display())), "{error}");
+        assert!(
+            error.starts_with(&format!("{}: not a run manifest: ", path.display())),
+            "{error}"
+        );
     }
 }

@@ -1068,7 +1068,11 @@ pub fn profiles(workspace_root: &Path) -> Vec<ProfileRuns> {
         };
         let Some(config) = config else { continue };
         let config_path = file.as_ref().and_then(|f| f.path.clone());
-        let runs = absolute(&run_directory(&config, config_path.as_deref(), workspace_root));
+        let runs = absolute(&run_directory(
+            &config,
+            config_path.as_deref(),
+            workspace_root,
+        ));
         if !found.iter().any(|p| p.profile == config.profile_name) {
             found.push(ProfileRuns {
                 profile: config.profile_name,

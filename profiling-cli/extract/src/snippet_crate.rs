@@ -37,7 +37,6 @@ pub fn package_name(directory: &str) -> String {
     format!("snippet-{}", name.trim_matches('-'))
 }
 
-
 fn read_manifest(path: &Path) -> Result<DocumentMut, SnippetError> {
     let text = std::fs::read_to_string(path).map_err(|source| SnippetError::Read {
         path: path.to_path_buf(),

@@ -19,8 +19,8 @@ use profiling_core::host::UtcTime;
 use profiling_core::interrupt;
 use profiling_core::manifest::{Manifest, Status, SweepPoint};
 use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
-use profiling_core::stats::median_interval;
 use profiling_core::session::{self, Planned, RunRequest};
+use profiling_core::stats::median_interval;
 
 use crate::report::format_ns;
 use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
@@ -83,7 +83,6 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE", hide = true)]
     pub outcome: Option<PathBuf>,
 }
-
 
 /// `profile-cli sweep`.
 pub fn sweep_command(
@@ -382,12 +381,15 @@ pub fn sweep_command(
 /// The pages of a sweep that ran (each completed point's, then the
 /// sweep's) and its `--json` document.
 #[cfg(feature = "full")]
-pub(crate) fn after_sweep(swept: crate::outcome::Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+pub(crate) fn after_sweep(
+    swept: crate::outcome::Swept,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
     let mut code = swept.code;
     let mut page = None;
     if swept.pages {
         for run_dir in &swept.point_pages {
-            if let Err(message) = crate::write_run_page(run_dir, None) {
+            if let Err(message) = crate::run::write_run_page(run_dir, None) {
                 writeln!(
                     streams.err,
                     "error: {}: report.html not written: {message}",
@@ -423,7 +425,10 @@ pub(crate) fn after_sweep(swept: crate::outcome::Swept, streams: &mut Streams<'_
 /// A profiling binary's sweep run by itself: its `--json` document; the
 /// pages are `profile-cli`'s.
 #[cfg(not(feature = "full"))]
-pub(crate) fn after_sweep(swept: crate::outcome::Swept, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+pub(crate) fn after_sweep(
+    swept: crate::outcome::Swept,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
     if let Some(mut json) = swept.document {
         json["report_path"] = serde_json::Value::Null;
         writeln!(streams.out, "{json}")?;

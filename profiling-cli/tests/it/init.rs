@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-
 use crate::common::{cli, workspace_root};
 
 const ROOT_MANIFEST: &str = "# my workspace\n[workspace]\nresolver = \"2\"\nmembers = [\"app\"]  # the product\n\n[workspace.dependencies]\nanyhow = \"1\"\n";

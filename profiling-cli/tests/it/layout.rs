@@ -34,7 +34,10 @@ fn module_name(src: &Path, file: &Path) -> String {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         parts.pop();
     }
     parts.join("::")
@@ -99,10 +102,12 @@ fn dependencies(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         let parent = module.rsplit_once("::").map_or("", |(parent, _)| parent);
         let mut named = BTreeSet::new();
         let absolute = paths_after(text, "crate::").into_iter();
-        let relative = paths_after(text, "super::").into_iter().map(|path| match parent {
-            "" => path,
-            parent => format!("{parent}::{path}"),
-        });
+        let relative = paths_after(text, "super::")
+            .into_iter()
+            .map(|path| match parent {
+                "" => path,
+                parent => format!("{parent}::{path}"),
+            });
         for path in absolute.chain(relative) {
             let parts: Vec<&str> = path.split("::").collect();
             let target = (1..=parts.len())

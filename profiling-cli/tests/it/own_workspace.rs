@@ -9,7 +9,6 @@
 
 use std::process::Command;
 
-
 use crate::common::{profile_cli_in, workspace_root, RemoveOnDrop};
 
 const APP_LIB: &str = "/// Doubles every value.\npub fn double(values: &[f32]) -> Vec<f32> {\n    values.iter().map(|v| v * 2.0).collect()\n}\n\n/// The first `N` values.\npub fn head<S: Copy, const N: usize>(values: &[S]) -> [S; N] {\n    std::array::from_fn(|i| values[i])\n}\n";
@@ -198,13 +197,28 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     // `compare` finds PROFILE@RUN_ID where the workspace's binary says.
     let saved = profile_cli_in(
         &ws,
-        &["run", "head4", "--run-id", "second", "--save-baseline", "main"],
+        &[
+            "run",
+            "head4",
+            "--run-id",
+            "second",
+            "--save-baseline",
+            "main",
+        ],
     );
     assert_eq!(saved.code, Some(0), "{saved}");
     assert!(saved.stdout.contains("baseline `main` saved: "), "{saved}");
     let against = profile_cli_in(
         &ws,
-        &["run", "head4", "--run-id", "third", "--baseline", "main", "--json"],
+        &[
+            "run",
+            "head4",
+            "--run-id",
+            "third",
+            "--baseline",
+            "main",
+            "--json",
+        ],
     );
     assert_eq!(against.code, Some(0), "{against}");
     let document: serde_json::Value = serde_json::from_str(against.stdout.trim()).unwrap();
@@ -222,29 +236,59 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     assert!(document["comparisons"][0]["rows"].is_array(), "{compared}");
     let listed_baselines = profile_cli_in(&ws, &["baselines", "head4"]);
     assert_eq!(listed_baselines.code, Some(0), "{listed_baselines}");
-    assert!(listed_baselines.stdout.contains("head4  main"), "{listed_baselines}");
+    assert!(
+        listed_baselines.stdout.contains("head4  main"),
+        "{listed_baselines}"
+    );
     // A comparison option out of range is refused before anything is built or run.
     let refused = profile_cli_in(
         &ws,
-        &["run", "head4", "--run-id", "fourth", "--baseline", "main", "--noise-threshold", "2"],
+        &[
+            "run",
+            "head4",
+            "--run-id",
+            "fourth",
+            "--baseline",
+            "main",
+            "--noise-threshold",
+            "2",
+        ],
     );
     assert_eq!(refused.code, Some(2), "{refused}");
     assert!(refused.stderr.contains("--noise-threshold 2"), "{refused}");
-    assert!(!ws.join("inference_profiling/snippets/head4/runs/fourth").exists());
+    assert!(!ws
+        .join("inference_profiling/snippets/head4/runs/fourth")
+        .exists());
 
     // The workspace's binary links what lists and runs targets, not what
     // reads runs back (proc macros aside: they run in the compiler).
     let tree = std::process::Command::new(env!("CARGO"))
-        .args(["tree", "-p", "profiling-snippets", "-e", "normal,no-proc-macro"])
+        .args([
+            "tree",
+            "-p",
+            "profiling-snippets",
+            "-e",
+            "normal,no-proc-macro",
+        ])
         .args(["--prefix", "none", "--offline", "--manifest-path"])
         .arg(ws.join("Cargo.toml"))
         .output()
         .unwrap();
-    assert!(tree.status.success(), "{}", String::from_utf8_lossy(&tree.stderr));
+    assert!(
+        tree.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tree.stderr)
+    );
     let tree = String::from_utf8_lossy(&tree.stdout);
     for heavy in [
-        "plotters ", "inferno ", "rusqlite ", "statrs ", "syn ", "profiling-extract ",
-        "profiling-analyze ", "profiling-compare ",
+        "plotters ",
+        "inferno ",
+        "rusqlite ",
+        "statrs ",
+        "syn ",
+        "profiling-extract ",
+        "profiling-analyze ",
+        "profiling-compare ",
     ] {
         assert!(
             !tree.lines().any(|line| line.starts_with(heavy)),

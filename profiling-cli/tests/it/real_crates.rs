@@ -16,7 +16,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-
 use crate::common::{profile_cli_in, workspace_root, RemoveOnDrop};
 
 /// What the parity test must say after `new`.

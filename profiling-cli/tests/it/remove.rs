@@ -7,7 +7,6 @@
 
 use std::path::Path;
 
-
 use crate::common::profile_cli_in;
 
 const PROFILING_CRATE: &str = "[package]\nname = \"profiling-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"profile\"\npath = \"src/main.rs\"\n\n[dependencies]\nprofiling-cli = { path = \"../cli\" }\nsnippet-kept = { path = \"snippets/kept\" }\nsnippet-used = { path = \"snippets/used\" }\nsnippet-gone = { path = \"snippets/gone\" }\n\n[features]\ntch = [\"profiling-cli/tch\", \"snippet-used/tch\", \"snippet-gone/tch\"]\n";

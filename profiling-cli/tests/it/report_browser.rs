@@ -13,7 +13,6 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-
 use crate::browser::*;
 impl Dom {
     fn flamegraphs(&self) -> usize {

@@ -22,7 +22,6 @@ use profiling_cli::sweep::document::{
 use profiling_cli::sweep::page::write_sweep_page;
 use serde_yaml::{Mapping, Value};
 
-
 use crate::browser::*;
 
 // ---------------------------------------------------------------------------

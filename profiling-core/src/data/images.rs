@@ -150,8 +150,9 @@ impl ImageSource {
             };
         files.sort();
         let max_file_bytes = match &params.max_file_bytes {
-            Some(value) => crate::yaml::parse_size(value)
-                .map_err(|m| parameter_error("max_file_bytes", m))?,
+            Some(value) => {
+                crate::yaml::parse_size(value).map_err(|m| parameter_error("max_file_bytes", m))?
+            }
             None => DEFAULT_MAX_FILE_BYTES,
         };
         // By size, before a byte is read: a decoder refuses a file only

@@ -15,8 +15,8 @@ pub use aggregate::{
 };
 pub use clock::{now_ns, readings_to_ns, span_ns, ticks, ticks_ns, TimerInfo};
 pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
-pub use per_record::{PerRecord, RangeThroughput, Throughput};
 pub use log::RangeLog;
+pub use per_record::{PerRecord, RangeThroughput, Throughput};
 pub use recorder::{Capture, Registration};
 pub use samples::SampleSet;
 pub use tree::{RangePathTimings, RangeTree};

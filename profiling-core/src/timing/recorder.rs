@@ -49,7 +49,6 @@ const MODE_RECORDING: u8 = 2;
 /// Recording, and each range also records device events ([`super::gpu`]).
 const MODE_RECORDING_GPU: u8 = 3;
 
-
 /// True while the runner's GPU timing is on: ranges record device events
 /// when recording, and bind their threads when registering.
 static GPU: AtomicBool = AtomicBool::new(false);
@@ -136,8 +135,6 @@ static LOGS: Mutex<Vec<Arc<ThreadLog>>> = Mutex::new(Vec::new());
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(1);
 /// One capture at a time: a second run in the process waits for the first.
 static CAPTURE: Mutex<()> = Mutex::new(());
-
-
 
 struct ThreadLog {
     thread: u32,
@@ -511,9 +508,6 @@ fn record_past_the_buffer(
     aggregates.inclusive.push(inclusive_ns);
     aggregates.exclusive.push(exclusive_ns);
 }
-
-
-
 
 /// An open capture: ranges are recorded until [`Capture::end`].
 pub struct Capture {

@@ -14,7 +14,6 @@ use serde_yaml::{Mapping, Value};
 use profiling_core::config::{ConfigFile, Overrides};
 use profiling_core::data;
 
-
 use crate::common::{assert_reads_well, config};
 
 /// Keys of the config's top level.

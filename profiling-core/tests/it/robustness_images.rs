@@ -13,7 +13,6 @@ use serde_yaml::{Mapping, Value};
 use profiling_core::data::images::{self, EXTENSIONS};
 use profiling_core::data::{self, DataError, DataSource};
 
-
 use crate::common::{assert_reads_well, config};
 
 /// The memory eager loading may use in these tests: sources beyond it are

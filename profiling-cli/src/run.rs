@@ -1,0 +1,576 @@
+//! `profile-cli run`: plans a run from its arguments and config, runs it,
+//! says how it went, and does what follows it (the comparison with a
+//! baseline, the page, the baseline saved, the `--json` document): here,
+//! or in the `profile-cli` that ran a profiling binary (`outcome`).
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use profiling_core::config::{GpuTiming, Overrides, RecordLoading};
+use profiling_core::device::Device;
+use profiling_core::registry;
+use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
+
+use crate::{cache, decide, outcome, report, warn_of_a_debug_build, Streams};
+#[cfg(feature = "full")]
+use crate::{compare, page};
+use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The target to run (`profile-cli list` shows them); defaults to the config's target.name.
+    pub(crate) name: Option<String>,
+    /// The YAML config of the run.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The data source: dummy or images (its parameters come from the config).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) data_source: Option<String>,
+    /// The images in DIR are the records (the images source's `directory`, in place of the
+    /// config's `directory` or `paths`); the source is images unless --data-source names another.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) directory: Option<PathBuf>,
+    /// cpu, cuda (= cuda:0) or cuda:N.
+    #[arg(long, value_name = "DEVICE", value_parser = parse_device)]
+    pub(crate) device: Option<Device>,
+    /// Passes run before the capture range opens.
+    #[arg(long, value_name = "N")]
+    pub(crate) warmup: Option<u32>,
+    /// Measured passes inside the capture range (at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) iterations: Option<u32>,
+    /// Records per target call (workload.batch_size, at least 1): above 1, the records are grouped
+    /// in order into batches, each prepared by the target's `prepare_batch` and run in one call.
+    #[arg(long, value_name = "N")]
+    pub(crate) batch_size: Option<u32>,
+    /// The name of the NVTX range Nsight captures.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) capture_range: Option<String>,
+    /// eager (read records once) or lazy (read them in every pass; needs target.profile_prepare).
+    #[arg(long, value_name = "MODE", value_parser = parse_record_loading)]
+    pub(crate) record_loading: Option<RecordLoading>,
+    /// Seeds every random generator the run uses.
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// GPU time per range from CUDA events at range, call and pass boundaries: auto (on for cuda
+    /// runs of a build with the tch feature), on (refused where it cannot be) or off.
+    #[arg(long, value_name = "MODE", value_parser = parse_gpu_timing)]
+    pub(crate) gpu_timing: Option<GpuTiming>,
+    /// Read decoded images from the image cache where their files are unchanged, and store the
+    /// ones decoded (images source; as `data_source.cache: true`). `profile-cli cache clean`
+    /// empties it.
+    #[arg(long, conflicts_with = "no_cache")]
+    pub(crate) cache: bool,
+    /// Decode every image, whatever the config's `data_source.cache` says.
+    #[arg(long)]
+    pub(crate) no_cache: bool,
+    /// The run's directory name under runs/ (default: UTC time, YYYYMMDDTHHMMSSZ).
+    #[arg(long, value_name = "ID")]
+    pub(crate) run_id: Option<String>,
+    /// Put the run in DIR/<profile_name>/runs/<run_id>/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: Option<PathBuf>,
+    /// Where the run goes when neither --output-dir nor the config says: set
+    /// outside the workspace (the current directory).
+    #[arg(skip)]
+    pub(crate) default_output_dir: Option<PathBuf>,
+    /// Print the nsys command that captures this run, and run nothing.
+    #[arg(long)]
+    pub(crate) print_nsys_command: bool,
+    /// Replace an earlier run with the same --run-id, or the baseline --save-baseline names (by
+    /// default both are refused).
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Print one JSON document on stdout (manifest path, status, timings); human output goes to stderr.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Run under Nsight Systems (the command --print-nsys-command prints), then analyze its
+    /// report: GPU time per range. Needs nsys on PATH; without it, exit 2 with the command.
+    #[arg(long, conflicts_with = "print_nsys_command")]
+    pub(crate) nsys: bool,
+    /// Write no report.html beside the manifest (also `write_report: false` in the config).
+    #[arg(long)]
+    pub(crate) no_report: bool,
+    /// Once the run completes, save it as the profile's baseline NAME (a copy beside runs/, in
+    /// baselines/NAME/), for `--baseline NAME` and `compare --baseline NAME` later.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) save_baseline: Option<String>,
+    /// Once the run completes, compare it with the profile's baseline NAME and print the
+    /// comparison (as `profile-cli compare` does).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) baseline: Option<String>,
+    #[command(flatten)]
+    pub(crate) decide: decide::DecideArgs,
+    /// Where a profiling binary leaves what is left to do after the run (the comparison with
+    /// the baseline, the page, the baseline saved), for the `profile-cli` that ran it.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub(crate) outcome: Option<PathBuf>,
+}
+
+pub(crate) fn parse_device(text: &str) -> Result<Device, String> {
+    text.parse()
+        .map_err(|e: profiling_core::device::ParseDeviceError| e.to_string())
+}
+
+fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
+    text.parse()
+}
+
+fn parse_gpu_timing(text: &str) -> Result<GpuTiming, String> {
+    text.parse()
+}
+
+/// Writes `report.html` into `run_dir` from what the run wrote there, with
+/// the comparison with its baseline when there is one.
+#[cfg(feature = "full")]
+pub(crate) fn write_run_page(
+    run_dir: &Path,
+    compared: Option<&(profiling_compare::Comparison, profiling_compare::Options)>,
+) -> Result<PathBuf, String> {
+    let (manifest, samples) = page::read_run(run_dir).map_err(|e| e.to_string())?;
+    let html = page::run_page(&page::RunPage {
+        dir: run_dir,
+        manifest: &manifest,
+        samples: samples.as_ref(),
+        comparison: compared.map(|(comparison, options)| (comparison, options)),
+    });
+    let path = run_dir.join(page::REPORT_FILE);
+    page::write_page(&path, &html).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Why `run` refuses `name`, when it is a draft's target.
+fn draft_refusal(name: &str) -> Option<String> {
+    let draft = registry::drafts().into_iter().find(|d| d.target == name)?;
+    Some(format!(
+        "`{name}` is a draft, not compiled ({path}/DRAFT): {}; fix {path}/target.rs, then: scripts/profile check {name}",
+        draft.summary(),
+        path = draft.path()
+    ))
+}
+
+/// What `run --baseline NAME` and `run --save-baseline NAME` check before
+/// the run starts, so that nothing runs for a request that is refused.
+fn check_baselines(args: &RunArgs, planned: &session::Planned) -> Result<(), String> {
+    let runs_dir = planned.run_dir.parent().unwrap_or(Path::new("."));
+    let profile = &planned.config.profile_name;
+    #[cfg(feature = "full")]
+    if args.outcome.is_none() {
+        compare::check_options(&args.decide)?;
+        return compare::check_run_baselines(
+            runs_dir,
+            profile,
+            args.baseline.as_deref(),
+            args.save_baseline.as_deref(),
+            args.force,
+        )
+        .map_err(|error| error.to_string());
+    }
+    #[cfg(not(feature = "full"))]
+    if args.outcome.is_none() && args.baseline.is_some() {
+        return Err("comparing with a baseline is profile-cli's, not this profiling binary's: run it through `profile-cli run ... --baseline NAME`".to_owned());
+    }
+    // The `profile-cli` that reads the outcome compares; here, the files.
+    let dir = profiling_core::baselines::baselines_dir_of_runs(runs_dir);
+    if let Some(name) = &args.baseline {
+        profiling_core::baselines::check_baseline_exists(&dir, profile, name)
+            .map_err(|error| error.to_string())?;
+    }
+    if let Some(name) = &args.save_baseline {
+        profiling_core::baselines::check_baseline_free(&dir, profile, name, args.force)
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(())
+}
+
+/// What follows a run that measured something: the comparison with the
+/// baseline, the page, the baseline saved and the `--json` document, as
+/// the run's own process or the `profile-cli` that ran a profiling binary
+/// does them.
+#[cfg(feature = "full")]
+pub(crate) fn after_run(
+    ran: outcome::Ran,
+    args: &RunArgs,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
+    let mut code = ran.code;
+    // The baseline, compared with and saved, once the run is in place.
+    let mut compared = None;
+    if let (Some(name), true, true) = (&args.baseline, ran.manifest_written, ran.measured) {
+        match compare::compare_with_baseline(&ran.run_dir, name, &args.decide) {
+            Ok((found, options)) => {
+                writeln!(streams.human(), "\ncompared with baseline `{name}`:")?;
+                // Colour only for a table on the terminal's stdout.
+                let format = if streams.json {
+                    compare::Format::Table { colored: false }
+                } else {
+                    compare::table_format(&args.decide)
+                };
+                compare::write_comparisons(
+                    std::slice::from_ref(&found),
+                    &options,
+                    format,
+                    streams.human(),
+                )?;
+                if code == EXIT_OK {
+                    code = compare::regression_code(
+                        std::slice::from_ref(&found),
+                        args.decide.fail_on_regression,
+                    );
+                }
+                compared = Some((found, options));
+            }
+            Err(message) => {
+                writeln!(
+                    streams.err,
+                    "error: not compared with baseline `{name}`: {message}"
+                )?;
+                if code == EXIT_OK {
+                    code = EXIT_USAGE;
+                }
+            }
+        }
+    }
+    // The page, beside the manifest of a run that measured something.
+    let mut page_path = None;
+    if ran.page && ran.measured {
+        match write_run_page(&ran.run_dir, compared.as_ref()) {
+            Ok(path) => {
+                writeln!(streams.human(), "report: {}", path.display())?;
+                page_path = Some(path);
+            }
+            Err(message) => {
+                writeln!(streams.err, "error: report.html not written: {message}")?;
+                if code == EXIT_OK {
+                    code = EXIT_TARGET_FAILED;
+                }
+            }
+        }
+    }
+    let saved = save_baseline(&ran, args, streams, &mut code)?;
+    if let Some(mut document) = ran.document {
+        if let Some((found, options)) = &compared {
+            document["comparison"] = compare::json_document(std::slice::from_ref(found), options);
+        }
+        if let Some(saved) = saved {
+            document["baseline_saved"] = serde_json::json!(saved);
+        }
+        document["report_path"] = serde_json::json!(page_path);
+        writeln!(streams.out, "{document}")?;
+    }
+    Ok(code)
+}
+
+/// A profiling binary run by itself: no comparison and no page (those are
+/// `profile-cli`'s, on the files the run wrote), the baseline saved.
+#[cfg(not(feature = "full"))]
+pub(crate) fn after_run(
+    ran: outcome::Ran,
+    args: &RunArgs,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
+    let mut code = ran.code;
+    if ran.page && ran.measured {
+        writeln!(
+            streams.human(),
+            "report: `profile-cli report {}` writes the page",
+            ran.run_dir.display()
+        )?;
+    }
+    let saved = save_baseline(&ran, args, streams, &mut code)?;
+    if let Some(mut document) = ran.document {
+        if let Some(saved) = saved {
+            document["baseline_saved"] = serde_json::json!(saved);
+        }
+        document["report_path"] = serde_json::Value::Null;
+        writeln!(streams.out, "{document}")?;
+    }
+    Ok(code)
+}
+
+/// `--save-baseline NAME` once the run completed: where it was saved.
+fn save_baseline(
+    ran: &outcome::Ran,
+    args: &RunArgs,
+    streams: &mut Streams<'_>,
+    code: &mut u8,
+) -> anyhow::Result<Option<PathBuf>> {
+    let (Some(name), true) = (&args.save_baseline, ran.manifest_written) else {
+        return Ok(None);
+    };
+    if !ran.completed {
+        writeln!(
+            streams.err,
+            "baseline `{name}` not saved: the run did not complete"
+        )?;
+        return Ok(None);
+    }
+    match profiling_core::baselines::save_baseline(&ran.run_dir, name, args.force) {
+        Ok(dir) => {
+            writeln!(
+                streams.human(),
+                "baseline `{name}` saved: {}",
+                dir.display()
+            )?;
+            Ok(Some(dir))
+        }
+        Err(error) => {
+            writeln!(streams.err, "error: baseline `{name}` not saved: {error}")?;
+            if *code == EXIT_OK {
+                *code = EXIT_TARGET_FAILED;
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The session's request for `args`.
+fn request_of(args: &RunArgs, argv: &[OsString], root: &Path) -> RunRequest {
+    RunRequest {
+        target: args.name.clone(),
+        config_path: args.config.clone(),
+        overrides: Overrides {
+            target: None,
+            data_source: args.data_source.clone(),
+            device: args.device,
+            warmup: args.warmup,
+            iterations: args.iterations,
+            batch_size: args.batch_size,
+            capture_range: args.capture_range.clone(),
+            record_loading: args.record_loading,
+            seed: args.seed,
+            output_dir: args.output_dir.clone(),
+            gpu_timing: args.gpu_timing,
+            cache: match (args.cache, args.no_cache) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            directory: args.directory.clone(),
+        },
+        run_id: args.run_id.clone(),
+        force: args.force,
+        workspace_root: root.to_path_buf(),
+        default_output_dir: args.default_output_dir.clone(),
+        command_line: argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        program_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_edits: Vec::new(),
+        sweep: None,
+    }
+}
+
+pub(crate) fn run(
+    args: RunArgs,
+    argv: &[OsString],
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let mut streams = Streams {
+        out,
+        err,
+        json: args.json,
+    };
+    let request = request_of(&args, argv, root);
+    let planned = match session::plan(&request) {
+        Ok(planned) => planned,
+        Err(SessionError::UnknownTarget { name, .. }) if draft_refusal(&name).is_some() => {
+            let message = draft_refusal(&name).unwrap_or_default();
+            return streams.refuse(&message, EXIT_USAGE);
+        }
+        Err(error) => return streams.fail(&error),
+    };
+    if args.print_nsys_command {
+        return print_nsys_command(&planned, &mut streams);
+    }
+    if args.nsys {
+        return under_nsys(&args, &planned, &mut streams);
+    }
+    // A baseline to compare with or to save is checked before anything runs.
+    if args.baseline.is_some() || args.save_baseline.is_some() {
+        if let Err(message) = check_baselines(&args, &planned) {
+            return streams.refuse(&message, EXIT_USAGE);
+        }
+    }
+
+    // Panics in target code become one error line; see profiling_core::panics.
+    profiling_core::panics::install_hook();
+    announce(&planned, root, &mut streams)?;
+    let progress = std::io::stderr().is_terminal().then(report::progress_bar);
+    let report = match session::execute_with_progress(&planned, &request, progress) {
+        Ok(report) => report,
+        Err(error) => return streams.fail(&error),
+    };
+    let config = &planned.config;
+    let manifest = &report.manifest;
+    let (code, error) = tell_how_it_ended(&report, config, &mut streams)?;
+    let manifest_path = report.manifest_path.as_deref().map(session::absolute);
+    let mut document = streams
+        .json
+        .then(|| report::json_document(manifest, manifest_path.as_deref(), error.as_deref()));
+    if let (Some(document), Some(summary)) = (&mut document, &report.image_cache) {
+        document["image_cache"] = cache::json(summary);
+    }
+    let ran = outcome::Ran {
+        code,
+        run_dir: planned.run_dir.clone(),
+        manifest_written: report.manifest_path.is_some(),
+        measured: manifest.status != profiling_core::manifest::Status::Failed,
+        completed: manifest.status == profiling_core::manifest::Status::Completed,
+        // Not after a write that failed: what did not fit is said above.
+        page: config.write_report
+            && !args.no_report
+            && report.manifest_path.is_some()
+            && report.write_error.is_none(),
+        document,
+    };
+    if let Some(file) = &args.outcome {
+        outcome::write(file, &outcome::Outcome::Run(ran))?;
+        return Ok(code);
+    }
+    after_run(ran, &args, &mut streams)
+}
+
+/// The nsys command lines that capture the planned run, and its directory.
+fn nsys_lines_of(planned: &session::Planned) -> (Vec<Vec<String>>, PathBuf) {
+    let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
+    let run_dir = session::absolute(&planned.run_dir);
+    let command = session::explicit_command(planned, &program);
+    let lines = profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
+    (lines, run_dir)
+}
+
+/// `run --print-nsys-command`: the command, and nothing run.
+fn print_nsys_command(planned: &session::Planned, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+    let (lines, _) = nsys_lines_of(planned);
+    writeln!(
+        streams.out,
+        "{}",
+        profiling_core::nsys::render_command(&lines)
+    )?;
+    if let Err(error) = session::check_run_dir_free(planned) {
+        writeln!(
+            streams.err,
+            "warning: {error}; the command above fails until then"
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// `run --nsys`: the run under Nsight Systems, then its report analyzed.
+/// Nsight's capture and its analysis are `profile-cli`'s: a profiling
+/// binary says what to run under nsys.
+fn under_nsys(
+    args: &RunArgs,
+    planned: &session::Planned,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
+    if let Err(error) = session::check_run_dir_free(planned) {
+        return streams.fail(&error);
+    }
+    let (lines, run_dir) = nsys_lines_of(planned);
+    if let Some(file) = &args.outcome {
+        outcome::write(file, &outcome::Outcome::Nsys { lines, run_dir })?;
+        return Ok(EXIT_OK);
+    }
+    #[cfg(feature = "full")]
+    return crate::analyze::run_under_nsys(&lines, &run_dir, streams.out, streams.err);
+    #[cfg(not(feature = "full"))]
+    return streams.refuse(
+        "run --nsys analyzes Nsight's report, which this profiling binary does not: run it through `profile-cli run ... --nsys`",
+        EXIT_USAGE,
+    );
+}
+
+/// The line that says what runs, on what, with which config.
+fn announce(
+    planned: &session::Planned,
+    root: &Path,
+    streams: &mut Streams<'_>,
+) -> std::io::Result<()> {
+    let config = &planned.config;
+    let origin = match planned.config_origin {
+        ConfigOrigin::Explicit | ConfigOrigin::BesideTarget => planned
+            .config_path
+            .as_ref()
+            .map_or_else(String::new, |p| format!("config {}", p.display())),
+        ConfigOrigin::Defaults => "built-in defaults".to_owned(),
+    };
+    writeln!(
+        streams.human(),
+        "running `{}` ({}) on {} with {}: device {}, warmup {}, iterations {}{}, {} loading",
+        config.target.name,
+        planned.entry.display_file(root),
+        config.data_source.name,
+        origin,
+        config.device,
+        config.warmup,
+        config.iterations,
+        match config.batch_size {
+            1 => String::new(),
+            size => format!(", batches of {size} (last batch: {})", config.last_batch),
+        },
+        config.record_loading,
+    )
+}
+
+/// The terminal summary of a run that ran, and how it ended: the exit code
+/// and the error the `--json` document names.
+fn tell_how_it_ended(
+    report: &session::RunReport,
+    config: &profiling_core::config::Config,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<(u8, Option<String>)> {
+    let manifest = &report.manifest;
+    for note in &report.recovered {
+        writeln!(streams.err, "note: {note}")?;
+    }
+    warn_of_a_debug_build(streams.err)?;
+    report::write_summary(manifest, streams.human())?;
+    if let Some(summary) = &report.image_cache {
+        writeln!(streams.human(), "{}", cache::summary_line(summary))?;
+        if let Some(warning) = cache::failure_line(summary) {
+            writeln!(streams.err, "{warning}")?;
+        }
+    }
+    let (mut code, mut error) = match &report.outcome {
+        Ok(outcome) => match outcome.interrupted {
+            Some(signal) => {
+                writeln!(
+                    streams.err,
+                    "interrupted by {} after {} of {} measured passes: the manifest keeps what completed",
+                    profiling_core::manifest::signal_name(signal),
+                    outcome.completed_iterations,
+                    config.iterations
+                )?;
+                (profiling_core::interrupt::exit_code(signal), None)
+            }
+            None => (EXIT_OK, None),
+        },
+        Err(error) => {
+            writeln!(streams.err, "error: {error}")?;
+            (error.exit_code(), Some(error.to_string()))
+        }
+    };
+    let manifest_path = report.manifest_path.as_deref().map(session::absolute);
+    match (&manifest_path, &report.write_error) {
+        (Some(path), _) => writeln!(streams.human(), "manifest: {}", path.display())?,
+        (None, Some(_)) => writeln!(streams.human(), "manifest: not written (below)")?,
+        (None, None) => writeln!(
+            streams.human(),
+            "manifest: not written (write_manifest: false)"
+        )?,
+    }
+    if let Some(failure) = &report.write_error {
+        writeln!(streams.err, "error: {failure}")?;
+        if code == EXIT_OK {
+            code = EXIT_TARGET_FAILED;
+        }
+        error.get_or_insert_with(|| failure.to_string());
+    }
+    Ok((code, error))
+}
