@@ -10,7 +10,7 @@ use clap::Args;
 use profiling_analyze::{Analysis, Request};
 use serde_yaml::Value;
 
-use crate::report::format_ns;
+use crate::summary::format_ns;
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
 /// The file beside the manifest.

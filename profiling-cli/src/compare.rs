@@ -13,7 +13,7 @@ use profiling_core::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::session::ProfileRuns;
 
 use crate::decide::DecideArgs;
-use crate::report::format_ns;
+use crate::summary::format_ns;
 use crate::{EXIT_OK, EXIT_USAGE};
 
 /// Exit code: with `--fail-on-regression`, some row is `slower` beyond the

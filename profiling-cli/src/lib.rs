@@ -36,11 +36,11 @@ mod list;
 mod outcome;
 #[cfg(feature = "full")]
 pub mod page;
-pub mod report;
 mod run;
 mod runs;
 #[cfg(feature = "full")]
 mod snippets;
+pub mod summary;
 pub mod sweep;
 
 #[derive(Debug, Parser)]

@@ -15,7 +15,7 @@ use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use profiling_core::stats::DurationStats;
 use serde_yaml::Value;
 
-use crate::report::format_ns;
+use crate::summary::format_ns;
 
 /// The page's file name, beside `manifest.yaml`.
 pub const REPORT_FILE: &str = "report.html";

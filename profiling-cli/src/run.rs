@@ -13,7 +13,7 @@ use profiling_core::device::Device;
 use profiling_core::registry;
 use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
 
-use crate::{cache, decide, outcome, report, warn_of_a_debug_build, Streams};
+use crate::{cache, decide, outcome, summary, warn_of_a_debug_build, Streams};
 #[cfg(feature = "full")]
 use crate::{compare, page};
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
@@ -400,7 +400,7 @@ pub(crate) fn run(
     // Panics in target code become one error line; see profiling_core::panics.
     profiling_core::panics::install_hook();
     announce(&planned, root, &mut streams)?;
-    let progress = std::io::stderr().is_terminal().then(report::progress_bar);
+    let progress = std::io::stderr().is_terminal().then(summary::progress_bar);
     let report = match session::execute_with_progress(&planned, &request, progress) {
         Ok(report) => report,
         Err(error) => return streams.fail(&error),
@@ -411,7 +411,7 @@ pub(crate) fn run(
     let manifest_path = report.manifest_path.as_deref().map(session::absolute);
     let mut document = streams
         .json
-        .then(|| report::json_document(manifest, manifest_path.as_deref(), error.as_deref()));
+        .then(|| summary::json_document(manifest, manifest_path.as_deref(), error.as_deref()));
     if let (Some(document), Some(summary)) = (&mut document, &report.image_cache) {
         document["image_cache"] = cache::json(summary);
     }
@@ -530,7 +530,7 @@ fn tell_how_it_ended(
         writeln!(streams.err, "note: {note}")?;
     }
     warn_of_a_debug_build(streams.err)?;
-    report::write_summary(manifest, streams.human())?;
+    summary::write_summary(manifest, streams.human())?;
     if let Some(summary) = &report.image_cache {
         writeln!(streams.human(), "{}", cache::summary_line(summary))?;
         if let Some(warning) = cache::failure_line(summary) {

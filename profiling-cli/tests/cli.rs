@@ -909,14 +909,14 @@ fn the_summary_shows_passes_calls_and_top_ranges() {
     assert!(
         inclusive.contains(&format!(
             "mean {:>9} per pass  ",
-            profiling_cli::report::format_ns(total / 4)
+            profiling_cli::summary::format_ns(total / 4)
         )),
         "{inclusive}"
     );
     assert!(
         inclusive.contains(&format!(
             " of a pass  4 calls, median {} per call",
-            profiling_cli::report::format_ns(median)
+            profiling_cli::summary::format_ns(median)
         )),
         "{inclusive}"
     );

@@ -22,7 +22,7 @@ use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
 use profiling_core::session::{self, Planned, RunRequest};
 use profiling_core::stats::median_interval;
 
-use crate::report::format_ns;
+use crate::summary::format_ns;
 use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use document::{
     Estimate, PointResult, PointStatus, RangeEstimate, SweepDocument, SweepStatus,
@@ -124,81 +124,13 @@ pub fn sweep_command(
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
 
     // The grid: from sweep.yaml on --resume, else --set, else the config.
-    let (document, sweep_dir) = match &args.resume {
-        Some(id) => {
-            if let Err(message) = check_run_id(id) {
-                return streams.refuse(&format!("--resume: {message}"), EXIT_USAGE);
-            }
-            let dir = runs_dir.join(id);
-            if !dir.is_dir() {
-                return streams.refuse(&format!(
-                    "--resume {id}: no sweep at {} (a sweep's id is its directory under the profile's runs/)",
-                    dir.display()
-                ), EXIT_USAGE);
-            }
-            let document = match SweepDocument::read(&dir) {
-                Ok(document) => document,
-                Err(message) => {
-                    return streams.refuse(&format!("--resume {id}: {message}"), EXIT_USAGE)
-                }
-            };
-            let base_config = base.config_path.as_deref().map(session::absolute);
-            if document.config_path != base_config {
-                let given = |path: &Option<PathBuf>| {
-                    path.as_ref().map_or_else(
-                        || "the built-in defaults".to_owned(),
-                        |p| format!("config {}", p.display()),
-                    )
-                };
-                return streams.refuse(&format!(
-                    "--resume {id}: the sweep started from {}, not {}: resume it with the same config",
-                    given(&document.config_path),
-                    given(&base_config)
-                ), EXIT_USAGE);
-            }
-            if document.target != base.config.target.name {
-                return streams.refuse(
-                    &format!(
-                        "--resume {id}: the sweep ran target `{}`, not `{}`",
-                        document.target, base.config.target.name
-                    ),
-                    EXIT_USAGE,
-                );
-            }
-            (document, dir)
-        }
-        None => {
-            let (axes, zip) = match grid_of(&args, &base) {
-                Ok(grid) => grid,
-                Err(message) => return streams.refuse(&message, EXIT_USAGE),
-            };
-            let count = grid::point_count(&axes, zip);
-            if count > grid::MAX_POINTS_WITHOUT_YES && !args.yes {
-                return streams.refuse(
-                    &format!(
-                        "the grid has {count} points, more than {}: give --yes to run them all",
-                        grid::MAX_POINTS_WITHOUT_YES
-                    ),
-                    EXIT_USAGE,
-                );
-            }
-            let id = args
-                .sweep_id
-                .clone()
-                .unwrap_or_else(|| UtcTime::now().compact());
-            if let Err(message) = check_run_id(&id) {
-                return streams.refuse(&format!("--sweep-id: {message}"), EXIT_USAGE);
-            }
-            let dir = runs_dir.join(&id);
-            if dir.exists() {
-                return streams.refuse(&format!(
-                    "sweep id `{id}` is already used: {} exists; choose another --sweep-id, or run what is left of it with --resume {id}",
-                    dir.display()
-                ), EXIT_USAGE);
-            }
-            let document = new_document(&id, &base, &axes, zip, &command_line);
-            (document, dir)
-        }
+    let begun = match &args.resume {
+        Some(id) => resumed(id, &base, &runs_dir),
+        None => started(&args, &base, &runs_dir, &command_line),
+    };
+    let (document, sweep_dir) = match begun {
+        Ok(begun) => begun,
+        Err(message) => return streams.refuse(&message, EXIT_USAGE),
     };
     let axes = document.grid.clone();
 
@@ -291,6 +223,26 @@ pub fn sweep_command(
     }
     drop(points_hold);
 
+    finish(
+        &args,
+        document,
+        sweep_dir,
+        signal,
+        &point_pages,
+        &mut streams,
+    )
+}
+
+/// After the points: the sweep's status and table, what stopped it, and
+/// what follows (the pages, the `--json` document).
+fn finish(
+    args: &SweepArgs,
+    mut document: SweepDocument,
+    sweep_dir: PathBuf,
+    signal: Option<i32>,
+    point_pages: &[bool],
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
     document.finished_at = Some(UtcTime::now().rfc3339());
     document.status = match signal {
         Some(_) => SweepStatus::Interrupted,
@@ -364,7 +316,7 @@ pub fn sweep_command(
         point_pages: document
             .points
             .iter()
-            .zip(&point_pages)
+            .zip(point_pages)
             .filter(|(point, wanted)| **wanted && point.status == PointStatus::Completed)
             .filter_map(|(point, _)| point.run_dir.clone())
             .collect(),
@@ -375,7 +327,7 @@ pub fn sweep_command(
         crate::outcome::write(file, &crate::outcome::Outcome::Sweep(swept))?;
         return Ok(code);
     }
-    after_sweep(swept, &mut streams)
+    after_sweep(swept, streams)
 }
 
 /// The pages of a sweep that ran (each completed point's, then the
@@ -434,6 +386,83 @@ pub(crate) fn after_sweep(
         writeln!(streams.out, "{json}")?;
     }
     Ok(swept.code)
+}
+
+/// The sweep `--resume ID` continues: its document, checked against the
+/// base the arguments give, and its directory.
+fn resumed(id: &str, base: &Planned, runs_dir: &Path) -> Result<(SweepDocument, PathBuf), String> {
+    if let Err(message) = check_run_id(id) {
+        return Err(format!("--resume: {message}"));
+    }
+    let dir = runs_dir.join(id);
+    if !dir.is_dir() {
+        return Err(format!(
+            "--resume {id}: no sweep at {} (a sweep's id is its directory under the profile's runs/)",
+            dir.display()
+        ));
+    }
+    let document = match SweepDocument::read(&dir) {
+        Ok(document) => document,
+        Err(message) => return Err(format!("--resume {id}: {message}")),
+    };
+    let base_config = base.config_path.as_deref().map(session::absolute);
+    if document.config_path != base_config {
+        let given = |path: &Option<PathBuf>| {
+            path.as_ref().map_or_else(
+                || "the built-in defaults".to_owned(),
+                |p| format!("config {}", p.display()),
+            )
+        };
+        return Err(format!(
+            "--resume {id}: the sweep started from {}, not {}: resume it with the same config",
+            given(&document.config_path),
+            given(&base_config)
+        ));
+    }
+    if document.target != base.config.target.name {
+        return Err(format!(
+            "--resume {id}: the sweep ran target `{}`, not `{}`",
+            document.target, base.config.target.name
+        ));
+    }
+    Ok((document, dir))
+}
+
+/// A new sweep's document, from `--set` or the config's grid, and its
+/// directory, not yet written.
+fn started(
+    args: &SweepArgs,
+    base: &Planned,
+    runs_dir: &Path,
+    command_line: &[String],
+) -> Result<(SweepDocument, PathBuf), String> {
+    let (axes, zip) = match grid_of(&args, &base) {
+        Ok(grid) => grid,
+        Err(message) => return Err(message),
+    };
+    let count = grid::point_count(&axes, zip);
+    if count > grid::MAX_POINTS_WITHOUT_YES && !args.yes {
+        return Err(format!(
+            "the grid has {count} points, more than {}: give --yes to run them all",
+            grid::MAX_POINTS_WITHOUT_YES
+        ));
+    }
+    let id = args
+        .sweep_id
+        .clone()
+        .unwrap_or_else(|| UtcTime::now().compact());
+    if let Err(message) = check_run_id(&id) {
+        return Err(format!("--sweep-id: {message}"));
+    }
+    let dir = runs_dir.join(&id);
+    if dir.exists() {
+        return Err(format!(
+            "sweep id `{id}` is already used: {} exists; choose another --sweep-id, or run what is left of it with --resume {id}",
+            dir.display()
+        ));
+    }
+    let document = new_document(&id, &base, &axes, zip, &command_line);
+    Ok((document, dir))
 }
 
 /// The axes of a new sweep: `--set`, else the config's `sweep:` mapping,

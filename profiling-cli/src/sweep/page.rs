@@ -16,7 +16,7 @@ use serde_yaml::Value;
 
 use super::document::{Estimate, PointResult, PointStatus, SweepDocument, SweepStatus};
 use crate::page::{document as html_document, esc, plot, unit_for, write_page, Area, Drawn};
-use crate::report::format_ns;
+use crate::summary::format_ns;
 
 /// The page's file name, beside `sweep.yaml`.
 pub const SWEEP_PAGE_FILE: &str = "sweep.html";

@@ -82,6 +82,41 @@ struct Listed<'a> {
 /// its median is per call.
 pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
     let timings = &manifest.timings;
+    write_passes_and_calls(manifest, out)?;
+    let ranges = listed_ranges(timings);
+    if !ranges.is_empty() {
+        let top = Top {
+            ranges: &ranges,
+            passes: timings.iterations.as_ref().map_or(1, |p| p.count.max(1)),
+            pass_total: timings.iterations.as_ref().map_or(0, |p| p.total_ns),
+            records_per_pass: timings
+                .per_record
+                .as_ref()
+                .filter(|p| p.batch_size > 1)
+                .map(|p| p.records_per_pass.max(1)),
+        };
+        top.write(
+            "top ranges by inclusive time:",
+            |r| r.inclusive,
+            |r| r.gpu.map(|g| g.0),
+            out,
+        )?;
+        top.write(
+            "top ranges by self time:",
+            |r| r.exclusive,
+            |r| r.gpu.map(|g| g.1),
+            out,
+        )?;
+    }
+    if let Some(gpu) = &timings.gpu {
+        write_gpu(gpu, out)?;
+    }
+    write_clock_and_notes(manifest, out)
+}
+
+/// The pass, the call, the eager load and, in batches, time per record.
+fn write_passes_and_calls(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
+    let timings = &manifest.timings;
     let records = manifest.record_ids.len() as u64;
     // Time per record where a call covers more than one.
     let batched = timings.per_record.as_ref().filter(|p| p.batch_size > 1);
@@ -141,19 +176,13 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
             figure(&per_record.call)
         )?;
     }
-    let records_per_pass = batched.map(|p| p.records_per_pass.max(1));
-    let pass_total = timings.iterations.as_ref().map_or(0, |p| p.total_ns);
-    let share = |total: u64| -> String {
-        if pass_total == 0 {
-            "-".to_owned()
-        } else {
-            format!("{:.1} %", total as f64 * 100.0 / pass_total as f64)
-        }
-    };
-    let passes = timings.iterations.as_ref().map_or(1, |p| p.count.max(1));
-    // By path (`preprocess/letterbox`) as the page and the manifest's
-    // range tree have them; by name for a run without a tree.
-    let ranges: Vec<Listed<'_>> = if timings.range_tree.is_empty() {
+    Ok(())
+}
+
+/// The ranges by path (`preprocess/letterbox`) as the page and the
+/// manifest's range tree have them; by name for a run without a tree.
+fn listed_ranges(timings: &profiling_core::runner::Timings) -> Vec<Listed<'_>> {
+    if timings.range_tree.is_empty() {
         timings
             .ranges
             .iter()
@@ -177,13 +206,39 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
                 gpu: r.gpu.as_ref().map(|g| (&g.inclusive, &g.exclusive)),
             })
             .collect()
-    };
-    // The top ranges by the total of `pick`, largest first.
-    let mut write_top = |title: &str,
-                         pick: for<'a> fn(&'a Listed<'a>) -> &'a DurationStats,
-                         pick_gpu: for<'a> fn(&'a Listed<'a>) -> Option<&'a DurationStats>|
-     -> std::io::Result<()> {
-        let mut ranges: Vec<&Listed<'_>> = ranges.iter().collect();
+    }
+}
+
+/// What the top lists of ranges are drawn from.
+struct Top<'a> {
+    ranges: &'a [Listed<'a>],
+    /// Measured passes, at least 1.
+    passes: u64,
+    /// The passes' total time, for each range's share of a pass.
+    pass_total: u64,
+    /// In batches: records per pass, for time per record.
+    records_per_pass: Option<u64>,
+}
+
+impl Top<'_> {
+    fn share(&self, total: u64) -> String {
+        if self.pass_total == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.1} %", total as f64 * 100.0 / self.pass_total as f64)
+        }
+    }
+
+    /// The top ranges by the total of `pick`, largest first.
+    fn write(
+        &self,
+        title: &str,
+        pick: for<'a> fn(&'a Listed<'a>) -> &'a DurationStats,
+        pick_gpu: for<'a> fn(&'a Listed<'a>) -> Option<&'a DurationStats>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let passes = self.passes;
+        let mut ranges: Vec<&Listed<'_>> = self.ranges.iter().collect();
         ranges.sort_by(|a, b| {
             pick(b)
                 .total_ns
@@ -207,7 +262,7 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
                     format_ns(gpu.p50_ns)
                 )
             });
-            let per_record = records_per_pass.map_or_else(String::new, |records| {
+            let per_record = self.records_per_pass.map_or_else(String::new, |records| {
                 let ns = stats.total_ns as f64 / passes as f64 / records as f64;
                 format!(", {} per record", format_ns_f64(ns))
             });
@@ -216,53 +271,49 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
                 "  {:width$}  mean {:>9} per pass  {:>7} of a pass  {}, median {} per call{per_record}{gpu}",
                 range.label,
                 format_ns(stats.total_ns / passes),
-                share(stats.total_ns),
+                self.share(stats.total_ns),
                 plural(range.count, "call"),
                 format_ns(stats.p50_ns),
             )?;
         }
         Ok(())
+    }
+}
+
+/// GPU time of passes and calls, and what kept ranges from having it.
+fn write_gpu(gpu: &profiling_core::timing::GpuTimings, out: &mut dyn Write) -> std::io::Result<()> {
+    let median = |stats: &Option<DurationStats>| {
+        stats
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |s| format_ns(s.p50_ns))
     };
-    if !ranges.is_empty() {
-        write_top(
-            "top ranges by inclusive time:",
-            |r| r.inclusive,
-            |r| r.gpu.map(|g| g.0),
-        )?;
-        write_top(
-            "top ranges by self time:",
-            |r| r.exclusive,
-            |r| r.gpu.map(|g| g.1),
+    if gpu.events_recorded > 0 {
+        writeln!(
+            out,
+            "gpu:    median {} per pass, {} per call; {} events on the {}; {} of host time per event record",
+            median(&gpu.iterations),
+            median(&gpu.runs),
+            gpu.events_recorded,
+            gpu.stream,
+            format_ns(gpu.event_record_ns.round() as u64)
         )?;
     }
-    if let Some(gpu) = &timings.gpu {
-        let median = |stats: &Option<DurationStats>| {
-            stats
-                .as_ref()
-                .map_or_else(|| "-".to_owned(), |s| format_ns(s.p50_ns))
-        };
-        if gpu.events_recorded > 0 {
-            writeln!(
-                out,
-                "gpu:    median {} per pass, {} per call; {} events on the {}; {} of host time per event record",
-                median(&gpu.iterations),
-                median(&gpu.runs),
-                gpu.events_recorded,
-                gpu.stream,
-                format_ns(gpu.event_record_ns.round() as u64)
-            )?;
-        }
-        if gpu.ranges_without_events > 0 {
-            writeln!(
-                out,
-                "note:   {} ranges have no GPU time: the event pool ran out inside a pass, a guard was kept across passes, or the driver refused a record",
-                gpu.ranges_without_events
-            )?;
-        }
-        if gpu.events_recorded == 0 {
-            writeln!(out, "note:   {}", gpu.note)?;
-        }
+    if gpu.ranges_without_events > 0 {
+        writeln!(
+            out,
+            "note:   {} ranges have no GPU time: the event pool ran out inside a pass, a guard was kept across passes, or the driver refused a record",
+            gpu.ranges_without_events
+        )?;
     }
+    if gpu.events_recorded == 0 {
+        writeln!(out, "note:   {}", gpu.note)?;
+    }
+    Ok(())
+}
+
+/// The clock, what host times mean on the device, and the trace.
+fn write_clock_and_notes(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
+    let timings = &manifest.timings;
     if let Some(timer) = &timings.timer {
         writeln!(
             out,
