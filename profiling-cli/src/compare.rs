@@ -227,17 +227,8 @@ pub fn write_comparisons(
 
 /// The `--json` document.
 pub fn json_document(comparisons: &[Comparison], options: &Options) -> serde_json::Value {
-    serde_json::json!({
-        "options": {
-            "noise_threshold": options.noise,
-            "significance": options.significance,
-            "confidence": options.bootstrap.confidence,
-            "resamples": options.bootstrap.resamples,
-            "bootstrap_seed": options.bootstrap.seed,
-        },
-        "regressed": comparisons.iter().any(Comparison::regressed),
-        "comparisons": comparisons,
-    })
+    serde_json::to_value(compare::ComparisonDocument::new(comparisons, options))
+        .unwrap_or(serde_json::Value::Null)
 }
 
 fn confidence_label(options: &Options) -> String {

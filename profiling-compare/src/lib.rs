@@ -11,7 +11,7 @@
 pub mod runs;
 pub mod statistics;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
 use profiling_core::run_samples::Series;
@@ -72,7 +72,7 @@ impl Options {
 }
 
 /// What a row's change is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Significantly faster, by more than the noise threshold.
@@ -106,7 +106,7 @@ impl Verdict {
 }
 
 /// What a row times.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "name")]
 pub enum Subject {
     Pass,
@@ -130,7 +130,7 @@ impl Subject {
 }
 
 /// One side of a row.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Side {
     pub median_ns: u64,
     pub samples: u64,
@@ -139,7 +139,7 @@ pub struct Side {
 }
 
 /// One compared duration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     #[serde(flatten)]
     pub subject: Subject,
@@ -157,12 +157,12 @@ pub struct Row {
     /// `pass_change_ns` as a fraction of the base's median pass.
     pub pass_share: Option<f64>,
     /// Why the verdict is `unclear` when it is for a reason of its own.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// A difference between the two manifests.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Difference {
     /// The manifest key, dotted (`data_source.description.count`).
     pub key: String,
@@ -171,12 +171,12 @@ pub struct Difference {
 }
 
 /// One side of a comparison, as printed above its table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     pub label: String,
     pub profile: String,
     pub run_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<String>,
     pub status: String,
     pub completed_passes: u64,
@@ -184,12 +184,12 @@ pub struct RunInfo {
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
     /// Why `git_commit` is null, as the manifest says.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_note: Option<String>,
 }
 
 /// A base and a candidate, compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub base: RunInfo,
     pub candidate: RunInfo,
@@ -206,6 +206,50 @@ impl Comparison {
     /// True when a row is slower beyond the noise threshold.
     pub fn regressed(&self) -> bool {
         self.rows.iter().any(|r| r.verdict == Verdict::Slower)
+    }
+}
+
+/// The layout version of [`ComparisonDocument`]: what `compare --json`
+/// prints and `run --baseline --json` holds under `comparison`.
+pub const COMPARISON_FORMAT_VERSION: u32 = 1;
+
+/// The options a comparison decided with, as its document records them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DocumentOptions {
+    pub noise_threshold: f64,
+    pub significance: f64,
+    pub confidence: f64,
+    pub resamples: u32,
+    pub bootstrap_seed: u64,
+}
+
+/// Comparisons as one document: for machines, read back through these
+/// types.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonDocument {
+    /// [`COMPARISON_FORMAT_VERSION`].
+    pub format_version: u32,
+    pub options: DocumentOptions,
+    /// True when some row of some comparison is slower beyond the noise.
+    pub regressed: bool,
+    pub comparisons: Vec<Comparison>,
+}
+
+impl ComparisonDocument {
+    /// The document of `comparisons` decided with `options`.
+    pub fn new(comparisons: &[Comparison], options: &Options) -> ComparisonDocument {
+        ComparisonDocument {
+            format_version: COMPARISON_FORMAT_VERSION,
+            options: DocumentOptions {
+                noise_threshold: options.noise,
+                significance: options.significance,
+                confidence: options.bootstrap.confidence,
+                resamples: options.bootstrap.resamples,
+                bootstrap_seed: options.bootstrap.seed,
+            },
+            regressed: comparisons.iter().any(Comparison::regressed),
+            comparisons: comparisons.to_vec(),
+        }
     }
 }
 

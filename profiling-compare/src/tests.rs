@@ -421,3 +421,22 @@ fn batch_size_differs_only_where_it_changes_what_a_call_means() {
         ("workload.batch_size", "1", "4")
     );
 }
+
+/// The document `compare --json` prints reads back through its types,
+/// with every row's subject, verdict and figures, and says its layout.
+#[test]
+fn a_comparison_document_reads_back_through_its_types() {
+    let base = run("b", 1_000_000, &[("work", 600_000, 300_000)]);
+    let candidate = run("c", 1_180_000, &[("work", 780_000, 480_000)]);
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    let document = ComparisonDocument::new(std::slice::from_ref(&comparison), &options());
+    assert_eq!(document.format_version, COMPARISON_FORMAT_VERSION);
+    assert!(document.regressed);
+    let value = serde_yaml::to_value(&document).unwrap();
+    assert_eq!(value["format_version"], serde_yaml::Value::from(1));
+    assert_eq!(value["comparisons"][0]["rows"][2]["kind"], "range");
+    assert_eq!(value["comparisons"][0]["rows"][2]["name"], "work");
+    assert_eq!(value["comparisons"][0]["rows"][2]["verdict"], "slower");
+    let read: ComparisonDocument = serde_yaml::from_value(value).unwrap();
+    assert_eq!(read, document);
+}
