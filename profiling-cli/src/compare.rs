@@ -725,11 +725,8 @@ pub fn report_command(
                 }
             }
         }
-        let runs_with_manifests: Vec<(&LoadedRun, serde_yaml::Value)> = loaded
-            .iter()
-            .map(|run| (run, run.manifest.clone()))
-            .collect();
-        let html = crate::page::comparison_page(&runs_with_manifests, &comparisons, &options);
+        let runs: Vec<&LoadedRun> = loaded.iter().collect();
+        let html = crate::page::comparison_page(&runs, &comparisons, &options);
         let path = loaded[1]
             .dir
             .join(format!("report-vs-{}.html", loaded[0].run_id));

@@ -11,8 +11,11 @@ use profiling_compare::runs::{LoadedRun, RunError};
 use profiling_compare::statistics::lower_median;
 use profiling_compare::{one_line, Comparison, Options, Row, Verdict};
 use profiling_core::host::NOT_A_CHECKOUT_NOTE;
+use profiling_core::manifest::Manifest;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
+use profiling_core::runner::Timings;
 use profiling_core::stats::DurationStats;
+use profiling_core::timing::RangePathTimings;
 use serde_yaml::Value;
 
 use crate::summary::format_ns;
@@ -30,7 +33,7 @@ const BINS: usize = 40;
 /// when it kept them, and where it is.
 pub struct RunPage<'a> {
     pub dir: &'a Path,
-    pub manifest: &'a Value,
+    pub manifest: &'a Manifest,
     pub samples: Option<&'a RunSamples>,
     /// The comparison with the run's `--baseline`, when it had one.
     pub comparison: Option<(&'a Comparison, &'a Options)>,
@@ -38,18 +41,16 @@ pub struct RunPage<'a> {
 
 /// Reads the run in `dir` (its manifest, and its samples when it kept
 /// them) for a page; a run made before samples were kept has none.
-pub fn read_run(dir: &Path) -> Result<(Value, Option<RunSamples>), RunError> {
+pub fn read_run(dir: &Path) -> Result<(Manifest, Option<RunSamples>), RunError> {
     let manifest_path = dir.join("manifest.yaml");
     if !manifest_path.is_file() {
         return Err(RunError::NotARun(dir.to_path_buf()));
     }
     let manifest = profiling_compare::runs::read_manifest(&manifest_path)?;
-    if manifest.get("run_id").is_none() {
-        return Err(RunError::NotAManifest {
-            path: manifest_path,
-            reason: "run_id is missing".to_owned(),
-        });
-    }
+    let manifest = Manifest::from_value(manifest).map_err(|reason| RunError::NotAManifest {
+        path: manifest_path,
+        reason,
+    })?;
     let samples_path = dir.join(SAMPLES_FILE);
     let samples = match std::fs::read(&samples_path) {
         Ok(bytes) => Some(
@@ -97,6 +98,14 @@ fn text(value: &Value, key: &str) -> String {
 
 fn number(value: &Value, key: &str) -> Option<u64> {
     get(value, key).and_then(Value::as_u64)
+}
+
+/// A part of the manifest as one line, as the page shows it.
+fn show<T: serde::Serialize>(value: &T) -> String {
+    match serde_yaml::to_value(value) {
+        Ok(Value::Null) | Err(_) => "-".to_owned(),
+        Ok(value) => one_line(&value),
+    }
 }
 
 const STYLE: &str = r#"
@@ -179,21 +188,25 @@ pub(crate) fn document(title: &str, body: &str) -> String {
 /// The page of one run.
 pub fn run_page(page: &RunPage<'_>) -> String {
     let m = page.manifest;
-    let profile = text(m, "profile_name");
-    let run_id = text(m, "run_id");
+    let profile = &m.profile_name;
+    let run_id = &m.run_id;
     let mut body = String::new();
     let _ = writeln!(
         body,
         "<h1>{} <span class=\"mono\">{}</span></h1>\n<p class=\"lead\">target <code>{}</code> at <code>{}</code>, {}</p>",
-        esc(&profile),
-        esc(&run_id),
-        esc(&text(m, "target.name")),
-        esc(&text(m, "target.source")),
-        esc(&text(m, "status")),
+        esc(profile),
+        esc(run_id),
+        esc(&m.target.name),
+        esc(&m.target.source),
+        esc(&show(&m.status)),
     );
     body.push_str(&header(page));
-    if let Some(error) = get(m, "error.message").and_then(Value::as_str) {
-        let _ = writeln!(body, "<p class=\"note\">The run failed: {}</p>", esc(error));
+    if let Some(error) = &m.error {
+        let _ = writeln!(
+            body,
+            "<p class=\"note\">The run failed: {}</p>",
+            esc(&error.message)
+        );
     }
     if page.samples.is_none() {
         body.push_str("<p class=\"note\">This run has no <code>samples.bin</code> (it was made before runs kept their samples, or it failed): the distributions and the pass timeline need them and are left out; re-run it for the whole page.</p>\n");
@@ -307,25 +320,18 @@ fn nsight_section(dir: &Path) -> String {
 
 fn header(page: &RunPage<'_>) -> String {
     let m = page.manifest;
-    let records = get(m, "record_ids")
-        .and_then(Value::as_sequence)
-        .map_or(0, Vec::len);
-    let git = match (
-        get(m, "git_commit").and_then(Value::as_str),
-        get(m, "git_dirty").and_then(Value::as_bool),
-    ) {
+    let records = m.record_ids.len();
+    let git = match (&m.git_commit, m.git_dirty) {
         (Some(commit), Some(true)) => format!("{commit} (dirty)"),
-        (Some(commit), _) => commit.to_owned(),
-        (None, _) => get(m, "git_note")
-            .and_then(Value::as_str)
-            .unwrap_or(NOT_A_CHECKOUT_NOTE)
-            .to_owned(),
+        (Some(commit), _) => commit.clone(),
+        (None, _) => m
+            .git_note
+            .clone()
+            .unwrap_or_else(|| NOT_A_CHECKOUT_NOTE.to_owned()),
     };
     let passes = format!(
         "{} measured of {} (warmup {})",
-        text(m, "completed_iterations"),
-        text(m, "workload.iterations"),
-        text(m, "completed_warmup")
+        m.completed_iterations, m.workload.iterations, m.completed_warmup
     );
     let link = |file: &str| {
         if page.dir.join(file).is_file() {
@@ -335,40 +341,34 @@ fn header(page: &RunPage<'_>) -> String {
         }
     };
     let rows = [
-        ("profile", text(m, "profile_name")),
-        ("run", text(m, "run_id")),
-        ("status", text(m, "status")),
-        (
-            "target",
-            format!("{} ({})", text(m, "target.name"), text(m, "target.source")),
-        ),
-        ("parameters", text(m, "target.parameters")),
+        ("profile", m.profile_name.clone()),
+        ("run", m.run_id.clone()),
+        ("status", show(&m.status)),
+        ("target", format!("{} ({})", m.target.name, m.target.source)),
+        ("parameters", show(&m.target.parameters)),
         (
             "data source",
             format!(
                 "{}: {}",
-                text(m, "data_source.name"),
-                text(m, "data_source.description")
+                m.data_source.name,
+                show(&m.data_source.description)
             ),
         ),
         ("records", records.to_string()),
         ("passes", passes),
-        ("device", text(m, "device")),
-        ("backend", text(m, "backend")),
+        ("device", show(&m.device)),
+        ("backend", show(&m.backend)),
         (
             "host",
             format!(
                 "{}, {} ({} cores), {}",
-                text(m, "host.name"),
-                text(m, "host.cpu_model"),
-                text(m, "host.cores"),
-                text(m, "host.os")
+                m.host.name, m.host.cpu_model, m.host.cores, m.host.os
             ),
         ),
-        ("build", text(m, "build_profile")),
+        ("build", m.build_profile.clone()),
         ("git", git),
-        ("command", text(m, "command_line")),
-        ("started", text(m, "started_at")),
+        ("command", m.command_line.clone()),
+        ("started", m.started_at.clone()),
     ];
     let mut html = String::from("<dl class=\"facts\">\n");
     for (key, value) in rows {
@@ -411,92 +411,83 @@ impl RangeRows {
     /// From `timings.range_tree`; a manifest without one (made before
     /// range paths) gets its tree from the `trace.json` in `dir`, and
     /// without that its ranges by name, each at the top.
-    fn of(m: &Value, dir: Option<&Path>) -> RangeRows {
-        if get(m, "timings.range_tree").is_none() {
+    fn of(m: &Manifest, dir: Option<&Path>) -> RangeRows {
+        let timings = &m.timings;
+        if timings.range_tree.is_empty() && !timings.ranges.is_empty() {
             let trace = dir
                 .and_then(|dir| std::fs::read(dir.join("trace.json")).ok())
                 .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
-            let tree = trace
+            if let Some(tree) = trace
                 .as_ref()
-                .and_then(profiling_core::trace::range_tree_of);
-            if let (Some(tree), Some(Value::Mapping(_))) = (tree, get(m, "timings")) {
-                let mut patched = m.clone();
-                if let (Some(timings), Ok(paths)) = (
-                    patched.get_mut("timings").and_then(Value::as_mapping_mut),
-                    serde_yaml::to_value(&tree.paths),
-                ) {
-                    timings.insert("range_tree".into(), paths);
-                }
-                let mut rows = RangeRows::parse(&patched);
+                .and_then(profiling_core::trace::range_tree_of)
+            {
+                let mut rows = RangeRows::of_paths(timings, &tree.paths, None);
                 rows.note = Some("This run was made before ranges were kept by path: the tree comes from its trace.json (the passes and events the trace holds).".to_owned());
                 return rows;
             }
+            return RangeRows::by_name(timings);
         }
-        RangeRows::parse(m)
+        RangeRows::of_paths(
+            timings,
+            &timings.range_tree,
+            timings.range_tree_note.clone(),
+        )
     }
 
-    fn parse(m: &Value) -> RangeRows {
-        let passes = number(m, "timings.iterations.count").unwrap_or(0);
-        let pass_mean = number(m, "timings.iterations.mean_ns").unwrap_or(0);
-        let per_pass = |entry: &Value, key: &str| {
-            let stats = entry.get(key)?;
-            Some((
-                stats.get("p50_ns")?.as_u64()?,
-                stats.get("p90_ns")?.as_u64()?,
-                stats.get("mean_ns")?.as_u64()?,
-            ))
-        };
-        let stat = |entry: &Value, key: &str| get(entry, key).and_then(Value::as_u64).unwrap_or(0);
-        if let Some(tree) = get(m, "timings.range_tree").and_then(Value::as_sequence) {
-            let rows = tree
-                .iter()
-                .map(|entry| RangeRow {
-                    path: text(entry, "path"),
-                    name: text(entry, "name"),
-                    depth: stat(entry, "depth") as usize,
-                    count: stat(entry, "count"),
-                    inclusive_p50: stat(entry, "inclusive.p50_ns"),
-                    exclusive_total: stat(entry, "exclusive.total_ns"),
-                    inclusive_total: stat(entry, "inclusive.total_ns"),
-                    inclusive_per_pass: per_pass(entry, "inclusive_per_pass"),
-                    exclusive_per_pass: per_pass(entry, "exclusive_per_pass"),
-                    gpu_p50: gpu_p50(entry),
-                })
-                .collect();
-            return RangeRows {
-                rows,
-                note: get(m, "timings.range_tree_note")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                passes,
-                pass_mean,
-            };
-        }
-        let rows = get(m, "timings.ranges")
-            .and_then(Value::as_sequence)
-            .map(|ranges| {
-                ranges
-                    .iter()
-                    .map(|entry| RangeRow {
-                        path: text(entry, "name"),
-                        name: text(entry, "name"),
-                        depth: 0,
-                        count: stat(entry, "count"),
-                        inclusive_p50: stat(entry, "inclusive.p50_ns"),
-                        exclusive_total: stat(entry, "exclusive.total_ns"),
-                        inclusive_total: stat(entry, "inclusive.total_ns"),
-                        inclusive_per_pass: None,
-                        exclusive_per_pass: None,
-                        gpu_p50: gpu_p50(entry),
-                    })
-                    .collect()
+    fn of_paths(timings: &Timings, paths: &[RangePathTimings], note: Option<String>) -> RangeRows {
+        let per_pass =
+            |stats: &Option<DurationStats>| stats.as_ref().map(|s| (s.p50_ns, s.p90_ns, s.mean_ns));
+        let rows = paths
+            .iter()
+            .map(|entry| RangeRow {
+                path: entry.path.clone(),
+                name: entry.name.clone(),
+                depth: entry.depth as usize,
+                count: entry.count,
+                inclusive_p50: entry.inclusive.p50_ns,
+                exclusive_total: entry.exclusive.total_ns,
+                inclusive_total: entry.inclusive.total_ns,
+                inclusive_per_pass: per_pass(&entry.inclusive_per_pass),
+                exclusive_per_pass: per_pass(&entry.exclusive_per_pass),
+                gpu_p50: entry
+                    .gpu
+                    .as_ref()
+                    .map(|g| (g.inclusive.p50_ns, g.exclusive.p50_ns)),
             })
-            .unwrap_or_default();
+            .collect();
+        RangeRows {
+            rows,
+            note,
+            passes: timings.iterations.map_or(0, |p| p.count),
+            pass_mean: timings.iterations.map_or(0, |p| p.mean_ns),
+        }
+    }
+
+    fn by_name(timings: &Timings) -> RangeRows {
+        let rows = timings
+            .ranges
+            .iter()
+            .map(|entry| RangeRow {
+                path: entry.name.clone(),
+                name: entry.name.clone(),
+                depth: 0,
+                count: entry.count,
+                inclusive_p50: entry.inclusive.p50_ns,
+                exclusive_total: entry.exclusive.total_ns,
+                inclusive_total: entry.inclusive.total_ns,
+                inclusive_per_pass: None,
+                exclusive_per_pass: None,
+                gpu_p50: entry
+                    .gpu
+                    .as_ref()
+                    .map(|g| (g.inclusive.p50_ns, g.exclusive.p50_ns)),
+            })
+            .collect();
         RangeRows {
             rows,
             note: Some("This run was made before ranges were recorded by path: they are listed by name, without their nesting; re-run it for the tree.".to_owned()),
-            passes,
-            pass_mean,
+            passes: timings.iterations.map_or(0, |p| p.count),
+            pass_mean: timings.iterations.map_or(0, |p| p.mean_ns),
         }
     }
 
@@ -510,17 +501,9 @@ impl RangeRows {
     }
 }
 
-/// A range's GPU medians (inclusive, self) from its `gpu` statistics.
-fn gpu_p50(entry: &Value) -> Option<(u64, u64)> {
-    Some((
-        get(entry, "gpu.inclusive.p50_ns")?.as_u64()?,
-        get(entry, "gpu.exclusive.p50_ns")?.as_u64()?,
-    ))
-}
-
 /// The range table: path, calls, per call and per pass times, share, and
 /// on runs with GPU timing the GPU medians.
-fn range_table(tree: &RangeRows, m: &Value) -> String {
+fn range_table(tree: &RangeRows, m: &Manifest) -> String {
     let passes = tree.passes.max(1);
     let gpu = tree.rows.iter().any(|row| row.gpu_p50.is_some());
     let mut html = String::from("<table id=\"ranges\" class=\"sortable\">\n<thead><tr><th>range path</th><th>calls</th><th>per pass</th><th>median per call</th><th>inclusive per pass: median</th><th>p90</th><th>self per pass: median</th><th>p90</th><th>share of a pass</th>");
@@ -570,7 +553,7 @@ fn range_table(tree: &RangeRows, m: &Value) -> String {
     let _ = writeln!(
         html,
         "<p class=\"lead\">{}</p>",
-        esc(&text(m, "timings.host_timing_note"))
+        esc(&m.timings.host_timing_note)
     );
     html
 }
@@ -1183,12 +1166,12 @@ fn ratio_chart(comparison: &Comparison) -> String {
 
 /// The page comparing `runs[0]` (the base) with each other run.
 pub fn comparison_page(
-    runs: &[(&LoadedRun, Value)],
+    runs: &[&LoadedRun],
     comparisons: &[Comparison],
     options: &Options,
 ) -> String {
     let mut body = String::new();
-    let base = runs[0].0;
+    let base = runs[0];
     let _ = writeln!(
         body,
         "<h1>{} compared</h1>\n<p class=\"lead\">base <code>{}</code> against {}</p>",
@@ -1196,7 +1179,7 @@ pub fn comparison_page(
         esc(&base.label()),
         runs[1..]
             .iter()
-            .map(|(run, _)| format!("<code>{}</code>", esc(&run.label())))
+            .map(|run| format!("<code>{}</code>", esc(&run.label())))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -1223,9 +1206,9 @@ pub fn comparison_page(
         body.push_str(&section);
     }
     body.push_str("<h2>Where the time goes, run by run</h2>\n<div class=\"flames\">\n");
-    for (index, (run, manifest)) in runs.iter().enumerate() {
+    for (index, run) in runs.iter().enumerate() {
         let _ = writeln!(body, "<div><h3><code>{}</code></h3>", esc(&run.label()));
-        let tree = RangeRows::of(manifest, Some(&run.dir));
+        let tree = RangeRows::of(&run.typed, Some(&run.dir));
         if let Some(note) = &tree.note {
             let _ = writeln!(body, "<p class=\"note\">{}</p>", esc(note));
         }
@@ -1234,6 +1217,56 @@ pub fn comparison_page(
     }
     body.push_str("</div>\n<section id=\"nsight\">\n<h2>Nsight Systems</h2>\n<p class=\"lead\">GPU time per range from the Nsight Systems reports of these runs appears here once they are analyzed.</p>\n</section>\n");
     document(&format!("{} compared", base.profile), &body)
+}
+
+/// A manifest of the tests: the sample run, with what `yaml` gives in
+/// place of its keys (statistics filled with zeros where `yaml` gives only
+/// the figures a test reads).
+#[cfg(test)]
+fn typed(yaml: &str) -> Manifest {
+    fn merge(into: &mut Value, from: Value) {
+        match (into, from) {
+            (Value::Mapping(into), Value::Mapping(from)) => {
+                for (key, value) in from {
+                    match into.get_mut(&key) {
+                        Some(existing) if existing.is_mapping() && value.is_mapping() => {
+                            merge(existing, value)
+                        }
+                        _ => {
+                            into.insert(key, value);
+                        }
+                    }
+                }
+            }
+            (into, from) => *into = from,
+        }
+    }
+    fn fill_stats(value: &mut Value, zero: &Value) {
+        match value {
+            Value::Mapping(mapping) => {
+                if ["p50_ns", "total_ns", "mean_ns"]
+                    .iter()
+                    .any(|key| mapping.contains_key(*key))
+                {
+                    for (key, default) in zero.as_mapping().into_iter().flatten() {
+                        if !mapping.contains_key(key) {
+                            mapping.insert(key.clone(), default.clone());
+                        }
+                    }
+                }
+                for (_, inner) in mapping.iter_mut() {
+                    fill_stats(inner, zero);
+                }
+            }
+            Value::Sequence(items) => items.iter_mut().for_each(|i| fill_stats(i, zero)),
+            _ => {}
+        }
+    }
+    let zero = serde_yaml::to_value(DurationStats::of(&[0]).unwrap()).unwrap();
+    let mut manifest = serde_yaml::to_value(Manifest::sample("r")).unwrap();
+    merge(&mut manifest, serde_yaml::from_str(yaml).unwrap());
+    fill_stats(&mut manifest, &zero);
+    Manifest::from_value(manifest).unwrap()
 }
 
 #[cfg(test)]
@@ -1256,10 +1289,9 @@ mod tests {
 
     #[test]
     fn the_range_table_shows_gpu_medians_on_runs_with_gpu_timing() {
-        let manifest: Value = serde_yaml::from_str(
+        let manifest = typed(
             "timings:\n  iterations: {count: 2, mean_ns: 200}\n  range_tree:\n    - {path: a, name: a, depth: 0, count: 2, inclusive: {p50_ns: 100, total_ns: 200}, exclusive: {p50_ns: 50, total_ns: 100}, gpu: {count: 2, inclusive: {p50_ns: 7000}, exclusive: {p50_ns: 3000}}}\n    - {path: a/b, name: b, depth: 1, count: 2, inclusive: {p50_ns: 50, total_ns: 100}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
-        )
-        .unwrap();
+        );
         let table = range_table(&RangeRows::of(&manifest, None), &manifest);
         assert!(
             table.contains("<th>GPU median per call</th><th>GPU self median</th>"),
@@ -1284,19 +1316,17 @@ mod tests {
             "{row_b}"
         );
         // Without GPU timing, no GPU column.
-        let host_only: Value = serde_yaml::from_str(
+        let host_only = typed(
             "timings:\n  iterations: {count: 2, mean_ns: 200}\n  range_tree:\n    - {path: a, name: a, depth: 0, count: 2, inclusive: {p50_ns: 100, total_ns: 200}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
-        )
-        .unwrap();
+        );
         assert!(!range_table(&RangeRows::of(&host_only, None), &host_only).contains("GPU"));
     }
 
     #[test]
     fn the_flame_graph_is_inline_svg_without_script_style_or_shared_ids() {
-        let manifest: Value = serde_yaml::from_str(
+        let manifest = typed(
             "timings:\n  iterations: {count: 2, mean_ns: 200}\n  range_tree:\n    - {path: a, name: a, depth: 0, count: 2, inclusive: {p50_ns: 100, total_ns: 200}, exclusive: {p50_ns: 50, total_ns: 100}}\n    - {path: a/b, name: b, depth: 1, count: 2, inclusive: {p50_ns: 50, total_ns: 100}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
-        )
-        .unwrap();
+        );
         let tree = RangeRows::of(&manifest, None);
         assert_eq!(tree.folded(), ["a 100", "a;b 100"]);
         let svg = flame_graph(&tree, 3, 1200);
@@ -1358,10 +1388,9 @@ mod size_tests {
         let mut samples =
             RunSamples::from_sets(&set(100_000, 300_000), &set(100_000, 300_000), &ranges);
         samples.warmup = profiling_core::run_samples::Series::from_set(&set(100, 400_000));
-        let manifest: Value = serde_yaml::from_str(&format!(
+        let manifest = typed(&format!(
             "profile_name: long\nrun_id: r\nstatus: completed\ntimings:\n  iterations: {{count: 100000, mean_ns: 300000}}\n  range_tree:\n    - {{path: stage, name: stage, depth: 0, count: 100000, inclusive: {{p50_ns: 300000, total_ns: 30000000000}}, exclusive: {{p50_ns: 1000, total_ns: 100000000}}}}\n{tree}"
-        ))
-        .unwrap();
+        ));
         let dir = tempfile::tempdir().unwrap();
         let html = run_page(&RunPage {
             dir: dir.path(),
@@ -1385,10 +1414,9 @@ mod size_tests {
     #[test]
     fn a_run_without_samples_or_paths_gets_a_page_that_says_so() {
         let dir = tempfile::tempdir().unwrap();
-        let manifest: Value = serde_yaml::from_str(
+        let manifest = typed(
             "profile_name: old\nrun_id: r\nstatus: completed\ntimings:\n  iterations: {count: 2, mean_ns: 100}\n  ranges:\n    - {name: decode, count: 2, inclusive: {p50_ns: 50, total_ns: 100}, exclusive: {p50_ns: 50, total_ns: 100}}\n",
-        )
-        .unwrap();
+        );
         let page = RunPage {
             dir: dir.path(),
             manifest: &manifest,
