@@ -8,7 +8,7 @@ use std::process::Command;
 
 use clap::Args;
 use profiling_analyze::{Analysis, Request};
-use serde_yaml::Value;
+use profiling_core::manifest::Manifest;
 
 use crate::summary::format_ns;
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
@@ -125,8 +125,8 @@ fn locate(path: &Path, err: &mut dyn Write) -> Result<Located, String> {
     Ok(Located { export, run_dir })
 }
 
-fn read_manifest(run_dir: Option<&Path>) -> Option<Value> {
-    profiling_compare::runs::read_manifest(&run_dir?.join("manifest.yaml")).ok()
+fn read_manifest(run_dir: Option<&Path>) -> Option<Manifest> {
+    Manifest::read(&run_dir?.join("manifest.yaml")).ok()
 }
 
 /// `profile-cli analyze`.
@@ -146,11 +146,7 @@ pub fn analyze_command(
     let capture_range = args
         .capture_range
         .clone()
-        .or_else(|| {
-            manifest
-                .as_ref()
-                .and_then(|m| m.get("capture_range")?.as_str().map(str::to_owned))
-        })
+        .or_else(|| manifest.as_ref().map(|m| m.capture_range.clone()))
         .unwrap_or_else(|| "profile-target".to_owned());
     let request = Request {
         capture_range,
@@ -164,10 +160,7 @@ pub fn analyze_command(
         }
     };
     // A report of another run: its passes do not match the manifest's.
-    if let Some(expected) = manifest
-        .as_ref()
-        .and_then(|m| m.get("completed_iterations")?.as_u64())
-    {
+    if let Some(expected) = manifest.as_ref().map(|m| u64::from(m.completed_iterations)) {
         let found = analysis.passes.len() as u64;
         if found != expected && !args.force {
             writeln!(
@@ -215,18 +208,11 @@ pub fn analyze_command(
 
 /// The analysis with, per range, the host median the run's own manifest
 /// has for the same path.
-fn document(analysis: &Analysis, manifest: Option<&Value>) -> serde_json::Value {
+fn document(analysis: &Analysis, manifest: Option<&Manifest>) -> serde_json::Value {
     let mut value = serde_json::to_value(analysis).unwrap_or_default();
     let manifest_p50 = |path: &str| -> Option<u64> {
-        manifest?
-            .get("timings")?
-            .get("range_tree")?
-            .as_sequence()?
-            .iter()
-            .find(|r| r.get("path").and_then(Value::as_str) == Some(path))?
-            .get("inclusive")?
-            .get("p50_ns")?
-            .as_u64()
+        let tree = &manifest?.timings.range_tree;
+        Some(tree.iter().find(|r| r.path == path)?.inclusive.p50_ns)
     };
     if let Some(ranges) = value.get_mut("ranges").and_then(|r| r.as_array_mut()) {
         for range in ranges {

@@ -339,17 +339,13 @@ pub fn latest(runs: &Path) -> Option<PathBuf> {
         let Ok(text) = std::fs::read_to_string(dir.join("manifest.yaml")) else {
             continue;
         };
-        let Ok(manifest) = serde_yaml::from_str::<Value>(&text) else {
+        let Ok(manifest) = Manifest::from_yaml(&text) else {
             continue;
         };
-        if manifest.get("status").and_then(Value::as_str) != Some("completed") {
+        if manifest.status != profiling_core::manifest::Status::Completed {
             continue;
         }
-        let finished = manifest
-            .get("finished_at")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let finished = manifest.finished_at;
         // Within a second, the manifest written last.
         let written = std::fs::metadata(dir.join("manifest.yaml"))
             .and_then(|m| m.modified())
