@@ -49,37 +49,109 @@ pub(crate) fn new(
             return Ok(error.exit_code());
         }
     };
-    // Imports kept in case they are traits the copy calls methods of: a
-    // first build says which are not, and the snippet is written again
-    // without them (the build below then has no warnings of theirs).
-    if let (Some(krate), false, false) = (
-        &created.report.snippets_crate,
-        args.no_check,
-        created.report.kept_for_traits.is_empty(),
-    ) {
-        if let Ok(first) = snippet::check_snippet(krate, &created.directory, &request.name) {
-            // Back to as `create` left it: a draft not linked in, which the
-            // check below builds and says what came of.
-            if let Some((_, draft)) = created
-                .files
-                .iter()
-                .find(|(n, _)| *n == snippet::DRAFT_FILE)
-            {
-                std::fs::write(created.directory.join(snippet::DRAFT_FILE), draft)?;
-            }
-            snippet::set_included(krate, &created.directory, false)?;
-            let unused = snippet::unused_kept_imports(&created, &first.build.in_snippet);
-            if !unused.is_empty() {
-                match snippet::rewrite_without_imports(&request, &created, &unused) {
-                    Ok(again) => created = again,
-                    Err(error) => {
-                        writeln!(err, "error: {error}")?;
-                        return Ok(EXIT_TARGET_FAILED);
-                    }
-                }
+    if !args.no_check {
+        match prune_kept_imports(&request, created) {
+            Ok(pruned) => created = pruned,
+            Err(error) => {
+                writeln!(err, "error: {error}")?;
+                return Ok(EXIT_TARGET_FAILED);
             }
         }
     }
+    let report = &created.report;
+    let shown = &report.directory_display;
+    tell_what_was_written(&created, out, err)?;
+
+    let mut code = EXIT_OK;
+    match (&report.snippets_crate, args.no_check) {
+        (None, _) => writeln!(
+            err,
+            "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
+        )?,
+        (Some(_), true) => writeln!(
+            out,
+            "  a draft, not compiled, until `profile-cli check {}` builds it and links it in",
+            report.target_name
+        )?,
+        (Some(krate), false) => {
+            code = check_and_report(
+                krate,
+                &created.directory,
+                shown,
+                &report.target_name,
+                Command::New,
+                out,
+                err,
+            )?;
+            if args.smoke && code == EXIT_OK {
+                code = smoke_check(krate, &created.directory, out, err)?;
+            }
+        }
+    }
+    match &report.move_to {
+        Some(place) => writeln!(
+            out,
+            "next: mv {shown} {place}, edit {place}/target.rs, then: {} run --config {} --run-id smoke",
+            tool(report.snippets_crate.as_ref()),
+            report.config_display
+        )?,
+        None if code != EXIT_OK || args.no_check => writeln!(
+            out,
+            "next: edit {shown}/target.rs, then: {} check {}",
+            tool(report.snippets_crate.as_ref()),
+            report.target_name
+        )?,
+        None => writeln!(
+            out,
+            "next: edit {shown}/target.rs, then: {} run --config {} --run-id smoke",
+            tool(report.snippets_crate.as_ref()),
+            report.config_display
+        )?,
+    }
+    Ok(code)
+}
+
+/// Imports kept in case they are traits the copy calls methods of: a
+/// first build says which are not, and the snippet is written again
+/// without them (the build after then has no warnings of theirs).
+fn prune_kept_imports(
+    request: &NewSnippet,
+    created: snippet::Generated,
+) -> anyhow::Result<snippet::Generated> {
+    let (Some(krate), false) = (
+        &created.report.snippets_crate,
+        created.report.kept_for_traits.is_empty(),
+    ) else {
+        return Ok(created);
+    };
+    let Ok(first) = snippet::check_snippet(krate, &created.directory, &request.name) else {
+        return Ok(created);
+    };
+    // Back to as `create` left it: a draft not linked in, which the check
+    // after builds and says what came of.
+    if let Some((_, draft)) = created
+        .files
+        .iter()
+        .find(|(n, _)| *n == snippet::DRAFT_FILE)
+    {
+        std::fs::write(created.directory.join(snippet::DRAFT_FILE), draft)?;
+    }
+    snippet::set_included(krate, &created.directory, false)?;
+    let unused = snippet::unused_kept_imports(&created, &first.build.in_snippet);
+    if unused.is_empty() {
+        return Ok(created);
+    }
+    Ok(snippet::rewrite_without_imports(
+        request, &created, &unused,
+    )?)
+}
+
+/// What `new` wrote and copied, what it added, and what is left to do.
+fn tell_what_was_written(
+    created: &snippet::Generated,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
     let report = &created.report;
     let shown = &report.directory_display;
     let files: Vec<&str> = created.files.iter().map(|(name, _)| *name).collect();
@@ -159,53 +231,7 @@ pub(crate) fn new(
         }
     }
 
-    let mut code = EXIT_OK;
-    match (&report.snippets_crate, args.no_check) {
-        (None, _) => writeln!(
-            err,
-            "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
-        )?,
-        (Some(_), true) => writeln!(
-            out,
-            "  a draft, not compiled, until `profile-cli check {}` builds it and links it in",
-            report.target_name
-        )?,
-        (Some(krate), false) => {
-            code = check_and_report(
-                krate,
-                &created.directory,
-                shown,
-                &report.target_name,
-                Command::New,
-                out,
-                err,
-            )?;
-            if args.smoke && code == EXIT_OK {
-                code = smoke_check(krate, &created.directory, out, err)?;
-            }
-        }
-    }
-    match &report.move_to {
-        Some(place) => writeln!(
-            out,
-            "next: mv {shown} {place}, edit {place}/target.rs, then: {} run --config {} --run-id smoke",
-            tool(report.snippets_crate.as_ref()),
-            report.config_display
-        )?,
-        None if code != EXIT_OK || args.no_check => writeln!(
-            out,
-            "next: edit {shown}/target.rs, then: {} check {}",
-            tool(report.snippets_crate.as_ref()),
-            report.target_name
-        )?,
-        None => writeln!(
-            out,
-            "next: edit {shown}/target.rs, then: {} run --config {} --run-id smoke",
-            tool(report.snippets_crate.as_ref()),
-            report.config_display
-        )?,
-    }
-    Ok(code)
+    Ok(())
 }
 
 /// `profile-cli remove NAME`: the snippet's entry in the snippets crate
