@@ -850,212 +850,51 @@ fn resolve(
     file: Option<&Path>,
     overrides: &Overrides,
 ) -> Result<Config, ConfigError> {
-    let invalid = |key: &str, message: String| ConfigError::Invalid {
-        file: file.map(Path::to_path_buf),
-        key: key.to_owned(),
-        message,
+    let resolving = Resolving {
+        raw,
+        file,
+        overrides,
     };
-    let invalid_option = |option: &str, message: String| ConfigError::CommandLine {
-        option: option.to_owned(),
-        message,
-    };
-    let workload = raw.workload.as_ref();
-    let from_workload =
-        |top: Option<i64>, nested: Option<i64>, key: &str| -> (Option<i64>, String) {
-            match (top, nested) {
-                (Some(value), _) => (Some(value), key.to_owned()),
-                (None, Some(value)) => (Some(value), format!("workload.{key}")),
-                (None, None) => (None, key.to_owned()),
-            }
-        };
-
     let target = raw.target.as_ref();
-    let target_name = match (&overrides.target, target.and_then(|t| t.name.as_ref())) {
-        (Some(name), _) => name.clone(),
-        (None, Some(name)) => name.clone(),
-        (None, None) => {
-            return Err(invalid(
-                "target.name",
-                "missing: name the target to run".to_owned(),
-            ))
-        }
-    };
-    if target_name.trim().is_empty() {
-        return Err(invalid("target.name", "must not be empty".to_owned()));
-    }
-
-    let profile_name = match (
-        &raw.profile_name,
-        raw.profile.as_ref().and_then(|p| p.name.as_ref()),
-    ) {
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                "profile_name",
-                "given twice (as `profile_name` and `profile.name`): keep one".to_owned(),
-            ))
-        }
-        (Some(name), None) => Some(("profile_name", name.clone())),
-        (None, Some(name)) => Some(("profile.name", name.clone())),
-        (None, None) => None,
-    };
-    let profile_name = match profile_name {
-        Some((key, name)) => {
-            check_profile_name(&name).map_err(|message| invalid(key, message))?;
-            name
-        }
-        None => target_name.clone(),
-    };
-
-    let import_path = target.and_then(|t| t.import_path.clone());
-    if let Some(path) = &import_path {
-        check_literal_path(path).map_err(|message| invalid("target.import_path", message))?;
-        if path.trim().is_empty() {
-            return Err(invalid(
-                "target.import_path",
-                "must not be empty".to_owned(),
-            ));
-        }
-    }
+    let target_name = resolving.target_name()?;
+    let profile_name = resolving.profile_name(&target_name)?;
+    let import_path = resolving.import_path()?;
     let profile_prepare = target.is_some_and(|t| t.profile_prepare);
-
-    let mut data_source =
-        resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref()).map_err(
-            |(key, message)| match &overrides.data_source {
-                Some(_) if key == "data_source.name" => invalid_option("--data-source", message),
-                _ => invalid(&key, message),
-            },
-        )?;
-    if let Some(directory) = &overrides.directory {
-        apply_directory(
-            &mut data_source,
-            raw.data_source.as_ref(),
-            overrides,
-            directory,
-        )
-        .map_err(|message| invalid_option("--directory", message))?;
-    }
-    if let Some(enabled) = overrides.cache {
-        data_source.cache.enabled = enabled;
-    }
-    if data_source.cache.enabled && data_source.name != "images" {
-        let message = crate::data::cache_refusal(&data_source.name);
-        return Err(match overrides.cache {
-            Some(_) => invalid_option("--cache", message),
-            None => invalid("data_source.cache", message),
-        });
-    }
-
-    let device = match overrides.device {
-        Some(device) => device,
-        None => {
-            let (value, key) = match (&raw.device, workload.and_then(|w| w.device.as_ref())) {
-                (Some(value), _) => (Some(value), "device"),
-                (None, Some(value)) => (Some(value), "workload.device"),
-                (None, None) => (None, "device"),
-            };
-            match value {
-                None => Device::Cpu,
-                Some(Value::String(text)) => text
-                    .parse()
-                    .map_err(|e: crate::device::ParseDeviceError| invalid(key, e.to_string()))?,
-                Some(other) => {
-                    return Err(invalid(
-                        key,
-                        format!(
-                            "expected `cpu`, `cuda` or `cuda:N`, got {}",
-                            describe_value(other)
-                        ),
-                    ))
-                }
-            }
-        }
-    };
-
-    let warmup = match overrides.warmup {
-        Some(value) => value,
-        None => {
-            let (value, key) = from_workload(raw.warmup, workload.and_then(|w| w.warmup), "warmup");
-            match value {
-                None => 1,
-                Some(v) if v < 0 => return Err(invalid(&key, format!("must be >= 0, got {v}"))),
-                Some(v) => u32::try_from(v)
-                    .map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
-            }
-        }
-    };
-
-    let iterations = match overrides.iterations {
-        Some(0) => {
-            return Err(invalid_option(
-                "--iterations",
-                "must be >= 1, got 0".to_owned(),
-            ))
-        }
-        Some(value) => value,
-        None => {
-            let (value, key) = from_workload(
-                raw.iterations,
-                workload.and_then(|w| w.iterations),
-                "iterations",
-            );
-            match value {
-                None => 1,
-                Some(v) if v < 1 => return Err(invalid(&key, format!("must be >= 1, got {v}"))),
-                Some(v) => u32::try_from(v)
-                    .map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
-            }
-        }
-    };
-
-    let batch_size = match overrides.batch_size {
-        Some(0) => {
-            return Err(invalid_option(
-                "--batch-size",
-                "must be >= 1, got 0: a batch holds at least one record".to_owned(),
-            ))
-        }
-        Some(value) => value,
-        None => {
-            let (value, key) = from_workload(
-                raw.batch_size,
-                workload.and_then(|w| w.batch_size),
-                "batch_size",
-            );
-            match value {
-                None => 1,
-                Some(v) if v < 1 => {
-                    return Err(invalid(
-                        &key,
-                        format!("must be >= 1, got {v}: a batch holds at least one record"),
-                    ))
-                }
-                Some(v) => u32::try_from(v)
-                    .map_err(|_| invalid(&key, format!("must be at most {}, got {v}", u32::MAX)))?,
-            }
-        }
-    };
+    let data_source = resolving.data_source()?;
+    let device = resolving.device()?;
+    let workload = raw.workload.as_ref();
+    let warmup = resolving.count(Count {
+        given: overrides.warmup,
+        option: "--warmup",
+        top: raw.warmup,
+        nested: workload.and_then(|w| w.warmup),
+        key: "warmup",
+        least: 0,
+        why: "",
+    })?;
+    let iterations = resolving.count(Count {
+        given: overrides.iterations,
+        option: "--iterations",
+        top: raw.iterations,
+        nested: workload.and_then(|w| w.iterations),
+        key: "iterations",
+        least: 1,
+        why: "",
+    })?;
+    let batch_size = resolving.count(Count {
+        given: overrides.batch_size,
+        option: "--batch-size",
+        top: raw.batch_size,
+        nested: workload.and_then(|w| w.batch_size),
+        key: "batch_size",
+        least: 1,
+        why: ": a batch holds at least one record",
+    })?;
     let last_batch = raw
         .last_batch
         .or(workload.and_then(|w| w.last_batch))
         .unwrap_or_default();
-
-    let record_loading = overrides
-        .record_loading
-        .or(raw.record_loading)
-        .or(workload.and_then(|w| w.record_loading))
-        .unwrap_or_default();
-    if record_loading == RecordLoading::Lazy && !profile_prepare {
-        let message = "`lazy` needs `target.profile_prepare: true`: lazy loading keeps no records to prepare ahead of the passes"
-            .to_owned();
-        return Err(if overrides.record_loading.is_some() {
-            invalid_option("--record-loading", message)
-        } else if raw.record_loading.is_some() {
-            invalid("record_loading", message)
-        } else {
-            invalid("workload.record_loading", message)
-        });
-    }
-
+    let record_loading = resolving.record_loading(profile_prepare)?;
     let seed = overrides
         .seed
         .or(raw.seed)
@@ -1064,46 +903,9 @@ fn resolve(
         .validate_output
         .or(workload.and_then(|w| w.validate_output))
         .unwrap_or(true);
-
-    let (capture_range, capture_key) = match (
-        &overrides.capture_range,
-        &raw.capture_range,
-        workload.and_then(|w| w.capture_range.as_ref()),
-    ) {
-        (Some(name), _, _) => (name.clone(), None),
-        (None, Some(name), _) => (name.clone(), Some("capture_range")),
-        (None, None, Some(name)) => (name.clone(), Some("workload.capture_range")),
-        (None, None, None) => (DEFAULT_CAPTURE_RANGE.to_owned(), Some("capture_range")),
-    };
-    check_capture_range(&capture_range).map_err(|message| match capture_key {
-        Some(key) => invalid(key, message),
-        None => invalid_option("--capture-range", message),
-    })?;
-
-    let output_dir = match (&overrides.output_dir, &raw.output_dir) {
-        (Some(dir), _) => Some((dir.clone(), true)),
-        (None, Some(dir)) => Some((dir.clone(), false)),
-        (None, None) => None,
-    };
-    if let Some((dir, from_option)) = &output_dir {
-        let error = |message: String| match from_option {
-            true => invalid_option("--output-dir", message),
-            false => invalid("output_dir", message),
-        };
-        check_literal_path(&dir.to_string_lossy()).map_err(error)?;
-        if dir.as_os_str().is_empty() {
-            return Err(error("must not be empty".to_owned()));
-        }
-    }
-
-    let gpu_timing = overrides.gpu_timing.or(raw.gpu_timing).unwrap_or_default();
-    gpu_timing.resolve(device).map_err(|message| {
-        if overrides.gpu_timing.is_some() {
-            invalid_option("--gpu-timing", message)
-        } else {
-            invalid("gpu_timing", message)
-        }
-    })?;
+    let capture_range = resolving.capture_range()?;
+    let output_dir = resolving.output_dir()?;
+    let gpu_timing = resolving.gpu_timing(device)?;
 
     Ok(Config {
         profile_name,
@@ -1123,12 +925,271 @@ fn resolve(
         seed,
         validate_output,
         capture_range,
-        output_dir: output_dir.map(|(dir, _)| dir),
+        output_dir,
         write_manifest: raw.write_manifest.unwrap_or(true),
         write_report: raw.write_report.unwrap_or(true),
         cuda: raw.cuda.unwrap_or_default(),
         gpu_timing,
     })
+}
+
+/// A config file's keys and the command line's options, being resolved:
+/// each setting from its option, else its key, else its default, and an
+/// error that names the option or the key (with the file) it came from.
+struct Resolving<'a> {
+    raw: &'a RawConfig,
+    file: Option<&'a Path>,
+    overrides: &'a Overrides,
+}
+
+/// A count of the workload: `warmup`, `iterations`, `batch_size`.
+struct Count<'a> {
+    /// What the command line gave.
+    given: Option<u32>,
+    option: &'a str,
+    /// The top-level key's value, and the one under `workload:`.
+    top: Option<i64>,
+    nested: Option<i64>,
+    key: &'a str,
+    /// The smallest value it takes.
+    least: i64,
+    /// Said after a value below `least`.
+    why: &'a str,
+}
+
+impl Resolving<'_> {
+    fn invalid(&self, key: &str, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.file.map(Path::to_path_buf),
+            key: key.to_owned(),
+            message,
+        }
+    }
+
+    fn invalid_option(option: &str, message: String) -> ConfigError {
+        ConfigError::CommandLine {
+            option: option.to_owned(),
+            message,
+        }
+    }
+
+    fn target_name(&self) -> Result<String, ConfigError> {
+        let given = self.raw.target.as_ref().and_then(|t| t.name.as_ref());
+        let name = match (&self.overrides.target, given) {
+            (Some(name), _) | (None, Some(name)) => name.clone(),
+            (None, None) => {
+                return Err(
+                    self.invalid("target.name", "missing: name the target to run".to_owned())
+                )
+            }
+        };
+        if name.trim().is_empty() {
+            return Err(self.invalid("target.name", "must not be empty".to_owned()));
+        }
+        Ok(name)
+    }
+
+    /// `profile_name` or `profile.name` (not both), else the target's name.
+    fn profile_name(&self, target_name: &str) -> Result<String, ConfigError> {
+        let raw = self.raw;
+        let given = match (
+            &raw.profile_name,
+            raw.profile.as_ref().and_then(|p| p.name.as_ref()),
+        ) {
+            (Some(_), Some(_)) => {
+                return Err(self.invalid(
+                    "profile_name",
+                    "given twice (as `profile_name` and `profile.name`): keep one".to_owned(),
+                ))
+            }
+            (Some(name), None) => Some(("profile_name", name.clone())),
+            (None, Some(name)) => Some(("profile.name", name.clone())),
+            (None, None) => None,
+        };
+        match given {
+            Some((key, name)) => {
+                check_profile_name(&name).map_err(|message| self.invalid(key, message))?;
+                Ok(name)
+            }
+            None => Ok(target_name.to_owned()),
+        }
+    }
+
+    fn import_path(&self) -> Result<Option<String>, ConfigError> {
+        let import_path = self.raw.target.as_ref().and_then(|t| t.import_path.clone());
+        if let Some(path) = &import_path {
+            check_literal_path(path)
+                .map_err(|message| self.invalid("target.import_path", message))?;
+            if path.trim().is_empty() {
+                return Err(self.invalid("target.import_path", "must not be empty".to_owned()));
+            }
+        }
+        Ok(import_path)
+    }
+
+    /// The data source, with `--data-source`, `--directory` and `--cache`.
+    fn data_source(&self) -> Result<DataSourceConfig, ConfigError> {
+        let (raw, overrides) = (self.raw, self.overrides);
+        let mut data_source =
+            resolve_data_source(raw.data_source.as_ref(), overrides.data_source.as_deref())
+                .map_err(|(key, message)| match &overrides.data_source {
+                    Some(_) if key == "data_source.name" => {
+                        Self::invalid_option("--data-source", message)
+                    }
+                    _ => self.invalid(&key, message),
+                })?;
+        if let Some(directory) = &overrides.directory {
+            apply_directory(
+                &mut data_source,
+                raw.data_source.as_ref(),
+                overrides,
+                directory,
+            )
+            .map_err(|message| Self::invalid_option("--directory", message))?;
+        }
+        if let Some(enabled) = overrides.cache {
+            data_source.cache.enabled = enabled;
+        }
+        if data_source.cache.enabled && data_source.name != "images" {
+            let message = crate::data::cache_refusal(&data_source.name);
+            return Err(match overrides.cache {
+                Some(_) => Self::invalid_option("--cache", message),
+                None => self.invalid("data_source.cache", message),
+            });
+        }
+        Ok(data_source)
+    }
+
+    /// `--device`, else `device` (or `workload.device`), else the CPU.
+    fn device(&self) -> Result<Device, ConfigError> {
+        if let Some(device) = self.overrides.device {
+            return Ok(device);
+        }
+        let workload = self.raw.workload.as_ref();
+        let (value, key) = match (&self.raw.device, workload.and_then(|w| w.device.as_ref())) {
+            (Some(value), _) => (Some(value), "device"),
+            (None, Some(value)) => (Some(value), "workload.device"),
+            (None, None) => (None, "device"),
+        };
+        match value {
+            None => Ok(Device::Cpu),
+            Some(Value::String(text)) => text
+                .parse()
+                .map_err(|e: crate::device::ParseDeviceError| self.invalid(key, e.to_string())),
+            Some(other) => Err(self.invalid(
+                key,
+                format!(
+                    "expected `cpu`, `cuda` or `cuda:N`, got {}",
+                    describe_value(other)
+                ),
+            )),
+        }
+    }
+
+    /// A count: its option, else its key (top-level, then under
+    /// `workload:`), else 1.
+    fn count(&self, count: Count<'_>) -> Result<u32, ConfigError> {
+        let Count {
+            given,
+            option,
+            top,
+            nested,
+            key,
+            least,
+            why,
+        } = count;
+        match given {
+            Some(0) if least > 0 => {
+                return Err(Self::invalid_option(
+                    option,
+                    format!("must be >= {least}, got 0{why}"),
+                ))
+            }
+            Some(value) => return Ok(value),
+            None => {}
+        }
+        let (value, key) = match (top, nested) {
+            (Some(value), _) => (value, key.to_owned()),
+            (None, Some(value)) => (value, format!("workload.{key}")),
+            (None, None) => return Ok(1),
+        };
+        if value < least {
+            return Err(self.invalid(&key, format!("must be >= {least}, got {value}{why}")));
+        }
+        u32::try_from(value)
+            .map_err(|_| self.invalid(&key, format!("must be at most {}, got {value}", u32::MAX)))
+    }
+
+    fn record_loading(&self, profile_prepare: bool) -> Result<RecordLoading, ConfigError> {
+        let (raw, overrides) = (self.raw, self.overrides);
+        let workload = raw.workload.as_ref();
+        let record_loading = overrides
+            .record_loading
+            .or(raw.record_loading)
+            .or(workload.and_then(|w| w.record_loading))
+            .unwrap_or_default();
+        if record_loading == RecordLoading::Lazy && !profile_prepare {
+            let message = "`lazy` needs `target.profile_prepare: true`: lazy loading keeps no records to prepare ahead of the passes"
+                .to_owned();
+            return Err(if overrides.record_loading.is_some() {
+                Self::invalid_option("--record-loading", message)
+            } else if raw.record_loading.is_some() {
+                self.invalid("record_loading", message)
+            } else {
+                self.invalid("workload.record_loading", message)
+            });
+        }
+        Ok(record_loading)
+    }
+
+    fn capture_range(&self) -> Result<String, ConfigError> {
+        let workload = self.raw.workload.as_ref();
+        let (capture_range, capture_key) = match (
+            &self.overrides.capture_range,
+            &self.raw.capture_range,
+            workload.and_then(|w| w.capture_range.as_ref()),
+        ) {
+            (Some(name), _, _) => (name.clone(), None),
+            (None, Some(name), _) => (name.clone(), Some("capture_range")),
+            (None, None, Some(name)) => (name.clone(), Some("workload.capture_range")),
+            (None, None, None) => (DEFAULT_CAPTURE_RANGE.to_owned(), Some("capture_range")),
+        };
+        check_capture_range(&capture_range).map_err(|message| match capture_key {
+            Some(key) => self.invalid(key, message),
+            None => Self::invalid_option("--capture-range", message),
+        })?;
+        Ok(capture_range)
+    }
+
+    fn output_dir(&self) -> Result<Option<PathBuf>, ConfigError> {
+        let (dir, from_option) = match (&self.overrides.output_dir, &self.raw.output_dir) {
+            (Some(dir), _) => (dir.clone(), true),
+            (None, Some(dir)) => (dir.clone(), false),
+            (None, None) => return Ok(None),
+        };
+        let error = |message: String| match from_option {
+            true => Self::invalid_option("--output-dir", message),
+            false => self.invalid("output_dir", message),
+        };
+        check_literal_path(&dir.to_string_lossy()).map_err(error)?;
+        if dir.as_os_str().is_empty() {
+            return Err(error("must not be empty".to_owned()));
+        }
+        Ok(Some(dir))
+    }
+
+    fn gpu_timing(&self, device: Device) -> Result<GpuTiming, ConfigError> {
+        let given = self.overrides.gpu_timing;
+        let gpu_timing = given.or(self.raw.gpu_timing).unwrap_or_default();
+        gpu_timing.resolve(device).map_err(|message| {
+            if given.is_some() {
+                Self::invalid_option("--gpu-timing", message)
+            } else {
+                self.invalid("gpu_timing", message)
+            }
+        })?;
+        Ok(gpu_timing)
+    }
 }
 
 /// Folds `source` into `name` and `parameters` into the other keys.
