@@ -287,7 +287,70 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
     let pid = pid_of(capture.tid);
     let thread_names = thread_names(&connection, path, &tables)?;
 
-    // The ranges of the capture, per thread, outer ones first.
+    let (nodes, passes, mut instances) = capture_tree(&ranges, capture);
+
+    // GPU work, by the thread and time of its launch.
+    let launches = runtime_launches(&connection, path, &tables, pid, capture)?;
+    let activities = gpu_activities(&connection, path, &tables, pid)?;
+    let (launched_in_capture, outside) = attribute_launches(&mut instances, &launches, &activities);
+
+    let ranges = summarize_paths(
+        &nodes,
+        &instances,
+        &activities,
+        &thread_names,
+        request.kernels,
+    );
+    let pass_analyses = pass_figures(&passes, &instances, &activities, capture);
+    if pass_analyses.is_empty() {
+        notes.push(
+            "no `iteration <i>` pass range inside the capture: no per-pass figures".to_owned(),
+        );
+    }
+    if launches.is_empty() && !activities.is_empty() {
+        notes.push("the export has GPU activity but no CUDA runtime calls to tie it to ranges (capture with --trace cuda)".to_owned());
+    }
+    let mean_gpu_busy_fraction = if pass_analyses.is_empty() {
+        0.0
+    } else {
+        pass_analyses
+            .iter()
+            .map(|p| p.gpu_busy_fraction)
+            .sum::<f64>()
+            / pass_analyses.len() as f64
+    };
+    Ok(Analysis {
+        export: path.to_path_buf(),
+        capture_range: request.capture_range.clone(),
+        process_id: pid,
+        capture_ns: (capture.end - capture.start).max(0) as u64,
+        largest_gpu_idle_ns: pass_analyses
+            .iter()
+            .map(|p| p.largest_gpu_idle_ns)
+            .max()
+            .unwrap_or(0),
+        mean_gpu_busy_fraction,
+        passes: pass_analyses,
+        ranges,
+        gpu_activities: launched_in_capture,
+        gpu_activities_outside_ranges: outside,
+        notes,
+    })
+}
+
+/// The ranges of `capture`, per thread, outer ones first: the paths they
+/// make, the capture's passes (name, start, end), and every instance of a
+/// path or a pass, by thread.
+#[allow(clippy::type_complexity)]
+fn capture_tree(
+    ranges: &[Range],
+    capture: &Range,
+) -> (
+    Vec<PathNode>,
+    Vec<(String, i64, i64)>,
+    BTreeMap<i64, Vec<Instance>>,
+) {
+    let pid = pid_of(capture.tid);
     let inside: Vec<&Range> = ranges
         .iter()
         .filter(|r| {
@@ -351,9 +414,17 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         }
     }
 
-    // GPU work, by the thread and time of its launch.
-    let launches = runtime_launches(&connection, path, &tables, pid, capture)?;
-    let activities = gpu_activities(&connection, path, &tables, pid)?;
+    (nodes, passes, instances)
+}
+
+/// Ties each GPU activity to the instances open on its launching thread
+/// when it was launched: how many activities were launched inside the
+/// capture, and how many of them outside any range.
+fn attribute_launches(
+    instances: &mut BTreeMap<i64, Vec<Instance>>,
+    launches: &HashMap<i64, (i64, i64)>,
+    activities: &[Activity],
+) -> (u64, u64) {
     let mut by_launch_thread: HashMap<i64, Vec<(i64, usize)>> = HashMap::new();
     let mut launched_in_capture = 0u64;
     for (index, activity) in activities.iter().enumerate() {
@@ -402,13 +473,17 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         }
     }
 
-    let ranges = summarize_paths(
-        &nodes,
-        &instances,
-        &activities,
-        &thread_names,
-        request.kernels,
-    );
+    (launched_in_capture, outside)
+}
+
+/// Per pass: its extent, how busy the GPU was in it, and its longest
+/// GPU idle gap.
+fn pass_figures(
+    passes: &[(String, i64, i64)],
+    instances: &BTreeMap<i64, Vec<Instance>>,
+    activities: &[Activity],
+    capture: &Range,
+) -> Vec<PassAnalysis> {
     let mut pass_analyses: Vec<PassAnalysis> = passes
         .iter()
         .map(|(name, start, end)| PassAnalysis {
@@ -439,40 +514,7 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
             };
         }
     }
-    if pass_analyses.is_empty() {
-        notes.push(
-            "no `iteration <i>` pass range inside the capture: no per-pass figures".to_owned(),
-        );
-    }
-    if launches.is_empty() && !activities.is_empty() {
-        notes.push("the export has GPU activity but no CUDA runtime calls to tie it to ranges (capture with --trace cuda)".to_owned());
-    }
-    let mean_gpu_busy_fraction = if pass_analyses.is_empty() {
-        0.0
-    } else {
-        pass_analyses
-            .iter()
-            .map(|p| p.gpu_busy_fraction)
-            .sum::<f64>()
-            / pass_analyses.len() as f64
-    };
-    Ok(Analysis {
-        export: path.to_path_buf(),
-        capture_range: request.capture_range.clone(),
-        process_id: pid,
-        capture_ns: (capture.end - capture.start).max(0) as u64,
-        largest_gpu_idle_ns: pass_analyses
-            .iter()
-            .map(|p| p.largest_gpu_idle_ns)
-            .max()
-            .unwrap_or(0),
-        mean_gpu_busy_fraction,
-        passes: pass_analyses,
-        ranges,
-        gpu_activities: launched_in_capture,
-        gpu_activities_outside_ranges: outside,
-        notes,
-    })
+    pass_analyses
 }
 
 /// The extent of the `iteration <i>` ranges of the thread that has them,

@@ -436,10 +436,7 @@ fn started(
     runs_dir: &Path,
     command_line: &[String],
 ) -> Result<(SweepDocument, PathBuf), String> {
-    let (axes, zip) = match grid_of(&args, &base) {
-        Ok(grid) => grid,
-        Err(message) => return Err(message),
-    };
+    let (axes, zip) = grid_of(args, base)?;
     let count = grid::point_count(&axes, zip);
     if count > grid::MAX_POINTS_WITHOUT_YES && !args.yes {
         return Err(format!(
@@ -461,7 +458,7 @@ fn started(
             dir.display()
         ));
     }
-    let document = new_document(&id, &base, &axes, zip, &command_line);
+    let document = new_document(&id, base, &axes, zip, command_line);
     Ok((document, dir))
 }
 
