@@ -116,7 +116,7 @@ impl ImageKind {
     }
 
     /// The expression that makes it from `record`.
-    fn from_record(self) -> &'static str {
+    fn conversion_from_record(self) -> &'static str {
         match self {
             ImageKind::Rgb8 => "record.image()?.clone()",
             ImageKind::Luma8 => "image::imageops::grayscale(record.image()?)",
@@ -1634,7 +1634,7 @@ impl Target {
         for parameter in &self.parameters {
             let name = &parameter.name;
             let line = match &parameter.source {
-                ValueSource::Image(kind) => format!("let {name} = {};", kind.from_record()),
+                ValueSource::Image(kind) => format!("let {name} = {};", kind.conversion_from_record()),
                 ValueSource::Record => format!("let {name} = record.clone();"),
                 // Taken straight from `prepare`'s parameter in the struct below.
                 ValueSource::Device => continue,
