@@ -172,9 +172,11 @@ pub fn analyze_command(
         }
     }
     let document = document(&analysis, manifest.as_ref());
+    // Keys in order, as the file and the JSON have always had them.
+    let sorted = serde_json::to_value(&document)?;
     if let Some(run_dir) = &located.run_dir {
         let path = run_dir.join(ANALYSIS_FILE);
-        let text = serde_yaml::to_string(&document)?;
+        let text = serde_yaml::to_string(&sorted)?;
         if let Err(error) = profiling_core::run_dir::write_atomically(&path, text.as_bytes()) {
             writeln!(err, "error: cannot write {}: {error}", path.display())?;
             return Ok(EXIT_TARGET_FAILED);
@@ -199,28 +201,24 @@ pub fn analyze_command(
         }
     }
     if args.json {
-        writeln!(out, "{}", serde_json::to_string(&document)?)?;
+        writeln!(out, "{}", serde_json::to_string(&sorted)?)?;
     } else {
-        write_table(&analysis, &document, out)?;
+        write_table(&document, out)?;
     }
     Ok(EXIT_OK)
 }
 
 /// The analysis with, per range, the host median the run's own manifest
 /// has for the same path.
-fn document(analysis: &Analysis, manifest: Option<&Manifest>) -> serde_json::Value {
-    let mut value = serde_json::to_value(analysis).unwrap_or_default();
-    let manifest_p50 = |path: &str| -> Option<u64> {
-        let tree = &manifest?.timings.range_tree;
-        Some(tree.iter().find(|r| r.path == path)?.inclusive.p50_ns)
-    };
-    if let Some(ranges) = value.get_mut("ranges").and_then(|r| r.as_array_mut()) {
-        for range in ranges {
-            let path = range["path"].as_str().unwrap_or_default().to_owned();
-            range["manifest_host_p50_ns"] = serde_json::json!(manifest_p50(&path));
-        }
+fn document(analysis: &Analysis, manifest: Option<&Manifest>) -> Analysis {
+    let mut document = analysis.clone();
+    for range in &mut document.ranges {
+        range.manifest_host_p50_ns = manifest.and_then(|m| {
+            let tree = &m.timings.range_tree;
+            Some(tree.iter().find(|r| r.path == range.path)?.inclusive.p50_ns)
+        });
     }
-    value
+    document
 }
 
 /// `text` from an export (a range's or a kernel's name) as a terminal may
@@ -239,11 +237,7 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
-fn write_table(
-    analysis: &Analysis,
-    document: &serde_json::Value,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
+fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
     let passes = analysis.passes.len().max(1) as u64;
     writeln!(
         out,
@@ -265,20 +259,10 @@ fn write_table(
         "launch→done p50",
         "top kernel",
     ];
-    let manifest_p50: Vec<Option<u64>> = document["ranges"]
-        .as_array()
-        .map(|ranges| {
-            ranges
-                .iter()
-                .map(|r| r["manifest_host_p50_ns"].as_u64())
-                .collect()
-        })
-        .unwrap_or_default();
     let rows: Vec<[String; 8]> = analysis
         .ranges
         .iter()
-        .enumerate()
-        .map(|(i, range)| {
+        .map(|range| {
             [
                 format!(
                     "{}{}",
@@ -287,11 +271,7 @@ fn write_table(
                 ),
                 range.count.to_string(),
                 format_ns(range.host.p50_ns),
-                manifest_p50
-                    .get(i)
-                    .copied()
-                    .flatten()
-                    .map_or("-".to_owned(), format_ns),
+                range.manifest_host_p50_ns.map_or("-".to_owned(), format_ns),
                 range
                     .gpu_busy
                     .map_or("-".to_owned(), |s| format_ns(s.p50_ns)),

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
+use profiling_analyze::Analysis;
 use profiling_compare::runs::{LoadedRun, RunError};
 use profiling_compare::statistics::lower_median;
 use profiling_compare::{one_line, Comparison, Options, Row, Verdict};
@@ -83,21 +84,6 @@ pub(crate) fn esc(text: &str) -> String {
         }
     }
     out
-}
-
-fn get<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
-    key.split('.').try_fold(value, |v, part| v.get(part))
-}
-
-fn text(value: &Value, key: &str) -> String {
-    match get(value, key) {
-        None | Some(Value::Null) => "-".to_owned(),
-        Some(other) => one_line(other),
-    }
-}
-
-fn number(value: &Value, key: &str) -> Option<u64> {
-    get(value, key).and_then(Value::as_u64)
 }
 
 /// A part of the manifest as one line, as the page shows it.
@@ -264,53 +250,42 @@ pub fn run_page(page: &RunPage<'_>) -> String {
 fn nsight_section(dir: &Path) -> String {
     let mut html =
         String::from("<section id=\"nsight\">\n<h2>Nsight Systems: GPU time per range</h2>\n");
-    let analysis: Option<Value> = std::fs::read_to_string(dir.join("analysis.yaml"))
+    let analysis: Option<Analysis> = std::fs::read_to_string(dir.join("analysis.yaml"))
         .ok()
         .and_then(|text| serde_yaml::from_str(&text).ok());
     let Some(analysis) = analysis else {
         html.push_str("<p class=\"lead\">No Nsight Systems report of this run is analyzed yet: capture one with the command <code>profile-cli run ... --print-nsys-command</code> prints (or <code>run --nsys</code>), then <code>profile-cli analyze</code> this run directory.</p>\n</section>\n");
         return html;
     };
-    let fraction = get(&analysis, "mean_gpu_busy_fraction")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
     let _ = writeln!(
         html,
         "<p class=\"lead\">From <code>{}</code>: the GPU was busy {:.1} % of a pass on average; its longest idle stretch in a pass was {}.</p>",
-        esc(&text(&analysis, "export")),
-        fraction * 100.0,
-        format_ns(number(&analysis, "largest_gpu_idle_ns").unwrap_or(0)),
+        esc(&analysis.export.display().to_string()),
+        analysis.mean_gpu_busy_fraction * 100.0,
+        format_ns(analysis.largest_gpu_idle_ns),
     );
     html.push_str("<table id=\"gpu-ranges\" class=\"sortable\">\n<thead><tr><th>range path</th><th>calls</th><th>host p50 (Nsight)</th><th>host p50 (this run)</th><th>GPU busy p50</th><th>GPU per pass</th><th>first launch to last completion p50</th><th>top kernel</th></tr></thead>\n<tbody>\n");
-    let passes = get(&analysis, "passes")
-        .and_then(Value::as_sequence)
-        .map_or(1, |p| p.len().max(1)) as u64;
-    for range in get(&analysis, "ranges")
-        .and_then(Value::as_sequence)
-        .into_iter()
-        .flatten()
-    {
-        let cell = |key: &str| match get(range, key).and_then(Value::as_u64) {
-            Some(ns) => format!("<td data-sort=\"{ns}\">{}</td>", format_ns(ns)),
-            None => "<td data-sort=\"-1\">-</td>".to_owned(),
-        };
-        let per_pass = number(range, "gpu_sum_ns").unwrap_or(0) / passes;
-        let kernel = get(range, "kernels")
-            .and_then(Value::as_sequence)
-            .and_then(|k| k.first())
-            .map_or("-".to_owned(), |k| {
-                format!("{} ×{}", text(k, "name"), text(k, "count"))
-            });
+    let passes = analysis.passes.len().max(1) as u64;
+    let cell = |value: Option<u64>| match value {
+        Some(ns) => format!("<td data-sort=\"{ns}\">{}</td>", format_ns(ns)),
+        None => "<td data-sort=\"-1\">-</td>".to_owned(),
+    };
+    for range in &analysis.ranges {
+        let per_pass = range.gpu_sum_ns / passes;
+        let kernel = range
+            .kernels
+            .first()
+            .map_or("-".to_owned(), |k| format!("{} ×{}", k.name, k.count));
         let _ = writeln!(
             html,
             "<tr data-gpu-path=\"{path}\"><td class=\"path\">{path}</td><td>{count}</td>{host}{here}{busy}<td data-sort=\"{per_pass}\">{per_pass_text}</td>{span}<td class=\"path\">{kernel}</td></tr>",
-            path = esc(&text(range, "path")),
-            count = text(range, "count"),
-            host = cell("host.p50_ns"),
-            here = cell("manifest_host_p50_ns"),
-            busy = cell("gpu_busy.p50_ns"),
+            path = esc(&range.path),
+            count = range.count,
+            host = cell(Some(range.host.p50_ns)),
+            here = cell(range.manifest_host_p50_ns),
+            busy = cell(range.gpu_busy.map(|s| s.p50_ns)),
             per_pass_text = format_ns(per_pass),
-            span = cell("launch_to_completion.p50_ns"),
+            span = cell(range.launch_to_completion.map(|s| s.p50_ns)),
             kernel = esc(&kernel),
         );
     }

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use profiling_core::stats::DurationStats;
 use profiling_core::timing::tree::{depth_first, joined_path};
 use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `eventType` of an NVTX push/pop range.
 pub const NVTX_PUSH_POP: i64 = 59;
@@ -66,7 +66,7 @@ pub struct Request {
 }
 
 /// GPU work launched in a range, by kernel (or memcpy, memset) name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelSummary {
     pub name: String,
     pub count: u64,
@@ -75,7 +75,7 @@ pub struct KernelSummary {
 }
 
 /// One range path over every pass.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RangeAnalysis {
     pub path: String,
     pub name: String,
@@ -95,10 +95,14 @@ pub struct RangeAnalysis {
     pub launch_to_completion: Option<DurationStats>,
     /// The top kernels by GPU time.
     pub kernels: Vec<KernelSummary>,
+    /// The host median the run's own manifest has for this path, when the
+    /// export was analyzed beside its run (`profile-cli analyze` fills it).
+    #[serde(default)]
+    pub manifest_host_p50_ns: Option<u64>,
 }
 
 /// One measured pass.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PassAnalysis {
     pub name: String,
     pub start_ns: u64,
@@ -111,7 +115,7 @@ pub struct PassAnalysis {
 }
 
 /// The analysis of one capture.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     pub export: PathBuf,
     pub capture_range: String,
@@ -858,6 +862,7 @@ fn summarize_paths(
                 gpu_sum_ns: total.sum,
                 launch_to_completion: stats(std::mem::take(&mut total.span)),
                 kernels,
+                manifest_host_p50_ns: None,
             })
         })
         .collect()
