@@ -7,6 +7,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use profiling_compare::{self as compare, runs, Options};
+use profiling_core::manifest::{Manifest, SamplesSummary};
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE, SAMPLES_VERSION};
 use profiling_core::timing::SampleSet;
 
@@ -56,7 +57,7 @@ fn encode_100k_passes_5_ranges(bencher: divan::Bencher) {
 }
 
 /// Writes a run whose 1,000,000 calls take `center` ns, with one range:
-/// its samples and the manifest keys a comparison reads.
+/// its samples and a manifest as a run writes one.
 fn write_call_run(dir: &Path, run_id: &str, center: u64) {
     let calls = durations(1_000_000, center, 3);
     let passes = durations(1_000, center * 1_000, 5);
@@ -72,11 +73,19 @@ fn write_call_run(dir: &Path, run_id: &str, center: u64) {
     let run = dir.join(run_id);
     std::fs::create_dir_all(&run).unwrap();
     std::fs::write(run.join(SAMPLES_FILE), samples.encode()).unwrap();
-    let manifest = format!(
-        "schema_version: 2\nprofile_name: bench\nrun_id: {run_id}\nstatus: completed\n\
-         target: {{name: bench}}\nworkload: {{iterations: 1000}}\ncompleted_iterations: 1000\n\
-         samples: {{path: {SAMPLES_FILE}, version: {SAMPLES_VERSION}}}\n"
-    );
+    let mut manifest = Manifest::sample(run_id);
+    manifest.profile_name = "bench".to_owned();
+    manifest.target.name = "bench".to_owned();
+    manifest.workload.iterations = 1_000;
+    manifest.completed_iterations = 1_000;
+    manifest.samples = Some(SamplesSummary {
+        path: SAMPLES_FILE.into(),
+        version: SAMPLES_VERSION,
+        series: 0,
+        bytes: 0,
+        sketched: false,
+    });
+    let manifest = manifest.to_yaml().unwrap();
     std::fs::write(run.join("manifest.yaml"), manifest).unwrap();
 }
 
