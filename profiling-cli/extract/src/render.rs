@@ -240,6 +240,64 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
     let _ = writeln!(text, "| made by | `{}` |", report.command);
 
     text.push_str("\nHow it was made:\n\n");
+    let made = how_it_was_made(report, copied, target);
+    for line in made {
+        text.push_str(&hanging(&line, 78, "- ", "  "));
+    }
+
+    text.push_str("\n## To do\n\n");
+    let todo = to_do(report, target);
+    for line in todo {
+        text.push_str(&hanging(&line, 78, "- [ ] ", "  "));
+    }
+
+    text.push_str("\n## Assumptions and differences from production\n\n");
+    text.push_str("To fill in. What `profile-cli new` knows:\n\n");
+    let facts = known_facts(report, target);
+    for fact in facts {
+        text.push_str(&hanging(&fact, 78, "- ", "  "));
+    }
+
+    text.push_str("\n## Parity with production\n\n");
+    let parity = parity_text(report);
+    text.push_str(&wrap(&parity, 78, ""));
+
+    text.push_str("\n## Requirements\n\n");
+    if report.data_source == "images" {
+        text.push_str(&wrap(
+            "Set `data_source.directory` in config.yaml to a directory of images (an absolute path). To fill in: any model, file or environment variable the copied code needs.",
+            78,
+            "",
+        ));
+    } else {
+        text.push_str(&wrap(
+            "The dummy data source builds its records in memory. To fill in: any model, file or environment variable the copied code needs.",
+            78,
+            "",
+        ));
+    }
+
+    let _ = write!(
+        text,
+        "\n## Smoke run (no Nsight)\n\nFrom the workspace root:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke\n```\n",
+        report.runner, report.config_display
+    );
+    let _ = write!(
+        text,
+        "\n## Nsight Systems\n\nAdding `--print-nsys-command` prints the full `nsys profile` command instead\nof running; paste it to record the trace:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke \\\n  --print-nsys-command\n```\n\nIt prints (`<repo>` is the absolute path of the workspace root):\n\n```text\n{}\n```\n",
+        report.runner, report.config_display, report.nsys_command
+    );
+    let _ = write!(
+        text,
+        "\n## Where runs go\n\n`runs/<run-id>/manifest.yaml` beside config.yaml, with the trace beside it as\n`trace.nsys-rep` when recorded with Nsight. A run id is used once.\n\n## Regenerate\n\nFrom the workspace root (into a new directory: `new` never overwrites):\n\n```sh\n{}\n```\n",
+        report.command
+    );
+    text
+}
+
+/// The README's "How it was made": what the copy is and how it differs
+/// from the source's text.
+fn how_it_was_made(report: &Report, copied: &Copied, target: &Target) -> Vec<String> {
     let mut made = vec![format!(
         "The function was copied byte for byte from the source file, with its comments and layout (lines {}-{}).",
         copied.first_line, copied.last_line
@@ -314,11 +372,11 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
             "The associated function is copied unchanged into `impl {trait_name} for {owner}`, a trait `target.rs` declares, so `Self` is still `{owner}`."
         ));
     }
-    for line in made {
-        text.push_str(&hanging(&line, 78, "- ", "  "));
-    }
+    made
+}
 
-    text.push_str("\n## To do\n\n");
+/// The README's to-do list.
+fn to_do(report: &Report, target: &Target) -> Vec<String> {
     let mut todo = Vec::new();
     for unresolved in &report.unresolved {
         todo.push(format!(
@@ -343,12 +401,11 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
                 .to_owned(),
         );
     }
-    for line in todo {
-        text.push_str(&hanging(&line, 78, "- [ ] ", "  "));
-    }
+    todo
+}
 
-    text.push_str("\n## Assumptions and differences from production\n\n");
-    text.push_str("To fill in. What `profile-cli new` knows:\n\n");
+/// What `new` knows of the snippet's assumptions.
+fn known_facts(report: &Report, target: &Target) -> Vec<String> {
     let mut facts = Vec::new();
     for parameter in &target.parameters {
         if parameter.source != ValueSource::Unmapped {
@@ -394,12 +451,12 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
         "The config runs it on the `{}` data source, on `{}`.",
         report.data_source, report.device
     ));
-    for fact in facts {
-        text.push_str(&hanging(&fact, 78, "- ", "  "));
-    }
+    facts
+}
 
-    text.push_str("\n## Parity with production\n\n");
-    let parity = match &report.parity {
+/// The README's "Parity with production".
+fn parity_text(report: &Report) -> String {
+    match &report.parity {
         Parity::Test { production } => format!(
             "`target.rs` ends with a parity test (`mod parity`): for each record of the data source of `config.yaml`, `prepare` makes the inputs once, then the copy and `{production}` run on them, and their outputs must be equal (`==` when the output type is `PartialEq`, else the target's `summarize` of each). An edit that changes what the copy computes fails it. `profile-cli check {}` runs it, as does `cargo test -p {}`.",
             report.target_name,
@@ -418,38 +475,5 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
         Parity::Unavailable { why } => format!(
             "No parity test could be made: {why}. Compare the copy with production by hand."
         ),
-    };
-    text.push_str(&wrap(&parity, 78, ""));
-
-    text.push_str("\n## Requirements\n\n");
-    if report.data_source == "images" {
-        text.push_str(&wrap(
-            "Set `data_source.directory` in config.yaml to a directory of images (an absolute path). To fill in: any model, file or environment variable the copied code needs.",
-            78,
-            "",
-        ));
-    } else {
-        text.push_str(&wrap(
-            "The dummy data source builds its records in memory. To fill in: any model, file or environment variable the copied code needs.",
-            78,
-            "",
-        ));
     }
-
-    let _ = write!(
-        text,
-        "\n## Smoke run (no Nsight)\n\nFrom the workspace root:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke\n```\n",
-        report.runner, report.config_display
-    );
-    let _ = write!(
-        text,
-        "\n## Nsight Systems\n\nAdding `--print-nsys-command` prints the full `nsys profile` command instead\nof running; paste it to record the trace:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke \\\n  --print-nsys-command\n```\n\nIt prints (`<repo>` is the absolute path of the workspace root):\n\n```text\n{}\n```\n",
-        report.runner, report.config_display, report.nsys_command
-    );
-    let _ = write!(
-        text,
-        "\n## Where runs go\n\n`runs/<run-id>/manifest.yaml` beside config.yaml, with the trace beside it as\n`trace.nsys-rep` when recorded with Nsight. A run id is used once.\n\n## Regenerate\n\nFrom the workspace root (into a new directory: `new` never overwrites):\n\n```sh\n{}\n```\n",
-        report.command
-    );
-    text
 }
