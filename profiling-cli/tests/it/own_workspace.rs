@@ -260,6 +260,37 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         .join("inference_profiling/snippets/head4/runs/fourth")
         .exists());
 
+    // A SIGTERM sent to `profile-cli` while the workspace's binary runs is
+    // passed on to that binary, which stops with SIGTERM's code; without
+    // it, this process would wait out a hundred million passes.
+    let mut long = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+        .args(["run", "head4", "--run-id", "stopped", "--warmup", "0"])
+        .args(["--iterations", "100000000"])
+        .current_dir(&ws)
+        .env(
+            "CARGO_TARGET_DIR",
+            workspace_root().join("target/snippet-check"),
+        )
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(long.stdout.take().unwrap()));
+    // The binary says what it runs once it runs: the signal comes after.
+    assert!(lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("running `head4`")));
+    // SAFETY: kill(2) on the pid of a child not yet waited for.
+    unsafe {
+        libc::kill(long.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = long.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{rest:?}");
+
     // The workspace's binary links what lists and runs targets, not what
     // reads runs back (proc macros aside: they run in the compiler).
     let tree = std::process::Command::new(env!("CARGO"))
