@@ -196,12 +196,15 @@ fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -
     let outcome_file =
         std::env::temp_dir().join(format!("profile-cli-outcome-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&outcome_file);
-    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let terminated = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Registered before the child starts: from here on, neither signal
-    // ends this process before the child has written what it ran.
+    // ends this process before the child has written what it ran. A
+    // Ctrl-C reaches the child from the terminal by itself (the flag only
+    // absorbs it here); each SIGTERM is passed on, so that a second one
+    // ends the child at once as it would a run started directly.
+    let absorbed_interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let terminated = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let handlers = [
-        signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone()),
+        signal_hook::flag::register(signal_hook::consts::SIGINT, absorbed_interrupt),
         signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone()),
     ];
     let mut child = match Command::new(executable)
@@ -216,15 +219,13 @@ fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -
             return 1;
         }
     };
-    let mut passed_on = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {}
             Err(_) => break child.wait().ok(),
         }
-        if terminated.load(std::sync::atomic::Ordering::Relaxed) && !passed_on {
-            passed_on = true;
+        if terminated.swap(false, std::sync::atomic::Ordering::Relaxed) {
             // SAFETY: kill(2) on the pid of a child not yet waited for.
             unsafe {
                 libc::kill(child.id() as libc::pid_t, libc::SIGTERM);

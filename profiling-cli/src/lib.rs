@@ -405,13 +405,7 @@ pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> 
             "the profiling binary left an outcome of another command"
         )),
     };
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            let _ = writeln!(err, "error: {error:#}");
-            EXIT_TARGET_FAILED
-        }
-    }
+    exit_code(result, &mut err)
 }
 
 /// Before a workspace's profiling binary runs `args`: a refusal of what
@@ -469,13 +463,7 @@ pub(crate) fn read_delegated(
         }
         _ => return main_in(args, workspace_root, None, &mut out, &mut err),
     };
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            let _ = writeln!(err, "error: {error:#}");
-            EXIT_TARGET_FAILED
-        }
-    }
+    exit_code(result, &mut err)
 }
 
 /// A terminal stream whose reader may go away (`profile-cli run ... | head
@@ -617,6 +605,13 @@ fn main_in(
         #[cfg(feature = "full")]
         Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),
     };
+    exit_code(result, err)
+}
+
+/// A command's exit code: its own, or after an error it could not say
+/// itself (a stream that failed, a file it could not write), that error in
+/// one line and [`EXIT_TARGET_FAILED`].
+fn exit_code(result: anyhow::Result<u8>, err: &mut dyn Write) -> u8 {
     match result {
         Ok(code) => code,
         Err(error) => {
