@@ -185,16 +185,16 @@ pub fn analyze_command(
             writeln!(out, "analysis: {}", path.display())?;
         }
         // The run's page shows it.
-        let page = run_dir.join(crate::page::REPORT_FILE);
+        let page = run_dir.join(crate::report::REPORT_FILE);
         if page.is_file() {
-            if let Ok((manifest, samples)) = crate::page::read_run(run_dir) {
-                let html = crate::page::run_page(&crate::page::RunPage {
+            if let Ok((manifest, samples)) = crate::report::read_run(run_dir) {
+                let html = crate::report::run_page(&crate::report::RunPage {
                     dir: run_dir,
                     manifest: &manifest,
                     samples: samples.as_ref(),
                     comparison: None,
                 });
-                if crate::page::write_page(&page, &html).is_ok() && !args.json {
+                if crate::report::write_page(&page, &html).is_ok() && !args.json {
                     writeln!(out, "report: {}", page.display())?;
                 }
             }

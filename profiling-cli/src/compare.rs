@@ -679,12 +679,12 @@ pub fn report_command(
             }
         };
         (
-            crate::sweep::page::sweep_page(&document),
-            dir.join(crate::sweep::page::SWEEP_PAGE_FILE),
+            crate::report::sweep_page(&document),
+            dir.join(crate::report::SWEEP_PAGE_FILE),
         )
     } else if paths.len() == 1 {
         let dir = dir_of(&paths[0]);
-        let (manifest, samples) = match crate::page::read_run(&dir) {
+        let (manifest, samples) = match crate::report::read_run(&dir) {
             Ok(read) => read,
             Err(error) => return usage_error(err, &error),
         };
@@ -695,13 +695,13 @@ pub fn report_command(
                 dir.display()
             )?;
         }
-        let html = crate::page::run_page(&crate::page::RunPage {
+        let html = crate::report::run_page(&crate::report::RunPage {
             dir: &dir,
             manifest: &manifest,
             samples: samples.as_ref(),
             comparison: None,
         });
-        (html, dir.join(crate::page::REPORT_FILE))
+        (html, dir.join(crate::report::REPORT_FILE))
     } else {
         let mut loaded = Vec::new();
         for path in &paths {
@@ -726,7 +726,7 @@ pub fn report_command(
             }
         }
         let runs: Vec<&LoadedRun> = loaded.iter().collect();
-        let html = crate::page::comparison_page(&runs, &comparisons, &options);
+        let html = crate::report::comparison_page(&runs, &comparisons, &options);
         let path = loaded[1]
             .dir
             .join(format!("report-vs-{}.html", loaded[0].run_id));
@@ -746,7 +746,7 @@ pub fn report_command(
         }
         None => default_path,
     };
-    if let Err(error) = crate::page::write_page(&path, &html) {
+    if let Err(error) = crate::report::write_page(&path, &html) {
         writeln!(err, "error: cannot write {}: {error}", path.display())?;
         return Ok(crate::EXIT_TARGET_FAILED);
     }

@@ -35,7 +35,7 @@ mod delegate;
 mod list;
 mod outcome;
 #[cfg(feature = "full")]
-pub mod page;
+pub mod report;
 mod run;
 mod runs;
 #[cfg(feature = "full")]

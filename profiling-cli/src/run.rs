@@ -15,7 +15,7 @@ use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
 
 use crate::{cache, decide, outcome, summary, warn_of_a_debug_build, Streams};
 #[cfg(feature = "full")]
-use crate::{compare, page};
+use crate::{compare, report};
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
 #[derive(Debug, Args)]
@@ -129,15 +129,15 @@ pub(crate) fn write_run_page(
     run_dir: &Path,
     compared: Option<&(profiling_compare::Comparison, profiling_compare::Options)>,
 ) -> Result<PathBuf, String> {
-    let (manifest, samples) = page::read_run(run_dir).map_err(|e| e.to_string())?;
-    let html = page::run_page(&page::RunPage {
+    let (manifest, samples) = report::read_run(run_dir).map_err(|e| e.to_string())?;
+    let html = report::run_page(&report::RunPage {
         dir: run_dir,
         manifest: &manifest,
         samples: samples.as_ref(),
         comparison: compared.map(|(comparison, options)| (comparison, options)),
     });
-    let path = run_dir.join(page::REPORT_FILE);
-    page::write_page(&path, &html).map_err(|e| format!("{}: {e}", path.display()))
+    let path = run_dir.join(report::REPORT_FILE);
+    report::write_page(&path, &html).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Why `run` refuses `name`, when it is a draft's target.

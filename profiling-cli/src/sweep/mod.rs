@@ -3,8 +3,6 @@
 
 pub mod document;
 pub mod grid;
-#[cfg(feature = "full")]
-pub mod page;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -797,7 +795,7 @@ fn estimate(series: &Series) -> Option<Estimate> {
 /// `sweep.html` in the sweep's directory.
 #[cfg(feature = "full")]
 fn write_page(sweep_dir: &Path, document: &SweepDocument) -> std::io::Result<Option<PathBuf>> {
-    page::write_sweep_page(sweep_dir, document).map(Some)
+    crate::report::write_sweep_page(sweep_dir, document).map(Some)
 }
 
 /// A median and its interval, as the table shows it.

@@ -313,7 +313,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     let tree = String::from_utf8_lossy(&tree.stdout);
     for heavy in [
         "plotters ",
-        "inferno ",
+        "maud ",
         "rusqlite ",
         "statrs ",
         "syn ",

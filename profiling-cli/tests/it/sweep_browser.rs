@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use profiling_cli::report::write_sweep_page;
 use profiling_cli::sweep::document::{
     Axis, Estimate, PointResult, PointStatus, RangeEstimate, SweepDocument, SweepStatus,
     SWEEP_SCHEMA_VERSION,
 };
-use profiling_cli::sweep::page::write_sweep_page;
 use serde_yaml::{Mapping, Value};
 
 use crate::browser::*;

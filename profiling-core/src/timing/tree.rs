@@ -165,33 +165,6 @@ impl RangeTree {
             note: (!notes.is_empty()).then(|| notes.join("; ")),
         }
     }
-
-    /// The tree as folded stacks (`a;b;c <self ns>`), one line per path
-    /// with self time, for a flame graph: a frame's width is then its
-    /// inclusive time. `;` in a name becomes `:`.
-    pub fn folded(&self) -> Vec<String> {
-        folded_stacks(
-            self.paths
-                .iter()
-                .map(|p| (p.depth as usize, p.name.as_str(), p.exclusive.total_ns)),
-        )
-    }
-}
-
-/// Folded stacks (`a;b;c <self ns>`) of a tree given in depth-first order
-/// as (depth, name, self time), one line per node with self time; `;` in
-/// a name becomes `:`.
-pub fn folded_stacks<'a>(nodes: impl IntoIterator<Item = (usize, &'a str, u64)>) -> Vec<String> {
-    let mut stack: Vec<String> = Vec::new();
-    let mut lines = Vec::new();
-    for (depth, name, self_ns) in nodes {
-        stack.truncate(depth);
-        stack.push(name.replace(';', ":"));
-        if self_ns > 0 {
-            lines.push(format!("{} {self_ns}", stack.join(";")));
-        }
-    }
-    lines
 }
 
 /// The pass whose bounds hold `start`, by binary search.
@@ -402,16 +375,21 @@ mod tests {
     }
 
     #[test]
-    fn folded_stacks_carry_self_time_so_frames_are_as_wide_as_inclusive_time() {
+    fn paths_come_depth_first_with_their_self_time_and_no_per_pass_figures_without_passes() {
         let tree = RangeTree::build(&log(), &[]);
+        let paths: Vec<(&str, u64)> = tree
+            .paths
+            .iter()
+            .map(|p| (p.path.as_str(), p.exclusive.total_ns))
+            .collect();
         assert_eq!(
-            tree.folded(),
+            paths,
             [
-                "preprocess 100",
-                "preprocess;resize 60",
-                "preprocess;pad 40",
-                "postprocess 70",
-                "postprocess;resize 10",
+                ("preprocess", 100),
+                ("preprocess/resize", 60),
+                ("preprocess/pad", 40),
+                ("postprocess", 70),
+                ("postprocess/resize", 10),
             ]
         );
         assert_eq!(

@@ -1,0 +1,82 @@
+//! The charts of the pages, one file each. Plots are drawn by `plotters`
+//! into an SVG string; [`framed`] puts what it drew inside an `<svg>` root
+//! of ours, so that a chart's id and attributes are written (and escaped)
+//! like the rest of the page. The flame graph is drawn by our own code.
+
+pub(super) mod flame;
+pub(super) mod histogram;
+pub(super) mod ratios;
+pub(super) mod sweep;
+pub(super) mod timeline;
+
+use maud::{html, Markup, PreEscaped};
+use plotters::prelude::*;
+
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+pub(super) type Drawn = Result<(), Box<dyn std::error::Error>>;
+
+/// What plotters drew on an area of `size`, on a white background.
+pub(super) struct Plot {
+    size: (u32, u32),
+    /// The elements inside plotters' `<svg>` root.
+    inner: String,
+}
+
+/// Draws a plot of `size` with `draw`; None when drawing failed.
+pub(super) fn plot(size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Drawn) -> Option<Plot> {
+    let mut svg = String::new();
+    let drawn = {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(Into::into)
+            .and_then(|()| draw(&root))
+            .and_then(|()| root.present().map_err(Into::into))
+    };
+    drawn.ok()?;
+    // plotters writes one root, `<svg ...>` to `</svg>`, around what it drew.
+    let start = svg.find('>')? + 1;
+    let end = svg.rfind("</svg>")?;
+    Some(Plot {
+        size,
+        inner: svg.get(start..end)?.to_owned(),
+    })
+}
+
+impl Plot {
+    /// What plotters drew, without its root.
+    pub(super) fn inner(&self) -> &str {
+        &self.inner
+    }
+}
+
+/// The `<svg>` of `plot`, with its `id` and, for a screen reader, what it
+/// shows (`label`).
+pub(super) fn framed(plot: &Plot, id: &str, label: &str) -> Markup {
+    let (width, height) = plot.size;
+    html! {
+        svg id=(id) role="img" aria-label=(label) width=(width) height=(height)
+            viewBox=(format!("0 0 {width} {height}")) xmlns="http://www.w3.org/2000/svg" {
+            (PreEscaped(&plot.inner))
+        }
+    }
+}
+
+/// The stand-in for a chart that has nothing to draw: `text` in a strip
+/// `width` wide.
+pub(super) fn nothing_to_draw(id: &str, width: u32, text: &str) -> Markup {
+    html! {
+        svg id=(id) viewBox=(format!("0 0 {width} 40")) {
+            text x="10" y="24" { (text) }
+        }
+    }
+}
+
+/// A unit for durations up to `max` ns: (divisor, name).
+pub(super) fn unit_for(max: u64) -> (f64, &'static str) {
+    match max {
+        0..=9_999 => (1.0, "ns"),
+        10_000..=9_999_999 => (1e3, "µs"),
+        10_000_000..=9_999_999_999 => (1e6, "ms"),
+        _ => (1e9, "s"),
+    }
+}

@@ -1,0 +1,161 @@
+//! The page comparing runs, and the comparison section a run's page gets
+//! from its `--baseline`: what differs between the manifests, the table of
+//! ratios with their intervals, and the ratio chart.
+
+use maud::{html, Markup};
+use profiling_compare::runs::LoadedRun;
+use profiling_compare::{Comparison, Options, Row, Side, Verdict};
+
+use super::charts::flame::{flame_graph, FLAME_WIDTH_SIDE_BY_SIDE};
+use super::charts::ratios::ratio_chart;
+use super::ranges::RangeRows;
+use super::{layout, missing_cell};
+use crate::summary::format_ns;
+
+fn verdict_class(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Faster => "verdict-faster",
+        Verdict::Slower => "verdict-slower",
+        Verdict::NoChange => "verdict-no-change",
+        Verdict::Unclear => "verdict-unclear",
+        Verdict::Added => "verdict-added",
+        Verdict::Removed => "verdict-removed",
+    }
+}
+
+/// `name` on the page's first comparison, `name-index` on the others.
+fn numbered(name: &str, index: usize) -> String {
+    match index {
+        0 => name.to_owned(),
+        index => format!("{name}-{index}"),
+    }
+}
+
+/// The differences, the table and the ratio chart of a comparison, the
+/// `index`-th of its page (their ids numbered after the first).
+pub(super) fn comparison_section(
+    comparison: &Comparison,
+    options: &Options,
+    index: usize,
+) -> Markup {
+    html! {
+        p.lead {
+            "base " code { (comparison.base.label) }
+            (format!(" ({}, {} passes) → candidate ", comparison.base.status, comparison.base.completed_passes))
+            code { (comparison.candidate.label) }
+            (format!(" ({}, {} passes). ", comparison.candidate.status, comparison.candidate.completed_passes))
+            (format!(
+                "Ratio = candidate / base median; the interval is a {} % bootstrap interval from {} resamples; p from the Mann-Whitney U test; noise threshold {} %, significance {}.",
+                (options.bootstrap.confidence * 100.0).round(),
+                options.bootstrap.resamples,
+                options.noise * 100.0,
+                options.significance,
+            ))
+        }
+        section id=(numbered("differences", index)) {
+            @if comparison.differences.is_empty() && comparison.warnings.is_empty() {
+                p.lead { "The two manifests agree on everything that changes what a time means." }
+            } @else {
+                ul.differences {
+                    @for difference in &comparison.differences {
+                        li { code { (difference.key) } ": " (difference.base) " → " (difference.candidate) }
+                    }
+                    @for warning in &comparison.warnings {
+                        li.note { (warning) }
+                    }
+                }
+            }
+        }
+        table id=(numbered("comparison", index)) class="sortable" {
+            thead {
+                tr {
+                    th {} th { "base" } th { "candidate" } th { "ratio" } th { "interval" } th { "p" }
+                    th { "pass Δ" } th { "verdict" }
+                }
+            }
+            tbody {
+                @for row in &comparison.rows { (comparison_row(row)) }
+            }
+        }
+        @for row in &comparison.rows {
+            @if let Some(note) = &row.note {
+                p.lead { (row.subject.label()) ": " (note) }
+            }
+        }
+        (ratio_chart(comparison, &numbered("ratios", index)))
+    }
+}
+
+/// A cell of a ratio, an interval, a p value or a share: sorted by
+/// `value`, showing `text`; `-` where there is no finite value.
+fn number_cell(value: Option<f64>, text: impl FnOnce(f64) -> String) -> Markup {
+    match value.filter(|v| v.is_finite()) {
+        Some(v) => html! { td data-sort=(v) { (text(v)) } },
+        None => missing_cell(),
+    }
+}
+
+fn median_cell(side: Option<&Side>) -> Markup {
+    match side {
+        Some(side) => html! { td data-sort=(side.median_ns) { (format_ns(side.median_ns)) } },
+        None => missing_cell(),
+    }
+}
+
+fn comparison_row(row: &Row) -> Markup {
+    let label = row.subject.label();
+    let interval = row.interval;
+    html! {
+        tr data-row=(label) {
+            td.path { (label) }
+            (median_cell(row.base.as_ref()))
+            (median_cell(row.candidate.as_ref()))
+            (number_cell(row.ratio, |r| format!("{r:.3}")))
+            (number_cell(interval.map(|[low, _]| low), |_| {
+                interval.map_or(String::new(), |[low, high]| format!("[{low:.3}, {high:.3}]"))
+            }))
+            (number_cell(row.p_value, |p| if p < 0.001 { "<0.001".to_owned() } else { format!("{p:.3}") }))
+            (number_cell(row.pass_share, |s| format!("{:+.2} %", s * 100.0)))
+            td class=(verdict_class(row.verdict)) { (row.verdict.word()) }
+        }
+    }
+}
+
+/// The page comparing `runs[0]` (the base) with each other run.
+pub fn comparison_page(
+    runs: &[&LoadedRun],
+    comparisons: &[Comparison],
+    options: &Options,
+) -> String {
+    let base = runs[0];
+    let body = html! {
+        h1 { (base.profile) " compared" }
+        p.lead {
+            "base " code { (base.label()) } " against "
+            @for (index, run) in runs[1..].iter().enumerate() {
+                @if index > 0 { ", " }
+                code { (run.label()) }
+            }
+        }
+        @for (index, comparison) in comparisons.iter().enumerate() {
+            h2 { (comparison.base.label) " → " (comparison.candidate.label) }
+            (comparison_section(comparison, options, index))
+        }
+        h2 { "Where the time goes, run by run" }
+        div.flames {
+            @for (index, run) in runs.iter().enumerate() {
+                @let tree = RangeRows::of(&run.typed, Some(&run.dir));
+                div {
+                    h3 { code { (run.label()) } }
+                    @if let Some(note) = &tree.note { p.note { (note) } }
+                    (flame_graph(&tree, index, FLAME_WIDTH_SIDE_BY_SIDE))
+                }
+            }
+        }
+        section id="nsight" {
+            h2 { "Nsight Systems" }
+            p.lead { "GPU time per range from the Nsight Systems reports of these runs appears here once they are analyzed." }
+        }
+    };
+    layout(&format!("{} compared", base.profile), body)
+}
