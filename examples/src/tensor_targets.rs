@@ -251,7 +251,7 @@ pub struct TorchScript {
 /// Loads the module named by the run's `target.parameters`.
 pub fn load_torchscript() -> anyhow::Result<TorchScript> {
     let parameters: TorchScriptParameters = profiling_core::target::parameters()?;
-    profiling_core::config::check_literal_path(&parameters.module.to_string_lossy())
+    profiling_core::driver::config::check_literal_path(&parameters.module.to_string_lossy())
         .map_err(|message| ParameterError::new("module", message))?;
     let mut module = tch::CModule::load(&parameters.module).map_err(|error| {
         // libtorch appends its C++ stack to the message: the first line says it.

@@ -34,6 +34,6 @@
 //! Runs of a snippet go to `snippets/<dir>/runs/<run-id>/`, which git
 //! ignores.
 
-pub use profiling_core::registry::Draft;
+pub use profiling_core::driver::registry::Draft;
 
 include!(concat!(env!("OUT_DIR"), "/snippets.rs"));

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use inference_profiling::SNIPPETS;
-use profiling_core::registry::{targets, TargetEntry};
+use profiling_core::driver::registry::{targets, TargetEntry};
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -104,7 +104,7 @@ fn locate(path: &Path, err: &mut dyn Write) -> Result<Located, String> {
         return Err(format!("{}: no such file or directory", path.display()));
     };
     let command = export_command(&report, &export);
-    let printed = profiling_core::nsys::render_command(std::slice::from_ref(&command));
+    let printed = profiling_core::driver::nsys::render_command(std::slice::from_ref(&command));
     if !on_path("nsys") {
         return Err(format!(
             "{} needs exporting to SQLite, and nsys is not on PATH: run this where Nsight Systems is, then analyze again:\n  {printed}",
@@ -177,7 +177,7 @@ pub fn analyze_command(
     if let Some(run_dir) = &located.run_dir {
         let path = run_dir.join(ANALYSIS_FILE);
         let text = serde_yaml::to_string(&sorted)?;
-        if let Err(error) = profiling_core::run_dir::write_atomically(&path, text.as_bytes()) {
+        if let Err(error) = profiling_core::driver::run_dir::write_atomically(&path, text.as_bytes()) {
             writeln!(err, "error: cannot write {}: {error}", path.display())?;
             return Ok(EXIT_TARGET_FAILED);
         }
@@ -353,7 +353,7 @@ pub fn run_under_nsys(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let printed = profiling_core::nsys::render_command(lines);
+    let printed = profiling_core::driver::nsys::render_command(lines);
     if !on_path("nsys") {
         writeln!(
             err,

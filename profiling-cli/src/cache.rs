@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use profiling_core::data::cache::{self, CacheSummary};
 use profiling_core::data::human_bytes;
-use profiling_core::session;
+use profiling_core::driver::session;
 
 #[derive(Debug, Args)]
 pub struct CacheArgs {

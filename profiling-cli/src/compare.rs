@@ -9,8 +9,8 @@ use clap::Args;
 use profiling_compare::runs::{self, LoadedRun, RunError};
 use profiling_compare::statistics::BootstrapOptions;
 use profiling_compare::{self as compare, Comparison, Options, Row, RunInfo, Verdict};
-use profiling_core::host::NOT_A_CHECKOUT_NOTE;
-use profiling_core::session::ProfileRuns;
+use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
+use profiling_core::driver::session::ProfileRuns;
 
 use crate::decide::DecideArgs;
 use crate::summary::format_ns;
@@ -750,7 +750,7 @@ pub fn report_command(
         writeln!(err, "error: cannot write {}: {error}", path.display())?;
         return Ok(crate::EXIT_TARGET_FAILED);
     }
-    let path = profiling_core::session::absolute(&path);
+    let path = profiling_core::driver::session::absolute(&path);
     writeln!(out, "report: {}", path.display())?;
     if args.open {
         open_page(&path, err)?;

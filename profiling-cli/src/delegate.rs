@@ -271,7 +271,7 @@ fn read_runs(executable: &Path, args: &[OsString], workspace: &Path) -> u8 {
             return 1;
         }
     };
-    let profiles: Vec<profiling_core::session::ProfileRuns> =
+    let profiles: Vec<profiling_core::driver::session::ProfileRuns> =
         match serde_json::from_slice(&output.stdout) {
             Ok(profiles) if output.status.success() => profiles,
             _ => {

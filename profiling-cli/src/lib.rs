@@ -14,8 +14,8 @@ use clap::{Parser, Subcommand};
 #[cfg(feature = "full")]
 use profiling_core::device::Device;
 #[cfg(feature = "full")]
-use profiling_core::session;
-use profiling_core::session::SessionError;
+use profiling_core::driver::session;
+use profiling_core::driver::session::SessionError;
 
 /// Exit code: the run finished.
 pub const EXIT_OK: u8 = 0;
@@ -349,12 +349,12 @@ pub(crate) fn run_selection(args: &[OsString]) -> Option<(Option<String>, Option
 pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
     // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
     // a second one ends the process at once.
-    if let Err(error) = profiling_core::interrupt::install_handlers() {
+    if let Err(error) = profiling_core::driver::interrupt::install_handlers() {
         eprintln!(
             "warning: cannot handle Ctrl-C ({error}): an interrupted run will leave no manifest"
         );
     }
-    profiling_core::panics::install_hook();
+    profiling_core::driver::panics::install_hook();
     let code = main_in(
         std::env::args_os().collect(),
         workspace_root,
@@ -706,7 +706,7 @@ impl Streams<'_> {
 
 /// Says so on `err` when this is a debug build, whose timings mislead.
 pub(crate) fn warn_of_a_debug_build(err: &mut dyn Write) -> std::io::Result<()> {
-    if profiling_core::host::build_profile() == "debug" {
+    if profiling_core::driver::host::build_profile() == "debug" {
         writeln!(
             err,
             "warning: this is a debug build: its timings say little about optimized code (build with --release)"

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use profiling_core::registry::{self, TargetEntry};
+use profiling_core::driver::registry::{self, TargetEntry};
 
 use crate::EXIT_OK;
 

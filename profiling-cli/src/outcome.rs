@@ -91,7 +91,7 @@ pub(crate) fn read(file: &Path) -> anyhow::Result<Option<Outcome>> {
 
 /// `profiles`: the profiles of this build, as JSON.
 pub(crate) fn write_profiles(root: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let profiles = profiling_core::session::profiles(root);
+    let profiles = profiling_core::driver::session::profiles(root);
     writeln!(out, "{}", serde_json::to_string(&profiles)?)?;
     Ok(EXIT_OK)
 }

@@ -8,10 +8,10 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use profiling_core::config::{GpuTiming, Overrides, RecordLoading};
+use profiling_core::driver::config::{GpuTiming, Overrides, RecordLoading};
 use profiling_core::device::Device;
-use profiling_core::registry;
-use profiling_core::session::{self, ConfigOrigin, RunRequest, SessionError};
+use profiling_core::driver::registry;
+use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
 use crate::{cache, decide, outcome, summary, warn_of_a_debug_build, Streams};
 #[cfg(feature = "full")]
@@ -172,13 +172,13 @@ fn check_baselines(args: &RunArgs, planned: &session::Planned) -> Result<(), Str
         return Err("comparing with a baseline is profile-cli's, not this profiling binary's: run it through `profile-cli run ... --baseline NAME`".to_owned());
     }
     // The `profile-cli` that reads the outcome compares; here, the files.
-    let dir = profiling_core::baselines::baselines_dir_of_runs(runs_dir);
+    let dir = profiling_core::driver::baselines::baselines_dir_of_runs(runs_dir);
     if let Some(name) = &args.baseline {
-        profiling_core::baselines::check_baseline_exists(&dir, profile, name)
+        profiling_core::driver::baselines::check_baseline_exists(&dir, profile, name)
             .map_err(|error| error.to_string())?;
     }
     if let Some(name) = &args.save_baseline {
-        profiling_core::baselines::check_baseline_free(&dir, profile, name, args.force)
+        profiling_core::driver::baselines::check_baseline_free(&dir, profile, name, args.force)
             .map_err(|error| error.to_string())?;
     }
     Ok(())
@@ -306,7 +306,7 @@ fn save_baseline(
         )?;
         return Ok(None);
     }
-    match profiling_core::baselines::save_baseline(&ran.run_dir, name, args.force) {
+    match profiling_core::driver::baselines::save_baseline(&ran.run_dir, name, args.force) {
         Ok(dir) => {
             writeln!(
                 streams.human(),
@@ -397,8 +397,8 @@ pub(crate) fn run(
         }
     }
 
-    // Panics in target code become one error line; see profiling_core::panics.
-    profiling_core::panics::install_hook();
+    // Panics in target code become one error line; see profiling_core::driver::panics.
+    profiling_core::driver::panics::install_hook();
     announce(&planned, root, &mut streams)?;
     let progress = std::io::stderr().is_terminal().then(summary::progress_bar);
     let report = match session::execute_with_progress(&planned, &request, progress) {
@@ -440,7 +440,7 @@ fn nsys_lines_of(planned: &session::Planned) -> (Vec<Vec<String>>, PathBuf) {
     let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
     let run_dir = session::absolute(&planned.run_dir);
     let command = session::explicit_command(planned, &program);
-    let lines = profiling_core::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
+    let lines = profiling_core::driver::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
     (lines, run_dir)
 }
 
@@ -450,7 +450,7 @@ fn print_nsys_command(planned: &session::Planned, streams: &mut Streams<'_>) -> 
     writeln!(
         streams.out,
         "{}",
-        profiling_core::nsys::render_command(&lines)
+        profiling_core::driver::nsys::render_command(&lines)
     )?;
     if let Err(error) = session::check_run_dir_free(planned) {
         writeln!(
@@ -522,7 +522,7 @@ fn announce(
 /// and the error the `--json` document names.
 fn tell_how_it_ended(
     report: &session::RunReport,
-    config: &profiling_core::config::Config,
+    config: &profiling_core::driver::config::Config,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<(u8, Option<String>)> {
     let manifest = &report.manifest;
@@ -547,7 +547,7 @@ fn tell_how_it_ended(
                     outcome.completed_iterations,
                     config.iterations
                 )?;
-                (profiling_core::interrupt::exit_code(signal), None)
+                (profiling_core::driver::interrupt::exit_code(signal), None)
             }
             None => (EXIT_OK, None),
         },

@@ -1,12 +1,12 @@
 //! `profile-cli runs clean`: what runs that stopped while writing left
-//! beside their run directories, put right (`profiling_core::run_dir`).
+//! beside their run directories, put right (`profiling_core::driver::run_dir`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use profiling_core::run_dir::clean_leftovers;
-use profiling_core::session::profiles;
+use profiling_core::driver::run_dir::clean_leftovers;
+use profiling_core::driver::session::profiles;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {

@@ -376,13 +376,13 @@ fn snippet_directory(name: &str, root: &Path) -> Option<PathBuf> {
     if has_target(&by_name) {
         return Some(by_name);
     }
-    if let Some(draft) = profiling_core::registry::drafts()
+    if let Some(draft) = profiling_core::driver::registry::drafts()
         .into_iter()
         .find(|d| d.target == name)
     {
         return Some(root.join(draft.path()));
     }
-    let entry = profiling_core::registry::targets()
+    let entry = profiling_core::driver::registry::targets()
         .into_iter()
         .find(|entry| entry.name == name)?;
     let file = entry.source_path(root);
@@ -393,7 +393,7 @@ fn snippet_directory(name: &str, root: &Path) -> Option<PathBuf> {
 /// The profile a snippet directory holds: its config's `target.name`, else
 /// the directory name with `_` as `-`.
 fn profile_name(directory: &Path) -> String {
-    profiling_core::config::ConfigFile::load(&directory.join("config.yaml"))
+    profiling_core::driver::config::ConfigFile::load(&directory.join("config.yaml"))
         .ok()
         .and_then(|config| config.target_name().map(str::to_owned))
         .unwrap_or_else(|| {
@@ -595,7 +595,7 @@ fn smoke_check(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let release = profiling_core::host::build_profile() == "release";
+    let release = profiling_core::driver::host::build_profile() == "release";
     let config = directory.join("config.yaml");
     writeln!(
         out,

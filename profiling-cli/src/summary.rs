@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use profiling_core::manifest::Manifest;
-use profiling_core::runner::Progress;
-use profiling_core::stats::DurationStats;
+use profiling_core::driver::runner::Progress;
+use profiling_core::driver::stats::DurationStats;
 
 /// Ranges listed in each of the two top lists.
 const TOP_RANGES: usize = 5;
@@ -157,7 +157,7 @@ fn write_passes_and_calls(manifest: &Manifest, out: &mut dyn Write) -> std::io::
         )?;
     }
     if let Some(per_record) = batched {
-        let figure = |throughput: &Option<profiling_core::timing::Throughput>| {
+        let figure = |throughput: &Option<profiling_core::driver::timing::Throughput>| {
             throughput.as_ref().map_or_else(
                 || "-".to_owned(),
                 |t| {
@@ -181,7 +181,7 @@ fn write_passes_and_calls(manifest: &Manifest, out: &mut dyn Write) -> std::io::
 
 /// The ranges by path (`preprocess/letterbox`) as the page and the
 /// manifest's range tree have them; by name for a run without a tree.
-fn listed_ranges(timings: &profiling_core::runner::Timings) -> Vec<Listed<'_>> {
+fn listed_ranges(timings: &profiling_core::driver::runner::Timings) -> Vec<Listed<'_>> {
     if timings.range_tree.is_empty() {
         timings
             .ranges
@@ -281,7 +281,7 @@ impl Top<'_> {
 }
 
 /// GPU time of passes and calls, and what kept ranges from having it.
-fn write_gpu(gpu: &profiling_core::timing::GpuTimings, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_gpu(gpu: &profiling_core::driver::timing::GpuTimings, out: &mut dyn Write) -> std::io::Result<()> {
     let median = |stats: &Option<DurationStats>| {
         stats
             .as_ref()

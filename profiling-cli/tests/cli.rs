@@ -925,7 +925,7 @@ fn the_summary_shows_passes_calls_and_top_ranges() {
     assert!(
         stdout.contains(&format!(
             "timer:  {}, resolution ",
-            profiling_core::timing::clock::describe()
+            profiling_core::driver::timing::clock::describe()
         )),
         "{stdout}"
     );

@@ -128,7 +128,7 @@ fn asked_run(out: &Path, run_id: &str, work_us: u64) -> PathBuf {
 }
 
 fn asked_samples(work_us: u64, steady_us: u64) -> profiling_core::run_samples::RunSamples {
-    use profiling_core::timing::SampleSet;
+    use profiling_core::driver::timing::SampleSet;
     let (mut passes, mut work, mut steady) = (
         SampleSet::with_capacity(200),
         SampleSet::with_capacity(200),

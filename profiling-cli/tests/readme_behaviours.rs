@@ -65,7 +65,7 @@ fn entries(dir: &Path) -> Vec<String> {
 #[test]
 fn a_trace_past_its_bounds_is_cut_and_says_so() {
     let out = tempfile::tempdir().unwrap();
-    let passes = profiling_core::runner::PASSES_KEPT + 5;
+    let passes = profiling_core::driver::runner::PASSES_KEPT + 5;
     let outcome = cli_in(
         out.path(),
         &[
@@ -92,7 +92,7 @@ fn a_trace_past_its_bounds_is_cut_and_says_so() {
     // The capture and the kept passes first, then ranges up to the bound.
     assert_eq!(
         manifest["trace"]["events"],
-        profiling_core::trace::MAX_EVENTS as u64
+        profiling_core::driver::trace::MAX_EVENTS as u64
     );
     assert_eq!(manifest["timings"]["iterations"]["count"], passes as u64);
     assert_eq!(manifest["timings"]["ranges"][0]["count"], passes as u64);
@@ -103,11 +103,11 @@ fn a_trace_past_its_bounds_is_cut_and_says_so() {
     assert_eq!(trace["otherData"]["truncated"], true);
     let events = trace["traceEvents"].as_array().unwrap();
     let count = |category: &str| events.iter().filter(|e| e["cat"] == category).count();
-    assert_eq!(count("pass"), profiling_core::runner::PASSES_KEPT);
+    assert_eq!(count("pass"), profiling_core::driver::runner::PASSES_KEPT);
     assert_eq!(count("capture"), 1);
     assert_eq!(
         count("range"),
-        profiling_core::trace::MAX_EVENTS - 1 - profiling_core::runner::PASSES_KEPT
+        profiling_core::driver::trace::MAX_EVENTS - 1 - profiling_core::driver::runner::PASSES_KEPT
     );
 }
 

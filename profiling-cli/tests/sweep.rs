@@ -75,7 +75,7 @@ impl ProfileTarget for Spin {
 
     fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
         if self.stop {
-            profiling_core::interrupt::simulate(2);
+            profiling_core::driver::interrupt::simulate(2);
         }
         if self.fail {
             anyhow::bail!("asked to fail at {} µs", self.work.as_micros());
@@ -283,7 +283,7 @@ fn a_stop_after_a_point_then_resume_runs_each_point_once() {
     );
     let values = "target.parameters.work_us=50,100,150,200";
     let outcome = sweep(out.path(), &config, &["--set", values, "--sweep-id", "r"]);
-    profiling_core::interrupt::reset();
+    profiling_core::driver::interrupt::reset();
     // SIGINT: the point running finished, the sweep stopped after it.
     assert_eq!(outcome.code, 130, "{}\n{}", outcome.stdout, outcome.stderr);
     assert!(outcome.stderr.contains("--resume r"), "{}", outcome.stderr);

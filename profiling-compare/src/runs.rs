@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-use profiling_core::config;
+use profiling_core::driver::config;
 use profiling_core::manifest::{Manifest, SCHEMA_VERSION};
 use profiling_core::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
-use profiling_core::session::ProfileRuns;
+use profiling_core::driver::session::ProfileRuns;
 
-pub use profiling_core::baselines::{
+pub use profiling_core::driver::baselines::{
     baselines_dir_of_runs, check_baseline_exists, check_baseline_free, check_baseline_name,
     list_baselines, read_baseline_name, save_baseline, BaselineError, BaselineInfo,
 };
@@ -140,7 +140,7 @@ impl LoadedRun {
 /// completed run of the profile), found by the run-directory rules of
 /// `profile-cli run`: in `output_dir/PROFILE/runs/` when given, else from
 /// the profiles' `runs/` directories (from the binary that runs the targets:
-/// `profiling_core::session::profiles`).
+/// `profiling_core::driver::session::profiles`).
 pub fn resolve(
     argument: &str,
     profiles: &[ProfileRuns],
@@ -185,7 +185,7 @@ pub fn resolve_path(
         return Err(RunError::UnknownRun {
             profile: profile.to_owned(),
             run_id: run.to_owned(),
-            leftovers: profiling_core::run_dir::leftovers(&dir),
+            leftovers: profiling_core::driver::run_dir::leftovers(&dir),
             runs,
         });
     }
@@ -388,9 +388,9 @@ pub fn find_baseline(dir: &Path, profile: &str, name: &str) -> Result<LoadedRun,
 mod tests {
     use super::*;
     use profiling_core::manifest::{Manifest, Status};
-    use profiling_core::run_dir::{write_run, TraceInput};
-    use profiling_core::runner::CaptureRecord;
-    use profiling_core::timing::SampleSet;
+    use profiling_core::driver::run_dir::{write_run, TraceInput};
+    use profiling_core::driver::runner::CaptureRecord;
+    use profiling_core::driver::timing::SampleSet;
 
     /// Writes run `run_id` under `runs/` as `profile-cli run` does.
     fn write(runs: &Path, run_id: &str, status: Status, finished_at: &str) -> PathBuf {

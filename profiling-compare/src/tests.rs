@@ -3,7 +3,7 @@ use std::path::PathBuf;
 
 use super::*;
 use profiling_core::run_samples::RunSamples;
-use profiling_core::timing::SampleSet;
+use profiling_core::driver::timing::SampleSet;
 
 fn set(values: impl IntoIterator<Item = u64>) -> SampleSet {
     let values: Vec<u64> = values.into_iter().collect();

@@ -13,7 +13,7 @@ use serde_yaml::{Mapping, Value};
 
 use profiling_compare::runs;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
-use profiling_core::timing::SampleSet;
+use profiling_core::driver::timing::SampleSet;
 
 #[path = "../../profiling-core/tests/common/mod.rs"]
 mod common;

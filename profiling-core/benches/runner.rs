@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use divan::counter::ItemsCount;
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data::cache::{ImageCache, DEFAULT_MAX_BYTES};
 use profiling_core::data::images::{self, ImageSource};
 use profiling_core::data::{self, DataSource};
 use profiling_core::prelude::*;
-use profiling_core::runner::{run_target, Records, RunPlan};
-use profiling_core::timing::SampleSet;
+use profiling_core::driver::runner::{run_target, Records, RunPlan};
+use profiling_core::driver::timing::SampleSet;
 
 fn main() {
     divan::main();
@@ -77,7 +77,7 @@ impl ProfileTarget for OneRange {
 /// besides the driver's own `cuEventRecord`.
 struct NullEvents;
 
-impl profiling_core::timing::EventBackend for NullEvents {
+impl profiling_core::driver::timing::EventBackend for NullEvents {
     fn stream(&self) -> String {
         "null".to_owned()
     }

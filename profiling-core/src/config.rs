@@ -6,10 +6,7 @@
 //! them) and say which values are allowed.
 
 pub use crate::data::KNOWN_SOURCES;
-pub use crate::yaml::{
-    check_literal_path, describe_value, deserialize_mapping, deserialize_mapping_noting_unused,
-    parse_size,
-};
+pub use crate::yaml::{check_literal_path, describe_value, parse_size};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -167,7 +164,7 @@ impl std::str::FromStr for LastBatch {
 /// them in order, and a short last batch kept or dropped.
 ///
 /// ```
-/// use profiling_core::config::{Batches, LastBatch};
+/// use profiling_core::driver::config::{Batches, LastBatch};
 ///
 /// let kept = Batches::new(10, 4, LastBatch::Keep);
 /// assert_eq!((kept.records, kept.batches), (10, 3));
@@ -576,7 +573,7 @@ impl ConfigFile {
     /// and the edited keys.
     ///
     /// ```
-    /// use profiling_core::config::{ConfigFile, Overrides};
+    /// use profiling_core::driver::config::{ConfigFile, Overrides};
     ///
     /// let file = ConfigFile::parse("target: {name: t}\nworkload: {warmup: 3}\n", None).unwrap();
     /// let edited = file

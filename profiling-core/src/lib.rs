@@ -2,7 +2,7 @@
 //!
 //! A *target* ([`ProfileTarget`]) prepares data records and runs the code
 //! under study on them; `#[profile_target]` registers it at link time, and
-//! the [`runner`] profiles it on a config-driven [`data`] source: warmup
+//! the runner ([`driver::runner`]) profiles it on a config-driven [`data`] source: warmup
 //! passes, then measured passes inside one NVTX capture range, then a
 //! [`manifest`] of what ran.
 //!
@@ -29,35 +29,42 @@
 //!     }
 //! }
 //! # fn main() {
-//! # assert!(profiling_core::registry::targets().iter().any(|t| t.name == "sum-tensor"));
+//! # assert!(profiling_core::driver::registry::targets().iter().any(|t| t.name == "sum-tensor"));
 //! # }
 //! ```
 
-pub mod baselines;
-pub mod config;
+// What a target or a data source author uses, beside the prelude.
 pub mod data;
 pub mod device;
-pub mod host;
-pub mod interrupt;
-pub mod manifest;
 pub mod memory;
-pub mod nsys;
 pub mod nvtx;
-pub mod panics;
 pub mod parity;
 pub mod random;
-pub mod registry;
-pub mod run_dir;
-pub mod run_samples;
-pub mod runner;
-pub mod session;
-pub mod stats;
 pub mod target;
 #[cfg(feature = "tch")]
 pub mod tensor;
-pub mod timing;
-pub mod trace;
-pub mod yaml;
+
+// The files a run writes, for what reads them back.
+pub mod manifest;
+pub mod run_samples;
+
+// What runs targets.
+pub mod driver;
+
+mod baselines;
+mod config;
+mod host;
+mod interrupt;
+mod nsys;
+mod panics;
+mod registry;
+mod run_dir;
+mod runner;
+mod session;
+mod stats;
+mod timing;
+mod trace;
+mod yaml;
 
 pub use profiling_macros::{nvtx_range, profile_target};
 
@@ -86,7 +93,7 @@ macro_rules! targets_needing_feature {
     ($feature:literal : $($name:literal),+ $(,)?) => {
         $(
             $crate::__private::inventory::submit! {
-                $crate::registry::UnavailableTarget { name: $name, feature: $feature }
+                $crate::__private::UnavailableTarget { name: $name, feature: $feature }
             }
         )+
     };
@@ -95,6 +102,8 @@ macro_rules! targets_needing_feature {
 /// Items the macros expand to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::registry::{FactoryOutput, TargetEntry, UnavailableTarget};
+    pub use crate::runner::{run_target, RunError, RunOutcome, RunPlan};
     pub use anyhow;
     pub use inventory;
 }

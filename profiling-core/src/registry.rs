@@ -65,12 +65,8 @@ impl TargetEntry {
 /// crate that defines the target, under `#[cfg(not(feature = ...))]`, so
 /// that `run` and `list` can say how to get it.
 ///
-/// ```ignore
-/// #[cfg(not(feature = "tch"))]
-/// inventory::submit! {
-///     profiling_core::registry::UnavailableTarget { name: "smoke-tensor", feature: "tch" }
-/// }
-/// ```
+/// [`targets_needing_feature!`](crate::targets_needing_feature) submits
+/// them.
 #[derive(Debug)]
 pub struct UnavailableTarget {
     pub name: &'static str,

@@ -10,7 +10,7 @@ use serde_yaml::{Mapping, Value};
 /// of 1024, any case), more than zero.
 ///
 /// ```
-/// use profiling_core::yaml::parse_size;
+/// use profiling_core::driver::yaml::parse_size;
 ///
 /// assert_eq!(parse_size(&serde_yaml::from_str("2 GiB").unwrap()), Ok(2 << 30));
 /// assert_eq!(parse_size(&serde_yaml::from_str("1.5MB").unwrap()), Ok(1_500_000));

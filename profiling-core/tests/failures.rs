@@ -1,10 +1,10 @@
 //! A target that panics or fails stops the run at that call, and the error
 //! says which call, on which record, in which pass.
 
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 use profiling_core::prelude::*;
-use profiling_core::runner::{run_target, Pass, Phase, Records, RunError, RunPlan};
+use profiling_core::driver::runner::{run_target, Pass, Phase, Records, RunError, RunPlan};
 
 /// Panics (or fails) in the method and call named.
 #[derive(Default)]
@@ -48,7 +48,7 @@ impl ProfileTarget for Faulty {
 }
 
 fn fail(yaml: &str, target: Faulty) -> RunError {
-    profiling_core::panics::install_hook();
+    profiling_core::driver::panics::install_hook();
     let config = ConfigFile::parse(yaml, None)
         .unwrap()
         .resolve(&Overrides::default())
@@ -167,7 +167,7 @@ fn an_error_ends_the_run_the_same_way() {
 
 #[test]
 fn a_panicking_factory_fails_construction() {
-    profiling_core::panics::install_hook();
+    profiling_core::driver::panics::install_hook();
     let config = ConfigFile::parse(RUN, None)
         .unwrap()
         .resolve(&Overrides::default())

@@ -8,12 +8,12 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 use profiling_core::prelude::*;
-use profiling_core::runner::{run_target, Records, RunOutcome, RunPlan};
-use profiling_core::stats::DurationStats;
-use profiling_core::timing::RangeTimings;
+use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
+use profiling_core::driver::stats::DurationStats;
+use profiling_core::driver::timing::RangeTimings;
 
 /// Ranges are recorded process-wide while a capture is open: one scenario
 /// at a time, so no test's ranges land in another's capture.
@@ -192,8 +192,8 @@ fn nested_ranges_have_the_inclusive_and_exclusive_times_spent() {
 /// the time-stamp counter, `Instant::now()` otherwise: the report reads
 /// through `now_ns`, a little more work), and a resolution no finer than
 /// the clock's and no coarser than about a reading.
-fn assert_timer_is_this_clock(timer: &profiling_core::timing::TimerInfo) {
-    use profiling_core::timing::clock;
+fn assert_timer_is_this_clock(timer: &profiling_core::driver::timing::TimerInfo) {
+    use profiling_core::driver::timing::clock;
     assert_eq!(timer.source, clock::describe());
     let counter = clock::is_counter();
     if counter {
@@ -324,7 +324,7 @@ fn the_trace_holds_every_range_and_pass_of_the_manifest() {
         Nested::default(),
     );
     let (document, written, truncated) =
-        profiling_core::trace::trace_document(&outcome.capture, "profile-target", "test");
+        profiling_core::driver::trace::trace_document(&outcome.capture, "profile-target", "test");
     assert!(!truncated);
     let events = document["traceEvents"].as_array().unwrap();
     let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
@@ -387,7 +387,7 @@ impl ProfileTarget for Tick {
 #[test]
 fn long_runs_keep_exact_counts_past_the_kept_samples() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let iterations = profiling_core::runner::SAMPLES_KEPT as u64 + 50_000;
+    let iterations = profiling_core::driver::runner::SAMPLES_KEPT as u64 + 50_000;
     let outcome = run(
         &format!("target: {{name: t}}\ndata_source: {{name: dummy, include_image: false}}\nwarmup: 0\niterations: {iterations}"),
         Tick,
@@ -409,7 +409,7 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
         .iter()
         .map(|t| t.events.len())
         .sum();
-    assert_eq!(kept, profiling_core::timing::recorder::EVENTS_PER_THREAD);
+    assert_eq!(kept, profiling_core::driver::timing::recorder::EVENTS_PER_THREAD);
     let overflowed: u64 = outcome
         .capture
         .ranges
@@ -420,7 +420,7 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
     assert_eq!(overflowed, iterations - kept as u64);
     assert_eq!(
         outcome.capture.passes.len(),
-        profiling_core::runner::PASSES_KEPT
+        profiling_core::driver::runner::PASSES_KEPT
     );
     let stats = timings.iterations.as_ref().unwrap();
     assert!(
@@ -437,7 +437,7 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
 fn a_name_buffer_reused_in_place_records_the_new_name() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut name = String::from("alpha");
-    let capture = profiling_core::timing::Capture::begin();
+    let capture = profiling_core::driver::timing::Capture::begin();
     drop(profiling_range(name.as_str()));
     let address = name.as_ptr();
     name.replace_range(.., "gamma");
@@ -463,10 +463,10 @@ fn a_name_buffer_reused_in_place_records_the_new_name() {
 #[test]
 fn a_capture_dropped_unended_stops_recording() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let capture = profiling_core::timing::Capture::begin();
-    assert!(profiling_core::timing::recorder::is_recording());
+    let capture = profiling_core::driver::timing::Capture::begin();
+    assert!(profiling_core::driver::timing::recorder::is_recording());
     drop(capture);
-    assert!(!profiling_core::timing::recorder::is_recording());
+    assert!(!profiling_core::driver::timing::recorder::is_recording());
     // And the next capture can begin.
-    drop(profiling_core::timing::Capture::begin().end());
+    drop(profiling_core::driver::timing::Capture::begin().end());
 }

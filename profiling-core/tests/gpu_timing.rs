@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 use profiling_core::prelude::*;
-use profiling_core::runner::{run_target, Records, RunOutcome, RunPlan};
-use profiling_core::timing::{EventBackend, FakeEvents, RangeTimings};
+use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
+use profiling_core::driver::timing::{EventBackend, FakeEvents, RangeTimings};
 
 /// Ranges and events are recorded process-wide: one run at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -382,13 +382,13 @@ fn the_trace_has_a_gpu_track_beside_the_host_threads() {
     let yaml = format!("{DUMMY}warmup: 1\niterations: 2\n");
     let outcome = run_with(&yaml, Some(Arc::clone(&device)), Nested { device });
     let (document, _, truncated) =
-        profiling_core::trace::trace_document(&outcome.capture, "profile-target", "t");
+        profiling_core::driver::trace::trace_document(&outcome.capture, "profile-target", "t");
     assert!(!truncated);
     let events = document["traceEvents"].as_array().unwrap();
     let gpu: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "gpu").collect();
     assert_eq!(gpu.len(), 4 * 6, "every range of 6 calls");
     let tid = gpu[0]["tid"].as_u64().unwrap();
-    assert!(tid >= profiling_core::trace::GPU_TRACK_BASE);
+    assert!(tid >= profiling_core::driver::trace::GPU_TRACK_BASE);
     assert!(gpu.iter().all(|e| e["tid"].as_u64() == Some(tid)));
     let track = events
         .iter()
@@ -428,7 +428,7 @@ fn the_trace_has_a_gpu_track_beside_the_host_threads() {
         assert!((dur - 10.371).abs() < 1e-9, "dur {dur}");
     }
     // The host's range tree is read from the host ranges only.
-    let tree = profiling_core::trace::range_tree_of(&document).unwrap();
+    let tree = profiling_core::driver::trace::range_tree_of(&document).unwrap();
     let outer_path = tree.paths.iter().find(|p| p.path == "outer").unwrap();
     assert_eq!(outer_path.count, 6);
 }
@@ -438,7 +438,7 @@ fn the_trace_has_a_gpu_track_beside_the_host_threads() {
 #[cfg(feature = "tch")]
 #[test]
 fn the_cuda_backend_says_when_there_is_no_driver() {
-    match profiling_core::timing::gpu::CudaEvents::new(0) {
+    match profiling_core::driver::timing::gpu::CudaEvents::new(0) {
         Ok(events) => {
             assert!(events
                 .stream()

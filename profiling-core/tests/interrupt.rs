@@ -1,10 +1,10 @@
 //! A signal stops the run after the call in progress and keeps what
 //! completed. One test in this file: the signal flag is process-wide.
 
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 use profiling_core::prelude::*;
-use profiling_core::runner::{run_target, Records, RunPlan, Validation};
+use profiling_core::driver::runner::{run_target, Records, RunPlan, Validation};
 
 /// Raises SIGINT (as the handler would record it) in its fifth run call.
 #[derive(Default)]
@@ -22,7 +22,7 @@ impl ProfileTarget for StopsItself {
         self.runs += 1;
         let _range = profiling_range("work");
         if self.runs == 5 {
-            profiling_core::interrupt::simulate(libc::SIGINT);
+            profiling_core::driver::interrupt::simulate(libc::SIGINT);
         }
         Ok(())
     }
@@ -34,7 +34,7 @@ fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
     // stream advances 100 ns per call): the cut pass is not a GPU sample
     // either, its completed call is.
     for gpu in [false, true] {
-        let device = std::sync::Arc::new(profiling_core::timing::FakeEvents::new());
+        let device = std::sync::Arc::new(profiling_core::driver::timing::FakeEvents::new());
         let outcome = interrupted_run(gpu.then(|| device.clone()));
         check(&outcome);
         let gpu_timings = outcome.timings.gpu.as_ref();
@@ -52,9 +52,9 @@ fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
 }
 
 fn interrupted_run(
-    device: Option<std::sync::Arc<profiling_core::timing::FakeEvents>>,
-) -> profiling_core::runner::RunOutcome {
-    profiling_core::interrupt::reset();
+    device: Option<std::sync::Arc<profiling_core::driver::timing::FakeEvents>>,
+) -> profiling_core::driver::runner::RunOutcome {
+    profiling_core::driver::interrupt::reset();
     let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 2, include_image: false}\nwarmup: 1\niterations: 10\n";
     let config = ConfigFile::parse(yaml, None)
         .unwrap()
@@ -62,13 +62,13 @@ fn interrupted_run(
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let mut plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
-    plan.events = device.map(|d| d as std::sync::Arc<dyn profiling_core::timing::EventBackend>);
+    plan.events = device.map(|d| d as std::sync::Arc<dyn profiling_core::driver::timing::EventBackend>);
     let outcome = run_target(&plan, || Ok(StopsItself::default())).unwrap();
-    profiling_core::interrupt::reset();
+    profiling_core::driver::interrupt::reset();
     outcome
 }
 
-fn check(outcome: &profiling_core::runner::RunOutcome) {
+fn check(outcome: &profiling_core::driver::runner::RunOutcome) {
     // Warmup: calls 1-2; pass 0: calls 3-4; pass 1 stops after call 5.
     assert_eq!(outcome.interrupted, Some(libc::SIGINT));
     assert_eq!(
@@ -90,5 +90,5 @@ fn check(outcome: &profiling_core::runner::RunOutcome) {
     assert_eq!(timings.ranges[0].count, 3);
     assert!(outcome.output_summaries.is_empty());
     assert_eq!(outcome.validation, Validation::Warmup);
-    assert!(!profiling_core::timing::recorder::is_recording());
+    assert!(!profiling_core::driver::timing::recorder::is_recording());
 }

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 use profiling_core::memory::{watch_allocations, AllocationWatch, Allocations, CountingAllocator};
 use profiling_core::prelude::*;
-use profiling_core::runner::{run_target, Records, RunPlan};
-use profiling_core::timing::recorder::is_recording;
+use profiling_core::driver::runner::{run_target, Records, RunPlan};
+use profiling_core::driver::timing::recorder::is_recording;
 
 mod sequential;
 
@@ -157,7 +157,7 @@ fn nested_ranges_on_two_threads(gpu: bool, batch_size: u32) {
     let expected = u64::from(iterations * records.div_ceil(batch_size));
     let mut plan = batched_plan(2, iterations, records, batch_size);
     if gpu {
-        let device = profiling_core::timing::FakeEvents::with_capacity(100_000);
+        let device = profiling_core::driver::timing::FakeEvents::with_capacity(100_000);
         plan.events = Some(Arc::new(device));
     }
     let outcome = {

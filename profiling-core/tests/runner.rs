@@ -4,10 +4,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 use profiling_core::prelude::*;
-use profiling_core::runner::{
+use profiling_core::driver::runner::{
     run_target, CallCounts, Pass, Phase, Progress, Records, RunPlan, Validation,
 };
 
@@ -62,8 +62,8 @@ fn plan(yaml: &str) -> RunPlan {
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let records = match config.record_loading {
-        profiling_core::config::RecordLoading::Eager => Records::Eager(source.read_all().unwrap()),
-        profiling_core::config::RecordLoading::Lazy => Records::Lazy(source),
+        profiling_core::driver::config::RecordLoading::Eager => Records::Eager(source.read_all().unwrap()),
+        profiling_core::driver::config::RecordLoading::Lazy => Records::Lazy(source),
     };
     RunPlan::new(config, records)
 }
@@ -72,7 +72,7 @@ fn run_logged(
     yaml: &str,
     target: Logging,
 ) -> (
-    Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError>,
+    Result<profiling_core::driver::runner::RunOutcome, profiling_core::driver::runner::RunError>,
     Vec<String>,
 ) {
     let log = target.log.clone();
@@ -595,8 +595,8 @@ fn the_cpu_never_synchronizes() {
 
 #[test]
 fn host_timing_notes_say_what_the_clock_covers() {
-    use profiling_core::config::CudaPolicy;
-    use profiling_core::runner::host_timing_note;
+    use profiling_core::driver::config::CudaPolicy;
+    use profiling_core::driver::runner::host_timing_note;
     let launches = host_timing_note(Device::Cuda(0), &CudaPolicy::default());
     assert!(
         launches.starts_with("host timings measure kernel launches, not their completion"),

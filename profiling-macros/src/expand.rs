@@ -100,13 +100,13 @@ pub(crate) fn profile_target(
             #build
 
             fn __profiling_launch(
-                #plan: &#krate::runner::RunPlan,
-            ) -> ::core::result::Result<#krate::runner::RunOutcome, #krate::runner::RunError> {
-                #krate::runner::run_target::<#self_ty, _>(#plan, __profiling_build)
+                #plan: &#krate::__private::RunPlan,
+            ) -> ::core::result::Result<#krate::__private::RunOutcome, #krate::__private::RunError> {
+                #krate::__private::run_target::<#self_ty, _>(#plan, __profiling_build)
             }
 
             #krate::__private::inventory::submit! {
-                #krate::registry::TargetEntry {
+                #krate::__private::TargetEntry {
                     name: #name,
                     type_name: #type_name,
                     file: #file,
@@ -214,10 +214,10 @@ fn build_by_factory(krate: &Path, block: &ItemImpl, factory: &syn::ExprPath) -> 
         }
 
         #[diagnostic::do_not_recommend]
-        impl<T, O: #krate::registry::FactoryOutput<T>> FactoryReturn<T> for O {
+        impl<T, O: #krate::__private::FactoryOutput<T>> FactoryReturn<T> for O {
             #[inline]
             fn into_target(self) -> #krate::__private::anyhow::Result<T> {
-                #krate::registry::FactoryOutput::<T>::into_target(self)
+                #krate::__private::FactoryOutput::<T>::into_target(self)
             }
         }
 

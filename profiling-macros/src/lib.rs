@@ -106,7 +106,7 @@ pub fn nvtx_range(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// Goes on the `impl ProfileTarget for YourType` block. The block is kept
 /// as written; next to it the attribute adds an entry in the link-time
-/// registry (`profiling_core::registry::targets()`) with the target's name,
+/// registry (`profiling_core::driver::registry::targets()`) with the target's name,
 /// where it is defined, a one-line description, whether the block defines
 /// `prepare_batch` (a target that does not is refused batches before it is
 /// built), and a function that builds the target and hands it to the
@@ -134,7 +134,7 @@ pub fn nvtx_range(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 ///
 /// # fn main() {
-/// let entry = profiling_core::registry::targets()
+/// let entry = profiling_core::driver::registry::targets()
 ///     .into_iter()
 ///     .find(|t| t.name == "sum-tensor")
 ///     .unwrap();
@@ -187,7 +187,7 @@ pub fn nvtx_range(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     }
 /// }
 /// # fn main() {
-/// # let entry = profiling_core::registry::targets().into_iter().find(|t| t.name == "threshold").unwrap();
+/// # let entry = profiling_core::driver::registry::targets().into_iter().find(|t| t.name == "threshold").unwrap();
 /// # assert_eq!(entry.constructor, "load_threshold");
 /// # assert_eq!(entry.doc, "Counts scores above a cutoff.");
 /// # }

@@ -5,7 +5,7 @@
 use std::num::ParseIntError;
 
 use profiling_core::prelude::*;
-use profiling_core::registry::{targets, TargetEntry};
+use profiling_core::driver::registry::{targets, TargetEntry};
 
 // --- #[nvtx_range] --------------------------------------------------------
 
@@ -229,9 +229,9 @@ fn takes_batches_says_whether_the_impl_defines_prepare_batch() {
 /// Launches the registered entry as `profile-cli run` does.
 fn launch(
     name: &str,
-) -> Result<profiling_core::runner::RunOutcome, profiling_core::runner::RunError> {
-    use profiling_core::config::{ConfigFile, Overrides};
-    use profiling_core::runner::{Records, RunPlan};
+) -> Result<profiling_core::driver::runner::RunOutcome, profiling_core::driver::runner::RunError> {
+    use profiling_core::driver::config::{ConfigFile, Overrides};
+    use profiling_core::driver::runner::{Records, RunPlan};
     let config = ConfigFile::parse(&format!("target: {{name: {name}}}"), None)
         .unwrap()
         .resolve(&Overrides::default())

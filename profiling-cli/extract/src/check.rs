@@ -292,7 +292,7 @@ pub fn parity_run(directory: &Path) -> Result<ParityRun, SnippetError> {
     let words = parity_words(directory)?;
     let shown = words
         .iter()
-        .map(|w| profiling_core::nsys::shell_quote(w))
+        .map(|w| profiling_core::driver::nsys::shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ");
     let output = run(
@@ -366,7 +366,7 @@ fn smoke_words(krate: &SnippetsCrate, config: &Path, release: bool) -> Vec<Strin
 pub fn smoke_command(krate: &SnippetsCrate, config: &Path, release: bool) -> String {
     smoke_words(krate, config, release)
         .iter()
-        .map(|w| profiling_core::nsys::shell_quote(w))
+        .map(|w| profiling_core::driver::nsys::shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ")
 }

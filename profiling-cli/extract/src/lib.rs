@@ -50,7 +50,7 @@ pub use snippet_crate::{
     DRAFT_FILE,
 };
 
-use profiling_core::config::check_profile_name;
+use profiling_core::driver::config::check_profile_name;
 use profiling_core::device::Device;
 use source::{display_path, Manifest, ModuleLocation, SourceFile};
 
@@ -254,7 +254,7 @@ pub struct Report {
     pub production_doc: Option<String>,
     /// The commit of the source file's repository; `dirty` when the source
     /// file had uncommitted changes.
-    pub git: profiling_core::host::GitState,
+    pub git: profiling_core::driver::host::GitState,
     pub data_source: String,
     pub device: Device,
     /// The command that makes this snippet again.
@@ -980,7 +980,7 @@ fn check_name_is_free(
     // A target compiled from this very directory, since removed, is the
     // snippet being made again.
     let remade = directory.join("target.rs");
-    let taken: Vec<String> = profiling_core::registry::targets()
+    let taken: Vec<String> = profiling_core::driver::registry::targets()
         .iter()
         .filter(|entry| {
             entry.name == request.name && entry.source_path(&request.workspace_root) != remade
@@ -1061,17 +1061,17 @@ fn first_doc_paragraph(attrs: &[syn::Attribute]) -> Option<String> {
 
 /// The commit checked out where `file` is, and whether `file` differs from
 /// it (not the rest of the tree); or why there is no commit.
-fn git_provenance(file: &Path) -> profiling_core::host::GitState {
-    use profiling_core::host::GitState;
+fn git_provenance(file: &Path) -> profiling_core::driver::host::GitState {
+    use profiling_core::driver::host::GitState;
     use std::ffi::OsStr;
     let Some(dir) = file.parent() else {
         return GitState::NotACheckout;
     };
-    let state = profiling_core::host::git_state(dir);
+    let state = profiling_core::driver::host::git_state(dir);
     let GitState::Commit { commit, .. } = state else {
         return state;
     };
-    let status = profiling_core::host::git_output(
+    let status = profiling_core::driver::host::git_output(
         dir,
         [
             OsStr::new("--no-optional-locks"),
@@ -1114,7 +1114,7 @@ fn command_line(request: &NewSnippet, source: &str, directory: &Path, root: &Pat
     }
     words
         .iter()
-        .map(|w| profiling_core::nsys::shell_quote(w))
+        .map(|w| profiling_core::driver::nsys::shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -1143,7 +1143,7 @@ fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
         ("--iterations", "100".to_owned()),
         (
             "--capture-range",
-            profiling_core::config::DEFAULT_CAPTURE_RANGE.to_owned(),
+            profiling_core::driver::config::DEFAULT_CAPTURE_RANGE.to_owned(),
         ),
         ("--record-loading", "eager".to_owned()),
         ("--seed", "0".to_owned()),
@@ -1151,12 +1151,12 @@ fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
     ] {
         lines.push(vec![word(option), value]);
     }
-    let lines = profiling_core::nsys::nsys_lines(
+    let lines = profiling_core::driver::nsys::nsys_lines(
         &run_dir,
-        profiling_core::config::DEFAULT_CAPTURE_RANGE,
+        profiling_core::driver::config::DEFAULT_CAPTURE_RANGE,
         &lines,
     );
-    profiling_core::nsys::render_command(&lines).replace(&*root.to_string_lossy(), "<repo>")
+    profiling_core::driver::nsys::render_command(&lines).replace(&*root.to_string_lossy(), "<repo>")
 }
 
 /// Writes `files` into a staging directory beside `directory`, then

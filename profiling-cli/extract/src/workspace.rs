@@ -351,7 +351,7 @@ fn crate_files(
                //! its own is a dependency, and a `target.rs` dropped in by hand is\n\
                //! compiled here as a module (see `build.rs`).\n\
                \n\
-               pub use profiling_core::registry::Draft;\n\
+               pub use profiling_core::driver::registry::Draft;\n\
                \n\
                include!(concat!(env!(\"OUT_DIR\"), \"/snippets.rs\"));\n";
     let main = "//! `profile`: this workspace's profiling binary. `profile-cli` builds and\n\

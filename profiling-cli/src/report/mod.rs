@@ -35,7 +35,7 @@ const SCRIPT: &str = include_str!("sort.js");
 
 /// Writes `page` into `path` through a temporary file and a rename.
 pub fn write_page(path: &Path, page: &str) -> std::io::Result<PathBuf> {
-    profiling_core::run_dir::write_atomically(path, page.as_bytes())?;
+    profiling_core::driver::run_dir::write_atomically(path, page.as_bytes())?;
     Ok(path.to_path_buf())
 }
 

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use profiling_core::manifest::Manifest;
-use profiling_core::runner::Timings;
-use profiling_core::stats::DurationStats;
-use profiling_core::timing::RangePathTimings;
+use profiling_core::driver::runner::Timings;
+use profiling_core::driver::stats::DurationStats;
+use profiling_core::driver::timing::RangePathTimings;
 
 /// One row of the range table and one frame of the flame graph.
 pub(super) struct RangeRow {
@@ -45,7 +45,7 @@ impl RangeRows {
                 .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
             if let Some(tree) = trace
                 .as_ref()
-                .and_then(profiling_core::trace::range_tree_of)
+                .and_then(profiling_core::driver::trace::range_tree_of)
             {
                 let mut rows = RangeRows::of_paths(timings, &tree.paths, None);
                 rows.note = Some("This run was made before ranges were kept by path: the tree comes from its trace.json (the passes and events the trace holds).".to_owned());

@@ -9,7 +9,7 @@ use maud::{html, Markup};
 use profiling_analyze::Analysis;
 use profiling_compare::runs::RunError;
 use profiling_compare::{one_line, Comparison, Options};
-use profiling_core::host::NOT_A_CHECKOUT_NOTE;
+use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::manifest::Manifest;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use serde_yaml::Value;

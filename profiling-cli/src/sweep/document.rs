@@ -151,7 +151,7 @@ impl SweepDocument {
         // Point names become directories when a sweep resumes: each one
         // path component, whoever wrote the file.
         for point in &document.points {
-            profiling_core::config::check_run_id(&point.point)
+            profiling_core::driver::config::check_run_id(&point.point)
                 .map_err(|reason| format!("{}: points: point: {reason}", path.display()))?;
         }
         Ok(document)
@@ -163,7 +163,7 @@ impl SweepDocument {
         let temporary = dir.join(format!(".{SWEEP_FILE}.tmp"));
         let text = serde_yaml::to_string(self).map_err(std::io::Error::other)?;
         // Renamed into place before a signal ends the process.
-        let _writing = profiling_core::interrupt::Hold::new();
+        let _writing = profiling_core::driver::interrupt::Hold::new();
         std::fs::write(&temporary, text)?;
         std::fs::rename(&temporary, &path)?;
         Ok(path)

@@ -12,13 +12,13 @@ use std::time::Instant;
 use clap::Args;
 use serde_yaml::Value;
 
-use profiling_core::config::{check_run_id, ConfigFile};
-use profiling_core::host::UtcTime;
-use profiling_core::interrupt;
+use profiling_core::driver::config::{check_run_id, ConfigFile};
+use profiling_core::driver::host::UtcTime;
+use profiling_core::driver::interrupt;
 use profiling_core::manifest::{Manifest, Status, SweepPoint};
 use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
-use profiling_core::session::{self, Planned, RunRequest};
-use profiling_core::stats::median_interval;
+use profiling_core::driver::session::{self, Planned, RunRequest};
+use profiling_core::driver::stats::median_interval;
 
 use crate::summary::format_ns;
 use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
@@ -102,7 +102,7 @@ pub fn sweep_command(
     let base_request = RunRequest {
         target: args.name.clone(),
         config_path: args.config.clone(),
-        overrides: profiling_core::config::Overrides {
+        overrides: profiling_core::driver::config::Overrides {
             output_dir: args.output_dir.clone(),
             ..Default::default()
         },
@@ -501,7 +501,7 @@ fn grid_of(args: &SweepArgs, base: &Planned) -> Result<(Vec<Axis>, bool), String
                         axis.key,
                         grid::show(value),
                         grid::show(like),
-                        profiling_core::config::describe_value(like)
+                        profiling_core::driver::config::describe_value(like)
                     ));
                 }
             }

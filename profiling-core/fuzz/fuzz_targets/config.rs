@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 
 fn assert_reads_well(error: &dyn std::fmt::Display) {

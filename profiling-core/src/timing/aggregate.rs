@@ -48,13 +48,6 @@ pub fn attach_gpu(timings: &mut [RangeTimings], gpu: &BTreeMap<String, (SampleSe
     }
 }
 
-/// Per-name timings, largest inclusive total first; the flag is true when
-/// some quantiles come from histograms (more ranges than the event buffers
-/// hold).
-pub fn range_timings(log: &RangeLog) -> (Vec<RangeTimings>, bool) {
-    timings_of(&range_sets(log))
-}
-
 /// The inclusive and exclusive samples of every range name, over all
 /// threads: each kept event one by one, the rest as the recorder's
 /// histograms.
@@ -121,7 +114,9 @@ pub fn range_sets(log: &RangeLog) -> BTreeMap<String, (SampleSet, SampleSet)> {
         .collect()
 }
 
-/// [`range_timings`] of the sets [`range_sets`] made.
+/// Per-name timings of the sets [`range_sets`] made, largest inclusive
+/// total first; the flag is true when some quantiles come from histograms
+/// (more ranges than the event buffers hold).
 pub fn timings_of(sets: &BTreeMap<String, (SampleSet, SampleSet)>) -> (Vec<RangeTimings>, bool) {
     let mut sketched = false;
     let mut timings: Vec<RangeTimings> = sets

@@ -10,13 +10,11 @@ pub mod recorder;
 pub mod samples;
 pub mod tree;
 
-pub use aggregate::{
-    attach_gpu, range_sets, range_timings, timings_of, GpuRangeTimings, RangeTimings,
-};
-pub use clock::{now_ns, readings_to_ns, span_ns, ticks, ticks_ns, TimerInfo};
+pub use aggregate::{attach_gpu, range_sets, timings_of, RangeTimings};
+pub use clock::{now_ns, readings_to_ns, span_ns, ticks, TimerInfo};
 pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
 pub use log::RangeLog;
-pub use per_record::{PerRecord, RangeThroughput, Throughput};
+pub use per_record::{PerRecord, Throughput};
 pub use recorder::{Capture, Registration};
 pub use samples::SampleSet;
 pub use tree::{RangePathTimings, RangeTree};

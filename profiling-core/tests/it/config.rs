@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use profiling_core::config::{
+use profiling_core::driver::config::{
     CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, LastBatch, Overrides, RecordLoading,
     DEFAULT_CAPTURE_RANGE,
 };
@@ -360,7 +360,7 @@ fn a_missing_file_is_named() {
 
 #[test]
 fn run_ids_are_plain_names() {
-    use profiling_core::config::check_run_id;
+    use profiling_core::driver::config::check_run_id;
     for good in ["smoke", "20261129T213400Z", "a.b-c_d"] {
         assert!(check_run_id(good).is_ok(), "{good}");
     }
@@ -547,7 +547,7 @@ fn last_batch_is_keep_or_drop() {
 /// spelling the file used.
 #[test]
 fn edits_win_over_either_spelling_of_a_key() {
-    use profiling_core::config::{ConfigFile, Overrides};
+    use profiling_core::driver::config::{ConfigFile, Overrides};
     let edit = |text: &str, key: &str, value: serde_yaml::Value| {
         ConfigFile::parse(text, None)
             .unwrap()
@@ -644,7 +644,7 @@ fn the_directory_option_is_the_images_sources_directory() {
 /// nested mappings and lists; a key the file does not hold has none.
 #[test]
 fn keys_are_located_in_the_file_by_their_dotted_path() {
-    use profiling_core::config::locate_key;
+    use profiling_core::driver::config::locate_key;
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("config.yaml");
     std::fs::write(

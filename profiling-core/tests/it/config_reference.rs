@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use profiling_core::config::{ConfigFile, KNOWN_SOURCES};
+use profiling_core::driver::config::{ConfigFile, KNOWN_SOURCES};
 use profiling_core::data;
 
 /// The keys of the `data_source` mapping that the config reads itself

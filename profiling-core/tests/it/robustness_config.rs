@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_yaml::{Mapping, Value};
 
-use profiling_core::config::{ConfigFile, Overrides};
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
 
 use crate::common::{assert_reads_well, config};

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use profiling_core::manifest::Manifest;
 use profiling_core::run_samples::RunSamples;
-use profiling_core::stats::DurationStats;
-use profiling_core::timing::SampleSet;
+use profiling_core::driver::stats::DurationStats;
+use profiling_core::driver::timing::SampleSet;
 use serde_yaml::Value;
 
 use crate::report::charts::flame::flame_graph;

@@ -3,7 +3,7 @@
 #![deny(warnings)]
 
 use profiling_core::prelude::*;
-use profiling_core::registry::{targets, TargetEntry};
+use profiling_core::driver::registry::{targets, TargetEntry};
 
 macro_rules! target_body {
     () => {
