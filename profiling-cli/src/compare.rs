@@ -1,12 +1,11 @@
-//! `profile-cli compare` and `profile-cli baselines`, and the comparison
-//! `run --baseline` prints: a table for people, `--json` for machines,
+//! `profile-cli compare`, and the comparison `run --baseline` prints: a table for people, `--json` for machines,
 //! `--markdown` for a pull request.
 
 use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
-use profiling_compare::runs::{self, LoadedRun, RunError};
+use profiling_compare::runs::{self, RunError};
 use profiling_compare::statistics::BootstrapOptions;
 use profiling_compare::{self as compare, Comparison, Options, Row, RunInfo, Verdict};
 use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
@@ -21,7 +20,7 @@ use crate::{EXIT_OK, EXIT_USAGE};
 pub const EXIT_REGRESSION: u8 = 3;
 
 impl DecideArgs {
-    fn options(&self) -> Options {
+    pub(crate) fn options(&self) -> Options {
         Options {
             noise: self.noise_threshold,
             significance: self.significance,
@@ -61,33 +60,7 @@ pub struct CompareArgs {
     decide: DecideArgs,
 }
 
-#[derive(Debug, Args)]
-pub struct BaselinesArgs {
-    /// The profile (or target) whose baselines to list (default: every profile of this build).
-    profile: Option<String>,
-    /// List the baselines under DIR/PROFILE/, as `run --output-dir DIR` saves them.
-    #[arg(long, value_name = "DIR")]
-    output_dir: Option<std::path::PathBuf>,
-    /// Print a JSON array.
-    #[arg(long)]
-    json: bool,
-}
-
 impl CompareArgs {
-    /// Looks for runs in `dir` when `--output-dir` does not say.
-    pub(crate) fn default_output_dir(&mut self, dir: std::path::PathBuf) {
-        self.output_dir.get_or_insert(dir);
-    }
-}
-
-impl BaselinesArgs {
-    /// Looks for baselines in `dir` when `--output-dir` does not say.
-    pub(crate) fn default_output_dir(&mut self, dir: std::path::PathBuf) {
-        self.output_dir.get_or_insert(dir);
-    }
-}
-
-impl ReportArgs {
     /// Looks for runs in `dir` when `--output-dir` does not say.
     pub(crate) fn default_output_dir(&mut self, dir: std::path::PathBuf) {
         self.output_dir.get_or_insert(dir);
@@ -157,7 +130,10 @@ pub fn compare_command(
 }
 
 /// The options `decide` gives, or `None` after saying which is out of range.
-fn checked_options(decide: &DecideArgs, err: &mut dyn Write) -> std::io::Result<Option<Options>> {
+pub(crate) fn checked_options(
+    decide: &DecideArgs,
+    err: &mut dyn Write,
+) -> std::io::Result<Option<Options>> {
     let options = decide.options();
     match options.check() {
         Ok(()) => Ok(Some(options)),
@@ -169,14 +145,14 @@ fn checked_options(decide: &DecideArgs, err: &mut dyn Write) -> std::io::Result<
 }
 
 /// Each argument resolved by `resolve`, or the first that cannot be.
-fn resolve_all<T>(
+pub(crate) fn resolve_all<T>(
     arguments: &[String],
     resolve: impl Fn(&str) -> Result<T, RunError>,
 ) -> Result<Vec<T>, RunError> {
     arguments.iter().map(|a| resolve(a)).collect()
 }
 
-fn usage_error(err: &mut dyn Write, error: &RunError) -> anyhow::Result<u8> {
+pub(crate) fn usage_error(err: &mut dyn Write, error: &RunError) -> anyhow::Result<u8> {
     writeln!(err, "error: {error}")?;
     Ok(EXIT_USAGE)
 }
@@ -437,158 +413,6 @@ fn write_markdown(
     writeln!(out)
 }
 
-/// `profile-cli baselines`.
-pub fn baselines_command(
-    args: BaselinesArgs,
-    profiles: &[ProfileRuns],
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> anyhow::Result<u8> {
-    let profiles = match &args.output_dir {
-        Some(dir) => profiles_under(dir),
-        None => profiles.to_vec(),
-    };
-    let selected: Vec<&ProfileRuns> = match &args.profile {
-        Some(name) => {
-            let found = profiles
-                .iter()
-                .find(|p| p.profile == *name)
-                .or_else(|| profiles.iter().find(|p| p.target == *name));
-            match found {
-                Some(found) => vec![found],
-                None => {
-                    let error = RunError::UnknownProfile {
-                        name: name.clone(),
-                        known: profiles.iter().map(|p| p.profile.clone()).collect(),
-                    };
-                    return usage_error(err, &error);
-                }
-            }
-        }
-        None => profiles.iter().collect(),
-    };
-    let mut listed = Vec::new();
-    for ProfileRuns {
-        profile,
-        runs: runs_dir,
-        ..
-    } in selected
-    {
-        let dir = runs::baselines_dir_of_runs(runs_dir);
-        for info in runs::list_baselines(&dir) {
-            let path = dir.join(&info.name);
-            let median = runs::load(&path).ok().and_then(|run| pass_median(&run));
-            listed.push((profile.clone(), info, path, median));
-        }
-    }
-    if args.json {
-        let items: Vec<serde_json::Value> = listed
-            .iter()
-            .map(|(profile, info, path, median)| {
-                serde_json::json!({
-                    "profile": profile,
-                    "name": info.name,
-                    "run_id": info.run_id,
-                    "saved_at": info.saved_at,
-                    "from": info.from,
-                    "path": path,
-                    "pass_median_ns": median,
-                })
-            })
-            .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
-        return Ok(EXIT_OK);
-    }
-    if listed.is_empty() {
-        let whose = args.profile.map_or_else(
-            || "no profile of this build".to_owned(),
-            |p| format!("profile `{p}`"),
-        );
-        writeln!(
-            err,
-            "{whose} has baselines: `profile-cli run NAME --save-baseline BASELINE` saves one"
-        )?;
-        return Ok(EXIT_OK);
-    }
-    let rows: Vec<[String; 5]> = listed
-        .iter()
-        .map(|(profile, info, path, median)| {
-            [
-                format!("{profile}  {}", info.name),
-                info.run_id.clone(),
-                info.saved_at.clone(),
-                median.map_or("-".to_owned(), |m| format!("pass median {}", format_ns(m))),
-                path.display().to_string(),
-            ]
-        })
-        .collect();
-    let widths: Vec<usize> = (0..4)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        writeln!(
-            out,
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        )?;
-    }
-    Ok(EXIT_OK)
-}
-
-/// The profiles under an output directory: each `DIR/PROFILE/` with runs
-/// or baselines.
-fn profiles_under(dir: &Path) -> Vec<ProfileRuns> {
-    let mut found: Vec<ProfileRuns> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|entry| entry.path().is_dir())
-        .map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            ProfileRuns {
-                profile: name.clone(),
-                target: name,
-                runs: entry.path().join("runs"),
-            }
-        })
-        .collect();
-    found.sort();
-    found
-}
-
-fn pass_median(run: &LoadedRun) -> Option<u64> {
-    profiling_compare::statistics::lower_median(&run.samples.passes.sorted_values())
-}
-
-/// What `run --baseline NAME` and `run --save-baseline NAME` check before
-/// the run starts, so that nothing runs for a request that is refused.
-pub fn check_run_baselines(
-    runs_dir: &Path,
-    profile: &str,
-    baseline: Option<&str>,
-    save: Option<&str>,
-    force: bool,
-) -> Result<(), RunError> {
-    let dir = runs::baselines_dir_of_runs(runs_dir);
-    if let Some(name) = baseline {
-        // Read now: a baseline that is missing or unreadable stops the run
-        // before it starts.
-        runs::find_baseline(&dir, profile, name)?;
-    }
-    if let Some(name) = save {
-        runs::check_baseline_free(&dir, profile, name, force)?;
-    }
-    Ok(())
-}
-
 /// After `run --baseline NAME`: the new run compared with the baseline,
 /// printed (as a table, or into the `--json` document by the caller).
 pub fn compare_with_baseline(
@@ -615,174 +439,4 @@ pub fn table_format(decide: &DecideArgs) -> Format {
 /// The options' ranges, checked before a run.
 pub fn check_options(decide: &DecideArgs) -> Result<(), String> {
     decide.options().check()
-}
-
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// One run, for its page; or a base and candidates, for a comparison page. Each is a run
-    /// directory, its manifest.yaml, PROFILE@RUN_ID, or PROFILE@latest.
-    #[arg(value_name = "RUN", required = true)]
-    runs: Vec<String>,
-    /// Write the page to FILE (default: report.html in the run's directory; for a comparison,
-    /// report-vs-<base run id>.html in the first candidate's).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    output: Option<std::path::PathBuf>,
-    /// Replace FILE given with -o when it exists (by default it is refused).
-    #[arg(long)]
-    force: bool,
-    /// Open the page with the desktop's opener (xdg-open, open) when there is one.
-    #[arg(long)]
-    open: bool,
-    /// Find PROFILE@RUN_ID and PROFILE@latest in DIR/PROFILE/runs/.
-    #[arg(long, value_name = "DIR")]
-    output_dir: Option<std::path::PathBuf>,
-    /// Compare runs of different targets.
-    #[arg(long)]
-    allow_different_targets: bool,
-    #[command(flatten)]
-    decide: DecideArgs,
-}
-
-/// `profile-cli report`.
-pub fn report_command(
-    args: ReportArgs,
-    profiles: &[ProfileRuns],
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> anyhow::Result<u8> {
-    let Some(options) = checked_options(&args.decide, err)? else {
-        return Ok(EXIT_USAGE);
-    };
-    let output_dir = args.output_dir.as_deref();
-    let paths = match resolve_all(&args.runs, |a| runs::resolve_path(a, profiles, output_dir)) {
-        Ok(paths) => paths,
-        Err(error) => return usage_error(err, &error),
-    };
-    let dir_of = |path: &Path| -> std::path::PathBuf {
-        if path.is_dir() {
-            path.to_path_buf()
-        } else {
-            path.parent().unwrap_or(Path::new(".")).to_path_buf()
-        }
-    };
-    let sweep_dir = (paths.len() == 1).then(|| dir_of(&paths[0])).filter(|dir| {
-        dir.join(crate::sweep::document::SWEEP_FILE).is_file()
-            && !dir.join("manifest.yaml").is_file()
-    });
-    let (html, default_path) = if let Some(dir) = sweep_dir {
-        // A sweep's directory: its page.
-        let document = match crate::sweep::document::SweepDocument::read(&dir) {
-            Ok(document) => document,
-            Err(message) => {
-                writeln!(err, "error: {message}")?;
-                return Ok(EXIT_USAGE);
-            }
-        };
-        (
-            crate::report::sweep_page(&document),
-            dir.join(crate::report::SWEEP_PAGE_FILE),
-        )
-    } else if paths.len() == 1 {
-        let dir = dir_of(&paths[0]);
-        let (manifest, samples) = match crate::report::read_run(&dir) {
-            Ok(read) => read,
-            Err(error) => return usage_error(err, &error),
-        };
-        if samples.is_none() {
-            writeln!(
-                err,
-                "note: {} has no samples.bin: the page leaves out the plots that need them",
-                dir.display()
-            )?;
-        }
-        let html = crate::report::run_page(&crate::report::RunPage {
-            dir: &dir,
-            manifest: &manifest,
-            samples: samples.as_ref(),
-            comparison: None,
-        });
-        (html, dir.join(crate::report::REPORT_FILE))
-    } else {
-        let mut loaded = Vec::new();
-        for path in &paths {
-            match runs::load(path) {
-                Ok(run) => loaded.push(run),
-                Err(error) => return usage_error(err, &error),
-            }
-        }
-        let mut comparisons = Vec::new();
-        for candidate in &loaded[1..] {
-            match compare::compare(
-                &loaded[0],
-                candidate,
-                &options,
-                args.allow_different_targets,
-            ) {
-                Ok(comparison) => comparisons.push(comparison),
-                Err(error) => {
-                    writeln!(err, "error: {error}")?;
-                    return Ok(EXIT_USAGE);
-                }
-            }
-        }
-        let runs: Vec<&LoadedRun> = loaded.iter().collect();
-        let html = crate::report::comparison_page(&runs, &comparisons, &options);
-        let path = loaded[1]
-            .dir
-            .join(format!("report-vs-{}.html", loaded[0].run_id));
-        (html, path)
-    };
-    let path = match args.output {
-        Some(path) => {
-            if path.exists() && !args.force {
-                writeln!(
-                    err,
-                    "error: {} exists: give --force to replace it, or another -o FILE",
-                    path.display()
-                )?;
-                return Ok(EXIT_USAGE);
-            }
-            path
-        }
-        None => default_path,
-    };
-    if let Err(error) = crate::report::write_page(&path, &html) {
-        writeln!(err, "error: cannot write {}: {error}", path.display())?;
-        return Ok(crate::EXIT_TARGET_FAILED);
-    }
-    let path = profiling_core::driver::session::absolute(&path);
-    writeln!(out, "report: {}", path.display())?;
-    if args.open {
-        open_page(&path, err)?;
-    }
-    Ok(EXIT_OK)
-}
-
-/// Opens `path` with the desktop's opener, or says there is none.
-fn open_page(path: &Path, err: &mut dyn Write) -> std::io::Result<()> {
-    let openers: &[&str] = if cfg!(target_os = "macos") {
-        &["open"]
-    } else {
-        &["xdg-open", "gio"]
-    };
-    for opener in openers {
-        let mut command = std::process::Command::new(opener);
-        if *opener == "gio" {
-            command.arg("open");
-        }
-        let spawned = command
-            .arg(path)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        if spawned.is_ok() {
-            return Ok(());
-        }
-    }
-    writeln!(
-        err,
-        "note: no desktop opener here (xdg-open): open {} in a browser",
-        path.display()
-    )
 }

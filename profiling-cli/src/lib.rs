@@ -26,6 +26,8 @@ pub const EXIT_USAGE: u8 = 2;
 
 #[cfg(feature = "full")]
 mod analyze;
+#[cfg(feature = "full")]
+mod baselines;
 mod cache;
 #[cfg(feature = "full")]
 pub mod compare;
@@ -147,7 +149,7 @@ enum Command {
     Compare(compare::CompareArgs),
     /// List the baselines saved with `run --save-baseline NAME`, of one profile or of all.
     #[cfg(feature = "full")]
-    Baselines(compare::BaselinesArgs),
+    Baselines(baselines::BaselinesArgs),
     /// Write the HTML page of a run, or of a comparison of runs, and print its path.
     ///
     /// One run: its page (what every run writes beside its manifest as report.html): the header,
@@ -162,7 +164,7 @@ enum Command {
     /// Exit codes: 0 written; 1 it could not be written; 2 a run that cannot be read or compared,
     /// or -o FILE that exists without --force.
     #[cfg(feature = "full")]
-    Report(compare::ReportArgs),
+    Report(report::ReportArgs),
     /// GPU time per NVTX range from the run's Nsight Systems report.
     ///
     /// PATH is a run directory (its trace.sqlite, else its trace.nsys-rep, exported once with
@@ -456,10 +458,10 @@ pub(crate) fn read_delegated(
             compare::compare_command(compare_args, profiles, &mut out, &mut err)
         }
         Command::Baselines(baselines_args) => {
-            compare::baselines_command(baselines_args, profiles, &mut out, &mut err)
+            baselines::baselines_command(baselines_args, profiles, &mut out, &mut err)
         }
         Command::Report(report_args) => {
-            compare::report_command(report_args, profiles, &mut out, &mut err)
+            report::report_command(report_args, profiles, &mut out, &mut err)
         }
         _ => return main_in(args, workspace_root, None, &mut out, &mut err),
     };
@@ -581,12 +583,12 @@ fn main_in(
         #[cfg(feature = "full")]
         Command::Baselines(baselines_args) => {
             let profiles = session::profiles(workspace_root);
-            compare::baselines_command(baselines_args, &profiles, out, err)
+            baselines::baselines_command(baselines_args, &profiles, out, err)
         }
         #[cfg(feature = "full")]
         Command::Report(report_args) => {
             let profiles = session::profiles(workspace_root);
-            compare::report_command(report_args, &profiles, out, err)
+            report::report_command(report_args, &profiles, out, err)
         }
         #[cfg(feature = "full")]
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),

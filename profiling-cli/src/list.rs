@@ -1,68 +1,94 @@
 //! `profile-cli list`: every registered target, the drafts not compiled,
-//! and the targets a feature would add.
+//! and the targets a feature would add; as a table, or the targets as a
+//! JSON array.
 
 use std::io::Write;
 use std::path::Path;
 
-use profiling_core::driver::registry::{self, TargetEntry};
+use profiling_core::driver::registry::{self, Draft, TargetEntry, UnavailableTarget};
+use serde::Serialize;
 
 use crate::EXIT_OK;
 
-pub(crate) fn list(
-    json: bool,
-    root: &Path,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> anyhow::Result<u8> {
-    let entries = registry::targets();
-    let duplicated =
-        |entry: &TargetEntry| entries.iter().filter(|e| e.name == entry.name).count() > 1;
-    if json {
-        let items: Vec<serde_json::Value> = entries
+/// One registered target, as the table and the JSON array show it.
+#[derive(Debug, Serialize)]
+struct ListedTarget {
+    name: &'static str,
+    /// Its source file, relative to the workspace where it is inside.
+    file: String,
+    line: u32,
+    type_name: &'static str,
+    module_path: &'static str,
+    constructor: &'static str,
+    description: &'static str,
+    /// Another target is registered under the same name.
+    duplicate: bool,
+}
+
+/// What this build has registered.
+struct Listing {
+    targets: Vec<ListedTarget>,
+    drafts: Vec<&'static Draft>,
+    unavailable: Vec<&'static UnavailableTarget>,
+}
+
+impl Listing {
+    fn of(root: &Path) -> Listing {
+        let entries = registry::targets();
+        let duplicated =
+            |entry: &TargetEntry| entries.iter().filter(|e| e.name == entry.name).count() > 1;
+        let targets = entries
             .iter()
-            .map(|e| {
-                serde_json::json!({
-                    "name": e.name,
-                    "file": e.display_file(root),
-                    "line": e.line,
-                    "type_name": e.type_name,
-                    "module_path": e.module_path,
-                    "constructor": e.constructor,
-                    "description": e.doc,
-                    "duplicate": duplicated(e),
-                })
+            .map(|e| ListedTarget {
+                name: e.name,
+                file: e.display_file(root),
+                line: e.line,
+                type_name: e.type_name,
+                module_path: e.module_path,
+                constructor: e.constructor,
+                description: e.doc,
+                duplicate: duplicated(e),
             })
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
-    } else if entries.is_empty() {
-        writeln!(
-            err,
-            "no targets are registered: add #[profile_target] to an impl of ProfileTarget"
-        )?;
-    } else {
-        let name_width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
-        let places: Vec<String> = entries
-            .iter()
-            .map(|e| format!("{}:{}", e.display_file(root), e.line))
-            .collect();
-        let place_width = places.iter().map(String::len).max().unwrap_or(0);
-        for (entry, place) in entries.iter().zip(&places) {
-            let line = format!(
-                "{:name_width$}  {:place_width$}  {}",
-                entry.name, place, entry.doc
-            );
-            writeln!(out, "{}", line.trim_end())?;
+        Listing {
+            targets,
+            drafts: registry::drafts(),
+            unavailable: registry::unavailable(),
         }
     }
-    if !json {
-        list_drafts(&registry::drafts(), out)?;
+
+    /// The JSON array of the targets (an object per target, its keys in
+    /// order).
+    fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(&serde_json::to_value(&self.targets)?)
     }
-    let missing = registry::unavailable();
-    if !json && !missing.is_empty() {
-        let mut features: Vec<&str> = missing.iter().map(|u| u.feature).collect();
+
+    /// The table of targets, then the drafts and the targets of other
+    /// builds.
+    fn table(&self, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+        if self.targets.is_empty() {
+            writeln!(
+                err,
+                "no targets are registered: add #[profile_target] to an impl of ProfileTarget"
+            )?;
+        } else {
+            let name_width = self.targets.iter().map(|t| t.name.len()).max().unwrap_or(0);
+            let places: Vec<String> = self.targets.iter().map(place).collect();
+            let place_width = places.iter().map(String::len).max().unwrap_or(0);
+            for (target, place) in self.targets.iter().zip(&places) {
+                let line = format!(
+                    "{:name_width$}  {:place_width$}  {}",
+                    target.name, place, target.description
+                );
+                writeln!(out, "{}", line.trim_end())?;
+            }
+        }
+        self.drafts_table(out)?;
+        let mut features: Vec<&str> = self.unavailable.iter().map(|u| u.feature).collect();
         features.dedup();
         for feature in features {
-            let names: Vec<&str> = missing
+            let names: Vec<&str> = self
+                .unavailable
                 .iter()
                 .filter(|u| u.feature == feature)
                 .map(|u| u.name)
@@ -73,48 +99,85 @@ pub(crate) fn list(
                 names.join(", ")
             )?;
         }
+        Ok(())
     }
-    let mut warned = Vec::new();
-    for entry in &entries {
-        if duplicated(entry) && !warned.contains(&entry.name) {
-            warned.push(entry.name);
-            let places: Vec<String> = entries
+
+    /// The drafts section: each draft's name, directory and reason.
+    fn drafts_table(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.drafts.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "drafts, not compiled (`profile-cli check NAME` builds one and links it in):"
+        )?;
+        let name_width = self
+            .drafts
+            .iter()
+            .map(|d| d.target.len())
+            .max()
+            .unwrap_or(0);
+        let places: Vec<String> = self
+            .drafts
+            .iter()
+            .map(|d| format!("{}/", d.path()))
+            .collect();
+        let place_width = places.iter().map(String::len).max().unwrap_or(0);
+        for (draft, place) in self.drafts.iter().zip(&places) {
+            writeln!(
+                out,
+                "  {:name_width$}  {place:place_width$}  {}",
+                draft.target,
+                draft.summary()
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A warning for each name registered more than once, naming where.
+    fn duplicate_warnings(&self, err: &mut dyn Write) -> std::io::Result<()> {
+        let mut warned = Vec::new();
+        for target in self.targets.iter().filter(|t| t.duplicate) {
+            if warned.contains(&target.name) {
+                continue;
+            }
+            warned.push(target.name);
+            let places: Vec<String> = self
+                .targets
                 .iter()
-                .filter(|e| e.name == entry.name)
-                .map(|e| format!("{}:{}", e.display_file(root), e.line))
+                .filter(|t| t.name == target.name)
+                .map(place)
                 .collect();
             writeln!(
                 err,
                 "warning: target name `{}` is registered {} times ({}): `profile-cli run {}` refuses it until one is renamed",
-                entry.name,
+                target.name,
                 places.len(),
                 places.join(", "),
-                entry.name
+                target.name
             )?;
         }
+        Ok(())
     }
-    Ok(EXIT_OK)
 }
 
-/// The drafts section of `list`: each draft's name, directory and reason.
-fn list_drafts(drafts: &[&registry::Draft], out: &mut dyn Write) -> anyhow::Result<()> {
-    if drafts.is_empty() {
-        return Ok(());
+/// `file:line` of a target.
+fn place(target: &ListedTarget) -> String {
+    format!("{}:{}", target.file, target.line)
+}
+
+pub(crate) fn list(
+    json: bool,
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let listing = Listing::of(root);
+    if json {
+        writeln!(out, "{}", listing.json()?)?;
+    } else {
+        listing.table(out, err)?;
     }
-    writeln!(
-        out,
-        "drafts, not compiled (`profile-cli check NAME` builds one and links it in):"
-    )?;
-    let name_width = drafts.iter().map(|d| d.target.len()).max().unwrap_or(0);
-    let places: Vec<String> = drafts.iter().map(|d| format!("{}/", d.path())).collect();
-    let place_width = places.iter().map(String::len).max().unwrap_or(0);
-    for (draft, place) in drafts.iter().zip(&places) {
-        writeln!(
-            out,
-            "  {:name_width$}  {place:place_width$}  {}",
-            draft.target,
-            draft.summary()
-        )?;
-    }
-    Ok(())
+    listing.duplicate_warnings(err)?;
+    Ok(EXIT_OK)
 }

@@ -8,8 +8,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use profiling_core::driver::config::{GpuTiming, Overrides, RecordLoading};
 use profiling_core::device::Device;
+use profiling_core::driver::config::{GpuTiming, Overrides, RecordLoading};
 use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
@@ -158,7 +158,7 @@ fn check_baselines(args: &RunArgs, planned: &session::Planned) -> Result<(), Str
     #[cfg(feature = "full")]
     if args.outcome.is_none() {
         compare::check_options(&args.decide)?;
-        return compare::check_run_baselines(
+        return crate::baselines::check_run_baselines(
             runs_dir,
             profile,
             args.baseline.as_deref(),
@@ -440,7 +440,8 @@ fn nsys_lines_of(planned: &session::Planned) -> (Vec<Vec<String>>, PathBuf) {
     let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
     let run_dir = session::absolute(&planned.run_dir);
     let command = session::explicit_command(planned, &program);
-    let lines = profiling_core::driver::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
+    let lines =
+        profiling_core::driver::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
     (lines, run_dir)
 }
 

@@ -9,6 +9,7 @@
 //! from anywhere, so a page opens from disk anywhere.
 
 mod charts;
+mod command;
 mod comparison;
 mod ranges;
 mod run;
@@ -20,6 +21,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::summary::format_ns;
 
+pub use command::{report_command, ReportArgs};
 pub use comparison::comparison_page;
 pub use run::{read_run, run_page, RunPage};
 pub use sweep::{sweep_page, write_sweep_page, SWEEP_PAGE_FILE};

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use profiling_core::manifest::Manifest;
-use profiling_core::run_samples::RunSamples;
 use profiling_core::driver::stats::DurationStats;
 use profiling_core::driver::timing::SampleSet;
+use profiling_core::manifest::Manifest;
+use profiling_core::run_samples::RunSamples;
 use serde_yaml::Value;
 
 use crate::report::charts::flame::flame_graph;
