@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Phase, Records, RunOutcome, RunPlan};
+use profiling_core::prelude::*;
 use profiling_examples::tensor_targets::{load_torchscript, SmokeTensor, TinyCnn, TorchScript};
 use serde_yaml::Value;
 

@@ -177,7 +177,9 @@ pub fn analyze_command(
     if let Some(run_dir) = &located.run_dir {
         let path = run_dir.join(ANALYSIS_FILE);
         let text = serde_yaml::to_string(&sorted)?;
-        if let Err(error) = profiling_core::driver::run_dir::write_atomically(&path, text.as_bytes()) {
+        if let Err(error) =
+            profiling_core::driver::run_dir::write_atomically(&path, text.as_bytes())
+        {
             writeln!(err, "error: cannot write {}: {error}", path.display())?;
             return Ok(EXIT_TARGET_FAILED);
         }

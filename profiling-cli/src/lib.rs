@@ -8,11 +8,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-#[cfg(feature = "full")]
-use clap::Args;
 use clap::{Parser, Subcommand};
-#[cfg(feature = "full")]
-use profiling_core::device::Device;
 #[cfg(feature = "full")]
 use profiling_core::driver::session;
 use profiling_core::driver::session::SessionError;
@@ -104,7 +100,7 @@ enum Command {
     /// compute what production computes, or the smoke run failed, or the files could not be
     /// written; 2 bad usage or an unusable source, and nothing was written.
     #[cfg(feature = "full")]
-    New(NewArgs),
+    New(snippets::new::NewArgs),
     /// Build a snippet with the snippets crate: link it in when it compiles, else leave it a draft.
     ///
     /// NAME is the snippet's profile name (its directory is inference_profiling/snippets/<NAME
@@ -121,7 +117,7 @@ enum Command {
     /// it does not build (a draft now), its parity test failed, or the build failed elsewhere; 2
     /// no such snippet.
     #[cfg(feature = "full")]
-    Check(CheckArgs),
+    Check(snippets::check::CheckArgs),
     /// Delete a snippet: its directory and its entry in the profiling crate's Cargo.toml.
     ///
     /// NAME is the snippet's profile name or directory. Refused while the snippet holds runs or
@@ -130,7 +126,7 @@ enum Command {
     ///
     /// Exit codes: 0 removed; 2 no such snippet, or runs or baselines kept it (nothing removed).
     #[cfg(feature = "full")]
-    Remove(RemoveArgs),
+    Remove(snippets::remove::RemoveArgs),
     /// Compare runs: did the change make it faster, where, and is the difference real?
     ///
     /// For the pass, the call and every range (inclusive, and self time where ranges nest): the
@@ -193,7 +189,7 @@ enum Command {
     /// an inference_profiling/ that is something else, or a package without --make-workspace
     /// (nothing written).
     #[cfg(feature = "full")]
-    Init(InitArgs),
+    Init(snippets::init::InitArgs),
     /// The decoded-image cache that `run --cache` (or `data_source.cache: true`) fills.
     ///
     /// With the cache on, the images source keeps each image it decodes in
@@ -233,74 +229,6 @@ enum Command {
     /// compare`, `report` and `baselines` read a profiling binary's runs with.
     #[command(hide = true)]
     Profiles,
-}
-
-#[cfg(feature = "full")]
-#[derive(Debug, Args)]
-struct InitArgs {
-    /// The checkout of this project whose profiling-core and profiling-cli it depends on.
-    #[arg(long, value_name = "DIR", conflicts_with = "core_git")]
-    core_path: Option<PathBuf>,
-    /// Depend on profiling-core and profiling-cli from this git repository instead.
-    #[arg(long, value_name = "URL")]
-    core_git: Option<String>,
-    /// Turn a package that is not a workspace into one, with the profiling crate as a member.
-    #[arg(long)]
-    make_workspace: bool,
-}
-
-#[cfg(feature = "full")]
-#[derive(Debug, Args)]
-struct CheckArgs {
-    /// The snippet: its profile name, or its directory.
-    name: String,
-    /// Also run its target once (no warmup, one measured pass) on its config.yaml.
-    #[arg(long)]
-    smoke: bool,
-}
-
-#[cfg(feature = "full")]
-#[derive(Debug, Args)]
-struct RemoveArgs {
-    /// The snippet: its profile name, or its directory.
-    name: String,
-    /// Remove it even though it holds runs or baselines: they go too.
-    #[arg(long)]
-    force: bool,
-}
-
-#[cfg(feature = "full")]
-#[derive(Debug, Args)]
-struct NewArgs {
-    /// The profile name: the new target's name, and (with - as _) its directory's.
-    name: String,
-    /// What to copy: FILE.rs::FUNCTION, FILE.rs::TYPE::METHOD or FILE.rs:START-END.
-    #[arg(long, value_name = "SOURCE")]
-    from: String,
-    /// The data source of the generated config: dummy or images.
-    #[arg(long, value_name = "NAME", default_value = "dummy")]
-    data_source: String,
-    /// The device of the generated config: cpu, cuda (= cuda:0) or cuda:N.
-    #[arg(long, value_name = "DEVICE", value_parser = run::parse_device, default_value = "cpu")]
-    device: Device,
-    /// The types (and const values) of a generic function's parameters: D=(),T=f32,N=4. The copy
-    /// keeps its generics; `run` calls it with these (the build check checks them against the
-    /// bounds).
-    #[arg(long, value_name = "NAME=TYPE,...")]
-    type_args: Option<String>,
-    /// Create the snippet in DIR (which must not exist) instead of inference_profiling/snippets/.
-    #[arg(long, value_name = "DIR")]
-    directory: Option<PathBuf>,
-    /// Do not build the snippet afterwards: it stays a draft until `profile-cli check NAME`.
-    #[arg(long)]
-    no_check: bool,
-    /// Also run the new target once (no warmup, one measured pass) on its config.
-    #[arg(long)]
-    smoke: bool,
-    /// When the function only prepares its arguments and calls another function of its file,
-    /// copy that one instead: the profile then times a body, not one call.
-    #[arg(long)]
-    follow: bool,
 }
 
 /// The whole `profile-cli` program as its `main` runs it: the signal
@@ -599,13 +527,13 @@ fn main_in(
             sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
         }
         #[cfg(feature = "full")]
-        Command::New(new_args) => snippets::new(new_args, user, out, err),
+        Command::New(new_args) => snippets::new::new(new_args, user, out, err),
         #[cfg(feature = "full")]
-        Command::Check(check_args) => snippets::check(check_args, user, out, err),
+        Command::Check(check_args) => snippets::check::check(check_args, user, out, err),
         #[cfg(feature = "full")]
-        Command::Remove(remove_args) => snippets::remove(remove_args, user, out, err),
+        Command::Remove(remove_args) => snippets::remove::remove(remove_args, user, out, err),
         #[cfg(feature = "full")]
-        Command::Init(init_args) => snippets::init(init_args, user, workspace_root, out, err),
+        Command::Init(init_args) => snippets::init::init(init_args, user, workspace_root, out, err),
     };
     exit_code(result, err)
 }

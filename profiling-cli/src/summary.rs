@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
-use profiling_core::manifest::Manifest;
 use profiling_core::driver::runner::Progress;
 use profiling_core::driver::stats::DurationStats;
+use profiling_core::manifest::Manifest;
 
 /// Ranges listed in each of the two top lists.
 const TOP_RANGES: usize = 5;
@@ -281,7 +281,10 @@ impl Top<'_> {
 }
 
 /// GPU time of passes and calls, and what kept ranges from having it.
-fn write_gpu(gpu: &profiling_core::driver::timing::GpuTimings, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_gpu(
+    gpu: &profiling_core::driver::timing::GpuTimings,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let median = |stats: &Option<DurationStats>| {
         stats
             .as_ref()

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use serde_yaml::Value;
 
 use profiling_core::driver::config;
+use profiling_core::driver::session::ProfileRuns;
 use profiling_core::manifest::{Manifest, SCHEMA_VERSION};
 use profiling_core::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
-use profiling_core::driver::session::ProfileRuns;
 
 pub use profiling_core::driver::baselines::{
     baselines_dir_of_runs, check_baseline_exists, check_baseline_free, check_baseline_name,
@@ -387,10 +387,10 @@ pub fn find_baseline(dir: &Path, profile: &str, name: &str) -> Result<LoadedRun,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profiling_core::manifest::{Manifest, Status};
     use profiling_core::driver::run_dir::{write_run, TraceInput};
     use profiling_core::driver::runner::CaptureRecord;
     use profiling_core::driver::timing::SampleSet;
+    use profiling_core::manifest::{Manifest, Status};
 
     /// Writes run `run_id` under `runs/` as `profile-cli run` does.
     fn write(runs: &Path, run_id: &str, status: Status, finished_at: &str) -> PathBuf {

@@ -2,8 +2,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::*;
-use profiling_core::run_samples::RunSamples;
 use profiling_core::driver::timing::SampleSet;
+use profiling_core::run_samples::RunSamples;
 
 fn set(values: impl IntoIterator<Item = u64>) -> SampleSet {
     let values: Vec<u64> = values.into_iter().collect();

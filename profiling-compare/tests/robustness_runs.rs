@@ -12,8 +12,8 @@ use proptest::sample::select;
 use serde_yaml::{Mapping, Value};
 
 use profiling_compare::runs;
-use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use profiling_core::driver::timing::SampleSet;
+use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 
 #[path = "../../profiling-core/tests/common/mod.rs"]
 mod common;

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use divan::counter::ItemsCount;
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data::cache::{ImageCache, DEFAULT_MAX_BYTES};
 use profiling_core::data::images::{self, ImageSource};
 use profiling_core::data::{self, DataSource};
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunPlan};
 use profiling_core::driver::timing::SampleSet;
+use profiling_core::prelude::*;
 
 fn main() {
     divan::main();

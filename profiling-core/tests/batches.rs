@@ -5,10 +5,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use profiling_core::driver::config::{ConfigFile, Overrides, RecordLoading};
 use profiling_core::data;
+use profiling_core::driver::config::{ConfigFile, Overrides, RecordLoading};
+use profiling_core::driver::runner::{
+    run_target, Pass, Phase, Records, RunError, RunOutcome, RunPlan,
+};
 use profiling_core::prelude::*;
-use profiling_core::driver::runner::{run_target, Pass, Phase, Records, RunError, RunOutcome, RunPlan};
 use profiling_core::target::BatchesUnsupported;
 
 /// Logs every call as `<method> <records>`; its input and output are the

@@ -1,10 +1,10 @@
 //! A target that panics or fails stops the run at that call, and the error
 //! says which call, on which record, in which pass.
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Pass, Phase, Records, RunError, RunPlan};
+use profiling_core::prelude::*;
 
 /// Panics (or fails) in the method and call named.
 #[derive(Default)]

@@ -8,12 +8,12 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
 use profiling_core::driver::stats::DurationStats;
 use profiling_core::driver::timing::RangeTimings;
+use profiling_core::prelude::*;
 
 /// Ranges are recorded process-wide while a capture is open: one scenario
 /// at a time, so no test's ranges land in another's capture.
@@ -409,7 +409,10 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
         .iter()
         .map(|t| t.events.len())
         .sum();
-    assert_eq!(kept, profiling_core::driver::timing::recorder::EVENTS_PER_THREAD);
+    assert_eq!(
+        kept,
+        profiling_core::driver::timing::recorder::EVENTS_PER_THREAD
+    );
     let overflowed: u64 = outcome
         .capture
         .ranges

@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
 use profiling_core::driver::timing::{EventBackend, FakeEvents, RangeTimings};
+use profiling_core::prelude::*;
 
 /// Ranges and events are recorded process-wide: one run at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

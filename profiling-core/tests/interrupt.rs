@@ -1,10 +1,10 @@
 //! A signal stops the run after the call in progress and keeps what
 //! completed. One test in this file: the signal flag is process-wide.
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunPlan, Validation};
+use profiling_core::prelude::*;
 
 /// Raises SIGINT (as the handler would record it) in its fifth run call.
 #[derive(Default)]
@@ -62,7 +62,8 @@ fn interrupted_run(
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let mut plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
-    plan.events = device.map(|d| d as std::sync::Arc<dyn profiling_core::driver::timing::EventBackend>);
+    plan.events =
+        device.map(|d| d as std::sync::Arc<dyn profiling_core::driver::timing::EventBackend>);
     let outcome = run_target(&plan, || Ok(StopsItself::default())).unwrap();
     profiling_core::driver::interrupt::reset();
     outcome

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
-use profiling_core::memory::{watch_allocations, AllocationWatch, Allocations, CountingAllocator};
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunPlan};
 use profiling_core::driver::timing::recorder::is_recording;
+use profiling_core::memory::{watch_allocations, AllocationWatch, Allocations, CountingAllocator};
+use profiling_core::prelude::*;
 
 mod sequential;
 

@@ -4,13 +4,13 @@
 //! measured with the crate's counting allocator, installed here as the
 //! binary's global allocator, as `profile-cli` installs it.
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data::{
     self, AvailableMemory, DataError, PreparedBytes, RECORD_OVERHEAD_BYTES,
 };
+use profiling_core::driver::config::{ConfigFile, Overrides};
+use profiling_core::driver::runner::{run_target, Pass, Phase, Records, RunPlan};
 use profiling_core::memory::CountingAllocator;
 use profiling_core::prelude::*;
-use profiling_core::driver::runner::{run_target, Pass, Phase, Records, RunPlan};
 
 mod sequential;
 

@@ -1,9 +1,9 @@
 //! Targets register at link time and are found by name.
 
 use profiling_core::driver::config::{ConfigFile, Overrides};
-use profiling_core::prelude::*;
 use profiling_core::driver::registry::{self, Lookup};
 use profiling_core::driver::runner::{Pass, Phase, Records, RunPlan};
+use profiling_core::prelude::*;
 
 macro_rules! unit_target {
     ($ty:ident, $name:literal, $doc:literal) => {

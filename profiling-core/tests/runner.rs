@@ -4,12 +4,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
-use profiling_core::prelude::*;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{
     run_target, CallCounts, Pass, Phase, Progress, Records, RunPlan, Validation,
 };
+use profiling_core::prelude::*;
 
 /// Logs every call as `<method> <record or output>`.
 #[derive(Default, Clone)]
@@ -62,7 +62,9 @@ fn plan(yaml: &str) -> RunPlan {
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let records = match config.record_loading {
-        profiling_core::driver::config::RecordLoading::Eager => Records::Eager(source.read_all().unwrap()),
+        profiling_core::driver::config::RecordLoading::Eager => {
+            Records::Eager(source.read_all().unwrap())
+        }
         profiling_core::driver::config::RecordLoading::Lazy => Records::Lazy(source),
     };
     RunPlan::new(config, records)

@@ -4,8 +4,8 @@
 
 use std::num::ParseIntError;
 
-use profiling_core::prelude::*;
 use profiling_core::driver::registry::{targets, TargetEntry};
+use profiling_core::prelude::*;
 
 // --- #[nvtx_range] --------------------------------------------------------
 

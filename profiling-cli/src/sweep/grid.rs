@@ -4,8 +4,8 @@
 
 use serde_yaml::{Mapping, Value};
 
-use profiling_core::driver::config::{describe_value, WORKLOAD_KEYS};
 use profiling_core::data::parameter_names;
+use profiling_core::driver::config::{describe_value, WORKLOAD_KEYS};
 use profiling_core::driver::registry::near_matches;
 
 /// Past this many points a sweep needs `--yes`.

@@ -15,10 +15,10 @@ use serde_yaml::Value;
 use profiling_core::driver::config::{check_run_id, ConfigFile};
 use profiling_core::driver::host::UtcTime;
 use profiling_core::driver::interrupt;
-use profiling_core::manifest::{Manifest, Status, SweepPoint};
-use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
 use profiling_core::driver::session::{self, Planned, RunRequest};
 use profiling_core::driver::stats::median_interval;
+use profiling_core::manifest::{Manifest, Status, SweepPoint};
+use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
 
 use crate::summary::format_ns;
 use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};

@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
+use profiling_core::device::Device;
 use profiling_core::driver::config::{
     CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, LastBatch, Overrides, RecordLoading,
     DEFAULT_CAPTURE_RANGE,
 };
-use profiling_core::device::Device;
 
 fn resolve(yaml: &str) -> Result<Config, ConfigError> {
     ConfigFile::parse(yaml, Some(Path::new("snippet/config.yaml")))?.resolve(&Overrides::default())

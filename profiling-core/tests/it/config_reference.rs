@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use profiling_core::driver::config::{ConfigFile, KNOWN_SOURCES};
 use profiling_core::data;
+use profiling_core::driver::config::{ConfigFile, KNOWN_SOURCES};
 
 /// The keys of the `data_source` mapping that the config reads itself
 /// (every other key is a parameter of the source), and the one key of the

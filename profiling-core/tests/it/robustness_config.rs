@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_yaml::{Mapping, Value};
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 
 use crate::common::{assert_reads_well, config};
 

@@ -1,0 +1,268 @@
+//! `profile-cli new`: copies a production function into a new snippet
+//! (target.rs, config.yaml, README.md), then checks it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use profiling_core::device::Device;
+use profiling_extract::{self as snippet, Instrumentation, NewSnippet, SourceSpec, TypeArgs};
+
+use super::{check_and_report, smoke_check, tool, Command};
+use crate::{run, EXIT_OK, EXIT_TARGET_FAILED};
+
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The profile name: the new target's name, and (with - as _) its directory's.
+    pub(crate) name: String,
+    /// What to copy: FILE.rs::FUNCTION, FILE.rs::TYPE::METHOD or FILE.rs:START-END.
+    #[arg(long, value_name = "SOURCE")]
+    pub(crate) from: String,
+    /// The data source of the generated config: dummy or images.
+    #[arg(long, value_name = "NAME", default_value = "dummy")]
+    pub(crate) data_source: String,
+    /// The device of the generated config: cpu, cuda (= cuda:0) or cuda:N.
+    #[arg(long, value_name = "DEVICE", value_parser = run::parse_device, default_value = "cpu")]
+    pub(crate) device: Device,
+    /// The types (and const values) of a generic function's parameters: D=(),T=f32,N=4. The copy
+    /// keeps its generics; `run` calls it with these (the build check checks them against the
+    /// bounds).
+    #[arg(long, value_name = "NAME=TYPE,...")]
+    pub(crate) type_args: Option<String>,
+    /// Create the snippet in DIR (which must not exist) instead of inference_profiling/snippets/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) directory: Option<PathBuf>,
+    /// Do not build the snippet afterwards: it stays a draft until `profile-cli check NAME`.
+    #[arg(long)]
+    pub(crate) no_check: bool,
+    /// Also run the new target once (no warmup, one measured pass) on its config.
+    #[arg(long)]
+    pub(crate) smoke: bool,
+    /// When the function only prepares its arguments and calls another function of its file,
+    /// copy that one instead: the profile then times a body, not one call.
+    #[arg(long)]
+    pub(crate) follow: bool,
+}
+
+pub(crate) fn new(
+    args: NewArgs,
+    root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let from = match args.from.parse::<SourceSpec>() {
+        Ok(from) => from,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    let type_args = match args.type_args.as_deref().map(str::parse::<TypeArgs>) {
+        None => TypeArgs::default(),
+        Some(Ok(type_args)) => type_args,
+        Some(Err(error)) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    let request = NewSnippet {
+        name: args.name,
+        from,
+        data_source: args.data_source,
+        device: args.device,
+        directory: args.directory,
+        workspace_root: root.to_path_buf(),
+        type_args,
+        follow: args.follow,
+    };
+    let mut created = match snippet::create(&request) {
+        Ok(created) => created,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    if !args.no_check {
+        match prune_kept_imports(&request, created) {
+            Ok(pruned) => created = pruned,
+            Err(error) => {
+                writeln!(err, "error: {error}")?;
+                return Ok(EXIT_TARGET_FAILED);
+            }
+        }
+    }
+    let report = &created.report;
+    let shown = &report.directory_display;
+    tell_what_was_written(&created, out, err)?;
+
+    let mut code = EXIT_OK;
+    match (&report.snippets_crate, args.no_check) {
+        (None, _) => writeln!(
+            err,
+            "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
+        )?,
+        (Some(_), true) => writeln!(
+            out,
+            "  a draft, not compiled, until `profile-cli check {}` builds it and links it in",
+            report.target_name
+        )?,
+        (Some(krate), false) => {
+            code = check_and_report(
+                krate,
+                &created.directory,
+                shown,
+                &report.target_name,
+                Command::New,
+                out,
+                err,
+            )?;
+            if args.smoke && code == EXIT_OK {
+                code = smoke_check(krate, &created.directory, out, err)?;
+            }
+        }
+    }
+    match &report.move_to {
+        Some(place) => writeln!(
+            out,
+            "next: mv {shown} {place}, edit {place}/target.rs, then: {} run --config {} --run-id smoke",
+            tool(report.snippets_crate.as_ref()),
+            report.config_display
+        )?,
+        None if code != EXIT_OK || args.no_check => writeln!(
+            out,
+            "next: edit {shown}/target.rs, then: {} check {}",
+            tool(report.snippets_crate.as_ref()),
+            report.target_name
+        )?,
+        None => writeln!(
+            out,
+            "next: edit {shown}/target.rs, then: {} run --config {} --run-id smoke",
+            tool(report.snippets_crate.as_ref()),
+            report.config_display
+        )?,
+    }
+    Ok(code)
+}
+
+/// Imports kept in case they are traits the copy calls methods of: a
+/// first build says which are not, and the snippet is written again
+/// without them (the build after then has no warnings of theirs).
+fn prune_kept_imports(
+    request: &NewSnippet,
+    created: snippet::Generated,
+) -> anyhow::Result<snippet::Generated> {
+    let (Some(krate), false) = (
+        &created.report.snippets_crate,
+        created.report.kept_for_traits.is_empty(),
+    ) else {
+        return Ok(created);
+    };
+    let Ok(first) = snippet::check_snippet(krate, &created.directory, &request.name) else {
+        return Ok(created);
+    };
+    // Back to as `create` left it: a draft not linked in, which the check
+    // after builds and says what came of.
+    if let Some((_, draft)) = created
+        .files
+        .iter()
+        .find(|(n, _)| *n == snippet::DRAFT_FILE)
+    {
+        std::fs::write(created.directory.join(snippet::DRAFT_FILE), draft)?;
+    }
+    snippet::set_included(krate, &created.directory, false)?;
+    let unused = snippet::unused_kept_imports(&created, &first.build.in_snippet);
+    if unused.is_empty() {
+        return Ok(created);
+    }
+    Ok(snippet::rewrite_without_imports(
+        request, &created, &unused,
+    )?)
+}
+
+/// What `new` wrote and copied, what it added, and what is left to do.
+fn tell_what_was_written(
+    created: &snippet::Generated,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let report = &created.report;
+    let shown = &report.directory_display;
+    let files: Vec<&str> = created.files.iter().map(|(name, _)| *name).collect();
+    writeln!(out, "created {shown}/: {}", files.join(", "))?;
+    let range = match &report.instrumentation {
+        Instrumentation::KeptAttribute => "its #[nvtx_range] kept".to_owned(),
+        Instrumentation::AddedAttribute => "#[nvtx_range] added".to_owned(),
+        Instrumentation::Statements { name, first, last } => {
+            format!("a range `{name}` around lines {first}-{last}")
+        }
+    };
+    writeln!(
+        out,
+        "  copied `{}` ({}:{}-{}), {range}",
+        report.item, report.source, report.lines.0, report.lines.1
+    )?;
+    if let (Some(added), Some(krate)) = (&report.added_dependency, &report.snippets_crate) {
+        writeln!(
+            out,
+            "  added `{added}` to {}/Cargo.toml: {} did not depend on the crate it copies from",
+            krate
+                .dir
+                .strip_prefix(krate.workspace_root())
+                .unwrap_or(&krate.dir)
+                .display(),
+            krate.package
+        )?;
+    }
+    for dependency in &report.snippet_dependencies {
+        writeln!(
+            out,
+            "  added `{dependency}` to {}/Cargo.toml: {}",
+            report.directory_display, dependency.reason
+        )?;
+    }
+    for (parameter, source) in &report.mapped {
+        writeln!(out, "  prepare: `{parameter}` is {source}")?;
+    }
+    for warning in &report.warnings {
+        writeln!(err, "warning: {warning}")?;
+    }
+    if let Some(note) = &report.range_note {
+        writeln!(err, "note: {note}")?;
+    }
+    if !report.kept_for_traits.is_empty() {
+        writeln!(
+            err,
+            "note: kept imports of the source module the copy does not name, as they may be traits whose methods it calls (remove those the compiler says are unused): {}",
+            report.kept_for_traits.join(", ")
+        )?;
+    }
+    if !report.left_out.is_empty() {
+        writeln!(
+            err,
+            "note: left out imports of the source module the copy does not name; add back any of these that is a trait whose methods it calls: {}",
+            report.left_out.join(", ")
+        )?;
+    }
+    let mut todo: Vec<String> = report
+        .unresolved
+        .iter()
+        .map(|u| format!("`{}`: {}", u.name, u.reason))
+        .collect();
+    todo.extend(
+        report
+            .unmapped
+            .iter()
+            .map(|p| format!("map `{p}` in prepare: the types do not say where it comes from")),
+    );
+    if report.needs_factory {
+        todo.push("write build_target: it makes the `self` of the copied method".to_owned());
+    }
+    if !todo.is_empty() {
+        writeln!(out, "to resolve (README.md lists them too):")?;
+        for item in &todo {
+            writeln!(out, "  - {item}")?;
+        }
+    }
+
+    Ok(())
+}
