@@ -356,14 +356,7 @@ fn write_table(
             writeln!(out, "note: {}: {note}", row.subject.label())?;
         }
     }
-    writeln!(
-        out,
-        "ratio = candidate / base median; {} from {} bootstrap resamples; p from the Mann-Whitney U test; noise threshold {} %, significance {}",
-        confidence_label(options),
-        options.bootstrap.resamples,
-        options.noise * 100.0,
-        options.significance
-    )
+    writeln!(out, "{}", comparison.method(options))
 }
 
 fn markdown_escape(text: &str) -> String {

@@ -26,6 +26,7 @@ const DELEGATED: &[&str] = &[
     "cache",
     "runs",
     "sweep",
+    "ab",
 ];
 
 /// What the arguments say about delegation.
@@ -176,7 +177,7 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
         .collect();
     match read_arguments(args).command.as_deref() {
         // The binary runs; what reads the run back is this process's.
-        Some("run" | "sweep") => {
+        Some("run" | "sweep" | "ab") => {
             eprintln!("profile-cli: running {}", executable.display());
             Some(run_then_finish(&executable, &forwarded, args))
         }

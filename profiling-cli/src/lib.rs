@@ -20,6 +20,7 @@ pub const EXIT_TARGET_FAILED: u8 = 1;
 /// Exit code: bad usage, config or data.
 pub const EXIT_USAGE: u8 = 2;
 
+mod ab;
 #[cfg(feature = "full")]
 mod analyze;
 #[cfg(feature = "full")]
@@ -225,6 +226,24 @@ enum Command {
     /// different lengths, more than 1,000 points without --yes, or a point the run would refuse
     /// (nothing is written then); 130 or 143 stopped by a signal.
     Sweep(sweep::SweepArgs),
+    /// Paired A/B: two targets measured in one process, their passes alternated, and compared.
+    ///
+    /// Runs BASE and CANDIDATE (two targets of this build: a snippet and a variant of it, or a
+    /// snippet and the production function it copies) on the same records with the same
+    /// workload: both warm up, then their measured passes alternate in blocks inside one capture
+    /// range (base then candidate, then candidate then base, ...), each pass in an NVTX range
+    /// named for its side (`base iteration 3`). Whatever the machine does meanwhile falls on both
+    /// sides, so the comparison holds on a busy machine: for the pass, the call and every range
+    /// the ratio is the geometric mean of the block pairs' ratios, its interval a bootstrap over
+    /// the pairs, its p-value a signed-rank test.
+    ///
+    /// Writes runs/<AB_ID>/ under the base's profile: base/ and candidate/ (run directories as
+    /// `run` writes them), paired.json (every pass in order) and report.html (the comparison
+    /// page); prints the comparison as `compare` does (--json, --markdown).
+    ///
+    /// Exit codes: 0 compared; 1 a side failed; 2 bad usage, config or data; 3 a regression with
+    /// --fail-on-regression.
+    Ab(ab::AbArgs),
     /// The profiles of this build and their runs directories, as JSON: what `profile-cli
     /// compare`, `report` and `baselines` read a profiling binary's runs with.
     #[command(hide = true)]
@@ -322,6 +341,9 @@ pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> 
         }
         (Command::Run(_), outcome::Outcome::Nsys { lines, run_dir }) => {
             analyze::run_under_nsys(&lines, &run_dir, &mut out, &mut err)
+        }
+        (Command::Ab(ab_args), outcome::Outcome::Paired(paired)) => {
+            ab::after_pair(paired, &ab_args, &mut out, &mut err)
         }
         (Command::Sweep(sweep_args), outcome::Outcome::Sweep(swept)) => sweep::after_sweep(
             swept,
@@ -526,6 +548,7 @@ fn main_in(
         Command::Sweep(sweep_args) => {
             sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
         }
+        Command::Ab(ab_args) => ab::ab_command(ab_args, workspace_root, &args, out, err),
         #[cfg(feature = "full")]
         Command::New(new_args) => snippets::new::new(new_args, user, out, err),
         #[cfg(feature = "full")]
@@ -570,6 +593,7 @@ fn runs_here(command: &mut Command, here: PathBuf) {
     match command {
         Command::Run(args) => args.default_output_dir = Some(here),
         Command::Sweep(args) => args.default_output_dir = Some(here),
+        Command::Ab(args) => args.default_output_dir = Some(here),
         #[cfg(feature = "full")]
         Command::Compare(args) => args.default_output_dir(here),
         #[cfg(feature = "full")]

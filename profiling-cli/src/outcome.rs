@@ -66,6 +66,18 @@ pub(crate) enum Outcome {
     },
     /// After `sweep`.
     Sweep(Swept),
+    /// After `ab`.
+    Paired(Paired),
+}
+
+/// A paired run that ran both sides: where its files are, for the
+/// comparison and its page.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Paired {
+    /// `runs/<AB_ID>/`, which holds `paired.json`.
+    pub dir: PathBuf,
+    pub base_dir: PathBuf,
+    pub candidate_dir: PathBuf,
 }
 
 /// Writes `outcome` to `file`.

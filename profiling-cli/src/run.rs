@@ -360,6 +360,7 @@ fn request_of(args: &RunArgs, argv: &[OsString], root: &Path) -> RunRequest {
         program_version: env!("CARGO_PKG_VERSION").to_owned(),
         config_edits: Vec::new(),
         sweep: None,
+        pair: None,
     }
 }
 

@@ -1,4 +1,4 @@
-//! `profile-cli compare`, `baselines` and `run --baseline`, end to end and
+//! `profile-cli compare`, `baselines`, `run --baseline` and `ab`, end to end and
 //! in-process, on a busy-waiting target whose durations come from
 //! `target.parameters`.
 //!
@@ -636,6 +636,203 @@ fn what_cannot_be_compared_is_refused_with_exit_2_and_nothing_written() {
     );
     assert!(refuse(&["nope@latest", &path(&good)])
         .starts_with("error: no profile `nope`: the profiles of this build are "));
+}
+
+/// `profile-cli ab --json` of `compare-spin` with `base` and `candidate`
+/// parameters, 60 passes a side in blocks of 3, as AB_ID under `out`.
+fn ab_json(
+    out: &Path,
+    ab_id: &str,
+    base: &str,
+    candidate: &str,
+    extra: &[&str],
+) -> (u8, serde_json::Value) {
+    let base_config = spin_config(out, &format!("{ab_id}-base"), base);
+    let candidate_config = spin_config(out, &format!("{ab_id}-candidate"), candidate);
+    let (base_config, candidate_config, out_dir) =
+        (path(&base_config), path(&candidate_config), path(out));
+    let mut args = vec![
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &base_config,
+        "--candidate-config",
+        &candidate_config,
+        "--output-dir",
+        &out_dir,
+        "--ab-id",
+        ab_id,
+        "--iterations",
+        "60",
+        "--warmup",
+        "2",
+        "--block-passes",
+        "3",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let outcome = cli(&args);
+    assert!(
+        outcome.code == 0 || outcome.code == 3,
+        "{}\n{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    (outcome.code, serde_json::from_str(&outcome.stdout).unwrap())
+}
+
+#[test]
+fn ab_alternates_the_sides_in_one_capture_and_finds_the_slower_one() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let (code, document) = ab_json(
+        out.path(),
+        "twice",
+        "work_us: 300",
+        "work_us: 600",
+        &["--fail-on-regression"],
+    );
+    assert_eq!(code, 3, "a slower candidate fails the gate: {document}");
+    let comparison = &document["comparisons"][0];
+    assert_eq!(comparison["pairing"]["pairs"], 20, "{comparison}");
+    assert_eq!(comparison["pairing"]["passes_per_block"], 3);
+    assert_eq!(comparison["base"]["label"], "compare-spin@twice/base");
+    assert_eq!(
+        comparison["candidate"]["label"],
+        "compare-spin@twice/candidate"
+    );
+    // The target's parameters are what differs, not a difference to report.
+    assert!(
+        comparison["differences"].as_array().unwrap().is_empty(),
+        "{comparison}"
+    );
+    let rows = rows(&document, 0);
+    let row = |label: &str| rows.iter().find(|r| r.0 == label).unwrap().clone();
+    let (_, verdict, ratio, [low, high]) = row("work");
+    assert_eq!(verdict, "slower");
+    // Twice the work: the paired ratio is near 2 and its interval holds it.
+    assert!((1.8..2.2).contains(&ratio), "{ratio}");
+    assert!(low <= ratio && ratio <= high);
+    assert_eq!(row("pass").1, "slower");
+    // `steady` did not change: not a difference either way.
+    assert!(
+        ["no change", "unclear"].contains(&row("steady").1.as_str()),
+        "{rows:?}"
+    );
+
+    let dir = out.path().join("compare-spin/runs/twice");
+    for file in [
+        "base/manifest.yaml",
+        "candidate/manifest.yaml",
+        "paired.json",
+        "report.html",
+    ] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    // Each side's manifest says which it is and how the blocks ran:
+    // alternating, 20 blocks of 3 passes each.
+    let manifest: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(dir.join("candidate/manifest.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["pair"]["side"], "candidate");
+    assert_eq!(manifest["completed_iterations"], 60);
+    // Its ranges are its own passes' only: one `work` a pass.
+    let work = manifest["timings"]["ranges"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "work")
+        .unwrap();
+    assert_eq!(work["count"], 60, "{work:?}");
+    let blocks = manifest["pair"]["blocks"].as_sequence().unwrap();
+    assert_eq!(blocks.len(), 40);
+    let sides: Vec<&str> = blocks.iter().map(|b| b[0].as_str().unwrap()).collect();
+    assert!(sides.chunks(2).all(|pair| pair[0] != pair[1]), "{sides:?}");
+    // ABBA: the side that runs first changes from one pair to the next.
+    assert!(
+        sides
+            .chunks(2)
+            .zip(sides.chunks(2).skip(1))
+            .all(|(a, b)| a[0] != b[0]),
+        "{sides:?}"
+    );
+    // The pass ranges of the trace say their side; the candidate's work
+    // ranges fall in its own passes only.
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("candidate/trace.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "pass")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 60, "{names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("candidate iteration ")),
+        "{names:?}"
+    );
+    let paired: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("paired.json")).unwrap()).unwrap();
+    for side in ["base", "candidate"] {
+        assert_eq!(paired[side]["pass_ns"].as_array().unwrap().len(), 60);
+        assert_eq!(paired[side]["ranges"]["work"].as_array().unwrap().len(), 60);
+    }
+    let work = |side: &str| -> f64 {
+        let values = paired[side]["ranges"]["work"].as_array().unwrap();
+        values.iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / 60.0
+    };
+    // At least the time each side was asked to spin, per pass.
+    assert!(work("base") >= 300e3 * 0.96 && work("candidate") >= 600e3 * 0.96);
+}
+
+#[test]
+fn ab_refuses_an_unknown_target_and_a_taken_id_with_exit_2() {
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = path(out.path());
+    let unknown = cli(&[
+        "ab",
+        "compare-spin",
+        "no-such-target",
+        "--output-dir",
+        &out_dir,
+    ]);
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("no-such-target"),
+        "{}",
+        unknown.stderr
+    );
+    let taken = out.path().join("compare-spin/runs/taken");
+    std::fs::create_dir_all(&taken).unwrap();
+    std::fs::write(taken.join("keep.txt"), "mine").unwrap();
+    let config = path(&spin_config(out.path(), "taken-base", "work_us: 10"));
+    let refused = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &config,
+        "--candidate-config",
+        &config,
+        "--output-dir",
+        &out_dir,
+        "--ab-id",
+        "taken",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("give --force"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(taken.join("keep.txt")).unwrap(),
+        "mine"
+    );
 }
 
 fn copy_run(from: &Path, to: &Path) {

@@ -8,6 +8,7 @@
 //! manifests that change what a time means. `docs/COMPARING.md` explains
 //! the method.
 
+pub mod paired;
 pub mod runs;
 pub mod statistics;
 
@@ -200,9 +201,34 @@ pub struct Comparison {
     /// The pass, the call, then the ranges by how much of a pass their
     /// change moves, largest first.
     pub rows: Vec<Row>,
+    /// How a paired run's blocks were paired (`profile-cli ab`); `None`
+    /// for separate runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<paired::Pairing>,
 }
 
 impl Comparison {
+    /// How the ratio, its interval and p were found, in one sentence for
+    /// the table's foot and the page.
+    pub fn method(&self, options: &Options) -> String {
+        let confidence = (options.bootstrap.confidence * 100.0).round();
+        let threshold = format!(
+            "noise threshold {} %, significance {}",
+            options.noise * 100.0,
+            options.significance
+        );
+        match &self.pairing {
+            Some(pairing) => format!(
+                "paired: {} block pairs of {} passes a side, in one process; ratio = geometric mean of the pairs' candidate / base medians; {confidence} % interval from {} bootstrap resamples of the pairs; p from the Wilcoxon signed-rank test of the pairs; {threshold}",
+                pairing.pairs, pairing.passes_per_block, options.bootstrap.resamples
+            ),
+            None => format!(
+                "ratio = candidate / base median; {confidence} % interval from {} bootstrap resamples; p from the Mann-Whitney U test; {threshold}",
+                options.bootstrap.resamples
+            ),
+        }
+    }
+
     /// True when a row is slower beyond the noise threshold.
     pub fn regressed(&self) -> bool {
         self.rows.iter().any(|r| r.verdict == Verdict::Slower)
@@ -333,6 +359,7 @@ pub fn compare(
         differences: differences(&base.manifest, &candidate.manifest),
         warnings,
         rows: rows(base, candidate, options),
+        pairing: None,
     })
 }
 
@@ -343,7 +370,7 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     }
 }
 
-fn run_info(run: &LoadedRun) -> RunInfo {
+pub(crate) fn run_info(run: &LoadedRun) -> RunInfo {
     RunInfo {
         label: run.label(),
         profile: run.profile.clone(),

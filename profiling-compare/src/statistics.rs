@@ -252,7 +252,7 @@ fn median_ratio(base: u64, candidate: u64) -> f64 {
 
 /// `(r[k], r[R − 1 − k])` of the ratios in ascending order, with the same
 /// count `k` left out below and above; `None` when there are none.
-fn percentile_interval(ratios: &mut [f64], confidence: f64) -> Option<(f64, f64)> {
+pub(crate) fn percentile_interval(ratios: &mut [f64], confidence: f64) -> Option<(f64, f64)> {
     let count = ratios.len();
     let last = count.checked_sub(1)?;
     // A confidence outside [0, 1] (or NaN) casts to 0 left out.

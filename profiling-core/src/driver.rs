@@ -53,14 +53,15 @@ pub mod run_dir {
 /// Running a target: warmup, the measured passes inside the capture range, the outcome.
 pub mod runner {
     pub use crate::runner::{
-        host_timing_note, run_target, CallCounts, CaptureRecord, Pass, Phase, Progress, Records,
-        RunError, RunOutcome, RunPlan, Timings, Validation, PASSES_KEPT, SAMPLES_KEPT,
+        host_timing_note, paired_blocks, run_target, CallCounts, CaptureRecord, PairSide, Pass,
+        Phase, Progress, Records, RunError, RunOutcome, RunPlan, Timings, Validation, PASSES_KEPT,
+        SAMPLES_KEPT,
     };
 }
 /// A run from a command line: plan it from the config, execute it, write its directory.
 pub mod session {
     pub use crate::session::{
-        absolute, check_batches, check_run_dir_free, execute, execute_with_progress,
+        absolute, check_batches, check_run_dir_free, execute, execute_pair, execute_with_progress,
         explicit_command, plan, profiles, run_root, ConfigOrigin, Planned, ProfileRuns, RunReport,
         RunRequest, SessionError,
     };

@@ -103,7 +103,8 @@ macro_rules! targets_needing_feature {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::registry::{FactoryOutput, TargetEntry, UnavailableTarget};
-    pub use crate::runner::{run_target, RunError, RunOutcome, RunPlan};
+    pub use crate::runner::{open_target, run_target, RunError, RunOutcome, RunPlan, SteppedRun};
     pub use anyhow;
     pub use inventory;
+    pub use std::boxed::Box;
 }

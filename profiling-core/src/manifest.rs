@@ -111,6 +111,24 @@ pub struct Manifest {
     /// The sweep this run is a point of (`profile-cli sweep`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPoint>,
+    /// The paired run this run is a side of (`profile-cli ab`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<PairInfo>,
+}
+
+/// One side of a paired run: its passes alternated in blocks with the
+/// other side's, in one capture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairInfo {
+    /// The paired run's id: its directory under the base profile's `runs/`.
+    pub id: String,
+    /// `base` or `candidate`.
+    pub side: String,
+    /// The other side's target.
+    pub other_target: String,
+    /// The blocks of passes, in the order they ran: `base` or `candidate`
+    /// and how many passes in a row.
+    pub blocks: Vec<(String, u32)>,
 }
 
 /// One point of a sweep: which sweep, which point, and the values its
@@ -303,6 +321,7 @@ impl Manifest {
             samples: None,
             trace: None,
             sweep: None,
+            pair: None,
         }
     }
 }

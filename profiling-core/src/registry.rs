@@ -4,7 +4,7 @@
 //! `inventory`; every crate linked into the binary contributes its entries
 //! before `main` runs. Lookups sort, since link order is not stable.
 
-use crate::runner::{RunError, RunOutcome, RunPlan};
+use crate::runner::{RunError, RunOutcome, RunPlan, SteppedRun};
 
 /// One registered target, as `#[profile_target]` describes it.
 #[derive(Debug)]
@@ -33,7 +33,14 @@ pub struct TargetEntry {
     pub takes_batches: bool,
     /// Runs the target on a plan: monomorphized for the target's type.
     pub launch: fn(&RunPlan) -> Result<RunOutcome, RunError>,
+    /// Builds the target on a plan for a paired run, its passes run one at
+    /// a time ([`crate::runner::run_paired`]).
+    pub open: OpenTarget,
 }
+
+/// [`TargetEntry::open`]: the target built on a plan, ready for its
+/// warmup.
+pub type OpenTarget = for<'p> fn(&'p RunPlan) -> Result<Box<dyn SteppedRun + 'p>, RunError>;
 
 inventory::collect!(TargetEntry);
 

@@ -195,6 +195,84 @@ pub struct RangeSeries {
     pub exclusive: Series,
 }
 
+/// The file a paired run (`profile-cli ab`) writes in its directory,
+/// beside the two sides' run directories.
+pub const PAIRED_FILE: &str = "paired.json";
+
+/// The layout of [`PAIRED_FILE`].
+pub const PAIRED_VERSION: u32 = 1;
+
+/// What a paired run measured, pass by pass in the order they ran: what
+/// its comparison pairs block by block.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PairedSamples {
+    /// [`PAIRED_VERSION`].
+    pub format_version: u32,
+    /// The blocks in the order they ran: `base` or `candidate`, and how
+    /// many of that side's passes in a row.
+    pub blocks: Vec<(String, u32)>,
+    pub base: SidePasses,
+    pub candidate: SidePasses,
+}
+
+/// One side's measured passes, in order.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SidePasses {
+    /// Each pass's time.
+    pub pass_ns: Vec<u64>,
+    /// Each pass's median call (its only call with one input).
+    pub call_ns: Vec<u64>,
+    /// By range name: the inclusive time of its ranges in each pass (0 in
+    /// a pass without one).
+    pub ranges: BTreeMap<String, Vec<u64>>,
+}
+
+impl SidePasses {
+    /// The passes of a capture: `passes` the pass durations in order,
+    /// `calls` the call durations in order (`calls_per_pass` a pass),
+    /// `bounds` each pass's start and end (ns) and `log` the ranges
+    /// recorded inside them.
+    pub fn of(
+        passes: &[u64],
+        calls: &[u64],
+        calls_per_pass: usize,
+        bounds: &[(u64, u64)],
+        log: &crate::timing::RangeLog,
+    ) -> SidePasses {
+        let call_ns = calls
+            .chunks(calls_per_pass.max(1))
+            .take(passes.len())
+            .map(|chunk| {
+                let mut sorted = chunk.to_vec();
+                sorted.sort_unstable();
+                crate::stats::lower_median(&sorted).unwrap_or(0)
+            })
+            .collect();
+        let mut ranges: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for thread in &log.threads {
+            for event in &thread.events {
+                let after = bounds.partition_point(|&(begin, _)| begin <= event.start_ns);
+                let Some(pass) = after.checked_sub(1) else {
+                    continue;
+                };
+                if event.start_ns > bounds[pass].1 {
+                    continue;
+                }
+                let name = &thread.names[event.name as usize];
+                let sums = ranges
+                    .entry(name.clone())
+                    .or_insert_with(|| vec![0; bounds.len()]);
+                sums[pass] += event.inclusive_ns;
+            }
+        }
+        SidePasses {
+            pass_ns: passes.to_vec(),
+            call_ns,
+            ranges,
+        }
+    }
+}
+
 /// Every series of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSamples {

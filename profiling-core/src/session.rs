@@ -59,6 +59,8 @@ pub struct RunRequest {
     pub config_edits: Vec<(String, Value)>,
     /// The sweep this run is a point of, for the manifest.
     pub sweep: Option<crate::manifest::SweepPoint>,
+    /// The paired run this run is a side of, for the manifest.
+    pub pair: Option<crate::manifest::PairInfo>,
 }
 
 /// Where the config of a run came from.
@@ -535,6 +537,94 @@ pub fn execute_with_progress(
     })
 }
 
+/// Two planned runs measured together (`profile-cli ab`): both prepared
+/// and their records read, both warmed up, then their measured passes in
+/// `blocks` inside one capture ([`crate::runner::run_paired`]); each is
+/// written as a run of its own. Neither records GPU time.
+pub fn execute_pair(
+    base: (&Planned, &RunRequest),
+    candidate: (&Planned, &RunRequest),
+    blocks: &[(crate::runner::PairSide, u32)],
+) -> Result<[RunReport; 2], SessionError> {
+    let sides = [base, candidate];
+    let mut prepared = Vec::with_capacity(2);
+    for (planned, _) in sides {
+        check_takes_batches(planned)?;
+        let (mut run_plan, description, cache) = prepare(planned, None)?;
+        // Read before the passes, both sides' alike.
+        if let Records::Unread(source) = run_plan.records {
+            run_plan.records = Records::Eager(source.read_all()?);
+        }
+        run_plan.events = None;
+        prepared.push((run_plan, description, cache));
+    }
+    let mut claims = Vec::with_capacity(2);
+    for (planned, _) in sides {
+        claims.push(claim_run_dir(planned)?);
+    }
+    let started_at = UtcTime::now().rfc3339();
+    // The targets borrow their plans while they run; the outcomes do not.
+    let [base_result, candidate_result] = {
+        let mut opened = sides
+            .iter()
+            .zip(&prepared)
+            .map(|((planned, _), (run_plan, _, _))| (planned.entry.open)(run_plan));
+        match (opened.next(), opened.next()) {
+            (Some(Ok(a)), Some(Ok(b))) => {
+                let (a, b) = crate::runner::run_paired(a, b, &base.0.config.capture_range, blocks);
+                [a, b]
+            }
+            (a, b) => [a, b].map(|side| match side {
+                Some(Err(error)) => Err(error),
+                _ => unreachable_outcome(),
+            }),
+        }
+    };
+    let finished_at = UtcTime::now().rfc3339();
+    let mut reports = Vec::with_capacity(2);
+    for (((planned, request), result), ((_, description, cache), (claim, recovered))) in sides
+        .into_iter()
+        .zip([base_result, candidate_result])
+        .zip(prepared.into_iter().zip(claims))
+    {
+        let ran = Ran {
+            result: refusal_of(planned, result)?,
+            started_at: started_at.clone(),
+            finished_at: finished_at.clone(),
+        };
+        let mut manifest = manifest_of(planned, request, description, &ran);
+        let (manifest_path, write_error) = write(planned, &mut manifest, &ran.result);
+        drop(claim);
+        reports.push(RunReport {
+            recovered,
+            manifest,
+            manifest_path,
+            write_error,
+            outcome: ran
+                .result
+                .map_err(|error| SessionError::Target(Box::new(error))),
+            image_cache: cache.map(|cache| cache.summary()),
+        });
+    }
+    let candidate = reports.pop().expect("two reports");
+    let base = reports.pop().expect("two reports");
+    Ok([base, candidate])
+}
+
+/// The result of a side whose other side could not be built: it did not
+/// run either.
+fn unreachable_outcome() -> Result<RunOutcome, RunError> {
+    Err(RunError {
+        phase: Phase::Construct,
+        record_id: None,
+        batch: None,
+        pass: Pass::Setup,
+        source: anyhow::anyhow!("not run: the other side of the pair could not be built"),
+        calls: Default::default(),
+        completed_iterations: 0,
+    })
+}
+
 /// Claims the run id (when the run writes a directory) and puts right what
 /// an interrupted write of it left; then checks again, holding the claim,
 /// that the directory is free (or `--force`).
@@ -717,6 +807,7 @@ fn manifest_of(
         samples: None,
         trace: None,
         sweep: request.sweep.clone(),
+        pair: request.pair.clone(),
     }
 }
 

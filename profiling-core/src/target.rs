@@ -114,6 +114,12 @@ pub(crate) fn set_parameters(parameters: &serde_yaml::Mapping) {
     PARAMETERS_READ.with(|read| read.set(false));
 }
 
+/// Whether the target read its parameters ([`parameters`]) since they were
+/// set.
+pub(crate) fn parameters_were_read() -> bool {
+    PARAMETERS_READ.with(std::cell::Cell::get)
+}
+
 /// The first key of the run's `target.parameters` when the target has not
 /// read them ([`parameters`]) since they were set: every one of them is
 /// then a setting nothing uses.

@@ -75,7 +75,7 @@ pub fn trace_document(
     );
     for (index, (start, end)) in capture.passes.iter().enumerate() {
         push(
-            json!({"name": format!("iteration {index}"), "cat": "pass", "ph": "X", "pid": pid, "tid": main,
+            json!({"name": format!("{} {index}", capture.pass_name), "cat": "pass", "ph": "X", "pid": pid, "tid": main,
                    "ts": micros(*start, origin), "dur": micros(*end, *start), "args": {"pass": index}}),
             &mut events,
         );
@@ -112,7 +112,7 @@ pub fn trace_document(
         for &(index, offset, duration) in &gpu.pass_spans {
             name_track(runner_track, "runner", &mut events);
             push(
-                json!({"name": format!("iteration {index}"), "cat": "gpu pass", "ph": "X", "pid": pid, "tid": runner_track,
+                json!({"name": format!("{} {index}", capture.pass_name), "cat": "gpu pass", "ph": "X", "pid": pid, "tid": runner_track,
                        "ts": offset as f64 / 1_000.0, "dur": duration as f64 / 1_000.0, "args": {"pass": index}}),
                 &mut events,
             );

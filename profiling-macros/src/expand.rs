@@ -105,6 +105,15 @@ pub(crate) fn profile_target(
                 #krate::__private::run_target::<#self_ty, _>(#plan, __profiling_build)
             }
 
+            fn __profiling_open(
+                #plan: &#krate::__private::RunPlan,
+            ) -> ::core::result::Result<
+                #krate::__private::Box<dyn #krate::__private::SteppedRun + '_>,
+                #krate::__private::RunError,
+            > {
+                #krate::__private::open_target::<#self_ty, _>(#plan, __profiling_build)
+            }
+
             #krate::__private::inventory::submit! {
                 #krate::__private::TargetEntry {
                     name: #name,
@@ -116,6 +125,7 @@ pub(crate) fn profile_target(
                     constructor: #constructor,
                     takes_batches: #takes_batches,
                     launch: __profiling_launch,
+                    open: __profiling_open,
                 }
             }
         };

@@ -23,6 +23,14 @@ fn verdict_class(verdict: Verdict) -> &'static str {
     }
 }
 
+/// `text` with its first letter in capitals.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or(String::new(), |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
 /// `name` on the page's first comparison, `name-index` on the others.
 fn numbered(name: &str, index: usize) -> String {
     match index {
@@ -44,13 +52,7 @@ pub(super) fn comparison_section(
             (format!(" ({}, {} passes) → candidate ", comparison.base.status, comparison.base.completed_passes))
             code { (comparison.candidate.label) }
             (format!(" ({}, {} passes). ", comparison.candidate.status, comparison.candidate.completed_passes))
-            (format!(
-                "Ratio = candidate / base median; the interval is a {} % bootstrap interval from {} resamples; p from the Mann-Whitney U test; noise threshold {} %, significance {}.",
-                (options.bootstrap.confidence * 100.0).round(),
-                options.bootstrap.resamples,
-                options.noise * 100.0,
-                options.significance,
-            ))
+            (format!("{}.", capitalized(&comparison.method(options))))
         }
         section id=(numbered("differences", index)) {
             @if comparison.differences.is_empty() && comparison.warnings.is_empty() {

@@ -71,3 +71,35 @@ pub struct RangeLog {
     /// Names first seen inside the capture (per thread): each allocated.
     pub late_names: u32,
 }
+
+impl RangeLog {
+    /// The ranges that started inside one of `passes` (start and end, ns,
+    /// in order): what one side of a paired capture recorded. Ranges past
+    /// a thread's event buffer are kept only as aggregates by name, with
+    /// no start, so they cannot be told apart: they are left out.
+    pub fn within(&self, passes: &[(u64, u64)]) -> RangeLog {
+        let inside = |start: u64| {
+            let after = passes.partition_point(|&(begin, _)| begin <= start);
+            after
+                .checked_sub(1)
+                .is_some_and(|index| start <= passes[index].1)
+        };
+        RangeLog {
+            threads: self
+                .threads
+                .iter()
+                .map(|thread| ThreadRanges {
+                    events: thread
+                        .events
+                        .iter()
+                        .filter(|event| inside(event.start_ns))
+                        .copied()
+                        .collect(),
+                    overflow: vec![None; thread.overflow.len()],
+                    ..thread.clone()
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
+}

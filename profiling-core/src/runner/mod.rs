@@ -5,6 +5,10 @@
 //! monomorphized for it: no boxing or dynamic dispatch between the clock
 //! reads, and nothing there allocates, logs or validates.
 
+mod stepped;
+
+pub use stepped::{open_target, paired_blocks, run_paired, PairSide, SteppedRun};
+
 use std::ffi::{c_char, CStr, CString};
 use std::sync::Arc;
 
@@ -213,7 +217,7 @@ pub struct Timings {
 }
 
 /// What the files beside the manifest need of a finished capture.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CaptureRecord {
     /// The ranges every thread recorded.
     pub ranges: RangeLog,
@@ -225,6 +229,23 @@ pub struct CaptureRecord {
     pub samples: RunSamples,
     /// The device events' spans, for the trace's GPU track.
     pub gpu: Option<GpuCapture>,
+    /// What the passes are called before their index: `iteration`, or a
+    /// paired run's `base iteration` and `candidate iteration`.
+    pub pass_name: &'static str,
+}
+
+impl Default for CaptureRecord {
+    /// An empty capture, its passes called `iteration`.
+    fn default() -> Self {
+        CaptureRecord {
+            ranges: RangeLog::default(),
+            passes: Vec::new(),
+            pass_count: 0,
+            samples: RunSamples::default(),
+            gpu: None,
+            pass_name: "iteration",
+        }
+    }
 }
 
 /// Which outputs were validated, and when.
@@ -930,7 +951,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let mut measured = Measured::expecting(config.iterations, inputs.len());
     measured.expected_range_events =
         (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
-    let mut measured = capture(
+    let measured = capture(
         target,
         &mut inputs,
         plan,
@@ -941,6 +962,41 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     )?;
     drop(gpu_mode);
     let gpu = gpu.map(|gpu| gpu.finish(&measured.ranges));
+    let warmed = Warmed {
+        timer,
+        warmup_ns,
+        warmup_passes,
+    };
+    conclude(target, &inputs, plan, tally, batches, measured, warmed, gpu)
+}
+
+/// What the warmup left for the outcome: the clock it ran on, its time
+/// and its passes' times.
+struct Warmed {
+    timer: TimerInfo,
+    warmup_ns: u64,
+    warmup_passes: SampleSet,
+}
+
+/// After the measured passes: the timings (with the GPU's, when it
+/// timed), validation and summaries, and the outcome.
+#[allow(clippy::too_many_arguments)]
+fn conclude<T: ProfileTarget, I: Inputs<T>>(
+    target: &mut T,
+    inputs: &I,
+    plan: &RunPlan,
+    mut tally: Tally,
+    batches: Batches,
+    mut measured: Measured<T::Output>,
+    warmed: Warmed,
+    gpu: Option<Result<GpuCapture, anyhow::Error>>,
+) -> Result<RunOutcome, RunError> {
+    let config = &plan.config;
+    let Warmed {
+        timer,
+        warmup_ns,
+        warmup_passes,
+    } = warmed;
     let gpu_read = gpu.as_ref().and_then(|read| read.as_ref().ok());
     let (mut timings, mut samples) = measured.timings(plan, timer, warmup_ns, gpu_read);
     timings.per_record = Some(PerRecord::of(
@@ -979,7 +1035,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         Some(_) => (Validation::Disabled, Vec::new()),
         None => {
             let outputs = &measured.outputs;
-            let validation = validate_after_capture(target, &inputs, outputs, config, &mut tally)?;
+            let validation = validate_after_capture(target, inputs, outputs, config, &mut tally)?;
             let batched = (config.batch_size > 1).then_some(batches);
             let summaries = summarize(target, &record_ids, batched, outputs, &mut tally)?;
             (validation, summaries)
@@ -1002,6 +1058,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
             pass_count: tally.completed_iterations,
             samples,
             gpu,
+            pass_name: "iteration",
         },
         interrupted: tally.interrupted,
     })
@@ -1147,6 +1204,37 @@ struct Measured<O> {
 }
 
 impl<O> Measured<O> {
+    /// After a pass from `started` to `ended` (clock readings): its calls'
+    /// spans into the call samples (an interrupted pass's calls included:
+    /// each completed), then, unless a signal cut it, its own sample and
+    /// bounds. False when it was cut.
+    #[inline(always)]
+    fn book_pass(&mut self, started: u64, ended: u64, tally: &mut Tally, iteration: u32) -> bool {
+        let mut call_ns = 0;
+        for &span in &self.pass_calls {
+            call_ns = span_ns(span);
+            self.call_samples.push(call_ns);
+        }
+        let calls = self.pass_calls.len();
+        self.pass_calls.clear();
+        if tally.interrupted.is_some() {
+            return false;
+        }
+        // One call: the pass is that call, to the same readings.
+        let pass_ns = if calls == 1 {
+            call_ns
+        } else {
+            span_ns(ended - started)
+        };
+        self.pass_samples.push(pass_ns);
+        if self.passes.len() < self.passes.capacity() {
+            // Clock readings, on the host timeline after the capture.
+            self.passes.push((started, ended));
+        }
+        tally.completed_iterations = iteration + 1;
+        true
+    }
+
     /// Room for `iterations` passes over `count` inputs.
     fn expecting(iterations: u32, count: usize) -> Self {
         let iterations = iterations as usize;
@@ -1226,7 +1314,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     mut gpu: Option<&mut GpuEvents>,
 ) -> Result<Measured<T::Output>, RunError> {
     let config = &plan.config;
-    let (device, iterations) = (config.device, config.iterations);
+    let iterations = config.iterations;
     let sync_each = synchronizes_each_call(config);
     let mut name_buffer = IterationName::new();
     // Interrupted in warmup: no measured pass starts.
@@ -1251,65 +1339,27 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             gpu.boundary();
         }
         let pass_range = PassRange::open(name_buffer.format(iteration));
-        // A pass runs from its first call's start to its last call's end:
-        // two clock reads per call, none of the pass's own.
-        let mut started = None;
-        let mut ended = 0;
-        for (index, slot) in measured.outputs.iter_mut().enumerate() {
-            let call_started = ticks();
-            started.get_or_insert(call_started);
-            let output = match inputs.call(target, index, &mut tally.calls) {
-                Ok(output) => output,
-                Err(error) => {
-                    abandon(pass_range, capture_range, capture);
-                    return Err(tally.error(Pass::Measured(iteration), error));
-                }
-            };
-            if sync_each {
-                (plan.synchronize)(device);
-            }
-            ended = ticks();
-            measured.pass_calls.push(ended - call_started);
-            // After the call's clock read: its host time leaves it out.
-            if let Some(gpu) = gpu.as_deref_mut() {
-                gpu.boundary();
-            }
-            *slot = Some(output);
-            if let Some(signal) = interrupt::requested() {
-                tally.interrupted = Some(signal);
-                if let Some(gpu) = gpu.as_deref_mut() {
-                    gpu.pass_cut();
-                }
-                break;
-            }
-        }
+        let calls = pass_calls(
+            target,
+            inputs,
+            plan,
+            sync_each,
+            &mut measured,
+            tally,
+            gpu.as_deref_mut(),
+        );
         drop(pass_range);
-        // Outside the timed windows (an interrupted pass's calls included:
-        // each completed): clock spans into nanoseconds.
-        let mut call_ns = 0;
-        for &span in &measured.pass_calls {
-            call_ns = span_ns(span);
-            measured.call_samples.push(call_ns);
-        }
-        let calls = measured.pass_calls.len();
-        measured.pass_calls.clear();
-        if tally.interrupted.is_some() {
+        let (started, ended) = match calls {
+            Ok(bounds) => bounds,
+            Err(error) => {
+                abandon(capture_range, capture);
+                return Err(tally.error(Pass::Measured(iteration), error));
+            }
+        };
+        if !measured.book_pass(started, ended, tally, iteration) {
             // The pass in progress did not complete: it is not a sample.
             break;
         }
-        let started = started.unwrap_or(ended);
-        // One call: the pass is that call, to the same readings.
-        let pass_ns = if calls == 1 {
-            call_ns
-        } else {
-            span_ns(ended - started)
-        };
-        measured.pass_samples.push(pass_ns);
-        if measured.passes.len() < measured.passes.capacity() {
-            // Clock readings, on the host timeline after the capture.
-            measured.passes.push((started, ended));
-        }
-        tally.completed_iterations = iteration + 1;
         if let Some(gpu) = gpu.as_deref_mut() {
             gpu.pass_ends();
         }
@@ -1328,13 +1378,55 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     Ok(measured)
 }
 
-/// Closes what a failed measured pass left open: its range, the capture
-/// range, and the capture.
+/// Closes what a failed measured pass left open: the capture range, and
+/// the capture.
 #[cold]
-fn abandon(pass_range: PassRange, capture_range: PassRange, capture: Capture) {
-    drop(pass_range);
+fn abandon(capture_range: PassRange, capture: Capture) {
     drop(capture_range);
     drop(capture.end());
+}
+
+/// The calls of one measured pass, inside its range: two clock reads per
+/// call, none of the pass's own, each call's span stored in `measured`
+/// and its output in its slot. Returns the readings at the first call's
+/// start and the last call's end; a signal stops the pass after the call
+/// in progress (the tally says so).
+#[inline(always)]
+fn pass_calls<T: ProfileTarget, I: Inputs<T>>(
+    target: &mut T,
+    inputs: &mut I,
+    plan: &RunPlan,
+    sync_each: bool,
+    measured: &mut Measured<T::Output>,
+    tally: &mut Tally,
+    mut gpu: Option<&mut GpuEvents>,
+) -> Result<(u64, u64), Failure> {
+    let device = plan.config.device;
+    let mut started = None;
+    let mut ended = 0;
+    for (index, slot) in measured.outputs.iter_mut().enumerate() {
+        let call_started = ticks();
+        started.get_or_insert(call_started);
+        let output = inputs.call(target, index, &mut tally.calls)?;
+        if sync_each {
+            (plan.synchronize)(device);
+        }
+        ended = ticks();
+        measured.pass_calls.push(ended - call_started);
+        // After the call's clock read: its host time leaves it out.
+        if let Some(gpu) = gpu.as_deref_mut() {
+            gpu.boundary();
+        }
+        *slot = Some(output);
+        if let Some(signal) = interrupt::requested() {
+            tally.interrupted = Some(signal);
+            if let Some(gpu) = gpu.as_deref_mut() {
+                gpu.pass_cut();
+            }
+            break;
+        }
+    }
+    Ok((started.unwrap_or(ended), ended))
 }
 
 /// Which outputs were validated. With no warmup to validate in, the
@@ -1463,29 +1555,40 @@ fn sketch_note(
 /// `iteration <i>` as a C string, formatted on the stack.
 struct IterationName {
     buffer: [u8; 32],
+    /// The length of the words before the number.
+    start: usize,
     /// The number the buffer holds, and how many digits it has.
     current: Option<u32>,
     digits: usize,
 }
 
 impl IterationName {
-    const PREFIX: &'static [u8] = b"iteration ";
-
     fn new() -> Self {
+        IterationName::after(b"iteration ")
+    }
+
+    /// `<prefix><index>`: a paired run's `base iteration 3`.
+    fn after(prefix: &[u8]) -> Self {
         let mut buffer = [0u8; 32];
-        buffer[..Self::PREFIX.len()].copy_from_slice(Self::PREFIX);
+        // Room for the prefix, ten digits and the NUL.
+        assert!(
+            prefix.len() + 11 <= buffer.len(),
+            "pass name prefix too long"
+        );
+        buffer[..prefix.len()].copy_from_slice(prefix);
         IterationName {
             buffer,
+            start: prefix.len(),
             current: None,
             digits: 0,
         }
     }
 
-    /// `iteration <index>` as a C string. The passes count up one at a
+    /// `iteration <index>` (after the prefix) as a C string. The passes count up one at a
     /// time: the next number is the last one's digits carried in place.
     #[inline]
     fn format(&mut self, index: u32) -> &CStr {
-        let start = Self::PREFIX.len();
+        let start = self.start;
         if self
             .current
             .is_some_and(|last| last.checked_add(1) == Some(index))

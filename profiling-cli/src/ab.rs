@@ -1,0 +1,363 @@
+//! `profile-cli ab BASE CANDIDATE`: two targets of one build measured in
+//! one process on the same records, their passes alternated in blocks
+//! (base and candidate, then candidate and base, ...) after both warmed
+//! up, and compared pair of blocks by pair of blocks: what the machine did
+//! meanwhile falls on both sides, so the verdict holds on a busy machine.
+//!
+//! It writes `runs/<AB_ID>/` under the base's profile: `base/` and
+//! `candidate/` (each a run directory like `run` writes), `paired.json`
+//! (every pass of both sides in the order they ran) and `report.html`
+//! (the comparison page); it prints the comparison as `compare` does.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use profiling_core::driver::runner::{paired_blocks, PairSide};
+use profiling_core::driver::session::{self, Planned, RunReport, RunRequest};
+use profiling_core::manifest::PairInfo;
+use profiling_core::run_samples::{PairedSamples, SidePasses, PAIRED_FILE, PAIRED_VERSION};
+
+use crate::decide::DecideArgs;
+use crate::outcome::{self, Outcome, Paired};
+use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+
+/// Passes a side when neither `--iterations` nor the config asks for at
+/// least this many: fewer give too few block pairs for a verdict.
+pub const MIN_PASSES: u32 = 40;
+
+/// Block pairs a run is cut into unless `--block-passes` says.
+const TARGET_PAIRS: u32 = 20;
+
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    /// The base target: a registered target's name.
+    pub base: String,
+    /// The candidate target: another target of this build (a variant of the base, or the
+    /// production function it copies).
+    pub candidate: String,
+    /// The base's config (default: as `run BASE` finds it). The candidate's target section comes
+    /// from its own config; its data source and workload are the base's, so both run the same
+    /// records the same way.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The candidate's config (default: as `run CANDIDATE` finds it).
+    #[arg(long, value_name = "FILE")]
+    pub candidate_config: Option<PathBuf>,
+    /// Measured passes of each side (default: the config's, at least 40).
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u32>,
+    /// Warmup passes of each side, before any measured pass of either.
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Passes of one side in a row: a block (default: the passes cut into 20 block pairs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub block_passes: Option<u32>,
+    /// Seed of the data source, the targets' random numbers and of which side runs first.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The paired run's directory name under the base profile's runs/ (default: a UTC timestamp
+    /// with `ab-` in front).
+    #[arg(long, value_name = "ID")]
+    pub ab_id: Option<String>,
+    /// Write under DIR/PROFILE/runs/ instead of beside the config.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Replace an earlier paired run with the same id.
+    #[arg(long)]
+    pub force: bool,
+    /// Print one JSON document (as `compare --json`), the pairing under `pairing`.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print Markdown tables to paste into a pull request.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Do not write the comparison page.
+    #[arg(long)]
+    pub no_report: bool,
+    #[command(flatten)]
+    pub decide: DecideArgs,
+    /// Write what is left to do after the paired run into FILE (for the
+    /// `profile-cli` that ran this binary), instead of doing it.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub outcome: Option<PathBuf>,
+    /// Where runs go when neither --output-dir nor the config says (the
+    /// current directory outside the workspace).
+    #[arg(skip)]
+    pub default_output_dir: Option<PathBuf>,
+}
+
+/// `profile-cli ab`.
+pub(crate) fn ab_command(
+    args: AbArgs,
+    workspace_root: &Path,
+    command_line: &[OsString],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    #[cfg(feature = "full")]
+    if let Err(message) = crate::compare::check_options(&args.decide) {
+        writeln!(err, "error: {message}")?;
+        return Ok(EXIT_USAGE);
+    }
+    let paired = match run_pair(&args, workspace_root, command_line, err)? {
+        Ok(paired) => paired,
+        Err(code) => return Ok(code),
+    };
+    if let Some(file) = &args.outcome {
+        outcome::write(file, &Outcome::Paired(paired))?;
+        return Ok(EXIT_OK);
+    }
+    after_pair(paired, &args, out, err)
+}
+
+/// After the paired run: the comparison of its sides from `paired.json`,
+/// printed as `compare` prints one, and its page.
+#[cfg(feature = "full")]
+pub(crate) fn after_pair(
+    paired: Paired,
+    args: &AbArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    use crate::compare::{self, Format};
+    use profiling_compare::runs;
+
+    let options = args.decide.options();
+    let samples_path = paired.dir.join(PAIRED_FILE);
+    let samples: PairedSamples = match std::fs::read_to_string(&samples_path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+    {
+        Ok(samples) => samples,
+        Err(message) => {
+            writeln!(err, "error: {}: {message}", samples_path.display())?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    let load = |dir: &Path| runs::load(dir).map_err(|error| error.to_string());
+    let (base, candidate) = match (load(&paired.base_dir), load(&paired.candidate_dir)) {
+        (Ok(base), Ok(candidate)) => (base, candidate),
+        (Err(message), _) | (_, Err(message)) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    let comparison =
+        profiling_compare::paired::compare_paired(&base, &candidate, &samples, &options);
+    let comparisons = [comparison];
+    let format = if args.json {
+        Format::Json
+    } else if args.markdown {
+        Format::Markdown
+    } else {
+        compare::table_format(&args.decide)
+    };
+    compare::write_comparisons(&comparisons, &options, format, out)?;
+    if !args.no_report {
+        let html = crate::report::comparison_page(&[&base, &candidate], &comparisons, &options);
+        let path = paired.dir.join(crate::report::REPORT_FILE);
+        match crate::report::write_page(&path, &html) {
+            Ok(path) => writeln!(err, "report: {}", session::absolute(&path).display())?,
+            Err(error) => writeln!(err, "warning: cannot write {}: {error}", path.display())?,
+        }
+    }
+    Ok(compare::regression_code(
+        &comparisons,
+        args.decide.fail_on_regression,
+    ))
+}
+
+/// After the paired run, in a binary that does not read runs back: where
+/// its files are.
+#[cfg(not(feature = "full"))]
+pub(crate) fn after_pair(
+    paired: Paired,
+    _args: &AbArgs,
+    _out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    writeln!(
+        err,
+        "ab: {} (`profile-cli ab` with the same arguments prints the comparison and writes its page)",
+        paired.dir.join(PAIRED_FILE).display()
+    )?;
+    Ok(EXIT_OK)
+}
+
+/// Plans both sides, runs them paired, and writes `paired.json`; `Err`
+/// with the exit code after saying why on a refusal or a failure.
+fn run_pair(
+    args: &AbArgs,
+    workspace_root: &Path,
+    command_line: &[OsString],
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<Paired, u8>> {
+    let request = |target: &str, config: Option<&PathBuf>| RunRequest {
+        target: Some(target.to_owned()),
+        config_path: config.cloned(),
+        overrides: profiling_core::driver::config::Overrides {
+            iterations: args.iterations,
+            warmup: args.warmup,
+            seed: args.seed,
+            output_dir: args.output_dir.clone(),
+            ..Default::default()
+        },
+        run_id: Some(args.ab_id.clone().unwrap_or_else(|| {
+            format!(
+                "ab-{}",
+                profiling_core::driver::host::UtcTime::now().compact()
+            )
+        })),
+        force: args.force,
+        workspace_root: workspace_root.to_path_buf(),
+        default_output_dir: args.default_output_dir.clone(),
+        command_line: command_line
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        program_version: env!("CARGO_PKG_VERSION").to_owned(),
+        ..Default::default()
+    };
+    let mut base_request = request(&args.base, args.config.as_ref());
+    let mut candidate_request = request(&args.candidate, args.candidate_config.as_ref());
+    let planned = session::plan(&base_request)
+        .and_then(|base| session::plan(&candidate_request).map(|candidate| (base, candidate)));
+    let (mut base, mut candidate) = match planned {
+        Ok(planned) => planned,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(Err(error.exit_code()));
+        }
+    };
+    if args.iterations.is_none() && base.config.iterations < MIN_PASSES {
+        writeln!(
+            err,
+            "note: {MIN_PASSES} measured passes a side (the config's {} give too few block pairs); --iterations N sets it",
+            base.config.iterations
+        )?;
+        base.config.iterations = MIN_PASSES;
+    }
+    share_workload(&base, &mut candidate);
+    let dir = base.run_dir.clone();
+    if dir.exists() && !args.force {
+        writeln!(
+            err,
+            "error: {} exists: give --force to replace it, or another --ab-id",
+            dir.display()
+        )?;
+        return Ok(Err(EXIT_USAGE));
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    base.run_dir = dir.join("base");
+    candidate.run_dir = dir.join("candidate");
+    let iterations = base.config.iterations;
+    let size = args
+        .block_passes
+        .unwrap_or_else(|| (iterations / TARGET_PAIRS).max(1));
+    let blocks = paired_blocks(iterations, size, base.config.seed.unwrap_or(0));
+    let ab_id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let words: Vec<(String, u32)> = blocks
+        .iter()
+        .map(|&(side, passes)| (side.word().to_owned(), passes))
+        .collect();
+    let pair = |side: PairSide, other: &Planned| PairInfo {
+        id: ab_id.clone(),
+        side: side.word().to_owned(),
+        other_target: other.entry.name.to_owned(),
+        blocks: words.clone(),
+    };
+    base_request.pair = Some(pair(PairSide::Base, &candidate));
+    candidate_request.pair = Some(pair(PairSide::Candidate, &base));
+    writeln!(
+        err,
+        "ab: {} against {}, {iterations} passes each in blocks of {size}, alternated",
+        base.entry.name, candidate.entry.name
+    )?;
+    let reports = session::execute_pair(
+        (&base, &base_request),
+        (&candidate, &candidate_request),
+        &blocks,
+    );
+    let [base_report, candidate_report] = match reports {
+        Ok(reports) => reports,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(Err(error.exit_code()));
+        }
+    };
+    let mut sides = Vec::with_capacity(2);
+    for (word, report) in [("base", &base_report), ("candidate", &candidate_report)] {
+        match side_passes(report) {
+            Ok(passes) => sides.push(passes),
+            Err(message) => {
+                writeln!(err, "error: the {word} failed: {message}")?;
+                if let Some(path) = &report.manifest_path {
+                    writeln!(err, "manifest: {}", path.display())?;
+                }
+                return Ok(Err(EXIT_TARGET_FAILED));
+            }
+        }
+    }
+    let candidate_passes = sides.pop().expect("two sides");
+    let base_passes = sides.pop().expect("two sides");
+    let samples = PairedSamples {
+        format_version: PAIRED_VERSION,
+        blocks: words,
+        base: base_passes,
+        candidate: candidate_passes,
+    };
+    let text = serde_json::to_string(&samples)?;
+    profiling_core::driver::run_dir::write_atomically(&dir.join(PAIRED_FILE), text.as_bytes())?;
+    for report in [&base_report, &candidate_report] {
+        if let Some(failure) = &report.write_error {
+            writeln!(err, "warning: {failure}")?;
+        }
+    }
+    Ok(Ok(Paired {
+        base_dir: base.run_dir.clone(),
+        candidate_dir: candidate.run_dir.clone(),
+        dir,
+    }))
+}
+
+/// Gives the candidate the base's records and workload: what differs
+/// between the two sides is their target, nothing else.
+fn share_workload(base: &Planned, candidate: &mut Planned) {
+    let (from, to) = (&base.config, &mut candidate.config);
+    to.data_source = from.data_source.clone();
+    to.device = from.device;
+    to.warmup = from.warmup;
+    to.iterations = from.iterations;
+    to.batch_size = from.batch_size;
+    to.last_batch = from.last_batch;
+    to.record_loading = from.record_loading;
+    to.seed = from.seed;
+    to.capture_range = from.capture_range.clone();
+    to.cuda = from.cuda;
+    to.gpu_timing = from.gpu_timing;
+}
+
+/// A side's passes in the order they ran, from what it measured; why
+/// not, when it failed.
+fn side_passes(report: &RunReport) -> Result<SidePasses, String> {
+    let outcome = report.outcome.as_ref().map_err(|error| error.to_string())?;
+    let capture = &outcome.capture;
+    let inputs = outcome
+        .record_batches
+        .last()
+        .map_or(outcome.record_ids.len(), |&last| last as usize + 1);
+    Ok(SidePasses::of(
+        &capture.samples.passes.kept,
+        &capture.samples.calls.kept,
+        inputs,
+        &capture.passes,
+        &capture.ranges,
+    ))
+}
