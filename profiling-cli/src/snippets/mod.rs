@@ -8,6 +8,7 @@ pub(crate) mod check;
 pub(crate) mod init;
 pub(crate) mod new;
 pub(crate) mod remove;
+pub(crate) mod variant;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

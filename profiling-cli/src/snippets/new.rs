@@ -16,8 +16,13 @@ pub(crate) struct NewArgs {
     /// The profile name: the new target's name, and (with - as _) its directory's.
     pub(crate) name: String,
     /// What to copy: FILE.rs::FUNCTION, FILE.rs::TYPE::METHOD or FILE.rs:START-END.
-    #[arg(long, value_name = "SOURCE")]
-    pub(crate) from: String,
+    #[arg(long, value_name = "SOURCE", required_unless_present = "variant_of")]
+    pub(crate) from: Option<String>,
+    /// Make a variant of the snippet BASE instead: a copy of it beside it (target.rs, config.yaml,
+    /// Cargo.toml) under the target name NAME, to edit and measure against BASE with `profile-cli
+    /// ab BASE NAME`.
+    #[arg(long, value_name = "BASE", conflicts_with_all = ["from", "type_args", "follow", "directory"])]
+    pub(crate) variant_of: Option<String>,
     /// The data source of the generated config: dummy or images.
     #[arg(long, value_name = "NAME", default_value = "dummy")]
     pub(crate) data_source: String,
@@ -50,7 +55,15 @@ pub(crate) fn new(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let from = match args.from.parse::<SourceSpec>() {
+    if let Some(base) = &args.variant_of {
+        return super::variant::new_variant(&args.name, base, root, args.no_check, out, err);
+    }
+    let from = match args
+        .from
+        .as_deref()
+        .unwrap_or_default()
+        .parse::<SourceSpec>()
+    {
         Ok(from) => from,
         Err(error) => {
             writeln!(err, "error: {error}")?;

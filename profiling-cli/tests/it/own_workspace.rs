@@ -340,4 +340,60 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     assert_eq!(own.code, Some(0), "{own}");
     assert!(own.stdout.contains("example-candidate "), "{own}");
     assert!(!own.stderr.contains("profile-cli: running"), "{own}");
+
+    // A variant beside a snippet, then the two measured in one process of
+    // the workspace's binary, compared by the installed one.
+    let variant = profile_cli_in(&ws, &["new", "dbl-fast", "--variant-of", "dbl"]);
+    assert_eq!(variant.code, Some(0), "{variant}");
+    assert!(
+        variant
+            .stdout
+            .contains("profiling-snippets builds with inference_profiling/snippets/dbl_fast"),
+        "{variant}"
+    );
+    assert!(variant.stdout.contains(": linked in\n"), "{variant}");
+    assert!(
+        variant
+            .stdout
+            .contains("next: edit inference_profiling/snippets/dbl_fast/target.rs, then: profile-cli ab dbl dbl-fast"),
+        "{variant}"
+    );
+    let config =
+        std::fs::read_to_string(ws.join("inference_profiling/snippets/dbl_fast/config.yaml"))
+            .unwrap();
+    assert!(config.contains("\n  name: dbl-fast\n"), "{config}");
+    assert!(
+        config.contains("import_path: inference_profiling/snippets/dbl_fast/target.rs"),
+        "{config}"
+    );
+    let ab = profile_cli_in(
+        &ws,
+        &[
+            "ab",
+            "dbl",
+            "dbl-fast",
+            "--iterations",
+            "12",
+            "--block-passes",
+            "1",
+            "--ab-id",
+            "pair",
+            "--json",
+        ],
+    );
+    assert_eq!(ab.code, Some(0), "{ab}");
+    let document: serde_json::Value = serde_json::from_str(&ab.stdout).unwrap();
+    let comparison = &document["comparisons"][0];
+    assert_eq!(comparison["pairing"]["pairs"], 12, "{comparison}");
+    assert_eq!(comparison["base"]["label"], "dbl@pair/base");
+    assert_eq!(comparison["candidate"]["label"], "dbl-fast@pair/candidate");
+    let pair = ws.join("inference_profiling/snippets/dbl/runs/pair");
+    for file in [
+        "paired.json",
+        "report.html",
+        "base/manifest.yaml",
+        "candidate/manifest.yaml",
+    ] {
+        assert!(pair.join(file).is_file(), "{file}: {ab}");
+    }
 }
