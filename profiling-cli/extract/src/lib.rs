@@ -50,8 +50,8 @@ pub use snippet_crate::{
     DRAFT_FILE,
 };
 
-use profiling_core::driver::config::check_profile_name;
 use profiling_core::device::Device;
+use profiling_core::driver::config::check_profile_name;
 use source::{display_path, Manifest, ModuleLocation, SourceFile};
 
 /// What `profile-cli new` was asked for.
@@ -329,15 +329,7 @@ fn generate_with(
     leave_out: &[String],
     fresh: bool,
 ) -> Result<Generated, SnippetError> {
-    check_profile_name(&request.name)
-        .map_err(|message| SnippetError::Usage(format!("profile name: {message}")))?;
-    if !profiling_core::data::KNOWN_SOURCES.contains(&request.data_source.as_str()) {
-        return Err(SnippetError::Usage(format!(
-            "--data-source: unknown data source `{}`: expected one of {}",
-            request.data_source,
-            profiling_core::data::KNOWN_SOURCES.join(", ")
-        )));
-    }
+    check_request(request)?;
     let directory = destination(request, fresh)?;
     let snippets_crate = SnippetsCrate::of_directory(&directory);
     let mut warnings = Vec::new();
@@ -357,258 +349,485 @@ fn generate_with(
     select::check_supported(&source, &function, &request.type_args)?;
 
     let location = ModuleLocation::of_file(&path);
-    // Which crates the snippet can name: those of the crate that compiles
-    // it, else those of the workspace's snippets crate.
-    let dependencies_of = snippets_crate
-        .clone()
-        .or_else(|| SnippetsCrate::at(&request.workspace_root.join("inference_profiling")));
-    let (mut dependencies, snippets_package) = match &dependencies_of {
-        Some(krate) => (krate.dependencies.clone(), krate.package.clone()),
-        None => (Vec::new(), "inference-profiling".to_owned()),
+    let extraction = Extraction {
+        request,
+        directory: &directory,
+        snippets_crate: snippets_crate.as_ref(),
+        root,
+        path: &path,
+        display: &display,
+        source: &source,
+        function: &function,
+        location: &location,
     };
-    // A crate of the workspace the snippets crate does not depend on yet:
-    // `create` adds the dependency, so the snippet names it as if it did.
-    let added_dependency = match (&snippets_crate, &location.crate_ident) {
-        (Some(krate), Some(ident)) if !dependencies.contains(ident) => {
-            snippet_crate::path_dependency(krate, &path)
-        }
-        _ => None,
-    };
-    if let Some(added) = &added_dependency {
-        dependencies.push(source::crate_ident(&added.package));
-    }
-    // The production crate's own dependencies: a crate the copy names that
-    // the snippets crate lacks goes into the snippet's Cargo.toml, as
-    // production declares it, so the copy names it as if it were there.
-    let production = source::Manifest::of_file(&path)
-        .and_then(|manifest| production::Production::read(&manifest.dir, &directory));
-    let mut visible = dependencies.clone();
-    if let (Some(_), Some(production)) = (&snippets_crate, &production) {
-        visible.extend(
-            production
-                .dependencies
-                .iter()
-                .filter(|d| !dependencies.contains(&d.ident))
-                .map(|d| d.ident.clone()),
-        );
-    }
-    let mut imports = names::imports(&source, &function, &location, &visible, &snippets_package);
-    // Kept as possible traits, found unused by the compiler.
-    imports
-        .paths
-        .retain(|path| !leave_out.contains(&path.display()));
-    imports
-        .kept_for_traits
-        .retain(|path| !leave_out.contains(path));
+    let crates = extraction.crates();
+    let imports = extraction.imports(&crates, leave_out);
     let lines = match request.from.selector {
         Selector::Lines { start, end } => Some((start, end)),
         Selector::Path(_) => None,
     };
     let indent = if function.owner.is_some() { 4 } else { 0 };
-    let features = production.as_ref().and_then(|p| p.features.as_ref());
-    if let (Some(features), Some(production)) = (features, &production) {
-        if let Some(predicate) = cfg::function_is_off(function.attrs, features) {
-            return Err(SnippetError::Source(format!(
-                "`{}` is compiled only with `cfg({predicate})`, which {} is not built with ({}): there is nothing of it to profile",
-                function.label, production.package, production.features_from
-            )));
+    let features = crates.production.as_ref().and_then(|p| p.features.as_ref());
+    extraction.check_compiled(crates.production.as_ref())?;
+    if let Some(callee) = thin_wrapper(&function) {
+        if let Some(followed) = extraction.follow(&callee, leave_out, fresh)? {
+            return Ok(followed);
+        }
+        warnings.push(extraction.delegation_warning(&callee));
+    }
+    let mut copied = copy::copy(&source, &function, &location, lines, indent, features);
+    extraction.copy_helpers(&mut copied, &imports, features);
+    let target = extraction.plan_target();
+    let mut report = extraction.report(&crates, &copied, &imports, &target, warnings);
+    let target_rs = render::target_rs(&report, &copied, &imports, &target);
+    if let (Some(_), Some(production)) = (&report.snippets_crate, &crates.production) {
+        report.snippet_dependencies =
+            named_dependencies(production, &crates.dependencies, &target_rs);
+    }
+    // The settings struct derives serde's `Deserialize`: production's serde
+    // gets the `derive` feature, or serde comes on its own.
+    if target.settings_name().is_some() {
+        add_serde_derive(&mut report, &crates.dependencies);
+    }
+    let files = extraction.files(&report, &copied, &target, target_rs, &crates)?;
+    Ok(Generated {
+        directory,
+        files,
+        report,
+    })
+}
+
+/// Refuses a bad profile name and an unknown data source.
+fn check_request(request: &NewSnippet) -> Result<(), SnippetError> {
+    check_profile_name(&request.name)
+        .map_err(|message| SnippetError::Usage(format!("profile name: {message}")))?;
+    if !profiling_core::data::KNOWN_SOURCES.contains(&request.data_source.as_str()) {
+        return Err(SnippetError::Usage(format!(
+            "--data-source: unknown data source `{}`: expected one of {}",
+            request.data_source,
+            profiling_core::data::KNOWN_SOURCES.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The crates a snippet can name, and the production crate it copies from.
+struct Crates {
+    /// Those of the crate that compiles the snippet, else those of the
+    /// workspace's snippets crate, with the one `create` adds.
+    dependencies: Vec<String>,
+    /// The package whose dependencies those are.
+    snippets_package: String,
+    /// The dependency on the production crate that `create` adds to the
+    /// snippets crate, which lacks it.
+    added_dependency: Option<AddedDependency>,
+    /// The package the source file belongs to, when it has a manifest.
+    production: Option<Production>,
+    /// `dependencies`, and in a snippets crate the production crate's own
+    /// dependencies, which the snippet's Cargo.toml can add.
+    visible: Vec<String>,
+}
+
+/// A function being copied into a snippet, and where the snippet goes:
+/// what the snippet's parts are worked out from.
+struct Extraction<'a> {
+    request: &'a NewSnippet,
+    /// The snippet directory.
+    directory: &'a Path,
+    /// The crate that compiles the snippet, when it lands in one.
+    snippets_crate: Option<&'a SnippetsCrate>,
+    /// The workspace root the snippet's files name paths from.
+    root: &'a Path,
+    /// The source file.
+    path: &'a Path,
+    /// The source file, as messages name it.
+    display: &'a str,
+    source: &'a SourceFile,
+    function: &'a select::Function<'a>,
+    location: &'a ModuleLocation,
+}
+
+impl Extraction<'_> {
+    /// The crates the snippet can name, with those `create` and the
+    /// snippet's own Cargo.toml add.
+    fn crates(&self) -> Crates {
+        // Which crates the snippet can name: those of the crate that
+        // compiles it, else those of the workspace's snippets crate.
+        let dependencies_of = self.snippets_crate.cloned().or_else(|| {
+            SnippetsCrate::at(&self.request.workspace_root.join("inference_profiling"))
+        });
+        let (mut dependencies, snippets_package) = match &dependencies_of {
+            Some(krate) => (krate.dependencies.clone(), krate.package.clone()),
+            None => (Vec::new(), "inference-profiling".to_owned()),
+        };
+        // A crate of the workspace the snippets crate does not depend on
+        // yet: `create` adds the dependency, so the snippet names it as if
+        // it did.
+        let added_dependency = match (self.snippets_crate, &self.location.crate_ident) {
+            (Some(krate), Some(ident)) if !dependencies.contains(ident) => {
+                snippet_crate::path_dependency(krate, self.path)
+            }
+            _ => None,
+        };
+        if let Some(added) = &added_dependency {
+            dependencies.push(source::crate_ident(&added.package));
+        }
+        // The production crate's own dependencies: a crate the copy names
+        // that the snippets crate lacks goes into the snippet's Cargo.toml,
+        // as production declares it, so the copy names it as if it were
+        // there.
+        let production = source::Manifest::of_file(self.path)
+            .and_then(|manifest| production::Production::read(&manifest.dir, self.directory));
+        let mut visible = dependencies.clone();
+        if let (Some(_), Some(production)) = (self.snippets_crate, &production) {
+            visible.extend(
+                production
+                    .dependencies
+                    .iter()
+                    .filter(|d| !dependencies.contains(&d.ident))
+                    .map(|d| d.ident.clone()),
+            );
+        }
+        Crates {
+            dependencies,
+            snippets_package,
+            added_dependency,
+            production,
+            visible,
         }
     }
-    if let Some(callee) = thin_wrapper(&function) {
-        let defined = function.scope.iter().find_map(|item| match item {
-            syn::Item::Fn(f) if f.sig.ident == callee => Some(source.lines(f.sig.ident.span()).0),
+
+    /// The copy's imports, without those of `leave_out`.
+    fn imports(&self, crates: &Crates, leave_out: &[String]) -> names::Imports {
+        let mut imports = names::imports(
+            self.source,
+            self.function,
+            self.location,
+            &crates.visible,
+            &crates.snippets_package,
+        );
+        // Kept as possible traits, found unused by the compiler.
+        imports
+            .paths
+            .retain(|path| !leave_out.contains(&path.display()));
+        imports
+            .kept_for_traits
+            .retain(|path| !leave_out.contains(path));
+        imports
+    }
+
+    /// Refuses a function that `production` is not built with, by its
+    /// `cfg`.
+    fn check_compiled(&self, production: Option<&Production>) -> Result<(), SnippetError> {
+        let Some(production) = production else {
+            return Ok(());
+        };
+        if let Some(features) = &production.features {
+            if let Some(predicate) = cfg::function_is_off(self.function.attrs, features) {
+                return Err(SnippetError::Source(format!(
+                    "`{}` is compiled only with `cfg({predicate})`, which {} is not built with ({}): there is nothing of it to profile",
+                    self.function.label, production.package, production.features_from
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The line where `callee`, a function of the module, is defined.
+    fn callee_line(&self, callee: &str) -> Option<usize> {
+        self.function.scope.iter().find_map(|item| match item {
+            syn::Item::Fn(f) if f.sig.ident == callee => {
+                Some(self.source.lines(f.sig.ident.span()).0)
+            }
             _ => None,
-        });
-        let callee_item = function.scope.iter().find_map(|item| match item {
+        })
+    }
+
+    /// With `--follow`, the snippet of `callee`, the function of the module
+    /// the copied one only delegates to, copied in its place; `None`
+    /// without `--follow` or when `callee` is not in the module.
+    fn follow(
+        &self,
+        callee: &str,
+        leave_out: &[String],
+        fresh: bool,
+    ) -> Result<Option<Generated>, SnippetError> {
+        let callee_item = self.function.scope.iter().find_map(|item| match item {
             syn::Item::Fn(f) if f.sig.ident == callee => Some(f),
             _ => None,
         });
-        if let (true, Some(callee_fn)) = (request.follow, callee_item) {
-            // The body that does the work: copied in its place, with the
-            // type arguments that are its own.
-            let mut path = function.inline_modules.clone();
-            path.push(callee.clone());
-            let mut followed = request.clone();
-            followed.follow = false;
-            followed.from = SourceSpec {
-                file: request.from.file.clone(),
-                selector: Selector::Path(path),
-            };
-            followed.type_args = request.type_args.for_generics(&callee_fn.sig.generics);
-            let mut generated = generate_with(&followed, leave_out, fresh)?;
-            generated.report.warnings.insert(
-                0,
-                format!(
-                    "`{}` only prepares its arguments and delegates to `{callee}`: followed, the snippet copies `{callee}` ({display}:{})",
-                    function.label,
-                    defined.unwrap_or_default()
-                ),
-            );
-            return Ok(generated);
-        }
-        let next = match defined {
+        let (true, Some(callee_fn)) = (self.request.follow, callee_item) else {
+            return Ok(None);
+        };
+        // The body that does the work: copied in its place, with the type
+        // arguments that are its own.
+        let mut path = self.function.inline_modules.clone();
+        path.push(callee.to_owned());
+        let mut followed = self.request.clone();
+        followed.follow = false;
+        followed.from = SourceSpec {
+            file: self.request.from.file.clone(),
+            selector: Selector::Path(path),
+        };
+        followed.type_args = self.request.type_args.for_generics(&callee_fn.sig.generics);
+        let mut generated = generate_with(&followed, leave_out, fresh)?;
+        generated.report.warnings.insert(
+            0,
+            format!(
+                "`{}` only prepares its arguments and delegates to `{callee}`: followed, the snippet copies `{callee}` ({}:{})",
+                self.function.label,
+                self.display,
+                self.callee_line(callee).unwrap_or_default()
+            ),
+        );
+        Ok(Some(generated))
+    }
+
+    /// The warning that the copied function only delegates to `callee`, and
+    /// how to profile `callee` instead.
+    fn delegation_warning(&self, callee: &str) -> String {
+        let display = self.display;
+        let next = match self.callee_line(callee) {
             Some(line) => format!(
                 "to profile its body instead: profile-cli new {} --from {display}::{callee} (defined at line {line}), or `--follow`",
                 callee.replace('_', "-")
             ),
             None => format!("to profile its body instead, copy `{callee}` with `profile-cli new`"),
         };
-        warnings.push(format!(
+        format!(
             "`{}` only prepares its arguments and delegates to `{callee}`: the profile times one call into production code, not a body; {next}",
-            function.label
-        ));
+            self.function.label
+        )
     }
-    let mut copied = copy::copy(&source, &function, &location, lines, indent, features);
-    let mut helper_names = Vec::new();
-    for &index in &imports.helpers {
-        let item = &function.scope[index];
-        if let Some(text) =
-            copy::copy_helper(&source, item, &location, &function.inline_modules, features)
-        {
-            copied.helpers.push(text);
-            helper_names.push(format!(
-                "`{}` (line {})",
-                helper_label(item),
-                source.lines(syn::spanned::Spanned::span(item)).0
+
+    /// Copies the private items and root modules of production that the
+    /// copy calls (`imports`) beside it, and says so in its changes.
+    fn copy_helpers(
+        &self,
+        copied: &mut copy::Copied,
+        imports: &names::Imports,
+        features: Option<&std::collections::BTreeSet<String>>,
+    ) {
+        let (source, function, location) = (self.source, self.function, self.location);
+        let mut helper_names = Vec::new();
+        for &index in &imports.helpers {
+            let item = &function.scope[index];
+            if let Some(text) =
+                copy::copy_helper(source, item, location, &function.inline_modules, features)
+            {
+                copied.helpers.push(text);
+                helper_names.push(format!(
+                    "`{}` (line {})",
+                    helper_label(item),
+                    source.lines(syn::spanned::Spanned::span(item)).0
+                ));
+            }
+        }
+        for module in &imports.private_modules {
+            let Some(file) = location.private_root_module(module) else {
+                continue;
+            };
+            let shown = display_path(&file, self.root);
+            let crate_name = location.crate_ident.clone().unwrap_or_default();
+            if let Some(text) = copy::copy_private_module(module, &file, &shown, &crate_name) {
+                copied.helpers.push(text);
+                helper_names.push(format!("module `{module}` ({shown})"));
+            }
+        }
+        if !helper_names.is_empty() {
+            copied.changes.push(format!(
+                "private items of the production module it calls are copied beside it, marked as copied helpers: {}",
+                helper_names.join(", ")
             ));
         }
     }
-    for module in &imports.private_modules {
-        let Some(file) = location.private_root_module(module) else {
-            continue;
-        };
-        let shown = display_path(&file, root);
-        let crate_name = location.crate_ident.clone().unwrap_or_default();
-        if let Some(text) = copy::copy_private_module(module, &file, &shown, &crate_name) {
-            copied.helpers.push(text);
-            helper_names.push(format!("module `{module}` ({shown})"));
-        }
-    }
-    if !helper_names.is_empty() {
-        copied.changes.push(format!(
-            "private items of the production module it calls are copied beside it, marked as copied helpers: {}",
-            helper_names.join(", ")
-        ));
-    }
-    // A literal a production call passes is the default of a scalar
-    // parameter's setting.
-    let call_site = source::Manifest::of_file(&path).and_then(|manifest| {
-        scaffold::find_call_site(
-            &manifest.dir,
-            root,
-            &function.name(),
-            function.sig.inputs.len(),
-            function.owner.is_some(),
-        )
-    });
-    let target = scaffold::plan(
-        &source,
-        &function,
-        &request.name,
-        &request.type_args,
-        call_site.as_ref(),
-        location.lib_root.as_deref().and_then(Path::parent),
-    );
 
-    let module = location.path(&function.inline_modules);
-    let item = format!("{module}::{}", function.label);
-    let parity = parity_of(
-        &source,
-        &function,
-        &location,
-        &dependencies,
-        &snippets_package,
-        &target,
-        &item,
-    );
-    // Outside a snippets directory nothing compiles the snippet: its files
-    // name the paths it will have once moved into the workspace's.
-    let move_to = match &snippets_crate {
-        Some(_) => None,
-        None => {
-            let placed = request
-                .workspace_root
-                .join("inference_profiling")
-                .join("snippets")
-                .join(request.name.replace('-', "_"));
-            if placed.exists() {
-                warnings.push(format!(
-                    "{} already exists: give the snippet another name before moving it there",
-                    display_path(&placed, root)
-                ));
-            }
-            Some(placed)
-        }
-    };
-    let home = move_to.as_deref().unwrap_or(&directory);
-    let config_path = home.join("config.yaml");
-    let target_path = home.join("target.rs");
-    let config_display = display_path(&config_path, root);
-    let target_display = display_path(&target_path, root);
-    let git = git_provenance(&path);
-    let report = Report {
-        target_name: request.name.clone(),
-        type_name: target.type_name.clone(),
-        source: display.clone(),
-        item,
-        module,
-        function_name: function.name(),
-        owner: function.owner_name(),
-        lines: (copied.first_line, copied.last_line),
-        instrumentation: copied.instrumentation.clone(),
-        range_note: copied.range_note.clone(),
-        mapped: target
-            .parameters
-            .iter()
-            .filter(|p| p.source != scaffold::ValueSource::Unmapped)
-            .map(|p| (p.declared.clone(), p.describe_source()))
-            .collect(),
-        unmapped: target
-            .unmapped()
-            .iter()
-            .map(|p| p.declared.clone())
-            .collect(),
-        needs_factory: target.needs_factory(),
-        unresolved: imports.unresolved.clone(),
-        left_out: imports.left_out.clone(),
-        kept_for_traits: imports.kept_for_traits.clone(),
-        module_items: imports.module_items.clone(),
-        changes: copied.changes.clone(),
-        warnings,
-        production_doc: first_doc_paragraph(function.attrs),
-        git,
-        data_source: request.data_source.clone(),
-        device: request.device,
-        command: command_line(request, &display, &directory, root),
-        nsys_command: nsys_command(request, root, &config_path),
-        runner: runner_command(root),
-        directory_display: display_path(&directory, root),
-        config_display,
-        target_display,
-        snippets_crate,
-        added_dependency: added_dependency.clone(),
-        snippet_dependencies: Vec::new(),
-        parity,
-        move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
-    };
-    let target_rs = render::target_rs(&report, &copied, &imports, &target);
-    let mut report = report;
-    if let (Some(_), Some(production)) = (&report.snippets_crate, &production) {
-        let named = crate_roots(&target_rs);
-        report.snippet_dependencies = production
-            .dependencies
-            .iter()
-            .filter(|d| named.contains(&d.ident) && !dependencies.contains(&d.ident))
-            .cloned()
-            .collect();
+    /// The target around the copy.
+    fn plan_target(&self) -> scaffold::Target {
+        let function = self.function;
+        // A literal a production call passes is the default of a scalar
+        // parameter's setting.
+        let call_site = source::Manifest::of_file(self.path).and_then(|manifest| {
+            scaffold::find_call_site(
+                &manifest.dir,
+                self.root,
+                &function.name(),
+                function.sig.inputs.len(),
+                function.owner.is_some(),
+            )
+        });
+        scaffold::plan(
+            self.source,
+            function,
+            &self.request.name,
+            &self.request.type_args,
+            call_site.as_ref(),
+            self.location.lib_root.as_deref().and_then(Path::parent),
+        )
     }
-    // The settings struct derives serde's `Deserialize`: production's serde
-    // gets the `derive` feature, or serde comes on its own.
-    let settings = target.settings_name().is_some();
+
+    /// Where a snippet made outside every snippets directory is to be moved
+    /// for it to be compiled (the paths in its files name that place), with
+    /// a warning when that place is taken.
+    fn move_to(&self, warnings: &mut Vec<String>) -> Option<PathBuf> {
+        if self.snippets_crate.is_some() {
+            return None;
+        }
+        let placed = self
+            .request
+            .workspace_root
+            .join("inference_profiling")
+            .join("snippets")
+            .join(self.request.name.replace('-', "_"));
+        if placed.exists() {
+            warnings.push(format!(
+                "{} already exists: give the snippet another name before moving it there",
+                display_path(&placed, self.root)
+            ));
+        }
+        Some(placed)
+    }
+
+    /// What `new` makes and what it could not do for the user, all but the
+    /// crates the snippet's own Cargo.toml adds.
+    fn report(
+        &self,
+        crates: &Crates,
+        copied: &copy::Copied,
+        imports: &names::Imports,
+        target: &scaffold::Target,
+        mut warnings: Vec<String>,
+    ) -> Report {
+        let (request, function, root) = (self.request, self.function, self.root);
+        let module = self.location.path(&function.inline_modules);
+        let item = format!("{module}::{}", function.label);
+        let parity = parity_of(
+            self.source,
+            function,
+            self.location,
+            &crates.dependencies,
+            &crates.snippets_package,
+            target,
+            &item,
+        );
+        // Outside a snippets directory nothing compiles the snippet: its
+        // files name the paths it will have once moved into the
+        // workspace's.
+        let move_to = self.move_to(&mut warnings);
+        let home = move_to.as_deref().unwrap_or(self.directory);
+        let config_path = home.join("config.yaml");
+        let target_path = home.join("target.rs");
+        Report {
+            target_name: request.name.clone(),
+            type_name: target.type_name.clone(),
+            source: self.display.to_owned(),
+            item,
+            module,
+            function_name: function.name(),
+            owner: function.owner_name(),
+            lines: (copied.first_line, copied.last_line),
+            instrumentation: copied.instrumentation.clone(),
+            range_note: copied.range_note.clone(),
+            mapped: target
+                .parameters
+                .iter()
+                .filter(|p| p.source != scaffold::ValueSource::Unmapped)
+                .map(|p| (p.declared.clone(), p.describe_source()))
+                .collect(),
+            unmapped: target
+                .unmapped()
+                .iter()
+                .map(|p| p.declared.clone())
+                .collect(),
+            needs_factory: target.needs_factory(),
+            unresolved: imports.unresolved.clone(),
+            left_out: imports.left_out.clone(),
+            kept_for_traits: imports.kept_for_traits.clone(),
+            module_items: imports.module_items.clone(),
+            changes: copied.changes.clone(),
+            warnings,
+            production_doc: first_doc_paragraph(function.attrs),
+            git: git_provenance(self.path),
+            data_source: request.data_source.clone(),
+            device: request.device,
+            command: command_line(request, self.display, self.directory, root),
+            nsys_command: nsys_command(request, root, &config_path),
+            runner: runner_command(root),
+            directory_display: display_path(self.directory, root),
+            config_display: display_path(&config_path, root),
+            target_display: display_path(&target_path, root),
+            snippets_crate: self.snippets_crate.cloned(),
+            added_dependency: crates.added_dependency.clone(),
+            snippet_dependencies: Vec::new(),
+            parity,
+            move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
+        }
+    }
+
+    /// The snippet's files: `target.rs` (`target_rs`), `config.yaml` and
+    /// `README.md`, and in a snippets crate its `Cargo.toml` and `DRAFT`.
+    fn files(
+        &self,
+        report: &Report,
+        copied: &copy::Copied,
+        target: &scaffold::Target,
+        target_rs: String,
+        crates: &Crates,
+    ) -> Result<Vec<(&'static str, String)>, SnippetError> {
+        let mut files = vec![
+            ("target.rs", target_rs),
+            ("config.yaml", render::config_yaml(report, target)),
+            ("README.md", render::readme(report, copied, target)),
+        ];
+        // In a snippets crate: a crate of its own, a draft until checked.
+        if let Some(krate) = &report.snippets_crate {
+            files.push((
+                "Cargo.toml",
+                snippet_crate::manifest_with(
+                    krate,
+                    self.directory,
+                    &self.request.name,
+                    crates.added_dependency.as_ref(),
+                    &report.snippet_dependencies,
+                )?,
+            ));
+            files.push((
+                DRAFT_FILE,
+                snippet_crate::draft_text(
+                    &self.request.name,
+                    "not checked yet: `profile-cli new` made it and has not built it",
+                    "",
+                ),
+            ));
+        }
+        Ok(files)
+    }
+}
+
+/// The dependencies of `production` that `target_rs` names and the
+/// snippets crate (with `dependencies`) lacks.
+fn named_dependencies(
+    production: &Production,
+    dependencies: &[String],
+    target_rs: &str,
+) -> Vec<ProductionDependency> {
+    let named = crate_roots(target_rs);
+    production
+        .dependencies
+        .iter()
+        .filter(|d| named.contains(&d.ident) && !dependencies.contains(&d.ident))
+        .cloned()
+        .collect()
+}
+
+/// For a snippet whose settings struct derives `serde::Deserialize`: the
+/// `derive` feature on the serde its Cargo.toml takes from production, or
+/// in a snippets crate without serde (`dependencies`) serde on its own.
+fn add_serde_derive(report: &mut Report, dependencies: &[String]) {
     if let Some(serde) = report
         .snippet_dependencies
         .iter_mut()
-        .find(|d| d.ident == "serde" && settings)
+        .find(|d| d.ident == "serde")
     {
         let mut features: Vec<String> = serde
             .spec
@@ -632,8 +851,7 @@ fn generate_with(
             serde.declared_by
         );
     }
-    let serde_needed = settings
-        && !dependencies.iter().any(|d| d == "serde")
+    let serde_needed = !dependencies.iter().any(|d| d == "serde")
         && !report
             .snippet_dependencies
             .iter()
@@ -655,37 +873,6 @@ fn generate_with(
                     .to_owned(),
         });
     }
-    let mut files = vec![
-        ("target.rs", target_rs),
-        ("config.yaml", render::config_yaml(&report, &target)),
-        ("README.md", render::readme(&report, &copied, &target)),
-    ];
-    // In a snippets crate: a crate of its own, a draft until checked.
-    if let Some(krate) = &report.snippets_crate {
-        files.push((
-            "Cargo.toml",
-            snippet_crate::manifest_with(
-                krate,
-                &directory,
-                &request.name,
-                added_dependency.as_ref(),
-                &report.snippet_dependencies,
-            )?,
-        ));
-        files.push((
-            DRAFT_FILE,
-            snippet_crate::draft_text(
-                &request.name,
-                "not checked yet: `profile-cli new` made it and has not built it",
-                "",
-            ),
-        ));
-    }
-    Ok(Generated {
-        directory,
-        files,
-        report,
-    })
 }
 
 /// The function a `function` only delegates to, when it does: its body is

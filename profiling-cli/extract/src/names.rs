@@ -140,6 +140,17 @@ impl<'ast> Visit<'ast> for Uses {
     }
 }
 
+impl Uses {
+    /// The names used that are not bound locally: first segments of
+    /// qualified paths, then single names, then names in macros.
+    fn free_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.qualified.iter().cloned().collect();
+        names.extend(self.single.difference(&self.locals).cloned());
+        names.extend(self.in_macros.difference(&self.locals).cloned());
+        names
+    }
+}
+
 fn is_self(expr: &syn::Expr) -> bool {
     matches!(expr, syn::Expr::Path(path) if path.path.is_ident("self"))
 }
@@ -376,6 +387,9 @@ const STD_TRAITS: &[&str] = &[
 /// Crates a snippet can always name.
 const BUILT_IN_CRATES: &[&str] = &["std", "core", "alloc"];
 
+/// Names that are not items to import: `Self`, `self`, `crate`, `super`.
+const PATH_KEYWORDS: [&str; 4] = ["Self", "self", "crate", "super"];
+
 /// Works out the snippet's imports for `function`.
 ///
 /// `dependencies` are the crates the snippets crate depends on, as code
@@ -393,224 +407,16 @@ pub(crate) fn imports(
     }
     uses.visit_signature(function.sig);
     uses.visit_block(function.block);
-    let mut used: BTreeSet<String> = uses.qualified.clone();
-    used.extend(uses.single.difference(&uses.locals).cloned());
-    used.extend(uses.in_macros.difference(&uses.locals).cloned());
-    for keyword in ["Self", "self", "crate", "super"] {
-        used.remove(keyword);
-    }
-    match function.owner_name() {
-        // The target names the method's type even when the body does not.
-        Some(owner) => {
-            used.insert(owner);
-        }
-        // The copy is defined in the snippet under its own name.
-        None => {
-            used.remove(&function.name());
-        }
-    }
-
-    let items = module_items(source, function.scope);
-    let carried = module_imports(function.scope, location, &function.inline_modules, &items);
-    let module_path: Vec<String> = location
-        .path(&function.inline_modules)
-        .split("::")
-        .map(str::to_owned)
-        .collect();
-    let crate_ident = location.crate_ident.clone();
-    let is_dependency =
-        |name: &str| BUILT_IN_CRATES.contains(&name) || dependencies.iter().any(|d| d == name);
-    let not_dependency = |name: &str| {
-        format!(
-            "crate `{name}` is a dependency neither of `{snippets_package}` nor of the crate the copy comes from: add it to the snippet's own Cargo.toml (beside target.rs)"
-        )
+    let crates = SnippetCrates {
+        dependencies,
+        snippets_package,
     };
-    // Why the module's items cannot be named from the snippet, if they cannot.
-    let blocked: Option<String> = match (&crate_ident, &location.unreachable) {
-        (_, Some(why)) => Some(format!("{} is not reachable: {why}", source.display)),
-        (Some(name), None) if !is_dependency(name) => Some(not_dependency(name)),
-        (None, None) => Some(format!("{} is not part of a library", source.display)),
-        _ => None,
-    };
-
-    // Why nothing of the crate can be named, if nothing can: what blocks
-    // imports of its other modules, which the source module's privacy
-    // does not.
-    let crate_blocked: Option<String> = match &crate_ident {
-        Some(name) if !is_dependency(name) => Some(not_dependency(name)),
-        Some(_) => None,
-        None => Some(format!("{} is not part of a library", source.display)),
-    };
-
-    let mut result = Imports::default();
-    let mut chosen: BTreeSet<ImportPath> = BTreeSet::new();
-    // Names still to look at: the copy's, then those of the private
-    // helpers copied beside it.
-    let mut pending: Vec<String> = used.into_iter().rev().collect();
-    let mut looked_at: BTreeSet<String> = BTreeSet::new();
-    while let Some(name) = pending.pop() {
-        if !looked_at.insert(name.clone()) {
-            continue;
-        }
-        let name = &name;
-        if let Some(item) = items.get(name) {
-            let helper = (!item.public)
-                .then(|| helper_items(function.scope, name))
-                .filter(|found| !found.is_empty());
-            if let Some(found) = helper {
-                for index in found {
-                    if !result.helpers.contains(&index) {
-                        result.helpers.push(index);
-                        let mut inner = Uses::default();
-                        inner.visit_item(&function.scope[index]);
-                        let mut names: Vec<String> = inner.qualified.iter().cloned().collect();
-                        names.extend(inner.single.difference(&inner.locals).cloned());
-                        names.extend(inner.in_macros.difference(&inner.locals).cloned());
-                        pending.extend(
-                            names.into_iter().filter(|n| {
-                                !["Self", "self", "crate", "super"].contains(&n.as_str())
-                            }),
-                        );
-                    }
-                }
-                continue;
-            }
-            let place = format!("{} {name}, {}:{}", item.kind, source.display, item.line);
-            if let Some(why) = &blocked {
-                result.unresolved.push(Unresolved {
-                    name: name.clone(),
-                    reason: format!("{place}: {why}"),
-                });
-            } else if !item.public {
-                result.unresolved.push(Unresolved {
-                    name: name.clone(),
-                    reason: if item.kind == "macro" {
-                        format!("{place}: not `#[macro_export]`ed, so other crates cannot use it")
-                    } else {
-                        format!("{place}: private to `{}`", module_path.join("::"))
-                    },
-                });
-            } else {
-                let parent = if item.exported_macro {
-                    module_path[..1].to_vec()
-                } else {
-                    module_path.clone()
-                };
-                result.module_items.push(name.clone());
-                chosen.insert(ImportPath {
-                    parent,
-                    name: name.clone(),
-                    rename: None,
-                });
-            }
-        } else if let Some(import) = carried.iter().find(|i| i.binding() == name) {
-            if let Some(root) = import.parent.first() {
-                let into_source = crate_ident.as_deref() == Some(root.as_str());
-                if into_source {
-                    let mut path = import.parent[1..].to_vec();
-                    path.push(import.name.clone());
-                    let why = crate_blocked
-                        .clone()
-                        .or_else(|| location.unreachable_item(&path));
-                    // A private module at the crate root (`use crate::utils;`
-                    // or an item of it): copied whole under its own name,
-                    // so the import becomes one of the snippet's own.
-                    let module = path
-                        .first()
-                        .filter(|_| why.is_some() && crate_blocked.is_none());
-                    if let Some(module) =
-                        module.filter(|m| location.private_root_module(m).is_some())
-                    {
-                        if !result.private_modules.contains(module) {
-                            result.private_modules.push(module.clone());
-                        }
-                        if path.len() > 1 {
-                            let mut parent = vec!["crate".to_owned()];
-                            parent.extend(path[..path.len() - 1].iter().cloned());
-                            chosen.insert(ImportPath {
-                                parent,
-                                name: import.name.clone(),
-                                rename: import.rename.clone(),
-                            });
-                        }
-                        continue;
-                    }
-                    if let Some(why) = why {
-                        result.unresolved.push(Unresolved {
-                            name: import.display(),
-                            reason: why,
-                        });
-                    }
-                } else if !is_dependency(root) {
-                    result.unresolved.push(Unresolved {
-                        name: import.display(),
-                        reason: not_dependency(root),
-                    });
-                }
-            }
-            chosen.insert(import.clone());
-        }
-    }
-    // `pub use` declarations of the module: re-exports, which the module's
-    // own path reaches.
-    let public_uses: Vec<syn::Item> = function
-        .scope
-        .iter()
-        .filter(
-            |item| matches!(item, syn::Item::Use(u) if matches!(u.vis, syn::Visibility::Public(_))),
-        )
-        .cloned()
-        .collect();
-    let reexported = module_imports(&public_uses, location, &function.inline_modules, &items);
-    for import in &carried {
-        // A glob of a module of this crate the snippet cannot reach: a
-        // re-export (`pub use self::m::*`) is reached through this module's
-        // path; otherwise it is left out.
-        let unreachable_glob = import.name == "*"
-            && crate_ident.as_deref() == import.parent.first().map(String::as_str)
-            && (blocked.is_some() || location.unreachable_item(&import.parent[1..]).is_some());
-        if unreachable_glob {
-            let here_reachable =
-                blocked.is_none() && location.unreachable_item(&module_path[1..]).is_none();
-            if reexported.contains(import) && here_reachable {
-                chosen.insert(ImportPath {
-                    parent: module_path.clone(),
-                    name: "*".to_owned(),
-                    rename: None,
-                });
-            } else {
-                result.left_out.push(import.display());
-            }
-            continue;
-        }
-        // Globs, and traits imported as `_`, may provide what the copy calls
-        // without naming it.
-        if import.name == "*" || import.rename.as_deref() == Some("_") {
-            chosen.insert(import.clone());
-        } else if !chosen.contains(import) && could_be_trait(import, location) {
-            // Kept where the snippet can name it: a trait brings the methods
-            // the copy calls without being named, and a missing one does not
-            // build, where an unused one is only a warning.
-            let reachable = match import.parent.split_first() {
-                Some((root, modules)) if crate_ident.as_deref() == Some(root.as_str()) => {
-                    let mut path = modules.to_vec();
-                    path.push(import.name.clone());
-                    crate_blocked.is_none() && location.unreachable_item(&path).is_none()
-                }
-                Some((root, _)) if BUILT_IN_CRATES.contains(&root.as_str()) => {
-                    STD_TRAITS.contains(&import.name.as_str())
-                }
-                Some((root, _)) => is_dependency(root),
-                None => false,
-            };
-            if reachable {
-                chosen.insert(import.clone());
-                result.kept_for_traits.push(import.display());
-            } else {
-                result.left_out.push(import.display());
-            }
-        }
-    }
+    let mut resolver = Resolver::new(source, function, location, crates);
+    resolver.resolve(used_names(function, &uses));
+    resolver.keep_unnamed_imports();
+    let Resolver {
+        mut result, chosen, ..
+    } = resolver;
     result
         .unresolved
         .extend(private_members(source, function, &uses));
@@ -623,6 +429,358 @@ pub(crate) fn imports(
     }
     result.paths = chosen.into_iter().collect();
     result
+}
+
+/// The names the copy uses that the snippet may have to import: those not
+/// bound locally, with a method's type and without the copy's own name.
+fn used_names(function: &Function<'_>, uses: &Uses) -> BTreeSet<String> {
+    let mut used: BTreeSet<String> = uses.free_names().into_iter().collect();
+    for keyword in PATH_KEYWORDS {
+        used.remove(keyword);
+    }
+    match function.owner_name() {
+        // The target names the method's type even when the body does not.
+        Some(owner) => {
+            used.insert(owner);
+        }
+        // The copy is defined in the snippet under its own name.
+        None => {
+            used.remove(&function.name());
+        }
+    }
+    used
+}
+
+/// The crates the snippet can name.
+#[derive(Clone, Copy)]
+struct SnippetCrates<'a> {
+    /// The snippets crate's dependencies, as code names them.
+    dependencies: &'a [String],
+    snippets_package: &'a str,
+}
+
+impl SnippetCrates<'_> {
+    /// Whether the snippet can name crate `name`.
+    fn is_dependency(&self, name: &str) -> bool {
+        BUILT_IN_CRATES.contains(&name) || self.dependencies.iter().any(|d| d == name)
+    }
+
+    /// Why the snippet cannot name crate `name`, and what to do about it.
+    fn not_dependency(&self, name: &str) -> String {
+        format!(
+            "crate `{name}` is a dependency neither of `{}` nor of the crate the copy comes from: add it to the snippet's own Cargo.toml (beside target.rs)",
+            self.snippets_package
+        )
+    }
+}
+
+/// Where each name the copy uses comes from: what the function's module
+/// provides, and the imports chosen so far.
+struct Resolver<'a> {
+    source: &'a SourceFile,
+    function: &'a Function<'a>,
+    location: &'a ModuleLocation,
+    crates: SnippetCrates<'a>,
+    /// The items defined in the function's module.
+    items: BTreeMap<String, ModuleItem>,
+    /// The module's `use` declarations, made absolute.
+    carried: Vec<ImportPath>,
+    /// The module's absolute path, from the crate's name.
+    module_path: Vec<String>,
+    /// Why the module's items cannot be named from the snippet, if they
+    /// cannot.
+    blocked: Option<String>,
+    /// Why nothing of the crate can be named, if nothing can: what blocks
+    /// imports of its other modules, which the source module's privacy
+    /// does not.
+    crate_blocked: Option<String>,
+    result: Imports,
+    /// The paths to import.
+    chosen: BTreeSet<ImportPath>,
+}
+
+impl<'a> Resolver<'a> {
+    /// Reads the function's module: its items, its imports, and what keeps
+    /// the snippet from naming them.
+    fn new(
+        source: &'a SourceFile,
+        function: &'a Function<'a>,
+        location: &'a ModuleLocation,
+        crates: SnippetCrates<'a>,
+    ) -> Resolver<'a> {
+        let items = module_items(source, function.scope);
+        let carried = module_imports(function.scope, location, &function.inline_modules, &items);
+        let module_path: Vec<String> = location
+            .path(&function.inline_modules)
+            .split("::")
+            .map(str::to_owned)
+            .collect();
+        let blocked: Option<String> = match (&location.crate_ident, &location.unreachable) {
+            (_, Some(why)) => Some(format!("{} is not reachable: {why}", source.display)),
+            (Some(name), None) if !crates.is_dependency(name) => Some(crates.not_dependency(name)),
+            (None, None) => Some(format!("{} is not part of a library", source.display)),
+            _ => None,
+        };
+        let crate_blocked: Option<String> = match &location.crate_ident {
+            Some(name) if !crates.is_dependency(name) => Some(crates.not_dependency(name)),
+            Some(_) => None,
+            None => Some(format!("{} is not part of a library", source.display)),
+        };
+        Resolver {
+            source,
+            function,
+            location,
+            crates,
+            items,
+            carried,
+            module_path,
+            blocked,
+            crate_blocked,
+            result: Imports::default(),
+            chosen: BTreeSet::new(),
+        }
+    }
+
+    /// Whether `root` is the crate the function comes from.
+    fn is_source_crate(&self, root: &str) -> bool {
+        self.location.crate_ident.as_deref() == Some(root)
+    }
+
+    /// Resolves each of the names `used`, and then those of the private
+    /// helpers they bring beside the copy.
+    fn resolve(&mut self, used: BTreeSet<String>) {
+        // Names still to look at: the copy's, then those of the private
+        // helpers copied beside it.
+        let mut pending: Vec<String> = used.into_iter().rev().collect();
+        let mut looked_at: BTreeSet<String> = BTreeSet::new();
+        while let Some(name) = pending.pop() {
+            if !looked_at.insert(name.clone()) {
+                continue;
+            }
+            if self.items.contains_key(&name) {
+                pending.extend(self.module_item(&name));
+            } else if let Some(import) = self.carried.iter().find(|i| i.binding() == name) {
+                let import = import.clone();
+                self.carried_import(&import);
+            }
+        }
+    }
+
+    /// Resolves `name`, an item of the function's module: copied beside the
+    /// copy when private and copyable, else imported from production or
+    /// listed as unresolved. Returns the names the copied items use.
+    fn module_item(&mut self, name: &str) -> Vec<String> {
+        let item = &self.items[name];
+        let helper = (!item.public)
+            .then(|| helper_items(self.function.scope, name))
+            .filter(|found| !found.is_empty());
+        if let Some(found) = helper {
+            return self.add_helpers(found);
+        }
+        let place = format!(
+            "{} {name}, {}:{}",
+            item.kind, self.source.display, item.line
+        );
+        if let Some(why) = &self.blocked {
+            self.result.unresolved.push(Unresolved {
+                name: name.to_owned(),
+                reason: format!("{place}: {why}"),
+            });
+        } else if !item.public {
+            self.result.unresolved.push(Unresolved {
+                name: name.to_owned(),
+                reason: if item.kind == "macro" {
+                    format!("{place}: not `#[macro_export]`ed, so other crates cannot use it")
+                } else {
+                    format!("{place}: private to `{}`", self.module_path.join("::"))
+                },
+            });
+        } else {
+            let parent = if item.exported_macro {
+                self.module_path[..1].to_vec()
+            } else {
+                self.module_path.clone()
+            };
+            self.result.module_items.push(name.to_owned());
+            self.chosen.insert(ImportPath {
+                parent,
+                name: name.to_owned(),
+                rename: None,
+            });
+        }
+        Vec::new()
+    }
+
+    /// Adds the module items `found` (indices) to the helpers copied beside
+    /// the copy; returns the names the newly added ones use.
+    fn add_helpers(&mut self, found: Vec<usize>) -> Vec<String> {
+        let mut names = Vec::new();
+        for index in found {
+            if !self.result.helpers.contains(&index) {
+                self.result.helpers.push(index);
+                let mut inner = Uses::default();
+                inner.visit_item(&self.function.scope[index]);
+                names.extend(
+                    inner
+                        .free_names()
+                        .into_iter()
+                        .filter(|n| !PATH_KEYWORDS.contains(&n.as_str())),
+                );
+            }
+        }
+        names
+    }
+
+    /// Resolves a name one of the module's `use` declarations, `import`,
+    /// binds: carried over, unless it names a private module at the crate
+    /// root, which is copied instead.
+    fn carried_import(&mut self, import: &ImportPath) {
+        if let Some(root) = import.parent.first() {
+            if self.is_source_crate(root) {
+                if self.copied_as_private_module(import) {
+                    return;
+                }
+            } else if !self.crates.is_dependency(root) {
+                self.result.unresolved.push(Unresolved {
+                    name: import.display(),
+                    reason: self.crates.not_dependency(root),
+                });
+            }
+        }
+        self.chosen.insert(import.clone());
+    }
+
+    /// For an import from the function's own crate: whether it names a
+    /// private module at the crate root (`use crate::utils;` or an item of
+    /// it), which is then copied whole under its own name, so the import
+    /// becomes one of the snippet's own; else lists it as unresolved when
+    /// the snippet cannot reach it.
+    fn copied_as_private_module(&mut self, import: &ImportPath) -> bool {
+        let mut path = import.parent[1..].to_vec();
+        path.push(import.name.clone());
+        let why = self
+            .crate_blocked
+            .clone()
+            .or_else(|| self.location.unreachable_item(&path));
+        let module = path
+            .first()
+            .filter(|_| why.is_some() && self.crate_blocked.is_none());
+        if let Some(module) = module.filter(|m| self.location.private_root_module(m).is_some()) {
+            if !self.result.private_modules.contains(module) {
+                self.result.private_modules.push(module.clone());
+            }
+            if path.len() > 1 {
+                let mut parent = vec!["crate".to_owned()];
+                parent.extend(path[..path.len() - 1].iter().cloned());
+                self.chosen.insert(ImportPath {
+                    parent,
+                    name: import.name.clone(),
+                    rename: import.rename.clone(),
+                });
+            }
+            return true;
+        }
+        if let Some(why) = why {
+            self.result.unresolved.push(Unresolved {
+                name: import.display(),
+                reason: why,
+            });
+        }
+        false
+    }
+
+    /// Looks at the module's imports the copy does not name: globs and
+    /// possible traits are kept where the snippet can reach them, the rest
+    /// left out.
+    fn keep_unnamed_imports(&mut self) {
+        let reexported = self.reexports();
+        for import in &self.carried {
+            if self.is_unreachable_glob(import) {
+                // A re-export (`pub use self::m::*`) is reached through
+                // this module's path; otherwise it is left out.
+                let here_reachable = self.blocked.is_none()
+                    && self
+                        .location
+                        .unreachable_item(&self.module_path[1..])
+                        .is_none();
+                if reexported.contains(import) && here_reachable {
+                    self.chosen.insert(ImportPath {
+                        parent: self.module_path.clone(),
+                        name: "*".to_owned(),
+                        rename: None,
+                    });
+                } else {
+                    self.result.left_out.push(import.display());
+                }
+                continue;
+            }
+            // Globs, and traits imported as `_`, may provide what the copy
+            // calls without naming it.
+            if import.name == "*" || import.rename.as_deref() == Some("_") {
+                self.chosen.insert(import.clone());
+            } else if !self.chosen.contains(import) && could_be_trait(import, self.location) {
+                // Kept where the snippet can name it: a trait brings the
+                // methods the copy calls without being named, and a missing
+                // one does not build, where an unused one is only a warning.
+                if self.trait_is_reachable(import) {
+                    self.chosen.insert(import.clone());
+                    self.result.kept_for_traits.push(import.display());
+                } else {
+                    self.result.left_out.push(import.display());
+                }
+            }
+        }
+    }
+
+    /// The module's `pub use` declarations: re-exports, which the module's
+    /// own path reaches.
+    fn reexports(&self) -> Vec<ImportPath> {
+        let public_uses: Vec<syn::Item> = self
+            .function
+            .scope
+            .iter()
+            .filter(
+                |item| matches!(item, syn::Item::Use(u) if matches!(u.vis, syn::Visibility::Public(_))),
+            )
+            .cloned()
+            .collect();
+        module_imports(
+            &public_uses,
+            self.location,
+            &self.function.inline_modules,
+            &self.items,
+        )
+    }
+
+    /// Whether `import` is a glob of a module of this crate the snippet
+    /// cannot reach.
+    fn is_unreachable_glob(&self, import: &ImportPath) -> bool {
+        import.name == "*"
+            && self.location.crate_ident.as_deref() == import.parent.first().map(String::as_str)
+            && (self.blocked.is_some()
+                || self
+                    .location
+                    .unreachable_item(&import.parent[1..])
+                    .is_some())
+    }
+
+    /// Whether the snippet can name `import`, a possible trait: an item of
+    /// this crate it can reach, a trait of `std` outside the prelude, or an
+    /// item of a crate it depends on.
+    fn trait_is_reachable(&self, import: &ImportPath) -> bool {
+        match import.parent.split_first() {
+            Some((root, modules)) if self.is_source_crate(root) => {
+                let mut path = modules.to_vec();
+                path.push(import.name.clone());
+                self.crate_blocked.is_none() && self.location.unreachable_item(&path).is_none()
+            }
+            Some((root, _)) if BUILT_IN_CRATES.contains(&root.as_str()) => {
+                STD_TRAITS.contains(&import.name.as_str())
+            }
+            Some((root, _)) => self.crates.is_dependency(root),
+            None => false,
+        }
+    }
 }
 
 /// The module items a private `name` brings when copied: a function,

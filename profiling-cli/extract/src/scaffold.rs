@@ -1008,297 +1008,26 @@ pub(crate) fn plan(
     call_site: Option<&CallSite>,
     crate_src: Option<&std::path::Path>,
 ) -> Target {
-    let call_site_literals: Vec<Option<String>> =
-        call_site.map(|c| c.literals.clone()).unwrap_or_default();
-    let call_site_file = call_site.map(|c| c.file.as_str());
-    let owner = function.owner_name();
     let generics = generic_params(source, &function.sig.generics);
-    // Text of a type as the target holds it: `Self` as the owner, the
-    // function's type parameters as the types given for them.
-    let mut substitutions: Vec<(String, String)> = generics
-        .iter()
-        .filter_map(|p| Some((p.name.clone(), type_args.get(&p.name)?.to_owned())))
-        .collect();
-    if let Some(owner) = &owner {
-        substitutions.push(("Self".to_owned(), owner.clone()));
-    }
-    let held = |ty: &syn::Type| owned_text(source, ty, &substitutions);
-    let types = ModuleTypes::of(function.scope, crate_src);
-    // A bare type parameter is classified as the type given for it.
-    let given: Vec<(String, syn::Type)> = generics
-        .iter()
-        .filter_map(|p| {
-            let text = type_args.get(&p.name)?;
-            Some((p.name.clone(), syn::parse_str::<syn::Type>(text).ok()?))
-        })
-        .collect();
-    let resolve = |ty: &syn::Type| -> syn::Type {
-        if let syn::Type::Path(path) = ty {
-            if let (None, Some(ident)) = (&path.qself, path.path.get_ident()) {
-                if let Some((_, given)) = given.iter().find(|(name, _)| ident == name) {
-                    return given.clone();
-                }
-            }
-        }
-        ty.clone()
-    };
-    let is_copy = |ty: &syn::Type| match &resolve(ty) {
-        syn::Type::Reference(r) => r.mutability.is_none(),
-        syn::Type::Tuple(t) => t.elems.is_empty(),
-        resolved => last_segment(resolved).is_some_and(|s| {
-            let name = s.ident.to_string();
-            s.arguments.is_none()
-                && (PRIMITIVES.contains(&name.as_str()) || types.copies.contains(&name))
-        }),
-    };
-    let has_default = |ty: &syn::Type| {
-        last_segment(&resolve(ty)).is_some_and(|s| {
-            let name = s.ident.to_string();
-            types.defaults.contains(&name)
-                || (name == "Self" && owner.as_ref().is_some_and(|o| types.defaults.contains(o)))
-        })
-    };
-
+    let planner = Planner::new(source, function, type_args, &generics, call_site, crate_src);
     let mut parameters = Vec::new();
     let mut receiver = None;
     for (index, input) in function.sig.inputs.iter().enumerate() {
-        let typed = match input {
-            syn::FnArg::Receiver(r) => {
-                let type_text = owner.clone().unwrap_or_else(|| "Self".to_owned());
-                let default = types.defaults.contains(&type_text);
-                let copy = types.copies.contains(&type_text);
-                receiver = Some(Receiver {
-                    pass: match (&r.reference, &r.mutability) {
-                        (Some(_), None) => Pass::Ref,
-                        (Some(_), Some(_)) => Pass::RefMut,
-                        (None, _) if copy => Pass::Copy,
-                        (None, _) => Pass::Clone,
-                    },
-                    type_text,
-                    default,
-                });
-                continue;
-            }
-            syn::FnArg::Typed(typed) => typed,
-        };
-        let name = match &*typed.pat {
-            syn::Pat::Ident(pat) if pat.subpat.is_none() => pat.ident.to_string(),
-            _ => format!("arg{index}"),
-        };
-        let declared = format!(
-            "{}: {}",
-            source.text[source.range(typed.pat.span())]
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" "),
-            owned_text(source, &typed.ty, &[])
-        );
-        // What the parameter is with the type arguments given: what decides
-        // where `prepare` takes it from (`&[S]` with `S=f32` is a tensor's
-        // values; `B` with `B=&Array2<f32>` a reference to an array). Its
-        // text is written from the source (`held`) unless a type argument
-        // made it a reference or a view: the field is then written from the
-        // type itself, owned.
-        // `impl Into<X>` is held, and passed, as an `X`.
-        let declared_ty = super::select::into_target(&typed.ty).unwrap_or(&typed.ty);
-        let effective = substitute(declared_ty, &given);
-        // Not the type as declared: a type argument went in, or it was an
-        // `impl Into<X>`.
-        let as_written = &typed.ty;
-        let substituted =
-            quote::quote!(#effective).to_string() != quote::quote!(#as_written).to_string();
-        let source_ty: &syn::Type = if substituted { &effective } else { &typed.ty };
-        let (inner, reference) = match source_ty {
-            syn::Type::Reference(r) => (&*r.elem, Some(r.mutability.is_some())),
-            other => (other, None),
-        };
-        let inner_text = inner;
-        let held = |ty: &syn::Type| {
-            if substituted {
-                type_text(ty)
-            } else {
-                held(ty)
-            }
-        };
-        let by_reference = |mutable: bool| if mutable { Pass::RefMut } else { Pass::Ref };
-        let by_value = |ty: &syn::Type| if is_copy(ty) { Pass::Copy } else { Pass::Clone };
-        let (field_type, value_source, pass) = if let Some((view, mutable, dims, element)) =
-            ndarray_numeric(inner)
-        {
-            let field = match dims {
-                Some(n) => format!("ndarray::Array{n}<{element}>"),
-                None => format!("ndarray::ArrayD<{element}>"),
-            };
-            let pass = match (view, mutable, reference) {
-                (true, true, _) => Pass::ViewMut,
-                (true, false, Some(_)) => Pass::ViewRef,
-                (true, false, None) => Pass::View,
-                (false, _, Some(mutable)) => by_reference(mutable),
-                (false, _, None) => Pass::Clone,
-            };
-            let tensor = tensor_for(&name, dims);
-            let source = ValueSource::Tensor {
-                name: tensor,
-                dims,
-                element,
-            };
-            (field, source, pass)
-        } else if let Some(element) = numeric_values(inner) {
-            let tensor = match name.as_str() {
-                "scores" => "scores",
-                "boxes" => "boxes",
-                _ => "tensor",
-            };
-            let pass = reference.map_or(Pass::Clone, by_reference);
-            let source = ValueSource::Values {
-                name: tensor,
-                element,
-            };
-            (format!("Vec<{element}>"), source, pass)
-        } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner_text, reference) {
-            // `&[T]` and `&mut [T]`: held as a `Vec<T>`, which derefs to the slice.
-            let element = held(&slice.elem);
-            let field = format!("Vec<{element}>");
-            (field, ValueSource::Unmapped, by_reference(mutable))
-        } else if let (true, Some(mutable)) = (is_named(inner, "str"), reference) {
-            let field = "String".to_owned();
-            (field, ValueSource::Unmapped, by_reference(mutable))
-        } else if let Some(kind) = ImageKind::of(inner) {
-            let pass = reference.map_or(Pass::Clone, by_reference);
-            (kind.field_type().to_owned(), ValueSource::Image(kind), pass)
-        } else {
-            let field = held(inner_text);
-            let scalars = reference
-                .is_none()
-                .then(|| scalar_elements(inner))
-                .flatten();
-            let value_source = if let Some((shape, elements)) = scalars {
-                let given = call_site_literals
-                    .get(index)
-                    .cloned()
-                    .flatten()
-                    .and_then(|literal| split_literal(&literal, shape, elements.len()));
-                let (values, origin) = match given {
-                    Some(literals) => (
-                        elements
-                            .iter()
-                            .zip(&literals)
-                            .map(|(ty, literal)| literal_for(ty, literal))
-                            .collect::<Vec<_>>(),
-                        format!(
-                            "as a call in {} passes it",
-                            call_site_file.unwrap_or("production")
-                        ),
-                    ),
-                    None => (
-                        elements.iter().map(|ty| neutral_value(&name, ty)).collect(),
-                        "a neutral value: no production call passes a literal".to_owned(),
-                    ),
-                };
-                let (default, yaml) = match shape {
-                    Shape::Scalar => (values[0].clone(), values[0].clone()),
-                    Shape::Tuple => (
-                        format!(
-                            "({}{})",
-                            values.join(", "),
-                            if values.len() == 1 { "," } else { "" }
-                        ),
-                        format!("[{}]", values.join(", ")),
-                    ),
-                    Shape::Array => (
-                        format!("[{}]", values.join(", ")),
-                        format!("[{}]", values.join(", ")),
-                    ),
-                };
-                ValueSource::Setting {
-                    default,
-                    yaml,
-                    origin,
-                }
-            } else if is_named(inner, "DataRecord") {
-                ValueSource::Record
-            } else if is_named(inner, "Device") {
-                ValueSource::Device
-            } else if has_default(inner) {
-                ValueSource::Default
-            } else {
-                ValueSource::Unmapped
-            };
-            let unclonable = reference.is_none()
-                && !is_copy(inner)
-                && last_segment(inner).is_some_and(|s| types.is_unclonable(&s.ident.to_string()));
-            if value_source == ValueSource::Unmapped && unclonable {
-                // Neither `Clone` nor `Copy`: made for each call by a
-                // function `prepare` keeps (`|| Kind::Variant`).
-                (format!("fn() -> {field}"), value_source, Pass::Make)
-            } else {
-                let pass = reference.map_or_else(|| by_value(inner), by_reference);
-                (field, value_source, pass)
-            }
-        };
-        parameters.push(Parameter {
-            name,
-            declared,
-            field_type,
-            source: value_source,
-            pass,
-        });
+        match input {
+            syn::FnArg::Receiver(r) => receiver = Some(planner.receiver(r)),
+            syn::FnArg::Typed(typed) => parameters.push(planner.parameter(index, typed)),
+        }
     }
-
-    let output = match &function.sig.output {
-        syn::ReturnType::Default => {
-            let mutated: Vec<usize> = parameters
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.needs_local())
-                .map(|(i, _)| i)
-                .collect();
-            match mutated.as_slice() {
-                [only] => Output::Mutated(*only),
-                _ => Output::Unit,
-            }
-        }
-        syn::ReturnType::Type(_, ty) => {
-            let text = held(ty);
-            let borrows = {
-                struct Borrow(bool);
-                impl<'ast> Visit<'ast> for Borrow {
-                    fn visit_type_reference(&mut self, _: &'ast syn::TypeReference) {
-                        self.0 = true;
-                    }
-                    fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {
-                        self.0 = true;
-                    }
-                    fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
-                        self.0 = true;
-                    }
-                }
-                let mut finder = Borrow(false);
-                finder.visit_type(ty);
-                finder.0
-            };
-            let result_ok = last_segment(ty)
-                .filter(|s| s.ident == "Result")
-                .and_then(|s| type_arguments(s).first().copied());
-            if borrows {
-                Output::Discarded(text)
-            } else if let Some(ok) = result_ok {
-                Output::Result(held(ok))
-            } else if text == "()" {
-                Output::Unit
-            } else {
-                Output::Value(text)
-            }
-        }
-    };
+    let output = planner.output(&function.sig.output, &parameters);
 
     let type_name = pascal_case(profile_name);
     let function_name = function.name();
-    let trait_name = owner
+    let trait_name = planner
+        .owner
         .as_ref()
         .map(|owner| format!("{owner}{}", pascal_case(&function_name)));
     let turbofish = type_args.turbofish(&generics);
-    let call_path = match (&owner, &trait_name) {
+    let call_path = match (&planner.owner, &trait_name) {
         (Some(owner), Some(trait_name)) => {
             format!("<{owner} as {trait_name}>::{function_name}{turbofish}")
         }
@@ -1317,6 +1046,417 @@ pub(crate) fn plan(
         trait_name,
         is_unsafe: function.sig.unsafety.is_some(),
     }
+}
+
+/// What the copied function's parameters and return value are classified
+/// with: the types given for its generics, what its module's types
+/// implement, and the literals a production call passes.
+struct Planner<'a> {
+    source: &'a SourceFile,
+    /// For a method: its type.
+    owner: Option<String>,
+    /// Text of a type as the target holds it: `Self` as the owner, the
+    /// function's type parameters as the types given for them.
+    substitutions: Vec<(String, String)>,
+    /// The types given for the function's type parameters, parsed.
+    given: Vec<(String, syn::Type)>,
+    types: ModuleTypes,
+    call_site: Option<&'a CallSite>,
+}
+
+/// One typed parameter, with the type arguments given: what decides where
+/// `prepare` takes it from (`&[S]` with `S=f32` is a tensor's values; `B`
+/// with `B=&Array2<f32>` a reference to an array).
+struct Typed<'t> {
+    /// Its position in the function's inputs.
+    index: usize,
+    /// The field of the inputs struct.
+    name: String,
+    /// The type, behind its reference when it is one.
+    inner: &'t syn::Type,
+    /// `Some(mutable)` for a reference.
+    reference: Option<bool>,
+    /// Whether a type argument went in, or it was an `impl Into<X>`: its
+    /// text is then written from the type itself, owned, not from the
+    /// source.
+    substituted: bool,
+}
+
+/// `&mut` or `&`, as `run` passes a reference.
+fn by_reference(mutable: bool) -> Pass {
+    if mutable {
+        Pass::RefMut
+    } else {
+        Pass::Ref
+    }
+}
+
+impl<'a> Planner<'a> {
+    /// Gathers what classifying `function`'s parameters needs.
+    fn new(
+        source: &'a SourceFile,
+        function: &Function<'_>,
+        type_args: &TypeArgs,
+        generics: &[super::select::GenericParam],
+        call_site: Option<&'a CallSite>,
+        crate_src: Option<&std::path::Path>,
+    ) -> Planner<'a> {
+        let owner = function.owner_name();
+        let mut substitutions: Vec<(String, String)> = generics
+            .iter()
+            .filter_map(|p| Some((p.name.clone(), type_args.get(&p.name)?.to_owned())))
+            .collect();
+        if let Some(owner) = &owner {
+            substitutions.push(("Self".to_owned(), owner.clone()));
+        }
+        let types = ModuleTypes::of(function.scope, crate_src);
+        let given: Vec<(String, syn::Type)> = generics
+            .iter()
+            .filter_map(|p| {
+                let text = type_args.get(&p.name)?;
+                Some((p.name.clone(), syn::parse_str::<syn::Type>(text).ok()?))
+            })
+            .collect();
+        Planner {
+            source,
+            owner,
+            substitutions,
+            given,
+            types,
+            call_site,
+        }
+    }
+
+    /// The text of `ty` as the target holds it.
+    fn held(&self, ty: &syn::Type) -> String {
+        owned_text(self.source, ty, &self.substitutions)
+    }
+
+    /// `ty`, or the type given for it when it is a bare type parameter.
+    fn resolve(&self, ty: &syn::Type) -> syn::Type {
+        if let syn::Type::Path(path) = ty {
+            if let (None, Some(ident)) = (&path.qself, path.path.get_ident()) {
+                if let Some((_, given)) = self.given.iter().find(|(name, _)| ident == name) {
+                    return given.clone();
+                }
+            }
+        }
+        ty.clone()
+    }
+
+    /// Whether `ty` is `Copy`: a shared reference, `()`, a primitive, or a
+    /// type of the module that derives `Copy`.
+    fn is_copy(&self, ty: &syn::Type) -> bool {
+        match &self.resolve(ty) {
+            syn::Type::Reference(r) => r.mutability.is_none(),
+            syn::Type::Tuple(t) => t.elems.is_empty(),
+            resolved => last_segment(resolved).is_some_and(|s| {
+                let name = s.ident.to_string();
+                s.arguments.is_none()
+                    && (PRIMITIVES.contains(&name.as_str()) || self.types.copies.contains(&name))
+            }),
+        }
+    }
+
+    /// Whether the production module implements `Default` for `ty`.
+    fn has_default(&self, ty: &syn::Type) -> bool {
+        last_segment(&self.resolve(ty)).is_some_and(|s| {
+            let name = s.ident.to_string();
+            self.types.defaults.contains(&name)
+                || (name == "Self"
+                    && self
+                        .owner
+                        .as_ref()
+                        .is_some_and(|o| self.types.defaults.contains(o)))
+        })
+    }
+
+    /// How `run` hands over a value of type `ty` it holds.
+    fn by_value(&self, ty: &syn::Type) -> Pass {
+        if self.is_copy(ty) {
+            Pass::Copy
+        } else {
+            Pass::Clone
+        }
+    }
+
+    /// The `self` of a method, which the target holds.
+    fn receiver(&self, r: &syn::Receiver) -> Receiver {
+        let type_text = self.owner.clone().unwrap_or_else(|| "Self".to_owned());
+        let default = self.types.defaults.contains(&type_text);
+        let copy = self.types.copies.contains(&type_text);
+        Receiver {
+            pass: match (&r.reference, &r.mutability) {
+                (Some(_), None) => Pass::Ref,
+                (Some(_), Some(_)) => Pass::RefMut,
+                (None, _) if copy => Pass::Copy,
+                (None, _) => Pass::Clone,
+            },
+            type_text,
+            default,
+        }
+    }
+
+    /// The parameter at `index`: its field, where `prepare` gets it, and
+    /// how `run` passes it.
+    fn parameter(&self, index: usize, typed: &syn::PatType) -> Parameter {
+        let name = match &*typed.pat {
+            syn::Pat::Ident(pat) if pat.subpat.is_none() => pat.ident.to_string(),
+            _ => format!("arg{index}"),
+        };
+        let declared = format!(
+            "{}: {}",
+            self.source.text[self.source.range(typed.pat.span())]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            owned_text(self.source, &typed.ty, &[])
+        );
+        // `impl Into<X>` is held, and passed, as an `X`.
+        let declared_ty = super::select::into_target(&typed.ty).unwrap_or(&typed.ty);
+        let effective = substitute(declared_ty, &self.given);
+        let as_written = &typed.ty;
+        let substituted =
+            quote::quote!(#effective).to_string() != quote::quote!(#as_written).to_string();
+        let source_ty: &syn::Type = if substituted { &effective } else { &typed.ty };
+        let (inner, reference) = match source_ty {
+            syn::Type::Reference(r) => (&*r.elem, Some(r.mutability.is_some())),
+            other => (other, None),
+        };
+        let typed = Typed {
+            index,
+            name,
+            inner,
+            reference,
+            substituted,
+        };
+        let (field_type, source, pass) = self.classify(&typed);
+        Parameter {
+            name: typed.name,
+            declared,
+            field_type,
+            source,
+            pass,
+        }
+    }
+
+    /// The text of `ty`, part of parameter `p`'s type, as its field holds
+    /// it.
+    fn field_text(&self, p: &Typed<'_>, ty: &syn::Type) -> String {
+        if p.substituted {
+            type_text(ty)
+        } else {
+            self.held(ty)
+        }
+    }
+
+    /// The field type, value source and passing of parameter `p`, by the
+    /// kind of its type: a numeric array, numeric values, a slice, a
+    /// `str`, an image, or anything else.
+    fn classify(&self, p: &Typed<'_>) -> (String, ValueSource, Pass) {
+        let inner = p.inner;
+        if let Some(array) = ndarray_numeric(inner) {
+            array_parameter(p, array)
+        } else if let Some(element) = numeric_values(inner) {
+            let tensor = match p.name.as_str() {
+                "scores" => "scores",
+                "boxes" => "boxes",
+                _ => "tensor",
+            };
+            let pass = p.reference.map_or(Pass::Clone, by_reference);
+            let source = ValueSource::Values {
+                name: tensor,
+                element,
+            };
+            (format!("Vec<{element}>"), source, pass)
+        } else if let (syn::Type::Slice(slice), Some(mutable)) = (inner, p.reference) {
+            // `&[T]` and `&mut [T]`: held as a `Vec<T>`, which derefs to the slice.
+            let element = self.field_text(p, &slice.elem);
+            let field = format!("Vec<{element}>");
+            (field, ValueSource::Unmapped, by_reference(mutable))
+        } else if let (true, Some(mutable)) = (is_named(inner, "str"), p.reference) {
+            let field = "String".to_owned();
+            (field, ValueSource::Unmapped, by_reference(mutable))
+        } else if let Some(kind) = ImageKind::of(inner) {
+            let pass = p.reference.map_or(Pass::Clone, by_reference);
+            (kind.field_type().to_owned(), ValueSource::Image(kind), pass)
+        } else {
+            self.other_parameter(p)
+        }
+    }
+
+    /// The field type, value source and passing of parameter `p`, whose
+    /// type is none of the kinds [`Planner::classify`] knows by shape: a
+    /// setting, the record, the device, a `Default`, or unmapped.
+    fn other_parameter(&self, p: &Typed<'_>) -> (String, ValueSource, Pass) {
+        let inner = p.inner;
+        let field = self.field_text(p, inner);
+        let value_source = self.value_source(p);
+        let unclonable = p.reference.is_none()
+            && !self.is_copy(inner)
+            && last_segment(inner).is_some_and(|s| self.types.is_unclonable(&s.ident.to_string()));
+        if value_source == ValueSource::Unmapped && unclonable {
+            // Neither `Clone` nor `Copy`: made for each call by a
+            // function `prepare` keeps (`|| Kind::Variant`).
+            (format!("fn() -> {field}"), value_source, Pass::Make)
+        } else {
+            let pass = p
+                .reference
+                .map_or_else(|| self.by_value(inner), by_reference);
+            (field, value_source, pass)
+        }
+    }
+
+    /// Where `prepare` gets parameter `p`, of no type known by shape.
+    fn value_source(&self, p: &Typed<'_>) -> ValueSource {
+        let inner = p.inner;
+        let scalars = p
+            .reference
+            .is_none()
+            .then(|| scalar_elements(inner))
+            .flatten();
+        if let Some((shape, elements)) = scalars {
+            self.setting(p, shape, &elements)
+        } else if is_named(inner, "DataRecord") {
+            ValueSource::Record
+        } else if is_named(inner, "Device") {
+            ValueSource::Device
+        } else if self.has_default(inner) {
+            ValueSource::Default
+        } else {
+            ValueSource::Unmapped
+        }
+    }
+
+    /// The setting for parameter `p`, of scalars `elements` held as
+    /// `shape`: its default is the literal a production call passes, else a
+    /// neutral value.
+    fn setting(&self, p: &Typed<'_>, shape: Shape, elements: &[String]) -> ValueSource {
+        let given = self
+            .call_site
+            .and_then(|c| c.literals.get(p.index).cloned().flatten())
+            .and_then(|literal| split_literal(&literal, shape, elements.len()));
+        let (values, origin) = match given {
+            Some(literals) => (
+                elements
+                    .iter()
+                    .zip(&literals)
+                    .map(|(ty, literal)| literal_for(ty, literal))
+                    .collect::<Vec<_>>(),
+                format!(
+                    "as a call in {} passes it",
+                    self.call_site.map_or("production", |c| c.file.as_str())
+                ),
+            ),
+            None => (
+                elements
+                    .iter()
+                    .map(|ty| neutral_value(&p.name, ty))
+                    .collect(),
+                "a neutral value: no production call passes a literal".to_owned(),
+            ),
+        };
+        let (default, yaml) = match shape {
+            Shape::Scalar => (values[0].clone(), values[0].clone()),
+            Shape::Tuple => (
+                format!(
+                    "({}{})",
+                    values.join(", "),
+                    if values.len() == 1 { "," } else { "" }
+                ),
+                format!("[{}]", values.join(", ")),
+            ),
+            Shape::Array => (
+                format!("[{}]", values.join(", ")),
+                format!("[{}]", values.join(", ")),
+            ),
+        };
+        ValueSource::Setting {
+            default,
+            yaml,
+            origin,
+        }
+    }
+
+    /// What `run` returns for a function that returns `output` and takes
+    /// `parameters`.
+    fn output(&self, output: &syn::ReturnType, parameters: &[Parameter]) -> Output {
+        match output {
+            syn::ReturnType::Default => {
+                let mutated: Vec<usize> = parameters
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.needs_local())
+                    .map(|(i, _)| i)
+                    .collect();
+                match mutated.as_slice() {
+                    [only] => Output::Mutated(*only),
+                    _ => Output::Unit,
+                }
+            }
+            syn::ReturnType::Type(_, ty) => {
+                let text = self.held(ty);
+                let result_ok = last_segment(ty)
+                    .filter(|s| s.ident == "Result")
+                    .and_then(|s| type_arguments(s).first().copied());
+                if borrows(ty) {
+                    Output::Discarded(text)
+                } else if let Some(ok) = result_ok {
+                    Output::Result(self.held(ok))
+                } else if text == "()" {
+                    Output::Unit
+                } else {
+                    Output::Value(text)
+                }
+            }
+        }
+    }
+}
+
+/// The field type, value source and passing of parameter `p`, a numeric
+/// `ndarray` array or view (`array`: view, mutable, dimensions, element).
+fn array_parameter(
+    p: &Typed<'_>,
+    (view, mutable, dims, element): (bool, bool, Option<usize>, &'static str),
+) -> (String, ValueSource, Pass) {
+    let field = match dims {
+        Some(n) => format!("ndarray::Array{n}<{element}>"),
+        None => format!("ndarray::ArrayD<{element}>"),
+    };
+    let pass = match (view, mutable, p.reference) {
+        (true, true, _) => Pass::ViewMut,
+        (true, false, Some(_)) => Pass::ViewRef,
+        (true, false, None) => Pass::View,
+        (false, _, Some(mutable)) => by_reference(mutable),
+        (false, _, None) => Pass::Clone,
+    };
+    let tensor = tensor_for(&p.name, dims);
+    let source = ValueSource::Tensor {
+        name: tensor,
+        dims,
+        element,
+    };
+    (field, source, pass)
+}
+
+/// Whether a return type borrows (a reference or a lifetime) or is `impl
+/// Trait`: a value `run` cannot return.
+fn borrows(ty: &syn::Type) -> bool {
+    struct Borrow(bool);
+    impl<'ast> Visit<'ast> for Borrow {
+        fn visit_type_reference(&mut self, _: &'ast syn::TypeReference) {
+            self.0 = true;
+        }
+        fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {
+            self.0 = true;
+        }
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut finder = Borrow(false);
+    finder.visit_type(ty);
+    finder.0
 }
 
 /// `example-candidate` and `postprocess_detections` to `ExampleCandidate`

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::device::Device;
+use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_extract::{
     self as snippet, Generated, Instrumentation, NewSnippet, SnippetError, SourceSpec,
 };
