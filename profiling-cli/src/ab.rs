@@ -165,6 +165,7 @@ pub(crate) fn after_pair(
     }
     Ok(compare::regression_code(
         &comparisons,
+        &options,
         args.decide.fail_on_regression,
     ))
 }

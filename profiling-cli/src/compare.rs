@@ -29,6 +29,7 @@ impl DecideArgs {
                 seed: self.bootstrap_seed,
                 ..BootstrapOptions::default()
             },
+            gate_share: self.gate_share,
         }
     }
 }
@@ -125,6 +126,7 @@ pub fn compare_command(
     write_comparisons(&comparisons, &options, format, out)?;
     Ok(regression_code(
         &comparisons,
+        &options,
         args.decide.fail_on_regression,
     ))
 }
@@ -158,8 +160,8 @@ pub(crate) fn usage_error(err: &mut dyn Write, error: &RunError) -> anyhow::Resu
 }
 
 /// 3 when asked to fail on a regression and one was found, else 0.
-pub fn regression_code(comparisons: &[Comparison], fail_on_regression: bool) -> u8 {
-    if fail_on_regression && comparisons.iter().any(Comparison::regressed) {
+pub fn regression_code(comparisons: &[Comparison], options: &Options, fail_on_regression: bool) -> u8 {
+    if fail_on_regression && comparisons.iter().any(|c| c.regressed(options)) {
         EXIT_REGRESSION
     } else {
         EXIT_OK

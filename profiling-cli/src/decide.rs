@@ -29,9 +29,15 @@ pub struct DecideArgs {
     /// Seed of the bootstrap: the same runs and seed give the same intervals.
     #[arg(long, value_name = "SEED", default_value_t = DEFAULT_SEED)]
     pub bootstrap_seed: u64,
-    /// Exit with 3 when a row is `slower` beyond the noise threshold (else a regression exits 0).
+    /// Exit with 3 when the pass, the call, or a range that moves the pass by at least
+    /// --gate-share is `slower` (else a regression exits 0).
     #[arg(long)]
     pub fail_on_regression: bool,
+    /// With --fail-on-regression, a range counts only when its change moves the pass by at least
+    /// this fraction of it (default: the noise threshold), so that a sub-microsecond range moving
+    /// with code layout cannot fail a gate alone.
+    #[arg(long, value_name = "FRACTION")]
+    pub gate_share: Option<f64>,
     /// Colour the verdicts: `auto` on a terminal unless NO_COLOR is set.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,

@@ -216,6 +216,7 @@ pub(crate) fn after_run(
                 if code == EXIT_OK {
                     code = compare::regression_code(
                         std::slice::from_ref(&found),
+                        &options,
                         args.decide.fail_on_regression,
                     );
                 }

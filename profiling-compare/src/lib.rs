@@ -35,6 +35,10 @@ pub struct Options {
     /// A change is significant when the U test's p-value is below this.
     pub significance: f64,
     pub bootstrap: BootstrapOptions,
+    /// A range's `slower` counts as a regression only when its change
+    /// moves the pass by at least this fraction of it; `None`: the noise
+    /// threshold. The pass and the call always count.
+    pub gate_share: Option<f64>,
 }
 
 impl Default for Options {
@@ -43,6 +47,7 @@ impl Default for Options {
             noise: DEFAULT_NOISE,
             significance: DEFAULT_SIGNIFICANCE,
             bootstrap: BootstrapOptions::default(),
+            gate_share: None,
         }
     }
 }
@@ -61,6 +66,13 @@ impl Options {
                 "--significance {}: must be between 0 and 1 (0.05 is the usual level)",
                 self.significance
             ));
+        }
+        if let Some(share) = self.gate_share {
+            if !(0.0..1.0).contains(&share) {
+                return Err(format!(
+                    "--gate-share {share}: must be at least 0 and below 1 (0.02 is 2 % of a pass)"
+                ));
+            }
         }
         if self.bootstrap.resamples < 100 {
             return Err(format!(
@@ -229,9 +241,24 @@ impl Comparison {
         }
     }
 
-    /// True when a row is slower beyond the noise threshold.
-    pub fn regressed(&self) -> bool {
-        self.rows.iter().any(|r| r.verdict == Verdict::Slower)
+    /// True when a row that counts is slower beyond the noise threshold:
+    /// the pass or the call, or a range whose change moves the pass by at
+    /// least [`Options::gate_share`] of it. A range of a few hundred
+    /// nanoseconds that moved with code layout does not fail a gate alone.
+    pub fn regressed(&self, options: &Options) -> bool {
+        self.gating_rows(options).next().is_some()
+    }
+
+    /// The rows that make [`Comparison::regressed`] true.
+    pub fn gating_rows<'a>(&'a self, options: &Options) -> impl Iterator<Item = &'a Row> + 'a {
+        let share = options.gate_share.unwrap_or(options.noise);
+        self.rows.iter().filter(move |row| {
+            row.verdict == Verdict::Slower
+                && match row.subject {
+                    Subject::Pass | Subject::Call => true,
+                    _ => row.pass_share.is_some_and(|s| s >= share),
+                }
+        })
     }
 }
 
@@ -247,6 +274,9 @@ pub struct DocumentOptions {
     pub confidence: f64,
     pub resamples: u32,
     pub bootstrap_seed: u64,
+    /// [`Options::gate_share`], as it applied.
+    #[serde(default)]
+    pub gate_share: f64,
 }
 
 /// Comparisons as one document: for machines, read back through these
@@ -256,7 +286,7 @@ pub struct ComparisonDocument {
     /// [`COMPARISON_FORMAT_VERSION`].
     pub format_version: u32,
     pub options: DocumentOptions,
-    /// True when some row of some comparison is slower beyond the noise.
+    /// True when some comparison [`Comparison::regressed`].
     pub regressed: bool,
     pub comparisons: Vec<Comparison>,
 }
@@ -272,8 +302,9 @@ impl ComparisonDocument {
                 confidence: options.bootstrap.confidence,
                 resamples: options.bootstrap.resamples,
                 bootstrap_seed: options.bootstrap.seed,
+                gate_share: options.gate_share.unwrap_or(options.noise),
             },
-            regressed: comparisons.iter().any(Comparison::regressed),
+            regressed: comparisons.iter().any(|c| c.regressed(options)),
             comparisons: comparisons.to_vec(),
         }
     }

@@ -130,13 +130,26 @@ pub fn comparison_page(
     options: &Options,
 ) -> String {
     let base = runs[0];
+    // As the comparisons label them (a paired run's sides say which they
+    // are), else as the runs do.
+    let labels: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .map(|(index, run)| {
+            let info = match index {
+                0 => comparisons.first().map(|c| &c.base),
+                _ => comparisons.get(index - 1).map(|c| &c.candidate),
+            };
+            info.map_or_else(|| run.label(), |info| info.label.clone())
+        })
+        .collect();
     let body = html! {
         h1 { (base.profile) " compared" }
         p.lead {
-            "base " code { (base.label()) } " against "
-            @for (index, run) in runs[1..].iter().enumerate() {
+            "base " code { (labels[0]) } " against "
+            @for (index, label) in labels[1..].iter().enumerate() {
                 @if index > 0 { ", " }
-                code { (run.label()) }
+                code { (label) }
             }
         }
         @for (index, comparison) in comparisons.iter().enumerate() {
@@ -148,7 +161,7 @@ pub fn comparison_page(
             @for (index, run) in runs.iter().enumerate() {
                 @let tree = RangeRows::of(&run.typed, Some(&run.dir));
                 div {
-                    h3 { code { (run.label()) } }
+                    h3 { code { (labels[index]) } }
                     @if let Some(note) = &tree.note { p.note { (note) } }
                     (flame_graph(&tree, index, FLAME_WIDTH_SIDE_BY_SIDE))
                 }
