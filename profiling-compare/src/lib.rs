@@ -17,7 +17,9 @@ use serde_yaml::Value;
 
 use profiling_core::run_samples::Series;
 use runs::{LoadedRun, RunStatus};
-use statistics::{lower_median, mann_whitney, median_ratio_interval, BootstrapOptions};
+use statistics::{
+    block_ratio_interval, lower_median, mann_whitney, median_ratio_interval, BootstrapOptions,
+};
 
 /// The noise threshold when none is given: changes of the median within
 /// 2 % are noise on a shared machine.
@@ -235,8 +237,9 @@ impl Comparison {
                 pairing.pairs, pairing.passes_per_block, options.bootstrap.resamples
             ),
             None => format!(
-                "ratio = candidate / base median; {confidence} % interval from {} bootstrap resamples; p from the Mann-Whitney U test; {threshold}",
-                options.bootstrap.resamples
+                "ratio = candidate / base median; {confidence} % interval from {} bootstrap resamples of the samples and of each run's {} blocks in order, the wider; p from the Mann-Whitney U test; {threshold}",
+                options.bootstrap.resamples,
+                statistics::BLOCKS
             ),
         }
     }
@@ -717,11 +720,30 @@ fn row(
         return row;
     };
     row.ratio = Some(interval.ratio);
-    row.interval = Some([interval.low, interval.high]);
+    // Within each run the samples vary less than between its blocks when
+    // the machine drifted: the interval holds both.
+    let (low, high) = match (pair.base, pair.candidate) {
+        (Some(b), Some(c)) => match block_ratio_interval(&b.kept, &c.kept, &options.bootstrap) {
+            Some((block_low, block_high)) => {
+                (interval.low.min(block_low), interval.high.max(block_high))
+            }
+            None => {
+                row.note = Some(format!(
+                    "too few samples in order for block intervals ({} and {}; {} are needed): the interval is widened by half",
+                    b.kept.len(),
+                    c.kept.len(),
+                    2 * statistics::MIN_BLOCKS
+                ));
+                widened(interval.ratio, interval.low, interval.high)
+            }
+        },
+        _ => (interval.low, interval.high),
+    };
+    row.interval = Some([low, high]);
     row.verdict = verdict(
         interval.ratio,
-        interval.low,
-        interval.high,
+        low,
+        high,
         row.p_value.unwrap_or(1.0),
         options,
     );
@@ -737,6 +759,15 @@ fn row(
         ));
     }
     row
+}
+
+/// `low` and `high` half as far again from `ratio`, on a log scale.
+fn widened(ratio: f64, low: f64, high: f64) -> (f64, f64) {
+    if !(ratio > 0.0 && low > 0.0 && high.is_finite()) {
+        return (low, high);
+    }
+    let (down, up) = ((ratio / low).ln(), (high / ratio).ln());
+    (ratio / (1.5 * down).exp(), ratio * (1.5 * up).exp())
 }
 
 /// The verdict of a ratio with its interval and p-value: `no change` when

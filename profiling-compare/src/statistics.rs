@@ -54,6 +54,14 @@ pub const DEFAULT_SEED: u64 = 0x5EED;
 
 const DEFAULT_CONFIDENCE: f64 = 0.95;
 
+/// Blocks each run's samples are cut into, in the order they were
+/// measured, for the block interval of a ratio ([`block_ratio_interval`]).
+pub const BLOCKS: usize = 20;
+
+/// Fewer blocks than this on a side (a run of fewer than twice as many
+/// samples) give no block interval: the ratio's interval is widened instead.
+pub const MIN_BLOCKS: usize = 10;
+
 /// Samples up to this size on both sides, without ties, get the exact
 /// p-value of the Mann-Whitney test; larger ones the normal approximation.
 const EXACT_MANN_WHITNEY_MAX: usize = 8;
@@ -267,6 +275,51 @@ pub(crate) fn percentile_interval(ratios: &mut [f64], confidence: f64) -> Option
     Some((low, high))
 }
 
+/// The medians of `values` (in the order measured) cut into `blocks`
+/// consecutive blocks of as equal sizes as can be; fewer blocks when there
+/// are fewer than two values a block.
+pub fn block_medians(values: &[u64], blocks: usize) -> Vec<u64> {
+    let blocks = blocks.min(values.len() / 2);
+    (0..blocks)
+        .filter_map(|block| {
+            let start = block * values.len() / blocks;
+            let end = (block + 1) * values.len() / blocks;
+            let mut chunk = values[start..end].to_vec();
+            chunk.sort_unstable();
+            lower_median(&chunk)
+        })
+        .collect()
+}
+
+/// The interval of a ratio of medians that holds how each run varied from
+/// block to block: each run's samples, in the order measured, are cut into
+/// [`BLOCKS`] blocks; a resample draws as many blocks of each run with
+/// replacement, and its ratio is the median of the candidate's drawn block
+/// medians over the base's (drawn as [`median_ratio_interval`] draws). A run that drifted (a machine that got busier
+/// half way) has block medians that disagree, and the interval widens with
+/// them; a steady run's stay close. `None` when either run has fewer than
+/// [`MIN_BLOCKS`] blocks' worth of samples, or a base block median of 0.
+pub fn block_ratio_interval(
+    base: &[u64],
+    candidate: &[u64],
+    options: &BootstrapOptions,
+) -> Option<(f64, f64)> {
+    let (mut b, mut c) = (
+        block_medians(base, BLOCKS),
+        block_medians(candidate, BLOCKS),
+    );
+    if b.len() < MIN_BLOCKS || c.len() < MIN_BLOCKS {
+        return None;
+    }
+    b.sort_unstable();
+    c.sort_unstable();
+    // Drawing blocks with replacement and taking the median of their
+    // medians is the bootstrap of the median of the block medians: the
+    // same one draw per resample as for the samples (see the module docs).
+    let interval = median_ratio_interval(&b, &c, options)?;
+    Some((interval.low, interval.high))
+}
+
 /// What the Mann-Whitney test needs of the ranks of the pooled samples,
 /// read in one merge of the two sorted slices.
 struct MergedRanks {
@@ -358,6 +411,35 @@ fn asymptotic_p_value(u1: f64, n1: usize, n2: usize, tie_term: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_block_interval_holds_a_drift_that_the_samples_alone_do_not() {
+        // The base steady at 1000 ns; the candidate drifting from 960 to
+        // 1100 ns over its run, as a machine that got busier half way.
+        let base: Vec<u64> = (0..1000u64).map(|i| 995 + (i * 7919) % 11).collect();
+        let candidate: Vec<u64> = (0..1000u64).map(|i| 960 + i * 140 / 1000).collect();
+        let options = BootstrapOptions {
+            resamples: 4000,
+            ..BootstrapOptions::default()
+        };
+        let mut sorted_base = base.clone();
+        sorted_base.sort_unstable();
+        let mut sorted_candidate = candidate.clone();
+        sorted_candidate.sort_unstable();
+        let iid = median_ratio_interval(&sorted_base, &sorted_candidate, &options).unwrap();
+        assert!(iid.low > 1.02, "the samples alone say slower: {iid:?}");
+        let (low, high) = block_ratio_interval(&base, &candidate, &options).unwrap();
+        assert!(
+            low < 1.0 && high > 1.05,
+            "the blocks disagree: [{low}, {high}]"
+        );
+        // A steady candidate's blocks agree: the block interval is narrow.
+        let steady: Vec<u64> = base.iter().map(|v| v + 30).collect();
+        let (low, high) = block_ratio_interval(&base, &steady, &options).unwrap();
+        assert!(high - low < 0.02, "[{low}, {high}]");
+        // Too few samples for ten blocks of two: none.
+        assert!(block_ratio_interval(&base[..19], &candidate[..19], &options).is_none());
+    }
     use super::*;
     use profiling_core::driver::stats::DurationStats;
     use proptest::prelude::*;
