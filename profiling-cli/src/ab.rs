@@ -241,6 +241,16 @@ fn run_pair(
         base.config.iterations = MIN_PASSES;
     }
     share_workload(&base, &mut candidate);
+    if base.config.record_loading == profiling_core::driver::config::RecordLoading::Lazy {
+        writeln!(
+            err,
+            "error: {}record_loading: lazy: a paired run reads its records before its passes, so that both sides run the same ones; use eager",
+            base.config_path
+                .as_ref()
+                .map_or(String::new(), |path| format!("{}: ", path.display()))
+        )?;
+        return Ok(Err(EXIT_USAGE));
+    }
     let dir = base.run_dir.clone();
     if dir.exists() && !args.force {
         writeln!(
@@ -289,6 +299,8 @@ fn run_pair(
     let [base_report, candidate_report] = match reports {
         Ok(reports) => reports,
         Err(error) => {
+            // Refused before anything was written: no directory is left.
+            let _ = std::fs::remove_dir(&dir);
             writeln!(err, "error: {error}")?;
             return Ok(Err(error.exit_code()));
         }

@@ -160,7 +160,11 @@ pub(crate) fn usage_error(err: &mut dyn Write, error: &RunError) -> anyhow::Resu
 }
 
 /// 3 when asked to fail on a regression and one was found, else 0.
-pub fn regression_code(comparisons: &[Comparison], options: &Options, fail_on_regression: bool) -> u8 {
+pub fn regression_code(
+    comparisons: &[Comparison],
+    options: &Options,
+    fail_on_regression: bool,
+) -> u8 {
     if fail_on_regression && comparisons.iter().any(|c| c.regressed(options)) {
         EXIT_REGRESSION
     } else {

@@ -833,6 +833,53 @@ fn ab_refuses_an_unknown_target_and_a_taken_id_with_exit_2() {
         std::fs::read_to_string(taken.join("keep.txt")).unwrap(),
         "mine"
     );
+
+    // A candidate whose parameters its target refuses stops both sides
+    // before anything is written; so does lazy loading.
+    let bad = path(&spin_config(out.path(), "bad", "work_us: 10, typo: 1"));
+    let refused = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &config,
+        "--candidate-config",
+        &bad,
+        "--output-dir",
+        &out_dir,
+        "--ab-id",
+        "bad",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("bad.yaml:"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("typo"), "{}", refused.stderr);
+    assert!(!out.path().join("compare-spin/runs/bad").exists());
+    let lazy = out.path().join("lazy.yaml");
+    std::fs::write(
+        &lazy,
+        "target: {name: compare-spin, profile_prepare: true, parameters: {work_us: 10}}\n\
+         data_source: {name: dummy, record_count: 1}\nrecord_loading: lazy\niterations: 40\n",
+    )
+    .unwrap();
+    let lazy = path(&lazy);
+    let refused = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &lazy,
+        "--output-dir",
+        &out_dir,
+        "--ab-id",
+        "lazy",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("record_loading: lazy"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!out.path().join("compare-spin/runs/lazy").exists());
 }
 
 fn copy_run(from: &Path, to: &Path) {

@@ -581,6 +581,10 @@ pub fn execute_pair(
         }
     };
     let finished_at = UtcTime::now().rfc3339();
+    // A side refused (bad parameters, records that cannot be read) stops
+    // both before anything is written.
+    let base_result = refusal_of(base.0, base_result)?;
+    let candidate_result = refusal_of(candidate.0, candidate_result)?;
     let mut reports = Vec::with_capacity(2);
     for (((planned, request), result), ((_, description, cache), (claim, recovered))) in sides
         .into_iter()
@@ -588,7 +592,7 @@ pub fn execute_pair(
         .zip(prepared.into_iter().zip(claims))
     {
         let ran = Ran {
-            result: refusal_of(planned, result)?,
+            result,
             started_at: started_at.clone(),
             finished_at: finished_at.clone(),
         };
