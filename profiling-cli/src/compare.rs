@@ -256,6 +256,15 @@ fn header_lines(comparison: &Comparison) -> Vec<String> {
         ));
     }
     lines.push(format!("git: {} → {}", git_text(base), git_text(candidate)));
+    if base.machine.is_some() || candidate.machine.is_some() {
+        let state = |run: &RunInfo| {
+            run.machine
+                .as_ref()
+                .map_or("not recorded".to_owned(), |m| m.summary())
+        };
+        lines.push(format!("machine: base {}", state(base)));
+        lines.push(format!("machine: candidate {}", state(candidate)));
+    }
     for warning in &comparison.warnings {
         lines.push(format!("warning: {warning}"));
     }

@@ -201,6 +201,9 @@ pub struct RunInfo {
     /// Why `git_commit` is null, as the manifest says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_note: Option<String>,
+    /// What the machine was doing during the run's capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<profiling_core::manifest::MachineState>,
 }
 
 /// A base and a candidate, compared.
@@ -353,6 +356,7 @@ pub fn compare(
     options: &Options,
     allow_different_targets: bool,
 ) -> Result<Comparison, CompareError> {
+    let (base_run, candidate_run) = (base, candidate);
     if same_file(&base.manifest_path, &candidate.manifest_path) {
         return Err(CompareError::SameRun(base.label(), candidate.label()));
     }
@@ -387,14 +391,54 @@ pub fn compare(
             ));
         }
     }
+    let (base, candidate) = (run_info(base), run_info(candidate));
+    let mut rows = rows_of(base_run, candidate_run, options);
+    explained_by_the_machine(&base, &candidate, &mut rows);
     Ok(Comparison {
-        base: run_info(base),
-        candidate: run_info(candidate),
-        differences: differences(&base.manifest, &candidate.manifest),
+        base,
+        candidate,
+        differences: differences(&base_run.manifest, &candidate_run.manifest),
         warnings,
-        rows: rows(base, candidate, options),
+        rows,
         pairing: None,
     })
+}
+
+/// Rows judged `faster` or `slower` by no more than the two runs' states
+/// differ become `unclear`, saying why: where one run's measuring thread
+/// was off the CPU (preempted, with more involuntary switches) for a share
+/// of its passes that the other's was not, a change of that size is what
+/// the machine did, not the code.
+fn explained_by_the_machine(base: &RunInfo, candidate: &RunInfo, rows: &mut [Row]) {
+    let (Some(b), Some(c)) = (&base.machine, &candidate.machine) else {
+        return;
+    };
+    let (Some(off_b), Some(off_c)) = (b.off_cpu, c.off_cpu) else {
+        return;
+    };
+    let gap = (off_b - off_c).abs();
+    // The run more off the CPU was also preempted more.
+    let preempted = match (b.involuntary_switches, c.involuntary_switches) {
+        (Some(sb), Some(sc)) => (off_b > off_c) == (sb > sc) && sb != sc,
+        _ => true,
+    };
+    if !preempted || gap < 0.01 {
+        return;
+    }
+    for row in rows.iter_mut() {
+        let (Some(ratio), Verdict::Faster | Verdict::Slower) = (row.ratio, row.verdict) else {
+            continue;
+        };
+        if (ratio - 1.0).abs() <= gap {
+            row.verdict = Verdict::Unclear;
+            row.note = Some(format!(
+                "the base's measuring thread was off the CPU {:.1} % of its passes and the candidate's {:.1} %: a change of {:+.1} % is within what that explains",
+                off_b * 100.0,
+                off_c * 100.0,
+                (ratio - 1.0) * 100.0
+            ));
+        }
+    }
 }
 
 fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
@@ -425,6 +469,7 @@ pub(crate) fn run_info(run: &LoadedRun) -> RunInfo {
         git_note: lookup(&run.manifest, "git_note")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        machine: run.typed.timings.machine.clone(),
     }
 }
 
@@ -560,7 +605,7 @@ struct Pair<'a> {
     candidate: Option<&'a Series>,
 }
 
-fn rows(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Row> {
+fn rows_of(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Row> {
     let (b, c) = (&base.samples, &candidate.samples);
     let mut pairs = vec![
         Pair {

@@ -491,3 +491,37 @@ fn the_gate_counts_the_pass_the_call_and_ranges_that_move_the_pass() {
     .unwrap_err()
     .contains("--gate-share"));
 }
+
+/// One run preempted for a third of its passes, the other not: a 20 %
+/// change is what the machine did; the verdict says so rather than
+/// `slower`. A 50 % change is beyond it and stands.
+#[test]
+fn a_difference_the_machine_explains_is_unclear_and_says_why() {
+    let with = |run: &mut LoadedRun, off_cpu: f64, preemptions: u64| {
+        run.typed.timings.machine = Some(profiling_core::manifest::MachineState {
+            off_cpu: Some(off_cpu),
+            involuntary_switches: Some(preemptions),
+            ..Default::default()
+        });
+    };
+    let mut base = run("b", 1_000_000, &[("work", 600_000, 600_000)]);
+    let mut candidate = run("c", 1_200_000, &[("work", 720_000, 720_000)]);
+    with(&mut base, 0.0, 3);
+    with(&mut candidate, 0.33, 900);
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    let pass = find(&comparison, "pass");
+    assert_eq!(pass.verdict, Verdict::Unclear, "{pass:?}");
+    assert!(
+        pass.note.as_deref().unwrap().contains("off the CPU 0.0 %"),
+        "{pass:?}"
+    );
+    assert!(comparison.candidate.machine.is_some());
+    let mut much_slower = run("m", 1_500_000, &[("work", 900_000, 900_000)]);
+    with(&mut much_slower, 0.33, 900);
+    let comparison = compare(&base, &much_slower, &options(), false).unwrap();
+    assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
+    // Both off the CPU alike: nothing to explain.
+    with(&mut base, 0.33, 900);
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
+}

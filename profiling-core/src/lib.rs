@@ -55,6 +55,7 @@ mod baselines;
 mod config;
 mod host;
 mod interrupt;
+mod machine;
 mod nsys;
 mod panics;
 mod registry;

@@ -14,6 +14,7 @@ use serde_yaml::Value;
 use crate::config::{CudaPolicy, LastBatch, RecordLoading};
 use crate::device::Device;
 use crate::host::{BackendInfo, HostInfo};
+pub use crate::machine::MachineState;
 use crate::runner::{CallCounts, OutputSummary, Pass, Phase, Timings, Validation};
 
 /// How a run ended.

@@ -54,6 +54,16 @@ pub(super) fn comparison_section(
             (format!(" ({}, {} passes). ", comparison.candidate.status, comparison.candidate.completed_passes))
             (format!("{}.", capitalized(&comparison.method(options))))
         }
+        @if comparison.base.machine.is_some() || comparison.candidate.machine.is_some() {
+            ul.machine {
+                @for (side, info) in [("base", &comparison.base), ("candidate", &comparison.candidate)] {
+                    li {
+                        "machine during the " (side) "'s capture: "
+                        (info.machine.as_ref().map_or("not recorded".to_owned(), |m| m.summary()))
+                    }
+                }
+            }
+        }
         section id=(numbered("differences", index)) {
             @if comparison.differences.is_empty() && comparison.warnings.is_empty() {
                 p.lead { "The two manifests agree on everything that changes what a time means." }

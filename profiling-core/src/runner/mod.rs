@@ -214,6 +214,10 @@ pub struct Timings {
     /// every range: on every run that measured (completed or interrupted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_record: Option<PerRecord>,
+    /// What the machine was doing during the capture: load, other
+    /// processes, preemption, and per pass the measuring thread's CPU time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::machine::MachineState>,
 }
 
 /// What the files beside the manifest need of a finished capture.
@@ -1201,6 +1205,11 @@ struct Measured<O> {
     /// the last warmup pass opened): their buffer pages are touched before
     /// the capture.
     expected_range_events: usize,
+    /// The measuring thread's CPU time in each of the first
+    /// [`PASSES_KEPT`] passes, read between passes.
+    pass_cpu: Vec<u64>,
+    /// The machine just before the capture opened and just after it closed.
+    machine: Option<(crate::machine::Snapshot, crate::machine::Snapshot)>,
 }
 
 impl<O> Measured<O> {
@@ -1235,6 +1244,16 @@ impl<O> Measured<O> {
         true
     }
 
+    /// The measuring thread's CPU time in the pass just booked, from its
+    /// reading `before` the pass.
+    #[inline(always)]
+    fn book_cpu(&mut self, before: u64) {
+        if self.pass_cpu.len() < self.pass_cpu.capacity() {
+            self.pass_cpu
+                .push(crate::machine::thread_cpu_ns().saturating_sub(before));
+        }
+    }
+
     /// Room for `iterations` passes over `count` inputs.
     fn expecting(iterations: u32, count: usize) -> Self {
         let iterations = iterations as usize;
@@ -1247,6 +1266,8 @@ impl<O> Measured<O> {
             ranges: RangeLog::default(),
             capture_ns: 0,
             expected_range_events: 0,
+            pass_cpu: Vec::with_capacity(iterations.min(PASSES_KEPT)),
+            machine: None,
         }
     }
 
@@ -1259,6 +1280,9 @@ impl<O> Measured<O> {
         warmup_ns: u64,
         gpu: Option<&GpuCapture>,
     ) -> (Timings, RunSamples) {
+        let machine = self.machine.as_ref().map(|(start, end)| {
+            crate::machine::state(start, end, self.pass_samples.kept(), &self.pass_cpu)
+        });
         // The sets move into the samples written with the run: no copy.
         let passes = std::mem::replace(&mut self.pass_samples, SampleSet::with_capacity(0));
         let calls = std::mem::replace(&mut self.call_samples, SampleSet::with_capacity(0));
@@ -1291,6 +1315,7 @@ impl<O> Measured<O> {
             warmup_ns,
             capture_ns: self.capture_ns,
             per_record: None,
+            machine,
         };
         (timings, samples)
     }
@@ -1327,6 +1352,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     measured.call_samples.prefault();
     crate::memory::prefault_spare(&mut measured.passes);
     synchronize_at(plan, config.cuda.synchronize_before_capture);
+    let machine_start = crate::machine::Snapshot::now();
     let capture = Capture::begin_expecting(measured.expected_range_events);
     if let Some(gpu) = gpu.as_deref_mut() {
         gpu.capture_begins();
@@ -1338,6 +1364,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             gpu.pass_begins();
             gpu.boundary();
         }
+        let cpu_before = crate::machine::thread_cpu_ns();
         let pass_range = PassRange::open(name_buffer.format(iteration));
         let calls = pass_calls(
             target,
@@ -1360,6 +1387,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             // The pass in progress did not complete: it is not a sample.
             break;
         }
+        measured.book_cpu(cpu_before);
         if let Some(gpu) = gpu.as_deref_mut() {
             gpu.pass_ends();
         }
@@ -1368,6 +1396,7 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
     drop(capture_range);
     measured.capture_ns = now_ns() - capture_started;
     measured.ranges = capture.end();
+    measured.machine = Some((machine_start, crate::machine::Snapshot::now()));
     readings_to_ns(
         measured
             .passes

@@ -18,6 +18,7 @@ use super::{
     Records, RunError, RunOutcome, RunPlan, Tally, Warmed,
 };
 use crate::interrupt;
+use crate::machine::Snapshot;
 use crate::nvtx::PassRange;
 use crate::target::ProfileTarget;
 use crate::timing::{Capture, RangeLog, TimerInfo};
@@ -35,7 +36,12 @@ pub trait SteppedRun {
     fn pass(&mut self, name: &CStr) -> Result<bool, RunError>;
     /// The outcome, from the ranges of the capture that started inside
     /// this side's passes and the capture's length.
-    fn finish(self: Box<Self>, log: &RangeLog, capture_ns: u64) -> Result<RunOutcome, RunError>;
+    fn finish(
+        self: Box<Self>,
+        log: &RangeLog,
+        capture_ns: u64,
+        machine: &(Snapshot, Snapshot),
+    ) -> Result<RunOutcome, RunError>;
 }
 
 /// A target built on `plan` with its inputs prepared, ready for
@@ -227,6 +233,7 @@ impl<T: ProfileTarget, I: Inputs<T>> SteppedRun for Stepped<'_, T, I> {
         if self.side.tally.interrupted.is_some() {
             return Ok(false);
         }
+        let cpu_before = crate::machine::thread_cpu_ns();
         let pass_range = PassRange::open(name);
         let calls = pass_calls(
             &mut self.target,
@@ -240,16 +247,22 @@ impl<T: ProfileTarget, I: Inputs<T>> SteppedRun for Stepped<'_, T, I> {
         drop(pass_range);
         let (started, ended) =
             calls.map_err(|error| self.side.tally.error(Pass::Measured(iteration), error))?;
-        Ok(self
+        let booked = self
             .measured
-            .book_pass(started, ended, &mut self.side.tally, iteration))
+            .book_pass(started, ended, &mut self.side.tally, iteration);
+        if booked {
+            self.measured.book_cpu(cpu_before);
+        }
+        Ok(booked)
     }
 
     fn finish(
         mut self: Box<Self>,
         log: &RangeLog,
         capture_ns: u64,
+        machine: &(Snapshot, Snapshot),
     ) -> Result<RunOutcome, RunError> {
+        self.measured.machine = Some(machine.clone());
         self.enter();
         readings_to_ns(
             self.measured
@@ -372,6 +385,7 @@ pub fn run_paired<'p>(
         IterationName::after(b"candidate iteration "),
     ];
     let expected = base.expected_range_events() + candidate.expected_range_events();
+    let machine_start = Snapshot::now();
     let capture = Capture::begin_expecting(expected);
     let capture_started = now_ns();
     let capture_range = PassRange::open(&capture_name);
@@ -397,6 +411,7 @@ pub fn run_paired<'p>(
     drop(capture_range);
     let capture_ns = now_ns() - capture_started;
     let log = capture.end();
+    let machine = (machine_start, Snapshot::now());
     let (base_failed, candidate_failed) = match failure {
         Some((PairSide::Base, error)) => (Some(error), None),
         Some((PairSide::Candidate, error)) => (None, Some(error)),
@@ -405,7 +420,7 @@ pub fn run_paired<'p>(
     let finish = |run: Box<dyn SteppedRun + 'p>, failed: Option<RunError>, name: &'static str| {
         match failed {
             Some(error) => Err(error),
-            None => run.finish(&log, capture_ns).map(|mut outcome| {
+            None => run.finish(&log, capture_ns, &machine).map(|mut outcome| {
                 outcome.capture.pass_name = name;
                 outcome
             }),
