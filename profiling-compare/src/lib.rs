@@ -176,6 +176,34 @@ pub struct Row {
     pub note: Option<String>,
 }
 
+impl Row {
+    /// The row of `subject` with its two sides, how much its change moves
+    /// a pass (of `base_pass` ns), and no verdict yet (`unclear`).
+    pub(crate) fn unjudged(
+        subject: Subject,
+        base: Option<Side>,
+        candidate: Option<Side>,
+        base_pass: Option<u64>,
+    ) -> Row {
+        let moved = |side: Option<&Side>| side.map_or(0.0, |s| s.median_ns as f64 * s.per_pass);
+        let pass_change = moved(candidate.as_ref()) - moved(base.as_ref());
+        Row {
+            subject,
+            base,
+            candidate,
+            ratio: None,
+            interval: None,
+            p_value: None,
+            verdict: Verdict::Unclear,
+            pass_change_ns: pass_change.round() as i64,
+            pass_share: base_pass
+                .filter(|&median| median > 0)
+                .map(|median| pass_change / median as f64),
+            note: None,
+        }
+    }
+}
+
 /// A difference between the two manifests.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Difference {
@@ -722,22 +750,7 @@ fn row(
         .candidate
         .zip(candidate_sorted.as_deref())
         .map(|(s, sorted)| side(s, sorted, passes.1));
-    let moved = |side: Option<&Side>| side.map_or(0.0, |s| s.median_ns as f64 * s.per_pass);
-    let pass_change = moved(candidate.as_ref()) - moved(base.as_ref());
-    let mut row = Row {
-        subject: pair.subject,
-        base,
-        candidate,
-        ratio: None,
-        interval: None,
-        p_value: None,
-        verdict: Verdict::Unclear,
-        pass_change_ns: pass_change.round() as i64,
-        pass_share: base_pass
-            .filter(|&median| median > 0)
-            .map(|median| pass_change / median as f64),
-        note: None,
-    };
+    let mut row = Row::unjudged(pair.subject, base, candidate, base_pass);
     let (Some(base_sorted), Some(candidate_sorted)) = (base_sorted, candidate_sorted) else {
         row.verdict = if row.base.is_some() {
             Verdict::Removed

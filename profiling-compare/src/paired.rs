@@ -208,22 +208,7 @@ fn paired_row(
     // Per-pass values: a quantity that happens once per pass.
     let base = values.0.and_then(|v| side_of(v, 1.0));
     let candidate = values.1.and_then(|v| side_of(v, 1.0));
-    let moved = |side: Option<&Side>| side.map_or(0.0, |s| s.median_ns as f64 * s.per_pass);
-    let pass_change = moved(candidate.as_ref()) - moved(base.as_ref());
-    let mut row = Row {
-        subject,
-        base,
-        candidate,
-        ratio: None,
-        interval: None,
-        p_value: None,
-        verdict: Verdict::Unclear,
-        pass_change_ns: pass_change.round() as i64,
-        pass_share: base_pass_median
-            .filter(|&m| m > 0)
-            .map(|m| pass_change / m as f64),
-        note: None,
-    };
+    let mut row = Row::unjudged(subject, base, candidate, base_pass_median);
     let (Some(base_values), Some(candidate_values)) = values else {
         row.verdict = if row.base.is_some() {
             Verdict::Removed

@@ -780,23 +780,28 @@ where
     // configure nothing: a typo of another target's settings, or a target
     // that takes none. Refused like an unknown key, once the run has shown
     // that nothing reads them.
-    let unread = crate::target::unread_parameter().filter(|_| outcome.interrupted.is_none());
-    if let Some(key) = unread {
-        let message = format!(
-            "unknown parameter: target `{}` reads no `target.parameters` (it never calls `profiling_core::target::parameters`)",
-            config.target.name
-        );
-        return Err(RunError {
-            phase: Phase::Construct,
-            record_id: None,
-            batch: None,
-            pass: Pass::Setup,
-            source: crate::target::ParameterError::new(key, message).into(),
-            calls: outcome.calls,
-            completed_iterations: outcome.completed_iterations,
-        });
+    match crate::target::unread_parameter().filter(|_| outcome.interrupted.is_none()) {
+        Some(key) => Err(unread_parameters(config, &outcome, key)),
+        None => Ok(outcome),
     }
-    Ok(outcome)
+}
+
+/// The refusal of a run whose `target.parameters` (first `key`) the
+/// target never read.
+fn unread_parameters(config: &Config, outcome: &RunOutcome, key: String) -> RunError {
+    let message = format!(
+        "unknown parameter: target `{}` reads no `target.parameters` (it never calls `profiling_core::target::parameters`)",
+        config.target.name
+    );
+    RunError {
+        phase: Phase::Construct,
+        record_id: None,
+        batch: None,
+        pass: Pass::Setup,
+        source: crate::target::ParameterError::new(key, message).into(),
+        calls: outcome.calls,
+        completed_iterations: outcome.completed_iterations,
+    }
 }
 
 /// Reads an eager source. Without `profile_prepare`, the first input (the

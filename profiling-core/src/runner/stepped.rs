@@ -13,9 +13,9 @@
 use std::ffi::{CStr, CString};
 
 use super::{
-    conclude, guard, now_ns, pass_calls, readings_to_ns, synchronizes_each_call, warmup, Batches,
-    EagerBatches, EagerRecords, Failure, Inputs, IterationName, Measured, Pass, Phase, Prepared,
-    Records, RunError, RunOutcome, RunPlan, Tally, Warmed,
+    conclude, guard, now_ns, pass_calls, readings_to_ns, synchronizes_each_call, unread_parameters,
+    warmup, Batches, EagerBatches, EagerRecords, Failure, Inputs, IterationName, Measured, Pass,
+    Phase, Prepared, Records, RunError, RunOutcome, RunPlan, Tally, Warmed,
 };
 use crate::interrupt;
 use crate::machine::Snapshot;
@@ -299,19 +299,7 @@ impl<T: ProfileTarget, I: Inputs<T>> SteppedRun for Stepped<'_, T, I> {
         let read = side.parameters_read || crate::target::parameters_were_read();
         if !read && outcome.interrupted.is_none() {
             if let Some(key) = crate::target::unread_parameter() {
-                let message = format!(
-                    "unknown parameter: target `{}` reads no `target.parameters` (it never calls `profiling_core::target::parameters`)",
-                    plan.config.target.name
-                );
-                return Err(RunError {
-                    phase: Phase::Construct,
-                    record_id: None,
-                    batch: None,
-                    pass: Pass::Setup,
-                    source: crate::target::ParameterError::new(key, message).into(),
-                    calls: outcome.calls,
-                    completed_iterations: outcome.completed_iterations,
-                });
+                return Err(unread_parameters(&plan.config, &outcome, key));
             }
         }
         Ok(outcome)
