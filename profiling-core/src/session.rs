@@ -522,10 +522,28 @@ pub fn execute_with_progress(
     // Held until the run is written: a second run with this id is refused.
     let (claim, recovered) = claim_run_dir(planned)?;
     let ran = launch(planned, &run_plan)?;
+    Ok(written(
+        (planned, request),
+        description,
+        cache,
+        (claim, recovered),
+        ran,
+    ))
+}
+
+/// A launched run written (its manifest, and its trace and samples when it
+/// measured something), its claim on the run directory let go: the report.
+fn written(
+    (planned, request): (&Planned, &RunRequest),
+    description: BTreeMap<String, Value>,
+    cache: Option<Arc<ImageCache>>,
+    (claim, recovered): (Option<RunClaim>, Vec<String>),
+    ran: Ran,
+) -> RunReport {
     let mut manifest = manifest_of(planned, request, description, &ran);
     let (manifest_path, write_error) = write(planned, &mut manifest, &ran.result);
     drop(claim);
-    Ok(RunReport {
+    RunReport {
         recovered,
         manifest,
         manifest_path,
@@ -534,7 +552,7 @@ pub fn execute_with_progress(
             .result
             .map_err(|error| SessionError::Target(Box::new(error))),
         image_cache: cache.map(|cache| cache.summary()),
-    })
+    }
 }
 
 /// Two planned runs measured together (`profile-cli ab`): both prepared
@@ -596,19 +614,13 @@ pub fn execute_pair(
             started_at: started_at.clone(),
             finished_at: finished_at.clone(),
         };
-        let mut manifest = manifest_of(planned, request, description, &ran);
-        let (manifest_path, write_error) = write(planned, &mut manifest, &ran.result);
-        drop(claim);
-        reports.push(RunReport {
-            recovered,
-            manifest,
-            manifest_path,
-            write_error,
-            outcome: ran
-                .result
-                .map_err(|error| SessionError::Target(Box::new(error))),
-            image_cache: cache.map(|cache| cache.summary()),
-        });
+        reports.push(written(
+            (planned, request),
+            description,
+            cache,
+            (claim, recovered),
+            ran,
+        ));
     }
     let candidate = reports.pop().expect("two reports");
     let base = reports.pop().expect("two reports");
