@@ -34,7 +34,9 @@ pub struct MachineState {
     pub governor: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frequencies_mhz: Vec<u32>,
-    /// Per measured pass: the measuring thread's CPU time.
+    /// Per measured pass: the measuring thread's CPU time (of every pass
+    /// that takes 80 µs or more; of shorter ones, every k-th, so that the
+    /// readings cost under 1 % of the capture).
     pub pass_cpu: Option<DurationStats>,
     /// `1 − CPU time / wall time` over the measured passes: the share of
     /// them the measuring thread did not run (preempted, or waiting on
@@ -100,9 +102,10 @@ impl Snapshot {
     }
 }
 
-/// The state between `start` and `end`, with the measured passes' wall
-/// and CPU times (each pass's, in order).
-pub(crate) fn state(start: &Snapshot, end: &Snapshot, wall: &[u64], cpu: &[u64]) -> MachineState {
+/// The state between `start` and `end`, with the wall and CPU times of
+/// the passes whose CPU time was read.
+pub(crate) fn state(start: &Snapshot, end: &Snapshot, passes: &[(u64, u64)]) -> MachineState {
+    let cpu: Vec<u64> = passes.iter().map(|&(_, cpu)| cpu).collect();
     let wall_ns = end.wall_ns.saturating_sub(start.wall_ns);
     let ticks_ns = 1e9 / clock_ticks_per_second();
     let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
@@ -128,7 +131,7 @@ pub(crate) fn state(start: &Snapshot, end: &Snapshot, wall: &[u64], cpu: &[u64])
         _ => None,
     };
     let cpu_total: u64 = cpu.iter().sum();
-    let wall_total: u64 = wall.iter().take(cpu.len()).sum();
+    let wall_total: u64 = passes.iter().map(|&(wall, _)| wall).sum();
     MachineState {
         load_average_start: start.load_average,
         load_average_end: end.load_average,
@@ -138,7 +141,7 @@ pub(crate) fn state(start: &Snapshot, end: &Snapshot, wall: &[u64], cpu: &[u64])
         involuntary_switches: switches(|s| s.1),
         governor: start.governor.clone(),
         frequencies_mhz: start.frequencies_mhz.clone(),
-        pass_cpu: DurationStats::of(cpu),
+        pass_cpu: DurationStats::of(&cpu),
         off_cpu: (wall_total > 0 && !cpu.is_empty())
             .then(|| (1.0 - cpu_total as f64 / wall_total as f64).clamp(0.0, 1.0)),
     }
@@ -304,7 +307,7 @@ mod tests {
             process_cpu_ns: Some(500_000_000),
             ..Snapshot::default()
         };
-        let state = state(&start, &end, &[100, 100], &[50, 50]);
+        let state = state(&start, &end, &[(100, 50), (100, 50)]);
         assert_eq!(state.off_cpu, Some(0.5));
         let others = state.others_busy.unwrap();
         assert!((others - (cores - 0.5) / cores).abs() < 0.01, "{others}");

@@ -473,3 +473,53 @@ fn a_capture_dropped_unended_stops_recording() {
     // And the next capture can begin.
     drop(profiling_core::driver::timing::Capture::begin().end());
 }
+
+/// Spins for its duration: all of it on the CPU.
+struct Spinning(Duration);
+
+impl ProfileTarget for Spinning {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        spin(self.0);
+        Ok(())
+    }
+}
+
+#[test]
+fn the_machine_is_on_record_with_the_threads_cpu_time_per_pass() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let one_record =
+        "target: {name: t}\ndata_source: {name: dummy, record_count: 1, include_image: false}\n";
+    // Passes of 200 µs: the CPU time of every one is read.
+    let long = run(
+        &format!("{one_record}warmup: 1\niterations: 20\n"),
+        Spinning(Duration::from_micros(200)),
+    );
+    let machine = long.timings.machine.as_ref().unwrap();
+    let cpu = machine.pass_cpu.as_ref().unwrap();
+    assert_eq!(cpu.count, 20);
+    // Spinning is CPU time: about the pass (its readings sit just outside
+    // the pass's window, so a few microseconds more), and on a busy
+    // machine some less.
+    let pass = long.timings.iterations.unwrap().p50_ns;
+    assert!(cpu.p50_ns <= pass + 50 * MICROS, "{cpu:?} against {pass}");
+    assert!(cpu.max_ns >= 200 * MICROS, "{cpu:?}");
+    let off = machine.off_cpu.unwrap();
+    assert!((0.0..1.0).contains(&off), "{off}");
+    assert!(machine.load_average_start.is_some() && machine.others_busy.is_some());
+    // Empty passes: the readings (two system calls) would cost more than
+    // the pass; only every k-th pass reads, the first always.
+    let short = run(
+        &format!("{one_record}warmup: 1\niterations: 2000\n"),
+        Spinning(Duration::ZERO),
+    );
+    let count = short.timings.machine.unwrap().pass_cpu.unwrap().count;
+    assert!(
+        (1..200).contains(&count),
+        "{count} of 2000 passes read their CPU time"
+    );
+}

@@ -78,6 +78,11 @@ pub struct Progress {
 /// 8 MiB each; past it, exact aggregates and a histogram.
 pub const SAMPLES_KEPT: usize = 1 << 20;
 
+/// What reading the measuring thread's CPU time before and after a pass
+/// costs, at most (`CLOCK_THREAD_CPUTIME_ID` is a system call: about 330
+/// ns a reading on this project's two-core machine under load).
+const CPU_READINGS_NS: u64 = 800;
+
 /// Measured passes whose start and end are kept for the trace.
 pub const PASSES_KEPT: usize = 100_000;
 
@@ -1210,9 +1215,16 @@ struct Measured<O> {
     /// the last warmup pass opened): their buffer pages are touched before
     /// the capture.
     expected_range_events: usize,
-    /// The measuring thread's CPU time in each of the first
-    /// [`PASSES_KEPT`] passes, read between passes.
-    pass_cpu: Vec<u64>,
+    /// Wall and CPU time of the measuring thread in the passes whose CPU
+    /// time was read (between passes; every `cpu_stride`-th), up to
+    /// [`PASSES_KEPT`].
+    pass_cpu: Vec<(u64, u64)>,
+    /// Every how many passes the CPU time is read: 1, unless the passes
+    /// are so short that two readings a pass would cost more than 1 % of
+    /// the capture ([`CPU_READINGS_NS`]).
+    cpu_stride: u32,
+    /// The last booked pass's wall time.
+    last_pass_ns: u64,
     /// The machine just before the capture opened and just after it closed.
     machine: Option<(crate::machine::Snapshot, crate::machine::Snapshot)>,
 }
@@ -1241,6 +1253,7 @@ impl<O> Measured<O> {
             span_ns(ended - started)
         };
         self.pass_samples.push(pass_ns);
+        self.last_pass_ns = pass_ns;
         if self.passes.len() < self.passes.capacity() {
             // Clock readings, on the host timeline after the capture.
             self.passes.push((started, ended));
@@ -1249,13 +1262,23 @@ impl<O> Measured<O> {
         true
     }
 
+    /// Whether pass `iteration` reads the measuring thread's CPU time
+    /// around it.
+    #[inline(always)]
+    fn reads_cpu(&self, iteration: u32) -> bool {
+        iteration % self.cpu_stride == 0 && self.pass_cpu.len() < self.pass_cpu.capacity()
+    }
+
     /// The measuring thread's CPU time in the pass just booked, from its
-    /// reading `before` the pass.
+    /// reading `before` the pass; after the first, the stride of the
+    /// readings from how long that pass took.
     #[inline(always)]
     fn book_cpu(&mut self, before: u64) {
-        if self.pass_cpu.len() < self.pass_cpu.capacity() {
-            self.pass_cpu
-                .push(crate::machine::thread_cpu_ns().saturating_sub(before));
+        let cpu = crate::machine::thread_cpu_ns().saturating_sub(before);
+        self.pass_cpu.push((self.last_pass_ns, cpu));
+        if self.pass_cpu.len() == 1 {
+            let stride = CPU_READINGS_NS * 100 / self.last_pass_ns.max(1);
+            self.cpu_stride = stride.clamp(1, u64::from(u32::MAX)) as u32;
         }
     }
 
@@ -1272,6 +1295,8 @@ impl<O> Measured<O> {
             capture_ns: 0,
             expected_range_events: 0,
             pass_cpu: Vec::with_capacity(iterations.min(PASSES_KEPT)),
+            cpu_stride: 1,
+            last_pass_ns: 0,
             machine: None,
         }
     }
@@ -1285,9 +1310,10 @@ impl<O> Measured<O> {
         warmup_ns: u64,
         gpu: Option<&GpuCapture>,
     ) -> (Timings, RunSamples) {
-        let machine = self.machine.as_ref().map(|(start, end)| {
-            crate::machine::state(start, end, self.pass_samples.kept(), &self.pass_cpu)
-        });
+        let machine = self
+            .machine
+            .as_ref()
+            .map(|(start, end)| crate::machine::state(start, end, &self.pass_cpu));
         // The sets move into the samples written with the run: no copy.
         let passes = std::mem::replace(&mut self.pass_samples, SampleSet::with_capacity(0));
         let calls = std::mem::replace(&mut self.call_samples, SampleSet::with_capacity(0));
@@ -1369,7 +1395,12 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             gpu.pass_begins();
             gpu.boundary();
         }
-        let cpu_before = crate::machine::thread_cpu_ns();
+        let reads_cpu = measured.reads_cpu(iteration);
+        let cpu_before = if reads_cpu {
+            crate::machine::thread_cpu_ns()
+        } else {
+            0
+        };
         let pass_range = PassRange::open(name_buffer.format(iteration));
         let calls = pass_calls(
             target,
@@ -1392,7 +1423,9 @@ fn capture<T: ProfileTarget, I: Inputs<T>>(
             // The pass in progress did not complete: it is not a sample.
             break;
         }
-        measured.book_cpu(cpu_before);
+        if reads_cpu {
+            measured.book_cpu(cpu_before);
+        }
         if let Some(gpu) = gpu.as_deref_mut() {
             gpu.pass_ends();
         }

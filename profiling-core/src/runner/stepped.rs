@@ -233,7 +233,12 @@ impl<T: ProfileTarget, I: Inputs<T>> SteppedRun for Stepped<'_, T, I> {
         if self.side.tally.interrupted.is_some() {
             return Ok(false);
         }
-        let cpu_before = crate::machine::thread_cpu_ns();
+        let reads_cpu = self.measured.reads_cpu(iteration);
+        let cpu_before = if reads_cpu {
+            crate::machine::thread_cpu_ns()
+        } else {
+            0
+        };
         let pass_range = PassRange::open(name);
         let calls = pass_calls(
             &mut self.target,
@@ -250,7 +255,7 @@ impl<T: ProfileTarget, I: Inputs<T>> SteppedRun for Stepped<'_, T, I> {
         let booked = self
             .measured
             .book_pass(started, ended, &mut self.side.tally, iteration);
-        if booked {
+        if booked && reads_cpu {
             self.measured.book_cpu(cpu_before);
         }
         Ok(booked)
