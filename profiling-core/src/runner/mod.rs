@@ -1266,7 +1266,7 @@ impl<O> Measured<O> {
     /// around it.
     #[inline(always)]
     fn reads_cpu(&self, iteration: u32) -> bool {
-        iteration % self.cpu_stride == 0 && self.pass_cpu.len() < self.pass_cpu.capacity()
+        iteration.is_multiple_of(self.cpu_stride) && self.pass_cpu.len() < self.pass_cpu.capacity()
     }
 
     /// The measuring thread's CPU time in the pass just booked, from its
