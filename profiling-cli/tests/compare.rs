@@ -325,8 +325,16 @@ fn a_slower_run_is_slower_where_it_changed_and_the_reverse_is_faster() {
     assert_eq!(lines[2], "differs: target.parameters.work_us: 1000 → 1300");
     assert!(lines[3].starts_with("git: "), "{}", table.stdout);
     // What the machine did during each run's capture.
-    assert!(lines[4].starts_with("machine: base load "), "{}", table.stdout);
-    assert!(lines[5].starts_with("machine: candidate load "), "{}", table.stdout);
+    assert!(
+        lines[4].starts_with("machine: base load "),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        lines[5].starts_with("machine: candidate load "),
+        "{}",
+        table.stdout
+    );
     assert!(lines[4].contains("off the CPU "), "{}", table.stdout);
     // Columns are aligned by characters (µs and Δ are one each).
     let verdict_column = lines[6].chars().count() - "verdict".len();

@@ -61,7 +61,7 @@ where
     crate::target::set_parameters(&parameters);
     let mut target = guard(make)
         .map_err(|source| tally.error(Pass::Setup, Failure::new(Phase::Construct, None, source)))?;
-    let mut parameters_read = crate::target::parameters_were_read();
+    let parameters_read = crate::target::parameters_were_read();
     let batches = Batches::new(plan.records.len(), config.batch_size, config.last_batch);
     let batched = (config.batch_size > 1).then_some(batches);
     let setup_error = |message: String, tally: &Tally| {
@@ -86,12 +86,12 @@ where
     };
     let records = &records[..batches.records];
     let device = config.device;
-    let side = Side {
+    let mut side = Side {
         plan,
         tally,
         batches,
         parameters,
-        parameters_read: false,
+        parameters_read,
         warmed: None,
         prepare_ns: 0,
         expected: 0,
@@ -100,7 +100,6 @@ where
         (false, _) => {
             let started = now_ns();
             let mut prepared = Vec::with_capacity(batches.batches);
-            let mut side = side;
             for index in 0..batches.batches {
                 let input = super::prepare_measured(
                     &mut target,
@@ -113,8 +112,7 @@ where
                 prepared.push(input);
             }
             side.prepare_ns = now_ns() - started;
-            parameters_read |= crate::target::parameters_were_read();
-            side.parameters_read = parameters_read;
+            side.parameters_read |= crate::target::parameters_were_read();
             let inputs = Prepared {
                 prepared,
                 records,
@@ -122,31 +120,14 @@ where
             };
             Box::new(Stepped::new(target, inputs, side))
         }
-        (true, None) => {
-            let inputs = EagerRecords { records, device };
-            Box::new(Stepped::new(
-                target,
-                inputs,
-                Side {
-                    parameters_read,
-                    ..side
-                },
-            ))
-        }
+        (true, None) => Box::new(Stepped::new(target, EagerRecords { records, device }, side)),
         (true, Some(batches)) => {
             let inputs = EagerBatches {
                 records,
                 batches,
                 device,
             };
-            Box::new(Stepped::new(
-                target,
-                inputs,
-                Side {
-                    parameters_read,
-                    ..side
-                },
-            ))
+            Box::new(Stepped::new(target, inputs, side))
         }
     };
     Ok(stepped)
