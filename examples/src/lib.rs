@@ -14,7 +14,8 @@
 //!   on its own.
 //!
 //! [`targets`] registers `letterbox-preprocess`, `detection-postprocess` and
-//! `detection-pipeline` with `profile-cli`, and with the `tch` feature
+//! `detection-pipeline` with `profile-cli`, [`work`] registers `cpu-work` (a
+//! fixed amount of CPU work, to see what a machine resolves), and with the `tch` feature
 //! `tensor_targets` registers `smoke-tensor`, `tiny-cnn` and `torchscript`; the snippets under
 //! `inference_profiling/snippets/` copy functions of this crate the way a
 //! production function is copied into a profiling snippet.
@@ -38,6 +39,7 @@ pub mod postprocess;
 pub mod preprocess;
 pub mod synthetic;
 pub mod targets;
+pub mod work;
 #[cfg(feature = "tch")]
 pub mod tensor_targets;
 

@@ -1,0 +1,115 @@
+//! A fixed amount of CPU work, to measure how well this machine resolves
+//! a change: `cpu-work` does `rounds` steps of a serial integer chain in
+//! the range `work` and `steady_rounds` more in `steady`, nothing else.
+//!
+//! The work is a count of dependent steps, not a wait for a clock: a
+//! busy-wait on the clock finishes on time however often the thread is
+//! preempted, and so hides the very load an experiment wants to see. Each
+//! step depends on the one before (no vectorizing, no overlap) and touches
+//! no memory, so its time is the core's and nothing else's; 1 % more
+//! `rounds` is 1 % more work in `work`. `scripts/ab-experiment` runs it
+//! under load to say which differences `compare` and `ab` resolve.
+//!
+//! ```
+//! use profiling_examples::work::chain;
+//!
+//! // The same steps from the same start, the same end.
+//! assert_eq!(chain(1_000, 7), chain(1_000, 7));
+//! assert_ne!(chain(1_000, 7), chain(1_001, 7));
+//! ```
+
+use profiling_core::prelude::*;
+use profiling_core::target::ParameterError;
+use serde_yaml::Value;
+
+/// `target.parameters` of `cpu-work`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkParameters {
+    /// Steps of the chain in the range `work`.
+    #[serde(default = "default_rounds")]
+    pub rounds: u64,
+    /// Steps in the range `steady`, after `work`.
+    #[serde(default = "default_steady_rounds")]
+    pub steady_rounds: u64,
+}
+
+/// About a millisecond of `work` on a 3 GHz core.
+fn default_rounds() -> u64 {
+    400_000
+}
+
+/// A quarter of the default `work`.
+fn default_steady_rounds() -> u64 {
+    100_000
+}
+
+/// `rounds` dependent steps of an xorshift-multiply chain from `start`;
+/// returns where it ends.
+#[inline(never)]
+pub fn chain(rounds: u64, start: u64) -> u64 {
+    let mut x = start | 1;
+    for _ in 0..std::hint::black_box(rounds) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    }
+    x
+}
+
+/// A fixed amount of CPU work in two ranges: `work` (`rounds` steps)
+/// and `steady` (`steady_rounds`).
+#[derive(Debug)]
+pub struct CpuWork {
+    parameters: WorkParameters,
+}
+
+fn cpu_work() -> anyhow::Result<CpuWork> {
+    let parameters: WorkParameters = profiling_core::target::parameters()?;
+    if parameters.rounds == 0 {
+        return Err(ParameterError::new("rounds", "must be >= 1, got 0").into());
+    }
+    Ok(CpuWork { parameters })
+}
+
+#[profile_target(name = "cpu-work", factory = cpu_work)]
+impl ProfileTarget for CpuWork {
+    /// Where the chain starts: from the record's id, so that records differ.
+    type Prepared = u64;
+    /// Where `work` and `steady` ended.
+    type Output = (u64, u64);
+
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<u64> {
+        Ok(record
+            .id
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            }))
+    }
+
+    fn run(&mut self, start: &u64) -> anyhow::Result<(u64, u64)> {
+        let work = {
+            let _range = profiling_range("work");
+            chain(self.parameters.rounds, *start)
+        };
+        let steady = {
+            let _range = profiling_range("steady");
+            chain(self.parameters.steady_rounds, work)
+        };
+        Ok((work, steady))
+    }
+
+    fn summarize(&self, &(work, steady): &(u64, u64)) -> Summary {
+        Summary::from([
+            ("rounds".to_owned(), Value::from(self.parameters.rounds)),
+            (
+                "steady_rounds".to_owned(),
+                Value::from(self.parameters.steady_rounds),
+            ),
+            ("work_end".to_owned(), Value::from(format!("{work:016x}"))),
+            ("steady_end".to_owned(), Value::from(format!("{steady:016x}"))),
+        ])
+    }
+}
