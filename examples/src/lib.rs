@@ -39,9 +39,9 @@ pub mod postprocess;
 pub mod preprocess;
 pub mod synthetic;
 pub mod targets;
-pub mod work;
 #[cfg(feature = "tch")]
 pub mod tensor_targets;
+pub mod work;
 
 // Without the feature, `profile-cli run smoke-tensor` says how to get it.
 #[cfg(not(feature = "tch"))]

@@ -109,7 +109,10 @@ impl ProfileTarget for CpuWork {
                 Value::from(self.parameters.steady_rounds),
             ),
             ("work_end".to_owned(), Value::from(format!("{work:016x}"))),
-            ("steady_end".to_owned(), Value::from(format!("{steady:016x}"))),
+            (
+                "steady_end".to_owned(),
+                Value::from(format!("{steady:016x}")),
+            ),
         ])
     }
 }

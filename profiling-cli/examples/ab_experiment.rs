@@ -270,7 +270,10 @@ impl Experiment {
              {} tries a figure, {cores} cores, load average at the start {}\n",
             self.options.iterations,
             self.options.tries,
-            load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
         ));
         Ok(())
     }
@@ -321,7 +324,12 @@ impl Experiment {
     }
 
     /// Two runs one after the other, compared.
-    fn sequential(&mut self, base: &Path, candidate: &Path, extra: &[&str]) -> anyhow::Result<Verdicts> {
+    fn sequential(
+        &mut self,
+        base: &Path,
+        candidate: &Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Verdicts> {
         let out = self.options.out.display().to_string();
         let mut dirs = Vec::new();
         for config in [base, candidate] {
@@ -345,7 +353,12 @@ impl Experiment {
     }
 
     /// One paired run.
-    fn paired(&mut self, base: &Path, candidate: &Path, extra: &[&str]) -> anyhow::Result<Verdicts> {
+    fn paired(
+        &mut self,
+        base: &Path,
+        candidate: &Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Verdicts> {
         let out = self.options.out.display().to_string();
         let id = self.run_id("ab");
         let (base, candidate) = (base.display().to_string(), candidate.display().to_string());
@@ -416,7 +429,9 @@ impl Experiment {
         let change = self.options.change;
         let (base, candidate) = (self.config(0.0)?, self.config(change)?);
         let load = Load::start(self.options.seed + 1)?;
-        let ab = self.tries(&format!("+{change} % ab"), |e| e.paired(&base, &candidate, &[]))?;
+        let ab = self.tries(&format!("+{change} % ab"), |e| {
+            e.paired(&base, &candidate, &[])
+        })?;
         let compare = self.tries(&format!("+{change} % compare"), |e| {
             e.sequential(&base, &candidate, &[])
         })?;
@@ -453,10 +468,7 @@ impl Experiment {
                 } else {
                     None
                 };
-                let label = format!(
-                    "+{level} % ab {}",
-                    if loaded { "loaded" } else { "quiet" }
-                );
+                let label = format!("+{level} % ab {}", if loaded { "loaded" } else { "quiet" });
                 let tally = self.tries(&label, |e| {
                     e.paired(&base, &candidate, &["--noise-threshold", "0"])
                 })?;
@@ -470,7 +482,9 @@ impl Experiment {
             self.report
                 .push_str(&format!("| {level} % | {} |\n", cells.join(" | ")));
         }
-        let word = |level: Option<f64>| level.map_or("none of those tried".to_owned(), |l| format!("{l} %"));
+        let word = |level: Option<f64>| {
+            level.map_or("none of those tried".to_owned(), |l| format!("{l} %"))
+        };
         self.report.push_str(&format!(
             "\nSmallest: loaded {}, quiet {}.\n",
             word(smallest[0]),
@@ -530,7 +544,10 @@ fn verdicts(json: &str) -> anyhow::Result<Verdicts> {
         let verdict = row["verdict"].as_str().unwrap_or("?");
         let kind = row["kind"].as_str().unwrap_or("?");
         if kind == "pass" {
-            pass = Some((verdict.to_owned(), row["ratio"].as_f64().unwrap_or(f64::NAN)));
+            pass = Some((
+                verdict.to_owned(),
+                row["ratio"].as_f64().unwrap_or(f64::NAN),
+            ));
         } else if verdict == "slower" || verdict == "faster" {
             let name = row["name"].as_str().unwrap_or(kind);
             others_decided.push(format!("{name} {verdict}"));
