@@ -74,6 +74,10 @@ enum Command {
         /// Print a JSON array instead of a table.
         #[arg(long)]
         json: bool,
+        /// Show the registered data sources instead: name, source location, description and the
+        /// parameters each takes.
+        #[arg(long)]
+        sources: bool,
     },
     /// Run a target: warmup passes, then measured passes inside the capture range.
     ///
@@ -523,7 +527,13 @@ fn main_in(
         runs_here(&mut command, here);
     }
     let result = match command {
-        Command::List { json } => list::list(json, workspace_root, out, err),
+        Command::List { json, sources } => {
+            if sources {
+                list::list_sources(json, workspace_root, out)
+            } else {
+                list::list(json, workspace_root, out, err)
+            }
+        }
         Command::Run(run_args) => run::run(run_args, &args, workspace_root, out, err),
         #[cfg(feature = "full")]
         Command::Compare(compare_args) => {

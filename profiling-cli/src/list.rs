@@ -1,6 +1,7 @@
 //! `profile-cli list`: every registered target, the drafts not compiled,
 //! and the targets a feature would add; as a table, or the targets as a
-//! JSON array.
+//! JSON array. `list --sources`: every registered data source and its
+//! parameters.
 
 use std::io::Write;
 use std::path::Path;
@@ -179,5 +180,65 @@ pub(crate) fn list(
         listing.table(out, err)?;
     }
     listing.duplicate_warnings(err)?;
+    Ok(EXIT_OK)
+}
+
+/// One registered data source, as `list --sources` shows it.
+#[derive(Debug, Serialize)]
+struct ListedSource {
+    name: &'static str,
+    /// Its source file, relative to the workspace where it is inside.
+    file: String,
+    line: u32,
+    type_name: &'static str,
+    description: &'static str,
+    /// The keys of its `data_source` mapping besides `name`.
+    parameters: Vec<&'static str>,
+}
+
+/// `profile-cli list --sources`: a block per source (name, place,
+/// description, then its parameters), or a JSON array.
+pub(crate) fn list_sources(json: bool, root: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let sources: Vec<ListedSource> = profiling_core::data::sources()
+        .into_iter()
+        .map(|entry| {
+            let file = std::path::Path::new(entry.file);
+            ListedSource {
+                name: entry.name,
+                file: file
+                    .strip_prefix(root)
+                    .unwrap_or(file)
+                    .to_string_lossy()
+                    .into_owned(),
+                line: entry.line,
+                type_name: entry.type_name,
+                description: entry.doc,
+                parameters: entry.parameters(),
+            }
+        })
+        .collect();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&sources)?)?;
+        return Ok(EXIT_OK);
+    }
+    let name_width = sources.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let places: Vec<String> = sources
+        .iter()
+        .map(|s| format!("{}:{}", s.file, s.line))
+        .collect();
+    let place_width = places.iter().map(String::len).max().unwrap_or(0);
+    for (source, place) in sources.iter().zip(&places) {
+        let line = format!(
+            "{:name_width$}  {:place_width$}  {}",
+            source.name, place, source.description
+        );
+        writeln!(out, "{}", line.trim_end())?;
+        let parameters = if source.parameters.is_empty() {
+            "(any keys)".to_owned()
+        } else {
+            source.parameters.join(", ")
+        };
+        writeln!(out, "{:name_width$}  parameters: {parameters}", "")?;
+    }
     Ok(EXIT_OK)
 }

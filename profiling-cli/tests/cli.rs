@@ -694,7 +694,7 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
         (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),
         (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
-        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: expected one of dummy, images".to_owned()),
+        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: the registered ones are dummy, images".to_owned()),
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
         (vec!["cli-doubler", "--device", "cuda"], format!("error: device `cuda:0`: {}", if cfg!(feature = "tch") {
                 "libtorch sees no CUDA device on this machine"

@@ -308,8 +308,8 @@ fn refusals_exit_2_name_what_is_wrong_and_leave_no_files() {
             "error: --from `postprocess_detections`: expected <file.rs>::<function>".to_owned(),
         ),
         (
-            vec!["new".into(), "x".into(), "--from".into(), format!("{postprocess}::iou"), "--data-source".into(), "video".into(), "--directory".into(), elsewhere.into()],
-            "error: --data-source: unknown data source `video`: expected one of dummy, images".to_owned(),
+            vec!["new".into(), "x".into(), "--from".into(), format!("{postprocess}::iou"), "--data-source".into(), "webcam".into(), "--directory".into(), elsewhere.into()],
+            "error: --data-source: unknown data source `webcam`: the registered ones are dummy, images".to_owned(),
         ),
         (
             vec!["new".into(), "x".into(), "--from".into(), format!("{postprocess}::iou"), "--device".into(), "gpu".into()],

@@ -5,7 +5,6 @@
 //! Errors name the file and the key (with line and column when serde knows
 //! them) and say which values are allowed.
 
-pub use crate::data::KNOWN_SOURCES;
 pub use crate::yaml::{check_literal_path, describe_value, parse_size};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -1264,7 +1263,10 @@ fn resolve_data_source(
             None if override_name.is_none() => {
                 return Err((
                     "data_source.name".to_owned(),
-                    format!("missing: one of {}", KNOWN_SOURCES.join(", ")),
+                    format!(
+                        "missing: one of {}",
+                        crate::data::source_names().join(", ")
+                    ),
                 ))
             }
             None => {}
@@ -1280,15 +1282,8 @@ fn resolve_data_source(
         }
         config.name = name.to_owned();
     }
-    if !KNOWN_SOURCES.contains(&config.name.as_str()) {
-        return Err((
-            "data_source.name".to_owned(),
-            format!(
-                "unknown data source `{}`: expected one of {}",
-                config.name,
-                KNOWN_SOURCES.join(", ")
-            ),
-        ));
+    if let Err(error) = crate::data::find_source(&config.name) {
+        return Err(("data_source.name".to_owned(), error.to_string()));
     }
     Ok(config)
 }

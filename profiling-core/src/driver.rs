@@ -16,7 +16,7 @@ pub mod config {
     pub use crate::config::{
         check_literal_path, check_profile_name, check_run_id, describe_value, locate_key, Batches,
         CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, GpuTiming, LastBatch, Overrides,
-        RecordLoading, DEFAULT_CAPTURE_RANGE, KNOWN_SOURCES, WORKLOAD_KEYS,
+        RecordLoading, DEFAULT_CAPTURE_RANGE, WORKLOAD_KEYS,
     };
 }
 /// The machine, the build and the checkout a run is made on.

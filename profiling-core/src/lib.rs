@@ -67,7 +67,7 @@ mod timing;
 mod trace;
 mod yaml;
 
-pub use profiling_macros::{nvtx_range, profile_target};
+pub use profiling_macros::{data_source, nvtx_range, profile_target};
 
 /// Everything a target needs: `use profiling_core::prelude::*;`.
 pub mod prelude {
@@ -75,7 +75,7 @@ pub mod prelude {
     pub use crate::device::Device;
     pub use crate::nvtx::{profiling_range, profiling_range_if_cuda, RangeGuard};
     pub use crate::target::{ProfileTarget, Summary};
-    pub use profiling_macros::{nvtx_range, profile_target};
+    pub use profiling_macros::{data_source, nvtx_range, profile_target};
 }
 
 pub use prelude::*;
@@ -103,6 +103,7 @@ macro_rules! targets_needing_feature {
 /// Items the macros expand to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::data::{build_source, SourceEntry};
     pub use crate::registry::{FactoryOutput, TargetEntry, UnavailableTarget};
     pub use crate::runner::{open_target, run_target, RunError, RunOutcome, RunPlan, SteppedRun};
     pub use anyhow;

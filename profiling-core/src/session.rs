@@ -919,12 +919,37 @@ fn data_source_error(planned: &Planned, error: DataError) -> SessionError {
         DataError::Parameters { message, .. } => ("data_source".to_owned(), message),
         other => return other.into(),
     };
-    ConfigError::Invalid {
-        file: planned.config_path.clone(),
-        key,
-        message,
+    located(planned, key, message).into()
+}
+
+/// An error about `key` of the config, found after it was parsed: at the
+/// key's line and column in the file where it can be found there (for
+/// serde's refusal of an unknown field, which names the mapping, the
+/// field's), else naming the key.
+fn located(planned: &Planned, key: String, message: String) -> ConfigError {
+    let field = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(field, _)| format!("{key}.{field}"));
+    let position = planned.config_path.as_deref().and_then(|path| {
+        field
+            .as_deref()
+            .and_then(|field| crate::config::locate_key(path, field))
+            .or_else(|| crate::config::locate_key(path, &key))
+    });
+    match position {
+        Some((line, column)) => ConfigError::Syntax {
+            file: planned.config_path.clone(),
+            line,
+            column,
+            message: format!("{key}: {message}"),
+        },
+        None => ConfigError::Invalid {
+            file: planned.config_path.clone(),
+            key,
+            message,
+        },
     }
-    .into()
 }
 
 /// A failure of the target that is a refusal of the run, so that nothing
@@ -952,33 +977,7 @@ fn refusal_of(
             };
             // Found after the config was parsed: its position is looked up
             // in the file, as the parser gives the other keys'.
-            // serde's own refusal of an unknown field names the mapping:
-            // the position is the field's.
-            let field = parameter
-                .message
-                .strip_prefix("unknown field `")
-                .and_then(|rest| rest.split_once('`'))
-                .map(|(field, _)| format!("{key}.{field}"));
-            let position = planned.config_path.as_deref().and_then(|path| {
-                field
-                    .as_deref()
-                    .and_then(|field| crate::config::locate_key(path, field))
-                    .or_else(|| crate::config::locate_key(path, &key))
-            });
-            return Err(match position {
-                Some((line, column)) => ConfigError::Syntax {
-                    file: planned.config_path.clone(),
-                    line,
-                    column,
-                    message: format!("{key}: {}", parameter.message),
-                },
-                None => ConfigError::Invalid {
-                    file: planned.config_path.clone(),
-                    key,
-                    message: parameter.message.clone(),
-                },
-            }
-            .into());
+            return Err(located(planned, key, parameter.message.clone()).into());
         }
     }
     // Records that cannot be read before the passes, and inputs too large:

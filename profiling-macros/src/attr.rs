@@ -34,6 +34,61 @@ pub(crate) struct ProfileTargetArgs {
     pub krate: Option<Path>,
 }
 
+/// `#[data_source(...)]`.
+#[derive(Default)]
+pub(crate) struct DataSourceArgs {
+    /// The source name, checked against the name rule; required.
+    pub name: Option<LitStr>,
+    /// The one-line description, instead of the type's doc comment.
+    pub description: Option<LitStr>,
+    /// The path of `profiling_core`, for re-exports.
+    pub krate: Option<Path>,
+}
+
+impl Parse for DataSourceArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut args = DataSourceArgs::default();
+        let grammar = Grammar {
+            macro_name: "data_source",
+            keys: &["name", "description", "crate"],
+            named: "source",
+            sample_name: "my-source",
+        };
+        grammar.parse_each(input, |arg, input| match arg {
+            Arg::Bare(_) => grammar.set_name(arg, input, &mut args.name, check_source_name),
+            Arg::Keyed(ref key) if key == "name" => {
+                grammar.set_name(arg, input, &mut args.name, check_source_name)
+            }
+            Arg::Keyed(key) if key == "description" => {
+                let description = string_value(
+                    input.parse()?,
+                    "`description` takes a string: `description = \"...\"`",
+                )?;
+                set_once(
+                    &mut args.description,
+                    description,
+                    key.span(),
+                    "`description`",
+                )
+            }
+            // `crate`, the one key left: `parse_each` passes known keys only.
+            Arg::Keyed(key) => set_once(
+                &mut args.krate,
+                parse_crate_path(input)?,
+                key.span(),
+                "`crate`",
+            ),
+        })?;
+        if args.name.is_none() {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "name the data source, as configs pick it by `data_source.name`: `#[data_source(name = \"my-source\")]`",
+            ));
+        }
+        Ok(args)
+    }
+}
+
 impl Parse for NvtxRangeArgs {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let mut args = NvtxRangeArgs::default();
@@ -354,6 +409,20 @@ fn check_target_name(name: LitStr) -> syn::Result<LitStr> {
         Some(problem) => Err(syn::Error::new(
             name.span(),
             format!("invalid target name {value:?}: {problem}\n{TARGET_NAME_RULE}"),
+        )),
+    }
+}
+
+fn check_source_name(name: LitStr) -> syn::Result<LitStr> {
+    let value = name.value();
+    match target_name_problem(&value) {
+        None => Ok(name),
+        Some(problem) => Err(syn::Error::new(
+            name.span(),
+            format!(
+                "invalid data source name {value:?}: {problem}\n{}",
+                TARGET_NAME_RULE.replace("target", "data source")
+            ),
         )),
     }
 }

@@ -13,7 +13,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ItemFn, ItemImpl, LitStr, Path};
 
-use crate::attr::{NvtxRangeArgs, ProfileTargetArgs};
+use crate::attr::{DataSourceArgs, NvtxRangeArgs, ProfileTargetArgs};
 use crate::doc::{first_doc_line, type_ident};
 use crate::name::{kebab_case, target_name_problem, TARGET_NAME_RULE};
 use crate::tokens::compact_tokens;
@@ -126,6 +126,50 @@ pub(crate) fn profile_target(
                     takes_batches: #takes_batches,
                     launch: __profiling_launch,
                     open: __profiling_open,
+                }
+            }
+        };
+    })
+}
+
+/// The impl block as written, then its registry entry.
+pub(crate) fn data_source(
+    args: DataSourceArgs,
+    block: ItemImpl,
+    source_doc: impl FnOnce(&str) -> Option<String>,
+) -> syn::Result<TokenStream> {
+    let krate = args.krate.clone().unwrap_or_else(default_crate_path);
+    let self_ty = &block.self_ty;
+    let name = args.name.as_ref().expect("the arguments require a name");
+    let type_name = compact_tokens(self_ty);
+    let doc = match &args.description {
+        Some(description) => description.value(),
+        None => first_doc_line(&block.attrs)
+            .or_else(|| {
+                type_ident(self_ty).and_then(|ident| source_doc(&ident.unraw().to_string()))
+            })
+            .unwrap_or_default(),
+    };
+    let impl_span = block.impl_token.span;
+    let file = quote_spanned!(impl_span=> ::core::file!());
+    let line = quote_spanned!(impl_span=> ::core::line!());
+    Ok(quote! {
+        #block
+
+        const _: () = {
+            fn __profiling_parameters() -> ::std::vec::Vec<&'static str> {
+                #krate::data::parameter_fields::<<#self_ty as #krate::data::RecordSource>::Parameters>()
+            }
+
+            #krate::__private::inventory::submit! {
+                #krate::__private::SourceEntry {
+                    name: #name,
+                    type_name: #type_name,
+                    file: #file,
+                    line: #line,
+                    doc: #doc,
+                    parameters: __profiling_parameters,
+                    build: #krate::__private::build_source::<#self_ty>,
                 }
             }
         };

@@ -124,6 +124,70 @@ pub(crate) fn target_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
     Ok(block)
 }
 
+/// The impl block under `#[data_source]`, checked: a positive impl of
+/// `RecordSource` with no generic parameters.
+pub(crate) fn source_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
+    let item = syn::parse2::<Item>(tokens)?;
+    let block = match item {
+        Item::Impl(block) => block,
+        other => {
+            let (what, span) = describe(&other);
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "`#[data_source]` goes on an `impl RecordSource for YourSource` block, not on {what}"
+                ),
+            ));
+        }
+    };
+    let self_ty = &block.self_ty;
+    let Some((negative, trait_path, _)) = &block.trait_ else {
+        let impl_token = block.impl_token;
+        return Err(syn::Error::new_spanned(
+            quote!(#impl_token #self_ty),
+            format!(
+                "`#[data_source]` goes on the `RecordSource` impl of a type, and this is an inherent \
+                 impl\nwrite `impl RecordSource for {}` and put the attribute there",
+                crate::tokens::compact_tokens(self_ty)
+            ),
+        ));
+    };
+    if !trait_path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "RecordSource")
+    {
+        return Err(syn::Error::new_spanned(
+            trait_path,
+            format!(
+                "`#[data_source]` goes on an `impl RecordSource for ...` block, and this implements `{}`",
+                crate::tokens::compact_tokens(trait_path)
+            ),
+        ));
+    }
+    if let Some(bang) = negative {
+        return Err(syn::Error::new(
+            bang.span,
+            "a negative impl says the type is not a data source: it cannot be registered as one",
+        ));
+    }
+    if !block.generics.params.is_empty() {
+        let generics = &block.generics;
+        return Err(syn::Error::new_spanned(
+            generics,
+            format!(
+                "a data source must be a concrete type, and this impl is generic over {}: a config picks \
+                 a source by its name alone, with nothing to choose the parameters\nimplement \
+                 `RecordSource` for each concrete type, like `impl RecordSource for {}`, each with its \
+                 own name",
+                generic_names(generics),
+                concrete_example(self_ty),
+            ),
+        ));
+    }
+    Ok(block)
+}
+
 fn generic_names(generics: &syn::Generics) -> String {
     let names: Vec<String> = generics
         .params

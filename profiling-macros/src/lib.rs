@@ -1,5 +1,6 @@
 //! The attributes of the snippet profiler: [`macro@profile_target`]
-//! registers a target, [`macro@nvtx_range`] puts a function in an NVTX range.
+//! registers a target, [`macro@data_source`] a data source, and
+//! [`macro@nvtx_range`] puts a function in an NVTX range.
 //!
 //! Use them through `profiling_core`, which re-exports both and holds the
 //! code they expand to: `use profiling_core::prelude::*;`.
@@ -214,6 +215,84 @@ pub fn profile_target(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// The doc line of `type_name` in the file being expanded, if it is there.
+/// Registers a data source under a name, so that a config's
+/// `data_source.name` can pick it.
+///
+/// Goes on the `impl RecordSource for YourSource` block (the trait is
+/// `profiling_core::data::RecordSource`). The block is kept as written;
+/// next to it the attribute adds an entry in the link-time registry
+/// (`profiling_core::data::sources()`) with the source's name, where it is
+/// defined, a one-line description, the keys of its parameters (the fields
+/// of its `Parameters` struct) and a function that deserializes them from
+/// the config and opens the source. `profile-cli list --sources` shows it.
+///
+/// ```
+/// use profiling_core::data::{DataRecord, RecordSource};
+/// use profiling_core::prelude::*;
+///
+/// /// The numbers 0 to `count` - 1, one a record.
+/// struct Counting {
+///     count: usize,
+/// }
+///
+/// #[derive(serde::Deserialize)]
+/// struct CountingParameters {
+///     count: usize,
+/// }
+///
+/// #[data_source(name = "counting")]
+/// impl RecordSource for Counting {
+///     type Parameters = CountingParameters;
+///
+///     fn open(parameters: CountingParameters) -> anyhow::Result<Self> {
+///         Ok(Counting { count: parameters.count })
+///     }
+///
+///     fn len(&self) -> usize {
+///         self.count
+///     }
+///
+///     fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
+///         Ok(DataRecord { id: format!("n{index}"), ..DataRecord::default() })
+///     }
+/// }
+/// # fn main() {
+/// let entry = profiling_core::data::find_source("counting").unwrap();
+/// assert_eq!(entry.doc, "The numbers 0 to `count` - 1, one a record.");
+/// assert_eq!(entry.parameters(), ["count"]);
+/// # }
+/// ```
+///
+/// # Arguments
+///
+/// - `"name"` or `name = "name"` (required): the name configs pick it by,
+///   under the same rule as target names: 1 to 100 characters, an ASCII
+///   letter or digit, then ASCII letters, digits, `-`, `_` or `.`.
+/// - `description = "..."`: the one-line description `list --sources`
+///   shows. Without it, the first line of the doc comment on the impl
+///   block, or else of the type's doc comment when the type is defined in
+///   the same file as the impl.
+/// - `crate = path`: where `profiling_core` is, when it is reached through a
+///   re-export (default `::profiling_core`).
+///
+/// # Where it goes
+///
+/// On a positive `impl RecordSource for T` where `T` is a concrete type: a
+/// config picks a source by its name alone, so nothing could choose the
+/// parameters of a generic impl.
+#[proc_macro_attribute]
+pub fn data_source(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let block = item::source_impl(item.clone());
+    let args = syn::parse::<attr::DataSourceArgs>(args);
+    let expanded = match (args, block) {
+        (Ok(args), Ok(block)) => expand::data_source(args, block, source_doc),
+        (Err(args_error), Err(item_error)) => Err(combine(item_error, args_error)),
+        (Err(error), _) | (_, Err(error)) => Err(error),
+    };
+    with_item_on_error(expanded, item)
+}
+
 fn source_doc(type_name: &str) -> Option<String> {
     let path = proc_macro::Span::call_site().local_file()?;
     doc::type_doc_in_file(&path, type_name)

@@ -401,12 +401,8 @@ fn generate_with(
 fn check_request(request: &NewSnippet) -> Result<(), SnippetError> {
     check_profile_name(&request.name)
         .map_err(|message| SnippetError::Usage(format!("profile name: {message}")))?;
-    if !profiling_core::data::KNOWN_SOURCES.contains(&request.data_source.as_str()) {
-        return Err(SnippetError::Usage(format!(
-            "--data-source: unknown data source `{}`: expected one of {}",
-            request.data_source,
-            profiling_core::data::KNOWN_SOURCES.join(", ")
-        )));
+    if let Err(error) = profiling_core::data::find_source(&request.data_source) {
+        return Err(SnippetError::Usage(format!("--data-source: {error}")));
     }
     Ok(())
 }

@@ -842,10 +842,10 @@ fn bad_names_specs_and_options_are_usage_errors() {
     );
 
     let mut request = fixture.request("extract-source", "::helper");
-    request.data_source = "video".to_owned();
+    request.data_source = "webcam".to_owned();
     assert_eq!(
         snippet::generate(&request).unwrap_err().to_string(),
-        "--data-source: unknown data source `video`: expected one of dummy, images"
+        "--data-source: unknown data source `webcam`: the registered ones are dummy, images"
     );
 
     for (spec, expected) in [

@@ -43,7 +43,7 @@ fn known_keys(source: &str) -> Vec<String> {
         .iter()
         .flat_map(|key| [(*key).to_owned(), format!("workload.{key}")]);
     let parameters = parameter_names(source)
-        .iter()
+        .into_iter()
         .map(|key| format!("data_source.{key}"));
     workload
         .chain(OTHER_KEYS.iter().map(|key| (*key).to_owned()))

@@ -23,41 +23,38 @@ use crate::yaml::check_literal_path;
 /// The file extensions read, compared without regard to case.
 pub const EXTENSIONS: &[&str] = &["bmp", "jpeg", "jpg", "png", "tif", "tiff", "webp"];
 
-/// The keys of [`ImageParameters`].
-pub(crate) const PARAMETERS: &[&str] = &[
-    "directory",
-    "paths",
-    "decode",
-    "limit",
-    "repeat",
-    "max_file_bytes",
-    "oversized",
-];
-
 /// The largest image file read when `max_file_bytes` does not say: 512 MiB,
 /// far above any photograph or video frame, far below what would exhaust
 /// memory before a decoder refused it.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 512 << 20;
 
+/// Parameters of the images source as the config writes them; see the
+/// module docs.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ImageParameters {
-    directory: Option<PathBuf>,
-    paths: Option<Vec<PathBuf>>,
+pub struct ImageParameters {
+    /// The directory whose image files are read (not its subdirectories).
+    pub directory: Option<PathBuf>,
+    /// The files to read, instead of a directory.
+    pub paths: Option<Vec<PathBuf>>,
+    /// Decode the images (default true); false gives records with a path only.
     #[serde(default = "default_decode")]
-    decode: bool,
-    limit: Option<usize>,
-    repeat: Option<usize>,
+    pub decode: bool,
+    /// Keep the first N files.
+    pub limit: Option<usize>,
+    /// Cycle the files until this many records.
+    pub repeat: Option<usize>,
     /// A size (`1 GiB`, or bytes): larger files are never read.
-    max_file_bytes: Option<serde_yaml::Value>,
+    pub max_file_bytes: Option<serde_yaml::Value>,
+    /// What becomes of a file larger than `max_file_bytes`.
     #[serde(default)]
-    oversized: Oversized,
+    pub oversized: Oversized,
 }
 
 /// What becomes of an image file larger than `max_file_bytes`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Oversized {
+pub enum Oversized {
     /// The source is refused, naming the file and its size.
     #[default]
     Refuse,
@@ -109,7 +106,11 @@ impl ImageSource {
     /// Builds the source from its config parameters, listing the files now
     /// so that a missing or empty directory is reported before any run.
     pub fn from_parameters(parameters: &serde_yaml::Mapping) -> Result<Self, DataError> {
-        let params: ImageParameters = parse_parameters("images", parameters)?;
+        Self::from_parsed(parse_parameters("images", parameters)?)
+    }
+
+    /// [`from_parameters`](Self::from_parameters) once they are parsed.
+    pub fn from_parsed(params: ImageParameters) -> Result<Self, DataError> {
         let (origin, mut files) =
             match (params.directory, params.paths) {
                 (Some(_), Some(_)) => {
@@ -606,14 +607,37 @@ impl DataSource for ImageSource {
     }
 }
 
-#[cfg(test)]
-mod parameter_tests {
-    #[test]
-    fn the_parameter_names_are_the_fields() {
-        let error = serde_yaml::from_str::<super::ImageParameters>("unknown: 1").unwrap_err();
-        assert_eq!(
-            crate::data::expected_fields(&error.to_string()),
-            super::PARAMETERS
-        );
+// Registered as `images`: what it reads is what its `DataSource` impl
+// reads, in parallel.
+#[profiling_macros::data_source(
+    name = "images",
+    description = "Image files from a directory or a list, decoded to RGB.",
+    crate = crate
+)]
+impl super::RecordSource for ImageSource {
+    type Parameters = ImageParameters;
+
+    fn open(parameters: ImageParameters) -> anyhow::Result<Self> {
+        Ok(ImageSource::from_parsed(parameters)?)
+    }
+
+    fn len(&self) -> usize {
+        DataSource::len(self)
+    }
+
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
+        Ok(DataSource::read(self, index)?)
+    }
+
+    fn describe(&self) -> BTreeMap<String, Value> {
+        DataSource::describe(self)
+    }
+
+    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
+        Ok(Some(DataSource::estimated_bytes(self)?))
+    }
+
+    fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
+        Ok(DataSource::read_rest(self, known)?)
     }
 }

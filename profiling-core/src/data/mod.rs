@@ -1,7 +1,10 @@
 //! Data records and the sources that produce them.
 //!
 //! A source is named in the config (`data_source.name`) with its parameters
-//! beside the name; [`build`] turns that into a [`DataSource`]. Eager runs
+//! beside the name; [`build`] turns that into a [`DataSource`]. Every source
+//! is registered at link time ([`sources`]): the built-in ones, and those a
+//! crate defines with `#[data_source(name = "...")]` on an
+//! `impl RecordSource` block. Eager runs
 //! read every record once before any pass; lazy runs read them afresh in
 //! each pass. [`check_fits_in_memory`] refuses an eager run whose decoded
 //! records would not fit in memory, before any of them is read. The
@@ -10,6 +13,7 @@
 pub mod cache;
 pub mod dummy;
 pub mod images;
+mod registry;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,8 +21,9 @@ use std::sync::Arc;
 
 use serde_yaml::Value;
 
-/// The names `data_source.name` accepts: the sources `data::build` builds.
-pub const KNOWN_SOURCES: &[&str] = &["dummy", "images"];
+pub use registry::{
+    build_source, find_source, parameter_fields, source_names, sources, RecordSource, SourceEntry,
+};
 
 /// One input of a target: an image, tensors, or both, with where it came from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -81,8 +86,22 @@ impl DataRecord {
 /// parameter, directory or file involved.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    #[error("unknown data source `{name}`: expected one of {}", KNOWN_SOURCES.join(", "))]
-    UnknownSource { name: String },
+    #[error("unknown data source `{name}: the registered ones are {known}")]
+    UnknownSource {
+        /// The name, its closing backquote and any near match.
+        name: String,
+        /// The registered names, comma-separated.
+        known: String,
+    },
+    #[error("data source `{name}` is registered twice, by {places}: rename one")]
+    AmbiguousSource { name: String, places: String },
+    #[error("data_source ({source_name}): {}{message}", record.map_or(String::new(), |i| format!("record {i}: ")))]
+    Source {
+        source_name: String,
+        /// The record being read, when reading one.
+        record: Option<usize>,
+        message: String,
+    },
     #[error("data_source.{key}: {message}")]
     Parameter { key: String, message: String },
     #[error("data_source ({source_name}): {message}")]
@@ -218,49 +237,20 @@ pub trait DataSource: Send + Sync {
 }
 
 /// Builds the source named `name` from its parameters (every key of the
-/// `data_source` mapping but `name`). It knows every name the config
-/// accepts ([`KNOWN_SOURCES`]).
+/// `data_source` mapping but `name` and the run's own keys): any
+/// registered source ([`sources`]).
 pub fn build(
     name: &str,
     parameters: &serde_yaml::Mapping,
 ) -> Result<Box<dyn DataSource>, DataError> {
-    match name {
-        "dummy" => Ok(Box::new(dummy::DummySource::from_parameters(parameters)?)),
-        "images" => Ok(Box::new(images::ImageSource::from_parameters(parameters)?)),
-        other => Err(DataError::UnknownSource {
-            name: other.to_owned(),
-        }),
-    }
+    find_source(name)?.build(parameters)
 }
 
 /// The parameters the source `name` takes: the keys of its `data_source`
-/// mapping besides `name`, `cache` and `cache_max_bytes` (none for a name
-/// [`build`] does not know).
-pub fn parameter_names(name: &str) -> &'static [&'static str] {
-    match name {
-        "dummy" => dummy::PARAMETERS,
-        "images" => images::PARAMETERS,
-        _ => &[],
-    }
-}
-
-/// The fields serde lists in an unknown-field error, for the tests that
-/// keep each source's [`parameter_names`] equal to its fields.
-#[cfg(test)]
-pub(crate) fn expected_fields(message: &str) -> Vec<String> {
-    let list = message
-        .split_once("expected one of ")
-        .map_or("", |(_, list)| list);
-    list.split(", ")
-        .map(|field| {
-            field
-                .trim_start_matches('`')
-                .split('`')
-                .next()
-                .unwrap_or("")
-                .to_owned()
-        })
-        .collect()
+/// mapping besides `name` and the run's own keys (none for a name no
+/// source is registered as).
+pub fn parameter_names(name: &str) -> Vec<&'static str> {
+    find_source(name).map_or_else(|_| Vec::new(), SourceEntry::parameters)
 }
 
 /// [`build`], with the decoded-image cache `cache` when there is one: only
@@ -409,8 +399,8 @@ mod tests {
     }
 
     #[test]
-    fn every_name_the_config_accepts_is_a_source_build_knows() {
-        for name in KNOWN_SOURCES {
+    fn every_registered_name_is_a_source_build_knows() {
+        for name in source_names() {
             let built = build(name, &serde_yaml::Mapping::new());
             assert!(
                 !matches!(built, Err(DataError::UnknownSource { .. })),

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use profiling_core::data;
-use profiling_core::driver::config::{ConfigFile, KNOWN_SOURCES};
+use profiling_core::driver::config::ConfigFile;
 
 /// The keys of the `data_source` mapping that the config reads itself
 /// (every other key is a parameter of the source), and the one key of the
@@ -61,7 +61,7 @@ fn accepted_keys() -> BTreeSet<String> {
                 .map(|field| format!("{section}.{field}")),
         );
     }
-    for source in KNOWN_SOURCES {
+    for source in data::source_names() {
         keys.extend(
             data::parameter_names(source)
                 .iter()

@@ -1,0 +1,389 @@
+//! The link-time registry of data sources, and the trait a source of one's
+//! own implements.
+//!
+//! `#[data_source(name = "...")]` on an `impl RecordSource for T` block
+//! submits one [`SourceEntry`] through `inventory`, as `#[profile_target]`
+//! does for targets; the built-in sources (`dummy`, `images`) register the
+//! same way. `data_source.name` in a config picks an entry by name, and the
+//! entry builds the source from the rest of the `data_source` mapping,
+//! deserialized into the source's [`RecordSource::Parameters`].
+
+use std::collections::BTreeMap;
+
+use serde::de::{self, DeserializeOwned, Visitor};
+use serde_yaml::Value;
+
+use super::{parse_parameters, DataError, DataRecord, DataSource};
+
+/// A data source: what `#[data_source(name = "...")]` registers.
+///
+/// The config's `data_source` mapping, less `name` and the run's own keys
+/// (`cache`, `cache_max_bytes`, `shuffle`, `records`), is deserialized into
+/// [`Parameters`](RecordSource::Parameters): a key it has no field for, or a
+/// value of the wrong type, is an error naming the file, the key and its
+/// line and column, before anything runs. [`open`](RecordSource::open) then
+/// builds the source; [`read`](RecordSource::read) gives record `index` of
+/// `0..len()`, once per run for eager loading and once per pass for lazy.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use profiling_core::data::{DataRecord, RecordSource};
+/// use profiling_core::prelude::*;
+///
+/// /// Boxes that overlap in clusters, as a detector's proposals do.
+/// struct Clusters {
+///     parameters: ClusterParameters,
+/// }
+///
+/// #[derive(serde::Deserialize)]
+/// #[serde(deny_unknown_fields)]
+/// struct ClusterParameters {
+///     records: usize,
+///     #[serde(default = "ten")]
+///     boxes: usize,
+/// }
+///
+/// fn ten() -> usize {
+///     10
+/// }
+///
+/// #[data_source(name = "clusters")]
+/// impl RecordSource for Clusters {
+///     type Parameters = ClusterParameters;
+///
+///     fn open(parameters: ClusterParameters) -> anyhow::Result<Self> {
+///         anyhow::ensure!(parameters.records > 0, "records: must be >= 1");
+///         Ok(Clusters { parameters })
+///     }
+///
+///     fn len(&self) -> usize {
+///         self.parameters.records
+///     }
+///
+///     fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
+///         let boxes: Vec<f32> = (0..self.parameters.boxes * 4)
+///             .map(|i| (index * 7 + i) as f32 % 50.0)
+///             .collect();
+///         let boxes = ndarray::ArrayD::from_shape_vec(vec![self.parameters.boxes, 4], boxes)?;
+///         Ok(DataRecord {
+///             id: format!("cluster-{index}"),
+///             tensors: BTreeMap::from([("boxes".to_owned(), boxes)]),
+///             ..DataRecord::default()
+///         })
+///     }
+/// }
+///
+/// # fn main() {
+/// let entry = profiling_core::data::find_source("clusters").unwrap();
+/// assert_eq!(entry.parameters(), ["records", "boxes"]);
+/// let source = profiling_core::data::build("clusters", &serde_yaml::from_str("{records: 3}").unwrap()).unwrap();
+/// assert_eq!(source.len(), 3);
+/// assert_eq!(source.read(2).unwrap().tensor("boxes").unwrap().shape(), [10, 4]);
+/// # }
+/// ```
+pub trait RecordSource: Send + Sync + Sized + 'static {
+    /// The source's parameters, deserialized from the config's
+    /// `data_source` mapping. A struct deriving `serde::Deserialize` lists
+    /// its keys in `list --sources` and in sweeps.
+    type Parameters: DeserializeOwned;
+
+    /// Builds the source: find its files, check what the parameters ask
+    /// for. An error refuses the run before any pass, naming the source; a
+    /// [`DataError`] returned here (through `anyhow`) is kept as it is, so
+    /// `DataError::Parameter` names the key at fault.
+    fn open(parameters: Self::Parameters) -> anyhow::Result<Self>;
+
+    /// How many records one pass reads.
+    fn len(&self) -> usize;
+
+    /// Reads record `index` (`0..len()`). Record ids should be unique.
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord>;
+
+    /// The source's own summary of what it reads, for the manifest.
+    fn describe(&self) -> BTreeMap<String, Value> {
+        BTreeMap::new()
+    }
+
+    /// Bytes one pass's records hold in memory, when known without reading
+    /// them: eager loading is refused before it starts when they would not
+    /// fit. `None` (the default) leaves the check to the records' count.
+    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
+        Ok(None)
+    }
+
+    /// Reads every record from `known.len()` on, after the `known` ones:
+    /// override it to read in parallel.
+    fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
+        let mut records = known;
+        records.truncate(self.len());
+        for index in records.len()..self.len() {
+            records.push(self.read(index)?);
+        }
+        Ok(records)
+    }
+}
+
+/// One registered data source, as `#[data_source]` describes it.
+#[derive(Debug)]
+pub struct SourceEntry {
+    /// The name `data_source.name` takes.
+    pub name: &'static str,
+    /// The implementing type as written in the impl block.
+    pub type_name: &'static str,
+    /// The source file of the impl block, as the compiler names it.
+    pub file: &'static str,
+    /// The line of the impl block.
+    pub line: u32,
+    /// The first line of the impl's or the type's doc comment, or empty.
+    pub doc: &'static str,
+    /// The keys of its parameters ([`parameter_fields`] of its type).
+    pub parameters: fn() -> Vec<&'static str>,
+    /// Builds the source from its `data_source` mapping.
+    pub build: fn(&'static str, &serde_yaml::Mapping) -> Result<Box<dyn DataSource>, DataError>,
+}
+
+inventory::collect!(SourceEntry);
+
+impl SourceEntry {
+    /// The keys its parameters take.
+    pub fn parameters(&self) -> Vec<&'static str> {
+        (self.parameters)()
+    }
+
+    /// Builds the source from its `data_source` mapping.
+    pub fn build(&self, parameters: &serde_yaml::Mapping) -> Result<Box<dyn DataSource>, DataError> {
+        (self.build)(self.name, parameters)
+    }
+}
+
+/// Every registered source, sorted by name.
+pub fn sources() -> Vec<&'static SourceEntry> {
+    let mut entries: Vec<&'static SourceEntry> =
+        inventory::iter::<SourceEntry>.into_iter().collect();
+    entries.sort_by(|a, b| (a.name, a.file, a.line).cmp(&(b.name, b.file, b.line)));
+    entries
+}
+
+/// The names `data_source.name` accepts, sorted, each once.
+pub fn source_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = sources().into_iter().map(|e| e.name).collect();
+    names.dedup();
+    names
+}
+
+/// The source registered as `name`: refused when none is, or when two
+/// are (naming where each is defined).
+pub fn find_source(name: &str) -> Result<&'static SourceEntry, DataError> {
+    let matching: Vec<&'static SourceEntry> =
+        sources().into_iter().filter(|e| e.name == name).collect();
+    match matching.as_slice() {
+        [entry] => Ok(entry),
+        [] => {
+            let names = source_names();
+            let near = crate::registry::near_matches(name, names.iter().copied());
+            Err(DataError::UnknownSource {
+                name: match near.first() {
+                    Some(near) => format!("{name}` (did you mean `{near}`?)"),
+                    None => format!("{name}`"),
+                },
+                known: names.join(", "),
+            })
+        }
+        several => Err(DataError::AmbiguousSource {
+            name: name.to_owned(),
+            places: several
+                .iter()
+                .map(|e| format!("{} ({}:{})", e.type_name, e.file, e.line))
+                .collect::<Vec<_>>()
+                .join(" and "),
+        }),
+    }
+}
+
+/// What `#[data_source]` registers as [`SourceEntry::build`]: the
+/// parameters deserialized (an error names the key), the source opened,
+/// and wrapped as a [`DataSource`].
+pub fn build_source<S: RecordSource>(
+    name: &'static str,
+    parameters: &serde_yaml::Mapping,
+) -> Result<Box<dyn DataSource>, DataError> {
+    let parameters: S::Parameters = parse_parameters(name, parameters)?;
+    let source = S::open(parameters).map_err(|error| source_error(name, None, error))?;
+    Ok(Box::new(Registered { name, source }))
+}
+
+/// A [`RecordSource`] as the runner reads it.
+pub(crate) struct Registered<S> {
+    pub(crate) name: &'static str,
+    pub(crate) source: S,
+}
+
+impl<S: RecordSource> DataSource for Registered<S> {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn describe(&self) -> BTreeMap<String, Value> {
+        self.source.describe()
+    }
+
+    fn len(&self) -> usize {
+        self.source.len()
+    }
+
+    fn estimated_bytes(&self) -> Result<u64, DataError> {
+        Ok(self
+            .source
+            .estimated_bytes()
+            .map_err(|error| source_error(self.name, None, error))?
+            .unwrap_or(0))
+    }
+
+    fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+        self.source
+            .read(index)
+            .map_err(|error| source_error(self.name, Some(index), error))
+    }
+
+    fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {
+        self.source
+            .read_rest(known)
+            .map_err(|error| source_error(self.name, None, error))
+    }
+}
+
+/// A source's error as a [`DataError`]: one it returned is kept; anything
+/// else names the source and, when reading, the record.
+fn source_error(name: &str, index: Option<usize>, error: anyhow::Error) -> DataError {
+    match error.downcast::<DataError>() {
+        Ok(error) => error,
+        Err(error) => DataError::Source {
+            source_name: name.to_owned(),
+            record: index,
+            message: format!("{error:#}"),
+        },
+    }
+}
+
+/// The keys a `Deserialize` struct reads, as its derive lists them; empty
+/// for a type that is not a struct (a map takes any key).
+///
+/// ```
+/// #[derive(serde::Deserialize)]
+/// struct Settings {
+///     path: String,
+///     #[serde(default)]
+///     limit: Option<usize>,
+/// }
+/// assert_eq!(profiling_core::data::parameter_fields::<Settings>(), ["path", "limit"]);
+/// ```
+pub fn parameter_fields<T: DeserializeOwned>() -> Vec<&'static str> {
+    let mut fields = None;
+    let _ = T::deserialize(FieldProbe(&mut fields));
+    fields.unwrap_or_default().to_vec()
+}
+
+/// A deserializer that answers nothing and notes the fields a struct asks
+/// for.
+struct FieldProbe<'a>(&'a mut Option<&'static [&'static str]>);
+
+#[derive(Debug)]
+struct Probed;
+
+impl std::fmt::Display for Probed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("probed")
+    }
+}
+
+impl std::error::Error for Probed {}
+
+impl de::Error for Probed {
+    fn custom<T: std::fmt::Display>(_message: T) -> Self {
+        Probed
+    }
+}
+
+impl<'de> de::Deserializer<'de> for FieldProbe<'_> {
+    type Error = Probed;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Probed> {
+        Err(Probed)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Probed> {
+        *self.0 = Some(fields);
+        Err(Probed)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_struct_lists_its_fields_and_a_map_none() {
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Two {
+            first: u8,
+            #[serde(rename = "second_key")]
+            second: Option<String>,
+        }
+        assert_eq!(parameter_fields::<Two>(), ["first", "second_key"]);
+        assert!(parameter_fields::<BTreeMap<String, u8>>().is_empty());
+    }
+
+    #[test]
+    fn the_built_in_sources_are_registered_with_their_fields() {
+        let names = source_names();
+        assert!(names.contains(&"dummy") && names.contains(&"images"), "{names:?}");
+        let dummy = find_source("dummy").unwrap();
+        assert!(dummy.file.ends_with("dummy.rs"), "{}", dummy.file);
+        assert_eq!(
+            dummy.parameters(),
+            [
+                "record_count",
+                "limit",
+                "image_shape",
+                "include_image",
+                "tensor_shape",
+                "detections"
+            ]
+        );
+        assert!(find_source("images")
+            .unwrap()
+            .parameters()
+            .contains(&"directory"));
+    }
+
+    #[test]
+    fn a_misspelt_name_is_told_the_near_one() {
+        let error = find_source("imgaes").unwrap_err().to_string();
+        assert!(
+            error.starts_with("unknown data source `imgaes` (did you mean `images`?): the registered ones are "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_registered_ones() {
+        let error = find_source("tensorz").unwrap_err().to_string();
+        assert!(
+            error.starts_with("unknown data source `tensorz`: the registered ones are ")
+                && error.contains("dummy, images"),
+            "{error}"
+        );
+    }
+}
