@@ -135,6 +135,61 @@ impl ProfileTarget for Scaled {
     }
 }
 
+/// Records of a known sum: record `i` holds `tensor` = `[i, i + 1, ...]`
+/// of `width` values, and fails to read at `fail_at`.
+struct Counting {
+    parameters: CountingParameters,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountingParameters {
+    records: usize,
+    #[serde(default = "four")]
+    width: usize,
+    #[serde(default)]
+    fail_at: Option<usize>,
+}
+
+fn four() -> usize {
+    4
+}
+
+#[data_source(name = "cli-counting")]
+impl profiling_core::data::RecordSource for Counting {
+    type Parameters = CountingParameters;
+
+    fn open(parameters: CountingParameters) -> anyhow::Result<Self> {
+        anyhow::ensure!(parameters.records > 0, "`records` must be at least 1");
+        Ok(Counting { parameters })
+    }
+
+    fn len(&self) -> usize {
+        self.parameters.records
+    }
+
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
+        anyhow::ensure!(self.parameters.fail_at != Some(index), "the file is truncated");
+        let width = self.parameters.width;
+        let values: Vec<f32> = (0..width).map(|v| (index + v) as f32).collect();
+        Ok(DataRecord {
+            id: format!("counted-{index}"),
+            tensors: std::collections::BTreeMap::from([(
+                "tensor".to_owned(),
+                ndarray::ArrayD::from_shape_vec(vec![width], values)?,
+            )]),
+            ..DataRecord::default()
+        })
+    }
+
+    fn describe(&self) -> std::collections::BTreeMap<String, Value> {
+        std::collections::BTreeMap::from([(
+            "records".to_owned(),
+            Value::from(self.parameters.records as u64),
+        )])
+    }
+}
+
 mod common;
 
 use common::{cli, Outcome};
@@ -221,6 +276,113 @@ fn list_warns_about_shared_names_with_both_places() {
         warning.contains(&first) && warning.contains(&second),
         "{warning}"
     );
+}
+
+#[test]
+fn list_sources_shows_each_source_its_place_and_parameters() {
+    let outcome = cli(&["list", "--sources"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let lines: Vec<&str> = outcome.stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("cli-counting "))
+        .expect("the test's source is listed");
+    let place = format!(
+        "profiling-cli/tests/cli.rs:{}",
+        line_of("impl profiling_core::data::RecordSource for Counting")
+    );
+    assert!(lines[at].contains(&place), "{}", lines[at]);
+    assert!(
+        lines[at].ends_with("Records of a known sum: record `i` holds `tensor` = `[i, i + 1, ...]`"),
+        "{}",
+        lines[at]
+    );
+    assert_eq!(
+        lines[at + 1].trim_start(),
+        "parameters: records, width, fail_at"
+    );
+    for name in ["dummy", "images"] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("{name} "))),
+            "{name}: {}",
+            outcome.stdout
+        );
+    }
+    let json = cli(&["list", "--sources", "--json"]);
+    let sources: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let counting = sources
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "cli-counting")
+        .unwrap();
+    assert_eq!(
+        counting["parameters"],
+        serde_json::json!(["records", "width", "fail_at"])
+    );
+    assert_eq!(counting["type_name"], "Counting");
+}
+
+#[test]
+fn a_source_of_ones_own_is_picked_by_name_and_given_its_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "target: {name: cli-doubler}
+data_source:
+  name: cli-counting
+  records: 3
+  width: 5
+warmup: 1
+iterations: 2
+",
+    )
+    .unwrap();
+    let outcome = cli(&["run", "--config", config.to_str().unwrap(), "--run-id", "own"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let manifest = read_manifest(&manifest_path(&outcome.stdout));
+    assert_eq!(
+        manifest["record_ids"],
+        Value::from(vec!["counted-0", "counted-1", "counted-2"])
+    );
+    assert_eq!(manifest["data_source"]["name"], "cli-counting");
+    assert_eq!(manifest["data_source"]["description"]["records"], 3);
+    // Record 2 is [2, 3, 4, 5, 6], doubled: 40.
+    assert_eq!(manifest["output_summaries"][2]["summary"]["sum"], 40.0);
+}
+
+#[test]
+fn a_source_of_ones_own_refuses_bad_parameters_and_records_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, source: &str| -> String {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!("target: {{name: cli-doubler}}\ndata_source:\n  name: cli-counting\n{source}"),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let typo = write("typo.yaml", "  records: 2\n  widht: 3\n");
+    let wrong_type = write("type.yaml", "  records: two\n");
+    let refused = write("zero.yaml", "  records: 0\n");
+    let unreadable = write("unreadable.yaml", "  records: 3\n  fail_at: 1\n");
+    for (config, expected) in [
+        (&typo, format!("error: {typo}:5:10: data_source: unknown field `widht`, expected one of `records`, `width`, `fail_at`")),
+        (&wrong_type, format!("error: {wrong_type}:4:12: data_source.records: invalid type: string \"two\", expected usize")),
+        (&refused, "error: data_source (cli-counting): `records` must be at least 1".to_owned()),
+        (&unreadable, "error: data_source (cli-counting): record 1: the file is truncated".to_owned()),
+    ] {
+        let outcome = cli(&["run", "--config", config, "--run-id", "bad"]);
+        assert_eq!(outcome.code, 2, "{config}: {}", outcome.stderr);
+        assert!(
+            outcome.stderr.lines().any(|l| l == expected),
+            "{config}: expected {expected:?} in\n{}",
+            outcome.stderr
+        );
+        assert!(!dir.path().join("runs/bad").exists(), "{config}: nothing is written");
+    }
 }
 
 #[test]
@@ -675,9 +837,9 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &broken], format!("error: {broken}:2:1: ")),
         (vec!["--config", &missing_dir], "error: image directory /no/such/dir does not exist".to_owned()),
         (vec!["--config", &empty_dir], format!("error: image directory {} holds no images", empty.display())),
-        (vec!["--config", &tilde], format!("error: {tilde}: data_source.directory: `~/pictures` starts with `~`")),
-        (vec!["--config", &colour], format!("error: {colour}: data_source: unknown field `colour`, expected one of")),
-        (vec!["--config", &count], format!("error: {count}: data_source.record_count: invalid type: string \"many\"")),
+        (vec!["--config", &tilde], format!("error: {tilde}:2:40: data_source.directory: `~/pictures` starts with `~`")),
+        (vec!["--config", &colour], format!("error: {colour}:2:36: data_source: unknown field `colour`, expected one of")),
+        (vec!["--config", &count], format!("error: {count}:2:42: data_source.record_count: invalid type: string \"many\"")),
         (vec!["--config", &no_scale], format!("error: {no_scale}: target.parameters: missing field `scale`")),
         (vec!["--config", &bad_scale], format!("error: {bad_scale}:1:48: target.parameters.scale: invalid type: string \"big\"")),
         (vec!["--config", &typo_scale], format!("error: {typo_scale}:5:12: target.parameters: unknown field `sclae`, expected `scale`")),
@@ -694,7 +856,7 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
         (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),
         (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
-        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: the registered ones are dummy, images".to_owned()),
+        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: the registered ones are cli-counting, dummy, images".to_owned()),
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
         (vec!["cli-doubler", "--device", "cuda"], format!("error: device `cuda:0`: {}", if cfg!(feature = "tch") {
                 "libtorch sees no CUDA device on this machine"

@@ -117,9 +117,24 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
         let mut records = known;
         records.truncate(self.len());
         for index in records.len()..self.len() {
-            records.push(self.read(index)?);
+            records.push(self.read(index).map_err(|error| at_record(index, error))?);
         }
         Ok(records)
+    }
+}
+
+/// `error`, from reading record `index`, as a [`DataError::Source`] that
+/// says so (the source's name is filled in by [`source_error`]); a
+/// [`DataError`] is kept as it is.
+fn at_record(index: usize, error: anyhow::Error) -> anyhow::Error {
+    match error.downcast::<DataError>() {
+        Ok(error) => error.into(),
+        Err(error) => DataError::Source {
+            source_name: String::new(),
+            record: Some(index),
+            message: format!("{error:#}"),
+        }
+        .into(),
     }
 }
 
@@ -256,6 +271,15 @@ impl<S: RecordSource> DataSource for Registered<S> {
 /// else names the source and, when reading, the record.
 fn source_error(name: &str, index: Option<usize>, error: anyhow::Error) -> DataError {
     match error.downcast::<DataError>() {
+        Ok(DataError::Source {
+            source_name,
+            record,
+            message,
+        }) if source_name.is_empty() => DataError::Source {
+            source_name: name.to_owned(),
+            record: record.or(index),
+            message,
+        },
         Ok(error) => error,
         Err(error) => DataError::Source {
             source_name: name.to_owned(),
