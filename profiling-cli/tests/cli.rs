@@ -169,7 +169,10 @@ impl profiling_core::data::RecordSource for Counting {
     }
 
     fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
-        anyhow::ensure!(self.parameters.fail_at != Some(index), "the file is truncated");
+        anyhow::ensure!(
+            self.parameters.fail_at != Some(index),
+            "the file is truncated"
+        );
         let width = self.parameters.width;
         let values: Vec<f32> = (0..width).map(|v| (index + v) as f32).collect();
         Ok(DataRecord {
@@ -293,7 +296,8 @@ fn list_sources_shows_each_source_its_place_and_parameters() {
     );
     assert!(lines[at].contains(&place), "{}", lines[at]);
     assert!(
-        lines[at].ends_with("Records of a known sum: record `i` holds `tensor` = `[i, i + 1, ...]`"),
+        lines[at]
+            .ends_with("Records of a known sum: record `i` holds `tensor` = `[i, i + 1, ...]`"),
         "{}",
         lines[at]
     );
@@ -339,7 +343,13 @@ iterations: 2
 ",
     )
     .unwrap();
-    let outcome = cli(&["run", "--config", config.to_str().unwrap(), "--run-id", "own"]);
+    let outcome = cli(&[
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--run-id",
+        "own",
+    ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     let manifest = read_manifest(&manifest_path(&outcome.stdout));
     assert_eq!(

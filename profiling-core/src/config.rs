@@ -1263,10 +1263,7 @@ fn resolve_data_source(
             None if override_name.is_none() => {
                 return Err((
                     "data_source.name".to_owned(),
-                    format!(
-                        "missing: one of {}",
-                        crate::data::source_names().join(", ")
-                    ),
+                    format!("missing: one of {}", crate::data::source_names().join(", ")),
                 ))
             }
             None => {}

@@ -166,7 +166,10 @@ impl SourceEntry {
     }
 
     /// Builds the source from its `data_source` mapping.
-    pub fn build(&self, parameters: &serde_yaml::Mapping) -> Result<Box<dyn DataSource>, DataError> {
+    pub fn build(
+        &self,
+        parameters: &serde_yaml::Mapping,
+    ) -> Result<Box<dyn DataSource>, DataError> {
         (self.build)(self.name, parameters)
     }
 }
@@ -372,7 +375,10 @@ mod tests {
     #[test]
     fn the_built_in_sources_are_registered_with_their_fields() {
         let names = source_names();
-        assert!(names.contains(&"dummy") && names.contains(&"images"), "{names:?}");
+        assert!(
+            names.contains(&"dummy") && names.contains(&"images"),
+            "{names:?}"
+        );
         let dummy = find_source("dummy").unwrap();
         assert!(dummy.file.ends_with("dummy.rs"), "{}", dummy.file);
         assert_eq!(
@@ -396,7 +402,9 @@ mod tests {
     fn a_misspelt_name_is_told_the_near_one() {
         let error = find_source("imgaes").unwrap_err().to_string();
         assert!(
-            error.starts_with("unknown data source `imgaes` (did you mean `images`?): the registered ones are "),
+            error.starts_with(
+                "unknown data source `imgaes` (did you mean `images`?): the registered ones are "
+            ),
             "{error}"
         );
     }
