@@ -396,6 +396,88 @@ fn a_source_of_ones_own_refuses_bad_parameters_and_records_by_name() {
 }
 
 #[test]
+fn records_and_shuffle_pick_and_order_the_records_eager_and_lazy() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, selection: &str, lazy: bool| -> (Value, Vec<String>) {
+        let config = dir.path().join(format!("{name}.yaml"));
+        let loading = if lazy {
+            "record_loading: lazy\ntarget: {name: cli-doubler, profile_prepare: true}\n"
+        } else {
+            "target: {name: cli-doubler}\n"
+        };
+        std::fs::write(
+            &config,
+            format!(
+                "{loading}data_source: {{name: dummy, record_count: 8, {selection}}}\nseed: 11\n"
+            ),
+        )
+        .unwrap();
+        let outcome = cli(&[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--run-id",
+            name,
+        ]);
+        assert_eq!(outcome.code, 0, "{name}: {}", outcome.stderr);
+        let manifest = read_manifest(&manifest_path(&outcome.stdout));
+        let ids = manifest["record_ids"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_str().unwrap().to_owned())
+            .collect();
+        (manifest, ids)
+    };
+    for lazy in [false, true] {
+        let which = if lazy { "lazy" } else { "eager" };
+        let (manifest, ids) = run(
+            &format!("picked-{which}"),
+            "records: [dummy-5, dummy-2]",
+            lazy,
+        );
+        assert_eq!(ids, ["dummy-5", "dummy-2"], "{which}");
+        assert_eq!(
+            manifest["data_source"]["records"],
+            Value::from(vec!["dummy-5", "dummy-2"])
+        );
+        // Record 5 is arange(16) + 5: (120 + 80) * 2.
+        assert_eq!(manifest["output_summaries"][0]["summary"]["sum"], 400.0);
+
+        let (manifest, shuffled) = run(&format!("shuffled-{which}"), "shuffle: true", lazy);
+        assert_eq!(manifest["data_source"]["shuffle"], true);
+        let (_, again) = run(&format!("again-{which}"), "shuffle: true", lazy);
+        assert_eq!(shuffled, again, "{which}: the same seed, the same order");
+        let mut sorted = shuffled.clone();
+        sorted.sort();
+        let all: Vec<String> = (0..8).map(|i| format!("dummy-{i}")).collect();
+        assert_eq!(sorted, all, "{which}: every record once");
+        assert_ne!(shuffled, all, "{which}: shuffled");
+    }
+    let (_, eager) = run("order-eager", "shuffle: true", false);
+    let (_, lazy) = run("order-lazy", "shuffle: true", true);
+    assert_eq!(eager, lazy, "eager and lazy runs read the same order");
+
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "target: {name: cli-doubler}\ndata_source:\n  name: dummy\n  records: [dummy-0, dummy-9]\n",
+    )
+    .unwrap();
+    let outcome = cli(&["run", "--config", bad.to_str().unwrap(), "--run-id", "bad"]);
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains(&format!(
+            "error: {}:4:12: data_source.records: no record `dummy-9` in the `dummy` source",
+            bad.display()
+        )),
+        "{}",
+        outcome.stderr
+    );
+    assert!(!dir.path().join("runs/bad").exists());
+}
+
+#[test]
 fn list_json_parses() {
     let outcome = cli(&["list", "--json"]);
     assert_eq!(outcome.code, 0);

@@ -64,6 +64,8 @@ pub struct DataSourceConfig {
     pub name: String,
     pub parameters: Mapping,
     pub cache: CacheConfig,
+    /// `shuffle` and `records`: which records, in what order.
+    pub selection: crate::data::Selection,
 }
 
 impl Default for DataSourceConfig {
@@ -72,6 +74,7 @@ impl Default for DataSourceConfig {
             name: "dummy".to_owned(),
             parameters: Mapping::new(),
             cache: CacheConfig::default(),
+            selection: crate::data::Selection::default(),
         }
     }
 }
@@ -1269,6 +1272,7 @@ fn resolve_data_source(
             None => {}
         }
         config.cache = take_cache_keys(&mut parameters)?;
+        config.selection = take_selection_keys(&mut parameters)?;
         config.parameters = parameters;
     }
     if let Some(name) = override_name {
@@ -1276,6 +1280,7 @@ fn resolve_data_source(
             // Parameters belong to the source they were written for.
             config.parameters = Mapping::new();
             config.cache = CacheConfig::default();
+            config.selection = crate::data::Selection::default();
         }
         config.name = name.to_owned();
     }
@@ -1333,6 +1338,55 @@ fn take_cache_keys(parameters: &mut Mapping) -> Result<CacheConfig, (String, Str
             .map_err(|message| ("data_source.cache_max_bytes".to_owned(), message))?;
     }
     Ok(cache)
+}
+
+/// Takes `shuffle` and `records` out of a source's parameters: they pick
+/// the run's records, for every source.
+fn take_selection_keys(
+    parameters: &mut Mapping,
+) -> Result<crate::data::Selection, (String, String)> {
+    let mut selection = crate::data::Selection::default();
+    if let Some(value) = parameters.remove("shuffle") {
+        selection.shuffle = match value {
+            Value::Bool(shuffle) => shuffle,
+            other => {
+                return Err((
+                    "data_source.shuffle".to_owned(),
+                    format!("expected `true` or `false`, got {}", describe_value(&other)),
+                ))
+            }
+        };
+    }
+    if let Some(value) = parameters.remove("records") {
+        let Value::Sequence(entries) = value else {
+            return Err((
+                "data_source.records".to_owned(),
+                format!(
+                    "expected a list of record ids, got {}",
+                    describe_value(&value)
+                ),
+            ));
+        };
+        let ids = entries
+            .iter()
+            .enumerate()
+            .map(|(position, entry)| match entry {
+                Value::String(id) => Ok(id.clone()),
+                // A COCO image id, or a number as a file name.
+                Value::Number(number) => Ok(number.to_string()),
+                other => Err((
+                    "data_source.records".to_owned(),
+                    format!(
+                        "entry {}: expected a record id, got {}",
+                        position + 1,
+                        describe_value(other)
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        selection.records = Some(ids);
+    }
+    Ok(selection)
 }
 
 /// A profile name becomes a directory name: `[A-Za-z0-9._-]+`, starting with

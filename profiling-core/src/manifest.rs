@@ -177,6 +177,9 @@ pub struct ManifestTarget {
 pub struct ManifestDataSource {
     pub name: String,
     pub description: BTreeMap<String, Value>,
+    /// `shuffle` and `records`, when the config set them.
+    #[serde(flatten)]
+    pub selection: crate::data::Selection,
 }
 
 /// How much work the run was asked to do.
@@ -285,6 +288,7 @@ impl Manifest {
             data_source: ManifestDataSource {
                 name: "dummy".to_owned(),
                 description: BTreeMap::new(),
+                selection: Default::default(),
             },
             record_ids: Vec::new(),
             record_batches: Vec::new(),

@@ -263,6 +263,7 @@ pub fn check_batches(planned: &Planned) -> Result<(), SessionError> {
     let config = &planned.config;
     if config.batch_size > 1 && config.last_batch == LastBatch::Drop {
         let source = data::build(&config.data_source.name, &config.data_source.parameters)
+            .and_then(|source| select_records(source, config))
             .map_err(|error| data_source_error(planned, error))?;
         check_whole_batch(planned, source.len())?;
     }
@@ -681,6 +682,7 @@ fn prepare(
         &config.data_source.parameters,
         cache.clone(),
     )
+    .and_then(|source| select_records(source, config))
     .map_err(|error| data_source_error(planned, error))?;
     let description = source.describe();
     // Read before the records take their share of it.
@@ -786,6 +788,7 @@ fn manifest_of(
         data_source: ManifestDataSource {
             name: config.data_source.name.clone(),
             description,
+            selection: config.data_source.selection.clone(),
         },
         record_ids: outcome_view.record_ids,
         record_batches: outcome_view.record_batches,
@@ -909,6 +912,19 @@ fn write(
             (kept, Some(failure))
         }
     }
+}
+
+/// The records of `source` the config's `records` and `shuffle` pick,
+/// shuffled by the run's seed (0 without one).
+fn select_records(
+    source: Box<dyn data::DataSource>,
+    config: &Config,
+) -> Result<Box<dyn data::DataSource>, DataError> {
+    data::select(
+        source,
+        &config.data_source.selection,
+        config.seed.unwrap_or(0),
+    )
 }
 
 /// A data source's parameters are part of the config: their errors name

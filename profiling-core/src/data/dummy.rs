@@ -392,6 +392,10 @@ impl DataSource for DummySource {
         "dummy"
     }
 
+    fn record_id(&self, index: usize) -> Option<String> {
+        (index < self.record_count).then(|| format!("dummy-{index}"))
+    }
+
     fn describe(&self) -> BTreeMap<String, Value> {
         let mut described = BTreeMap::from([
             (
@@ -501,6 +505,10 @@ impl super::RecordSource for DummySource {
 
     fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
         Ok(Some(DataSource::estimated_bytes(self)?))
+    }
+
+    fn record_id(&self, index: usize) -> Option<String> {
+        DataSource::record_id(self, index)
     }
 }
 

@@ -266,16 +266,23 @@ impl ImageSource {
         (&self.files[index % count], index / count)
     }
 
-    fn record(&self, index: usize, image: Option<image::RgbImage>) -> DataRecord {
+    /// Record `index`'s id: its file's stem, with `-repeat-<k>` after it
+    /// in the k-th repeat.
+    fn id(&self, index: usize) -> String {
         let (path, repeat) = self.position(index);
         let stem = path
             .file_stem()
             .map_or_else(|| path.to_string_lossy(), |s| s.to_string_lossy());
-        let id = if repeat == 0 {
+        if repeat == 0 {
             stem.into_owned()
         } else {
             format!("{stem}-repeat-{repeat}")
-        };
+        }
+    }
+
+    fn record(&self, index: usize, image: Option<image::RgbImage>) -> DataRecord {
+        let (path, repeat) = self.position(index);
+        let id = self.id(index);
         let mut metadata = BTreeMap::new();
         if let Some(image) = &image {
             metadata.insert("width".to_owned(), Value::from(image.width()));
@@ -466,6 +473,10 @@ impl DataSource for ImageSource {
         "images"
     }
 
+    fn record_id(&self, index: usize) -> Option<String> {
+        (index < DataSource::len(self)).then(|| self.id(index))
+    }
+
     fn describe(&self) -> BTreeMap<String, Value> {
         let mut description = BTreeMap::new();
         match &self.origin {
@@ -639,5 +650,9 @@ impl super::RecordSource for ImageSource {
 
     fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
         Ok(DataSource::read_rest(self, known)?)
+    }
+
+    fn record_id(&self, index: usize) -> Option<String> {
+        DataSource::record_id(self, index)
     }
 }

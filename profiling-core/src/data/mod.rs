@@ -14,6 +14,7 @@ pub mod cache;
 pub mod dummy;
 pub mod images;
 mod registry;
+mod select;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use serde_yaml::Value;
 pub use registry::{
     build_source, find_source, parameter_fields, source_names, sources, RecordSource, SourceEntry,
 };
+pub use select::{select, Selection};
 
 /// One input of a target: an image, tensors, or both, with where it came from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -219,6 +221,12 @@ pub trait DataSource: Send + Sync {
     fn estimated_bytes(&self) -> Result<u64, DataError>;
     /// Reads record `index` (`0..len()`).
     fn read(&self, index: usize) -> Result<DataRecord, DataError>;
+    /// Record `index`'s id without reading it, when the source knows it;
+    /// `None` when only reading it tells.
+    fn record_id(&self, index: usize) -> Option<String> {
+        let _ = index;
+        None
+    }
     /// Reads every record, in order: in parallel where the source can.
     fn read_all(&self) -> Result<Vec<DataRecord>, DataError> {
         self.read_rest(Vec::new())

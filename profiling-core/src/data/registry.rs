@@ -111,6 +111,14 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
         Ok(None)
     }
 
+    /// Record `index`'s id without reading it, when the source knows it
+    /// (a file's name): `records: [id, ...]` then picks records without
+    /// reading the others. `None` (the default) reads a record to learn it.
+    fn record_id(&self, index: usize) -> Option<String> {
+        let _ = index;
+        None
+    }
+
     /// Reads every record from `known.len()` on, after the `known` ones:
     /// override it to read in parallel.
     fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
@@ -261,6 +269,10 @@ impl<S: RecordSource> DataSource for Registered<S> {
         self.source
             .read(index)
             .map_err(|error| source_error(self.name, Some(index), error))
+    }
+
+    fn record_id(&self, index: usize) -> Option<String> {
+        self.source.record_id(index)
     }
 
     fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {
