@@ -438,14 +438,14 @@ fn records_and_shuffle_pick_and_order_the_records_eager_and_lazy() {
         );
         assert_eq!(ids, ["dummy-5", "dummy-2"], "{which}");
         assert_eq!(
-            manifest["data_source"]["records"],
+            manifest["workload"]["records"],
             Value::from(vec!["dummy-5", "dummy-2"])
         );
         // Record 5 is arange(16) + 5: (120 + 80) * 2.
         assert_eq!(manifest["output_summaries"][0]["summary"]["sum"], 400.0);
 
         let (manifest, shuffled) = run(&format!("shuffled-{which}"), "shuffle: true", lazy);
-        assert_eq!(manifest["data_source"]["shuffle"], true);
+        assert_eq!(manifest["workload"]["shuffle"], true);
         let (_, again) = run(&format!("again-{which}"), "shuffle: true", lazy);
         assert_eq!(shuffled, again, "{which}: the same seed, the same order");
         let mut sorted = shuffled.clone();
@@ -461,14 +461,14 @@ fn records_and_shuffle_pick_and_order_the_records_eager_and_lazy() {
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
         &bad,
-        "target: {name: cli-doubler}\ndata_source:\n  name: dummy\n  records: [dummy-0, dummy-9]\n",
+        "target: {name: cli-doubler}\ndata_source: {name: dummy}\nworkload:\n  records: [dummy-0, dummy-9]\n",
     )
     .unwrap();
     let outcome = cli(&["run", "--config", bad.to_str().unwrap(), "--run-id", "bad"]);
     assert_eq!(outcome.code, 2, "{}", outcome.stderr);
     assert!(
         outcome.stderr.contains(&format!(
-            "error: {}:4:12: data_source.records: no record `dummy-9` in the `dummy` source",
+            "error: {}:4:12: workload.records: no record `dummy-9` in the `dummy` source",
             bad.display()
         )),
         "{}",
@@ -948,7 +948,7 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
         (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),
         (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
-        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: the registered ones are cli-counting, dummy, images".to_owned()),
+        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: the registered ones are cli-counting, dummy, images, tensors".to_owned()),
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
         (vec!["cli-doubler", "--device", "cuda"], format!("error: device `cuda:0`: {}", if cfg!(feature = "tch") {
                 "libtorch sees no CUDA device on this machine"

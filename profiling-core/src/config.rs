@@ -33,6 +33,9 @@ pub struct Config {
     pub last_batch: LastBatch,
     pub record_loading: RecordLoading,
     pub seed: Option<u64>,
+    /// `workload.shuffle` and `workload.records`: which of the source's
+    /// records a pass reads, and in what order.
+    pub selection: crate::data::Selection,
     pub validate_output: bool,
     pub capture_range: String,
     pub output_dir: Option<PathBuf>,
@@ -64,8 +67,6 @@ pub struct DataSourceConfig {
     pub name: String,
     pub parameters: Mapping,
     pub cache: CacheConfig,
-    /// `shuffle` and `records`: which records, in what order.
-    pub selection: crate::data::Selection,
 }
 
 impl Default for DataSourceConfig {
@@ -74,7 +75,6 @@ impl Default for DataSourceConfig {
             name: "dummy".to_owned(),
             parameters: Mapping::new(),
             cache: CacheConfig::default(),
-            selection: crate::data::Selection::default(),
         }
     }
 }
@@ -443,6 +443,8 @@ struct RawConfig {
     last_batch: Option<LastBatch>,
     record_loading: Option<RecordLoading>,
     seed: Option<u64>,
+    shuffle: Option<bool>,
+    records: Option<Vec<Value>>,
     validate_output: Option<bool>,
     capture_range: Option<String>,
     output_dir: Option<PathBuf>,
@@ -482,6 +484,8 @@ struct RawWorkload {
     last_batch: Option<LastBatch>,
     record_loading: Option<RecordLoading>,
     seed: Option<u64>,
+    shuffle: Option<bool>,
+    records: Option<Vec<Value>>,
     validate_output: Option<bool>,
     capture_range: Option<String>,
 }
@@ -787,6 +791,8 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "capture_range",
     "batch_size",
     "last_batch",
+    "shuffle",
+    "records",
 ];
 
 /// Sets `key` (dotted) in `root` as [`ConfigFile::with_edits`] says.
@@ -902,6 +908,13 @@ fn resolve(
         .validate_output
         .or(workload.and_then(|w| w.validate_output))
         .unwrap_or(true);
+    let selection = crate::data::Selection {
+        shuffle: raw
+            .shuffle
+            .or(workload.and_then(|w| w.shuffle))
+            .unwrap_or(false),
+        records: resolving.records()?,
+    };
     let capture_range = resolving.capture_range()?;
     let output_dir = resolving.output_dir()?;
     let gpu_timing = resolving.gpu_timing(device)?;
@@ -922,6 +935,7 @@ fn resolve(
         last_batch,
         record_loading,
         seed,
+        selection,
         validate_output,
         capture_range,
         output_dir,
@@ -957,6 +971,36 @@ struct Count<'a> {
 }
 
 impl Resolving<'_> {
+    /// `records` (or `workload.records`): record ids, numbers taken as ids
+    /// (a COCO image id, a file named by a number).
+    fn records(&self) -> Result<Option<Vec<String>>, ConfigError> {
+        let (key, entries) = match (
+            &self.raw.records,
+            self.raw.workload.as_ref().and_then(|w| w.records.as_ref()),
+        ) {
+            (Some(entries), _) => ("records", entries),
+            (None, Some(entries)) => ("workload.records", entries),
+            (None, None) => return Ok(None),
+        };
+        entries
+            .iter()
+            .enumerate()
+            .map(|(position, entry)| match entry {
+                Value::String(id) => Ok(id.clone()),
+                Value::Number(number) => Ok(number.to_string()),
+                other => Err(self.invalid(
+                    key,
+                    format!(
+                        "entry {}: expected a record id, got {}",
+                        position + 1,
+                        describe_value(other)
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
     fn invalid(&self, key: &str, message: String) -> ConfigError {
         ConfigError::Invalid {
             file: self.file.map(Path::to_path_buf),
@@ -1272,7 +1316,6 @@ fn resolve_data_source(
             None => {}
         }
         config.cache = take_cache_keys(&mut parameters)?;
-        config.selection = take_selection_keys(&mut parameters)?;
         config.parameters = parameters;
     }
     if let Some(name) = override_name {
@@ -1280,7 +1323,6 @@ fn resolve_data_source(
             // Parameters belong to the source they were written for.
             config.parameters = Mapping::new();
             config.cache = CacheConfig::default();
-            config.selection = crate::data::Selection::default();
         }
         config.name = name.to_owned();
     }
@@ -1338,55 +1380,6 @@ fn take_cache_keys(parameters: &mut Mapping) -> Result<CacheConfig, (String, Str
             .map_err(|message| ("data_source.cache_max_bytes".to_owned(), message))?;
     }
     Ok(cache)
-}
-
-/// Takes `shuffle` and `records` out of a source's parameters: they pick
-/// the run's records, for every source.
-fn take_selection_keys(
-    parameters: &mut Mapping,
-) -> Result<crate::data::Selection, (String, String)> {
-    let mut selection = crate::data::Selection::default();
-    if let Some(value) = parameters.remove("shuffle") {
-        selection.shuffle = match value {
-            Value::Bool(shuffle) => shuffle,
-            other => {
-                return Err((
-                    "data_source.shuffle".to_owned(),
-                    format!("expected `true` or `false`, got {}", describe_value(&other)),
-                ))
-            }
-        };
-    }
-    if let Some(value) = parameters.remove("records") {
-        let Value::Sequence(entries) = value else {
-            return Err((
-                "data_source.records".to_owned(),
-                format!(
-                    "expected a list of record ids, got {}",
-                    describe_value(&value)
-                ),
-            ));
-        };
-        let ids = entries
-            .iter()
-            .enumerate()
-            .map(|(position, entry)| match entry {
-                Value::String(id) => Ok(id.clone()),
-                // A COCO image id, or a number as a file name.
-                Value::Number(number) => Ok(number.to_string()),
-                other => Err((
-                    "data_source.records".to_owned(),
-                    format!(
-                        "entry {}: expected a record id, got {}",
-                        position + 1,
-                        describe_value(other)
-                    ),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        selection.records = Some(ids);
-    }
-    Ok(selection)
 }
 
 /// A profile name becomes a directory name: `[A-Za-z0-9._-]+`, starting with

@@ -177,9 +177,6 @@ pub struct ManifestTarget {
 pub struct ManifestDataSource {
     pub name: String,
     pub description: BTreeMap<String, Value>,
-    /// `shuffle` and `records`, when the config set them.
-    #[serde(flatten)]
-    pub selection: crate::data::Selection,
 }
 
 /// How much work the run was asked to do.
@@ -193,6 +190,9 @@ pub struct Workload {
     pub last_batch: LastBatch,
     pub record_loading: RecordLoading,
     pub seed: Option<u64>,
+    /// `shuffle` and `records`, when the config set them.
+    #[serde(flatten)]
+    pub selection: crate::data::Selection,
     pub validate_output: bool,
     /// `gpu_timing` as configured (`timings.gpu` is there when events
     /// were recorded).
@@ -288,7 +288,6 @@ impl Manifest {
             data_source: ManifestDataSource {
                 name: "dummy".to_owned(),
                 description: BTreeMap::new(),
-                selection: Default::default(),
             },
             record_ids: Vec::new(),
             record_batches: Vec::new(),
@@ -299,6 +298,7 @@ impl Manifest {
                 last_batch: LastBatch::Keep,
                 record_loading: RecordLoading::Eager,
                 seed: None,
+                selection: Default::default(),
                 validate_output: true,
                 gpu_timing: crate::config::GpuTiming::Auto,
             },

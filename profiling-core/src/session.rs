@@ -788,7 +788,6 @@ fn manifest_of(
         data_source: ManifestDataSource {
             name: config.data_source.name.clone(),
             description,
-            selection: config.data_source.selection.clone(),
         },
         record_ids: outcome_view.record_ids,
         record_batches: outcome_view.record_batches,
@@ -799,6 +798,7 @@ fn manifest_of(
             last_batch: config.last_batch,
             record_loading: config.record_loading,
             seed: config.seed,
+            selection: config.selection.clone(),
             validate_output: config.validate_output,
             gpu_timing: config.gpu_timing,
         },
@@ -914,17 +914,13 @@ fn write(
     }
 }
 
-/// The records of `source` the config's `records` and `shuffle` pick,
+/// The records of `source` the workload's `records` and `shuffle` pick,
 /// shuffled by the run's seed (0 without one).
 fn select_records(
     source: Box<dyn data::DataSource>,
     config: &Config,
 ) -> Result<Box<dyn data::DataSource>, DataError> {
-    data::select(
-        source,
-        &config.data_source.selection,
-        config.seed.unwrap_or(0),
-    )
+    data::select(source, &config.selection, config.seed.unwrap_or(0))
 }
 
 /// A data source's parameters are part of the config: their errors name
@@ -933,6 +929,15 @@ fn data_source_error(planned: &Planned, error: DataError) -> SessionError {
     let (key, message) = match error {
         DataError::Parameter { key, message } => (format!("data_source.{key}"), message),
         DataError::Parameters { message, .. } => ("data_source".to_owned(), message),
+        // `records` or `shuffle`, at the top or under `workload:`.
+        DataError::Workload { key, message } => {
+            let nested = format!("workload.{key}");
+            let under_workload = planned.config_path.as_deref().is_some_and(|path| {
+                crate::config::locate_key(path, &key).is_none()
+                    && crate::config::locate_key(path, &nested).is_some()
+            });
+            (if under_workload { nested } else { key }, message)
+        }
         other => return other.into(),
     };
     located(planned, key, message).into()

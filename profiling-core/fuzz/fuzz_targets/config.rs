@@ -30,7 +30,7 @@ fuzz_target!(|bytes: &[u8]| {
         // case can go through quickly.
         Ok(source) if source.len() <= 10_000 => {
             let seed = config.seed.unwrap_or(0);
-            if let Err(error) = data::select(source, &config.data_source.selection, seed) {
+            if let Err(error) = data::select(source, &config.selection, seed) {
                 assert_reads_well(&error);
             }
         }

@@ -469,6 +469,7 @@ impl DataSource for DummySource {
             image,
             path: None,
             tensors: self.tensors(index),
+            typed_tensors: BTreeMap::new(),
             metadata,
             source: BTreeMap::from([
                 ("name".to_owned(), Value::from("dummy")),

@@ -293,6 +293,7 @@ impl ImageSource {
             image,
             path: Some(path.to_path_buf()),
             tensors: BTreeMap::new(),
+            typed_tensors: BTreeMap::new(),
             metadata,
             source: BTreeMap::from([
                 ("name".to_owned(), Value::from("images")),

@@ -15,6 +15,9 @@ pub mod dummy;
 pub mod images;
 mod registry;
 mod select;
+mod tensor_files;
+pub mod tensors;
+mod typed;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,6 +29,7 @@ pub use registry::{
     build_source, find_source, parameter_fields, source_names, sources, RecordSource, SourceEntry,
 };
 pub use select::{select, Selection};
+pub use typed::{Dtype, TensorData, TypedTensor};
 
 /// One input of a target: an image, tensors, or both, with where it came from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -36,8 +40,12 @@ pub struct DataRecord {
     pub image: Option<image::RgbImage>,
     /// The file the record was read from.
     pub path: Option<PathBuf>,
-    /// Named float tensors; the dummy source gives `tensor`, `scores`, `boxes`.
+    /// Named float32 tensors; the dummy source gives `tensor`, `scores`, `boxes`.
     pub tensors: BTreeMap<String, ndarray::ArrayD<f32>>,
+    /// Named tensors of other element types, as read (the `tensors` source's
+    /// int64 ids, uint8 masks, float16 outputs); [`tensor`](Self::tensor)
+    /// gives them as float32 too.
+    pub typed_tensors: BTreeMap<String, TypedTensor>,
     /// Facts about the record (sizes, indices).
     pub metadata: BTreeMap<String, Value>,
     /// Where the record came from: the source's name and its position.
@@ -55,11 +63,41 @@ impl DataRecord {
         })
     }
 
-    /// The tensor called `name`, or an error that names the record and the
+    /// The tensor called `name` as float32 (one of another element type
+    /// converted on first use), or an error that names the record and the
     /// tensors it has.
     pub fn tensor(&self, name: &str) -> anyhow::Result<&ndarray::ArrayD<f32>> {
-        self.tensors.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.tensors.keys().map(String::as_str).collect();
+        if let Some(tensor) = self.tensors.get(name) {
+            return Ok(tensor);
+        }
+        if let Some(typed) = self.typed_tensors.get(name) {
+            return Ok(typed.as_f32());
+        }
+        Err(self.no_tensor(name))
+    }
+
+    /// The tensor called `name` with its own element type, or an error that
+    /// names the record and the tensors it has. A float32 tensor is copied
+    /// into the answer: [`tensor`](Self::tensor) gives it without a copy.
+    pub fn typed_tensor(&self, name: &str) -> anyhow::Result<std::borrow::Cow<'_, TensorData>> {
+        if let Some(typed) = self.typed_tensors.get(name) {
+            return Ok(std::borrow::Cow::Borrowed(typed.data()));
+        }
+        if let Some(tensor) = self.tensors.get(name) {
+            return Ok(std::borrow::Cow::Owned(TensorData::F32(tensor.clone())));
+        }
+        Err(self.no_tensor(name))
+    }
+
+    fn no_tensor(&self, name: &str) -> anyhow::Error {
+        {
+            let mut known: Vec<&str> = self
+                .tensors
+                .keys()
+                .chain(self.typed_tensors.keys())
+                .map(String::as_str)
+                .collect();
+            known.sort_unstable();
             anyhow::anyhow!(
                 "record `{}` has no tensor `{name}` (it has: {})",
                 self.id,
@@ -69,7 +107,7 @@ impl DataRecord {
                     known.join(", ")
                 }
             )
-        })
+        }
     }
 
     /// Approximate bytes held in memory by the record's decoded data.
@@ -80,7 +118,8 @@ impl DataRecord {
             .values()
             .map(|t| t.len() * std::mem::size_of::<f32>())
             .sum();
-        image + tensors
+        let typed: usize = self.typed_tensors.values().map(|t| t.data().nbytes()).sum();
+        image + tensors + typed
     }
 }
 
@@ -106,6 +145,9 @@ pub enum DataError {
     },
     #[error("data_source.{key}: {message}")]
     Parameter { key: String, message: String },
+    /// A workload key that picks records (`records`, `shuffle`).
+    #[error("{key}: {message}")]
+    Workload { key: String, message: String },
     #[error("data_source ({source_name}): {message}")]
     Parameters {
         source_name: String,

@@ -423,10 +423,10 @@ mod tests {
 
     #[test]
     fn an_unknown_name_lists_the_registered_ones() {
-        let error = find_source("tensorz").unwrap_err().to_string();
+        let error = find_source("webcam").unwrap_err().to_string();
         assert!(
-            error.starts_with("unknown data source `tensorz`: the registered ones are ")
-                && error.contains("dummy, images"),
+            error.starts_with("unknown data source `webcam`: the registered ones are ")
+                && error.contains("dummy, images, tensors"),
             "{error}"
         );
     }

@@ -1,5 +1,5 @@
-//! `data_source.records` and `data_source.shuffle`: which records of a
-//! source a run reads, and in what order, for every source, eager or lazy.
+//! `workload.records` and `workload.shuffle`: which records of a source a
+//! run reads, and in what order, for every source, eager or lazy.
 //!
 //! `records: [id, ...]` keeps the records with those ids, in the order
 //! listed; `shuffle: true` then orders them by the run's seed (0 when the
@@ -41,7 +41,7 @@ impl Selection {
 
 /// `source` as `selection` asks, with `seed` ordering a shuffle. An id
 /// listed that the source does not have, listed twice, or an empty list is
-/// a [`DataError::Parameter`] of `records`.
+/// a [`DataError::Workload`] of `records`.
 pub fn select(
     source: Box<dyn DataSource>,
     selection: &Selection,
@@ -51,7 +51,7 @@ pub fn select(
         return Ok(source);
     }
     if source.len() > MAX_SELECTED {
-        return Err(DataError::Parameter {
+        return Err(DataError::Workload {
             key: if selection.records.is_some() { "records" } else { "shuffle" }.to_owned(),
             message: format!(
                 "the `{}` source has {} records, more than the {MAX_SELECTED} a run can pick from or order: use fewer records",
@@ -74,7 +74,7 @@ pub fn select(
 }
 
 fn records_error(message: String) -> DataError {
-    DataError::Parameter {
+    DataError::Workload {
         key: "records".to_owned(),
         message,
     }
@@ -274,13 +274,13 @@ mod tests {
         };
         assert_eq!(
             error("records: [dummy-0, dummy-7]"),
-            "data_source.records: no record `dummy-7` in the `dummy` source, whose 3 record(s) begin `dummy-0`, `dummy-1`, `dummy-2`"
+            "records: no record `dummy-7` in the `dummy` source, whose 3 record(s) begin `dummy-0`, `dummy-1`, `dummy-2`"
         );
         assert_eq!(
             error("records: [dummy-0, dummy-1, dummy-0]"),
-            "data_source.records: `dummy-0` is listed twice (entries 1 and 3): a run reads each record once a pass"
+            "records: `dummy-0` is listed twice (entries 1 and 3): a run reads each record once a pass"
         );
-        assert!(error("records: []").starts_with("data_source.records: is empty"));
+        assert!(error("records: []").starts_with("records: is empty"));
     }
 
     #[test]
@@ -295,7 +295,9 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            error.starts_with("data_source.shuffle: the `dummy` source has 1000000000000 records, more than the 268435456"),
+            error.starts_with(
+                "shuffle: the `dummy` source has 1000000000000 records, more than the 268435456"
+            ),
             "{error}"
         );
     }

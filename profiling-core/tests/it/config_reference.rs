@@ -17,8 +17,6 @@ const KEYS_READ_BY_HAND: &[&str] = &[
     "data_source.parameters",
     "data_source.cache",
     "data_source.cache_max_bytes",
-    "data_source.records",
-    "data_source.shuffle",
     "sweep.zip",
 ];
 

@@ -28,6 +28,8 @@ const TOP_KEYS: &[&str] = &[
     "iterations",
     "record_loading",
     "seed",
+    "shuffle",
+    "records",
     "validate_output",
     "capture_range",
     "output_dir",
@@ -117,7 +119,7 @@ fn check_config_text(text: &str) {
         // case can go through quickly.
         Ok(source) if source.len() <= 10_000 => {
             let seed = config.seed.unwrap_or(0);
-            if let Err(error) = data::select(source, &config.data_source.selection, seed) {
+            if let Err(error) = data::select(source, &config.selection, seed) {
                 assert_reads_well(&error);
             }
         }
