@@ -408,7 +408,7 @@ fn records_and_shuffle_pick_and_order_the_records_eager_and_lazy() {
         std::fs::write(
             &config,
             format!(
-                "{loading}data_source: {{name: dummy, record_count: 8, {selection}}}\nseed: 11\n"
+                "{loading}data_source: {{name: dummy, record_count: 8}}\n{selection}\nseed: 11\n"
             ),
         )
         .unwrap();

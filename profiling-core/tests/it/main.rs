@@ -11,6 +11,7 @@ mod config;
 mod config_reference;
 mod image_cache;
 mod images;
+mod recorded_tensors;
 mod robustness_config;
 mod robustness_images;
 mod robustness_memory;
