@@ -223,8 +223,12 @@ fn assert_timer_is_this_clock(timer: &profiling_core::driver::timing::TimerInfo)
             started.elapsed().as_nanos() as f64 / f64::from(READS)
         })
         .fold(f64::INFINITY, f64::min);
+    // Within a factor of the cost measured here: a wrong clock or a wrong
+    // unit is off by far more, while a loaded machine (the calibration
+    // sharing a core with another process) can inflate either by a few
+    // times.
     assert!(
-        timer.overhead_ns >= independent / 4.0 && timer.overhead_ns <= independent * 4.0,
+        timer.overhead_ns >= independent / 4.0 && timer.overhead_ns <= independent * 20.0,
         "{timer:?}: one bare reading costs {independent:.1} ns here"
     );
     if counter {

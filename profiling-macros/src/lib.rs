@@ -230,7 +230,6 @@ pub fn profile_target(args: TokenStream, item: TokenStream) -> TokenStream {
 /// use profiling_core::data::{DataRecord, RecordSource};
 /// use profiling_core::prelude::*;
 ///
-/// /// The numbers 0 to `count` - 1, one a record.
 /// struct Counting {
 ///     count: usize,
 /// }
@@ -240,6 +239,7 @@ pub fn profile_target(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     count: usize,
 /// }
 ///
+/// /// The numbers 0 to `count` - 1, one a record.
 /// #[data_source(name = "counting")]
 /// impl RecordSource for Counting {
 ///     type Parameters = CountingParameters;

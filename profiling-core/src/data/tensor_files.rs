@@ -97,7 +97,14 @@ pub fn read_headers(path: &Path) -> Result<Vec<TensorHeader>, String> {
             }
             Ok(headers)
         }
-        Some("safetensors") => safetensors_headers(&mut reader),
+        Some("safetensors") => {
+            let size = reader
+                .get_ref()
+                .metadata()
+                .map_err(|error| error.to_string())?
+                .len();
+            safetensors_headers(&mut reader, size)
+        }
         _ => Err(format!(
             "not a tensor file: expected one of the extensions {}",
             EXTENSIONS.join(", ")
@@ -318,8 +325,13 @@ fn read_npz(bytes: &[u8]) -> Result<Vec<(String, TensorData)>, String> {
     for index in 0..archive.len() {
         let mut member = archive.by_index(index).map_err(zip_error)?;
         let name = member_name(member.name())?;
-        let mut data = Vec::with_capacity(member.size().min(1 << 30) as usize);
-        member
+        // The declared size bounds what is read (a member that inflates
+        // past it is cut there, and refused as data of the wrong length);
+        // it reserves no more than the archive could plausibly hold.
+        let declared = member.size();
+        let mut data = Vec::with_capacity(declared.min(bytes.len() as u64 * 4) as usize);
+        (&mut member)
+            .take(declared)
             .read_to_end(&mut data)
             .map_err(|error| format!("member `{name}.npy`: {error}"))?;
         let tensor =
@@ -389,7 +401,7 @@ fn read_safetensors(bytes: &[u8]) -> Result<Vec<(String, TensorData)>, String> {
 
 /// The header of a `.safetensors` file: its 8-byte length, then JSON
 /// mapping names to `{dtype, shape, data_offsets}` (and `__metadata__`).
-fn safetensors_headers(reader: &mut impl Read) -> Result<Vec<TensorHeader>, String> {
+fn safetensors_headers(reader: &mut impl Read, size: u64) -> Result<Vec<TensorHeader>, String> {
     #[derive(serde::Deserialize)]
     struct Info {
         dtype: safetensors::Dtype,

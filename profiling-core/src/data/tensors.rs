@@ -30,6 +30,16 @@ use super::typed::{TensorData, TypedTensor};
 use super::{DataError, DataRecord, RecordSource};
 use crate::yaml::check_literal_path;
 
+/// The tensors of a file named `file_name` (its extension says the
+/// format) holding `bytes`, as the source reads them; the error says what
+/// is wrong. What the fuzz target and the property tests drive.
+pub fn read_tensor_bytes(
+    file_name: &str,
+    bytes: &[u8],
+) -> Result<Vec<(String, TensorData)>, String> {
+    tensor_files::read_tensors(Path::new(file_name), bytes)
+}
+
 /// Parameters of the tensors source as the config writes them; see the
 /// module docs.
 #[derive(Debug, Clone, Deserialize)]

@@ -15,3 +15,4 @@ mod recorded_tensors;
 mod robustness_config;
 mod robustness_images;
 mod robustness_memory;
+mod robustness_tensors;
