@@ -67,14 +67,7 @@ pub(crate) fn profile_target(
     let self_ty = &block.self_ty;
     let name = target_name(&args, &block)?;
     let type_name = compact_tokens(self_ty);
-    let doc = match &args.description {
-        Some(description) => description.value(),
-        None => first_doc_line(&block.attrs)
-            .or_else(|| {
-                type_ident(self_ty).and_then(|ident| source_doc(&ident.unraw().to_string()))
-            })
-            .unwrap_or_default(),
-    };
+    let doc = description(args.description.as_ref(), &block, source_doc);
     let (constructor, build) = match &args.factory {
         None => (
             "Default::default".to_owned(),
@@ -142,14 +135,7 @@ pub(crate) fn data_source(
     let self_ty = &block.self_ty;
     let name = args.name.as_ref().expect("the arguments require a name");
     let type_name = compact_tokens(self_ty);
-    let doc = match &args.description {
-        Some(description) => description.value(),
-        None => first_doc_line(&block.attrs)
-            .or_else(|| {
-                type_ident(self_ty).and_then(|ident| source_doc(&ident.unraw().to_string()))
-            })
-            .unwrap_or_default(),
-    };
+    let doc = description(args.description.as_ref(), &block, source_doc);
     let impl_span = block.impl_token.span;
     let file = quote_spanned!(impl_span=> ::core::file!());
     let line = quote_spanned!(impl_span=> ::core::line!());
@@ -174,6 +160,24 @@ pub(crate) fn data_source(
             }
         };
     })
+}
+
+/// The one-line description `list` shows: the one given, else the first
+/// line of the impl block's doc comment, else of the type's (looked up in
+/// the impl's file by `source_doc`).
+fn description(
+    given: Option<&LitStr>,
+    block: &ItemImpl,
+    source_doc: impl FnOnce(&str) -> Option<String>,
+) -> String {
+    match given {
+        Some(description) => description.value(),
+        None => first_doc_line(&block.attrs)
+            .or_else(|| {
+                type_ident(&block.self_ty).and_then(|ident| source_doc(&ident.unraw().to_string()))
+            })
+            .unwrap_or_default(),
+    }
 }
 
 /// Whether the impl block defines `prepare_batch`, or may: items written by

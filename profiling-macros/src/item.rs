@@ -59,83 +59,77 @@ fn not_a_range_fn(tokens: TokenStream) -> Option<syn::Error> {
     ))
 }
 
+/// What an attribute that registers an impl block says about it.
+pub(crate) struct Registering {
+    /// `profile_target`.
+    pub attribute: &'static str,
+    /// `ProfileTarget`.
+    pub trait_name: &'static str,
+    /// `YourType`: the type in "goes on an `impl ... for YourType` block".
+    pub sample_type: &'static str,
+    /// `target`: what a negative impl says the type is not.
+    pub noun: &'static str,
+    /// "a profile target": what must be a concrete type.
+    pub kind: &'static str,
+    /// Why a generic impl cannot be registered.
+    pub why_concrete: &'static str,
+    /// Said after "implement `Trait` for each concrete type".
+    pub each: &'static str,
+}
+
+/// `#[profile_target]`'s impl block.
+pub(crate) const TARGET: Registering = Registering {
+    attribute: "profile_target",
+    trait_name: "ProfileTarget",
+    sample_type: "YourType",
+    noun: "target",
+    kind: "a profile target",
+    why_concrete: "the runner builds a target from its name alone",
+    each: " to profile",
+};
+
+/// `#[data_source]`'s impl block.
+pub(crate) const SOURCE: Registering = Registering {
+    attribute: "data_source",
+    trait_name: "RecordSource",
+    sample_type: "YourSource",
+    noun: "data source",
+    kind: "a data source",
+    why_concrete: "a config picks a source by its name alone",
+    each: "",
+};
+
 /// The impl block under `#[profile_target]`, checked: a positive impl of
 /// `ProfileTarget` with no generic parameters. (`unsafe impl` is left to
 /// the compiler, whose error says to remove `unsafe`.)
 pub(crate) fn target_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
-    let item = syn::parse2::<Item>(tokens)?;
-    let block = match item {
-        Item::Impl(block) => block,
-        other => {
-            let (what, span) = describe(&other);
-            return Err(syn::Error::new(
-                span,
-                format!(
-                    "`#[profile_target]` goes on an `impl ProfileTarget for YourType` block, not on {what}"
-                ),
-            ));
-        }
-    };
-    let self_ty = &block.self_ty;
-    let Some((negative, trait_path, _)) = &block.trait_ else {
-        let impl_token = block.impl_token;
-        return Err(syn::Error::new_spanned(
-            quote!(#impl_token #self_ty),
-            format!(
-                "`#[profile_target]` goes on the `ProfileTarget` impl of a type, and this is an inherent \
-                 impl\nwrite `impl ProfileTarget for {}` and put the attribute there",
-                crate::tokens::compact_tokens(self_ty)
-            ),
-        ));
-    };
-    let is_profile_target = trait_path
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == "ProfileTarget");
-    if !is_profile_target {
-        return Err(syn::Error::new_spanned(
-            trait_path,
-            format!(
-                "`#[profile_target]` goes on an `impl ProfileTarget for ...` block, and this implements `{}`",
-                crate::tokens::compact_tokens(trait_path)
-            ),
-        ));
-    }
-    if let Some(bang) = negative {
-        return Err(syn::Error::new(
-            bang.span,
-            "a negative impl says the type is not a target: it cannot be registered as one",
-        ));
-    }
-    if !block.generics.params.is_empty() {
-        let generics = &block.generics;
-        return Err(syn::Error::new_spanned(
-            generics,
-            format!(
-                "a profile target must be a concrete type, and this impl is generic over {}: the runner \
-                 builds a target from its name alone, with nothing to choose the parameters\nimplement \
-                 `ProfileTarget` for each concrete type to profile, like `impl ProfileTarget for {}`, \
-                 each with its own name",
-                generic_names(generics),
-                concrete_example(self_ty),
-            ),
-        ));
-    }
-    Ok(block)
+    registered_impl(tokens, &TARGET)
 }
 
 /// The impl block under `#[data_source]`, checked: a positive impl of
 /// `RecordSource` with no generic parameters.
 pub(crate) fn source_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
+    registered_impl(tokens, &SOURCE)
+}
+
+/// The impl block under the attribute `what` describes, checked: a
+/// positive impl of its trait with no generic parameters.
+fn registered_impl(tokens: TokenStream, what: &Registering) -> syn::Result<ItemImpl> {
+    let Registering {
+        attribute,
+        trait_name,
+        ..
+    } = what;
     let item = syn::parse2::<Item>(tokens)?;
     let block = match item {
         Item::Impl(block) => block,
         other => {
-            let (what, span) = describe(&other);
+            let (item, span) = describe(&other);
             return Err(syn::Error::new(
                 span,
                 format!(
-                    "`#[data_source]` goes on an `impl RecordSource for YourSource` block, not on {what}"
+                    "`#[{attribute}]` goes on an `impl {trait_name} for {}` block, not on {item}",
+                    what.sample_type
                 ),
             ));
         }
@@ -146,8 +140,8 @@ pub(crate) fn source_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
         return Err(syn::Error::new_spanned(
             quote!(#impl_token #self_ty),
             format!(
-                "`#[data_source]` goes on the `RecordSource` impl of a type, and this is an inherent \
-                 impl\nwrite `impl RecordSource for {}` and put the attribute there",
+                "`#[{attribute}]` goes on the `{trait_name}` impl of a type, and this is an inherent \
+                 impl\nwrite `impl {trait_name} for {}` and put the attribute there",
                 crate::tokens::compact_tokens(self_ty)
             ),
         ));
@@ -155,12 +149,12 @@ pub(crate) fn source_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
     if !trait_path
         .segments
         .last()
-        .is_some_and(|s| s.ident == "RecordSource")
+        .is_some_and(|s| s.ident == trait_name)
     {
         return Err(syn::Error::new_spanned(
             trait_path,
             format!(
-                "`#[data_source]` goes on an `impl RecordSource for ...` block, and this implements `{}`",
+                "`#[{attribute}]` goes on an `impl {trait_name} for ...` block, and this implements `{}`",
                 crate::tokens::compact_tokens(trait_path)
             ),
         ));
@@ -168,7 +162,10 @@ pub(crate) fn source_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
     if let Some(bang) = negative {
         return Err(syn::Error::new(
             bang.span,
-            "a negative impl says the type is not a data source: it cannot be registered as one",
+            format!(
+                "a negative impl says the type is not a {}: it cannot be registered as one",
+                what.noun
+            ),
         ));
     }
     if !block.generics.params.is_empty() {
@@ -176,11 +173,13 @@ pub(crate) fn source_impl(tokens: TokenStream) -> syn::Result<ItemImpl> {
         return Err(syn::Error::new_spanned(
             generics,
             format!(
-                "a data source must be a concrete type, and this impl is generic over {}: a config picks \
-                 a source by its name alone, with nothing to choose the parameters\nimplement \
-                 `RecordSource` for each concrete type, like `impl RecordSource for {}`, each with its \
-                 own name",
+                "{} must be a concrete type, and this impl is generic over {}: {}, with nothing to \
+                 choose the parameters\nimplement `{trait_name}` for each concrete type{}, like \
+                 `impl {trait_name} for {}`, each with its own name",
+                what.kind,
                 generic_names(generics),
+                what.why_concrete,
+                what.each,
                 concrete_example(self_ty),
             ),
         ));

@@ -415,6 +415,11 @@ fn safetensors_headers(reader: &mut impl Read, size: u64) -> Result<Vec<TensorHe
             safetensors::SafeTensorError::HeaderTooLarge,
         ));
     }
+    if length > size.saturating_sub(8) {
+        return Err(safetensors_error(
+            safetensors::SafeTensorError::InvalidHeaderLength,
+        ));
+    }
     let mut header = vec![0u8; length as usize];
     read_exact(reader, &mut header, &format!("its {length}-byte header"))?;
     let map: std::collections::BTreeMap<String, serde_json::Value> =
@@ -606,6 +611,14 @@ pub(crate) mod tests {
         let headers = read_headers(&st_path).unwrap();
         assert_eq!(headers[0].dtype, Dtype::I64);
         assert_eq!(headers[0].nbytes(), 24);
+        let lying = dir.path().join("lying.safetensors");
+        let mut bytes = 1000u64.to_le_bytes().to_vec();
+        bytes.extend_from_slice(b"{}");
+        std::fs::write(&lying, bytes).unwrap();
+        assert_eq!(
+            read_headers(&lying).unwrap_err(),
+            "the header's length runs past the end of the file"
+        );
         let npz_path = dir.path().join("both.npz");
         std::fs::write(
             &npz_path,
