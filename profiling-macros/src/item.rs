@@ -146,10 +146,10 @@ fn registered_impl(tokens: TokenStream, what: &Registering) -> syn::Result<ItemI
             ),
         ));
     };
-    if !trait_path
+    if trait_path
         .segments
         .last()
-        .is_some_and(|s| s.ident == trait_name)
+        .is_none_or(|s| s.ident != trait_name)
     {
         return Err(syn::Error::new_spanned(
             trait_path,

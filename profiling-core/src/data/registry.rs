@@ -96,6 +96,11 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
     /// How many records one pass reads.
     fn len(&self) -> usize;
 
+    /// True when a pass reads nothing.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Reads record `index` (`0..len()`). Record ids should be unique.
     fn read(&self, index: usize) -> anyhow::Result<DataRecord>;
 
@@ -162,8 +167,13 @@ pub struct SourceEntry {
     /// The keys of its parameters ([`parameter_fields`] of its type).
     pub parameters: fn() -> Vec<&'static str>,
     /// Builds the source from its `data_source` mapping.
-    pub build: fn(&'static str, &serde_yaml::Mapping) -> Result<Box<dyn DataSource>, DataError>,
+    pub build: BuildSource,
 }
+
+/// [`SourceEntry::build`]: the source's name and its `data_source` mapping
+/// to the source.
+pub type BuildSource =
+    fn(&'static str, &serde_yaml::Mapping) -> Result<Box<dyn DataSource>, DataError>;
 
 inventory::collect!(SourceEntry);
 

@@ -138,7 +138,7 @@ fn indices_of(source: &dyn DataSource, ids: &[String]) -> Result<Vec<usize>, Dat
 
 /// Fisher-Yates over `order`, from a generator seeded with `seed`.
 fn shuffle(order: &mut [usize], seed: u64) {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x7368_7566_666c_65);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x0073_6875_6666_6c65);
     for i in (1..order.len()).rev() {
         let j = rng.gen_range(0..=i);
         order.swap(i, j);

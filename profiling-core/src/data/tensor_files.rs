@@ -447,7 +447,7 @@ pub(crate) mod tests {
     pub(crate) fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
         let mut dict =
             format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + dict.len() + 1) % 64 != 0 {
+        while !(10 + dict.len() + 1).is_multiple_of(64) {
             dict.push(' ');
         }
         dict.push('\n');
@@ -475,7 +475,7 @@ pub(crate) mod tests {
             );
         }
         let mut text = serde_json::Value::Object(header).to_string();
-        while text.len() % 8 != 0 {
+        while !text.len().is_multiple_of(8) {
             text.push(' ');
         }
         let mut file = (text.len() as u64).to_le_bytes().to_vec();

@@ -469,7 +469,7 @@ impl RecordSource for TensorSource {
             .collect::<Result<_, _>>()?;
         let mut file_of = Vec::with_capacity(self.distinct);
         for (number, file) in self.files.iter().enumerate() {
-            file_of.extend(std::iter::repeat(number).take(file.records));
+            file_of.extend(std::iter::repeat_n(number, file.records));
         }
         for index in start..len {
             let file = file_of[index % self.distinct];

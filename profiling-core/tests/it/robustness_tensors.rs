@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
-use profiling_core::data::{self, tensors::read_tensor_bytes, DataSource};
+use profiling_core::data::{self, tensors::read_tensor_bytes};
 
 use crate::common::assert_reads_well;
 
@@ -15,7 +15,7 @@ use crate::common::assert_reads_well;
 fn valid_files() -> Vec<(&'static str, Vec<u8>)> {
     let npy = {
         let mut dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }".to_owned();
-        while (10 + dict.len() + 1) % 64 != 0 {
+        while !(10 + dict.len() + 1).is_multiple_of(64) {
             dict.push(' ');
         }
         dict.push('\n');
