@@ -25,7 +25,7 @@ pub(crate) struct RunArgs {
     /// The YAML config of the run.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// The data source: dummy or images (its parameters come from the config).
+    /// The data source: a registered name (`list --sources`); its parameters come from the config.
     #[arg(long, value_name = "NAME")]
     pub(crate) data_source: Option<String>,
     /// The images in DIR are the records (the images source's `directory`, in place of the

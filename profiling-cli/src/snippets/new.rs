@@ -23,7 +23,7 @@ pub(crate) struct NewArgs {
     /// ab BASE NAME`.
     #[arg(long, value_name = "BASE", conflicts_with_all = ["from", "type_args", "follow", "directory"])]
     pub(crate) variant_of: Option<String>,
-    /// The data source of the generated config: dummy or images.
+    /// The data source of the generated config: a registered name (`list --sources`).
     #[arg(long, value_name = "NAME", default_value = "dummy")]
     pub(crate) data_source: String,
     /// The device of the generated config: cpu, cuda (= cuda:0) or cuda:N.
