@@ -693,6 +693,12 @@ fn prepare(
     if source.is_empty() {
         return Err(DataError::NoRecords.into());
     }
+    if let (RecordLoading::Eager, Some(reason)) =
+        (config.record_loading, source.needs_lazy_loading())
+    {
+        let message = format!("eager, but the {} source {reason}", source.name());
+        return Err(located(planned, "record_loading".to_owned(), message).into());
+    }
     check_whole_batch(planned, source.len())?;
     let records = match config.record_loading {
         RecordLoading::Eager => {

@@ -54,6 +54,10 @@ use profiling_core::device::Device;
 use profiling_core::driver::config::check_profile_name;
 use source::{display_path, Manifest, ModuleLocation, SourceFile};
 
+/// `new --data-source custom`: the snippet gets a data source of its own,
+/// appended to its `target.rs` and named in its config.
+pub const CUSTOM_SOURCE: &str = "custom";
+
 /// What `profile-cli new` was asked for.
 #[derive(Debug, Clone)]
 pub struct NewSnippet {
@@ -62,7 +66,8 @@ pub struct NewSnippet {
     pub name: String,
     /// What to copy.
     pub from: SourceSpec,
-    /// `dummy` or `images`.
+    /// A registered source's name, or [`CUSTOM_SOURCE`] for a source of
+    /// the snippet's own.
     pub data_source: String,
     pub device: Device,
     /// The snippet directory to create, instead of
@@ -379,7 +384,10 @@ fn generate_with(
     extraction.copy_helpers(&mut copied, &imports, features);
     let target = extraction.plan_target();
     let mut report = extraction.report(&crates, &copied, &imports, &target, warnings);
-    let target_rs = render::target_rs(&report, &copied, &imports, &target);
+    let mut target_rs = render::target_rs(&report, &copied, &imports, &target);
+    if request.data_source == CUSTOM_SOURCE {
+        target_rs.push_str(&render::custom_source(&report, &target));
+    }
     if let (Some(_), Some(production)) = (&report.snippets_crate, &crates.production) {
         report.snippet_dependencies =
             named_dependencies(production, &crates.dependencies, &target_rs);
@@ -387,7 +395,18 @@ fn generate_with(
     // The settings struct derives serde's `Deserialize`: production's serde
     // gets the `derive` feature, or serde comes on its own.
     if target.settings_name().is_some() {
-        add_serde_derive(&mut report, &crates.dependencies);
+        add_serde_derive(
+            &mut report,
+            &crates.dependencies,
+            "the settings struct of the copy's scalar parameters derives `serde::Deserialize`",
+        );
+    }
+    if request.data_source == CUSTOM_SOURCE {
+        add_serde_derive(
+            &mut report,
+            &crates.dependencies,
+            "the parameters of the snippet's own data source derive `serde::Deserialize`",
+        );
     }
     let files = extraction.files(&report, &copied, &target, target_rs, &crates)?;
     Ok(Generated {
@@ -401,6 +420,9 @@ fn generate_with(
 fn check_request(request: &NewSnippet) -> Result<(), SnippetError> {
     check_profile_name(&request.name)
         .map_err(|message| SnippetError::Usage(format!("profile name: {message}")))?;
+    if request.data_source == CUSTOM_SOURCE {
+        return Ok(());
+    }
     if let Err(error) = profiling_core::data::find_source(&request.data_source) {
         return Err(SnippetError::Usage(format!("--data-source: {error}")));
     }
@@ -819,7 +841,7 @@ fn named_dependencies(
 /// For a snippet whose settings struct derives `serde::Deserialize`: the
 /// `derive` feature on the serde its Cargo.toml takes from production, or
 /// in a snippets crate without serde (`dependencies`) serde on its own.
-fn add_serde_derive(report: &mut Report, dependencies: &[String]) {
+fn add_serde_derive(report: &mut Report, dependencies: &[String], why: &str) {
     if let Some(serde) = report
         .snippet_dependencies
         .iter_mut()
@@ -842,10 +864,7 @@ fn add_serde_derive(report: &mut Report, dependencies: &[String]) {
                 toml_edit::Value::Array(features.into_iter().collect()),
             );
         }
-        serde.reason = format!(
-            "the settings struct of the copy's scalar parameters derives `serde::Deserialize` (as {} declares it)",
-            serde.declared_by
-        );
+        serde.reason = format!("{why} (as {} declares it)", serde.declared_by);
     }
     let serde_needed = !dependencies.iter().any(|d| d == "serde")
         && !report
@@ -864,9 +883,7 @@ fn add_serde_derive(report: &mut Report, dependencies: &[String]) {
             ident: "serde".to_owned(),
             spec,
             declared_by: String::new(),
-            reason:
-                "the settings struct of the copy's scalar parameters derives `serde::Deserialize`"
-                    .to_owned(),
+            reason: why.to_owned(),
         });
     }
 }

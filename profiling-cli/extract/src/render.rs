@@ -124,7 +124,16 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
         text.push('\n');
     }
     text.push_str("data_source:\n");
-    if report.data_source == "images" {
+    if report.data_source == crate::CUSTOM_SOURCE {
+        let _ = writeln!(
+            text,
+            "  # The snippet's own source, `{}` at the end of target.rs: its keys\n  \
+             # are the fields of `{}`.\n  name: {}\n  record_count: 1",
+            custom_source_type(report),
+            custom_parameters_type(report),
+            custom_source_name(report)
+        );
+    } else if report.data_source == "images" {
         text.push_str(
             "  # Image files decoded to RGB, in path order.\n  name: images\n  \
              # The directory of images: an absolute path (`~` is not expanded).\n  \
@@ -263,7 +272,16 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
     text.push_str(&wrap(&parity, 78, ""));
 
     text.push_str("\n## Requirements\n\n");
-    if report.data_source == "images" {
+    if report.data_source == crate::CUSTOM_SOURCE {
+        text.push_str(&wrap(
+            &format!(
+                "The snippet's own data source, `{}` at the end of target.rs, gives the dummy source's records until its `read` is written: make it read what production feeds the copy. To fill in: any model, file or environment variable the copied code needs.",
+                custom_source_type(report)
+            ),
+            78,
+            "",
+        ));
+    } else if report.data_source == "images" {
         text.push_str(&wrap(
             "Set `data_source.directory` in config.yaml to a directory of images (an absolute path). To fill in: any model, file or environment variable the copied code needs.",
             78,
@@ -476,4 +494,85 @@ fn parity_text(report: &Report) -> String {
             "No parity test could be made: {why}. Compare the copy with production by hand."
         ),
     }
+}
+
+/// The registered name of a snippet's own source (`new --data-source custom`).
+pub(crate) fn custom_source_name(report: &Report) -> String {
+    format!("{}-records", report.target_name)
+}
+
+fn custom_source_type(report: &Report) -> String {
+    format!(
+        "{}Records",
+        crate::scaffold::pascal_case(&report.target_name)
+    )
+}
+
+fn custom_parameters_type(report: &Report) -> String {
+    format!("{}Parameters", custom_source_type(report))
+}
+
+/// The data source of a snippet's own that `new --data-source custom`
+/// appends to target.rs: registered under [`custom_source_name`], its
+/// parameters a struct deriving `Deserialize`, its records the dummy
+/// source's (with the keys the copy's parameters need) until `read` is
+/// written.
+pub(crate) fn custom_source(report: &Report, target: &Target) -> String {
+    let source = custom_source_type(report);
+    let parameters = custom_parameters_type(report);
+    let name = custom_source_name(report);
+    let mut stand_in = vec!["record_count: {}".to_owned()];
+    if target.takes_detections() {
+        stand_in.push("detections: {{count: 1000}}".to_owned());
+    }
+    if let Some(shape) = target.tensor_shape() {
+        let shape: Vec<String> = shape.iter().map(ToString::to_string).collect();
+        stand_in.push(format!("tensor_shape: [{}]", shape.join(", ")));
+    }
+    format!(
+        r#"
+/// The records `{target_name}` profiles on: a data source of the snippet's
+/// own, named `{name}` in config.yaml's `data_source.name`. It gives the
+/// dummy source's records until `read` is written: make `read` give what
+/// production feeds the copy (recorded inputs, a format of your own).
+pub struct {source} {{
+    parameters: {parameters},
+    /// The dummy source's records, until `read` is written.
+    stand_in: Box<dyn ::profiling_core::data::DataSource>,
+}}
+
+/// The keys of config.yaml's `data_source` besides `name`: one it has no
+/// field for is refused, with its line and column, before anything runs.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct {parameters} {{
+    /// How many records one pass reads.
+    pub record_count: usize,
+}}
+
+#[data_source(name = "{name}")]
+impl ::profiling_core::data::RecordSource for {source} {{
+    type Parameters = {parameters};
+
+    fn open(parameters: {parameters}) -> ::anyhow::Result<Self> {{
+        ::anyhow::ensure!(parameters.record_count > 0, "record_count: must be >= 1");
+        let stand_in = ::profiling_core::data::build(
+            "dummy",
+            &::serde_yaml::from_str(&format!("{{{stand_in}}}", parameters.record_count))?,
+        )?;
+        Ok({source} {{ parameters, stand_in }})
+    }}
+
+    fn len(&self) -> usize {{
+        self.parameters.record_count
+    }}
+
+    fn read(&self, index: usize) -> ::anyhow::Result<DataRecord> {{
+        Ok(self.stand_in.read(index)?)
+    }}
+}}
+"#,
+        target_name = report.target_name,
+        stand_in = stand_in.join(", "),
+    )
 }

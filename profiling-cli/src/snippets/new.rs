@@ -23,7 +23,8 @@ pub(crate) struct NewArgs {
     /// ab BASE NAME`.
     #[arg(long, value_name = "BASE", conflicts_with_all = ["from", "type_args", "follow", "directory"])]
     pub(crate) variant_of: Option<String>,
-    /// The data source of the generated config: a registered name (`list --sources`).
+    /// The data source of the generated config: a registered name (`list --sources`), or `custom`
+    /// for a source of the snippet's own, written at the end of its target.rs.
     #[arg(long, value_name = "NAME", default_value = "dummy")]
     pub(crate) data_source: String,
     /// The device of the generated config: cpu, cuda (= cuda:0) or cuda:N.

@@ -11,6 +11,7 @@
 //! `images` source can keep what it decodes in a [`cache::ImageCache`].
 
 pub mod cache;
+pub mod coco;
 pub mod dummy;
 pub mod images;
 mod registry;
@@ -18,6 +19,7 @@ mod select;
 mod tensor_files;
 pub mod tensors;
 mod typed;
+pub mod video;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -267,6 +269,12 @@ pub trait DataSource: Send + Sync {
     /// `None` when only reading it tells.
     fn record_id(&self, index: usize) -> Option<String> {
         let _ = index;
+        None
+    }
+    /// Why the source can only be read lazily (inside the passes), when
+    /// it can only be: an eager run is refused with it before anything is
+    /// read.
+    fn needs_lazy_loading(&self) -> Option<String> {
         None
     }
     /// Reads every record, in order: in parallel where the source can.

@@ -124,6 +124,14 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
         None
     }
 
+    /// Why the source can only be read lazily, inside the passes (a
+    /// decoder measured as part of them), when it can only be: an eager run
+    /// is refused with this reason, naming the source, before anything is
+    /// read. `None` (the default): either loading.
+    fn needs_lazy_loading(&self) -> Option<String> {
+        None
+    }
+
     /// Reads every record from `known.len()` on, after the `known` ones:
     /// override it to read in parallel.
     fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
@@ -283,6 +291,10 @@ impl<S: RecordSource> DataSource for Registered<S> {
 
     fn record_id(&self, index: usize) -> Option<String> {
         self.source.record_id(index)
+    }
+
+    fn needs_lazy_loading(&self) -> Option<String> {
+        self.source.needs_lazy_loading()
     }
 
     fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {

@@ -185,6 +185,10 @@ impl DataSource for Selected {
         self.inner.record_id(*self.order.get(index)?)
     }
 
+    fn needs_lazy_loading(&self) -> Option<String> {
+        self.inner.needs_lazy_loading()
+    }
+
     /// The records left to read, across the cores, in order.
     fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {
         let mut records = known;

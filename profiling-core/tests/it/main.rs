@@ -7,6 +7,7 @@
 mod common;
 
 mod clock;
+mod coco;
 mod config;
 mod config_reference;
 mod image_cache;
@@ -15,4 +16,6 @@ mod recorded_tensors;
 mod robustness_config;
 mod robustness_images;
 mod robustness_memory;
+mod robustness_sources;
 mod robustness_tensors;
+mod video;
