@@ -1462,3 +1462,94 @@ fn runs_clean_puts_right_what_stopped_writes_left() {
         "nothing to clean: no run stopped half way through writing\n"
     );
 }
+
+/// A lossless video of 6 frames of 32x24 whose frame N is N x 10 in every
+/// channel, or `None` (the test says why) without FFmpeg.
+fn counted_video(dir: &Path) -> Option<PathBuf> {
+    let path = dir.join("counted.mkv");
+    let made = std::process::Command::new("ffmpeg")
+        .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
+        .arg("color=black:s=32x24:r=10:d=0.6,format=gbrp,geq=r='N*10':g='N*10':b='N*10'")
+        .args(["-c:v", "ffv1", "-pix_fmt", "gbrp"])
+        .arg(&path)
+        .status()
+        .is_ok_and(|status| status.success());
+    if !made {
+        eprintln!("skipped: ffmpeg is not installed (scripts/setup-ffmpeg installs it)");
+        return None;
+    }
+    Some(path)
+}
+
+#[test]
+fn a_video_in_pipeline_mode_is_decoded_inside_each_pass_under_its_own_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(video) = counted_video(dir.path()) else {
+        return;
+    };
+    let write = |name: &str, loading: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "target: {{name: cli-pixel-sum, profile_prepare: true}}\n\
+                 data_source: {{name: video, path: {}, start: 1, stride: 2, mode: pipeline}}\n\
+                 record_loading: {loading}\nwarmup: 1\niterations: 2\n",
+                video.display()
+            ),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let lazy = write("lazy.yaml", "lazy");
+    let outcome = cli(&["run", "--config", &lazy, "--run-id", "piped"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let manifest = read_manifest(&manifest_path(&outcome.stdout));
+    let ids: Vec<&str> = manifest["record_ids"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["frame-1", "frame-3", "frame-5"]);
+    // Frame 5 is 50 in each of 32 x 24 x 3 bytes.
+    let sums: Vec<u64> = manifest["output_summaries"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|s| s["summary"]["sum"].as_u64().unwrap())
+        .collect();
+    assert!(sums.contains(&(50 * 32 * 24 * 3)), "{sums:?}");
+    let count = |path: &str| {
+        manifest["timings"]["range_tree"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path)
+            .unwrap_or_else(|| panic!("no range {path}"))["count"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        count("video_decode"),
+        6,
+        "three frames in each of two passes"
+    );
+    assert_eq!(
+        count("video_decode/video_open"),
+        2,
+        "the decoder starts once a pass"
+    );
+    assert_eq!(manifest["data_source"]["description"]["mode"], "pipeline");
+
+    let eager = write("eager.yaml", "eager");
+    let outcome = cli(&["run", "--config", &eager, "--run-id", "refused"]);
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains(&format!(
+            "error: {eager}:3:17: record_loading: eager, but the video source decodes the frames inside each pass (`mode: pipeline`): set `record_loading: lazy`"
+        )),
+        "{}",
+        outcome.stderr
+    );
+}

@@ -597,6 +597,47 @@ fn drafts_keep_every_other_target_building() {
     );
     assert!(copy.links("new_build_check"));
 
+    // A snippet with a data source of its own: written at the end of its
+    // target.rs, registered under `<name>-records`, named by its config,
+    // and giving the dummy source's records until its `read` is written.
+    let custom = copy.snippet("new_custom_source");
+    let made = copy.tool(&[
+        "new",
+        "new-custom-source",
+        "--from",
+        from.to_str().unwrap(),
+        "--directory",
+        custom.to_str().unwrap(),
+        "--data-source",
+        "custom",
+        "--smoke",
+    ]);
+    assert_eq!(made.code, Some(0), "{made}");
+    assert!(
+        made.stdout
+            .contains("on new-custom-source-records with config"),
+        "the smoke run read the snippet's own source: {made}"
+    );
+    assert!(
+        made.stdout.contains("1 measured pass of 1 record"),
+        "{made}"
+    );
+    let target = read(&custom.join("target.rs"));
+    assert!(
+        target.contains("#[data_source(name = \"new-custom-source-records\")]\nimpl ::profiling_core::data::RecordSource for NewCustomSourceRecords {"),
+        "{target}"
+    );
+    let config = read(&custom.join("config.yaml"));
+    assert!(
+        config.contains("  name: new-custom-source-records\n  record_count: 1\n"),
+        "{config}"
+    );
+    let manifest = read(&custom.join("Cargo.toml"));
+    assert!(
+        manifest.contains("serde = { version = \"1\", features = [\"derive\"] }"),
+        "{manifest}"
+    );
+
     // A generic function, instantiated with --type-args: it builds, and its
     // parity test calls production with the same types.
     let preprocess = copy.path("examples/src/preprocess.rs");

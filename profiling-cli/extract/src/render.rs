@@ -558,7 +558,7 @@ impl ::profiling_core::data::RecordSource for {source} {{
         ::anyhow::ensure!(parameters.record_count > 0, "record_count: must be >= 1");
         let stand_in = ::profiling_core::data::build(
             "dummy",
-            &::serde_yaml::from_str(&format!("{{{stand_in}}}", parameters.record_count))?,
+            &::serde_yaml::from_str(&format!("{{{{{stand_in}}}}}", parameters.record_count))?,
         )?;
         Ok({source} {{ parameters, stand_in }})
     }}

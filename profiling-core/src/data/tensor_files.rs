@@ -112,7 +112,102 @@ pub fn read_headers(path: &Path) -> Result<Vec<TensorHeader>, String> {
     }
 }
 
-fn stem(path: &Path) -> String {
+/// The tensor of the `.npy` file at `path`, its elements read straight
+/// into the tensor (a lazy read holds the record once, not the file's
+/// bytes beside it). The error says what is wrong, without the path.
+pub fn read_npy_file(path: &Path) -> Result<TensorData, String> {
+    use std::io::Seek;
+    let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
+    let end = file.metadata().map_err(|error| error.to_string())?.len();
+    let mut reader = std::io::BufReader::new(file);
+    let header = npy_header(&mut reader)?;
+    let start = reader
+        .stream_position()
+        .map_err(|error| error.to_string())?;
+    let held = end.saturating_sub(start);
+    let needed = element_count(&header.shape)
+        .and_then(|count| count.checked_mul(header.dtype.size()))
+        .map(|bytes| bytes as u64);
+    if needed != Some(held) {
+        return Err(format!(
+            "the data holds {held} bytes of data, and {:?} of {} takes {}",
+            header.shape,
+            header.dtype,
+            needed.map_or_else(|| "more than memory can".to_owned(), |n| n.to_string())
+        ));
+    }
+    TensorData::from_reader(
+        header.dtype,
+        &header.shape,
+        &mut reader,
+        header.big_endian,
+        header.fortran,
+    )
+    .map_err(|message| format!("the data {message}"))
+}
+
+/// Index `index` along axis 0 of the `.npy` file at `path`, reading only
+/// its bytes (and the header): what a record of a file split on its first
+/// axis needs, so a lazy run holds one record, not the file. `None` when
+/// the file is not a C-order `.npy` (the caller reads it whole).
+pub fn read_npy_row(path: &Path, index: usize) -> Option<Result<(String, TensorData), String>> {
+    use std::io::{Seek, SeekFrom};
+    if format_of(path) != Some("npy") {
+        return None;
+    }
+    let read = || -> Result<Option<(String, TensorData)>, String> {
+        let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
+        let mut reader = std::io::BufReader::new(file);
+        let header = npy_header(&mut reader)?;
+        if header.fortran || header.shape.is_empty() {
+            return Ok(None);
+        }
+        let rows = header.shape[0];
+        if index >= rows {
+            return Err(format!(
+                "has {rows} along axis 0 now, so no index {index}: it changed since its header was read"
+            ));
+        }
+        let row_shape = &header.shape[1..];
+        let row_bytes = element_count(row_shape)
+            .and_then(|count| count.checked_mul(header.dtype.size()))
+            .ok_or_else(|| {
+                format!(
+                    "the shape {:?} holds more bytes than memory can",
+                    header.shape
+                )
+            })?;
+        let start = reader
+            .stream_position()
+            .map_err(|error| error.to_string())?;
+        let offset = (index as u64)
+            .checked_mul(row_bytes as u64)
+            .and_then(|o| o.checked_add(start))
+            .ok_or_else(|| "its data lies past what a file can hold".to_owned())?;
+        let mut file = reader.into_inner();
+        let end = file.metadata().map_err(|error| error.to_string())?.len();
+        if offset.saturating_add(row_bytes as u64) > end {
+            return Err(format!(
+                "the file is truncated: it ends before the data of index {index}"
+            ));
+        }
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|error| error.to_string())?;
+        let data =
+            TensorData::from_reader(header.dtype, row_shape, &mut file, header.big_endian, false)
+                .map_err(|message| format!("the data of index {index} {message}"))?;
+        Ok(Some((stem(path), data)))
+    };
+    read().transpose()
+}
+
+/// True for a `.npy` file name.
+pub fn is_npy(path: &Path) -> bool {
+    format_of(path) == Some("npy")
+}
+
+/// A `.npy` tensor's name: its file's stem.
+pub fn stem(path: &Path) -> String {
     path.file_stem()
         .map_or_else(|| path.to_string_lossy(), |s| s.to_string_lossy())
         .into_owned()

@@ -18,6 +18,7 @@
 //! is refused before any run, naming the file; the data is read with the
 //! records.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -216,6 +217,11 @@ impl TensorSource {
 
     /// Every tensor of `file`, read.
     fn read_file(file: &TensorFile) -> Result<Vec<(String, TensorData)>, DataError> {
+        if tensor_files::is_npy(&file.path) {
+            let data = tensor_files::read_npy_file(&file.path)
+                .map_err(|message| file_error(&file.path, message))?;
+            return Ok(vec![(tensor_files::stem(&file.path), data)]);
+        }
         let bytes = std::fs::read(&file.path).map_err(|source| DataError::Io {
             path: file.path.clone(),
             source,
@@ -229,6 +235,20 @@ impl TensorSource {
         &self,
         index: usize,
         tensors: &[(String, TensorData)],
+    ) -> Result<DataRecord, DataError> {
+        let borrowed = tensors
+            .iter()
+            .map(|(name, data)| (name.clone(), Cow::Borrowed(data)));
+        self.record_of(index, borrowed, self.split_axis.is_some())
+    }
+
+    /// Record `index` from `tensors`: its file's, taken along the split
+    /// axis when `split` is true, or already the record's own.
+    fn record_of<'t>(
+        &self,
+        index: usize,
+        tensors: impl IntoIterator<Item = (String, Cow<'t, TensorData>)>,
+        split: bool,
     ) -> Result<DataRecord, DataError> {
         let (file, within, _) = self.position(index);
         let mut record = DataRecord {
@@ -250,8 +270,8 @@ impl TensorSource {
                 .insert("split_index".to_owned(), Value::from(within as u64));
         }
         for (name, data) in tensors {
-            let data = match self.split_axis {
-                None => data.clone(),
+            let data = match self.split_axis.filter(|_| split) {
+                None => data.into_owned(),
                 Some(axis) => data.index_axis(axis, within).ok_or_else(|| {
                     file_error(
                         &file.path,
@@ -404,7 +424,14 @@ impl RecordSource for TensorSource {
             }
             .into());
         }
-        let (file, _, _) = self.position(index);
+        let (file, within, _) = self.position(index);
+        // A `.npy` split on its first axis: only the record's rows are read.
+        if self.split_axis == Some(0) {
+            if let Some(row) = tensor_files::read_npy_row(&file.path, within) {
+                let (name, data) = row.map_err(|message| file_error(&file.path, message))?;
+                return Ok(self.record_of(index, [(name, Cow::Owned(data))], false)?);
+            }
+        }
         let tensors = TensorSource::read_file(file)?;
         Ok(self.record(index, &tensors)?)
     }
@@ -567,6 +594,47 @@ mod tests {
         // A lazy read of one record is the eager one.
         assert_eq!(source.read(2).unwrap(), records[2]);
         assert_eq!(source.record_id(3).as_deref(), Some("b-0-repeat-1"));
+    }
+
+    #[test]
+    fn a_split_npy_is_read_a_row_at_a_time_as_the_whole_file_gives_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw: Vec<f32> = (0..2 * 3 * 4).map(|v| v as f32 / 3.0).collect();
+        std::fs::write(
+            dir.path().join("outputs.npy"),
+            npy("<f4", "(2, 3, 4)", &f32_bytes(&raw)),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("ids.npy"),
+            npy(">i2", "(3, 2)", &[0u8, 1, 0, 2, 0, 3, 0, 4, 1, 0, 255, 255]),
+        )
+        .unwrap();
+        let source = build(&format!(
+            "{{directory: {}, split_axis: 0}}",
+            dir.path().display()
+        ))
+        .unwrap();
+        let eager = source.read_all().unwrap();
+        assert_eq!(eager.len(), 5);
+        for (index, record) in eager.iter().enumerate() {
+            assert_eq!(&source.read(index).unwrap(), record, "record {index}");
+        }
+        let row = tensor_files::read_npy_row(&dir.path().join("outputs.npy"), 1)
+            .unwrap()
+            .unwrap()
+            .1;
+        assert_eq!(row.shape(), [3, 4]);
+        assert_eq!(row.to_f32().as_slice().unwrap(), &raw[12..]);
+        let ids = source.read(2).unwrap();
+        assert_eq!(
+            ids.tensor("ids").unwrap().as_slice().unwrap(),
+            [256.0, -1.0]
+        );
+        let error = tensor_files::read_npy_row(&dir.path().join("outputs.npy"), 2)
+            .unwrap()
+            .unwrap_err();
+        assert!(error.contains("no index 2"), "{error}");
     }
 
     #[test]

@@ -275,6 +275,134 @@ impl TensorData {
     }
 }
 
+/// A number type whose every bit pattern is a value: read straight from
+/// a file's bytes into its vector.
+trait Plain: Copy + Default {
+    /// The value with its bytes in the other order.
+    fn swapped(self) -> Self;
+}
+
+macro_rules! plain_integers {
+    ($($ty:ty),*) => {$(
+        impl Plain for $ty {
+            fn swapped(self) -> Self {
+                self.swap_bytes()
+            }
+        }
+    )*};
+}
+plain_integers!(u8, i8, u16, i16, u32, i32, u64, i64);
+
+impl Plain for f32 {
+    fn swapped(self) -> Self {
+        f32::from_bits(self.to_bits().swap_bytes())
+    }
+}
+
+impl Plain for f64 {
+    fn swapped(self) -> Self {
+        f64::from_bits(self.to_bits().swap_bytes())
+    }
+}
+
+/// `count` values of `T` read from `reader` into their vector, with no
+/// copy of the bytes in between; their bytes swapped when the data's order
+/// (`big_endian`) is not this machine's.
+fn read_plain<T: Plain>(
+    reader: &mut impl std::io::Read,
+    count: usize,
+    big_endian: bool,
+) -> std::io::Result<Vec<T>> {
+    let mut values = vec![T::default(); count];
+    // SAFETY: `T` is a plain number type (every bit pattern is a value) and
+    // the slice covers exactly the vector's `count` initialized elements.
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            count * std::mem::size_of::<T>(),
+        )
+    };
+    reader.read_exact(bytes)?;
+    if big_endian != cfg!(target_endian = "big") {
+        for value in &mut values {
+            *value = value.swapped();
+        }
+    }
+    Ok(values)
+}
+
+impl TensorData {
+    /// [`from_bytes`](Self::from_bytes) for data read from `reader`,
+    /// which must hold exactly the elements `shape` counts (the caller
+    /// checks the length): the elements go straight into the tensor's
+    /// vector, so reading holds the tensor once, not its bytes beside it.
+    pub fn from_reader(
+        dtype: Dtype,
+        shape: &[usize],
+        reader: &mut impl std::io::Read,
+        big_endian: bool,
+        fortran: bool,
+    ) -> Result<TensorData, String> {
+        let count = element_count(shape)
+            .ok_or_else(|| format!("the shape {shape:?} holds more elements than memory can"))?;
+        count
+            .checked_mul(dtype.size())
+            .ok_or_else(|| format!("the shape {shape:?} holds more bytes than memory can"))?;
+        let dim = ndarray::ShapeBuilder::set_f(IxDyn(shape), fortran);
+        let read_error = |error: std::io::Error| match error.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                format!("ends before the {count} element(s) of {shape:?}")
+            }
+            _ => error.to_string(),
+        };
+        macro_rules! plain {
+            ($variant:ident, $ty:ty) => {{
+                let values = read_plain::<$ty>(reader, count, big_endian).map_err(read_error)?;
+                TensorData::$variant(
+                    ArrayD::from_shape_vec(dim, values).map_err(|error| error.to_string())?,
+                )
+            }};
+        }
+        macro_rules! bits {
+            ($variant:ident, $ty:ty) => {{
+                // Collected in place: the u16 vector becomes the tensor's.
+                let values: Vec<$ty> = read_plain::<u16>(reader, count, big_endian)
+                    .map_err(read_error)?
+                    .into_iter()
+                    .map(<$ty>::from_bits)
+                    .collect();
+                TensorData::$variant(
+                    ArrayD::from_shape_vec(dim, values).map_err(|error| error.to_string())?,
+                )
+            }};
+        }
+        Ok(match dtype {
+            Dtype::Bool => {
+                let raw = read_plain::<u8>(reader, count, big_endian).map_err(read_error)?;
+                if let Some(bad) = raw.iter().find(|&&b| b > 1) {
+                    return Err(format!("holds the byte {bad} in a bool tensor (0 or 1)"));
+                }
+                let values: Vec<bool> = raw.into_iter().map(|b| b == 1).collect();
+                TensorData::Bool(
+                    ArrayD::from_shape_vec(dim, values).map_err(|error| error.to_string())?,
+                )
+            }
+            Dtype::U8 => plain!(U8, u8),
+            Dtype::I8 => plain!(I8, i8),
+            Dtype::U16 => plain!(U16, u16),
+            Dtype::U32 => plain!(U32, u32),
+            Dtype::U64 => plain!(U64, u64),
+            Dtype::I16 => plain!(I16, i16),
+            Dtype::I32 => plain!(I32, i32),
+            Dtype::I64 => plain!(I64, i64),
+            Dtype::F32 => plain!(F32, f32),
+            Dtype::F64 => plain!(F64, f64),
+            Dtype::F16 => bits!(F16, f16),
+            Dtype::BF16 => bits!(BF16, bf16),
+        })
+    }
+}
+
 /// The product of `shape`, or `None` past `usize`.
 pub(crate) fn element_count(shape: &[usize]) -> Option<usize> {
     shape
@@ -345,6 +473,43 @@ mod tests {
             .collect();
         let floats = TensorData::from_bytes(Dtype::F64, &[2], &big, true, false).unwrap();
         assert_eq!(floats.to_f32().as_slice().unwrap(), [1.5, -2.25]);
+    }
+
+    #[test]
+    fn a_reader_gives_what_the_same_bytes_give_for_every_dtype_and_byte_order() {
+        use Dtype::*;
+        // 48 bytes: 48 elements of one byte down to 6 of eight.
+        let bytes: Vec<u8> = (0u8..48).map(|b| b.wrapping_mul(37) % 2).collect();
+        // Every byte under 0x3c: no element is a NaN, which equals nothing.
+        let wide: Vec<u8> = (0u8..48).map(|b| b.wrapping_mul(37) % 0x3c).collect();
+        for dtype in [
+            Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64,
+        ] {
+            let data = if dtype == Bool { &bytes } else { &wide };
+            let shape = [2, 48 / dtype.size() / 2];
+            for (big_endian, fortran) in [(false, false), (true, false), (false, true)] {
+                let expected =
+                    TensorData::from_bytes(dtype, &shape, data, big_endian, fortran).unwrap();
+                let read = TensorData::from_reader(
+                    dtype,
+                    &shape,
+                    &mut data.as_slice(),
+                    big_endian,
+                    fortran,
+                )
+                .unwrap();
+                assert_eq!(
+                    read, expected,
+                    "{dtype} big-endian {big_endian} fortran {fortran}"
+                );
+            }
+        }
+        let error = TensorData::from_reader(F32, &[4], &mut [0u8; 15].as_slice(), false, false)
+            .unwrap_err();
+        assert_eq!(error, "ends before the 4 element(s) of [4]");
+        let error = TensorData::from_reader(Bool, &[2], &mut [1u8, 7].as_slice(), false, false)
+            .unwrap_err();
+        assert_eq!(error, "holds the byte 7 in a bool tensor (0 or 1)");
     }
 
     #[test]

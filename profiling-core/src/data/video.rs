@@ -564,7 +564,7 @@ impl RecordSource for VideoSource {
 
     fn needs_lazy_loading(&self) -> Option<String> {
         (self.mode == VideoMode::Pipeline).then(|| {
-            "mode: pipeline decodes the frames inside each pass: set `record_loading: lazy` (with `target.profile_prepare: true`), or use `mode: frames` to decode them before the passes".to_owned()
+            "decodes the frames inside each pass (`mode: pipeline`): set `record_loading: lazy` (with `target.profile_prepare: true`), or `mode: frames` to decode them before the passes".to_owned()
         })
     }
 }
