@@ -143,7 +143,7 @@ fn tensors_plain_read(bencher: divan::Bencher) {
     let files = tensor_files();
     let total: u64 = files.iter().map(|f| f.metadata().unwrap().len()).sum();
     let mut buffer = vec![0u8; 1 << 20];
-    bencher.counter(BytesCount::new(total)).bench(|| {
+    bencher.counter(BytesCount::new(total)).bench_local(|| {
         for path in &files {
             let mut file = std::fs::File::open(path).unwrap();
             while file.read(&mut buffer).unwrap() > 0 {}

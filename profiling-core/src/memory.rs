@@ -276,6 +276,10 @@ pub fn prefault_slice(buffer: &mut [u8]) {
     unsafe { prefault(buffer.as_mut_ptr(), buffer.len()) }
 }
 
+/// A transparent huge page on x86-64 and most other 64-bit Linux targets.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const HUGE_PAGE: usize = 2 << 20;
+
 /// # Safety
 ///
 /// `start..start + len` must lie in one allocation the caller owns.
@@ -290,6 +294,9 @@ unsafe fn prefault(start: *mut u8, len: usize) {
             // SAFETY: whole pages inside the caller's allocation;
             // MADV_POPULATE_WRITE maps them without changing their content.
             unsafe {
+                if end - first >= HUGE_PAGE {
+                    libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+                }
                 libc::madvise(
                     first as *mut libc::c_void,
                     end - first,

@@ -433,7 +433,8 @@ impl RecordSource for TensorSource {
             }
         }
         let tensors = TensorSource::read_file(file)?;
-        Ok(self.record(index, &tensors)?)
+        let owned = tensors.into_iter().map(|(n, d)| (n, Cow::Owned(d)));
+        Ok(self.record_of(index, owned, self.split_axis.is_some())?)
     }
 
     fn describe(&self) -> BTreeMap<String, Value> {
@@ -489,10 +490,10 @@ impl RecordSource for TensorSource {
         if start == len {
             return Ok(records);
         }
-        let read: Vec<Vec<(String, TensorData)>> = self
+        let mut read: Vec<Option<Vec<(String, TensorData)>>> = self
             .files
             .par_iter()
-            .map(TensorSource::read_file)
+            .map(|file| TensorSource::read_file(file).map(Some))
             .collect::<Result<_, _>>()?;
         let mut file_of = Vec::with_capacity(self.distinct);
         for (number, file) in self.files.iter().enumerate() {
@@ -500,7 +501,18 @@ impl RecordSource for TensorSource {
         }
         for index in start..len {
             let file = file_of[index % self.distinct];
-            records.push(self.record(index, &read[file])?);
+            // A whole file's last record takes its tensors; the records
+            // before (repeats, or the rows of a split file) copy theirs.
+            let last = self.split_axis.is_none() && index + self.distinct >= len;
+            let record = match read[file].take_if(|_| last) {
+                Some(owned) => self.record_of(
+                    index,
+                    owned.into_iter().map(|(n, d)| (n, Cow::Owned(d))),
+                    false,
+                )?,
+                None => self.record(index, read[file].as_deref().expect("kept for a later record"))?,
+            };
+            records.push(record);
         }
         Ok(records)
     }

@@ -322,6 +322,8 @@ fn read_plain<T: Plain>(
             count * std::mem::size_of::<T>(),
         )
     };
+    // Fresh memory: its pages mapped in one call, not faulted one by one.
+    crate::memory::prefault_slice(bytes);
     reader.read_exact(bytes)?;
     if big_endian != cfg!(target_endian = "big") {
         for value in &mut values {
