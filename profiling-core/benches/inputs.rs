@@ -229,3 +229,13 @@ fn video_frames(bencher: divan::Bencher) {
         black_box(records)
     });
 }
+
+/// The same, the source built (the video probed) before the timing: the
+/// frames alone, as an eager run's `load_ns` counts them.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn video_frames_read(bencher: divan::Bencher) {
+    let Some(video) = video() else { return };
+    let parameters = serde_yaml::from_str(&format!("{{path: '{}'}}", video.display())).unwrap();
+    let source = data::build("video", &parameters).unwrap();
+    bencher.bench(|| black_box(source.read_all().unwrap()));
+}

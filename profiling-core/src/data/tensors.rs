@@ -510,7 +510,10 @@ impl RecordSource for TensorSource {
                     owned.into_iter().map(|(n, d)| (n, Cow::Owned(d))),
                     false,
                 )?,
-                None => self.record(index, read[file].as_deref().expect("kept for a later record"))?,
+                None => self.record(
+                    index,
+                    read[file].as_deref().expect("kept for a later record"),
+                )?,
             };
             records.push(record);
         }

@@ -135,11 +135,18 @@ pub fn parse_probe(text: &str) -> Result<VideoInfo, String> {
         let denominator: u64 = denominator.parse().ok()?;
         (numerator > 0 && denominator > 0).then_some((numerator, denominator))
     });
+    // Counted packets when ffprobe counted them; else the container's own
+    // count of frames, which MP4 and MOV keep in their header.
+    let frames = if keys.contains_key("nb_read_packets") {
+        number("nb_read_packets")?
+    } else {
+        number("nb_frames")?
+    };
     Ok(VideoInfo {
         codec: keys.get("codec_name").unwrap_or(&"unknown").to_string(),
         width: side("width")?,
         height: side("height")?,
-        frames: number("nb_read_packets")?,
+        frames,
         frame_rate,
     })
 }
@@ -194,14 +201,35 @@ fn ffprobe_for(ffmpeg: &Path) -> PathBuf {
     }
 }
 
-/// What `ffprobe` says of `path`'s first video stream.
+/// What `ffprobe` says of `path`'s first video stream: the frame count of
+/// the container's header where it has one, else its packets counted
+/// (which reads the whole file, without decoding it).
 fn probe(ffmpeg: &Path, path: &Path) -> Result<VideoInfo, DataError> {
+    let from_header = probe_with(ffmpeg, path, false)?;
+    match parse_probe(&from_header) {
+        Ok(info) => Ok(info),
+        Err(_) => parse_probe(&probe_with(ffmpeg, path, true)?)
+            .map_err(|message| source_error(None, format!("{}: {message}", path.display()))),
+    }
+}
+
+/// What `ffprobe` prints of `path`'s first video stream, its packets
+/// counted when `count`.
+fn probe_with(ffmpeg: &Path, path: &Path, count: bool) -> Result<String, DataError> {
     let ffprobe = ffprobe_for(ffmpeg);
-    let output = Command::new(&ffprobe)
-        .args(["-v", "error", "-select_streams", "v:0", "-count_packets"])
+    let mut command = Command::new(&ffprobe);
+    command.args(["-v", "error", "-select_streams", "v:0"]);
+    if count {
+        command.arg("-count_packets");
+    }
+    let output = command
         .args([
             "-show_entries",
-            "stream=codec_name,width,height,r_frame_rate,nb_read_packets",
+            if count {
+                "stream=codec_name,width,height,r_frame_rate,nb_read_packets"
+            } else {
+                "stream=codec_name,width,height,r_frame_rate,nb_frames"
+            },
             "-of",
             "default=noprint_wrappers=1",
         ])
@@ -222,7 +250,7 @@ fn probe(ffmpeg: &Path, path: &Path) -> Result<VideoInfo, DataError> {
             }
         )));
     }
-    parse_probe(&String::from_utf8_lossy(&output.stdout)).map_err(|message| in_file(&message))
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// The last `n` lines of `text`, joined with `; `.
@@ -363,6 +391,9 @@ impl VideoSource {
         let _range = (self.mode == VideoMode::Pipeline)
             .then(|| crate::nvtx::profiling_range("video_decode"));
         let mut pixels = vec![0u8; self.frame_bytes()];
+        // Fresh memory: its pages mapped in one call, not one fault at a
+        // time as the frame arrives.
+        crate::memory::prefault_slice(&mut pixels);
         let mut decoder = self.decoder.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let usable = decoder.as_ref().is_some_and(|d| d.next <= index);
@@ -601,6 +632,17 @@ mod tests {
         assert!(error.contains("width is 0"), "{error}");
         let error = parse_probe(&PROBED.replace("height=720\n", "")).unwrap_err();
         assert_eq!(error, "ffprobe gave no `height` for its video stream");
+    }
+
+    #[test]
+    fn the_headers_frame_count_serves_where_packets_were_not_counted() {
+        let header = PROBED.replace("nb_read_packets=300", "nb_frames=299");
+        assert_eq!(parse_probe(&header).unwrap().frames, 299);
+        let unknown = PROBED.replace("nb_read_packets=300", "nb_frames=N/A");
+        assert_eq!(
+            parse_probe(&unknown).unwrap_err(),
+            "ffprobe gave `nb_frames=N/A`, not a count"
+        );
     }
 
     #[test]

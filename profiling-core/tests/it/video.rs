@@ -257,3 +257,39 @@ fn without_ffmpeg_the_error_says_how_to_install_it() {
         "data_source (video): the video source decodes with FFmpeg, and `/nonexistent/bin/ffprobe` was not found: install FFmpeg (scripts/setup-ffmpeg does, or Debian's `apt-get install ffmpeg`) or name its `ffmpeg` program with data_source.ffmpeg"
     );
 }
+
+#[test]
+fn an_mp4s_frames_are_counted_from_its_header_and_all_decoded() {
+    if ffmpeg_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let video = dir.path().join("clip.mp4");
+    let status = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=s=48x32:r=10:d=1.7",
+        ])
+        .args(["-c:v", "mpeg4", "-bf", "2"])
+        .arg(&video)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let source = source(&format!("{{path: {}, stride: 4}}", video.display())).unwrap();
+    assert_eq!(
+        source.describe()["video_frames"],
+        serde_yaml::Value::from(17)
+    );
+    let records = source.read_all().unwrap();
+    let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["frame-0", "frame-4", "frame-8", "frame-12", "frame-16"]
+    );
+    assert_eq!(records[4].image().unwrap().dimensions(), (48, 32));
+}
