@@ -305,7 +305,7 @@ fn list_sources_shows_each_source_its_place_and_parameters() {
         lines[at + 1].trim_start(),
         "parameters: records, width, fail_at"
     );
-    for name in ["dummy", "images"] {
+    for name in ["coco", "dummy", "images", "tensors", "video"] {
         assert!(
             lines.iter().any(|l| l.starts_with(&format!("{name} "))),
             "{name}: {}",
@@ -948,7 +948,7 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &undecodable], format!("error: cannot decode image {}", images.join("broken.png").display())),
         (vec!["--config", &huge], "error: eager loading would hold about 280.2 GiB of records, more than 80% of the ".to_owned()),
         (vec!["--config", &import], "error: target.import_path `profiling-cli/src/lib.rs` does not match target `cli-doubler`, defined at profiling-cli/tests/cli.rs:".to_owned()),
-        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: the registered ones are cli-counting, dummy, images, tensors".to_owned()),
+        (vec!["cli-doubler", "--data-source", "webcam"], "error: command line: --data-source: unknown data source `webcam`: the registered ones are cli-counting, coco, dummy, images, tensors, video".to_owned()),
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
         (vec!["cli-doubler", "--device", "cuda"], format!("error: device `cuda:0`: {}", if cfg!(feature = "tch") {
                 "libtorch sees no CUDA device on this machine"

@@ -309,7 +309,7 @@ fn refusals_exit_2_name_what_is_wrong_and_leave_no_files() {
         ),
         (
             vec!["new".into(), "x".into(), "--from".into(), format!("{postprocess}::iou"), "--data-source".into(), "webcam".into(), "--directory".into(), elsewhere.into()],
-            "error: --data-source: unknown data source `webcam`: the registered ones are dummy, images, tensors".to_owned(),
+            "error: --data-source: unknown data source `webcam`: the registered ones are coco, dummy, images, tensors, video".to_owned(),
         ),
         (
             vec!["new".into(), "x".into(), "--from".into(), format!("{postprocess}::iou"), "--device".into(), "gpu".into()],

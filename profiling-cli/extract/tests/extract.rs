@@ -845,7 +845,7 @@ fn bad_names_specs_and_options_are_usage_errors() {
     request.data_source = "webcam".to_owned();
     assert_eq!(
         snippet::generate(&request).unwrap_err().to_string(),
-        "--data-source: unknown data source `webcam`: the registered ones are dummy, images, tensors"
+        "--data-source: unknown data source `webcam`: the registered ones are coco, dummy, images, tensors, video"
     );
 
     for (spec, expected) in [

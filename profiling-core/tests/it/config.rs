@@ -248,7 +248,7 @@ fn wrong_types_name_the_key() {
 fn unknown_data_sources_list_the_known_ones() {
     assert_eq!(
         error("target: {name: t}\ndata_source: {name: webcam}"),
-        "snippet/config.yaml: data_source.name: unknown data source `webcam`: the registered ones are dummy, images, tensors"
+        "snippet/config.yaml: data_source.name: unknown data source `webcam`: the registered ones are coco, dummy, images, tensors, video"
     );
 }
 
