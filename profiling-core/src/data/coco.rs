@@ -513,10 +513,12 @@ impl RecordSource for CocoSource {
     fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
         let mut records = known;
         records.truncate(self.index.entries.len());
-        let rest: Vec<DataRecord> = (records.len()..self.index.entries.len())
-            .into_par_iter()
-            .map(|index| self.record(index))
-            .collect::<Result<_, _>>()?;
+        let rest = super::in_order(
+            (records.len()..self.index.entries.len())
+                .into_par_iter()
+                .map(|index| self.record(index))
+                .collect(),
+        )?;
         records.extend(rest);
         Ok(records)
     }

@@ -534,7 +534,7 @@ impl DataSource for ImageSource {
         let records = self.len() as u64;
         let files = self.files.len() as u64;
         let used = self.files.len().min(self.len());
-        let sizes: Vec<u64> = self.files[..used]
+        let sizes = self.files[..used]
             .par_iter()
             .enumerate()
             .map(|(position, path)| {
@@ -546,8 +546,10 @@ impl DataSource for ImageSource {
                     .saturating_mul(3)
                     .saturating_mul(copies))
             })
-            .collect::<Result<_, DataError>>()?;
-        Ok(sizes.into_iter().fold(0, u64::saturating_add))
+            .collect::<Vec<Result<u64, DataError>>>();
+        Ok(super::in_order(sizes)?
+            .into_iter()
+            .fold(0, u64::saturating_add))
     }
 
     fn read(&self, index: usize) -> Result<DataRecord, DataError> {
@@ -587,7 +589,7 @@ impl DataSource for ImageSource {
         // the known record that holds it; none for a file no later record
         // shows.
         let mut images: Vec<Option<image::RgbImage>> = if self.decode {
-            self.files[..distinct]
+            let loaded = self.files[..distinct]
                 .par_iter()
                 .enumerate()
                 .map(|(file, path)| {
@@ -599,7 +601,8 @@ impl DataSource for ImageSource {
                         self.load(path).map(Some)
                     }
                 })
-                .collect::<Result<_, _>>()?
+                .collect::<Vec<_>>();
+            super::in_order(loaded)?
         } else {
             vec![None; distinct]
         };

@@ -277,6 +277,11 @@ pub trait DataSource: Send + Sync {
     fn needs_lazy_loading(&self) -> Option<String> {
         None
     }
+    /// True when records are cheapest read one after the other in index
+    /// order ([`RecordSource::reads_in_order`]).
+    fn reads_in_order(&self) -> bool {
+        false
+    }
     /// Reads every record, in order: in parallel where the source can.
     fn read_all(&self) -> Result<Vec<DataRecord>, DataError> {
         self.read_rest(Vec::new())
@@ -412,6 +417,13 @@ pub fn check_fits_in_memory(source: &dyn DataSource) -> Result<u64, DataError> {
 }
 
 pub use crate::memory::human_bytes;
+
+/// The results of work done on every core, in the order of its inputs, as
+/// one: the first error in that order, not whichever thread failed first,
+/// so that a run with several bad files names the same one every time.
+pub(crate) fn in_order<T, E>(results: Vec<Result<T, E>>) -> Result<Vec<T>, E> {
+    results.into_iter().collect()
+}
 
 /// Deserializes a source's parameters into its typed struct, with an error
 /// that names the parameter.

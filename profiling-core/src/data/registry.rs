@@ -132,6 +132,15 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
         None
     }
 
+    /// True for a source whose records are cheapest read one after the
+    /// other in index order (a decoder that streams): records picked or
+    /// shuffled by the workload are then read in index order, on one
+    /// thread, and put in the order asked. `false` (the default): read on
+    /// every core, in any order.
+    fn reads_in_order(&self) -> bool {
+        false
+    }
+
     /// Reads every record from `known.len()` on, after the `known` ones:
     /// override it to read in parallel.
     fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
@@ -295,6 +304,10 @@ impl<S: RecordSource> DataSource for Registered<S> {
 
     fn needs_lazy_loading(&self) -> Option<String> {
         self.source.needs_lazy_loading()
+    }
+
+    fn reads_in_order(&self) -> bool {
+        self.source.reads_in_order()
     }
 
     fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {

@@ -189,14 +189,37 @@ impl DataSource for Selected {
         self.inner.needs_lazy_loading()
     }
 
-    /// The records left to read, across the cores, in order.
+    fn reads_in_order(&self) -> bool {
+        self.inner.reads_in_order()
+    }
+
+    /// The records left to read, across the cores, in order; for a source
+    /// that reads in order, one after the other in the source's order,
+    /// then put in the order asked.
     fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {
         let mut records = known;
         records.truncate(self.order.len());
-        let rest: Vec<DataRecord> = self.order[records.len()..]
-            .par_iter()
-            .map(|&inner| self.inner.read(inner))
-            .collect::<Result<_, _>>()?;
+        if self.inner.reads_in_order() {
+            let rest = &self.order[records.len()..];
+            let mut by_index: Vec<(usize, usize)> = rest
+                .iter()
+                .enumerate()
+                .map(|(at, &inner)| (inner, at))
+                .collect();
+            by_index.sort_unstable();
+            let mut read: Vec<Option<DataRecord>> = (0..rest.len()).map(|_| None).collect();
+            for (inner, at) in by_index {
+                read[at] = Some(self.inner.read(inner)?);
+            }
+            records.extend(read.into_iter().map(|r| r.expect("every position read")));
+            return Ok(records);
+        }
+        let rest = super::in_order(
+            self.order[records.len()..]
+                .par_iter()
+                .map(|&inner| self.inner.read(inner))
+                .collect(),
+        )?;
         records.extend(rest);
         Ok(records)
     }
@@ -239,6 +262,62 @@ mod tests {
             picked.read(0).unwrap().tensor("tensor").unwrap()[[0, 0]],
             4.0
         );
+    }
+
+    /// Records `r<i>`, noting the order they are read in.
+    struct Streamed {
+        len: usize,
+        reads: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl DataSource for Streamed {
+        fn name(&self) -> &str {
+            "streamed"
+        }
+        fn describe(&self) -> BTreeMap<String, Value> {
+            BTreeMap::new()
+        }
+        fn len(&self) -> usize {
+            self.len
+        }
+        fn estimated_bytes(&self) -> Result<u64, DataError> {
+            Ok(0)
+        }
+        fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+            self.reads.lock().unwrap().push(index);
+            Ok(DataRecord {
+                id: format!("r{index}"),
+                ..DataRecord::default()
+            })
+        }
+        fn record_id(&self, index: usize) -> Option<String> {
+            Some(format!("r{index}"))
+        }
+        fn reads_in_order(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_source_that_reads_in_order_is_read_in_its_order_and_given_in_the_order_asked() {
+        let reads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let source = Box::new(Streamed {
+            len: 40,
+            reads: reads.clone(),
+        });
+        let shuffled = select(source, &selection("shuffle: true"), 3).unwrap();
+        let first = shuffled.read(0).unwrap();
+        let records = shuffled.read_rest(vec![first]).unwrap();
+        let reads = reads.lock().unwrap().clone();
+        assert_eq!(reads.len(), 40, "each record read once");
+        assert!(
+            reads[1..].windows(2).all(|pair| pair[0] < pair[1]),
+            "after the first, read in the source's order: {reads:?}"
+        );
+        let asked: Vec<String> = (0..40).map(|i| shuffled.record_id(i).unwrap()).collect();
+        let given: Vec<String> = records.into_iter().map(|r| r.id).collect();
+        assert_eq!(given, asked, "the shuffled order");
+        assert_ne!(given[..5], ["r0", "r1", "r2", "r3", "r4"]);
     }
 
     #[test]

@@ -168,10 +168,12 @@ impl TensorSource {
         if params.repeat == Some(0) {
             return Err(parameter_error("repeat", "must be >= 1"));
         }
-        let files = paths
-            .par_iter()
-            .map(|path| open_file(path, params.split_axis))
-            .collect::<Result<Vec<_>, _>>()?;
+        let files = super::in_order(
+            paths
+                .par_iter()
+                .map(|path| open_file(path, params.split_axis))
+                .collect(),
+        )?;
         let distinct = files.iter().map(|f| f.records).sum();
         if distinct == 0 {
             return Err(DataError::NoRecords);
@@ -490,11 +492,12 @@ impl RecordSource for TensorSource {
         if start == len {
             return Ok(records);
         }
-        let mut read: Vec<Option<Vec<(String, TensorData)>>> = self
-            .files
-            .par_iter()
-            .map(|file| TensorSource::read_file(file).map(Some))
-            .collect::<Result<_, _>>()?;
+        let mut read: Vec<Option<Vec<(String, TensorData)>>> = super::in_order(
+            self.files
+                .par_iter()
+                .map(|file| TensorSource::read_file(file).map(Some))
+                .collect(),
+        )?;
         let mut file_of = Vec::with_capacity(self.distinct);
         for (number, file) in self.files.iter().enumerate() {
             file_of.extend(std::iter::repeat_n(number, file.records));

@@ -593,6 +593,10 @@ impl RecordSource for VideoSource {
         ))
     }
 
+    fn reads_in_order(&self) -> bool {
+        true
+    }
+
     fn needs_lazy_loading(&self) -> Option<String> {
         (self.mode == VideoMode::Pipeline).then(|| {
             "decodes the frames inside each pass (`mode: pipeline`): set `record_loading: lazy` (with `target.profile_prepare: true`), or `mode: frames` to decode them before the passes".to_owned()

@@ -32,3 +32,30 @@ pub fn assert_reads_well(error: &dyn Display) {
         "an error starting with white space: {text:?}"
     );
 }
+
+/// Runs `check` on `bytes` cut short at any length and with up to three of
+/// its bytes changed, `cases` times (or `PROPTEST_CASES`): a valid file
+/// damaged the ways a disk, a copy or a writer that stopped early damage
+/// one.
+pub fn each_damaged(bytes: &[u8], cases: u32, check: impl Fn(&[u8])) {
+    use proptest::prelude::*;
+    let len = bytes.len();
+    let mut runner = proptest::test_runner::TestRunner::new(config(cases));
+    runner
+        .run(
+            &(
+                0..=len,
+                proptest::collection::vec((0..len, any::<u8>()), 0..4),
+            ),
+            |(cut, changes)| {
+                let mut changed = bytes.to_vec();
+                for (at, byte) in changes {
+                    changed[at] = byte;
+                }
+                changed.truncate(cut);
+                check(&changed);
+                Ok(())
+            },
+        )
+        .unwrap();
+}

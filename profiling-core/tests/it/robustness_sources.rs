@@ -5,11 +5,10 @@
 //! ffprobe says of a stream gives a stream or an error.
 
 use proptest::prelude::*;
-use proptest::test_runner::TestRunner;
 
 use profiling_core::data::{self, coco::parse_annotations, video::parse_probe};
 
-use crate::common::assert_reads_well;
+use crate::common::{assert_reads_well, each_damaged};
 
 const VALID: &str = r#"{"images": [{"id": 1, "file_name": "a.png", "width": 4, "height": 2}],
 "annotations": [{"id": 7, "image_id": 1, "category_id": 3, "bbox": [0, 0.5, 2, 1], "area": 2, "iscrowd": 0}],
@@ -62,30 +61,7 @@ fn exercise(bytes: &[u8]) {
 fn a_valid_coco_file_reads_and_every_change_to_it_reads_or_is_refused_naming_the_file() {
     exercise(VALID.as_bytes());
     assert!(parse_annotations(VALID.as_bytes()).is_ok());
-    let bytes = VALID.as_bytes().to_vec();
-    let len = bytes.len();
-    let mut runner = TestRunner::new(ProptestConfig {
-        cases: 128,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(
-            &(
-                0..=len,
-                proptest::collection::vec((0..len, any::<u8>()), 0..4),
-            ),
-            |(cut, changes)| {
-                let mut changed = bytes.clone();
-                for (at, byte) in changes {
-                    changed[at] = byte;
-                }
-                changed.truncate(cut);
-                exercise(&changed);
-                Ok(())
-            },
-        )
-        .unwrap();
+    each_damaged(VALID.as_bytes(), 128, exercise);
 }
 
 proptest! {

@@ -5,11 +5,10 @@
 //! the file.
 
 use proptest::prelude::*;
-use proptest::test_runner::TestRunner;
 
 use profiling_core::data::{self, tensors::read_tensor_bytes};
 
-use crate::common::assert_reads_well;
+use crate::common::{assert_reads_well, each_damaged};
 
 /// A small valid file of each format, as NumPy and safetensors write them.
 fn valid_files() -> Vec<(&'static str, Vec<u8>)> {
@@ -84,28 +83,7 @@ fn valid_files_read_and_every_change_to_them_reads_or_is_refused_naming_the_file
     for (name, bytes) in valid_files() {
         exercise(name, &bytes);
         assert!(read_tensor_bytes(name, &bytes).is_ok(), "{name}");
-        let mut runner = TestRunner::new(ProptestConfig {
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        });
-        let len = bytes.len();
-        runner
-            .run(
-                &(
-                    0..=len,
-                    proptest::collection::vec((0..len, any::<u8>()), 0..4),
-                ),
-                |(cut, changes)| {
-                    let mut changed = bytes.clone();
-                    for (at, byte) in changes {
-                        changed[at] = byte;
-                    }
-                    changed.truncate(cut);
-                    exercise(name, &changed);
-                    Ok(())
-                },
-            )
-            .unwrap();
+        each_damaged(&bytes, 256, |changed| exercise(name, changed));
     }
 }
 

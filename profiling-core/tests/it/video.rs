@@ -293,3 +293,30 @@ fn an_mp4s_frames_are_counted_from_its_header_and_all_decoded() {
     );
     assert_eq!(records[4].image().unwrap().dimensions(), (48, 32));
 }
+
+#[test]
+fn shuffled_frames_are_each_the_frame_their_id_names() {
+    if ffmpeg_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let video = make_video(dir.path(), 20);
+    let source = source(&format!("{{path: {}}}", video.display())).unwrap();
+    let selection: data::Selection = serde_yaml::from_str("shuffle: true").unwrap();
+    let shuffled = data::select(source, &selection, 9).unwrap();
+    let records = shuffled.read_all().unwrap();
+    let ids: Vec<String> = (0..20).map(|i| shuffled.record_id(i).unwrap()).collect();
+    assert_eq!(
+        records.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        ids
+    );
+    assert_ne!(ids[0], "frame-0", "shuffled");
+    for record in &records {
+        assert_eq!(format!("frame-{}", frame_of(record)), record.id);
+    }
+    // Lazily, in the order asked.
+    assert_eq!(
+        format!("frame-{}", frame_of(&shuffled.read(7).unwrap())),
+        ids[7]
+    );
+}
