@@ -307,10 +307,68 @@ fn without_a_browser_chromium_is_installed_with_apt_or_the_tests_skip() {
     );
 }
 
+/// `scripts/setup-ffmpeg --dry-run` looking for `ffmpeg` (and `ffprobe`
+/// beside it), with `apt_get` as apt-get.
+fn ffmpeg_dry_run(ffmpeg: &Path, apt_get: Option<&str>) -> Output {
+    Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/setup-ffmpeg"))
+        .arg("--dry-run")
+        .env("PROFILING_SETUP_FFMPEG", ffmpeg)
+        .env("PROFILING_SETUP_APT_GET", apt_get.unwrap_or(""))
+        .output()
+        .unwrap()
+}
+
+/// An executable script at `path` that prints `line`.
+fn fake_program(path: &Path, line: &str) {
+    fs::write(path, format!("#!/bin/sh\necho '{line}'\n")).unwrap();
+    let mut permissions = fs::metadata(path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    fs::set_permissions(path, permissions).unwrap();
+}
+
+#[test]
+fn an_ffmpeg_and_ffprobe_that_answer_are_used_and_nothing_is_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ffmpeg = dir.path().join("ffmpeg");
+    fake_program(&ffmpeg, "ffmpeg version 9.9 fake");
+    fake_program(&dir.path().join("ffprobe"), "ffprobe version 9.9 fake");
+    let output = ffmpeg_dry_run(&ffmpeg, Some("/usr/bin/apt-get"));
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!(
+            "setup-ffmpeg: nothing to install: ffmpeg version 9.9 fake at {}\n",
+            ffmpeg.display()
+        )
+    );
+}
+
+#[test]
+fn without_ffprobe_ffmpeg_is_installed_with_apt_or_the_video_tests_skip() {
+    let dir = tempfile::tempdir().unwrap();
+    // An ffmpeg alone is not enough: the source probes with ffprobe.
+    let ffmpeg = dir.path().join("ffmpeg");
+    fake_program(&ffmpeg, "ffmpeg version 9.9 fake");
+    let why = "no ffmpeg and ffprobe on PATH that answer -version";
+    let refused = format!("setup-ffmpeg: FFmpeg cannot be installed: {why}, and this user cannot install Debian packages (not root, no password-less sudo, or no apt-get); the video tests will skip\n");
+    let output = ffmpeg_dry_run(&ffmpeg, Some("/usr/bin/apt-get"));
+    assert!(output.status.success());
+    let expected = match who_installs() {
+        Some(how) => format!(
+            "setup-ffmpeg: would install ffmpeg with {how}, for the video data source: {why}\n"
+        ),
+        None => refused.clone(),
+    };
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+    let output = ffmpeg_dry_run(&ffmpeg, None);
+    assert!(output.status.success(), "a missing FFmpeg never fails");
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), refused);
+}
+
 /// `--help` prints a script's header comment, all of it and nothing else.
 #[test]
 fn script_help_is_the_header_comment() {
-    for script in ["setup", "gpu-check", "setup-chromium"] {
+    for script in ["setup", "gpu-check", "setup-chromium", "setup-ffmpeg"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../scripts")
             .join(script);
