@@ -58,6 +58,13 @@ use source::{display_path, Manifest, ModuleLocation, SourceFile};
 /// appended to its `target.rs` and named in its config.
 pub const CUSTOM_SOURCE: &str = "custom";
 
+/// The name the data source of the snippet `profile`'s own registers as
+/// (`new --data-source custom`); a variant of the snippet renames it with
+/// the target.
+pub fn custom_source_name(profile: &str) -> String {
+    format!("{profile}-records")
+}
+
 /// What `profile-cli new` was asked for.
 #[derive(Debug, Clone)]
 pub struct NewSnippet {

@@ -497,8 +497,8 @@ fn parity_text(report: &Report) -> String {
 }
 
 /// The registered name of a snippet's own source (`new --data-source custom`).
-pub(crate) fn custom_source_name(report: &Report) -> String {
-    format!("{}-records", report.target_name)
+fn custom_source_name(report: &Report) -> String {
+    crate::custom_source_name(&report.target_name)
 }
 
 fn custom_source_type(report: &Report) -> String {

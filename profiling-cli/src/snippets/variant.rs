@@ -142,8 +142,10 @@ fn dir_name(path: &Path) -> String {
 }
 
 /// `text` of `file` with BASE's names made the variant's: the target's
-/// name in `#[profile_target]`, the config's profile and target names
-/// and paths, the package's name.
+/// name in `#[profile_target]`, the name of a data source of the
+/// snippet's own in `#[data_source]` (two registered under one name would
+/// refuse both), the config's profile, target and source names and paths,
+/// the package's name.
 fn rename(text: &str, file: &str, base: &str, name: &str, base_dir: &str, new_dir: &str) -> String {
     let paths = |text: &str| {
         text.replace(
@@ -151,12 +153,22 @@ fn rename(text: &str, file: &str, base: &str, name: &str, base_dir: &str, new_di
             &format!("snippets/{new_dir}/"),
         )
     };
+    let (base_source, source) = (
+        profiling_extract::custom_source_name(base),
+        profiling_extract::custom_source_name(name),
+    );
     match file {
-        "target.rs" => text.replacen(
-            &format!("#[profile_target(name = \"{base}\""),
-            &format!("#[profile_target(name = \"{name}\""),
-            1,
-        ),
+        "target.rs" => text
+            .replacen(
+                &format!("#[profile_target(name = \"{base}\""),
+                &format!("#[profile_target(name = \"{name}\""),
+                1,
+            )
+            .replacen(
+                &format!("#[data_source(name = \"{base_source}\")]"),
+                &format!("#[data_source(name = \"{source}\")]"),
+                1,
+            ),
         "config.yaml" => {
             paths(
                 &text
@@ -164,10 +176,16 @@ fn rename(text: &str, file: &str, base: &str, name: &str, base_dir: &str, new_di
                     .map(|line| {
                         let trimmed = line.trim_start();
                         for key in ["profile_name:", "name:"] {
-                            if trimmed.strip_prefix(key).map(str::trim) == Some(base) {
-                                let indent = &line[..line.len() - trimmed.len()];
-                                return format!("{indent}{key} {name}");
-                            }
+                            let value = trimmed.strip_prefix(key).map(str::trim);
+                            let renamed = if value == Some(base) {
+                                name
+                            } else if value == Some(base_source.as_str()) {
+                                source.as_str()
+                            } else {
+                                continue;
+                            };
+                            let indent = &line[..line.len() - trimmed.len()];
+                            return format!("{indent}{key} {renamed}");
                         }
                         line.to_owned()
                     })
@@ -181,5 +199,34 @@ fn rename(text: &str, file: &str, base: &str, name: &str, base_dir: &str, new_di
         ))
         .replace(&format!("`{base}`"), &format!("`{name}`"))
         .replace(&format!("check {base} "), &format!("check {name} ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rename;
+
+    #[test]
+    fn a_variant_renames_the_snippets_own_data_source_with_its_target() {
+        let target = "#[profile_target(name = \"decode\")]\nimpl ProfileTarget for Decode {}\n\
+                      #[data_source(name = \"decode-records\")]\nimpl RecordSource for DecodeRecords {}\n";
+        let renamed = rename(
+            target,
+            "target.rs",
+            "decode",
+            "decode-fast",
+            "decode",
+            "decode_fast",
+        );
+        assert_eq!(
+            renamed,
+            "#[profile_target(name = \"decode-fast\")]\nimpl ProfileTarget for Decode {}\n\
+             #[data_source(name = \"decode-fast-records\")]\nimpl RecordSource for DecodeRecords {}\n"
+        );
+        let config = "profile_name: decode\ntarget:\n  name: decode\ndata_source:\n  name: decode-records\n  record_count: 1\n";
+        assert_eq!(
+            rename(config, "config.yaml", "decode", "decode-fast", "decode", "decode_fast"),
+            "profile_name: decode-fast\ntarget:\n  name: decode-fast\ndata_source:\n  name: decode-fast-records\n  record_count: 1\n"
+        );
     }
 }
