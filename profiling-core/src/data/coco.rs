@@ -500,13 +500,6 @@ impl RecordSource for CocoSource {
     }
 
     fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
-        if index >= self.index.entries.len() {
-            return Err(DataError::OutOfRange {
-                index,
-                len: self.index.entries.len(),
-            }
-            .into());
-        }
         Ok(self.record(index)?)
     }
 

@@ -101,7 +101,8 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
         self.len() == 0
     }
 
-    /// Reads record `index` (`0..len()`). Record ids should be unique.
+    /// Reads record `index` (`0..len()`: an index past the end is refused
+    /// before it is called). Record ids should be unique.
     fn read(&self, index: usize) -> anyhow::Result<DataRecord>;
 
     /// The source's own summary of what it reads, for the manifest.
@@ -293,6 +294,12 @@ impl<S: RecordSource> DataSource for Registered<S> {
     }
 
     fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+        // Checked here once for every source, so that `read` gets only
+        // indices of `0..len()`.
+        let len = self.source.len();
+        if index >= len {
+            return Err(DataError::OutOfRange { index, len });
+        }
         self.source
             .read(index)
             .map_err(|error| source_error(self.name, Some(index), error))

@@ -419,13 +419,6 @@ impl RecordSource for TensorSource {
     }
 
     fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
-        if index >= TensorSource::len(self) {
-            return Err(DataError::OutOfRange {
-                index,
-                len: TensorSource::len(self),
-            }
-            .into());
-        }
         let (file, within, _) = self.position(index);
         // A `.npy` split on its first axis: only the record's rows are read.
         if self.split_axis == Some(0) {

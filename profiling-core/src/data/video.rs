@@ -551,13 +551,6 @@ impl RecordSource for VideoSource {
     }
 
     fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
-        if index >= self.count {
-            return Err(DataError::OutOfRange {
-                index,
-                len: self.count,
-            }
-            .into());
-        }
         Ok(self.read_frame(index)?)
     }
 
