@@ -45,6 +45,8 @@ pub struct Config {
     pub cuda: CudaPolicy,
     /// Device events at range, call and pass boundaries.
     pub gpu_timing: GpuTiming,
+    /// Allocations, bytes and peak per pass, call and range.
+    pub memory: MemoryMode,
 }
 
 /// `target:`: which registered target runs, and how.
@@ -203,6 +205,65 @@ impl Batches {
     pub fn range(&self, index: usize) -> std::ops::Range<usize> {
         let start = index * self.size;
         start..(start + self.size).min(self.records)
+    }
+}
+
+/// `memory:`: whether the allocations made in the measured passes are
+/// attributed to their passes, calls and ranges
+/// ([`crate::memory::attribution`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryMode {
+    /// Nothing is attributed: the allocator costs what it always does.
+    #[default]
+    Off,
+    On,
+}
+
+impl MemoryMode {
+    pub fn is_on(self) -> bool {
+        self == MemoryMode::On
+    }
+}
+
+impl fmt::Display for MemoryMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MemoryMode::Off => "off",
+            MemoryMode::On => "on",
+        })
+    }
+}
+
+impl std::str::FromStr for MemoryMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "on" => Ok(MemoryMode::On),
+            "off" => Ok(MemoryMode::Off),
+            other => Err(format!(
+                "unknown memory mode `{other}`: expected `on` or `off`"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryMode {
+    /// `on` or `off`, or YAML's `true` and `false`.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Spelling {
+            Flag(bool),
+            Word(String),
+        }
+        match Spelling::deserialize(deserializer) {
+            Ok(Spelling::Flag(on)) => Ok(if on { MemoryMode::On } else { MemoryMode::Off }),
+            Ok(Spelling::Word(word)) => word.parse().map_err(serde::de::Error::custom),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected `on` or `off` (or true or false)",
+            )),
+        }
     }
 }
 
@@ -371,6 +432,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     pub output_dir: Option<PathBuf>,
     pub gpu_timing: Option<GpuTiming>,
+    /// `--memory`.
+    pub memory: Option<MemoryMode>,
     /// `--cache` (true) or `--no-cache` (false).
     pub cache: Option<bool>,
     /// `--directory`: the `images` source's directory (the source is
@@ -452,6 +515,7 @@ struct RawConfig {
     write_report: Option<bool>,
     cuda: Option<CudaPolicy>,
     gpu_timing: Option<GpuTiming>,
+    memory: Option<MemoryMode>,
     workload: Option<RawWorkload>,
     /// `profile-cli sweep`'s grid; a run reads none of it.
     sweep: Option<Value>,
@@ -943,6 +1007,7 @@ fn resolve(
         write_report: raw.write_report.unwrap_or(true),
         cuda: raw.cuda.unwrap_or_default(),
         gpu_timing,
+        memory: overrides.memory.or(raw.memory).unwrap_or_default(),
     })
 }
 

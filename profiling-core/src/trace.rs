@@ -253,6 +253,7 @@ pub fn range_tree_of(document: &serde_json::Value) -> Option<crate::timing::Rang
             names,
             events: recorded,
             overflow: Vec::new(),
+            memory: Vec::new(),
         });
     }
     Some(crate::timing::RangeTree::build(&log, &passes))

@@ -18,6 +18,8 @@ use crate::config::{Batches, Config, RecordLoading};
 use crate::data::{AvailableMemory, DataError, DataRecord, DataSource};
 use crate::device::{synchronize, Device};
 use crate::interrupt;
+use crate::memory::attribution::{self, Figures};
+use crate::memory::report::{FigureSamples, MemoryTimings};
 use crate::nvtx::PassRange;
 use crate::panics::guard;
 use crate::run_samples::RunSamples;
@@ -223,6 +225,10 @@ pub struct Timings {
     /// processes, preemption, and per pass the measuring thread's CPU time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<crate::machine::MachineState>,
+    /// With `memory: on`: allocations, bytes and peak per pass and call
+    /// (each range's are in `ranges` and `range_tree`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryTimings>,
 }
 
 /// What the files beside the manifest need of a finished capture.
@@ -940,6 +946,8 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         }
         None => None,
     };
+    check_memory_attribution(config)
+        .map_err(|source| tally.error(Pass::Setup, Failure::new(Phase::Run, None, source)))?;
     // Ranges record device events (and bind their threads in warmup) only
     // while this lives.
     let gpu_mode = GpuMode::set(gpu.is_some());
@@ -965,6 +973,11 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let mut measured = Measured::expecting(config.iterations, inputs.len());
     measured.expected_range_events =
         (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
+    measured.memory = config
+        .memory
+        .is_on()
+        .then(|| MeasuredMemory::expecting(config.iterations as usize, inputs.len()));
+    let memory_mode = MemoryMode::set(config.memory.is_on());
     let measured = capture(
         target,
         &mut inputs,
@@ -975,6 +988,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         gpu.as_mut(),
     )?;
     drop(gpu_mode);
+    drop(memory_mode);
     let gpu = gpu.map(|gpu| gpu.finish(&measured.ranges));
     let warmed = Warmed {
         timer,
@@ -1174,6 +1188,38 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
     Ok((warmup_ns, passes, last_pass_opens))
 }
 
+/// Refuses `memory: on` where the allocator cannot attribute: a binary
+/// whose global allocator is not [`crate::memory::CountingAllocator`]
+/// would report no figure at all, or a wrong one.
+pub fn check_memory_attribution(config: &Config) -> anyhow::Result<()> {
+    if config.memory.is_on() && !crate::memory::counting_installed() {
+        anyhow::bail!(
+            "memory: on: memory attribution is unavailable in this binary: its global allocator is not profiling_core::memory::CountingAllocator (a target or crate installs its own #[global_allocator]); run with memory: off, or drop the other allocator"
+        );
+    }
+    Ok(())
+}
+
+/// Memory attribution at range boundaries, on while it lives.
+struct MemoryMode(bool);
+
+impl MemoryMode {
+    fn set(on: bool) -> MemoryMode {
+        if on {
+            crate::timing::recorder::set_memory(true);
+        }
+        MemoryMode(on)
+    }
+}
+
+impl Drop for MemoryMode {
+    fn drop(&mut self) {
+        if self.0 {
+            crate::timing::recorder::set_memory(false);
+        }
+    }
+}
+
 /// Device events at range boundaries, on while it lives.
 struct GpuMode(bool);
 
@@ -1227,6 +1273,54 @@ struct Measured<O> {
     last_pass_ns: u64,
     /// The machine just before the capture opened and just after it closed.
     machine: Option<(crate::machine::Snapshot, crate::machine::Snapshot)>,
+    /// With `memory: on`: what each pass and call allocated.
+    memory: Option<MeasuredMemory>,
+}
+
+/// The memory figures of the measured passes ([`crate::memory::attribution`]),
+/// with room for every sample before the capture opens.
+struct MeasuredMemory {
+    passes: FigureSamples,
+    calls: FigureSamples,
+    /// The calls of the pass in progress: added to `calls` between passes.
+    pass_calls: Vec<Figures>,
+    /// The pass in progress, once it ended.
+    pass: Figures,
+    /// What attribution costs, measured before the capture.
+    cost: crate::memory::attribution::Cost,
+}
+
+impl MeasuredMemory {
+    fn expecting(iterations: usize, count: usize) -> MeasuredMemory {
+        let mut memory = MeasuredMemory {
+            passes: FigureSamples::expecting(iterations, SAMPLES_KEPT),
+            calls: FigureSamples::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
+            pass_calls: Vec::with_capacity(count),
+            pass: Figures::default(),
+            cost: crate::memory::attribution::Cost::measure(),
+        };
+        memory.passes.prefault();
+        memory.calls.prefault();
+        memory
+    }
+
+    /// The statistics of the run's memory, from the samples and the range
+    /// log.
+    fn timings(&self) -> MemoryTimings {
+        let untracked = crate::memory::attribution::untracked_blocks();
+        MemoryTimings {
+            per_pass: self.passes.stats(),
+            per_call: self.calls.stats(),
+            cost_per_allocation_ns: self.cost.per_allocation_ns,
+            cost_per_range_ns: self.cost.per_range_ns,
+            untracked_blocks: untracked,
+            note: (untracked > 0).then(|| {
+                format!(
+                    "{untracked} block(s) allocated in the capture found no room in the table of blocks: their frees were counted as memory allocated elsewhere"
+                )
+            }),
+        }
+    }
 }
 
 impl<O> Measured<O> {
@@ -1243,8 +1337,17 @@ impl<O> Measured<O> {
         }
         let calls = self.pass_calls.len();
         self.pass_calls.clear();
+        if let Some(memory) = self.memory.as_mut() {
+            for figures in &memory.pass_calls {
+                memory.calls.push(figures);
+            }
+            memory.pass_calls.clear();
+        }
         if tally.interrupted.is_some() {
             return false;
+        }
+        if let Some(memory) = self.memory.as_mut() {
+            memory.passes.push(&memory.pass);
         }
         // One call: the pass is that call, to the same readings.
         let pass_ns = if calls == 1 {
@@ -1298,6 +1401,7 @@ impl<O> Measured<O> {
             cpu_stride: 1,
             last_pass_ns: 0,
             machine: None,
+            memory: None,
         }
     }
 
@@ -1318,7 +1422,15 @@ impl<O> Measured<O> {
         let passes = std::mem::replace(&mut self.pass_samples, SampleSet::with_capacity(0));
         let calls = std::mem::replace(&mut self.call_samples, SampleSet::with_capacity(0));
         let sets = range_sets(&self.ranges);
-        let (ranges, ranges_sketched) = timings_of(&sets);
+        let (mut ranges, ranges_sketched) = timings_of(&sets);
+        let memory = self.memory.as_ref().map(MeasuredMemory::timings);
+        let range_memory = match &self.memory {
+            Some(_) => crate::memory::report::range_memory(&self.ranges, passes.count() as usize),
+            None => Default::default(),
+        };
+        for range in &mut ranges {
+            range.memory = range_memory.get(&range.name).map(|m| m.memory.clone());
+        }
         let iterations = passes.stats();
         // One call per pass, every pass complete: each pass's sample is its
         // call's, the same number, so the statistics are the same.
@@ -1347,6 +1459,7 @@ impl<O> Measured<O> {
             capture_ns: self.capture_ns,
             per_record: None,
             machine,
+            memory,
         };
         (timings, samples)
     }
@@ -1471,7 +1584,14 @@ fn pass_calls<T: ProfileTarget, I: Inputs<T>>(
     let device = plan.config.device;
     let mut started = None;
     let mut ended = 0;
+    let memory = measured.memory.is_some();
+    if memory {
+        attribution::pass_begins(tally.completed_iterations);
+    }
     for (index, slot) in measured.outputs.iter_mut().enumerate() {
+        if memory {
+            attribution::call_begins();
+        }
         let call_started = ticks();
         started.get_or_insert(call_started);
         let output = inputs.call(target, index, &mut tally.calls)?;
@@ -1479,6 +1599,9 @@ fn pass_calls<T: ProfileTarget, I: Inputs<T>>(
             (plan.synchronize)(device);
         }
         ended = ticks();
+        if let Some(memory) = measured.memory.as_mut() {
+            memory.pass_calls.push(attribution::call_ends());
+        }
         measured.pass_calls.push(ended - call_started);
         // After the call's clock read: its host time leaves it out.
         if let Some(gpu) = gpu.as_deref_mut() {
@@ -1492,6 +1615,9 @@ fn pass_calls<T: ProfileTarget, I: Inputs<T>>(
             }
             break;
         }
+    }
+    if let Some(memory) = measured.memory.as_mut() {
+        memory.pass = attribution::pass_ends();
     }
     Ok((started.unwrap_or(ended), ended))
 }

@@ -31,6 +31,8 @@ pub trait SteppedRun {
     /// The range events its measured passes should record (as many per
     /// pass as its last warmup pass opened).
     fn expected_range_events(&self) -> usize;
+    /// True when its config attributes memory (`memory: on`).
+    fn attributes_memory(&self) -> bool;
     /// One measured pass, inside an NVTX range named `name`. False when a
     /// signal cut it: it is not a sample, and no pass should follow.
     fn pass(&mut self, name: &CStr) -> Result<bool, RunError>;
@@ -57,6 +59,8 @@ where
 {
     let config = &plan.config;
     let tally = Tally::default();
+    super::check_memory_attribution(config)
+        .map_err(|source| tally.error(Pass::Setup, Failure::new(Phase::Run, None, source)))?;
     let parameters = config.target.parameters.clone();
     crate::target::set_parameters(&parameters);
     let mut target = guard(make)
@@ -159,7 +163,11 @@ struct Stepped<'p, T: ProfileTarget, I> {
 impl<'p, T: ProfileTarget, I: Inputs<T>> Stepped<'p, T, I> {
     fn new(target: T, inputs: I, side: Side<'p>) -> Self {
         let config = &side.plan.config;
-        let measured = Measured::expecting(config.iterations, inputs.len());
+        let mut measured = Measured::expecting(config.iterations, inputs.len());
+        measured.memory = config
+            .memory
+            .is_on()
+            .then(|| super::MeasuredMemory::expecting(config.iterations as usize, inputs.len()));
         Stepped {
             sync_each: synchronizes_each_call(config),
             target,
@@ -207,6 +215,10 @@ impl<T: ProfileTarget, I: Inputs<T>> SteppedRun for Stepped<'_, T, I> {
 
     fn expected_range_events(&self) -> usize {
         self.side.expected
+    }
+
+    fn attributes_memory(&self) -> bool {
+        self.measured.memory.is_some()
     }
 
     fn pass(&mut self, name: &CStr) -> Result<bool, RunError> {
@@ -359,6 +371,8 @@ pub fn run_paired<'p>(
         IterationName::after(b"candidate iteration "),
     ];
     let expected = base.expected_range_events() + candidate.expected_range_events();
+    let memory_mode =
+        super::MemoryMode::set(base.attributes_memory() || candidate.attributes_memory());
     let machine_start = Snapshot::now();
     let capture = Capture::begin_expecting(expected);
     let capture_started = now_ns();
@@ -385,6 +399,7 @@ pub fn run_paired<'p>(
     drop(capture_range);
     let capture_ns = now_ns() - capture_started;
     let log = capture.end();
+    drop(memory_mode);
     let machine = (machine_start, Snapshot::now());
     let (base_failed, candidate_failed) = match failure {
         Some((PairSide::Base, error)) => (Some(error), None),

@@ -20,6 +20,9 @@ pub struct RangeTimings {
     /// The device's time for the same ranges, on runs with GPU timing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuRangeTimings>,
+    /// What the same ranges allocated, on runs with `memory: on`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::memory::report::RangeMemory>,
 }
 
 /// The GPU time of one range name: from its start event to its end event
@@ -129,6 +132,7 @@ pub fn timings_of(sets: &BTreeMap<String, (SampleSet, SampleSet)>) -> (Vec<Range
                 inclusive: inclusive.stats()?,
                 exclusive: exclusive.stats()?,
                 gpu: None,
+                memory: None,
             })
         })
         .collect();

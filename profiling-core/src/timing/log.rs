@@ -43,6 +43,9 @@ pub struct ThreadRanges {
     pub events: Vec<RangeEvent>,
     /// By name index: what did not fit `events`.
     pub overflow: Vec<Option<Overflow>>,
+    /// With `memory: on`: each event's allocations, at the event's index;
+    /// empty otherwise.
+    pub memory: Vec<crate::memory::attribution::MemoryEvent>,
 }
 
 impl ThreadRanges {
@@ -94,6 +97,13 @@ impl RangeLog {
                         .iter()
                         .filter(|event| inside(event.start_ns))
                         .copied()
+                        .collect(),
+                    memory: thread
+                        .events
+                        .iter()
+                        .zip(&thread.memory)
+                        .filter(|(event, _)| inside(event.start_ns))
+                        .map(|(_, memory)| *memory)
                         .collect(),
                     overflow: vec![None; thread.overflow.len()],
                     ..thread.clone()

@@ -132,6 +132,7 @@ mod tests {
             inclusive: stats(6, 800),
             exclusive: stats(6, 800),
             gpu: None,
+            memory: None,
         };
         let figures = PerRecord::of(
             4,

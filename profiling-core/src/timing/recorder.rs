@@ -26,6 +26,7 @@
 //! consistent.
 
 use super::log::{Overflow, RangeEvent, RangeLog, ThreadRanges, NO_EVENT};
+use crate::memory::attribution::{MemoryEvent, ThreadMemory};
 use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,10 +49,19 @@ const MODE_REGISTERING: u8 = 1;
 const MODE_RECORDING: u8 = 2;
 /// Recording, and each range also records device events ([`super::gpu`]).
 const MODE_RECORDING_GPU: u8 = 3;
+/// Added to a recording mode when each range also attributes memory
+/// ([`crate::memory::attribution`]).
+const MODE_MEMORY: u8 = 4;
+const MODE_RECORDING_MEMORY: u8 = MODE_RECORDING | MODE_MEMORY;
+const MODE_RECORDING_GPU_MEMORY: u8 = MODE_RECORDING_GPU | MODE_MEMORY;
 
 /// True while the runner's GPU timing is on: ranges record device events
 /// when recording, and bind their threads when registering.
 static GPU: AtomicBool = AtomicBool::new(false);
+
+/// True while the runner attributes memory: the next captures record each
+/// range's allocations beside its time.
+static MEMORY: AtomicBool = AtomicBool::new(false);
 
 /// Ranges opened while registering (warmup passes): how the GPU event
 /// pool is sized.
@@ -60,10 +70,15 @@ static REGISTERED_OPENS: AtomicU64 = AtomicU64::new(0);
 /// Sets [`MODE`] from the flags, after one of them changed.
 fn update_mode() {
     let mode = if RECORDING.load(Ordering::SeqCst) {
-        if GPU.load(Ordering::SeqCst) {
+        let recording = if GPU.load(Ordering::SeqCst) {
             MODE_RECORDING_GPU
         } else {
             MODE_RECORDING
+        };
+        if MEMORY.load(Ordering::SeqCst) {
+            recording | MODE_MEMORY
+        } else {
+            recording
         }
     } else if REGISTERING.load(Ordering::SeqCst) {
         MODE_REGISTERING
@@ -145,6 +160,11 @@ struct ThreadLog {
     names: UnsafeCell<Vec<Box<str>>>,
     events: UnsafeCell<Vec<RangeEvent>>,
     overflow: UnsafeCell<Vec<Option<Box<Overflow>>>>,
+    /// With memory attributed: one per event, at the same index.
+    memory_events: UnsafeCell<Vec<MemoryEvent>>,
+    /// The thread's open ranges as attribution sees them: the owner's
+    /// alone, never read by the collector.
+    memory: UnsafeCell<ThreadMemory>,
 }
 
 // SAFETY: the owner thread writes the cells only with `writing` raised and
@@ -171,6 +191,8 @@ struct Frame {
     /// The device event at its start, and the pass it was opened in.
     gpu_start: u32,
     gpu_pass: u32,
+    /// True when it entered the thread's memory stack.
+    memory: bool,
 }
 
 struct Local {
@@ -230,6 +252,10 @@ thread_local! {
 }
 
 fn register() -> Arc<ThreadLog> {
+    crate::memory::attribution::unattributed(register_attributed)
+}
+
+fn register_attributed() -> Arc<ThreadLog> {
     let thread = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
     let current = std::thread::current();
     let log = Arc::new(ThreadLog {
@@ -241,7 +267,16 @@ fn register() -> Arc<ThreadLog> {
         names: UnsafeCell::new(Vec::new()),
         events: UnsafeCell::new(Vec::with_capacity(EVENTS_PER_THREAD)),
         overflow: UnsafeCell::new(Vec::new()),
+        memory_events: UnsafeCell::new(if MEMORY.load(Ordering::SeqCst) {
+            Vec::with_capacity(EVENTS_PER_THREAD)
+        } else {
+            Vec::new()
+        }),
+        memory: UnsafeCell::new(ThreadMemory::new(thread)),
     });
+    // SAFETY: the log lives as long as the process (LOGS keeps it) and
+    // only this thread touches its memory stack.
+    unsafe { ThreadMemory::install(log.memory.get()) };
     LOGS.lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(Arc::clone(&log));
@@ -310,7 +345,9 @@ impl Local {
                 if recording {
                     LATE_NAMES.fetch_add(1, Ordering::Relaxed);
                 }
-                names.push(String::from_utf8_lossy(name).into());
+                crate::memory::attribution::unattributed(|| {
+                    names.push(String::from_utf8_lossy(name).into())
+                });
                 names.len() - 1
             }
         };
@@ -331,8 +368,10 @@ impl Local {
 pub(crate) fn open(name: &[u8]) -> bool {
     match MODE.load(Ordering::Relaxed) {
         MODE_OFF => false,
-        MODE_RECORDING => open_recording(name, false),
-        MODE_RECORDING_GPU => open_recording(name, true),
+        MODE_RECORDING => open_recording(name, false, false),
+        MODE_RECORDING_GPU => open_recording(name, true, false),
+        MODE_RECORDING_MEMORY => open_recording(name, false, true),
+        MODE_RECORDING_GPU_MEMORY => open_recording(name, true, true),
         _ => {
             register_name(name);
             false
@@ -384,6 +423,13 @@ pub(crate) fn set_gpu(on: bool) {
     update_mode();
 }
 
+/// Turns memory attribution on or off for the captures that begin from
+/// now on (between captures only).
+pub(crate) fn set_memory(on: bool) {
+    MEMORY.store(on, Ordering::SeqCst);
+    update_mode();
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         REGISTERING.store(false, Ordering::SeqCst);
@@ -392,7 +438,7 @@ impl Drop for Registration {
 }
 
 #[inline(never)]
-fn open_recording(name: &[u8], gpu: bool) -> bool {
+fn open_recording(name: &[u8], gpu: bool, memory: bool) -> bool {
     LOCAL.with(|local| {
         let Ok(mut local) = local.try_borrow_mut() else {
             return false;
@@ -410,12 +456,19 @@ fn open_recording(name: &[u8], gpu: bool) -> bool {
         } else {
             (NO_EVENT, 0)
         };
+        if memory {
+            if let Some(log) = local.log.as_ref() {
+                // SAFETY: only this thread touches its memory stack.
+                unsafe { (*log.memory.get()).enter() };
+            }
+        }
         local.stack.push(Frame {
             name: id,
             start: ticks(),
             child: 0,
             gpu_start,
             gpu_pass,
+            memory,
         });
         true
     })
@@ -450,6 +503,12 @@ pub(crate) fn close() {
         let Some(log) = local.log.as_ref() else {
             return;
         };
+        let memory = if frame.memory {
+            // SAFETY: only this thread touches its memory stack.
+            Some(unsafe { (*log.memory.get()).leave(crate::memory::attribution::pass_index()) })
+        } else {
+            None
+        };
         let recording = if ASYMMETRIC.load(Ordering::Relaxed) {
             // The collector's membarrier is the other half (module docs).
             log.writing.store(true, Ordering::Relaxed);
@@ -473,6 +532,13 @@ pub(crate) fn close() {
                     gpu_start: frame.gpu_start,
                     gpu_end,
                 });
+                // SAFETY: as above.
+                let memory_events = unsafe { &mut *log.memory_events.get() };
+                if memory_events.capacity() > 0 {
+                    // One per event while memory is attributed, so that
+                    // the two stay index for index.
+                    memory_events.push(memory.unwrap_or_default());
+                }
             } else {
                 // SAFETY: as above.
                 let overflow = unsafe { &mut *log.overflow.get() };
@@ -531,6 +597,7 @@ impl Capture {
     /// would be time the target did not spend.
     pub fn begin_expecting(events: usize) -> Capture {
         let exclusive = CAPTURE.lock().unwrap_or_else(|e| e.into_inner());
+        let memory = MEMORY.load(Ordering::SeqCst);
         asymmetric_barrier_available();
         let thread = LOCAL.with(|local| local.borrow_mut().log().thread);
         // A capture dropped unended left recording off without waiting.
@@ -543,6 +610,19 @@ impl Capture {
                 let buffer = &mut *log.events.get();
                 buffer.clear();
                 (*log.overflow.get()).clear();
+                let memory_events = &mut *log.memory_events.get();
+                memory_events.clear();
+                if memory {
+                    if memory_events.capacity() == 0 {
+                        memory_events.reserve_exact(EVENTS_PER_THREAD);
+                    }
+                    let touched = events.min(memory_events.capacity());
+                    let spare = &mut memory_events.spare_capacity_mut()[..touched];
+                    std::ptr::write_bytes(spare.as_mut_ptr(), 0, spare.len());
+                } else {
+                    // Off for this capture: no memory event is pushed.
+                    *memory_events = Vec::new();
+                }
                 let touched = events.min(buffer.capacity());
                 let spare = &mut buffer.spare_capacity_mut()[..touched];
                 // One write per page is enough; zeroing is as cheap.
@@ -551,6 +631,9 @@ impl Capture {
         }
         LATE_THREADS.store(0, Ordering::SeqCst);
         LATE_NAMES.store(0, Ordering::SeqCst);
+        if memory {
+            crate::memory::attribution::begin();
+        }
         let start_ns = now_ns();
         RECORDING.store(true, Ordering::SeqCst);
         update_mode();
@@ -565,6 +648,7 @@ impl Capture {
     pub fn end(self) -> RangeLog {
         RECORDING.store(false, Ordering::SeqCst);
         update_mode();
+        crate::memory::attribution::end();
         heavy_barrier();
         let end_ns = now_ns();
         // Events hold clock readings while recorded: nanoseconds now.
@@ -575,8 +659,14 @@ impl Capture {
             log.wait_idle();
             // SAFETY: recording is off and the log idle: its owner will not
             // write it until the next capture, which waits for this one.
-            let (names, events, overflow) =
-                unsafe { (&*log.names.get(), &*log.events.get(), &*log.overflow.get()) };
+            let (names, events, overflow, memory) = unsafe {
+                (
+                    &*log.names.get(),
+                    &*log.events.get(),
+                    &*log.overflow.get(),
+                    &*log.memory_events.get(),
+                )
+            };
             if events.is_empty() && overflow.is_empty() {
                 continue;
             }
@@ -586,6 +676,7 @@ impl Capture {
                 names: names.iter().map(|n| n.to_string()).collect(),
                 events: events_in_ns(events, scale),
                 overflow: overflow.iter().map(|o| o.as_deref().cloned()).collect(),
+                memory: memory.clone(),
             });
         }
         threads.sort_by_key(|t| t.thread);
@@ -637,6 +728,7 @@ impl Drop for Capture {
     fn drop(&mut self) {
         RECORDING.store(false, Ordering::SeqCst);
         update_mode();
+        crate::memory::attribution::end();
     }
 }
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::log::RangeLog;
 use super::samples::SampleSet;
+use crate::memory::report::RangeMemoryBuilder;
 use crate::stats::DurationStats;
 
 /// The timings of every range with one path, over all threads.
@@ -38,6 +39,9 @@ pub struct RangePathTimings {
     /// The device's time for the same ranges, on runs with GPU timing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<super::aggregate::GpuRangeTimings>,
+    /// What the same ranges allocated, on runs with `memory: on`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::memory::report::RangeMemory>,
 }
 
 /// Every path of a capture, as a tree in depth-first order: each range
@@ -63,6 +67,8 @@ struct Node {
     /// GPU inclusive and exclusive times of the ranges that have them.
     gpu_inclusive: Vec<u64>,
     gpu_exclusive: Vec<u64>,
+    /// The memory figures of the ranges that have them.
+    memory: Option<RangeMemoryBuilder>,
 }
 
 impl RangeTree {
@@ -124,6 +130,7 @@ impl RangeTree {
                         exclusive_per_pass: vec![0; passes.len()],
                         gpu_inclusive: Vec::new(),
                         gpu_exclusive: Vec::new(),
+                        memory: None,
                     });
                     nodes.len() - 1
                 });
@@ -134,6 +141,12 @@ impl RangeTree {
                 if let Some(&Some((inclusive, exclusive))) = gpu_of.get(i) {
                     entry.gpu_inclusive.push(inclusive);
                     entry.gpu_exclusive.push(exclusive);
+                }
+                if let Some(memory) = thread.memory.get(i) {
+                    entry
+                        .memory
+                        .get_or_insert_with(|| RangeMemoryBuilder::new(passes.len()))
+                        .add(memory);
                 }
                 match pass_of(passes, event.start_ns) {
                     Some(pass) => {
@@ -261,6 +274,7 @@ fn timings_of(nodes: &[Node], i: usize, per_pass: bool) -> RangePathTimings {
                 exclusive: stats_of(&node.gpu_exclusive)?,
             })
         }),
+        memory: node.memory.as_ref().and_then(RangeMemoryBuilder::build),
     }
 }
 
@@ -295,6 +309,7 @@ mod tests {
                 )
                 .collect(),
             overflow: Vec::new(),
+            memory: Vec::new(),
         }
     }
 

@@ -10,6 +10,9 @@
 //! resident set stands in ([`resident_bytes`]).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+pub mod attribution;
+pub mod report;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
@@ -326,16 +329,30 @@ pub fn human_bytes(bytes: u64) -> String {
 
 // Counting allocations.
 
-/// Open [`count_allocations`] windows; the allocator counts only while one is.
-static WATCHING: AtomicUsize = AtomicUsize::new(0);
+/// What the allocator does beyond allocating, in one load: the number of
+/// open [`count_allocations`] windows, plus [`ATTRIBUTING`] while memory
+/// is attributed to ranges ([`attribution`]). Zero: nothing.
+static HOOKS: AtomicUsize = AtomicUsize::new(0);
+const ATTRIBUTING: usize = 1 << 32;
+const WINDOWS: usize = ATTRIBUTING - 1;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static NET_BYTES: AtomicI64 = AtomicI64::new(0);
 /// Set by the first allocation through [`CountingAllocator`].
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
+/// Turns the allocator's calls into [`attribution`] on or off.
+fn set_attribution(on: bool) {
+    if on {
+        HOOKS.fetch_or(ATTRIBUTING, Ordering::SeqCst);
+    } else {
+        HOOKS.fetch_and(!ATTRIBUTING, Ordering::SeqCst);
+    }
+}
+
 /// The system allocator, counting allocations and the bytes they keep while
-/// [`count_allocations`] watches. Outside a window it costs one relaxed
-/// load per call.
+/// [`count_allocations`] watches, and attributing them to ranges while a
+/// capture records with `memory: on` ([`attribution`]). Otherwise it costs
+/// one relaxed load per call.
 ///
 /// ```ignore
 /// #[global_allocator]
@@ -346,11 +363,16 @@ pub struct CountingAllocator;
 
 impl CountingAllocator {
     #[inline]
-    fn count(bytes: i64, allocations: u64) {
+    fn hooks() -> usize {
         if !INSTALLED.load(Ordering::Relaxed) {
             INSTALLED.store(true, Ordering::Relaxed);
         }
-        if WATCHING.load(Ordering::Relaxed) > 0 {
+        HOOKS.load(Ordering::Relaxed)
+    }
+
+    #[cold]
+    fn count(hooks: usize, bytes: i64, allocations: u64) {
+        if hooks & WINDOWS > 0 {
             ALLOCATIONS.fetch_add(allocations, Ordering::Relaxed);
             NET_BYTES.fetch_add(bytes, Ordering::Relaxed);
         }
@@ -358,30 +380,64 @@ impl CountingAllocator {
 }
 
 // SAFETY: every call is forwarded to `System` unchanged; the counters are
-// atomics touched without allocating.
+// atomics and the attribution's table and stacks are allocated ahead, so
+// the hooks never allocate.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        Self::count(layout.size() as i64, 1);
         // SAFETY: the caller's contract is passed on.
-        unsafe { System.alloc(layout) }
+        let ptr = unsafe { System.alloc(layout) };
+        let hooks = Self::hooks();
+        if hooks != 0 && !ptr.is_null() {
+            Self::count(hooks, layout.size() as i64, 1);
+            if hooks & ATTRIBUTING != 0 {
+                attribution::on_alloc(ptr, layout.size() as u64);
+            }
+        }
+        ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        Self::count(layout.size() as i64, 1);
         // SAFETY: as above.
-        unsafe { System.alloc_zeroed(layout) }
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let hooks = Self::hooks();
+        if hooks != 0 && !ptr.is_null() {
+            Self::count(hooks, layout.size() as i64, 1);
+            if hooks & ATTRIBUTING != 0 {
+                attribution::on_alloc(ptr, layout.size() as u64);
+            }
+        }
+        ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        Self::count(-(layout.size() as i64), 0);
+        let hooks = Self::hooks();
+        if hooks != 0 {
+            Self::count(hooks, -(layout.size() as i64), 0);
+            // Before the block is freed: its address is not reused yet.
+            if hooks & ATTRIBUTING != 0 {
+                attribution::on_free(ptr, layout.size() as u64);
+            }
+        }
         // SAFETY: as above.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        Self::count(new_size as i64 - layout.size() as i64, 1);
+        let hooks = Self::hooks();
+        let taken = if hooks & ATTRIBUTING != 0 {
+            attribution::before_realloc(ptr)
+        } else {
+            None
+        };
         // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if hooks != 0 && !new.is_null() {
+            Self::count(hooks, new_size as i64 - layout.size() as i64, 1);
+        }
+        if let Some(taken) = taken {
+            attribution::after_realloc(taken, ptr, layout.size() as u64, new, new_size as u64);
+        }
+        new
     }
 }
 
@@ -414,7 +470,7 @@ pub fn watch_allocations() -> AllocationWatch {
         ALLOCATIONS.load(Ordering::SeqCst),
         NET_BYTES.load(Ordering::SeqCst),
     );
-    WATCHING.fetch_add(1, Ordering::SeqCst);
+    HOOKS.fetch_add(1, Ordering::SeqCst);
     AllocationWatch { before, open: true }
 }
 
@@ -422,7 +478,7 @@ impl AllocationWatch {
     /// Stops counting; `None` when [`CountingAllocator`] is not installed.
     pub fn finish(mut self) -> Option<Allocations> {
         self.open = false;
-        WATCHING.fetch_sub(1, Ordering::SeqCst);
+        HOOKS.fetch_sub(1, Ordering::SeqCst);
         let counts = Allocations {
             count: ALLOCATIONS.load(Ordering::SeqCst) - self.before.0,
             net_bytes: NET_BYTES.load(Ordering::SeqCst) - self.before.1,
@@ -434,7 +490,7 @@ impl AllocationWatch {
 impl Drop for AllocationWatch {
     fn drop(&mut self) {
         if self.open {
-            WATCHING.fetch_sub(1, Ordering::SeqCst);
+            HOOKS.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
