@@ -355,6 +355,7 @@ fn share_workload(base: &Planned, candidate: &mut Planned) {
     to.capture_range = from.capture_range.clone();
     to.cuda = from.cuda;
     to.gpu_timing = from.gpu_timing;
+    to.memory = from.memory;
 }
 
 /// A side's passes in the order they ran, from what it measured; why
@@ -372,5 +373,6 @@ fn side_passes(report: &RunReport) -> Result<SidePasses, String> {
         inputs,
         &capture.passes,
         &capture.ranges,
-    ))
+    )
+    .with_memory(capture.samples.memory.as_ref()))
 }

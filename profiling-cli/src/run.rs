@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use profiling_core::device::Device;
-use profiling_core::driver::config::{GpuTiming, Overrides, RecordLoading};
+use profiling_core::driver::config::{GpuTiming, MemoryMode, Overrides, RecordLoading};
 use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
@@ -58,6 +58,10 @@ pub(crate) struct RunArgs {
     /// runs of a build with the tch feature), on (refused where it cannot be) or off.
     #[arg(long, value_name = "MODE", value_parser = parse_gpu_timing)]
     pub(crate) gpu_timing: Option<GpuTiming>,
+    /// Allocations, bytes and peak per pass, call and range (`--memory` alone is `on`; `off`
+    /// overrides a config's `memory: on`).
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "on", value_parser = parse_memory)]
+    pub(crate) memory: Option<MemoryMode>,
     /// Read decoded images from the image cache where their files are unchanged, and store the
     /// ones decoded (images source; as `data_source.cache: true`). `profile-cli cache clean`
     /// empties it.
@@ -119,6 +123,10 @@ fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
 }
 
 fn parse_gpu_timing(text: &str) -> Result<GpuTiming, String> {
+    text.parse()
+}
+
+fn parse_memory(text: &str) -> Result<MemoryMode, String> {
     text.parse()
 }
 
@@ -343,6 +351,7 @@ fn request_of(args: &RunArgs, argv: &[OsString], root: &Path) -> RunRequest {
             seed: args.seed,
             output_dir: args.output_dir.clone(),
             gpu_timing: args.gpu_timing,
+            memory: args.memory,
             cache: match (args.cache, args.no_cache) {
                 (true, _) => Some(true),
                 (_, true) => Some(false),

@@ -432,6 +432,7 @@ mod tests {
             pass_ns: vec![100; 8],
             call_ns: vec![100; 8],
             ranges: [(with.to_owned(), vec![10; 8])].into_iter().collect(),
+            ..SidePasses::default()
         };
         let samples = PairedSamples {
             format_version: 1,

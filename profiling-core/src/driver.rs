@@ -15,8 +15,8 @@ pub mod baselines {
 pub mod config {
     pub use crate::config::{
         check_literal_path, check_profile_name, check_run_id, describe_value, locate_key, Batches,
-        CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, GpuTiming, LastBatch, Overrides,
-        RecordLoading, DEFAULT_CAPTURE_RANGE, WORKLOAD_KEYS,
+        CacheConfig, Config, ConfigError, ConfigFile, CudaPolicy, GpuTiming, LastBatch, MemoryMode,
+        Overrides, RecordLoading, DEFAULT_CAPTURE_RANGE, WORKLOAD_KEYS,
     };
 }
 /// The machine, the build and the checkout a run is made on.

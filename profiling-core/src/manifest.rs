@@ -197,6 +197,9 @@ pub struct Workload {
     /// `gpu_timing` as configured (`timings.gpu` is there when events
     /// were recorded).
     pub gpu_timing: crate::config::GpuTiming,
+    /// `memory` as configured (`timings.memory` is there when it is on).
+    #[serde(default)]
+    pub memory: crate::config::MemoryMode,
 }
 
 /// Where and why a run failed.
@@ -301,6 +304,7 @@ impl Manifest {
                 selection: Default::default(),
                 validate_output: true,
                 gpu_timing: crate::config::GpuTiming::Auto,
+                memory: crate::config::MemoryMode::Off,
             },
             capture_range: "profile-target".to_owned(),
             cuda: CudaPolicy::default(),

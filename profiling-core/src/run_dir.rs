@@ -23,7 +23,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::manifest::{Manifest, SamplesSummary};
-use crate::run_samples::{SAMPLES_FILE, SAMPLES_VERSION};
+use crate::run_samples::{SAMPLES_FILE, SAMPLES_VERSION, SAMPLES_VERSION_WITHOUT_MEMORY};
 use crate::runner::CaptureRecord;
 use crate::trace::render_trace;
 
@@ -96,7 +96,11 @@ pub fn write_run(
         let bytes = samples.encode();
         manifest.samples = Some(SamplesSummary {
             path: samples_path.clone(),
-            version: SAMPLES_VERSION,
+            version: if samples.memory.is_some() {
+                SAMPLES_VERSION
+            } else {
+                SAMPLES_VERSION_WITHOUT_MEMORY
+            },
             series: samples.series_count() as u64,
             bytes: bytes.len() as u64,
             sketched: samples.is_sketched(),

@@ -6,7 +6,7 @@
 //! samples kept one by one, in the order measured, and past them the
 //! non-empty buckets of the histogram the run used.
 //!
-//! # Layout, version 2
+//! # Layout, version 3
 //!
 //! All integers little-endian; `varint` is unsigned LEB128 (7 bits a byte,
 //! low bits first), which stores a duration of a microsecond in 2 bytes and
@@ -14,12 +14,16 @@
 //!
 //! ```text
 //! magic          8 bytes   "PCSAMPLS"
-//! version        u32       2
+//! version        u32       3 (2 when it holds no memory series)
 //! series         u32       how many series follow
 //! each series:
 //!   kind         u8        0 pass, 1 call, 2 range inclusive, 3 range exclusive,
 //!                          4 warmup pass (its target calls, validation aside;
-//!                          optional)
+//!                          optional); with `memory: on`, one sample per
+//!                          pass: 5 its allocations, 6 the bytes they
+//!                          asked for, 7 its peak of live bytes, and per
+//!                          range name 8 its allocations, 9 their bytes
+//!                          (version 3)
 //!   name length  u32       then the name, UTF-8 (empty for pass and call)
 //!   count        u64       every sample of the series
 //!   kept         u64       the samples stored one by one
@@ -53,10 +57,13 @@ use crate::timing::SampleSet;
 
 /// The file's name, beside `manifest.yaml`.
 pub const SAMPLES_FILE: &str = "samples.bin";
-/// The version this build writes.
-pub const SAMPLES_VERSION: u32 = 2;
+/// The version this build writes with memory series; without them it
+/// writes [`SAMPLES_VERSION_WITHOUT_MEMORY`], which earlier builds read.
+pub const SAMPLES_VERSION: u32 = 3;
+/// The version of a file with no memory series.
+pub const SAMPLES_VERSION_WITHOUT_MEMORY: u32 = 2;
 /// Every version this build reads, the oldest first.
-pub const SAMPLES_VERSIONS_READ: [u32; 2] = [1, SAMPLES_VERSION];
+pub const SAMPLES_VERSIONS_READ: [u32; 3] = [1, 2, SAMPLES_VERSION];
 const MAGIC: &[u8; 8] = b"PCSAMPLS";
 const END: &[u8; 4] = b"END.";
 
@@ -98,6 +105,16 @@ pub enum SeriesKind {
     RangeExclusive,
     /// A warmup pass: the time of its target calls, validation aside.
     WarmupPass,
+    /// Per pass: its allocations (`memory: on`).
+    PassAllocations,
+    /// Per pass: the bytes its allocations asked for.
+    PassAllocatedBytes,
+    /// Per pass: its peak of live bytes.
+    PassPeakBytes,
+    /// Per pass: a range name's allocations, its children's included.
+    RangeAllocations,
+    /// Per pass: the bytes they asked for.
+    RangeAllocatedBytes,
 }
 
 impl SeriesKind {
@@ -108,6 +125,11 @@ impl SeriesKind {
             SeriesKind::RangeInclusive => 2,
             SeriesKind::RangeExclusive => 3,
             SeriesKind::WarmupPass => 4,
+            SeriesKind::PassAllocations => 5,
+            SeriesKind::PassAllocatedBytes => 6,
+            SeriesKind::PassPeakBytes => 7,
+            SeriesKind::RangeAllocations => 8,
+            SeriesKind::RangeAllocatedBytes => 9,
         }
     }
 
@@ -118,6 +140,11 @@ impl SeriesKind {
             2 => SeriesKind::RangeInclusive,
             3 => SeriesKind::RangeExclusive,
             4 => SeriesKind::WarmupPass,
+            5 => SeriesKind::PassAllocations,
+            6 => SeriesKind::PassAllocatedBytes,
+            7 => SeriesKind::PassPeakBytes,
+            8 => SeriesKind::RangeAllocations,
+            9 => SeriesKind::RangeAllocatedBytes,
             _ => return None,
         })
     }
@@ -195,6 +222,32 @@ pub struct RangeSeries {
     pub exclusive: Series,
 }
 
+/// What a run with `memory: on` allocated, one sample per measured pass,
+/// in the order measured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemorySeries {
+    pub allocations: Series,
+    pub allocated_bytes: Series,
+    pub peak_bytes: Series,
+    /// By range name.
+    pub ranges: Vec<RangeMemorySeries>,
+}
+
+/// A range name's allocations and their bytes in each measured pass (0 in
+/// a pass without one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeMemorySeries {
+    pub name: String,
+    pub allocations: Series,
+    pub allocated_bytes: Series,
+}
+
+impl MemorySeries {
+    fn series_count(&self) -> usize {
+        3 + 2 * self.ranges.len()
+    }
+}
+
 /// The file a paired run (`profile-cli ab`) writes in its directory,
 /// beside the two sides' run directories.
 pub const PAIRED_FILE: &str = "paired.json";
@@ -225,9 +278,36 @@ pub struct SidePasses {
     /// By range name: the inclusive time of its ranges in each pass (0 in
     /// a pass without one).
     pub ranges: BTreeMap<String, Vec<u64>>,
+    /// With `memory: on`: each pass's allocations, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocations: Vec<u64>,
+    /// Each pass's allocated bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocated_bytes: Vec<u64>,
+    /// Each pass's peak of live bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak_bytes: Vec<u64>,
+    /// By range name: its allocations in each pass.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub range_allocations: BTreeMap<String, Vec<u64>>,
 }
 
 impl SidePasses {
+    /// These passes with what each allocated, from a run's memory series.
+    pub fn with_memory(mut self, memory: Option<&MemorySeries>) -> SidePasses {
+        if let Some(memory) = memory {
+            self.allocations = memory.allocations.kept.clone();
+            self.allocated_bytes = memory.allocated_bytes.kept.clone();
+            self.peak_bytes = memory.peak_bytes.kept.clone();
+            self.range_allocations = memory
+                .ranges
+                .iter()
+                .map(|range| (range.name.clone(), range.allocations.kept.clone()))
+                .collect();
+        }
+        self
+    }
+
     /// The passes of a capture: `passes` the pass durations in order,
     /// `calls` the call durations in order (`calls_per_pass` a pass),
     /// `bounds` each pass's start and end (ns) and `log` the ranges
@@ -269,6 +349,7 @@ impl SidePasses {
             pass_ns: passes.to_vec(),
             call_ns,
             ranges,
+            ..SidePasses::default()
         }
     }
 }
@@ -282,6 +363,8 @@ pub struct RunSamples {
     pub ranges: Vec<RangeSeries>,
     /// The warmup passes, in order (empty without warmup).
     pub warmup: Series,
+    /// With `memory: on`: what each pass allocated.
+    pub memory: Option<MemorySeries>,
     /// The layout its buckets come from: [`SAMPLES_VERSION`] for a run of
     /// this build, else the version of the file it was read from.
     pub version: u32,
@@ -294,6 +377,7 @@ impl Default for RunSamples {
             calls: Series::default(),
             ranges: Vec::new(),
             warmup: Series::default(),
+            memory: None,
             version: SAMPLES_VERSION,
         }
     }
@@ -344,7 +428,7 @@ impl RunSamples {
 
     /// How many series the file holds.
     pub fn series_count(&self) -> usize {
-        3 + 2 * self.ranges.len()
+        3 + 2 * self.ranges.len() + self.memory.as_ref().map_or(0, MemorySeries::series_count)
     }
 
     /// True when some series are known past their kept samples only by
@@ -371,7 +455,11 @@ impl RunSamples {
             .sum();
         let mut bytes = Vec::with_capacity(64 + samples * 3);
         bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&SAMPLES_VERSION.to_le_bytes());
+        let version = match self.memory {
+            Some(_) => SAMPLES_VERSION,
+            None => SAMPLES_VERSION_WITHOUT_MEMORY,
+        };
+        bytes.extend_from_slice(&version.to_le_bytes());
         bytes.extend_from_slice(&(self.series_count() as u32).to_le_bytes());
         encode_series(&mut bytes, SeriesKind::Pass, "", &self.passes);
         encode_series(&mut bytes, SeriesKind::Call, "", &self.calls);
@@ -389,6 +477,40 @@ impl RunSamples {
                 &range.name,
                 &range.exclusive,
             );
+        }
+        if let Some(memory) = &self.memory {
+            encode_series(
+                &mut bytes,
+                SeriesKind::PassAllocations,
+                "",
+                &memory.allocations,
+            );
+            encode_series(
+                &mut bytes,
+                SeriesKind::PassAllocatedBytes,
+                "",
+                &memory.allocated_bytes,
+            );
+            encode_series(
+                &mut bytes,
+                SeriesKind::PassPeakBytes,
+                "",
+                &memory.peak_bytes,
+            );
+            for range in &memory.ranges {
+                encode_series(
+                    &mut bytes,
+                    SeriesKind::RangeAllocations,
+                    &range.name,
+                    &range.allocations,
+                );
+                encode_series(
+                    &mut bytes,
+                    SeriesKind::RangeAllocatedBytes,
+                    &range.name,
+                    &range.allocated_bytes,
+                );
+            }
         }
         bytes.extend_from_slice(END);
         bytes
@@ -416,6 +538,8 @@ impl RunSamples {
         };
         let mut seen = [false; 3];
         let mut ranges: BTreeMap<String, (Option<Series>, Option<Series>)> = BTreeMap::new();
+        let mut memory: [Option<Series>; 3] = Default::default();
+        let mut range_memory: BTreeMap<String, (Option<Series>, Option<Series>)> = BTreeMap::new();
         for _ in 0..count {
             let at = reader.at;
             let (kind, name, series) = reader.series()?;
@@ -438,6 +562,29 @@ impl RunSamples {
                 SeriesKind::RangeInclusive | SeriesKind::RangeExclusive => {
                     let entry = ranges.entry(name.clone()).or_default();
                     let slot = if kind == SeriesKind::RangeInclusive {
+                        &mut entry.0
+                    } else {
+                        &mut entry.1
+                    };
+                    if slot.replace(series).is_some() {
+                        return Err(duplicate());
+                    }
+                }
+                SeriesKind::PassAllocations
+                | SeriesKind::PassAllocatedBytes
+                | SeriesKind::PassPeakBytes => {
+                    let index = match kind {
+                        SeriesKind::PassAllocations => 0,
+                        SeriesKind::PassAllocatedBytes => 1,
+                        _ => 2,
+                    };
+                    if memory[index].replace(series).is_some() {
+                        return Err(duplicate());
+                    }
+                }
+                SeriesKind::RangeAllocations | SeriesKind::RangeAllocatedBytes => {
+                    let entry = range_memory.entry(name.clone()).or_default();
+                    let slot = if kind == SeriesKind::RangeAllocations {
                         &mut entry.0
                     } else {
                         &mut entry.1
@@ -482,6 +629,43 @@ impl RunSamples {
                 }
             }
         }
+        samples.memory = match memory {
+            [None, None, None] if range_memory.is_empty() => None,
+            [Some(allocations), Some(allocated_bytes), Some(peak_bytes)] => {
+                let mut ranges = Vec::with_capacity(range_memory.len());
+                for (name, pair) in range_memory {
+                    match pair {
+                        (Some(allocations), Some(allocated_bytes)) => {
+                            ranges.push(RangeMemorySeries {
+                                name,
+                                allocations,
+                                allocated_bytes,
+                            })
+                        }
+                        _ => {
+                            return Err(SamplesError::Corrupt {
+                                at: end_at,
+                                what: format!(
+                                    "range `{name}` has only one of its two memory series"
+                                ),
+                            })
+                        }
+                    }
+                }
+                Some(MemorySeries {
+                    allocations,
+                    allocated_bytes,
+                    peak_bytes,
+                    ranges,
+                })
+            }
+            _ => {
+                return Err(SamplesError::Corrupt {
+                    at: end_at,
+                    what: "some of the pass's three memory series are missing".to_owned(),
+                })
+            }
+        };
         Ok(samples)
     }
 }
@@ -527,7 +711,7 @@ fn put_varint(bytes: &mut Vec<u8>, mut value: u64) {
 pub enum SamplesError {
     #[error("not a samples file: it does not begin with \"PCSAMPLS\"")]
     NotSamples,
-    #[error("samples file version {found}, but this profile-cli reads versions 1 and {SAMPLES_VERSION}: re-run the profile with this profile-cli")]
+    #[error("samples file version {found}, but this profile-cli reads versions 1 to {SAMPLES_VERSION}: re-run the profile with this profile-cli")]
     Version { found: u32 },
     #[error("cut short: it ends at byte {len}, in the middle of what begins at byte {at}")]
     Truncated { at: usize, len: usize },
@@ -786,7 +970,7 @@ mod tests {
         );
         // Read back in this build's layout, it keeps those values.
         let again = RunSamples::decode(&samples.encode()).unwrap();
-        assert_eq!(again.version, SAMPLES_VERSION);
+        assert_eq!(again.version, SAMPLES_VERSION_WITHOUT_MEMORY);
         assert_eq!(again.passes, samples.passes);
         assert_eq!(again.ranges, samples.ranges);
     }

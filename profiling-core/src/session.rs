@@ -807,6 +807,7 @@ fn manifest_of(
             selection: config.selection.clone(),
             validate_output: config.validate_output,
             gpu_timing: config.gpu_timing,
+            memory: config.memory,
         },
         capture_range: config.capture_range.clone(),
         cuda: config.cuda,
@@ -1150,6 +1151,7 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
     if config.gpu_timing != crate::config::GpuTiming::Auto {
         option("--gpu-timing", config.gpu_timing.to_string());
     }
+    option("--memory", config.memory.to_string());
     if let Some(seed) = config.seed {
         option("--seed", seed.to_string());
     }

@@ -22,7 +22,7 @@ use crate::memory::attribution::{self, Figures};
 use crate::memory::report::{FigureSamples, MemoryTimings};
 use crate::nvtx::PassRange;
 use crate::panics::guard;
-use crate::run_samples::RunSamples;
+use crate::run_samples::{MemorySeries, RangeMemorySeries, RunSamples, Series};
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
 use crate::timing::{
@@ -1188,6 +1188,15 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
     Ok((warmup_ns, passes, last_pass_opens))
 }
 
+/// `values` as a sample set, every one kept.
+fn set_of(values: &[u64]) -> SampleSet {
+    let mut set = SampleSet::with_capacity(values.len());
+    for &value in values {
+        set.push(value);
+    }
+    set
+}
+
 /// Refuses `memory: on` where the allocator cannot attribute: a binary
 /// whose global allocator is not [`crate::memory::CountingAllocator`]
 /// would report no figure at all, or a wrong one.
@@ -1442,7 +1451,20 @@ impl<O> Measured<O> {
         };
         let sketch_note = sketch_note(&passes, &calls, ranges_sketched, &self.ranges);
         let tree = crate::timing::RangeTree::build_with_gpu(&self.ranges, &self.passes, gpu);
-        let samples = RunSamples::from_owned_sets(passes, calls, sets);
+        let mut samples = RunSamples::from_owned_sets(passes, calls, sets);
+        samples.memory = self.memory.as_ref().map(|memory| MemorySeries {
+            allocations: Series::from_set(&memory.passes.allocations),
+            allocated_bytes: Series::from_set(&memory.passes.allocated_bytes),
+            peak_bytes: Series::from_set(&memory.passes.peak_bytes),
+            ranges: range_memory
+                .iter()
+                .map(|(name, range)| RangeMemorySeries {
+                    name: name.clone(),
+                    allocations: Series::from_set(&set_of(&range.allocations_per_pass)),
+                    allocated_bytes: Series::from_set(&set_of(&range.allocated_bytes_per_pass)),
+                })
+                .collect(),
+        });
         let timings = Timings {
             iterations,
             runs,

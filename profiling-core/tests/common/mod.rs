@@ -37,6 +37,7 @@ pub fn assert_reads_well(error: &dyn Display) {
 /// its bytes changed, `cases` times (or `PROPTEST_CASES`): a valid file
 /// damaged the ways a disk, a copy or a writer that stopped early damage
 /// one.
+#[allow(dead_code)] // Not every test binary that shares this module damages files.
 pub fn each_damaged(bytes: &[u8], cases: u32, check: impl Fn(&[u8])) {
     use proptest::prelude::*;
     let len = bytes.len();
