@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
+use profiling_compare::memory::{CountVerdict, MemoryRow};
 use profiling_compare::runs::{self, RunError};
 use profiling_compare::statistics::BootstrapOptions;
 use profiling_compare::{self as compare, Comparison, Options, Row, RunInfo, Verdict};
@@ -371,7 +372,66 @@ fn write_table(
             writeln!(out, "note: {}: {note}", row.subject.label())?;
         }
     }
-    writeln!(out, "{}", comparison.method(options))
+    writeln!(out, "{}", comparison.method(options))?;
+    write_memory_table(comparison, colored, out)
+}
+
+/// The memory rows, one line each: what they count per pass, the change,
+/// exact or not, and the verdict.
+fn write_memory_table(
+    comparison: &Comparison,
+    colored: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if comparison.memory.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nmemory per pass")?;
+    let rows: Vec<[String; 4]> = comparison.memory.iter().map(memory_cells).collect();
+    let widths: Vec<usize> = (0..3)
+        .map(|column| {
+            rows.iter()
+                .map(|r| r[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (row, cells) in comparison.memory.iter().zip(&rows) {
+        let verdict = match row.verdict {
+            CountVerdict::More if colored => format!("\x1b[31m{}\x1b[0m", cells[3]),
+            CountVerdict::Fewer if colored => format!("\x1b[32m{}\x1b[0m", cells[3]),
+            _ => cells[3].clone(),
+        };
+        writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:>w2$}  {verdict}",
+            cells[0],
+            cells[1],
+            cells[2],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        )?;
+    }
+    writeln!(
+        out,
+        "exact where every pass of both runs counted the same; otherwise more or fewer only when every pass of one lies beyond every pass of the other"
+    )
+}
+
+/// Subject, measure, change and verdict (with `exact` where it is).
+fn memory_cells(row: &MemoryRow) -> [String; 4] {
+    let verdict = if row.exact && row.verdict != CountVerdict::Same {
+        format!("{} (exact)", row.verdict.word())
+    } else {
+        row.verdict.word().to_owned()
+    };
+    [
+        row.subject.clone(),
+        row.measure.word().to_owned(),
+        row.change_text(),
+        verdict,
+    ]
 }
 
 fn markdown_escape(text: &str) -> String {
@@ -417,6 +477,21 @@ fn write_markdown(
             cells[6],
             verdict
         )?;
+    }
+    if !comparison.memory.is_empty() {
+        writeln!(out, "\n| memory per pass | | change | verdict |")?;
+        writeln!(out, "|---|---|---:|---|")?;
+        for row in &comparison.memory {
+            let cells = memory_cells(row);
+            writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                markdown_escape(&cells[0]),
+                cells[1],
+                cells[2],
+                cells[3]
+            )?;
+        }
     }
     writeln!(out)
 }

@@ -8,6 +8,7 @@
 //! manifests that change what a time means. `docs/COMPARING.md` explains
 //! the method.
 
+pub mod memory;
 pub mod paired;
 pub mod runs;
 pub mod statistics;
@@ -250,6 +251,10 @@ pub struct Comparison {
     /// for separate runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<paired::Pairing>,
+    /// Allocations, bytes and peak per pass, where both runs had `memory:
+    /// on`: exact where every pass agrees.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<memory::MemoryRow>,
 }
 
 impl Comparison {
@@ -279,8 +284,10 @@ impl Comparison {
     /// the pass or the call, or a range whose change moves the pass by at
     /// least [`Options::gate_share`] of it. A range of a few hundred
     /// nanoseconds that moved with code layout does not fail a gate alone.
+    /// With both runs' memory attributed, more allocations per pass than
+    /// the base regress too.
     pub fn regressed(&self, options: &Options) -> bool {
-        self.gating_rows(options).next().is_some()
+        self.gating_rows(options).next().is_some() || self.memory.iter().any(|r| r.regressed())
     }
 
     /// The rows that make [`Comparison::regressed`] true.
@@ -422,6 +429,21 @@ pub fn compare(
     let (base, candidate) = (run_info(base), run_info(candidate));
     let mut rows = rows_of(base_run, candidate_run, options);
     explained_by_the_machine(&base, &candidate, &mut rows);
+    let memory_of = |run: &LoadedRun| {
+        run.samples
+            .memory
+            .as_ref()
+            .map(memory::PassMemory::of_series)
+    };
+    let (base_memory, candidate_memory) = (memory_of(base_run), memory_of(candidate_run));
+    if let Some(warning) = memory::one_side_only(
+        &base.label,
+        base_memory.is_some(),
+        &candidate.label,
+        candidate_memory.is_some(),
+    ) {
+        warnings.push(warning);
+    }
     Ok(Comparison {
         base,
         candidate,
@@ -429,6 +451,7 @@ pub fn compare(
         warnings,
         rows,
         pairing: None,
+        memory: memory::memory_rows(base_memory.as_ref(), candidate_memory.as_ref()),
     })
 }
 

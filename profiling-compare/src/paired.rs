@@ -311,6 +311,14 @@ pub fn compare_paired(
     });
     let passes_per_block = samples.blocks.first().map_or(0, |(_, passes)| *passes);
     let mut warnings = Vec::new();
+    if let Some(warning) = crate::memory::one_side_only(
+        "the base",
+        !samples.base.allocations.is_empty(),
+        "the candidate",
+        !samples.candidate.allocations.is_empty(),
+    ) {
+        warnings.push(warning);
+    }
     if samples.base.pass_ns.len() != samples.candidate.pass_ns.len() {
         warnings.push(format!(
             "the sides completed {} and {} passes: the pairs stop at the shorter",
@@ -338,6 +346,10 @@ pub fn compare_paired(
             pairs,
             passes_per_block,
         }),
+        memory: crate::memory::memory_rows(
+            crate::memory::PassMemory::of_side(&samples.base).as_ref(),
+            crate::memory::PassMemory::of_side(&samples.candidate).as_ref(),
+        ),
     }
 }
 
