@@ -10,6 +10,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use profiling_core::driver::runner::Progress;
 use profiling_core::driver::stats::DurationStats;
 use profiling_core::manifest::Manifest;
+use profiling_core::memory::human_bytes;
+use profiling_core::memory::report::{CountStats, FigureStats, MemoryTimings, RangeMemory};
 
 /// Ranges listed in each of the two top lists.
 const TOP_RANGES: usize = 5;
@@ -111,7 +113,91 @@ pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Resul
     if let Some(gpu) = &timings.gpu {
         write_gpu(gpu, out)?;
     }
+    if let Some(memory) = &timings.memory {
+        write_memory(memory, timings, out)?;
+    }
     write_clock_and_notes(manifest, out)
+}
+
+/// With `memory: on`: what a pass and a call allocate, the ranges that
+/// allocate most per pass, and what attributing cost.
+fn write_memory(
+    memory: &MemoryTimings,
+    timings: &profiling_core::driver::runner::Timings,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let counts = |stats: &FigureStats| {
+        let exact = |c: &CountStats, text: &dyn Fn(u64) -> String| {
+            if c.is_constant() {
+                text(c.median)
+            } else {
+                format!("{} ({}..{})", text(c.median), text(c.min), text(c.max))
+            }
+        };
+        format!(
+            "{} allocations, {} allocated, peak {}",
+            exact(&stats.allocations, &|v| v.to_string()),
+            exact(&stats.allocated_bytes, &|v| human_bytes(v)),
+            exact(&stats.peak_bytes, &|v| human_bytes(v))
+        )
+    };
+    if let Some(pass) = &memory.per_pass {
+        writeln!(out, "memory: per pass {}", counts(pass))?;
+    }
+    if let Some(call) = &memory.per_call {
+        writeln!(out, "        per call {}", counts(call))?;
+    }
+    let mut ranges: Vec<(&str, &RangeMemory)> = timings
+        .ranges
+        .iter()
+        .filter_map(|r| Some((r.name.as_str(), r.memory.as_ref()?)))
+        .filter(|(_, m)| m.allocations > 0)
+        .collect();
+    ranges.sort_by(|a, b| {
+        b.1.per_pass
+            .allocated_bytes
+            .mean
+            .total_cmp(&a.1.per_pass.allocated_bytes.mean)
+            .then_with(|| a.0.cmp(b.0))
+    });
+    if !ranges.is_empty() {
+        writeln!(out, "top ranges by bytes allocated per pass:")?;
+        let width = ranges
+            .iter()
+            .take(TOP_RANGES)
+            .map(|r| r.0.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (name, m) in ranges.iter().take(TOP_RANGES) {
+            let per_pass = &m.per_pass;
+            writeln!(
+                out,
+                "  {name:width$}  {:>10} in {:>6} allocations per pass ({} of them its own), peak {}",
+                human_bytes(per_pass.allocated_bytes.mean.round() as u64),
+                format_count(per_pass.allocations.mean),
+                format_count(per_pass.self_allocations.mean),
+                human_bytes(m.peak_bytes)
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "note:   attributing memory cost {:.0} ns per allocation and {:.0} ns per range, in these times",
+        memory.cost_per_allocation_ns, memory.cost_per_range_ns
+    )?;
+    if let Some(note) = &memory.note {
+        writeln!(out, "note:   {note}")?;
+    }
+    Ok(())
+}
+
+/// A mean count: whole when it is one.
+fn format_count(mean: f64) -> String {
+    if mean.fract() == 0.0 {
+        format!("{mean:.0}")
+    } else {
+        format!("{mean:.1}")
+    }
 }
 
 /// The pass, the call, the eager load and, in batches, time per record.

@@ -79,7 +79,10 @@ pub mod timing {
 }
 /// `trace.json`, and the range tree read back from one.
 pub mod trace {
-    pub use crate::trace::{range_tree_of, trace_document, GPU_TRACK_BASE, MAX_EVENTS};
+    pub use crate::trace::{
+        live_bytes, live_bytes_of_pass, range_tree_of, trace_document, GPU_TRACK_BASE, LIVE_BYTES,
+        MAX_EVENTS,
+    };
 }
 /// Reading sizes and values in the config.
 pub mod yaml {

@@ -39,6 +39,35 @@ fn micros(ns: u64, origin: u64) -> f64 {
     ns.saturating_sub(origin) as f64 / 1_000.0
 }
 
+/// The counter track of a run with `memory: on`.
+pub const LIVE_BYTES: &str = "live bytes";
+
+/// With `memory: on`: the pass's live bytes (allocated on every thread
+/// since the pass began, less what was freed of them) at each pass's start
+/// and at every range boundary, in time order.
+pub fn live_bytes(capture: &CaptureRecord) -> Vec<(u64, i64)> {
+    let log = &capture.ranges;
+    if log.threads.iter().all(|t| t.memory.is_empty()) {
+        return Vec::new();
+    }
+    let mut points: Vec<(u64, i64)> = capture
+        .passes
+        .iter()
+        .map(|&(start, _)| (start, 0))
+        .collect();
+    for thread in &log.threads {
+        for (event, memory) in thread.events.iter().zip(&thread.memory) {
+            points.push((event.start_ns, memory.live_at_open.max(0)));
+            points.push((
+                event.start_ns + event.inclusive_ns,
+                memory.live_at_close.max(0),
+            ));
+        }
+    }
+    points.sort_by_key(|&(ns, _)| ns);
+    points
+}
+
 /// The trace of a capture as a JSON document (`title` names the process).
 pub fn trace_document(
     capture: &CaptureRecord,
@@ -82,14 +111,31 @@ pub fn trace_document(
     }
     let passes_missing = capture.pass_count as usize > capture.passes.len();
     for thread in &log.threads {
-        for event in &thread.events {
+        for (index, event) in thread.events.iter().enumerate() {
+            let mut args = json!({"exclusive_us": event.exclusive_ns as f64 / 1_000.0});
+            if let Some(memory) = thread.memory.get(index) {
+                let figures = &memory.inclusive;
+                args["allocations"] = json!(figures.allocations);
+                args["allocated_bytes"] = json!(figures.allocated_bytes);
+                args["freed_bytes"] = json!(figures.freed_bytes);
+                args["freed_elsewhere_bytes"] = json!(figures.freed_elsewhere_bytes);
+                args["peak_bytes"] = json!(figures.peak_bytes);
+                args["self_allocations"] = json!(memory.self_allocations);
+            }
             push(
                 json!({"name": thread.names[event.name as usize], "cat": "range", "ph": "X", "pid": pid, "tid": thread.thread,
                        "ts": micros(event.start_ns, origin), "dur": event.inclusive_ns as f64 / 1_000.0,
-                       "args": {"exclusive_us": event.exclusive_ns as f64 / 1_000.0}}),
+                       "args": args}),
                 &mut events,
             );
         }
+    }
+    for (ns, live) in live_bytes(capture) {
+        push(
+            json!({"name": LIVE_BYTES, "cat": "memory", "ph": "C", "pid": pid,
+                   "ts": micros(ns, origin), "args": {LIVE_BYTES: live}}),
+            &mut events,
+        );
     }
     // The GPU track: per host thread that recorded device events, the GPU
     // time of its ranges on the device's timeline, which starts at the
@@ -172,6 +218,45 @@ pub fn render_trace(
         note,
     };
     Ok((bytes, summary))
+}
+
+/// The live-bytes track of measured pass `pass` in a `trace.json`
+/// document: (µs from the pass's start, bytes), in time order; empty when
+/// the run attributed no memory.
+pub fn live_bytes_of_pass(document: &serde_json::Value, pass: u64) -> Vec<(f64, u64)> {
+    let Some(events) = document
+        .get("traceEvents")
+        .and_then(serde_json::Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let number =
+        |event: &serde_json::Value, key: &str| event.get(key).and_then(serde_json::Value::as_f64);
+    let bounds = events.iter().find_map(|event| {
+        let is_pass = event.get("cat").and_then(serde_json::Value::as_str) == Some("pass")
+            && event
+                .pointer("/args/pass")
+                .and_then(serde_json::Value::as_u64)
+                == Some(pass);
+        is_pass.then(|| Some((number(event, "ts")?, number(event, "dur")?)))?
+    });
+    let Some((start, duration)) = bounds else {
+        return Vec::new();
+    };
+    let mut points: Vec<(f64, u64)> = events
+        .iter()
+        .filter(|event| event.get("ph").and_then(serde_json::Value::as_str) == Some("C"))
+        .filter(|event| event.get("name").and_then(serde_json::Value::as_str) == Some(LIVE_BYTES))
+        .filter_map(|event| {
+            let ts = number(event, "ts")?;
+            let bytes = event.pointer(&format!("/args/{LIVE_BYTES}"))?.as_u64()?;
+            (start..=start + duration)
+                .contains(&ts)
+                .then_some((ts - start, bytes))
+        })
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
 }
 
 /// The range tree of a `trace.json` document: each thread's range events

@@ -7,6 +7,7 @@ use profiling_core::driver::runner::Timings;
 use profiling_core::driver::stats::DurationStats;
 use profiling_core::driver::timing::RangePathTimings;
 use profiling_core::manifest::Manifest;
+use profiling_core::memory::report::RangeMemory;
 
 /// One row of the range table and one frame of the flame graph.
 pub(super) struct RangeRow {
@@ -22,6 +23,32 @@ pub(super) struct RangeRow {
     pub exclusive_per_pass: Option<(u64, u64, u64)>,
     /// GPU medians per call (inclusive, self), on runs with GPU timing.
     pub gpu_p50: Option<(u64, u64)>,
+    /// Allocations and bytes per pass, all and its own, and the peak, on
+    /// runs with `memory: on`.
+    pub memory: Option<RowMemory>,
+}
+
+/// A range path's memory as the page shows it, per pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct RowMemory {
+    pub allocations: f64,
+    pub bytes: f64,
+    pub self_allocations: f64,
+    pub self_bytes: f64,
+    pub peak: u64,
+}
+
+impl RowMemory {
+    fn of(memory: &RangeMemory, passes: u64) -> RowMemory {
+        let per_pass = |total: u64| total as f64 / passes.max(1) as f64;
+        RowMemory {
+            allocations: per_pass(memory.allocations),
+            bytes: per_pass(memory.allocated_bytes),
+            self_allocations: per_pass(memory.self_allocations),
+            self_bytes: per_pass(memory.self_allocated_bytes),
+            peak: memory.peak_bytes,
+        }
+    }
 }
 
 /// The rows in depth-first order (each range after the one it ran in),
@@ -61,6 +88,7 @@ impl RangeRows {
     }
 
     fn of_paths(timings: &Timings, paths: &[RangePathTimings], note: Option<String>) -> RangeRows {
+        let passes = timings.iterations.map_or(0, |p| p.count);
         let per_pass =
             |stats: &Option<DurationStats>| stats.as_ref().map(|s| (s.p50_ns, s.p90_ns, s.mean_ns));
         let rows = paths
@@ -79,6 +107,7 @@ impl RangeRows {
                     .gpu
                     .as_ref()
                     .map(|g| (g.inclusive.p50_ns, g.exclusive.p50_ns)),
+                memory: entry.memory.as_ref().map(|m| RowMemory::of(m, passes)),
             })
             .collect();
         RangeRows {
@@ -107,6 +136,10 @@ impl RangeRows {
                     .gpu
                     .as_ref()
                     .map(|g| (g.inclusive.p50_ns, g.exclusive.p50_ns)),
+                memory: entry
+                    .memory
+                    .as_ref()
+                    .map(|m| RowMemory::of(m, timings.iterations.map_or(0, |p| p.count))),
             })
             .collect();
         RangeRows {

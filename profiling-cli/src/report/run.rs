@@ -11,11 +11,14 @@ use profiling_compare::runs::RunError;
 use profiling_compare::{one_line, Comparison, Options};
 use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::manifest::Manifest;
+use profiling_core::memory::human_bytes;
+use profiling_core::memory::report::{FigureStats, MemoryTimings};
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use serde_yaml::Value;
 
 use super::charts::flame::{flame_graph, FLAME_WIDTH};
 use super::charts::histogram::histogram;
+use super::charts::memory::{allocations_chart, live_bytes_chart, RangeAllocations};
 use super::charts::timeline::timeline;
 use super::comparison::comparison_section;
 use super::ranges::RangeRows;
@@ -69,6 +72,9 @@ fn show<T: serde::Serialize>(value: &T) -> String {
 struct RunView {
     facts: Vec<Fact>,
     tree: RangeRows,
+    /// With `memory: on`: the first measured pass's live bytes, from the
+    /// run's `trace.json`.
+    live_bytes: Vec<(f64, u64)>,
     /// `analysis.yaml` of the run's Nsight Systems report, once analyzed.
     analysis: Option<Analysis>,
 }
@@ -78,9 +84,18 @@ impl RunView {
         let analysis = std::fs::read_to_string(page.dir.join("analysis.yaml"))
             .ok()
             .and_then(|text| serde_yaml::from_str(&text).ok());
+        let live_bytes = match &page.manifest.timings.memory {
+            Some(_) => std::fs::read(page.dir.join("trace.json"))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+                .map(|trace| profiling_core::driver::trace::live_bytes_of_pass(&trace, 0))
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
         RunView {
             facts: run_facts(page),
             tree: RangeRows::of(page.manifest, Some(page.dir)),
+            live_bytes,
             analysis,
         }
     }
@@ -169,6 +184,9 @@ pub fn run_page(page: &RunPage<'_>) -> String {
         (flame_graph(&view.tree, 0, FLAME_WIDTH))
         h2 id="ranges-title" { "Ranges" }
         (range_table(&view.tree, m))
+        @if let Some(memory) = &m.timings.memory {
+            (memory_section(memory, &view))
+        }
         @if let Some(samples) = page.samples {
             h2 { "Distributions" }
             div.plots {
@@ -191,6 +209,48 @@ pub fn run_page(page: &RunPage<'_>) -> String {
         (nsight_section(view.analysis.as_ref()))
     };
     layout(&format!("{} {}", m.profile_name, m.run_id), body)
+}
+
+/// With `memory: on`: what a pass and a call allocate, the allocations of
+/// each range, and the live bytes over the first pass.
+fn memory_section(memory: &MemoryTimings, view: &RunView) -> Markup {
+    let counts = |stats: &FigureStats| {
+        format!(
+            "{} allocations ({} per call at most), {} allocated, peak {}",
+            stats.allocations.median,
+            stats.allocations.max,
+            human_bytes(stats.allocated_bytes.median),
+            human_bytes(stats.peak_bytes.median)
+        )
+    };
+    let ranges: Vec<RangeAllocations> = view
+        .tree
+        .rows
+        .iter()
+        .filter_map(|row| {
+            let memory = row.memory?;
+            Some(RangeAllocations {
+                path: row.path.clone(),
+                self_allocations: memory.self_allocations,
+                self_bytes: memory.self_bytes,
+            })
+        })
+        .collect();
+    html! {
+        section id="memory" {
+            h2 { "Memory" }
+            p.lead {
+                "Every allocation of the measured passes, charged to the innermost range open on its thread (and every range around it), to its call and to its pass. "
+                "Attributing cost " (format!("{:.0}", memory.cost_per_allocation_ns)) " ns per allocation and "
+                (format!("{:.0}", memory.cost_per_range_ns)) " ns per range, included in the times above."
+            }
+            @if let Some(pass) = &memory.per_pass { p { "A pass (median): " (counts(pass)) "." } }
+            @if let Some(call) = &memory.per_call { p { "A call (median): " (counts(call)) "." } }
+            @if let Some(note) = &memory.note { p.note { (note) } }
+            div.plots { (allocations_chart(&ranges)) }
+            div.plots { (live_bytes_chart(0, &view.live_bytes)) }
+        }
+    }
 }
 
 /// The GPU time per range of `analysis.yaml`, or where it will be once the
@@ -255,6 +315,7 @@ fn gpu_ranges(analysis: &Analysis) -> Markup {
 fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
     let passes = tree.passes.max(1);
     let gpu = tree.rows.iter().any(|row| row.gpu_p50.is_some());
+    let memory = tree.rows.iter().any(|row| row.memory.is_some());
     html! {
         table id="ranges" class="sortable" {
             thead {
@@ -263,6 +324,7 @@ fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
                     th { "inclusive per pass: median" } th { "p90" } th { "self per pass: median" } th { "p90" }
                     th { "share of a pass" }
                     @if gpu { th { "GPU median per call" } th { "GPU self median" } }
+                    @if memory { th { "allocations per pass" } th { "own" } th { "bytes per pass" } th { "peak" } }
                 }
             }
             tbody {
@@ -283,6 +345,17 @@ fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
                         @if gpu {
                             (duration_cell(row.gpu_p50.map(|g| g.0)))
                             (duration_cell(row.gpu_p50.map(|g| g.1)))
+                        }
+                        @if memory {
+                            @match row.memory {
+                                Some(mem) => {
+                                    td data-sort=(mem.allocations) { (format!("{:.1}", mem.allocations)) }
+                                    td data-sort=(mem.self_allocations) { (format!("{:.1}", mem.self_allocations)) }
+                                    td data-sort=(mem.bytes) { (human_bytes(mem.bytes.round() as u64)) }
+                                    td data-sort=(mem.peak) { (human_bytes(mem.peak)) }
+                                }
+                                None => { td {"-"} td {"-"} td {"-"} td {"-"} }
+                            }
                         }
                     }
                 }

@@ -107,6 +107,21 @@ pub struct PointResult {
     pub records_per_second: Option<f64>,
     /// Every range (inclusive time), largest median first.
     pub ranges: Vec<RangeEstimate>,
+    /// With `memory: on`: what a measured pass allocated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<PointMemory>,
+}
+
+/// What a point's measured passes allocated (medians over its passes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointMemory {
+    pub allocations_per_pass: u64,
+    pub allocated_bytes_per_pass: u64,
+    pub peak_bytes_per_pass: u64,
+    /// True when every pass counted as many allocations.
+    pub exact: bool,
+    /// By range name: its allocations per pass (median), most first.
+    pub ranges: Vec<(String, u64)>,
 }
 
 /// A median and its distribution-free confidence interval (order

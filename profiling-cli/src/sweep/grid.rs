@@ -23,6 +23,7 @@ pub type Point = Vec<Value>;
 /// ([`parameter_names`]).
 const OTHER_KEYS: &[&str] = &[
     "gpu_timing",
+    "memory",
     "write_report",
     "target.name",
     "target.profile_prepare",

@@ -23,7 +23,7 @@ use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
 use crate::summary::format_ns;
 use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use document::{
-    Estimate, PointResult, PointStatus, RangeEstimate, SweepDocument, SweepStatus,
+    Estimate, PointMemory, PointResult, PointStatus, RangeEstimate, SweepDocument, SweepStatus,
     SWEEP_SCHEMA_VERSION,
 };
 use grid::Axis;
@@ -559,6 +559,7 @@ fn new_document(
                 time_per_record_ns: None,
                 records_per_second: None,
                 ranges: Vec::new(),
+                memory: None,
             })
             .collect(),
     }
@@ -777,8 +778,30 @@ fn summarize(run_dir: &Path, point: &mut PointResult) -> Result<(), String> {
             .then_with(|| a.name.cmp(&b.name))
     });
     point.ranges = ranges;
+    point.memory = run.samples.memory.as_ref().and_then(point_memory);
     point.error = None;
     Ok(())
+}
+
+/// The medians of a run's memory series.
+fn point_memory(memory: &profiling_core::run_samples::MemorySeries) -> Option<PointMemory> {
+    let median = |series: &Series| {
+        let sorted = series.sorted_values();
+        profiling_compare::statistics::lower_median(&sorted)
+    };
+    let mut ranges: Vec<(String, u64)> = memory
+        .ranges
+        .iter()
+        .filter_map(|range| Some((range.name.clone(), median(&range.allocations)?)))
+        .collect();
+    ranges.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Some(PointMemory {
+        allocations_per_pass: median(&memory.allocations)?,
+        allocated_bytes_per_pass: median(&memory.allocated_bytes)?,
+        peak_bytes_per_pass: median(&memory.peak_bytes)?,
+        exact: memory.allocations.min == memory.allocations.max,
+        ranges,
+    })
 }
 
 fn estimate(series: &Series) -> Option<Estimate> {

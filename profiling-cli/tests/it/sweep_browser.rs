@@ -116,6 +116,7 @@ fn not_run(status: PointStatus, error: Option<&str>) -> PointResult {
         time_per_record_ns: None,
         records_per_second: None,
         ranges: Vec::new(),
+        memory: None,
     }
 }
 
@@ -148,6 +149,7 @@ fn completed(batch: u32, ranges: &[(&str, f64)]) -> PointResult {
                 time_per_record_ns: Some(median * calls as f64 / records as f64),
             })
             .collect(),
+        memory: None,
     }
 }
 

@@ -51,6 +51,11 @@ pub struct MemoryEvent {
     /// Allocations made while it was the innermost recorded range.
     pub self_allocations: u64,
     pub self_allocated_bytes: u64,
+    /// The pass's live bytes (on every thread, since it began) when the
+    /// range opened and when it closed: the samples of `trace.json`'s
+    /// live-bytes track.
+    pub live_at_open: i64,
+    pub live_at_close: i64,
 }
 
 // The per-thread stack of open ranges.
@@ -71,6 +76,7 @@ struct Frame {
     peak: u64,
     self_allocations: u64,
     self_allocated: u64,
+    live_at_open: i64,
 }
 
 /// The open ranges of one thread, as attribution sees them. Owned by the
@@ -122,6 +128,7 @@ impl ThreadMemory {
         self.opens += 1;
         self.frames[self.depth] = Frame {
             start: self.opens,
+            live_at_open: PASS.live.load(Ordering::Relaxed),
             ..Frame::default()
         };
         self.depth += 1;
@@ -149,6 +156,8 @@ impl ThreadMemory {
             },
             self_allocations: frame.self_allocations,
             self_allocated_bytes: frame.self_allocated,
+            live_at_open: frame.live_at_open,
+            live_at_close: PASS.live.load(Ordering::Relaxed),
         }
     }
 

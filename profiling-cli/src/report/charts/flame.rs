@@ -182,6 +182,7 @@ mod tests {
             inclusive_per_pass: None,
             exclusive_per_pass: None,
             gpu_p50: None,
+            memory: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub(super) mod flame;
 pub(super) mod histogram;
+pub(super) mod memory;
 pub(super) mod ratios;
 pub(super) mod sweep;
 pub(super) mod timeline;

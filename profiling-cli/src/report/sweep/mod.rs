@@ -519,6 +519,7 @@ mod tests {
                     time_per_record_ns: Some(median as f64 * calls as f64 / records as f64),
                 })
                 .collect(),
+            memory: None,
         }
     }
 
