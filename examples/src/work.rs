@@ -2,6 +2,10 @@
 //! a change: `cpu-work` does `rounds` steps of a serial integer chain in
 //! the range `work` and `steady_rounds` more in `steady`, nothing else.
 //!
+//! With `allocations` above 0, `work` also allocates that many buffers of
+//! 1 KiB and frees them: a known change of allocations per pass for
+//! `memory: on` to find (`--memory`).
+//!
 //! The work is a count of dependent steps, not a wait for a clock: a
 //! busy-wait on the clock finishes on time however often the thread is
 //! preempted, and so hides the very load an experiment wants to see. Each
@@ -32,7 +36,14 @@ pub struct WorkParameters {
     /// Steps in the range `steady`, after `work`.
     #[serde(default = "default_steady_rounds")]
     pub steady_rounds: u64,
+    /// Buffers of [`BUFFER_BYTES`] allocated (and freed) in `work` each
+    /// call.
+    #[serde(default)]
+    pub allocations: u64,
 }
+
+/// The size of each buffer `allocations` asks for.
+pub const BUFFER_BYTES: usize = 1024;
 
 /// About a millisecond of `work` on a 3 GHz core.
 fn default_rounds() -> u64 {
@@ -92,7 +103,12 @@ impl ProfileTarget for CpuWork {
     fn run(&mut self, start: &u64) -> anyhow::Result<(u64, u64)> {
         let work = {
             let _range = profiling_range("work");
-            chain(self.parameters.rounds, *start)
+            let mut end = chain(self.parameters.rounds, *start);
+            for _ in 0..self.parameters.allocations {
+                let buffer = std::hint::black_box(vec![end as u8; BUFFER_BYTES]);
+                end = end.wrapping_add(u64::from(buffer[BUFFER_BYTES - 1]));
+            }
+            end
         };
         let steady = {
             let _range = profiling_range("steady");

@@ -54,6 +54,10 @@ pub struct AbArgs {
     /// Passes of one side in a row: a block (default: the passes cut into 20 block pairs).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub block_passes: Option<u32>,
+    /// Allocations, bytes and peak per pass and range on both sides, compared exactly where every
+    /// pass agrees (`--memory` alone is `on`).
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "on", value_parser = crate::run::parse_memory)]
+    pub memory: Option<profiling_core::driver::config::MemoryMode>,
     /// Seed of the data source, the targets' random numbers and of which side runs first.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -203,6 +207,7 @@ fn run_pair(
             warmup: args.warmup,
             seed: args.seed,
             output_dir: args.output_dir.clone(),
+            memory: args.memory,
             ..Default::default()
         },
         run_id: Some(args.ab_id.clone().unwrap_or_else(|| {

@@ -126,7 +126,7 @@ fn parse_gpu_timing(text: &str) -> Result<GpuTiming, String> {
     text.parse()
 }
 
-fn parse_memory(text: &str) -> Result<MemoryMode, String> {
+pub(crate) fn parse_memory(text: &str) -> Result<MemoryMode, String> {
     text.parse()
 }
 

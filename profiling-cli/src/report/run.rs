@@ -317,7 +317,7 @@ fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
     let gpu = tree.rows.iter().any(|row| row.gpu_p50.is_some());
     let memory = tree.rows.iter().any(|row| row.memory.is_some());
     html! {
-        table id="ranges" class="sortable" {
+        div.scroll { table id="ranges" class="sortable" {
             thead {
                 tr {
                     th { "range path" } th { "calls" } th { "per pass" } th { "median per call" }
@@ -360,7 +360,7 @@ fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
                     }
                 }
             }
-        }
+        } }
         @if tree.rows.is_empty() {
             p.lead {
                 "No NVTX range was recorded inside the measured passes: mark the operations of the target with "

@@ -121,7 +121,15 @@ pub struct PointMemory {
     /// True when every pass counted as many allocations.
     pub exact: bool,
     /// By range name: its allocations per pass (median), most first.
-    pub ranges: Vec<(String, u64)>,
+    pub ranges: Vec<RangeAllocations>,
+}
+
+/// A range name's allocations per pass at one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RangeAllocations {
+    pub name: String,
+    /// The median over the point's passes, its children's included.
+    pub allocations_per_pass: u64,
 }
 
 /// A median and its distribution-free confidence interval (order

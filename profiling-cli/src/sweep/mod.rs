@@ -23,8 +23,8 @@ use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
 use crate::summary::format_ns;
 use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use document::{
-    Estimate, PointMemory, PointResult, PointStatus, RangeEstimate, SweepDocument, SweepStatus,
-    SWEEP_SCHEMA_VERSION,
+    Estimate, PointMemory, PointResult, PointStatus, RangeAllocations, RangeEstimate,
+    SweepDocument, SweepStatus, SWEEP_SCHEMA_VERSION,
 };
 use grid::Axis;
 
@@ -789,12 +789,21 @@ fn point_memory(memory: &profiling_core::run_samples::MemorySeries) -> Option<Po
         let sorted = series.sorted_values();
         profiling_compare::statistics::lower_median(&sorted)
     };
-    let mut ranges: Vec<(String, u64)> = memory
+    let mut ranges: Vec<RangeAllocations> = memory
         .ranges
         .iter()
-        .filter_map(|range| Some((range.name.clone(), median(&range.allocations)?)))
+        .filter_map(|range| {
+            Some(RangeAllocations {
+                name: range.name.clone(),
+                allocations_per_pass: median(&range.allocations)?,
+            })
+        })
         .collect();
-    ranges.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranges.sort_by(|a, b| {
+        b.allocations_per_pass
+            .cmp(&a.allocations_per_pass)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     Some(PointMemory {
         allocations_per_pass: median(&memory.allocations)?,
         allocated_bytes_per_pass: median(&memory.allocated_bytes)?,
@@ -856,6 +865,11 @@ pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Re
         header.push("per record".to_owned());
         header.push("records/s".to_owned());
     }
+    let memory = document.points.iter().any(|p| p.memory.is_some());
+    if memory {
+        header.push("allocations/pass".to_owned());
+        header.push("bytes/pass".to_owned());
+    }
     header.extend(largest.iter().map(|(name, _)| name.clone()));
     let mut rows = vec![header];
     for point in &document.points {
@@ -894,6 +908,16 @@ pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Re
                     .map(|r| format!("{r:.0}"))
                     .unwrap_or_default(),
             );
+        }
+        if memory {
+            let figures = point.memory.as_ref();
+            row.push(figures.map_or_else(String::new, |m| {
+                let exact = if m.exact { "" } else { " (varies)" };
+                format!("{}{exact}", m.allocations_per_pass)
+            }));
+            row.push(figures.map_or_else(String::new, |m| {
+                profiling_core::memory::human_bytes(m.allocated_bytes_per_pass)
+            }));
         }
         for (name, _) in &largest {
             row.push(

@@ -13,6 +13,7 @@ mod binary;
 mod full_disk;
 mod init;
 mod layout;
+mod memory;
 mod own_workspace;
 mod real_crates;
 mod remove;

@@ -92,7 +92,15 @@ pub(in crate::report) fn allocations_chart(ranges: &[RangeAllocations]) -> Marku
 pub(in crate::report) fn live_bytes_chart(pass: u64, points: &[(f64, u64)]) -> Markup {
     let mut drawn = None;
     if points.len() > 1 {
-        let end = points.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-3);
+        let last = points.iter().map(|p| p.0).fold(0.0, f64::max);
+        let (scale, time_unit) = match last {
+            t if t >= 10_000_000.0 => (1e6, "s"),
+            t if t >= 10_000.0 => (1e3, "ms"),
+            _ => (1.0, "µs"),
+        };
+        let points: Vec<(f64, u64)> = points.iter().map(|&(t, b)| (t / scale, b)).collect();
+        let points = &points[..];
+        let end = (last / scale).max(1e-3);
         let high = points.iter().map(|p| p.1).max().unwrap_or(0);
         let (divisor, unit) = byte_unit(high);
         drawn = plot((1220, 340), |root| {
@@ -107,7 +115,7 @@ pub(in crate::report) fn live_bytes_chart(pass: u64, points: &[(f64, u64)]) -> M
                 .build_cartesian_2d(0f64..end, 0f64..(high as f64 / divisor * 1.1).max(1e-9))?;
             chart
                 .configure_mesh()
-                .x_desc("µs since the pass began")
+                .x_desc(format!("{time_unit} since the pass began"))
                 .y_desc(format!("live ({unit})"))
                 .light_line_style(WHITE)
                 .draw()?;
