@@ -745,6 +745,44 @@ fn a_failing_target_gets_a_failed_manifest_and_exit_1() {
     assert_eq!(manifest["completed_iterations"], 1);
 }
 
+/// This test binary keeps the system allocator: `--memory` is refused
+/// before anything is written, saying why, rather than a run without
+/// figures or with wrong ones.
+#[test]
+fn memory_without_the_counting_allocator_is_refused() {
+    let out = tempfile::tempdir().unwrap();
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--memory",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "m",
+    ]);
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains(
+            "memory: on: memory attribution is unavailable in this binary: its global allocator is not profiling_core::memory::CountingAllocator"
+        ),
+        "{}",
+        outcome.stderr
+    );
+    assert!(!out.path().join("cli-doubler/runs/m").exists());
+    // Off, the same run goes ahead.
+    let off = cli(&[
+        "run",
+        "cli-doubler",
+        "--memory",
+        "off",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "m",
+    ]);
+    assert_eq!(off.code, 0, "{}", off.stderr);
+}
+
 #[test]
 fn a_used_run_id_is_refused_and_the_earlier_run_kept() {
     let out = tempfile::tempdir().unwrap();

@@ -217,6 +217,8 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         device: config.device,
         reason,
     })?;
+    crate::runner::check_memory_attribution(&config)
+        .map_err(|error| SessionError::Usage(format!("{error:#}")))?;
     // Absolute, so that every path the run prints or records is.
     let runs = absolute(&run_directory(
         &config,

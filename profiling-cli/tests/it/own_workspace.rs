@@ -168,6 +168,7 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
             "head4",
             "--run-id",
             "first",
+            "--memory",
         ],
     );
     assert_eq!(ran.code, Some(0), "{ran}");
@@ -185,6 +186,13 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     .unwrap();
     assert_eq!(manifest["git_commit"], serde_yaml::Value::Null);
     assert_eq!(manifest["git_note"], "a git repository with no commit yet");
+    // The workspace's `profile` binary attributes memory: it installs the
+    // counting allocator.
+    assert!(
+        manifest["timings"]["memory"]["per_pass"]["allocations"].is_mapping(),
+        "{:?}",
+        manifest["timings"]["memory"]
+    );
     // The page is the installed binary's, written once the workspace's had run.
     let first = ws.join("inference_profiling/snippets/head4/runs/first");
     assert!(first.join("report.html").is_file(), "{ran}");
