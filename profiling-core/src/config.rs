@@ -224,6 +224,10 @@ impl MemoryMode {
     pub fn is_on(self) -> bool {
         self == MemoryMode::On
     }
+
+    pub fn is_off(&self) -> bool {
+        *self == MemoryMode::Off
+    }
 }
 
 impl fmt::Display for MemoryMode {

@@ -197,8 +197,9 @@ pub struct Workload {
     /// `gpu_timing` as configured (`timings.gpu` is there when events
     /// were recorded).
     pub gpu_timing: crate::config::GpuTiming,
-    /// `memory` as configured (`timings.memory` is there when it is on).
-    #[serde(default)]
+    /// `memory` as configured (`timings.memory` is there when it is on);
+    /// left out when off.
+    #[serde(default, skip_serializing_if = "crate::config::MemoryMode::is_off")]
     pub memory: crate::config::MemoryMode,
 }
 

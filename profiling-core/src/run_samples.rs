@@ -365,8 +365,8 @@ pub struct RunSamples {
     pub warmup: Series,
     /// With `memory: on`: what each pass allocated.
     pub memory: Option<MemorySeries>,
-    /// The layout its buckets come from: [`SAMPLES_VERSION`] for a run of
-    /// this build, else the version of the file it was read from.
+    /// The layout its buckets come from: 2 for a run of this build and a
+    /// file of version 2 or 3 (they share it), 1 for a file of version 1.
     pub version: u32,
 }
 
@@ -378,7 +378,7 @@ impl Default for RunSamples {
             ranges: Vec::new(),
             warmup: Series::default(),
             memory: None,
-            version: SAMPLES_VERSION,
+            version: SAMPLES_VERSION_WITHOUT_MEMORY,
         }
     }
 }
@@ -533,7 +533,8 @@ impl RunSamples {
         reader.version = version;
         let count = reader.u32()?;
         let mut samples = RunSamples {
-            version,
+            // Versions 2 and 3 share their buckets' layout.
+            version: version.min(SAMPLES_VERSION_WITHOUT_MEMORY),
             ..RunSamples::default()
         };
         let mut seen = [false; 3];
@@ -897,6 +898,59 @@ mod tests {
     }
 
     #[test]
+    fn memory_series_make_version_3_and_read_back_as_written() {
+        let mut samples = example();
+        let per_pass = |values: &[u64]| Series::from_set(&set(values, values.len()));
+        samples.memory = Some(MemorySeries {
+            allocations: per_pass(&[3, 3, 4]),
+            allocated_bytes: per_pass(&[3072, 3072, 4096]),
+            peak_bytes: per_pass(&[1024, 1024, 1024]),
+            ranges: vec![RangeMemorySeries {
+                name: "decode".to_owned(),
+                allocations: per_pass(&[1, 1, 2]),
+                allocated_bytes: per_pass(&[64, 64, 128]),
+            }],
+        });
+        let bytes = samples.encode();
+        assert_eq!(&bytes[8..12], &3u32.to_le_bytes());
+        assert_eq!(samples.series_count(), 7 + 5);
+        let read = RunSamples::decode(&bytes).unwrap();
+        assert_eq!(read, samples);
+        assert_eq!(read.memory.unwrap().ranges[0].allocations.kept, [1, 1, 2]);
+        // Without them, version 2: what earlier builds read.
+        assert_eq!(&example().encode()[8..12], &2u32.to_le_bytes());
+    }
+
+    #[test]
+    fn a_file_with_only_some_memory_series_is_corrupt() {
+        let mut samples = example();
+        samples.memory = Some(MemorySeries::default());
+        let mut bytes = samples.encode();
+        // Drop the last series (the pass's peak): three became two.
+        let count = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
+        bytes[12..16].copy_from_slice(&(count - 1).to_le_bytes());
+        let end = bytes.len() - 4;
+        let peak_at = find_last_series(&bytes[..end], SeriesKind::PassPeakBytes);
+        bytes.drain(peak_at..end);
+        match RunSamples::decode(&bytes) {
+            Err(SamplesError::Corrupt { what, .. }) => {
+                assert!(what.contains("memory series are missing"), "{what}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Where the last series of `kind` (with an empty name and no sample)
+    /// begins.
+    fn find_last_series(bytes: &[u8], kind: SeriesKind) -> usize {
+        // kind, an empty name, count 0, kept 0, min 0, max 0, total 0, no bucket.
+        let empty_series = 1 + 4 + 8 * 4 + 16 + 4;
+        let at = bytes.len() - empty_series;
+        assert_eq!(bytes[at], kind.code());
+        at
+    }
+
+    #[test]
     fn a_run_reads_back_as_written() {
         let samples = example();
         let bytes = samples.encode();
@@ -1022,15 +1076,15 @@ mod tests {
     #[test]
     fn another_version_another_file_and_trailing_bytes_are_refused() {
         let mut bytes = example().encode();
-        bytes[8] = 3;
+        bytes[8] = 4;
         assert_eq!(
             RunSamples::decode(&bytes),
-            Err(SamplesError::Version { found: 3 })
+            Err(SamplesError::Version { found: 4 })
         );
         assert!(RunSamples::decode(&bytes)
             .unwrap_err()
             .to_string()
-            .contains("samples file version 3, but this profile-cli reads versions 1 and 2"));
+            .contains("samples file version 4, but this profile-cli reads versions 1 to 3"));
         assert_eq!(
             RunSamples::decode(b"profile_name: x\n"),
             Err(SamplesError::NotSamples)

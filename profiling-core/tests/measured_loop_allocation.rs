@@ -151,11 +151,27 @@ fn with_gpu_timing_the_measured_passes_allocate_nothing() {
     nested_ranges_on_two_threads(true, 1);
 }
 
+/// The same with every allocation attributed to its range (`memory: on`):
+/// the table of blocks, the threads' stacks and the memory events exist
+/// before the capture, so attributing allocates nothing either.
+fn with_memory_attributed_the_measured_passes_allocate_nothing() {
+    nested_ranges_on_two_threads_with(false, 1, true);
+}
+
 fn nested_ranges_on_two_threads(gpu: bool, batch_size: u32) {
+    nested_ranges_on_two_threads_with(gpu, batch_size, false);
+}
+
+fn nested_ranges_on_two_threads_with(gpu: bool, batch_size: u32, memory: bool) {
     let counted = Arc::new(Mutex::new(None));
     let (iterations, records) = (50, 3u32);
     let expected = u64::from(iterations * records.div_ceil(batch_size));
     let mut plan = batched_plan(2, iterations, records, batch_size);
+    plan.config.memory = if memory {
+        profiling_core::driver::config::MemoryMode::On
+    } else {
+        profiling_core::driver::config::MemoryMode::Off
+    };
     if gpu {
         let device = profiling_core::driver::timing::FakeEvents::with_capacity(100_000);
         plan.events = Some(Arc::new(device));
@@ -189,6 +205,19 @@ fn nested_ranges_on_two_threads(gpu: bool, batch_size: u32) {
     assert_eq!(outcome.capture.ranges.late_threads, 0);
     assert_eq!(outcome.capture.ranges.late_names, 0);
     assert_eq!(outcome.timings.sketch_note, None);
+    match &outcome.timings.memory {
+        // Nothing allocated anywhere: every figure is 0 in every call.
+        Some(attributed) => {
+            let call = attributed.per_call.expect("per call");
+            assert_eq!((call.allocations.max, call.peak_bytes.max), (0, 0));
+            let range = outcome.timings.ranges[0]
+                .memory
+                .as_ref()
+                .expect("range memory");
+            assert_eq!(range.allocations, 0);
+        }
+        None => assert!(!memory),
+    }
     if gpu {
         let timings = outcome.timings.gpu.as_ref().expect("GPU timings");
         assert_eq!(timings.ranges_without_events, 0);
@@ -318,6 +347,10 @@ fn main() {
         (
             "with_gpu_timing_the_measured_passes_allocate_nothing",
             with_gpu_timing_the_measured_passes_allocate_nothing,
+        ),
+        (
+            "with_memory_attributed_the_measured_passes_allocate_nothing",
+            with_memory_attributed_the_measured_passes_allocate_nothing,
         ),
         (
             "threads_and_names_first_seen_in_the_capture_are_counted_and_said",
