@@ -593,7 +593,7 @@ fn what_cannot_be_compared_is_refused_with_exit_2_and_nothing_written() {
     bytes[8] = 9;
     std::fs::write(other.join("samples.bin"), &bytes).unwrap();
     assert!(refuse(&[&path(&good), &path(&other)]).contains(
-        "samples.bin: samples file version 9, but this profile-cli reads versions 1 and 2"
+        "samples.bin: samples file version 9, but this profile-cli reads versions 1 to 3"
     ));
 
     // The same run twice, by two names.

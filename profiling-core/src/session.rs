@@ -1153,7 +1153,9 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
     if config.gpu_timing != crate::config::GpuTiming::Auto {
         option("--gpu-timing", config.gpu_timing.to_string());
     }
-    option("--memory", config.memory.to_string());
+    if config.memory.is_on() {
+        option("--memory", config.memory.to_string());
+    }
     if let Some(seed) = config.seed {
         option("--seed", seed.to_string());
     }

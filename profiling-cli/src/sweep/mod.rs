@@ -787,7 +787,7 @@ fn summarize(run_dir: &Path, point: &mut PointResult) -> Result<(), String> {
 fn point_memory(memory: &profiling_core::run_samples::MemorySeries) -> Option<PointMemory> {
     let median = |series: &Series| {
         let sorted = series.sorted_values();
-        profiling_compare::statistics::lower_median(&sorted)
+        profiling_core::driver::stats::lower_median(&sorted)
     };
     let mut ranges: Vec<RangeAllocations> = memory
         .ranges

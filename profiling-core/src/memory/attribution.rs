@@ -446,71 +446,14 @@ pub fn untracked_blocks() -> u64 {
     UNTRACKED.load(Ordering::SeqCst)
 }
 
-/// What attributing costs on this machine, measured before a capture.
+/// What attributing costs on this machine, measured before a capture
+/// ([`crate::timing::recorder::measure_memory_cost`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Cost {
     /// Added to one allocation and its free.
     pub per_allocation_ns: f64,
     /// Added to one recorded range.
     pub per_range_ns: f64,
-}
-
-impl Cost {
-    /// Times allocations and ranges with attribution off and on (the
-    /// fastest of a few rounds of each); zero where [`super::CountingAllocator`]
-    /// is not the global allocator. Takes a few milliseconds, and a
-    /// capture of its own: before the run's, never inside it.
-    pub fn measure() -> Cost {
-        if !super::counting_installed() {
-            return Cost::default();
-        }
-        const ALLOCATIONS: u64 = 20_000;
-        const RANGES: u64 = 20_000;
-        const ROUNDS: usize = 5;
-        let allocations = |attributing: bool| {
-            if attributing {
-                begin();
-            }
-            let started = crate::timing::now_ns();
-            for size in 0..ALLOCATIONS {
-                drop(std::hint::black_box(Vec::<u8>::with_capacity(
-                    64 + (size & 63) as usize,
-                )));
-            }
-            let ns = crate::timing::now_ns() - started;
-            if attributing {
-                end();
-            }
-            ns
-        };
-        let ranges = |attributing: bool| {
-            crate::timing::recorder::set_memory(attributing);
-            let capture = crate::timing::Capture::begin();
-            let started = crate::timing::now_ns();
-            for _ in 0..RANGES {
-                if crate::timing::recorder::open(b"memory attribution cost") {
-                    crate::timing::recorder::close();
-                }
-            }
-            let ns = crate::timing::now_ns() - started;
-            drop(capture.end());
-            crate::timing::recorder::set_memory(false);
-            ns
-        };
-        let fastest = |time: &dyn Fn(bool) -> u64, attributing: bool| {
-            (0..ROUNDS).map(|_| time(attributing)).min().unwrap_or(0)
-        };
-        let per = |off: u64, on: u64, count: u64| on.saturating_sub(off) as f64 / count as f64;
-        let cost = Cost {
-            per_allocation_ns: per(
-                fastest(&allocations, false),
-                fastest(&allocations, true),
-                ALLOCATIONS,
-            ),
-            per_range_ns: per(fastest(&ranges, false), fastest(&ranges, true), RANGES),
-        };
-        cost
-    }
 }
 
 // The allocator's side.

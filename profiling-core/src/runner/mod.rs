@@ -1306,7 +1306,7 @@ impl MeasuredMemory {
             calls: FigureSamples::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
             pass_calls: Vec::with_capacity(count),
             pass: Figures::default(),
-            cost: crate::memory::attribution::Cost::measure(),
+            cost: crate::timing::recorder::measure_memory_cost(),
         };
         memory.passes.prefault();
         memory.calls.prefault();

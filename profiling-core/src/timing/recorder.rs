@@ -26,7 +26,7 @@
 //! consistent.
 
 use super::log::{Overflow, RangeEvent, RangeLog, ThreadRanges, NO_EVENT};
-use crate::memory::attribution::{MemoryEvent, ThreadMemory};
+use crate::memory::attribution::{Cost, MemoryEvent, ThreadMemory};
 use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -425,7 +425,7 @@ pub(crate) fn set_gpu(on: bool) {
 
 /// Turns memory attribution on or off for the captures that begin from
 /// now on (between captures only).
-pub(crate) fn set_memory(on: bool) {
+pub fn set_memory(on: bool) {
     MEMORY.store(on, Ordering::SeqCst);
     update_mode();
 }
@@ -729,6 +729,65 @@ impl Drop for Capture {
         RECORDING.store(false, Ordering::SeqCst);
         update_mode();
         crate::memory::attribution::end();
+    }
+}
+
+/// What memory attribution costs on this machine: allocations and ranges
+/// timed with it off and on (the fastest of a few rounds of each); zero
+/// where [`crate::memory::CountingAllocator`] is not the global allocator.
+/// Takes a few milliseconds and captures of its own: before a run's
+/// capture, never inside it.
+pub fn measure_memory_cost() -> Cost {
+    if !crate::memory::counting_installed() {
+        return Cost::default();
+    }
+    const ALLOCATIONS: u64 = 20_000;
+    const RANGES: u64 = 20_000;
+    const ROUNDS: usize = 5;
+    let fastest = |work: &dyn Fn()| {
+        (0..ROUNDS)
+            .map(|_| {
+                let started = now_ns();
+                work();
+                now_ns() - started
+            })
+            .min()
+            .unwrap_or(0)
+    };
+    let allocate = || {
+        for size in 0..ALLOCATIONS {
+            drop(std::hint::black_box(Vec::<u8>::with_capacity(
+                64 + (size & 63) as usize,
+            )));
+        }
+    };
+    let ranges = || {
+        for _ in 0..RANGES {
+            if open(b"memory attribution cost") {
+                close();
+            }
+        }
+    };
+    let allocations_off = fastest(&allocate);
+    let capture = Capture::begin();
+    let ranges_off = fastest(&ranges);
+    drop(capture.end());
+    // One capture with memory on: the table of blocks emptied once.
+    set_memory(true);
+    let capture = Capture::begin();
+    let ranges_on = fastest(&ranges);
+    // Inside a range, as a target's allocations mostly are.
+    let opened = open(b"memory attribution cost");
+    let allocations_on = fastest(&allocate);
+    if opened {
+        close();
+    }
+    drop(capture.end());
+    set_memory(false);
+    let per = |off: u64, on: u64, count: u64| on.saturating_sub(off) as f64 / count as f64;
+    Cost {
+        per_allocation_ns: per(allocations_off, allocations_on, ALLOCATIONS),
+        per_range_ns: per(ranges_off, ranges_on, RANGES),
     }
 }
 
