@@ -1601,17 +1601,36 @@ fn pass_calls<T: ProfileTarget, I: Inputs<T>>(
     sync_each: bool,
     measured: &mut Measured<T::Output>,
     tally: &mut Tally,
+    gpu: Option<&mut GpuEvents>,
+) -> Result<(u64, u64), Failure> {
+    // Two loops, so that a run with memory off has no trace of it.
+    if measured.memory.is_some() {
+        pass_calls_of::<T, I, true>(target, inputs, plan, sync_each, measured, tally, gpu)
+    } else {
+        pass_calls_of::<T, I, false>(target, inputs, plan, sync_each, measured, tally, gpu)
+    }
+}
+
+/// [`pass_calls`], with the memory of each call and the pass taken when
+/// `MEMORY` ([`crate::memory::attribution`]).
+#[inline(always)]
+fn pass_calls_of<T: ProfileTarget, I: Inputs<T>, const MEMORY: bool>(
+    target: &mut T,
+    inputs: &mut I,
+    plan: &RunPlan,
+    sync_each: bool,
+    measured: &mut Measured<T::Output>,
+    tally: &mut Tally,
     mut gpu: Option<&mut GpuEvents>,
 ) -> Result<(u64, u64), Failure> {
     let device = plan.config.device;
     let mut started = None;
     let mut ended = 0;
-    let memory = measured.memory.is_some();
-    if memory {
+    if MEMORY {
         attribution::pass_begins(tally.completed_iterations);
     }
     for (index, slot) in measured.outputs.iter_mut().enumerate() {
-        if memory {
+        if MEMORY {
             attribution::call_begins();
         }
         let call_started = ticks();
@@ -1621,8 +1640,11 @@ fn pass_calls<T: ProfileTarget, I: Inputs<T>>(
             (plan.synchronize)(device);
         }
         ended = ticks();
-        if let Some(memory) = measured.memory.as_mut() {
-            memory.pass_calls.push(attribution::call_ends());
+        if MEMORY {
+            let figures = attribution::call_ends();
+            if let Some(memory) = measured.memory.as_mut() {
+                memory.pass_calls.push(figures);
+            }
         }
         measured.pass_calls.push(ended - call_started);
         // After the call's clock read: its host time leaves it out.
@@ -1638,8 +1660,11 @@ fn pass_calls<T: ProfileTarget, I: Inputs<T>>(
             break;
         }
     }
-    if let Some(memory) = measured.memory.as_mut() {
-        memory.pass = attribution::pass_ends();
+    if MEMORY {
+        let figures = attribution::pass_ends();
+        if let Some(memory) = measured.memory.as_mut() {
+            memory.pass = figures;
+        }
     }
     Ok((started.unwrap_or(ended), ended))
 }

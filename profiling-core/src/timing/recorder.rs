@@ -366,8 +366,19 @@ impl Local {
 /// not recorded (recording off, or nested too deep).
 #[inline]
 pub(crate) fn open(name: &[u8]) -> bool {
-    match MODE.load(Ordering::Relaxed) {
-        MODE_OFF => false,
+    // Off, the path of every range outside a run: one load and a compare.
+    let mode = MODE.load(Ordering::Relaxed);
+    if mode == MODE_OFF {
+        return false;
+    }
+    open_active(name, mode)
+}
+
+/// [`open`] while registering or recording, out of line: one call, each
+/// recording mode's path specialized.
+#[inline(never)]
+fn open_active(name: &[u8], mode: u8) -> bool {
+    match mode {
         MODE_RECORDING => open_recording(name, false, false),
         MODE_RECORDING_GPU => open_recording(name, true, false),
         MODE_RECORDING_MEMORY => open_recording(name, false, true),
@@ -437,7 +448,7 @@ impl Drop for Registration {
     }
 }
 
-#[inline(never)]
+#[inline(always)]
 fn open_recording(name: &[u8], gpu: bool, memory: bool) -> bool {
     LOCAL.with(|local| {
         let Ok(mut local) = local.try_borrow_mut() else {
