@@ -230,4 +230,55 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
     assert!(config.contains("\n  detections: {count: 1000,"), "{config}");
     // Imports kept as possible traits that the build found unused are gone.
     assert!(!target.contains("use rstar::"), "{target}");
+
+    // A published crate's function profiled with its memory: imageproc's
+    // blur allocates its output image (and its f32 buffers) in every call,
+    // charged to the copied function's range.
+    let ran = profile_cli_in(
+        &ws,
+        &[
+            "run",
+            "ip-blur",
+            "--memory",
+            "--run-id",
+            "mem",
+            "--iterations",
+            "3",
+        ],
+    );
+    assert_eq!(ran.code, Some(0), "{ran}");
+    let manifest: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(
+            ws.join("inference_profiling/snippets/ip_blur/runs/mem/manifest.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let blur = manifest["timings"]["ranges"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|r| {
+            r["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("gaussian_blur_f32"))
+        })
+        .unwrap_or_else(|| panic!("the blur's range: {:?}", manifest["timings"]["ranges"]));
+    let memory = &blur["memory"]["per_range"];
+    let image_bytes = 64 * 64 * 3;
+    assert!(
+        memory["allocations"]["min"].as_u64().unwrap() >= 1,
+        "{memory:?}"
+    );
+    assert!(
+        memory["allocated_bytes"]["min"].as_u64().unwrap() >= image_bytes,
+        "{memory:?}"
+    );
+    // Deterministic code: every range allocates the same.
+    for figure in ["allocations", "allocated_bytes"] {
+        assert_eq!(
+            memory[figure]["min"], memory[figure]["max"],
+            "{figure}: {memory:?}"
+        );
+    }
 }
