@@ -55,9 +55,9 @@ fn succeeded(output: &Output, what: &str) -> Result<(), String> {
 }
 
 /// Runs `detection-pipeline` as run `id` (5 passes on the dummy data) into
-/// `out`, and returns what it printed.
-fn run(out: &Path, id: &str) -> Result<String, String> {
-    let output = profile_cli(&[
+/// `out`, with `extra` arguments, and returns what it printed.
+fn run(out: &Path, id: &str, extra: &[&str]) -> Result<String, String> {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
         "run".as_ref(),
         "detection-pipeline".as_ref(),
         "--iterations".as_ref(),
@@ -66,7 +66,9 @@ fn run(out: &Path, id: &str) -> Result<String, String> {
         out.as_os_str(),
         "--run-id".as_ref(),
         id.as_ref(),
-    ]);
+    ];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    let output = profile_cli(&args);
     succeeded(&output, &format!("profile-cli run (run {id})"))?;
     Ok(String::from_utf8(output.stdout).unwrap())
 }
@@ -79,8 +81,9 @@ fn runs() -> &'static Runs {
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_browser");
         let _ = std::fs::remove_dir_all(&out);
         std::fs::create_dir_all(&out).unwrap();
-        let run_stdout = run(&out, "a")?;
-        run(&out, "b")?;
+        // Run `a` attributes memory too: its page has the memory section.
+        let run_stdout = run(&out, "a", &["--memory"])?;
+        run(&out, "b", &[])?;
         let run_dir = out.join("detection-pipeline/runs/a");
         Ok(Runs {
             run_page: run_dir.join("report.html"),
@@ -187,6 +190,43 @@ fn the_run_page_has_its_flame_graph_charts_and_nsight_section() {
         dom.by_id("svg", id);
     }
     dom.by_id("section", "nsight");
+}
+
+/// A run with `memory: on`: memory columns in the range table, the chart
+/// of allocations by range and the live bytes over a pass, both drawn.
+#[test]
+fn the_run_page_of_a_memory_run_shows_its_memory() {
+    let runs = runs();
+    let Some(browser) = Browser::or_skip() else {
+        return;
+    };
+    let rendered = browser.dump_dom(&runs.run_page);
+    let dom = Dom::parse(&rendered.dom);
+    dom.by_id("section", "memory");
+    let table = dom.by_id("table", "ranges");
+    let headers: Vec<usize> = dom
+        .tagged("th")
+        .filter(|&th| dom.is_inside(th, table))
+        .collect();
+    assert!(headers.len() >= 13, "memory columns in the range table");
+    for id in ["allocations-chart", "live-bytes"] {
+        let chart = dom.by_id("svg", id);
+        // Drawn: plotters' paths and rectangles, not the stand-in's text.
+        let drawn = ["path", "polyline", "rect"]
+            .iter()
+            .flat_map(|tag| dom.tagged(tag))
+            .filter(|&element| dom.is_inside(element, chart))
+            .count();
+        assert!(drawn > 3, "#{id} is drawn ({drawn} shapes)");
+    }
+    assert!(
+        rendered.dom.contains("Allocations per pass, by range"),
+        "the chart's caption"
+    );
+    assert!(
+        rendered.dom.contains("to_chw_tensor"),
+        "the letterbox's tensor has a bar"
+    );
 }
 
 #[test]
