@@ -3,6 +3,7 @@
 //! ratios with their intervals, and the ratio chart.
 
 use maud::{html, Markup};
+use profiling_compare::memory::CountVerdict;
 use profiling_compare::runs::LoadedRun;
 use profiling_compare::{Comparison, Options, Row, Side, Verdict};
 
@@ -95,6 +96,37 @@ pub(super) fn comparison_section(
             }
         }
         (ratio_chart(comparison, &numbered("ratios", index)))
+        @if !comparison.memory.is_empty() {
+            h3 { "Memory per pass" }
+            p.lead {
+                "Exact where every pass of both runs counted the same; otherwise more or fewer only when every pass of one lies beyond every pass of the other."
+            }
+            table id=(numbered("memory-comparison", index)) class="sortable" {
+                thead { tr { th {} th { "counts" } th { "change" } th { "verdict" } } }
+                tbody {
+                    @for row in &comparison.memory {
+                        tr data-memory-row=(format!("{} {}", row.subject, row.measure.word())) {
+                            td.path { (row.subject) }
+                            td { (row.measure.word()) }
+                            td data-sort=(row.change) { (row.change_text()) }
+                            td class=(count_verdict_class(row.verdict)) {
+                                (row.verdict.word()) @if row.exact && row.verdict != CountVerdict::Same { " (exact)" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The colour of a memory row's verdict: more is a regression.
+fn count_verdict_class(verdict: CountVerdict) -> &'static str {
+    match verdict {
+        CountVerdict::More => verdict_class(Verdict::Slower),
+        CountVerdict::Fewer => verdict_class(Verdict::Faster),
+        CountVerdict::Same => verdict_class(Verdict::NoChange),
+        _ => verdict_class(Verdict::Unclear),
     }
 }
 

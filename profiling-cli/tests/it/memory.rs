@@ -176,6 +176,23 @@ fn compare_reports_one_more_allocation_exactly_and_gates_on_it() {
     assert_eq!(pass["change"].as_i64(), Some(1024));
     assert_eq!(pass["exact"].as_bool(), Some(true));
 
+    // The comparison page has the same rows.
+    let page = dir.path().join("comparison.html");
+    let report = profile_cli(
+        dir.path(),
+        &["report", base, candidate, "-o", page.to_str().unwrap()],
+    );
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let row = &html[html
+        .find("data-memory-row=\"pass allocations\"")
+        .unwrap_or_else(|| panic!("no memory row on the page"))..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(
+        row.contains("3 → 4 (+1)") && row.contains("more (exact)"),
+        "{row}"
+    );
+
     // The other way round: fewer allocations never gate.
     let fewer = profile_cli(dir.path(), &["compare", candidate, base, "--json"]);
     let document: serde_json::Value = serde_json::from_slice(&fewer.stdout).unwrap();
