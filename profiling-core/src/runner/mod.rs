@@ -950,7 +950,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         .map_err(|source| tally.error(Pass::Setup, Failure::new(Phase::Run, None, source)))?;
     // Ranges record device events (and bind their threads in warmup) only
     // while this lives.
-    let gpu_mode = GpuMode::set(gpu.is_some());
+    let gpu_mode = Switch::set(gpu.is_some(), crate::timing::recorder::set_gpu);
     let (warmup_ns, warmup_passes, last_warmup_opens) =
         warmup(target, &mut inputs, plan, &mut tally)?;
     if let Some(gpu) = gpu.as_mut() {
@@ -977,7 +977,7 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         .memory
         .is_on()
         .then(|| MeasuredMemory::expecting(config.iterations as usize, inputs.len()));
-    let memory_mode = MemoryMode::set(config.memory.is_on());
+    let memory_mode = Switch::set(config.memory.is_on(), crate::timing::recorder::set_memory);
     let measured = capture(
         target,
         &mut inputs,
@@ -1209,42 +1209,23 @@ pub fn check_memory_attribution(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Memory attribution at range boundaries, on while it lives.
-struct MemoryMode(bool);
+/// A recorder switch that ranges read (device events, memory
+/// attribution), on while it lives when it was set on.
+struct Switch(Option<fn(bool)>);
 
-impl MemoryMode {
-    fn set(on: bool) -> MemoryMode {
+impl Switch {
+    fn set(on: bool, switch: fn(bool)) -> Switch {
         if on {
-            crate::timing::recorder::set_memory(true);
+            switch(true);
         }
-        MemoryMode(on)
+        Switch(on.then_some(switch))
     }
 }
 
-impl Drop for MemoryMode {
+impl Drop for Switch {
     fn drop(&mut self) {
-        if self.0 {
-            crate::timing::recorder::set_memory(false);
-        }
-    }
-}
-
-/// Device events at range boundaries, on while it lives.
-struct GpuMode(bool);
-
-impl GpuMode {
-    fn set(on: bool) -> GpuMode {
-        if on {
-            crate::timing::recorder::set_gpu(true);
-        }
-        GpuMode(on)
-    }
-}
-
-impl Drop for GpuMode {
-    fn drop(&mut self) {
-        if self.0 {
-            crate::timing::recorder::set_gpu(false);
+        if let Some(switch) = self.0 {
+            switch(false);
         }
     }
 }

@@ -371,8 +371,10 @@ pub fn run_paired<'p>(
         IterationName::after(b"candidate iteration "),
     ];
     let expected = base.expected_range_events() + candidate.expected_range_events();
-    let memory_mode =
-        super::MemoryMode::set(base.attributes_memory() || candidate.attributes_memory());
+    let memory_mode = super::Switch::set(
+        base.attributes_memory() || candidate.attributes_memory(),
+        crate::timing::recorder::set_memory,
+    );
     let machine_start = Snapshot::now();
     let capture = Capture::begin_expecting(expected);
     let capture_started = now_ns();

@@ -5,7 +5,7 @@ use maud::Markup;
 use plotters::prelude::*;
 use profiling_core::memory::human_bytes;
 
-use super::{framed, nothing_to_draw, plot};
+use super::{bar_label, framed, nothing_to_draw, plot};
 
 /// One bar: a range path, its own allocations per pass and the bytes
 /// they asked for.
@@ -31,7 +31,7 @@ pub(in crate::report) fn allocations_chart(ranges: &[RangeAllocations]) -> Marku
         let height = 80 + 26 * bars.len() as u32;
         drawn = plot((1100, height), |root| {
             let count = bars.len() as i32;
-            let labels: Vec<&str> = bars.iter().map(|b| b.path.as_str()).collect();
+            let labels: Vec<String> = bars.iter().map(|b| b.path.clone()).collect();
             let mut chart = ChartBuilder::on(root)
                 .caption(
                     "Allocations per pass, by range (its own)",
@@ -45,15 +45,7 @@ pub(in crate::report) fn allocations_chart(ranges: &[RangeAllocations]) -> Marku
                 .configure_mesh()
                 .x_desc("allocations per pass")
                 .y_labels(bars.len())
-                .y_label_formatter(&|y| {
-                    let index = count - 1 - y.round() as i32;
-                    usize::try_from(index)
-                        .ok()
-                        .filter(|_| (y - y.round()).abs() < 0.05)
-                        .and_then(|index| labels.get(index))
-                        .map(|label| label.to_string())
-                        .unwrap_or_default()
-                })
+                .y_label_formatter(&|y| bar_label(&labels, count, *y))
                 .disable_y_mesh()
                 .light_line_style(WHITE)
                 .draw()?;

@@ -72,6 +72,18 @@ pub(super) fn nothing_to_draw(id: &str, width: u32, text: &str) -> Markup {
     }
 }
 
+/// The label of the bar at `y` of a horizontal bar chart whose `count`
+/// bars are drawn top down from `labels[0]`: empty between bars.
+pub(super) fn bar_label(labels: &[String], count: i32, y: f64) -> String {
+    let index = count - 1 - y.round() as i32;
+    usize::try_from(index)
+        .ok()
+        .filter(|_| (y - y.round()).abs() < 0.05)
+        .and_then(|index| labels.get(index))
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// A unit for durations up to `max` ns: (divisor, name).
 pub(super) fn unit_for(max: u64) -> (f64, &'static str) {
     match max {

@@ -4,7 +4,7 @@ use maud::{html, Markup};
 use plotters::prelude::*;
 use profiling_compare::{Comparison, Row, Verdict};
 
-use super::{framed, nothing_to_draw, plot};
+use super::{bar_label, framed, nothing_to_draw, plot};
 
 /// Each row's ratio as a bar from 1, its interval as a whisker; the
 /// chart's id is `id`.
@@ -45,15 +45,7 @@ pub(in crate::report) fn ratio_chart(comparison: &Comparison, id: &str) -> Marku
                 .configure_mesh()
                 .x_desc("ratio (1 = no change; above 1 = slower)")
                 .y_labels(rows.len())
-                .y_label_formatter(&|y| {
-                    let index = count - 1 - y.round() as i32;
-                    usize::try_from(index)
-                        .ok()
-                        .filter(|_| (y - y.round()).abs() < 0.05)
-                        .and_then(|index| labels.get(index))
-                        .cloned()
-                        .unwrap_or_default()
-                })
+                .y_label_formatter(&|y| bar_label(&labels, count, *y))
                 .disable_y_mesh()
                 .light_line_style(WHITE)
                 .draw()?;
