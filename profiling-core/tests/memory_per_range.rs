@@ -105,6 +105,11 @@ impl ProfileTarget for KnownSizes {
         }
         self.start.wait();
         self.done.wait();
+        // A name first seen inside the capture: the recorder allocates to
+        // keep it, which is not the target's memory.
+        if profiling_core::driver::timing::recorder::is_recording() {
+            drop(profiling_range("first seen in the capture"));
+        }
         Ok(self.buffer.len() as u64)
     }
 }
@@ -223,6 +228,29 @@ fn nested_ranges_and_a_grown_buffer_are_charged_to_the_byte() {
     assert_eq!(pass.allocations.total, 7 * PASSES);
     assert_eq!(memory.untracked_blocks, 0);
     assert!(memory.cost_per_allocation_ns > 0.0, "{memory:?}");
+
+    // The pass's live bytes at each range's boundaries (the trace's
+    // counter track): `inner` opens over the new buffer and the kept 1000,
+    // and frees all it allocated; `outer` opens over the buffer alone.
+    let live = |name: &str| -> Vec<(i64, i64)> {
+        let mut seen = Vec::new();
+        for thread in &outcome.capture.ranges.threads {
+            for (event, memory) in thread.events.iter().zip(&thread.memory) {
+                if thread.names[event.name as usize] == name {
+                    seen.push((memory.live_at_open, memory.live_at_close));
+                }
+            }
+        }
+        seen
+    };
+    assert_eq!(
+        live("inner"),
+        vec![(256 + 1000, 256 + 1000); PASSES as usize]
+    );
+    assert_eq!(live("outer"), vec![(256, 256); PASSES as usize]);
+    assert_eq!(live("swap"), vec![(0, 256); PASSES as usize]);
+    let track = profiling_core::driver::trace::live_bytes(&outcome.capture);
+    assert_eq!(track.iter().map(|p| p.1).max(), Some(256 + 1000));
 }
 
 fn with_memory_off_nothing_is_attributed() {

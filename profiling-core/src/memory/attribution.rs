@@ -615,8 +615,12 @@ mod tests {
         assert_eq!(parent.inclusive.retained_bytes(), 0);
     }
 
+    /// The table is the process's: its tests take turns.
+    static TABLE_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn the_table_finds_what_it_holds_and_forgets_what_was_removed() {
+        let _turn = TABLE_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         clear_table();
         assert!(insert(0x1000, 7, 9));
         assert!(insert(0x2000, 8, 10));
@@ -627,5 +631,30 @@ mod tests {
         assert!(insert(0x1000, 1, 2));
         assert_eq!(remove(0x2000), Some((8, 10)));
         assert_eq!(remove(0x1000), Some((1, 2)));
+    }
+
+    /// Blocks whose addresses share a home slot take the slots after it,
+    /// in the order inserted; removing one leaves the others found, past
+    /// its tombstone, and a new one takes the tombstone, not an occupied slot.
+    #[test]
+    fn blocks_with_one_home_slot_are_all_found() {
+        let _turn = TABLE_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        clear_table();
+        let first = 0x7f00_0000_1000u64;
+        let same: Vec<u64> = (1..)
+            .map(|i| first + i * 16)
+            .filter(|&key| home(key) == home(first))
+            .take(3)
+            .collect();
+        let keys = [first, same[0], same[1]];
+        for (index, &key) in keys.iter().enumerate() {
+            assert!(insert(key, index as u64 + 1, 0));
+        }
+        assert_eq!(remove(keys[1]), Some((2, 0)));
+        assert!(insert(same[2], 4, 0));
+        assert_eq!(remove(keys[2]), Some((3, 0)));
+        assert_eq!(remove(keys[0]), Some((1, 0)));
+        assert_eq!(remove(same[2]), Some((4, 0)));
+        assert_eq!(remove(keys[1]), None);
     }
 }
