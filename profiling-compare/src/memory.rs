@@ -387,6 +387,138 @@ mod tests {
     }
 
     #[test]
+    fn one_side_varying_is_never_exact_nor_the_same() {
+        let rows = memory_rows(
+            Some(&memory(&[3, 3, 3], &[])),
+            Some(&memory(&[4, 5, 4], &[])),
+        );
+        let pass = find(&rows, "pass", Measure::Allocations);
+        assert_eq!((pass.exact, pass.verdict), (false, CountVerdict::More));
+        // Equal medians of passes that differ: no verdict, not `same`.
+        let rows = memory_rows(
+            Some(&memory(&[3, 3, 4], &[])),
+            Some(&memory(&[3, 4, 3], &[])),
+        );
+        let pass = find(&rows, "pass", Measure::Allocations);
+        assert_eq!((pass.change, pass.verdict), (0, CountVerdict::Varies));
+        // No change reads as +0.
+        let peak = find(&rows, "pass", Measure::PeakBytes);
+        assert_eq!(peak.change_text(), "4.0 KiB → 4.0 KiB (+0 B)");
+    }
+
+    #[test]
+    fn ranges_are_ordered_by_their_relative_change_then_unchanged() {
+        let rows = memory_rows(
+            Some(&memory(
+                &[9; 4],
+                &[
+                    ("steady", &[5; 4]),
+                    ("grows", &[1; 4]),
+                    ("shrinks", &[4; 4]),
+                ],
+            )),
+            Some(&memory(
+                &[9; 4],
+                &[
+                    ("steady", &[5; 4]),
+                    ("grows", &[3; 4]),
+                    ("shrinks", &[3; 4]),
+                ],
+            )),
+        );
+        let ranges: Vec<(&str, Measure)> = rows[3..]
+            .iter()
+            .map(|r| (r.subject.as_str(), r.measure))
+            .collect();
+        assert_eq!(
+            ranges,
+            [
+                ("grows", Measure::Allocations),
+                ("grows", Measure::AllocatedBytes),
+                ("shrinks", Measure::Allocations),
+                ("shrinks", Measure::AllocatedBytes),
+                ("steady", Measure::Allocations),
+                ("steady", Measure::AllocatedBytes),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_runs_series_and_a_paired_side_give_the_same_passes() {
+        let series = |values: &[u64]| {
+            let mut set = profiling_core::driver::timing::SampleSet::with_capacity(values.len());
+            for &value in values {
+                set.push(value);
+            }
+            profiling_core::run_samples::Series::from_set(&set)
+        };
+        let run = MemorySeries {
+            allocations: series(&[3, 4]),
+            allocated_bytes: series(&[30, 40]),
+            peak_bytes: series(&[8, 8]),
+            ranges: vec![profiling_core::run_samples::RangeMemorySeries {
+                name: "decode".to_owned(),
+                allocations: series(&[1, 2]),
+                allocated_bytes: series(&[10, 20]),
+            }],
+        };
+        let from_run = PassMemory::of_series(&run);
+        assert_eq!(from_run.allocations, [3, 4]);
+        assert_eq!(from_run.peak_bytes, [8, 8]);
+        assert_eq!(from_run.ranges["decode"], (vec![1, 2], vec![10, 20]));
+        let side = SidePasses::default().with_memory(Some(&run));
+        let from_side = PassMemory::of_side(&side).expect("the side attributed memory");
+        assert_eq!(from_side.allocated_bytes, [30, 40]);
+        // A paired side keeps each range's allocations, not their bytes: no
+        // bytes row for ranges then.
+        assert_eq!(from_side.ranges["decode"], (vec![1, 2], Vec::new()));
+        let rows = memory_rows(Some(&from_side), Some(&from_side));
+        assert!(rows
+            .iter()
+            .all(|r| r.subject == "pass" || r.measure == Measure::Allocations));
+        assert_eq!(PassMemory::of_side(&SidePasses::default()), None);
+    }
+
+    #[test]
+    fn only_one_side_with_memory_is_said_naming_both() {
+        assert_eq!(
+            one_side_only("a", true, "b", false).as_deref(),
+            Some("only a attributed memory (memory: on): its allocations are not compared; run b with --memory too")
+        );
+        assert!(one_side_only("a", false, "b", true)
+            .unwrap()
+            .starts_with("only b attributed"));
+        assert_eq!(one_side_only("a", true, "b", true), None);
+        assert_eq!(one_side_only("a", false, "b", false), None);
+    }
+
+    #[test]
+    fn words_are_the_json_spellings() {
+        for verdict in [
+            CountVerdict::More,
+            CountVerdict::Fewer,
+            CountVerdict::Same,
+            CountVerdict::Varies,
+            CountVerdict::Added,
+            CountVerdict::Removed,
+        ] {
+            assert_eq!(
+                serde_yaml::to_value(verdict).unwrap(),
+                serde_yaml::Value::from(verdict.word())
+            );
+        }
+        let words: Vec<&str> = [
+            Measure::Allocations,
+            Measure::AllocatedBytes,
+            Measure::PeakBytes,
+        ]
+        .iter()
+        .map(|m| m.word())
+        .collect();
+        assert_eq!(words, ["allocations", "bytes", "peak"]);
+    }
+
+    #[test]
     fn a_range_of_one_side_is_added_or_removed_and_one_side_alone_gives_no_rows() {
         let rows = memory_rows(
             Some(&memory(&[1; 4], &[("old", &[1; 4])])),
