@@ -532,6 +532,11 @@ mod tests {
             find(&rows, "new", Measure::Allocations).verdict,
             CountVerdict::Added
         );
+        // Its bytes too, though only one side has them.
+        assert_eq!(
+            find(&rows, "new", Measure::AllocatedBytes).verdict,
+            CountVerdict::Added
+        );
         assert!(memory_rows(Some(&memory(&[1], &[])), None).is_empty());
     }
 }
