@@ -14,8 +14,9 @@
 //! A reallocation counts as one allocation of its new size and a free of
 //! its old block; the peak of live bytes counts the new size alone.
 
+use std::alloc::GlobalAlloc;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -32,13 +33,6 @@ pub struct Figures {
     pub freed_elsewhere_bytes: u64,
     /// The most bytes allocated inside and not yet freed, at any moment.
     pub peak_bytes: u64,
-}
-
-impl Figures {
-    /// Bytes allocated inside and still held at its end.
-    pub fn retained_bytes(&self) -> u64 {
-        self.allocated_bytes - self.freed_bytes
-    }
 }
 
 /// One range's figures, recorded when it closes, beside its time.
@@ -59,9 +53,6 @@ pub struct MemoryEvent {
 }
 
 // The per-thread stack of open ranges.
-
-/// Ranges deeper than this on one thread are charged to the deepest one.
-pub(crate) const MAX_DEPTH: usize = 257;
 
 #[derive(Clone, Copy, Default)]
 struct Frame {
@@ -86,8 +77,6 @@ pub(crate) struct ThreadMemory {
     thread: u64,
     opens: u64,
     depth: usize,
-    /// Frames past [`MAX_DEPTH`] are counted, not kept.
-    overflow: usize,
     frames: Box<[Frame]>,
 }
 
@@ -100,13 +89,14 @@ thread_local! {
 }
 
 impl ThreadMemory {
-    pub(crate) fn new(thread: u32) -> ThreadMemory {
+    /// The stack of recorder thread `thread`, which records ranges nested
+    /// at most `depth` deep (it enters no deeper).
+    pub(crate) fn new(thread: u32, depth: usize) -> ThreadMemory {
         ThreadMemory {
             thread: u64::from(thread) & THREAD_MASK,
             opens: 0,
             depth: 0,
-            overflow: 0,
-            frames: vec![Frame::default(); MAX_DEPTH].into_boxed_slice(),
+            frames: vec![Frame::default(); depth].into_boxed_slice(),
         }
     }
 
@@ -121,10 +111,6 @@ impl ThreadMemory {
 
     /// A range opened on this thread.
     pub(crate) fn enter(&mut self) {
-        if self.depth == self.frames.len() {
-            self.overflow += 1;
-            return;
-        }
         self.opens += 1;
         self.frames[self.depth] = Frame {
             start: self.opens,
@@ -136,10 +122,6 @@ impl ThreadMemory {
 
     /// The innermost range closed: its figures.
     pub(crate) fn leave(&mut self, pass: u32) -> MemoryEvent {
-        if self.overflow > 0 {
-            self.overflow -= 1;
-            return MemoryEvent::default();
-        }
         if self.depth == 0 {
             return MemoryEvent::default();
         }
@@ -166,18 +148,18 @@ impl ThreadMemory {
         self.thread << OPENS_BITS | (self.opens & OPENS_MASK)
     }
 
-    fn allocated(&mut self, bytes: u64, count: u64) {
+    fn allocated(&mut self, bytes: u64) {
         if self.depth == 0 {
             return;
         }
         for frame in &mut self.frames[..self.depth] {
-            frame.allocations += count;
+            frame.allocations += 1;
             frame.allocated += bytes;
             frame.live += bytes;
             frame.peak = frame.peak.max(frame.live);
         }
         let top = &mut self.frames[self.depth - 1];
-        top.self_allocations += count;
+        top.self_allocations += 1;
         top.self_allocated += bytes;
     }
 
@@ -260,8 +242,8 @@ impl Window {
     }
 
     #[inline]
-    fn allocated(&self, bytes: u64, count: u64) {
-        self.allocations.fetch_add(count, Ordering::Relaxed);
+    fn allocated(&self, bytes: u64) {
+        self.allocations.fetch_add(1, Ordering::Relaxed);
         self.allocated.fetch_add(bytes, Ordering::Relaxed);
         let live = self.live.fetch_add(bytes as i64, Ordering::Relaxed) + bytes as i64;
         self.peak.fetch_max(live, Ordering::Relaxed);
@@ -282,8 +264,6 @@ static PASS: Window = Window::new();
 static CALL: Window = Window::new();
 /// The measured pass in progress, from 0 in the capture.
 static PASS_INDEX: AtomicU32 = AtomicU32::new(0);
-/// True while attribution is on (between [`begin`] and [`end`]).
-static ON: AtomicBool = AtomicBool::new(false);
 /// Blocks that found no room in the table: their frees count as elsewhere.
 static UNTRACKED: AtomicU64 = AtomicU64::new(0);
 
@@ -385,8 +365,6 @@ fn clear_table() {
     super::prefault_slice(unsafe { std::slice::from_raw_parts_mut(slots.cast::<u8>(), bytes) });
 }
 
-use std::alloc::GlobalAlloc;
-
 // The runner's side.
 
 /// Starts attributing (the capture begins): the table is emptied and
@@ -395,19 +373,12 @@ pub fn begin() {
     clear_table();
     UNTRACKED.store(0, Ordering::SeqCst);
     PASS_INDEX.store(0, Ordering::SeqCst);
-    ON.store(true, Ordering::SeqCst);
     super::set_attribution(true);
 }
 
 /// Stops attributing (the capture ended).
 pub fn end() {
     super::set_attribution(false);
-    ON.store(false, Ordering::SeqCst);
-}
-
-/// True between [`begin`] and [`end`].
-pub fn is_on() -> bool {
-    ON.load(Ordering::SeqCst)
 }
 
 /// Measured pass `index` begins.
@@ -475,11 +446,14 @@ fn thread_memory() -> Option<&'static mut ThreadMemory> {
     unsafe { memory.as_mut() }
 }
 
-/// A block of `bytes` at `ptr` was allocated (`count` 1), or is the new
-/// block of a reallocation.
+// The allocator calls these only while attribution is on, as its one
+// load of the hooks says.
+
+/// A block of `bytes` at `ptr` was allocated, or is the new block of a
+/// reallocation.
 #[cold]
 pub(super) fn on_alloc(ptr: *mut u8, bytes: u64) {
-    if !ON.load(Ordering::Relaxed) || BUSY.with(Cell::get) {
+    if BUSY.with(Cell::get) {
         return;
     }
     let memory = thread_memory();
@@ -487,17 +461,17 @@ pub(super) fn on_alloc(ptr: *mut u8, bytes: u64) {
     if !insert(ptr as u64, thread, windows_now()) {
         UNTRACKED.fetch_add(1, Ordering::Relaxed);
     }
-    PASS.allocated(bytes, 1);
-    CALL.allocated(bytes, 1);
+    PASS.allocated(bytes);
+    CALL.allocated(bytes);
     if let Some(memory) = memory {
-        memory.allocated(bytes, 1);
+        memory.allocated(bytes);
     }
 }
 
 /// The block of `bytes` at `ptr` is about to be freed.
 #[cold]
 pub(super) fn on_free(ptr: *mut u8, bytes: u64) {
-    if !ON.load(Ordering::Relaxed) || BUSY.with(Cell::get) {
+    if BUSY.with(Cell::get) {
         return;
     }
     account_free(bytes, remove(ptr as u64));
@@ -520,10 +494,10 @@ fn account_free(bytes: u64, found: Option<(u64, u64)>) {
 
 /// Where the block at `ptr`, about to be reallocated, was allocated: taken
 /// out of the table before the system may hand its address to another
-/// thread. `None` also when nothing is attributed.
+/// thread. `None` when the recorder is the one reallocating.
 #[cold]
 pub(super) fn before_realloc(ptr: *mut u8) -> Option<Option<(u64, u64)>> {
-    if !ON.load(Ordering::Relaxed) || BUSY.with(Cell::get) {
+    if BUSY.with(Cell::get) {
         return None;
     }
     Some(remove(ptr as u64))
@@ -556,12 +530,12 @@ mod tests {
 
     #[test]
     fn frees_are_own_for_the_ranges_open_when_the_block_was_allocated() {
-        let mut memory = ThreadMemory::new(3);
+        let mut memory = ThreadMemory::new(3, 8);
         memory.enter(); // outer
-        memory.allocated(100, 1);
+        memory.allocated(100);
         let outer_block = memory.tag();
         memory.enter(); // inner
-        memory.allocated(40, 1);
+        memory.allocated(40);
         let inner_block = memory.tag();
         memory.freed(100, Some(outer_block));
         memory.freed(40, Some(inner_block));
@@ -599,10 +573,10 @@ mod tests {
 
     #[test]
     fn a_sibling_closed_before_a_range_opened_is_elsewhere_for_it() {
-        let mut memory = ThreadMemory::new(1);
+        let mut memory = ThreadMemory::new(1, 8);
         memory.enter(); // parent
         memory.enter(); // first child
-        memory.allocated(8, 1);
+        memory.allocated(8);
         let block = memory.tag();
         memory.leave(0);
         memory.enter(); // second child
@@ -612,7 +586,10 @@ mod tests {
         assert_eq!(second.inclusive.freed_bytes, 0);
         let parent = memory.leave(0);
         assert_eq!(parent.inclusive.freed_bytes, 8);
-        assert_eq!(parent.inclusive.retained_bytes(), 0);
+        assert_eq!(
+            parent.inclusive.allocated_bytes - parent.inclusive.freed_bytes,
+            0
+        );
     }
 
     /// The table is the process's: its tests take turns.

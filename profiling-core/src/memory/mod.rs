@@ -7,12 +7,15 @@
 //! first. [`CountingAllocator`], installed as a binary's global allocator,
 //! counts allocations while [`count_allocations`] watches, so the runner can
 //! measure what a target's `prepare` keeps; without it, the growth of the
-//! resident set stands in ([`resident_bytes`]).
+//! resident set stands in ([`resident_bytes`]). With `memory: on` it also
+//! charges every allocation of the measured passes to its range, call and
+//! pass ([`attribution`]), which [`report`] turns into the manifest's
+//! statistics.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 pub mod attribution;
 pub mod report;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
@@ -333,7 +336,7 @@ pub fn human_bytes(bytes: u64) -> String {
 /// open [`count_allocations`] windows, plus [`ATTRIBUTING`] while memory
 /// is attributed to ranges ([`attribution`]). Zero: nothing.
 static HOOKS: AtomicUsize = AtomicUsize::new(0);
-const ATTRIBUTING: usize = 1 << 32;
+const ATTRIBUTING: usize = 1 << (usize::BITS - 1);
 const WINDOWS: usize = ATTRIBUTING - 1;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static NET_BYTES: AtomicI64 = AtomicI64::new(0);
@@ -377,6 +380,18 @@ impl CountingAllocator {
             NET_BYTES.fetch_add(bytes, Ordering::Relaxed);
         }
     }
+
+    /// After `alloc` or `alloc_zeroed` returned `ptr` for `layout`.
+    #[inline]
+    fn allocated(ptr: *mut u8, layout: Layout) {
+        let hooks = Self::hooks();
+        if hooks != 0 && !ptr.is_null() {
+            Self::count(hooks, layout.size() as i64, 1);
+            if hooks & ATTRIBUTING != 0 {
+                attribution::on_alloc(ptr, layout.size() as u64);
+            }
+        }
+    }
 }
 
 // SAFETY: every call is forwarded to `System` unchanged; the counters are
@@ -386,26 +401,14 @@ unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract is passed on.
         let ptr = unsafe { System.alloc(layout) };
-        let hooks = Self::hooks();
-        if hooks != 0 && !ptr.is_null() {
-            Self::count(hooks, layout.size() as i64, 1);
-            if hooks & ATTRIBUTING != 0 {
-                attribution::on_alloc(ptr, layout.size() as u64);
-            }
-        }
+        Self::allocated(ptr, layout);
         ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as above.
         let ptr = unsafe { System.alloc_zeroed(layout) };
-        let hooks = Self::hooks();
-        if hooks != 0 && !ptr.is_null() {
-            Self::count(hooks, layout.size() as i64, 1);
-            if hooks & ATTRIBUTING != 0 {
-                attribution::on_alloc(ptr, layout.size() as u64);
-            }
-        }
+        Self::allocated(ptr, layout);
         ptr
     }
 

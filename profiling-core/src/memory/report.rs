@@ -34,11 +34,7 @@ impl CountStats {
 
     /// Statistics of a few exact values.
     pub fn of_values(values: &[u64]) -> Option<CountStats> {
-        let mut set = SampleSet::with_capacity(values.len());
-        for &value in values {
-            set.push(value);
-        }
-        CountStats::of(&set)
+        CountStats::of(&SampleSet::of_values(values))
     }
 
     /// True when every sample was the same.
@@ -231,7 +227,7 @@ impl RangeMemoryBuilder {
     }
 
     pub(crate) fn build(&self) -> Option<RangeMemory> {
-        let stats_of = |columns: [Vec<u64>; 4]| -> Option<RangeFigureStats> {
+        let stats_of = |columns: &[Vec<u64>; 4]| -> Option<RangeFigureStats> {
             Some(RangeFigureStats {
                 allocations: CountStats::of_values(&columns[0])?,
                 allocated_bytes: CountStats::of_values(&columns[1])?,
@@ -249,8 +245,8 @@ impl RangeMemoryBuilder {
             self_allocations: self.self_allocations,
             self_allocated_bytes: self.self_allocated_bytes,
             peak_bytes: self.totals.peak_bytes,
-            per_range: stats_of(self.per_range.clone())?,
-            per_pass: stats_of(per_pass_columns).unwrap_or_default(),
+            per_range: stats_of(&self.per_range)?,
+            per_pass: stats_of(&per_pass_columns).unwrap_or_default(),
         })
     }
 }

@@ -1188,15 +1188,6 @@ fn warmup<T: ProfileTarget, I: Inputs<T>>(
     Ok((warmup_ns, passes, last_pass_opens))
 }
 
-/// `values` as a sample set, every one kept.
-fn set_of(values: &[u64]) -> SampleSet {
-    let mut set = SampleSet::with_capacity(values.len());
-    for &value in values {
-        set.push(value);
-    }
-    set
-}
-
 /// Refuses `memory: on` where the allocator cannot attribute: a binary
 /// whose global allocator is not [`crate::memory::CountingAllocator`]
 /// would report no figure at all, or a wrong one.
@@ -1441,8 +1432,12 @@ impl<O> Measured<O> {
                 .iter()
                 .map(|(name, range)| RangeMemorySeries {
                     name: name.clone(),
-                    allocations: Series::from_set(&set_of(&range.allocations_per_pass)),
-                    allocated_bytes: Series::from_set(&set_of(&range.allocated_bytes_per_pass)),
+                    allocations: Series::from_owned(SampleSet::of_values(
+                        &range.allocations_per_pass,
+                    )),
+                    allocated_bytes: Series::from_owned(SampleSet::of_values(
+                        &range.allocated_bytes_per_pass,
+                    )),
                 })
                 .collect(),
         });

@@ -272,7 +272,7 @@ fn register_attributed() -> Arc<ThreadLog> {
         } else {
             Vec::new()
         }),
-        memory: UnsafeCell::new(ThreadMemory::new(thread)),
+        memory: UnsafeCell::new(ThreadMemory::new(thread, MAX_DEPTH)),
     });
     // SAFETY: the log lives as long as the process (LOGS keeps it) and
     // only this thread touches its memory stack.

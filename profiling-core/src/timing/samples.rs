@@ -142,6 +142,13 @@ impl SampleSet {
         }
     }
 
+    /// A set of `values`, every one kept.
+    pub fn of_values(values: &[u64]) -> SampleSet {
+        let mut set = SampleSet::with_capacity(values.len());
+        set.kept.extend_from_slice(values);
+        set
+    }
+
     /// A set for `expected` samples: up to `kept` of them one by one, and
     /// the histogram for the rest allocated now, so that [`SampleSet::push`]
     /// never allocates.

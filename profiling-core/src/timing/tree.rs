@@ -245,11 +245,7 @@ fn path_of(nodes: &[Node], node: usize) -> String {
 }
 
 fn stats_of(values: &[u64]) -> Option<DurationStats> {
-    let mut set = SampleSet::with_capacity(values.len());
-    for &value in values {
-        set.push(value);
-    }
-    set.stats()
+    SampleSet::of_values(values).stats()
 }
 
 fn timings_of(nodes: &[Node], i: usize, per_pass: bool) -> RangePathTimings {
