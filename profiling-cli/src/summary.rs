@@ -126,26 +126,11 @@ fn write_memory(
     timings: &profiling_core::driver::runner::Timings,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let counts = |stats: &FigureStats| {
-        let exact = |c: &CountStats, text: &dyn Fn(u64) -> String| {
-            if c.is_constant() {
-                text(c.median)
-            } else {
-                format!("{} ({}..{})", text(c.median), text(c.min), text(c.max))
-            }
-        };
-        format!(
-            "{} allocations, {} allocated, peak {}",
-            exact(&stats.allocations, &|v| v.to_string()),
-            exact(&stats.allocated_bytes, &|v| human_bytes(v)),
-            exact(&stats.peak_bytes, &|v| human_bytes(v))
-        )
-    };
     if let Some(pass) = &memory.per_pass {
-        writeln!(out, "memory: per pass {}", counts(pass))?;
+        writeln!(out, "memory: per pass {}", figures_text(pass))?;
     }
     if let Some(call) = &memory.per_call {
-        writeln!(out, "        per call {}", counts(call))?;
+        writeln!(out, "        per call {}", figures_text(call))?;
     }
     let mut ranges: Vec<(&str, &RangeMemory)> = timings
         .ranges
@@ -189,6 +174,24 @@ fn write_memory(
         writeln!(out, "note:   {note}")?;
     }
     Ok(())
+}
+
+/// Allocations, bytes and peak of a pass or a call: the median, with the
+/// range when the samples differ.
+pub(crate) fn figures_text(stats: &FigureStats) -> String {
+    let exact = |c: &CountStats, text: &dyn Fn(u64) -> String| {
+        if c.is_constant() {
+            text(c.median)
+        } else {
+            format!("{} ({}..{})", text(c.median), text(c.min), text(c.max))
+        }
+    };
+    format!(
+        "{} allocations, {} allocated, peak {}",
+        exact(&stats.allocations, &|v| v.to_string()),
+        exact(&stats.allocated_bytes, &|v| human_bytes(v)),
+        exact(&stats.peak_bytes, &|v| human_bytes(v))
+    )
 }
 
 /// A mean count: whole when it is one.

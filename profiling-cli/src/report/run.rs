@@ -12,7 +12,7 @@ use profiling_compare::{one_line, Comparison, Options};
 use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
 use profiling_core::manifest::Manifest;
 use profiling_core::memory::human_bytes;
-use profiling_core::memory::report::{FigureStats, MemoryTimings};
+use profiling_core::memory::report::MemoryTimings;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use serde_yaml::Value;
 
@@ -23,7 +23,7 @@ use super::charts::timeline::timeline;
 use super::comparison::comparison_section;
 use super::ranges::RangeRows;
 use super::{duration_cell, facts, layout, Fact};
-use crate::summary::format_ns;
+use crate::summary::{figures_text, format_ns};
 
 /// What a run's page is made of: its manifest as written, its samples
 /// when it kept them, and where it is.
@@ -214,15 +214,6 @@ pub fn run_page(page: &RunPage<'_>) -> String {
 /// With `memory: on`: what a pass and a call allocate, the allocations of
 /// each range, and the live bytes over the first pass.
 fn memory_section(memory: &MemoryTimings, view: &RunView) -> Markup {
-    let counts = |stats: &FigureStats| {
-        format!(
-            "{} allocations ({} per call at most), {} allocated, peak {}",
-            stats.allocations.median,
-            stats.allocations.max,
-            human_bytes(stats.allocated_bytes.median),
-            human_bytes(stats.peak_bytes.median)
-        )
-    };
     let ranges: Vec<RangeAllocations> = view
         .tree
         .rows
@@ -244,8 +235,8 @@ fn memory_section(memory: &MemoryTimings, view: &RunView) -> Markup {
                 "Attributing cost " (format!("{:.0}", memory.cost_per_allocation_ns)) " ns per allocation and "
                 (format!("{:.0}", memory.cost_per_range_ns)) " ns per range, included in the times above."
             }
-            @if let Some(pass) = &memory.per_pass { p { "A pass (median): " (counts(pass)) "." } }
-            @if let Some(call) = &memory.per_call { p { "A call (median): " (counts(call)) "." } }
+            @if let Some(pass) = &memory.per_pass { p { "A pass (median): " (figures_text(pass)) "." } }
+            @if let Some(call) = &memory.per_call { p { "A call (median): " (figures_text(call)) "." } }
             @if let Some(note) = &memory.note { p.note { (note) } }
             div.plots { (allocations_chart(&ranges)) }
             div.plots { (live_bytes_chart(0, &view.live_bytes)) }
