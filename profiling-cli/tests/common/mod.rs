@@ -68,6 +68,18 @@ pub fn profile_cli_in(dir: &Path, args: &[&str]) -> Finished {
     }
 }
 
+/// Held by each test that builds a workspace of its own in
+/// `target/snippet-check/` for as long as it runs. Cargo tells packages
+/// apart there by their path below their workspace, so two workspaces'
+/// `inference_profiling` share one build: built by turns, each would find
+/// the other's in place of its own and rebuild what it had just built.
+pub fn snippet_check_build() -> std::sync::MutexGuard<'static, ()> {
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    BUILD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Removes a directory when dropped, however the test ends.
 pub struct RemoveOnDrop(pub PathBuf);
 

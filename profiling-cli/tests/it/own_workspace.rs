@@ -5,16 +5,17 @@
 //!
 //! The workspace lives under `target/own-workspace/` (removed after) and
 //! builds in `target/snippet-check/`, which the other cargo-running test
-//! shares, so later runs rebuild little.
+//! shares by turns (`snippet_check_build`), so later runs rebuild little.
 
 use std::process::Command;
 
-use crate::common::{profile_cli_in, workspace_root, RemoveOnDrop};
+use crate::common::{profile_cli_in, snippet_check_build, workspace_root, RemoveOnDrop};
 
 const APP_LIB: &str = "/// Doubles every value.\npub fn double(values: &[f32]) -> Vec<f32> {\n    values.iter().map(|v| v * 2.0).collect()\n}\n\n/// The first `N` values.\npub fn head<S: Copy, const N: usize>(values: &[S]) -> [S; N] {\n    std::array::from_fn(|i| values[i])\n}\n";
 
 #[test]
 fn init_new_list_and_run_in_a_workspace_of_ones_own() {
+    let _build = snippet_check_build();
     let place = RemoveOnDrop(workspace_root().join("target/own-workspace"));
     let _ = std::fs::remove_dir_all(&place.0);
     let ws = place.0.join("ws");

@@ -11,12 +11,12 @@
 //!
 //! The workspace lives under `target/real-crates/` (removed after) and
 //! builds in `target/snippet-check/`, which the other cargo-running tests
-//! share.
+//! share by turns (`snippet_check_build`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{profile_cli_in, workspace_root, RemoveOnDrop};
+use crate::common::{profile_cli_in, snippet_check_build, workspace_root, RemoveOnDrop};
 
 /// What the parity test must say after `new`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +160,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 #[test]
 fn new_on_published_crates_builds_links_in_and_matches_production() {
+    let _build = snippet_check_build();
     let place = RemoveOnDrop(workspace_root().join("target/real-crates"));
     let _ = std::fs::remove_dir_all(&place.0);
     let ws = place.0.join("ws");
