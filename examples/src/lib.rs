@@ -35,6 +35,8 @@
 #![warn(missing_docs)]
 
 pub mod model;
+#[cfg(feature = "ort")]
+pub mod ocr;
 pub mod postprocess;
 pub mod preprocess;
 pub mod synthetic;
@@ -46,3 +48,5 @@ pub mod work;
 // Without the feature, `profile-cli run smoke-tensor` says how to get it.
 #[cfg(not(feature = "tch"))]
 profiling_core::targets_needing_feature!("tch": "smoke-tensor", "tiny-cnn", "torchscript", "matmul-repeat");
+#[cfg(not(feature = "ort"))]
+profiling_core::targets_needing_feature!("ort": "ocr-det", "ocr-rec");

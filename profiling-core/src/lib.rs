@@ -38,6 +38,8 @@ pub mod data;
 pub mod device;
 pub mod memory;
 pub mod nvtx;
+#[cfg(feature = "ort")]
+pub mod onnx;
 pub mod parity;
 pub mod random;
 pub mod target;

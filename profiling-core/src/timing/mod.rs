@@ -3,6 +3,8 @@
 
 pub mod aggregate;
 pub mod clock;
+#[cfg_attr(not(feature = "ort"), allow(dead_code))]
+pub(crate) mod external;
 pub mod gpu;
 pub mod log;
 pub mod per_record;

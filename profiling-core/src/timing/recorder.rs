@@ -362,6 +362,13 @@ impl Local {
     }
 }
 
+/// The number this thread's ranges are logged under ([`ThreadRanges::thread`]),
+/// once it has opened one while recording or registering.
+#[cfg_attr(not(feature = "ort"), allow(dead_code))]
+pub(crate) fn current_thread() -> Option<u32> {
+    LOCAL.with(|local| local.borrow().log.as_ref().map(|log| log.thread))
+}
+
 /// Starts recording a range named `name` on this thread; false when it is
 /// not recorded (recording off, or nested too deep).
 #[inline]
@@ -691,14 +698,16 @@ impl Capture {
             });
         }
         threads.sort_by_key(|t| t.thread);
-        RangeLog {
+        let mut log = RangeLog {
             start_ns: self.start_ns,
             end_ns,
             capture_thread: self.thread,
             threads,
             late_threads: LATE_THREADS.load(Ordering::SeqCst),
             late_names: LATE_NAMES.load(Ordering::SeqCst),
-        }
+        };
+        super::external::capture_ended(&mut log);
+        log
     }
 }
 

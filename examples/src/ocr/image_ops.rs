@@ -1,0 +1,268 @@
+//! The image operations of the OCR pipeline, as OpenCV does them for the
+//! production code: bilinear resizing with pixel centres aligned, a
+//! perspective crop with bicubic sampling and replicated borders, a quarter
+//! turn, and normalisation into the planes a model takes.
+
+use image::RgbImage;
+
+/// Where output coordinate `i` samples a source of `source` pixels scaled
+/// by `scale` (source / output), as OpenCV's `INTER_LINEAR` does: the
+/// pixel centres aligned, clamped to the edge pixels.
+fn linear_taps(output: usize, source: usize, scale: f64) -> Vec<(usize, f32)> {
+    (0..output)
+        .map(|i| {
+            let position = (i as f64 + 0.5) * scale - 0.5;
+            let mut left = position.floor();
+            let mut weight = position - left;
+            if left < 0.0 {
+                left = 0.0;
+                weight = 0.0;
+            }
+            let mut left = left as usize;
+            if left + 1 >= source {
+                left = source - 1;
+                weight = 0.0;
+            }
+            (left, weight as f32)
+        })
+        .collect()
+}
+
+/// `image` resized to `width` x `height` with bilinear interpolation
+/// (OpenCV's `cv2.resize` default), rounded back to 8 bits.
+pub fn resize_bilinear(image: &RgbImage, width: u32, height: u32) -> RgbImage {
+    let (source_width, source_height) = (image.width() as usize, image.height() as usize);
+    let columns = linear_taps(
+        width as usize,
+        source_width,
+        source_width as f64 / f64::from(width),
+    );
+    let rows = linear_taps(
+        height as usize,
+        source_height,
+        source_height as f64 / f64::from(height),
+    );
+    let source = image.as_raw();
+    let stride = source_width * 3;
+    let mut out = vec![0u8; width as usize * height as usize * 3];
+    // One source row pair at a time: each horizontally interpolated once.
+    let mut upper = vec![0f32; width as usize * 3];
+    let mut lower = vec![0f32; width as usize * 3];
+    let interpolate_row = |row: usize, into: &mut [f32]| {
+        let line = &source[row * stride..(row + 1) * stride];
+        for (x, &(left, weight)) in columns.iter().enumerate() {
+            let right = (left + 1).min(source_width - 1);
+            for c in 0..3 {
+                let a = f32::from(line[left * 3 + c]);
+                let b = f32::from(line[right * 3 + c]);
+                into[x * 3 + c] = a + (b - a) * weight;
+            }
+        }
+    };
+    let mut loaded = (usize::MAX, usize::MAX);
+    for (y, &(top, weight)) in rows.iter().enumerate() {
+        let bottom = (top + 1).min(source_height - 1);
+        if loaded != (top, bottom) {
+            if loaded.1 == top {
+                std::mem::swap(&mut upper, &mut lower);
+            } else {
+                interpolate_row(top, &mut upper);
+            }
+            interpolate_row(bottom, &mut lower);
+            loaded = (top, bottom);
+        }
+        let line = &mut out[y * width as usize * 3..(y + 1) * width as usize * 3];
+        for ((value, &a), &b) in line.iter_mut().zip(&upper).zip(&lower) {
+            *value = (a + (b - a) * weight + 0.5).clamp(0.0, 255.0) as u8;
+        }
+    }
+    RgbImage::from_raw(width, height, out).expect("the buffer has width * height pixels")
+}
+
+/// `image` as three planes, channel-first, each value `(v / 255 - 0.5) /
+/// 0.5`, in BGR order (the production code reads images with OpenCV),
+/// written into `planes` at column offset 0 of rows `row_width` wide (a
+/// padded batch slot: the columns past the image stay as they are).
+pub fn normalize_bgr_into(image: &RgbImage, planes: &mut [f32], row_width: usize) {
+    let (width, height) = (image.width() as usize, image.height() as usize);
+    let plane = row_width * height;
+    debug_assert!(planes.len() >= 3 * plane && width <= row_width);
+    for (y, line) in image.as_raw().chunks_exact(width * 3).enumerate() {
+        for (x, pixel) in line.chunks_exact(3).enumerate() {
+            let at = y * row_width + x;
+            for (channel, &value) in pixel.iter().rev().enumerate() {
+                planes[channel * plane + at] = f32::from(value) * (2.0 / 255.0) - 1.0;
+            }
+        }
+    }
+}
+
+/// The perspective transform taking `from` (four points) to `to`, as the
+/// 3x3 matrix OpenCV's `getPerspectiveTransform` solves for.
+pub fn perspective_transform(from: [[f64; 2]; 4], to: [[f64; 2]; 4]) -> [[f64; 3]; 3] {
+    // Eight equations in the eight unknowns (m22 = 1), Gaussian elimination.
+    let mut a = [[0f64; 9]; 8];
+    for i in 0..4 {
+        let ([x, y], [u, v]) = (from[i], to[i]);
+        a[i] = [x, y, 1.0, 0.0, 0.0, 0.0, -x * u, -y * u, u];
+        a[i + 4] = [0.0, 0.0, 0.0, x, y, 1.0, -x * v, -y * v, v];
+    }
+    for column in 0..8 {
+        let pivot = (column..8)
+            .max_by(|&p, &q| a[p][column].abs().total_cmp(&a[q][column].abs()))
+            .expect("rows remain");
+        a.swap(column, pivot);
+        let lead = a[column][column];
+        if lead.abs() < 1e-12 {
+            continue;
+        }
+        for k in column..9 {
+            a[column][k] /= lead;
+        }
+        for row in 0..8 {
+            if row != column {
+                let factor = a[row][column];
+                if factor != 0.0 {
+                    for k in column..9 {
+                        a[row][k] -= factor * a[column][k];
+                    }
+                }
+            }
+        }
+    }
+    let m: Vec<f64> = (0..8).map(|i| a[i][8]).collect();
+    [[m[0], m[1], m[2]], [m[3], m[4], m[5]], [m[6], m[7], 1.0]]
+}
+
+/// OpenCV's bicubic kernel (a = -0.75) at the four taps around a fraction.
+fn cubic_weights(t: f64) -> [f64; 4] {
+    const A: f64 = -0.75;
+    let w0 = ((A * (t + 1.0) - 5.0 * A) * (t + 1.0) + 8.0 * A) * (t + 1.0) - 4.0 * A;
+    let w1 = ((A + 2.0) * t - (A + 3.0)) * t * t + 1.0;
+    let w2 = ((A + 2.0) * (1.0 - t) - (A + 3.0)) * (1.0 - t) * (1.0 - t) + 1.0;
+    [w0, w1, w2, 1.0 - w0 - w1 - w2]
+}
+
+/// The `width` x `height` image whose corners are the quadrilateral `box_`
+/// of `image` (top-left, top-right, bottom-right, bottom-left), sampled
+/// bicubically with the border replicated: OpenCV's `warpPerspective` with
+/// `INTER_CUBIC` and `BORDER_REPLICATE`.
+pub fn warp_crop(image: &RgbImage, box_: [[f32; 2]; 4], width: u32, height: u32) -> RgbImage {
+    let (w, h) = (f64::from(width), f64::from(height));
+    let corners = box_.map(|[x, y]| [f64::from(x), f64::from(y)]);
+    // From the crop's pixels back to the image's.
+    let m = perspective_transform([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]], corners);
+    let (source_width, source_height) = (image.width() as i64, image.height() as i64);
+    let source = image.as_raw();
+    let mut out = vec![0u8; width as usize * height as usize * 3];
+    for y in 0..height as usize {
+        for x in 0..width as usize {
+            let (fx, fy) = (x as f64, y as f64);
+            let d = m[2][0] * fx + m[2][1] * fy + m[2][2];
+            let d = if d != 0.0 { 1.0 / d } else { 0.0 };
+            let sx = (m[0][0] * fx + m[0][1] * fy + m[0][2]) * d;
+            let sy = (m[1][0] * fx + m[1][1] * fy + m[1][2]) * d;
+            // OpenCV samples at 1/32 of a pixel.
+            let sx = (sx * 32.0).round() / 32.0;
+            let sy = (sy * 32.0).round() / 32.0;
+            let (x0, y0) = (sx.floor(), sy.floor());
+            let (wx, wy) = (cubic_weights(sx - x0), cubic_weights(sy - y0));
+            let (x0, y0) = (x0 as i64 - 1, y0 as i64 - 1);
+            let mut sums = [0f64; 3];
+            for (j, wyj) in wy.iter().enumerate() {
+                let row = (y0 + j as i64).clamp(0, source_height - 1) as usize;
+                for (i, wxi) in wx.iter().enumerate() {
+                    let column = (x0 + i as i64).clamp(0, source_width - 1) as usize;
+                    let at = (row * source_width as usize + column) * 3;
+                    let weight = wyj * wxi;
+                    for c in 0..3 {
+                        sums[c] += weight * f64::from(source[at + c]);
+                    }
+                }
+            }
+            let at = (y * width as usize + x) * 3;
+            for c in 0..3 {
+                out[at + c] = sums[c].round().clamp(0.0, 255.0) as u8;
+            }
+        }
+    }
+    RgbImage::from_raw(width, height, out).expect("the buffer has width * height pixels")
+}
+
+/// `image` turned a quarter counter-clockwise (NumPy's `rot90`).
+pub fn rotate_counter_clockwise(image: &RgbImage) -> RgbImage {
+    let (width, height) = image.dimensions();
+    RgbImage::from_fn(height, width, |x, y| *image.get_pixel(width - 1 - y, x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resizing_to_the_same_size_keeps_every_pixel() {
+        let image = RgbImage::from_fn(7, 5, |x, y| image::Rgb([x as u8 * 30, y as u8 * 40, 9]));
+        assert_eq!(resize_bilinear(&image, 7, 5), image);
+    }
+
+    #[test]
+    fn doubling_interpolates_between_pixel_centres() {
+        // Two pixels 0 and 100 wide: OpenCV gives 0, 25, 75, 100.
+        let image = RgbImage::from_fn(2, 1, |x, _| image::Rgb([x as u8 * 100; 3]));
+        let wide = resize_bilinear(&image, 4, 1);
+        let values: Vec<u8> = wide.pixels().map(|p| p[0]).collect();
+        assert_eq!(values, [0, 25, 75, 100]);
+    }
+
+    #[test]
+    fn normalising_writes_bgr_planes_in_minus_one_to_one() {
+        let image = RgbImage::from_fn(2, 1, |x, _| {
+            image::Rgb([255, 0, if x == 0 { 51 } else { 204 }])
+        });
+        let mut planes = vec![9.0; 3 * 3];
+        normalize_bgr_into(&image, &mut planes, 3);
+        // Blue first: 51 -> -0.6, 204 -> 0.6; the padded column untouched.
+        let close = |a: f32, b: f32| (a - b).abs() < 1e-6;
+        assert!(close(planes[0], -0.6) && close(planes[1], 0.6) && planes[2] == 9.0);
+        assert!(close(planes[3], -1.0) && close(planes[6], 1.0));
+    }
+
+    #[test]
+    fn an_axis_aligned_crop_is_the_pixels_it_covers() {
+        let image = RgbImage::from_fn(20, 10, |x, y| image::Rgb([x as u8 * 10, y as u8 * 20, 7]));
+        let crop = warp_crop(
+            &image,
+            [[4.0, 2.0], [12.0, 2.0], [12.0, 7.0], [4.0, 7.0]],
+            8,
+            5,
+        );
+        assert_eq!(crop.dimensions(), (8, 5));
+        for (x, y, pixel) in crop.enumerate_pixels() {
+            assert_eq!(pixel, image.get_pixel(x + 4, y + 2), "({x}, {y})");
+        }
+    }
+
+    #[test]
+    fn the_transform_maps_each_corner() {
+        let from = [[1.0, 2.0], [30.0, 4.0], [28.0, 20.0], [0.0, 18.0]];
+        let to = [[0.0, 0.0], [29.0, 0.0], [29.0, 16.0], [0.0, 16.0]];
+        let m = perspective_transform(from, to);
+        for (p, q) in from.iter().zip(&to) {
+            let d = m[2][0] * p[0] + m[2][1] * p[1] + m[2][2];
+            let u = (m[0][0] * p[0] + m[0][1] * p[1] + m[0][2]) / d;
+            let v = (m[1][0] * p[0] + m[1][1] * p[1] + m[1][2]) / d;
+            assert!((u - q[0]).abs() < 1e-9 && (v - q[1]).abs() < 1e-9, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_quarter_turn_moves_the_top_right_to_the_top_left() {
+        let image = RgbImage::from_fn(3, 2, |x, y| image::Rgb([(y * 3 + x) as u8; 3]));
+        let turned = rotate_counter_clockwise(&image);
+        assert_eq!(turned.dimensions(), (2, 3));
+        let rows: Vec<Vec<u8>> = (0..3)
+            .map(|y| (0..2).map(|x| turned.get_pixel(x, y)[0]).collect())
+            .collect();
+        assert_eq!(rows, [vec![2, 5], vec![1, 4], vec![0, 3]]);
+    }
+}
