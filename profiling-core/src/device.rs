@@ -124,14 +124,34 @@ pub fn synchronize(device: Device) {
     }
 }
 
-#[cfg(not(feature = "tch"))]
+#[cfg(not(any(feature = "tch", feature = "ort")))]
 mod backend {
     pub(super) fn cuda_available() -> bool {
         false
     }
 
     pub(super) fn check_cuda(_index: usize) -> Result<(), String> {
-        Err("this build has no CUDA backend: run on `cpu`, or build with `--features tch` (scripts/setup-libtorch installs libtorch)".to_owned())
+        Err("this build has no CUDA backend: run on `cpu`, or build with `--features tch` (scripts/setup-libtorch installs libtorch) or `--features ort` (scripts/setup-onnxruntime installs ONNX Runtime)".to_owned())
+    }
+
+    #[inline]
+    pub(super) fn synchronize(_index: usize) {}
+}
+
+/// ONNX Runtime alone: CUDA is its CUDA execution provider, and a model
+/// run returns with its outputs in host memory, so there is nothing left
+/// to wait for (see [`crate::onnx`]).
+#[cfg(all(feature = "ort", not(feature = "tch")))]
+mod backend {
+    use super::Device;
+
+    /// Only once a target loaded the runtime: nothing is loaded to say no.
+    pub(super) fn cuda_available() -> bool {
+        crate::onnx::loaded().is_some() && crate::onnx::check_device(Device::Cuda(0)).is_ok()
+    }
+
+    pub(super) fn check_cuda(index: usize) -> Result<(), String> {
+        crate::onnx::check_device(Device::Cuda(index)).map_err(|e| e.to_string())
     }
 
     #[inline]
@@ -243,7 +263,7 @@ mod tests {
         assert!(DeviceKind::is_cuda_device(&by_reference));
     }
 
-    #[cfg(not(feature = "tch"))]
+    #[cfg(not(any(feature = "tch", feature = "ort")))]
     #[test]
     fn cuda_is_refused_without_a_backend() {
         assert!(!cuda_backend_available());

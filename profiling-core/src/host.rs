@@ -74,13 +74,18 @@ fn read_trimmed(path: &str) -> Option<String> {
 /// The tensor backend compiled in, and what it can reach on this machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendInfo {
-    /// `libtorch` with the `tch` feature, else `none`.
+    /// `libtorch` with the `tch` feature, `onnxruntime` with the `ort`
+    /// feature alone, else `none`.
     pub name: String,
     /// The version of the libtorch loaded at run time (`2.11.0+cu130`).
     pub libtorch_version: Option<String>,
     pub cuda_available: bool,
     /// Every GPU libtorch can see, in CUDA's order.
     pub gpus: Vec<GpuInfo>,
+    /// With the `ort` feature: the ONNX Runtime library loaded and its
+    /// version, once a target has loaded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onnxruntime: Option<String>,
 }
 
 /// One GPU, as CUDA names it.
@@ -103,6 +108,7 @@ impl BackendInfo {
             };
             BackendInfo {
                 name: "libtorch".to_owned(),
+                onnxruntime: onnxruntime(),
                 libtorch_version: loaded_libtorch_version(),
                 cuda_available,
                 gpus: (0..count)
@@ -115,12 +121,24 @@ impl BackendInfo {
         }
         #[cfg(not(feature = "tch"))]
         BackendInfo {
-            name: "none".to_owned(),
+            name: if cfg!(feature = "ort") { "onnxruntime" } else { "none" }.to_owned(),
             libtorch_version: None,
-            cuda_available: false,
+            cuda_available: crate::device::cuda_backend_available(),
             gpus: Vec::new(),
+            onnxruntime: onnxruntime(),
         }
     }
+}
+
+/// `1.32.0 (/path/libonnxruntime.so.1.32.0)` when a target loaded ONNX
+/// Runtime; the manifest is written after the run, so it has.
+fn onnxruntime() -> Option<String> {
+    #[cfg(feature = "ort")]
+    {
+        crate::onnx::loaded().map(|r| format!("{} ({})", r.version, r.library.display()))
+    }
+    #[cfg(not(feature = "ort"))]
+    None
 }
 
 /// The version of the libtorch this process loaded: read from the

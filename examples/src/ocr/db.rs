@@ -18,7 +18,7 @@ pub struct DbParams {
     /// At most this many regions are looked at.
     pub max_candidates: usize,
     /// How far a box grows: its area times this over its perimeter.
-    pub unclip_ratio: f32,
+    pub unclip_ratio: f64,
     /// Dilate the text pixels by a 2x2 square first.
     pub use_dilation: bool,
 }
@@ -419,7 +419,7 @@ pub fn score_fast(map: &[f32], width: usize, height: usize, quad: &Quad) -> f32 
 /// The box grown by `area * ratio / perimeter` on every side (pyclipper's
 /// rounded offset, whose rectangle of least area is the box's own grown by
 /// that distance).
-pub fn unclip(quad: &Quad, ratio: f32) -> Rect {
+pub fn unclip(quad: &Quad, ratio: f64) -> Rect {
     let points = quad.map(|[x, y]| [f64::from(x), f64::from(y)]);
     let (mut area, mut perimeter) = (0f64, 0f64);
     for i in 0..4 {
@@ -429,7 +429,7 @@ pub fn unclip(quad: &Quad, ratio: f32) -> Rect {
     }
     let area = area.abs() / 2.0;
     let distance = if perimeter > 0.0 {
-        area * f64::from(ratio) / perimeter
+        area * ratio / perimeter
     } else {
         0.0
     };

@@ -147,10 +147,16 @@ pub struct Runtime {
     pub version: String,
 }
 
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+/// The runtime if something loaded it already (nothing is loaded here).
+pub fn loaded() -> Option<&'static Runtime> {
+    RUNTIME.get().and_then(|r| r.as_ref().ok())
+}
+
 /// Loads the runtime on first use; every later call returns the same (or
 /// the same error).
 pub fn runtime() -> anyhow::Result<&'static Runtime> {
-    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             let library = library_path()?;
