@@ -11,12 +11,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use profiling_examples::ocr::db::{DbParams, Quad};
-use profiling_examples::ocr::{default_model, ocr_directory, Detector, Recognizer, DET_MODEL, REC_MODEL};
 use profiling_core::onnx::OnnxModel;
+use profiling_examples::ocr::db::{DbParams, Quad};
+use profiling_examples::ocr::{
+    default_model, ocr_directory, Detector, Recognizer, DET_MODEL, REC_MODEL,
+};
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The reference's JSON, or why there is none.
@@ -24,7 +29,10 @@ fn python_reference(images: &Path, out: &Path) -> Result<serde_json::Value, Stri
     let root = workspace_root();
     let python = root.join(".venv/bin/python");
     if !python.is_file() {
-        return Err(format!("no {}: scripts/setup-onnxruntime installs the Python pipeline", python.display()));
+        return Err(format!(
+            "no {}: scripts/setup-onnxruntime installs the Python pipeline",
+            python.display()
+        ));
     }
     let imports = Command::new(&python)
         .args(["-c", "import rapidocr_onnxruntime, onnxruntime"])
@@ -46,7 +54,11 @@ fn python_reference(images: &Path, out: &Path) -> Result<serde_json::Value, Stri
         .output()
         .map_err(|e| format!("cannot run ocr_reference.py: {e}"))?;
     // Installed, it must run: a failure here is the test's.
-    assert!(ran.status.success(), "ocr_reference.py failed:\n{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(
+        ran.status.success(),
+        "ocr_reference.py failed:\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
     let text = std::fs::read_to_string(out).unwrap();
     Ok(serde_json::from_str(&text).unwrap())
 }
@@ -62,8 +74,12 @@ fn open(file: &str) -> OnnxModel {
 
 #[test]
 fn boxes_within_two_pixels_and_strings_equal_to_the_python_pipeline() {
-    let Some(ocr) = ocr_directory().filter(|d| d.join("images").is_dir() && d.join("models").join(DET_MODEL).is_file()) else {
-        eprintln!("skipped: no .venv/ocr (images and models): scripts/setup-onnxruntime makes them");
+    let Some(ocr) = ocr_directory()
+        .filter(|d| d.join("images").is_dir() && d.join("models").join(DET_MODEL).is_file())
+    else {
+        eprintln!(
+            "skipped: no .venv/ocr (images and models): scripts/setup-onnxruntime makes them"
+        );
         return;
     };
     let images = ocr.join("images");
@@ -83,7 +99,7 @@ fn boxes_within_two_pixels_and_strings_equal_to_the_python_pipeline() {
     let mut recognizer = Recognizer::new(open(REC_MODEL), 6).unwrap();
     let expected = reference["images"].as_array().unwrap();
     assert!(expected.len() >= 8, "{reference}");
-    let (mut boxes_compared, mut largest_gap) = (0, 0f32);
+    let (mut boxes_compared, mut boxes_equal, mut largest_gap) = (0, 0, 0f32);
     for item in expected {
         let file = item["file"].as_str().unwrap();
         let image = image::open(images.join(file)).unwrap().to_rgb8();
@@ -100,20 +116,36 @@ fn boxes_within_two_pixels_and_strings_equal_to_the_python_pipeline() {
                 [corner(0), corner(1), corner(2), corner(3)]
             })
             .collect();
-        assert_eq!(boxes.len(), python_boxes.len(), "{file}: ours {boxes:?}\npython {python_boxes:?}");
+        assert_eq!(
+            boxes.len(),
+            python_boxes.len(),
+            "{file}: ours {boxes:?}\npython {python_boxes:?}"
+        );
         for (ours, theirs) in boxes.iter().zip(&python_boxes) {
             for (a, b) in ours.iter().zip(theirs) {
                 let gap = (a[0] - b[0]).abs().max((a[1] - b[1]).abs());
                 largest_gap = largest_gap.max(gap);
-                assert!(gap <= 2.0, "{file}: box {ours:?} is {gap} px from python's {theirs:?}");
+                assert!(
+                    gap <= 2.0,
+                    "{file}: box {ours:?} is {gap} px from python's {theirs:?}"
+                );
             }
             boxes_compared += 1;
+            boxes_equal += usize::from(ours == theirs);
         }
         let texts = recognizer.recognize(&image, &boxes).unwrap();
-        let python_texts: Vec<&str> = item["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let python_texts: Vec<&str> = item["texts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
         let ours: Vec<&str> = texts.iter().map(|t| t.0.as_str()).collect();
         assert_eq!(ours, python_texts, "{file}");
     }
     assert!(boxes_compared >= 16, "{boxes_compared} boxes compared");
-    eprintln!("{} images, {boxes_compared} boxes: largest corner gap {largest_gap} px, every string equal", expected.len());
+    eprintln!(
+        "{} images, {boxes_compared} boxes ({boxes_equal} to the pixel): largest corner gap {largest_gap} px, every string equal",
+        expected.len()
+    );
 }

@@ -121,7 +121,12 @@ impl BackendInfo {
         }
         #[cfg(not(feature = "tch"))]
         BackendInfo {
-            name: if cfg!(feature = "ort") { "onnxruntime" } else { "none" }.to_owned(),
+            name: if cfg!(feature = "ort") {
+                "onnxruntime"
+            } else {
+                "none"
+            }
+            .to_owned(),
             libtorch_version: None,
             cuda_available: crate::device::cuda_backend_available(),
             gpus: Vec::new(),

@@ -416,9 +416,10 @@ pub fn score_fast(map: &[f32], width: usize, height: usize, quad: &Quad) -> f32 
     }
 }
 
-/// The box grown by `area * ratio / perimeter` on every side (pyclipper's
-/// rounded offset, whose rectangle of least area is the box's own grown by
-/// that distance).
+/// The box grown by `area * ratio / perimeter` (shapely's area and length
+/// of the box) with rounded corners, the way pyclipper offsets it: its
+/// corners taken as whole pixels, Clipper's round joins (arc tolerance
+/// 0.25) in whole pixels; then the rectangle of least area around that.
 pub fn unclip(quad: &Quad, ratio: f64) -> Rect {
     let points = quad.map(|[x, y]| [f64::from(x), f64::from(y)]);
     let (mut area, mut perimeter) = (0f64, 0f64);
@@ -433,26 +434,112 @@ pub fn unclip(quad: &Quad, ratio: f64) -> Rect {
     } else {
         0.0
     };
-    // pyclipper takes the corners as whole pixels.
-    let whole: Vec<[f64; 2]> = points
-        .iter()
-        .map(|p| [p[0].trunc(), p[1].trunc()])
+    let whole: Vec<[i64; 2]> = points.iter().map(|p| [p[0] as i64, p[1] as i64]).collect();
+    let grown: Vec<[i32; 2]> = offset_round(&whole, distance)
+        .into_iter()
+        .map(|[x, y]| [x as i32, y as i32])
         .collect();
-    let hull: Vec<[f64; 2]> = convex_hull(
-        &whole
-            .iter()
-            .map(|p| [p[0] as i32, p[1] as i32])
-            .collect::<Vec<_>>(),
-    );
-    let rect = min_area_rect(&hull).unwrap_or(Rect {
+    min_area_rect(&convex_hull(&grown)).unwrap_or(Rect {
         center: [0.0, 0.0],
         axis: [1.0, 0.0],
         size: [0.0, 0.0],
-    });
-    Rect {
-        size: [rect.size[0] + 2.0 * distance, rect.size[1] + 2.0 * distance],
-        ..rect
+    })
+}
+
+/// Clipper's rounding: halves away from zero.
+fn clipper_round(v: f64) -> i64 {
+    if v < 0.0 {
+        (v - 0.5) as i64
+    } else {
+        (v + 0.5) as i64
     }
+}
+
+/// The points of a closed polygon offset outwards by `delta` with round
+/// joins, as Clipper's `ClipperOffset` makes them (before its union, which
+/// leaves a convex polygon's points as they are).
+pub fn offset_round(polygon: &[[i64; 2]], delta: f64) -> Vec<[i64; 2]> {
+    const ARC_TOLERANCE: f64 = 0.25;
+    let mut path: Vec<[i64; 2]> = Vec::with_capacity(polygon.len());
+    for &p in polygon {
+        if path.last() != Some(&p) {
+            path.push(p);
+        }
+    }
+    while path.len() > 1 && path.first() == path.last() {
+        path.pop();
+    }
+    if path.len() < 3 || delta <= 0.0 {
+        return path;
+    }
+    // Positive orientation (counter-clockwise with y up), as Clipper fixes it.
+    let doubled_area: i64 = (0..path.len())
+        .map(|i| {
+            let (a, b) = (path[i], path[(i + 1) % path.len()]);
+            a[0] * b[1] - b[0] * a[1]
+        })
+        .sum();
+    if doubled_area < 0 {
+        path.reverse();
+    }
+    let tolerance = if ARC_TOLERANCE > delta * ARC_TOLERANCE {
+        delta * ARC_TOLERANCE
+    } else {
+        ARC_TOLERANCE
+    };
+    let mut steps = std::f64::consts::PI / (1.0 - tolerance / delta).acos();
+    if steps > delta * std::f64::consts::PI {
+        steps = delta * std::f64::consts::PI;
+    }
+    let two_pi = 2.0 * std::f64::consts::PI;
+    let (sin, cos) = (two_pi / steps).sin_cos();
+    let steps_per_radian = steps / two_pi;
+    let count = path.len();
+    let normals: Vec<[f64; 2]> = (0..count)
+        .map(|j| {
+            let (a, b) = (path[j], path[(j + 1) % count]);
+            let (dx, dy) = ((b[0] - a[0]) as f64, (b[1] - a[1]) as f64);
+            let f = 1.0 / dx.hypot(dy);
+            [dy * f, -dx * f]
+        })
+        .collect();
+    let at = |p: [i64; 2], n: [f64; 2]| {
+        [
+            clipper_round(p[0] as f64 + n[0] * delta),
+            clipper_round(p[1] as f64 + n[1] * delta),
+        ]
+    };
+    let mut out = Vec::new();
+    let mut k = count - 1;
+    for j in 0..count {
+        let (nk, nj, p) = (normals[k], normals[j], path[j]);
+        let mut sin_a = nk[0] * nj[1] - nj[0] * nk[1];
+        let cos_a = nk[0] * nj[0] + nk[1] * nj[1];
+        if (sin_a * delta).abs() < 1.0 && cos_a > 0.0 {
+            out.push(at(p, nk));
+            k = j;
+            continue;
+        }
+        sin_a = sin_a.clamp(-1.0, 1.0);
+        if sin_a * delta < 0.0 {
+            out.push(at(p, nk));
+            out.push(p);
+            out.push(at(p, nj));
+        } else {
+            let angle = sin_a.atan2(cos_a);
+            let turns = clipper_round(steps_per_radian * angle.abs()).max(1);
+            let (mut x, mut y) = (nk[0], nk[1]);
+            for _ in 0..turns {
+                out.push(at(p, [x, y]));
+                let previous = x;
+                x = x * cos - sin * y;
+                y = previous * sin + y * cos;
+            }
+            out.push(at(p, nj));
+        }
+        k = j;
+    }
+    out
 }
 
 /// NumPy's `round`: halves to the even neighbour.
@@ -610,9 +697,35 @@ mod tests {
         let mut size = grown.size;
         size.sort_by(f64::total_cmp);
         assert!(
-            (size[0] - (20.0 + 2.0 * d)).abs() < 1e-9 && (size[1] - (100.0 + 2.0 * d)).abs() < 1e-9
+            (size[0] - (20.0 + 2.0 * d)).abs() <= 1.0 && (size[1] - (100.0 + 2.0 * d)).abs() <= 1.0,
+            "{grown:?}"
         );
-        assert_eq!(grown.center, [60.0, 20.0]);
+        assert!(
+            (grown.center[0] - 60.0).abs() < 0.5 && (grown.center[1] - 20.0).abs() < 0.5,
+            "{grown:?}"
+        );
+    }
+
+    #[test]
+    fn the_offset_rounds_each_corner_in_whole_pixels() {
+        // A 10-pixel square, clockwise as the image's y-down corners come:
+        // grown by 3, every point 3 from the square (to rounding), the
+        // square's sides moved out by 3 and its corners arcs.
+        let square = [[0, 0], [10, 0], [10, 10], [0, 10]];
+        let grown = offset_round(&square, 3.0);
+        for p in &grown {
+            let (dx, dy) = (
+                (p[0] - p[0].clamp(0, 10)) as f64,
+                (p[1] - p[1].clamp(0, 10)) as f64,
+            );
+            assert!((dx.hypot(dy) - 3.0).abs() <= 0.75, "{p:?} in {grown:?}");
+        }
+        let xs: Vec<i64> = grown.iter().map(|p| p[0]).collect();
+        let ys: Vec<i64> = grown.iter().map(|p| p[1]).collect();
+        assert_eq!((xs.iter().min(), xs.iter().max()), (Some(&-3), Some(&13)));
+        assert_eq!((ys.iter().min(), ys.iter().max()), (Some(&-3), Some(&13)));
+        // Each corner's arc has points between its two sides.
+        assert!(grown.len() > 8, "{grown:?}");
     }
 
     #[test]

@@ -567,6 +567,12 @@ mod tests {
             }
         );
         // Python rounds 16 / 32 = 0.5 to even (0), and 48 / 32 = 1.5 to 2.
-        assert_eq!(det_input_size(16, 48, 10), DetInputSize { width: 0, height: 64 });
+        assert_eq!(
+            det_input_size(16, 48, 10),
+            DetInputSize {
+                width: 0,
+                height: 64
+            }
+        );
     }
 }
