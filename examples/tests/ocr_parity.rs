@@ -73,7 +73,7 @@ fn open(file: &str) -> OnnxModel {
 }
 
 #[test]
-fn boxes_within_two_pixels_and_strings_equal_to_the_python_pipeline() {
+fn ocr_boxes_within_two_pixels_and_strings_equal_to_the_python_pipeline() {
     let Some(ocr) = ocr_directory()
         .filter(|d| d.join("images").is_dir() && d.join("models").join(DET_MODEL).is_file())
     else {

@@ -30,7 +30,7 @@ STAGES = [
 
 
 def per_pass_ms(manifest, path):
-    for entry in manifest.get("range_tree", []):
+    for entry in manifest.get("timings", {}).get("range_tree", []):
         if entry.get("path") == path:
             stats = entry.get("inclusive_per_pass") or {}
             return stats.get("p50_ns", 0) / 1e6
@@ -68,7 +68,7 @@ def main():
     print(
         f"onnxruntime {python['onnxruntime']}, {python['threads']} thread(s), "
         f"{len(python['images'])} images; Python: median of {python['passes']} passes, "
-        f"Rust: median of {manifests['det'].get('config', {}).get('iterations', '?')} passes"
+        f"Rust: median of {manifests['det']['timings']['iterations']['count']} passes"
     )
 
 
