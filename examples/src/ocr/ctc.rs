@@ -70,12 +70,7 @@ pub fn decode(scores: &[f32], steps: usize, characters: &Characters) -> (String,
     let (mut sum, mut kept) = (0f32, 0usize);
     let mut previous = usize::MAX;
     for step in scores.chunks_exact(classes).take(steps) {
-        // The first of equal maxima, as NumPy's argmax.
-        let (best, &score) =
-            step.iter().enumerate().fold(
-                (0, &f32::MIN),
-                |(bi, bs), (i, s)| if s > bs { (i, s) } else { (bi, bs) },
-            );
+        let (best, score) = argmax(step);
         if best != 0 && best != previous {
             text.push_str(&characters.0[best]);
             sum += score;
@@ -85,6 +80,26 @@ pub fn decode(scores: &[f32], steps: usize, characters: &Characters) -> (String,
     }
     let confidence = if kept == 0 { 0.0 } else { sum / kept as f32 };
     (text, confidence)
+}
+
+/// The index of the first largest score and the score (NumPy's `argmax`
+/// and `max`): the maximum found eight lanes at a time, then its first
+/// position.
+fn argmax(scores: &[f32]) -> (usize, f32) {
+    let mut lanes = [f32::MIN; 8];
+    let chunks = scores.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane = if v > *lane { v } else { *lane };
+        }
+    }
+    let max = rest
+        .iter()
+        .chain(&lanes)
+        .fold(f32::MIN, |m, &v| if v > m { v } else { m });
+    let index = scores.iter().position(|&v| v == max).unwrap_or(0);
+    (index, max)
 }
 
 #[cfg(test)]
@@ -97,6 +112,16 @@ mod tests {
         assert_eq!(lines, ["a", "b", "c", "d", "e", ""]);
         assert_eq!(split_lines("x").collect::<Vec<_>>(), ["x"]);
         assert_eq!(split_lines("").count(), 0);
+    }
+
+    #[test]
+    fn argmax_takes_the_first_of_equal_maxima() {
+        let mut scores = vec![0.0f32; 21];
+        scores[13] = 0.7;
+        scores[19] = 0.7;
+        scores[2] = 0.5;
+        assert_eq!(argmax(&scores), (13, 0.7));
+        assert_eq!(argmax(&[0.1, 0.3, 0.2]), (1, 0.3));
     }
 
     #[test]

@@ -133,55 +133,120 @@ pub fn perspective_transform(from: [[f64; 2]; 4], to: [[f64; 2]; 4]) -> [[f64; 3
     [[m[0], m[1], m[2]], [m[3], m[4], m[5]], [m[6], m[7], 1.0]]
 }
 
-/// OpenCV's bicubic kernel (a = -0.75) at the four taps around a fraction.
-fn cubic_weights(t: f64) -> [f64; 4] {
-    const A: f64 = -0.75;
-    let w0 = ((A * (t + 1.0) - 5.0 * A) * (t + 1.0) + 8.0 * A) * (t + 1.0) - 4.0 * A;
-    let w1 = ((A + 2.0) * t - (A + 3.0)) * t * t + 1.0;
-    let w2 = ((A + 2.0) * (1.0 - t) - (A + 3.0)) * (1.0 - t) * (1.0 - t) + 1.0;
+/// OpenCV's bicubic kernel (a = -0.75) at the four taps around a
+/// fraction, in single precision as OpenCV computes it.
+fn cubic_weights(x: f32) -> [f32; 4] {
+    const A: f32 = -0.75;
+    let w0 = ((A * (x + 1.0) - 5.0 * A) * (x + 1.0) + 8.0 * A) * (x + 1.0) - 4.0 * A;
+    let w1 = ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
+    let w2 = ((A + 2.0) * (1.0 - x) - (A + 3.0)) * (1.0 - x) * (1.0 - x) + 1.0;
     [w0, w1, w2, 1.0 - w0 - w1 - w2]
 }
 
+/// Sub-pixel positions per pixel: OpenCV samples at 1/32 of a pixel.
+const TAB_SIZE: usize = 32;
+
+/// OpenCV's table of 4x4 bicubic weights for every pair of 1/32 fractions
+/// (y, x), in 15-bit fixed point, each set adjusted to sum to exactly 1
+/// (its `initInterTab2D`).
+fn cubic_table() -> &'static [[i32; 16]] {
+    static TABLE: std::sync::OnceLock<Vec<[i32; 16]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let one = 1i32 << 15;
+        let taps: Vec<[f32; 4]> = (0..TAB_SIZE)
+            .map(|i| cubic_weights(i as f32 / TAB_SIZE as f32))
+            .collect();
+        let mut table = Vec::with_capacity(TAB_SIZE * TAB_SIZE);
+        for wy in &taps {
+            for wx in &taps {
+                let mut weights = [0i32; 16];
+                let mut sum = 0;
+                for (k1, vy) in wy.iter().enumerate() {
+                    for (k2, vx) in wx.iter().enumerate() {
+                        let w = (vy * vx * one as f32).round_ties_even() as i32;
+                        weights[k1 * 4 + k2] = w;
+                        sum += w;
+                    }
+                }
+                if sum != one {
+                    // The smallest (or largest) of the four centre weights takes the difference.
+                    let diff = sum - one;
+                    let (mut low, mut high) = (5, 5);
+                    for k1 in 1..3 {
+                        for k2 in 1..3 {
+                            let k = k1 * 4 + k2;
+                            if weights[k] < weights[low] {
+                                low = k;
+                            } else if weights[k] > weights[high] {
+                                high = k;
+                            }
+                        }
+                    }
+                    if diff < 0 {
+                        weights[high] -= diff;
+                    } else {
+                        weights[low] -= diff;
+                    }
+                }
+                table.push(weights);
+            }
+        }
+        table
+    })
+}
+
 /// The `width` x `height` image whose corners are the quadrilateral `box_`
-/// of `image` (top-left, top-right, bottom-right, bottom-left), sampled
-/// bicubically with the border replicated: OpenCV's `warpPerspective` with
-/// `INTER_CUBIC` and `BORDER_REPLICATE`.
+/// of `image` (top-left, top-right, bottom-right, bottom-left): OpenCV's
+/// `warpPerspective` with `INTER_CUBIC` and `BORDER_REPLICATE`, in its
+/// fixed point (positions to 1/32 of a pixel, 15-bit weights).
 pub fn warp_crop(image: &RgbImage, box_: [[f32; 2]; 4], width: u32, height: u32) -> RgbImage {
     let (w, h) = (f64::from(width), f64::from(height));
     let corners = box_.map(|[x, y]| [f64::from(x), f64::from(y)]);
     // From the crop's pixels back to the image's.
     let m = perspective_transform([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]], corners);
+    let table = cubic_table();
     let (source_width, source_height) = (image.width() as i64, image.height() as i64);
     let source = image.as_raw();
+    let stride = source_width as usize * 3;
     let mut out = vec![0u8; width as usize * height as usize * 3];
+    let tab = TAB_SIZE as f64;
     for y in 0..height as usize {
+        let fy = y as f64;
         for x in 0..width as usize {
-            let (fx, fy) = (x as f64, y as f64);
+            let fx = x as f64;
             let d = m[2][0] * fx + m[2][1] * fy + m[2][2];
-            let d = if d != 0.0 { 1.0 / d } else { 0.0 };
-            let sx = (m[0][0] * fx + m[0][1] * fy + m[0][2]) * d;
-            let sy = (m[1][0] * fx + m[1][1] * fy + m[1][2]) * d;
-            // OpenCV samples at 1/32 of a pixel.
-            let sx = (sx * 32.0).round() / 32.0;
-            let sy = (sy * 32.0).round() / 32.0;
-            let (x0, y0) = (sx.floor(), sy.floor());
-            let (wx, wy) = (cubic_weights(sx - x0), cubic_weights(sy - y0));
-            let (x0, y0) = (x0 as i64 - 1, y0 as i64 - 1);
-            let mut sums = [0f64; 3];
-            for (j, wyj) in wy.iter().enumerate() {
-                let row = (y0 + j as i64).clamp(0, source_height - 1) as usize;
-                for (i, wxi) in wx.iter().enumerate() {
-                    let column = (x0 + i as i64).clamp(0, source_width - 1) as usize;
-                    let at = (row * source_width as usize + column) * 3;
-                    let weight = wyj * wxi;
-                    for c in 0..3 {
-                        sums[c] += weight * f64::from(source[at + c]);
+            let d = if d != 0.0 { tab / d } else { 0.0 };
+            let sx = ((m[0][0] * fx + m[0][1] * fy + m[0][2]) * d).round_ties_even() as i64;
+            let sy = ((m[1][0] * fx + m[1][1] * fy + m[1][2]) * d).round_ties_even() as i64;
+            let weights = &table[((sy & 31) * 32 + (sx & 31)) as usize];
+            let (x0, y0) = ((sx >> 5) - 1, (sy >> 5) - 1);
+            let mut sums = [0i32; 3];
+            if x0 >= 0 && y0 >= 0 && x0 + 3 < source_width && y0 + 3 < source_height {
+                for k1 in 0..4 {
+                    let row = &source[(y0 as usize + k1) * stride + x0 as usize * 3..];
+                    for k2 in 0..4 {
+                        let weight = weights[k1 * 4 + k2];
+                        for (c, sum) in sums.iter_mut().enumerate() {
+                            *sum += weight * i32::from(row[k2 * 3 + c]);
+                        }
+                    }
+                }
+            } else {
+                for k1 in 0..4 {
+                    let row = (y0 + k1 as i64).clamp(0, source_height - 1) as usize;
+                    for k2 in 0..4 {
+                        let column = (x0 + k2 as i64).clamp(0, source_width - 1) as usize;
+                        let at = row * stride + column * 3;
+                        let weight = weights[k1 * 4 + k2];
+                        for (c, sum) in sums.iter_mut().enumerate() {
+                            *sum += weight * i32::from(source[at + c]);
+                        }
                     }
                 }
             }
             let at = (y * width as usize + x) * 3;
             for c in 0..3 {
-                out[at + c] = sums[c].round().clamp(0.0, 255.0) as u8;
+                out[at + c] = ((sums[c] + (1 << 14)) >> 15).clamp(0, 255) as u8;
             }
         }
     }
@@ -239,6 +304,15 @@ mod tests {
         for (x, y, pixel) in crop.enumerate_pixels() {
             assert_eq!(pixel, image.get_pixel(x + 4, y + 2), "({x}, {y})");
         }
+    }
+
+    #[test]
+    fn every_set_of_cubic_weights_sums_to_one_in_fixed_point() {
+        let table = cubic_table();
+        assert_eq!(table.len(), 32 * 32);
+        assert!(table.iter().all(|w| w.iter().sum::<i32>() == 1 << 15));
+        // At a whole pixel the sample is the pixel.
+        assert_eq!(table[0][5], 1 << 15);
     }
 
     #[test]

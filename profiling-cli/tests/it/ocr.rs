@@ -73,13 +73,32 @@ fn ocr_det_ranges_each_step_and_each_operator_of_the_model() {
     let config = config(out.path(), "ocr-det", &images, ", operator_ranges: true");
     let output = profile_cli(
         out.path(),
-        &["run", "--config", config.to_str().unwrap(), "--run-id", "ops", "--output-dir", "."],
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--run-id",
+            "ops",
+            "--output-dir",
+            ".",
+        ],
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let run = out.path().join("ocr-det/runs/ops");
-    let manifest: Value = serde_yaml::from_str(&std::fs::read_to_string(run.join("manifest.yaml")).unwrap()).unwrap();
-    for path in ["resize", "normalize", "model", "postprocess", "postprocess/binarize", "postprocess/contours", "postprocess/boxes", "postprocess/order"] {
-        let entry = tree_entry(&manifest, path).unwrap_or_else(|| panic!("{path}: {}", text(&output)));
+    let manifest: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(run.join("manifest.yaml")).unwrap()).unwrap();
+    for path in [
+        "resize",
+        "normalize",
+        "model",
+        "postprocess",
+        "postprocess/binarize",
+        "postprocess/contours",
+        "postprocess/boxes",
+        "postprocess/order",
+    ] {
+        let entry =
+            tree_entry(&manifest, path).unwrap_or_else(|| panic!("{path}: {}", text(&output)));
         // Two images a pass, two passes.
         assert_eq!(entry["count"].as_u64(), Some(4), "{path}");
     }
@@ -89,7 +108,10 @@ fn ocr_det_ranges_each_step_and_each_operator_of_the_model() {
         .iter()
         .filter(|r| r["path"].as_str().is_some_and(|p| p.starts_with("model/")))
         .collect();
-    let names: Vec<&str> = operators.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = operators
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     assert!(names.contains(&"Conv"), "{names:?}");
     assert!(operators.len() >= 5, "{names:?}");
     let model = tree_entry(&manifest, "model").unwrap();
@@ -97,22 +119,41 @@ fn ocr_det_ranges_each_step_and_each_operator_of_the_model() {
     let operators_total: u64 = operators.iter().map(|r| total(r, "inclusive")).sum();
     // The operators fill most of the model's time, and its self time is the rest.
     assert!(operators_total <= total(model, "inclusive"));
-    assert!(operators_total * 2 > total(model, "inclusive"), "{operators_total} of {}", total(model, "inclusive"));
-    assert_eq!(total(model, "exclusive"), total(model, "inclusive") - operators_total);
+    assert!(
+        operators_total * 2 > total(model, "inclusive"),
+        "{operators_total} of {}",
+        total(model, "inclusive")
+    );
+    assert_eq!(
+        total(model, "exclusive"),
+        total(model, "inclusive") - operators_total
+    );
     // Every Conv kernel of four runs: a multiple of four calls.
     let conv = tree_entry(&manifest, "model/Conv").unwrap();
     assert_eq!(conv["count"].as_u64().unwrap() % 4, 0, "{conv:?}");
     assert_eq!(conv["depth"].as_u64(), Some(1));
     // By name too, and in the trace.
-    assert!(manifest["timings"]["ranges"].as_sequence().unwrap().iter().any(|r| r["name"].as_str() == Some("Conv")));
+    assert!(manifest["timings"]["ranges"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"].as_str() == Some("Conv")));
     let trace = std::fs::read_to_string(run.join("trace.json")).unwrap();
     assert!(trace.contains("\"Conv\""), "no Conv in the trace");
     // The runtime the run loaded, found without a variable.
-    let backend = manifest["backend"]["onnxruntime"].as_str().unwrap_or_default().to_owned();
+    let backend = manifest["backend"]["onnxruntime"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(backend.starts_with("1.32.0 ("), "{backend}");
     // Boxes found in each image.
     let summaries = manifest["output_summaries"].as_sequence().unwrap();
-    assert!(summaries.iter().all(|s| s["boxes"].as_u64().unwrap_or(0) >= 3), "{summaries:?}");
+    assert!(
+        summaries
+            .iter()
+            .all(|s| s["boxes"].as_u64().unwrap_or(0) >= 3),
+        "{summaries:?}"
+    );
 }
 
 /// Recognition reads the lines the images were drawn with.
@@ -123,16 +164,33 @@ fn ocr_rec_reads_the_rendered_lines() {
     let config = config(out.path(), "ocr-rec", &images, "");
     let output = profile_cli(
         out.path(),
-        &["run", "--config", config.to_str().unwrap(), "--run-id", "rec", "--output-dir", ".", "--no-report"],
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--run-id",
+            "rec",
+            "--output-dir",
+            ".",
+            "--no-report",
+        ],
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let manifest: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(out.path().join("ocr-rec/runs/rec/manifest.yaml")).unwrap()).unwrap();
+    let manifest: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(out.path().join("ocr-rec/runs/rec/manifest.yaml")).unwrap(),
+    )
+    .unwrap();
     for path in ["crop", "resize", "model", "decode"] {
-        assert!(tree_entry(&manifest, path).is_some(), "{path}: {}", text(&output));
+        assert!(
+            tree_entry(&manifest, path).is_some(),
+            "{path}: {}",
+            text(&output)
+        );
     }
-    let labels: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(images.parent().unwrap().join("labels.json")).unwrap()).unwrap();
+    let labels: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(images.parent().unwrap().join("labels.json")).unwrap(),
+    )
+    .unwrap();
     let squeeze = |s: &str| s.replace(' ', "");
     let drawn: Vec<String> = labels["images"]
         .as_array()
@@ -151,7 +209,10 @@ fn ocr_rec_reads_the_rendered_lines() {
     assert!(read.len() >= 6, "{read:?}");
     // The recognizer drops some spaces; the characters are the drawn ones.
     let found = read.iter().filter(|t| drawn.contains(t)).count();
-    assert!(found * 10 >= read.len() * 8, "{found} of {read:?} among {drawn:?}");
+    assert!(
+        found * 10 >= read.len() * 8,
+        "{found} of {read:?} among {drawn:?}"
+    );
 }
 
 /// The `onnxruntime` wheel has no CUDA execution provider: a CUDA run is
@@ -163,10 +224,28 @@ fn ocr_det_on_cuda_is_refused_by_a_cpu_only_runtime() {
     let config = config(out.path(), "ocr-det", &images, "");
     let output = profile_cli(
         out.path(),
-        &["run", "--config", config.to_str().unwrap(), "--device", "cuda", "--output-dir", "."],
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--device",
+            "cuda",
+            "--output-dir",
+            ".",
+        ],
     );
     assert_ne!(output.status.code(), Some(0), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("has no CUDA execution provider"), "{}", text(&output));
-    assert!(!out.path().join("ocr-det/runs").exists() || std::fs::read_dir(out.path().join("ocr-det/runs")).unwrap().count() == 0);
+    assert!(
+        stderr.contains("has no CUDA execution provider"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        !out.path().join("ocr-det/runs").exists()
+            || std::fs::read_dir(out.path().join("ocr-det/runs"))
+                .unwrap()
+                .count()
+                == 0
+    );
 }
