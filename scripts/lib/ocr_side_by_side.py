@@ -4,16 +4,19 @@ images with the same ONNX Runtime and threads: the manifests of an `ocr-det`
 and an `ocr-rec` run of profile-cli beside the JSON of ocr_reference.py.
 
     .venv/bin/python scripts/lib/ocr_side_by_side.py \\
-        --python reference.json --det DET_MANIFEST --rec REC_MANIFEST [--markdown]
+        --python reference.json... --det DET_MANIFEST... --rec REC_MANIFEST... [--markdown]
 
 A stage's figure is its median time in one pass over all the images, in
 milliseconds: for the Python side, the median over its passes of the stage's
 total; for the Rust side, the median per measured pass (`inclusive_per_pass`)
-of the ranges the stage is made of. scripts/ocr-side-by-side runs all three.
+of the ranges the stage is made of. Given several runs of each (rounds, taken
+in turns so that both sides meet the same machine), the figure is the median
+of the runs' figures. scripts/ocr-side-by-side runs them.
 """
 
 import argparse
 import json
+import statistics
 import sys
 
 import yaml
@@ -39,22 +42,27 @@ def per_pass_ms(manifest, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--python", required=True)
-    parser.add_argument("--det", required=True, help="manifest.yaml of the ocr-det run")
-    parser.add_argument("--rec", required=True, help="manifest.yaml of the ocr-rec run")
+    parser.add_argument("--python", required=True, nargs="+", help="ocr_reference.py's JSON, one per round")
+    parser.add_argument("--det", required=True, nargs="+", help="manifest.yaml of each ocr-det run")
+    parser.add_argument("--rec", required=True, nargs="+", help="manifest.yaml of each ocr-rec run")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = parser.parse_args()
-    with open(args.python) as f:
-        python = json.load(f)
-    manifests = {}
-    for key, path in (("det", args.det), ("rec", args.rec)):
+    pythons = []
+    for path in args.python:
         with open(path) as f:
-            manifests[key] = yaml.safe_load(f)
+            pythons.append(json.load(f))
+    manifests = {}
+    for key, paths in (("det", args.det), ("rec", args.rec)):
+        manifests[key] = []
+        for path in paths:
+            with open(path) as f:
+                manifests[key].append(yaml.safe_load(f))
     rows = []
     for stage, target, paths in STAGES:
-        theirs = python["stage_ms"][stage]["median"]
-        ours = sum(per_pass_ms(manifests[target], p) for p in paths)
+        theirs = statistics.median(p["stage_ms"][stage]["median"] for p in pythons)
+        ours = statistics.median(sum(per_pass_ms(m, p) for p in paths) for m in manifests[target])
         rows.append((stage, theirs, ours, theirs / ours if ours else float("inf")))
+    python = pythons[0]
     header = ("stage", "Python (ms/pass)", "Rust (ms/pass)", "Python / Rust")
     if args.markdown:
         print("| " + " | ".join(header) + " |")
@@ -67,8 +75,8 @@ def main():
             print(f"{stage:<10} {theirs:>17.1f} {ours:>15.1f} {ratio:>14.2f}")
     print(
         f"onnxruntime {python['onnxruntime']}, {python['threads']} thread(s), "
-        f"{len(python['images'])} images; Python: median of {python['passes']} passes, "
-        f"Rust: median of {manifests['det']['timings']['iterations']['count']} passes"
+        f"{len(python['images'])} images; {len(pythons)} round(s) of {python['passes']} passes a side, "
+        f"Rust: {manifests['det'][0]['timings']['iterations']['count']} passes a round"
     )
 
 

@@ -222,13 +222,14 @@ pub fn warp_crop(image: &RgbImage, box_: [[f32; 2]; 4], width: u32, height: u32)
             let (x0, y0) = ((sx >> 5) - 1, (sy >> 5) - 1);
             let mut sums = [0i32; 3];
             if x0 >= 0 && y0 >= 0 && x0 + 3 < source_width && y0 + 3 < source_height {
-                for k1 in 0..4 {
-                    let row = &source[(y0 as usize + k1) * stride + x0 as usize * 3..];
-                    for k2 in 0..4 {
-                        let weight = weights[k1 * 4 + k2];
-                        for (c, sum) in sums.iter_mut().enumerate() {
-                            *sum += weight * i32::from(row[k2 * 3 + c]);
-                        }
+                let base = y0 as usize * stride + x0 as usize * 3;
+                for (k1, row_weights) in weights.chunks_exact(4).enumerate() {
+                    let start = base + k1 * stride;
+                    let row: &[u8; 12] = source[start..start + 12].try_into().expect("four pixels");
+                    for (k2, &weight) in row_weights.iter().enumerate() {
+                        sums[0] += weight * i32::from(row[k2 * 3]);
+                        sums[1] += weight * i32::from(row[k2 * 3 + 1]);
+                        sums[2] += weight * i32::from(row[k2 * 3 + 2]);
                     }
                 }
             } else {

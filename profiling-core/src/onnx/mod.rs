@@ -200,7 +200,7 @@ pub fn check_device(device: Device) -> anyhow::Result<()> {
             .map_err(|e| anyhow!("ONNX Runtime cannot list its execution providers: {e}"))?;
         if !compiled {
             anyhow::bail!(
-                "the ONNX Runtime at {} has no CUDA execution provider: on a GPU machine install the onnxruntime-gpu wheel (scripts/setup-onnxruntime --gpu), or run on `cpu`",
+                "the ONNX Runtime at {} has no CUDA execution provider: on a GPU machine, install the onnxruntime-gpu wheel and set ORT_DYLIB_PATH to its onnxruntime/capi/libonnxruntime.so.*, or run on `cpu`",
                 runtime.library.display()
             );
         }
