@@ -87,7 +87,8 @@ inventory::collect!(UnavailableTarget);
 pub fn unavailable() -> Vec<&'static UnavailableTarget> {
     let mut entries: Vec<&'static UnavailableTarget> =
         inventory::iter::<UnavailableTarget>.into_iter().collect();
-    entries.sort_by_key(|e| e.name);
+    // By feature, then name: `list` says each feature's targets in one line.
+    entries.sort_by_key(|e| (e.feature, e.name));
     entries
 }
 

@@ -195,9 +195,9 @@ fn the_printed_nsys_command_runs_as_printed() {
         .ends_with("--run-id smoke --force"));
 }
 
-/// In a build without `tch`, its targets are named with the feature that
-/// builds them in, not as unknown.
-#[cfg(not(feature = "tch"))]
+/// In a build without `tch` (nor `ort`), its targets are named with the
+/// feature that builds them in, not as unknown, each feature's in one line.
+#[cfg(not(any(feature = "tch", feature = "ort")))]
 #[test]
 fn a_target_of_a_missing_feature_says_how_to_build_it() {
     let output = profile_cli(&["run", "smoke-tensor"]);
@@ -208,9 +208,13 @@ fn a_target_of_a_missing_feature_says_how_to_build_it() {
          `scripts/profile --features tch run smoke-tensor` (or `cargo build --release -p profiling-cli --features tch`)\n"
     );
     let list = String::from_utf8(profile_cli(&["list"]).stdout).unwrap();
+    let last: Vec<&str> = list.lines().rev().take(2).collect();
     assert_eq!(
-        list.lines().last(),
-        Some("not in this build, need the `tch` feature (scripts/profile --features tch list): matmul-repeat, smoke-tensor, tiny-cnn, torchscript")
+        last,
+        [
+            "not in this build, need the `tch` feature (scripts/profile --features tch list): matmul-repeat, smoke-tensor, tiny-cnn, torchscript",
+            "not in this build, need the `ort` feature (scripts/profile --features ort list): ocr-det, ocr-rec",
+        ]
     );
 }
 
@@ -253,7 +257,7 @@ fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
         tree.lines().any(|l| l.starts_with("profiling-core ")),
         "{tree}"
     );
-    for crate_name in ["cudarc ", "tch ", "torch-sys "] {
+    for crate_name in ["cudarc ", "tch ", "torch-sys ", "ort ", "ort-sys "] {
         assert!(
             !tree.lines().any(|l| l.starts_with(crate_name)),
             "the default build depends on {crate_name}:\n{tree}"
@@ -279,6 +283,23 @@ fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
         "{tch_tree}"
     );
 
+    // With the ort feature, ONNX Runtime is opened at run time: nothing
+    // downloaded or linked when building.
+    let ort_tree = cargo_tree(&[
+        "-p",
+        "profiling-core",
+        "--features",
+        "ort",
+        "-e",
+        "features",
+        "-i",
+        "ort-sys",
+    ]);
+    assert!(ort_tree.contains("ort-sys feature \"disable-linking\""), "{ort_tree}");
+    for unwanted in ["download-binaries", "copy-dylibs", "\"ureq"] {
+        assert!(!ort_tree.contains(unwanted), "{unwanted}:\n{ort_tree}");
+    }
+
     // What the dynamic linker loads for the default binary.
     if cfg!(not(feature = "tch")) {
         if let Ok(ldd) = Command::new("ldd")
@@ -287,7 +308,7 @@ fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
         {
             let libraries = String::from_utf8_lossy(&ldd.stdout).into_owned();
             assert!(libraries.contains("libc.so"), "{libraries}");
-            for cuda in ["libcuda", "libcudart", "libnvrtc", "libtorch"] {
+            for cuda in ["libcuda", "libcudart", "libnvrtc", "libtorch", "libonnxruntime"] {
                 assert!(!libraries.contains(cuda), "links {cuda}:\n{libraries}");
             }
         }
