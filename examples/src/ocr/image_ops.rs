@@ -212,12 +212,18 @@ pub fn warp_crop(image: &RgbImage, box_: [[f32; 2]; 4], width: u32, height: u32)
     let tab = TAB_SIZE as f64;
     for y in 0..height as usize {
         let fy = y as f64;
+        // Each row's terms once, then one product per pixel, as OpenCV's.
+        let (row_x, row_y, row_w) = (
+            m[0][1] * fy + m[0][2],
+            m[1][1] * fy + m[1][2],
+            m[2][1] * fy + m[2][2],
+        );
         for x in 0..width as usize {
             let fx = x as f64;
-            let d = m[2][0] * fx + m[2][1] * fy + m[2][2];
+            let d = row_w + m[2][0] * fx;
             let d = if d != 0.0 { tab / d } else { 0.0 };
-            let sx = ((m[0][0] * fx + m[0][1] * fy + m[0][2]) * d).round_ties_even() as i64;
-            let sy = ((m[1][0] * fx + m[1][1] * fy + m[1][2]) * d).round_ties_even() as i64;
+            let sx = ((row_x + m[0][0] * fx) * d).round_ties_even() as i64;
+            let sy = ((row_y + m[1][0] * fx) * d).round_ties_even() as i64;
             let weights = &table[((sy & 31) * 32 + (sx & 31)) as usize];
             let (x0, y0) = ((sx >> 5) - 1, (sy >> 5) - 1);
             let mut sums = [0i32; 3];

@@ -295,7 +295,10 @@ fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
         "-i",
         "ort-sys",
     ]);
-    assert!(ort_tree.contains("ort-sys feature \"disable-linking\""), "{ort_tree}");
+    assert!(
+        ort_tree.contains("ort-sys feature \"disable-linking\""),
+        "{ort_tree}"
+    );
     for unwanted in ["download-binaries", "copy-dylibs", "\"ureq"] {
         assert!(!ort_tree.contains(unwanted), "{unwanted}:\n{ort_tree}");
     }
@@ -308,7 +311,13 @@ fn the_default_build_holds_no_cuda_binding_and_links_no_cuda_library() {
         {
             let libraries = String::from_utf8_lossy(&ldd.stdout).into_owned();
             assert!(libraries.contains("libc.so"), "{libraries}");
-            for cuda in ["libcuda", "libcudart", "libnvrtc", "libtorch", "libonnxruntime"] {
+            for cuda in [
+                "libcuda",
+                "libcudart",
+                "libnvrtc",
+                "libtorch",
+                "libonnxruntime",
+            ] {
                 assert!(!libraries.contains(cuda), "links {cuda}:\n{libraries}");
             }
         }

@@ -151,7 +151,7 @@ fn ocr_det_ranges_each_step_and_each_operator_of_the_model() {
     assert!(
         summaries
             .iter()
-            .all(|s| s["boxes"].as_u64().unwrap_or(0) >= 3),
+            .all(|s| s["summary"]["boxes"].as_u64().unwrap_or(0) >= 3),
         "{summaries:?}"
     );
 }
@@ -203,7 +203,7 @@ fn ocr_rec_reads_the_rendered_lines() {
         .as_sequence()
         .unwrap()
         .iter()
-        .flat_map(|s| s["texts"].as_sequence().unwrap().iter())
+        .flat_map(|s| s["summary"]["texts"].as_sequence().unwrap().iter())
         .map(|t| squeeze(t.as_str().unwrap()))
         .collect();
     assert!(read.len() >= 6, "{read:?}");
