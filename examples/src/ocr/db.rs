@@ -195,13 +195,12 @@ pub fn region_outlines(bitmap: &[u8], width: usize, height: usize) -> Vec<Vec<[i
     }
     let mut region_of_root = vec![usize::MAX; runs.len()];
     let mut regions: Vec<Vec<[i32; 2]>> = Vec::new();
-    for i in 0..runs.len() {
+    for (i, run) in runs.iter().enumerate() {
         let root = find(&mut parent, i);
         if region_of_root[root] == usize::MAX {
             region_of_root[root] = regions.len();
             regions.push(Vec::new());
         }
-        let run = &runs[i];
         let (y, x0, x1) = (run.y as i32, run.x0 as i32, run.x1 as i32);
         let outline = &mut regions[region_of_root[root]];
         // Several runs of one region on a row: only the row's ends count.

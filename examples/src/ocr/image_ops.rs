@@ -115,16 +115,16 @@ pub fn perspective_transform(from: [[f64; 2]; 4], to: [[f64; 2]; 4]) -> [[f64; 3
         if lead.abs() < 1e-12 {
             continue;
         }
-        for k in column..9 {
-            a[column][k] /= lead;
+        for value in &mut a[column][column..] {
+            *value /= lead;
         }
-        for row in 0..8 {
-            if row != column {
-                let factor = a[row][column];
-                if factor != 0.0 {
-                    for k in column..9 {
-                        a[row][k] -= factor * a[column][k];
-                    }
+        let pivot_row = a[column];
+        for (row, equation) in a.iter_mut().enumerate() {
+            let factor = equation[column];
+            if row != column && factor != 0.0 {
+                for (value, pivot_value) in equation[column..].iter_mut().zip(&pivot_row[column..])
+                {
+                    *value -= factor * pivot_value;
                 }
             }
         }
