@@ -195,6 +195,21 @@ fn cubic_table() -> &'static [[i32; 16]] {
     })
 }
 
+/// `v` rounded to the nearest integer, halves to even (`lrint`): by adding
+/// and taking away 1.5 * 2^52, where a double has no fraction left, so the
+/// processor's own rounding does it; `round_ties_even` is a library call
+/// on processors without SSE 4.1's `roundsd`, which the default target
+/// does not assume. Positions past 2^51 (no image has them) saturate.
+#[inline(always)]
+fn round_even(v: f64) -> i64 {
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    if v.abs() < 2_251_799_813_685_248.0 {
+        ((v + SHIFT) - SHIFT) as i64
+    } else {
+        v as i64
+    }
+}
+
 /// The `width` x `height` image whose corners are the quadrilateral `box_`
 /// of `image` (top-left, top-right, bottom-right, bottom-left): OpenCV's
 /// `warpPerspective` with `INTER_CUBIC` and `BORDER_REPLICATE`, in its
@@ -222,8 +237,8 @@ pub fn warp_crop(image: &RgbImage, box_: [[f32; 2]; 4], width: u32, height: u32)
             let fx = x as f64;
             let d = row_w + m[2][0] * fx;
             let d = if d != 0.0 { tab / d } else { 0.0 };
-            let sx = ((row_x + m[0][0] * fx) * d).round_ties_even() as i64;
-            let sy = ((row_y + m[1][0] * fx) * d).round_ties_even() as i64;
+            let sx = round_even((row_x + m[0][0] * fx) * d);
+            let sy = round_even((row_y + m[1][0] * fx) * d);
             let weights = &table[((sy & 31) * 32 + (sx & 31)) as usize];
             let (x0, y0) = ((sx >> 5) - 1, (sy >> 5) - 1);
             let mut sums = [0i32; 3];
@@ -310,6 +325,15 @@ mod tests {
         assert_eq!(crop.dimensions(), (8, 5));
         for (x, y, pixel) in crop.enumerate_pixels() {
             assert_eq!(pixel, image.get_pixel(x + 4, y + 2), "({x}, {y})");
+        }
+    }
+
+    #[test]
+    fn rounding_a_position_takes_halves_to_even() {
+        for v in [
+            0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001, 123456.5, -7.25, 0.0,
+        ] {
+            assert_eq!(round_even(v), v.round_ties_even() as i64, "{v}");
         }
     }
 
