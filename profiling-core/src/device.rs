@@ -143,15 +143,13 @@ mod backend {
 /// to wait for (see [`crate::onnx`]).
 #[cfg(all(feature = "ort", not(feature = "tch")))]
 mod backend {
-    use super::Device;
-
     /// Only once a target loaded the runtime: nothing is loaded to say no.
     pub(super) fn cuda_available() -> bool {
-        crate::onnx::loaded().is_some() && crate::onnx::check_device(Device::Cuda(0)).is_ok()
+        crate::onnx::runtime::loaded().is_some() && check_cuda(0).is_ok()
     }
 
     pub(super) fn check_cuda(index: usize) -> Result<(), String> {
-        crate::onnx::check_device(Device::Cuda(index)).map_err(|e| e.to_string())
+        crate::onnx::runtime::check_cuda(index)
     }
 
     #[inline]

@@ -140,7 +140,7 @@ impl BackendInfo {
 fn onnxruntime() -> Option<String> {
     #[cfg(feature = "ort")]
     {
-        crate::onnx::loaded().map(|r| format!("{} ({})", r.version, r.library.display()))
+        crate::onnx::runtime::loaded().map(|r| format!("{} ({})", r.version, r.library.display()))
     }
     #[cfg(not(feature = "ort"))]
     None
