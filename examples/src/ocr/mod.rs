@@ -123,6 +123,25 @@ pub fn det_input_size(width: u32, height: u32, limit_side_len: u32) -> DetInputS
     }
 }
 
+/// A model's first output copied out, with its shape, which must have as
+/// many dimensions as `layout` (`[N, T, C]`) names.
+fn first_output(
+    outputs: &ort::session::SessionOutputs<'_>,
+    model: &str,
+    layout: &str,
+) -> anyhow::Result<(Vec<f32>, Vec<usize>)> {
+    let (shape, values) = outputs[0]
+        .try_extract_tensor::<f32>()
+        .map_err(|e| anyhow!("the {model} model's output: {e}"))?;
+    let dimensions = layout.split(',').count();
+    anyhow::ensure!(
+        shape.len() == dimensions,
+        "the {model} model gave a {}-dimensional output, not {layout}",
+        shape.len()
+    );
+    Ok((values.to_vec(), shape.iter().map(|&d| d as usize).collect()))
+}
+
 /// The detector: the model and its post-processing settings.
 pub struct Detector {
     /// The detection model's session.
@@ -154,17 +173,10 @@ impl Detector {
             image_ops::normalize_bgr_into(&resized, &mut planes, w);
             tensor([1, 3, h, w], planes)?
         };
-        let (map, width, height) = self.model.run(ort::inputs![input], |outputs| {
-            let (shape, values) = outputs[0]
-                .try_extract_tensor::<f32>()
-                .map_err(|e| anyhow!("the detection model's output: {e}"))?;
-            anyhow::ensure!(
-                shape.len() == 4,
-                "the detection model gave a {}-dimensional output, not [1, 1, H, W]",
-                shape.len()
-            );
-            Ok((values.to_vec(), shape[3] as usize, shape[2] as usize))
+        let (map, shape) = self.model.run(ort::inputs![input], |outputs| {
+            first_output(outputs, "detection", "[1, 1, H, W]")
         })?;
+        let (width, height) = (shape[3], shape[2]);
         let _range = profiling_range("postprocess");
         Ok(db::boxes_from_map(
             &map,
@@ -351,17 +363,10 @@ impl Recognizer {
                 let _range = profiling_range("resize");
                 rec_batch(&crops, chunk, &ratios)?
             };
-            let (scores, steps, classes) = self.model.run(ort::inputs![input], |outputs| {
-                let (shape, values) = outputs[0]
-                    .try_extract_tensor::<f32>()
-                    .map_err(|e| anyhow!("the recognition model's output: {e}"))?;
-                anyhow::ensure!(
-                    shape.len() == 3,
-                    "the recognition model gave a {}-dimensional output, not [N, T, C]",
-                    shape.len()
-                );
-                Ok((values.to_vec(), shape[1] as usize, shape[2] as usize))
+            let (scores, shape) = self.model.run(ort::inputs![input], |outputs| {
+                first_output(outputs, "recognition", "[N, T, C]")
             })?;
+            let (steps, classes) = (shape[1], shape[2]);
             let _range = profiling_range("decode");
             anyhow::ensure!(
                 classes == self.characters.len(),

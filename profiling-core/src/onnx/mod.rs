@@ -171,8 +171,7 @@ impl OnnxModelBuilder {
         }
         let session = builder.commit_from_file(path).map_err(|e| fail(&e))?;
         let session = Arc::new(Mutex::new(session));
-        let operators =
-            profile.map(|profile| operators::attach(profile, Arc::clone(&session), self.range));
+        let operators = profile.map(|profile| operators::attach(profile, Arc::clone(&session)));
         Ok(OnnxModel {
             session,
             range: self.range,

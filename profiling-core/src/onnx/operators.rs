@@ -76,11 +76,7 @@ pub(super) struct Attached {
 }
 
 /// Starts handing `session`'s operators to the captures.
-pub(super) fn attach(
-    profile: OperatorProfile,
-    session: Arc<Mutex<Session>>,
-    _range: &'static str,
-) -> Arc<Attached> {
+pub(super) fn attach(profile: OperatorProfile, session: Arc<Mutex<Session>>) -> Arc<Attached> {
     let attached = Arc::new(Attached {
         session,
         profile,
