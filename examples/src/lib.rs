@@ -15,7 +15,8 @@
 //!
 //! [`targets`] registers `letterbox-preprocess`, `detection-postprocess` and
 //! `detection-pipeline` with `profile-cli`, [`work`] registers `cpu-work` (a
-//! fixed amount of CPU work, to see what a machine resolves), and with the `tch` feature
+//! fixed amount of CPU work, to see what a machine resolves) and `spin-and-sleep`
+//! (known time on the CPU and known time waiting, for Nsight's view of both), and with the `tch` feature
 //! `tensor_targets` registers `smoke-tensor`, `tiny-cnn` and `torchscript`; the snippets under
 //! `inference_profiling/snippets/` copy functions of this crate the way a
 //! production function is copied into a profiling snippet.

@@ -132,3 +132,62 @@ impl ProfileTarget for CpuWork {
         ])
     }
 }
+
+/// `target.parameters` of `spin-and-sleep`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpinAndSleepParameters {
+    /// Steps of the chain in the range `step/spin`.
+    #[serde(default = "default_spin_rounds")]
+    pub rounds: u64,
+    /// Microseconds slept in the range `step/sleep`.
+    #[serde(default = "default_sleep_us")]
+    pub sleep_us: u64,
+}
+
+/// About a quarter of a millisecond on a 3 GHz core.
+fn default_spin_rounds() -> u64 {
+    100_000
+}
+
+fn default_sleep_us() -> u64 {
+    500
+}
+
+/// Known time on the CPU and known time waiting, in nested ranges: `step`
+/// holds `spin` (`rounds` steps of [`chain`]) and then `sleep`
+/// (`sleep_us` in `std::thread::sleep`, one `nanosleep` call). Nsight's
+/// OS runtime trace puts the sleep, and only it, in `step/sleep` and
+/// `step`; its CPU samples put `chain` in `step/spin`.
+#[derive(Debug)]
+pub struct SpinAndSleep {
+    parameters: SpinAndSleepParameters,
+}
+
+fn spin_and_sleep() -> anyhow::Result<SpinAndSleep> {
+    let parameters: SpinAndSleepParameters = profiling_core::target::parameters()?;
+    Ok(SpinAndSleep { parameters })
+}
+
+#[profile_target(name = "spin-and-sleep", factory = spin_and_sleep)]
+impl ProfileTarget for SpinAndSleep {
+    type Prepared = u64;
+    type Output = u64;
+
+    fn prepare(&mut self, record: &DataRecord, _device: Device) -> anyhow::Result<u64> {
+        Ok(record.id.len() as u64)
+    }
+
+    fn run(&mut self, start: &u64) -> anyhow::Result<u64> {
+        let _step = profiling_range("step");
+        let end = {
+            let _range = profiling_range("spin");
+            chain(self.parameters.rounds, *start)
+        };
+        {
+            let _range = profiling_range("sleep");
+            std::thread::sleep(std::time::Duration::from_micros(self.parameters.sleep_us));
+        }
+        Ok(end)
+    }
+}

@@ -1,13 +1,15 @@
-//! `profile-cli analyze`: GPU time per NVTX range from a run's Nsight
-//! Systems report, as a table, `--json`, and `analysis.yaml` beside the
-//! run's manifest.
+//! `profile-cli analyze`: what Nsight Systems recorded per NVTX range of a
+//! run (GPU time, OS runtime calls, CPU samples), as a table, `--json`, and
+//! `analysis.yaml` beside the run's manifest; and `run --nsys`, which runs
+//! the capture and then this.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use clap::Args;
-use profiling_analyze::{Analysis, Request};
+use profiling_analyze::{Analysis, RangeAnalysis, Request};
+use profiling_core::driver::nsys::{report_dir, NsysCommand, REPORT_STEM};
 use profiling_core::manifest::Manifest;
 
 use crate::summary::format_ns;
@@ -33,6 +35,9 @@ pub struct AnalyzeArgs {
     /// Analyze a report whose passes do not match the run's manifest.
     #[arg(long)]
     force: bool,
+    /// Say nothing on stderr but errors (the export's progress, the files written).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// What `analyze` works on: the export, and the run it belongs to.
@@ -51,7 +56,12 @@ fn export_command(report: &Path, export: &Path) -> Vec<String> {
         "sqlite".to_owned(),
         "--output".to_owned(),
         export.display().to_string(),
-        report.display().to_string(),
+        // A path that starts with `-` stays a path.
+        report
+            .canonicalize()
+            .unwrap_or_else(|_| report.to_path_buf())
+            .display()
+            .to_string(),
     ]
 }
 
@@ -60,15 +70,43 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
+/// Moves the report nsys wrote beside the run directory `run_dir`
+/// (`.<run id>.nsys/trace.nsys-rep`, where the nsys command puts it) into
+/// it, and removes what else nsys left there; says so unless `quiet`.
+/// Nothing happens when the run directory has its own report already or
+/// there is none to move.
+fn adopt_report(run_dir: &Path, quiet: bool, err: &mut dyn Write) -> Result<(), String> {
+    let report = run_dir.join(format!("{REPORT_STEM}.nsys-rep"));
+    let staged_dir = report_dir(run_dir);
+    let staged = staged_dir.join(format!("{REPORT_STEM}.nsys-rep"));
+    if report.exists() || !staged.is_file() {
+        return Ok(());
+    }
+    std::fs::rename(&staged, &report).map_err(|error| {
+        format!(
+            "cannot move Nsight's report {} into the run directory: {error}",
+            staged.display()
+        )
+    })?;
+    let _ = std::fs::remove_dir_all(&staged_dir);
+    if !quiet {
+        let _ = writeln!(err, "nsys report: {}", report.display());
+    }
+    Ok(())
+}
+
 /// The export to read for `path`, made from the report with `nsys export`
 /// when there is none yet and nsys is on PATH.
-fn locate(path: &Path, err: &mut dyn Write) -> Result<Located, String> {
+fn locate(path: &Path, quiet: bool, err: &mut dyn Write) -> Result<Located, String> {
     let (report, export, run_dir) = if path.is_dir() {
         let export = path.join("trace.sqlite");
         let run_dir = path
             .join("manifest.yaml")
             .is_file()
             .then(|| path.to_path_buf());
+        if run_dir.is_some() {
+            adopt_report(path, quiet, err)?;
+        }
         if export.is_file() {
             return Ok(Located { export, run_dir });
         }
@@ -107,22 +145,88 @@ fn locate(path: &Path, err: &mut dyn Write) -> Result<Located, String> {
     let printed = profiling_core::driver::nsys::render_command(std::slice::from_ref(&command));
     if !on_path("nsys") {
         return Err(format!(
-            "{} needs exporting to SQLite, and nsys is not on PATH: run this where Nsight Systems is, then analyze again:\n  {printed}",
+            "{} needs exporting to SQLite, and nsys is not on PATH (scripts/setup-nsys installs it): run this where Nsight Systems is, then analyze again:\n  {printed}",
             report.display()
         ));
     }
-    let _ = writeln!(err, "exporting: {printed}");
-    let status = Command::new(&command[0])
+    // nsys draws a progress bar: its output is kept, and shown only when it fails.
+    let output = Command::new(&command[0])
         .args(&command[1..])
-        .status()
+        .stdin(Stdio::null())
+        .output()
         .map_err(|e| format!("cannot start nsys: {e}"))?;
-    if !status.success() || !export.is_file() {
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if !output.status.success() || !export.is_file() {
+        let said = without_progress(&said);
         return Err(format!(
-            "`{printed}` failed ({status}): {} was not written",
-            export.display()
+            "`{printed}` failed ({}): {} was not written{}{}",
+            output.status,
+            export.display(),
+            if said.trim().is_empty() { "" } else { "; nsys said:\n" },
+            said.trim_end()
         ));
     }
+    if !quiet {
+        let events = exported_events(&said).map_or_else(String::new, |n| format!(" ({n} events)"));
+        let _ = writeln!(err, "exported: {}{events}", export.display());
+    }
     Ok(Located { export, run_dir })
+}
+
+/// The event count of `nsys export`'s progress line (`Exporting 1956
+/// events: [==...]`), when it printed one.
+fn exported_events(said: &str) -> Option<u64> {
+    let rest = &said[said.find("Exporting ")? + "Exporting ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Whether `segment` (text between carriage returns) is a frame of one of
+/// nsys's progress bars: a bracket of `=`, spaces and a percentage, as in
+/// `[1/1] [=====78%      ] trace.nsys-rep` or
+/// `Exporting 1956 events: [==12%    ]`.
+fn is_progress_frame(segment: &str) -> bool {
+    segment.match_indices('[').any(|(at, _)| {
+        let inner = &segment[at + 1..];
+        let Some(close) = inner.find(']') else {
+            return false;
+        };
+        let bar = &inner[..close];
+        bar.contains('%')
+            && bar
+                .chars()
+                .all(|c| c == '=' || c == ' ' || c == '%' || c.is_ascii_digit())
+    })
+}
+
+/// `text` without the frames of nsys's progress bars: each line keeps
+/// what its carriage-return-separated parts say besides them.
+fn without_progress(text: &str) -> String {
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        let parts: Vec<&str> = body
+            .split('\r')
+            .filter(|part| !part.trim().is_empty() && !is_progress_frame(part))
+            .collect();
+        if parts.is_empty() {
+            // A line that was only progress goes with it.
+            if body.trim().is_empty() && !body.contains('\r') {
+                kept.push_str(newline);
+            }
+            continue;
+        }
+        kept.push_str(&parts.join("\n"));
+        kept.push_str(newline);
+    }
+    kept
 }
 
 fn read_manifest(run_dir: Option<&Path>) -> Option<Manifest> {
@@ -135,7 +239,7 @@ pub fn analyze_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let located = match locate(&args.path, err) {
+    let located = match locate(&args.path, args.quiet || args.json, err) {
         Ok(located) => located,
         Err(message) => {
             writeln!(err, "error: {message}")?;
@@ -183,7 +287,7 @@ pub fn analyze_command(
             writeln!(err, "error: cannot write {}: {error}", path.display())?;
             return Ok(EXIT_TARGET_FAILED);
         }
-        if !args.json {
+        if !args.json && !args.quiet {
             writeln!(out, "analysis: {}", path.display())?;
         }
         // The run's page shows it.
@@ -196,7 +300,7 @@ pub fn analyze_command(
                     samples: samples.as_ref(),
                     comparison: None,
                 });
-                if crate::report::write_page(&page, &html).is_ok() && !args.json {
+                if crate::report::write_page(&page, &html).is_ok() && !args.json && !args.quiet {
                     writeln!(out, "report: {}", page.display())?;
                 }
             }
@@ -241,53 +345,86 @@ fn printable(text: &str) -> String {
 
 fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
     let passes = analysis.passes.len().max(1) as u64;
+    let version = analysis
+        .nsys_version
+        .as_deref()
+        .map_or_else(String::new, |v| format!(" (Nsight Systems {v})"));
+    let gpu = if analysis.cuda_traced {
+        format!(
+            "; GPU busy {:.1} % of a pass on average, longest idle {}",
+            analysis.mean_gpu_busy_fraction * 100.0,
+            format_ns(analysis.largest_gpu_idle_ns)
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "capture `{}` of process {}: {}, {} passes; GPU busy {:.1} % of a pass on average, longest idle {}",
+        "capture `{}` of process {}{version}: {}, {} passes{gpu}",
         printable(&analysis.capture_range),
         analysis.process_id,
         format_ns(analysis.capture_ns),
         analysis.passes.len(),
-        analysis.mean_gpu_busy_fraction * 100.0,
-        format_ns(analysis.largest_gpu_idle_ns)
     )?;
-    let header = [
-        "range path",
-        "calls",
-        "host p50",
-        "manifest p50",
-        "GPU busy p50",
-        "GPU per pass",
-        "launch→done p50",
-        "top kernel",
+    // Columns: what every capture has, then the GPU's where CUDA was
+    // traced, then the OS runtime's where it was.
+    type Cell = fn(&RangeAnalysis, u64) -> String;
+    let mut columns: Vec<(&str, Cell)> = vec![
+        ("calls", |r, _| r.count.to_string()),
+        ("host p50", |r, _| format_ns(r.host.p50_ns)),
+        ("manifest p50", |r, _| {
+            r.manifest_host_p50_ns.map_or("-".to_owned(), format_ns)
+        }),
     ];
-    let rows: Vec<[String; 8]> = analysis
+    if analysis.cuda_traced {
+        columns.extend([
+            ("GPU busy p50", (|r: &RangeAnalysis, _| {
+                r.gpu_busy.map_or("-".to_owned(), |s| format_ns(s.p50_ns))
+            }) as Cell),
+            ("GPU per pass", |r, passes| format_ns(r.gpu_sum_ns / passes)),
+            ("launch→done p50", |r, _| {
+                r.launch_to_completion
+                    .map_or("-".to_owned(), |s| format_ns(s.p50_ns))
+            }),
+        ]);
+    }
+    if analysis.os_runtime_traced {
+        columns.push(("OS calls per pass", |r, passes| {
+            format_ns(r.os_runtime_ns / passes)
+        }));
+    }
+    let last: (&str, Cell) = if analysis.cuda_traced {
+        ("top kernel", |r, _| {
+            r.kernels.first().map_or("-".to_owned(), |k| {
+                format!("{} ×{}", printable(&k.name), k.count)
+            })
+        })
+    } else {
+        ("top OS call", |r, _| {
+            r.os_calls.first().map_or("-".to_owned(), |c| {
+                format!("{} ×{}", printable(&c.name), c.count)
+            })
+        })
+    };
+    let header: Vec<&str> = std::iter::once("range path")
+        .chain(columns.iter().map(|(name, _)| *name))
+        .chain([last.0])
+        .collect();
+    let rows: Vec<Vec<String>> = analysis
         .ranges
         .iter()
         .map(|range| {
-            [
-                format!(
-                    "{}{}",
-                    "  ".repeat(range.depth as usize),
-                    printable(&range.path)
-                ),
-                range.count.to_string(),
-                format_ns(range.host.p50_ns),
-                range.manifest_host_p50_ns.map_or("-".to_owned(), format_ns),
-                range
-                    .gpu_busy
-                    .map_or("-".to_owned(), |s| format_ns(s.p50_ns)),
-                format_ns(range.gpu_sum_ns / passes),
-                range
-                    .launch_to_completion
-                    .map_or("-".to_owned(), |s| format_ns(s.p50_ns)),
-                range.kernels.first().map_or("-".to_owned(), |k| {
-                    format!("{} ×{}", printable(&k.name), k.count)
-                }),
-            ]
+            std::iter::once(format!(
+                "{}{}",
+                "  ".repeat(range.depth as usize),
+                printable(&range.path)
+            ))
+            .chain(columns.iter().map(|(_, cell)| cell(range, passes)))
+            .chain([(last.1)(range, passes)])
+            .collect()
         })
         .collect();
-    let widths: Vec<usize> = (0..8)
+    let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
                 .map(|r| r[c].chars().count())
@@ -296,22 +433,19 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
                 .unwrap_or(0)
         })
         .collect();
-    let line = |cells: [&str; 8]| {
+    let line = |cells: &[&str]| {
         let mut text = format!("{:<w$}", cells[0], w = widths[0]);
-        for (column, cell) in cells.iter().enumerate().take(7).skip(1) {
+        for (column, cell) in cells.iter().enumerate().take(cells.len() - 1).skip(1) {
             text.push_str(&format!("  {cell:>w$}", w = widths[column]));
         }
         text.push_str("  ");
-        text.push_str(cells[7]);
+        text.push_str(cells[cells.len() - 1]);
         text
     };
-    writeln!(out, "{}", line(header))?;
+    writeln!(out, "{}", line(&header))?;
     for row in &rows {
-        writeln!(
-            out,
-            "{}",
-            line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5], &row[6], &row[7]])
-        )?;
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        writeln!(out, "{}", line(&cells))?;
     }
     for range in analysis.ranges.iter().filter(|r| r.kernels.len() > 1) {
         let kernels: Vec<String> = range
@@ -334,6 +468,46 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
             kernels.join("; ")
         )?;
     }
+    for range in analysis.ranges.iter().filter(|r| !r.os_calls.is_empty()) {
+        let calls: Vec<String> = range
+            .os_calls
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} ×{} ({} per pass)",
+                    printable(&c.name),
+                    c.count,
+                    format_ns(c.total_ns / passes)
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "OS calls in {}: {}",
+            printable(&range.path),
+            calls.join("; ")
+        )?;
+    }
+    for range in analysis.ranges.iter().filter(|r| r.samples > 0) {
+        let functions: Vec<String> = range
+            .sampled_functions
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {:.0} %",
+                    printable(&f.name),
+                    f.samples as f64 * 100.0 / range.samples as f64
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "sampled in {} ({} samples): {}",
+            printable(&range.path),
+            range.samples,
+            functions.join("; ")
+        )?;
+    }
     if analysis.gpu_activities_outside_ranges > 0 {
         writeln!(
             out,
@@ -347,32 +521,77 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
     Ok(())
 }
 
-/// `run --nsys`: the run under Nsight Systems (`lines`, the command
-/// `--print-nsys-command` prints), then the analysis of its report.
+/// `run --nsys`: the run under Nsight Systems (the command
+/// `--print-nsys-command` prints), then the analysis of its report, which
+/// moves it into the run directory. nsys's output (the run's own among it)
+/// goes to stderr without its progress bars; the analysis to stdout.
+///
+/// When nsys fails, its own message is above the error line, and what the
+/// run left is put right: the report directory, the run's claim and any
+/// half-written run directory go.
 pub fn run_under_nsys(
-    lines: &[Vec<String>],
-    run_dir: &Path,
+    command: &NsysCommand,
+    json: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let printed = profiling_core::driver::nsys::render_command(lines);
+    let printed = command.render();
+    let run_dir = &command.run_dir;
     if !on_path("nsys") {
         writeln!(
             err,
-            "error: --nsys needs Nsight Systems, and nsys is not on PATH: run this where it is, then `profile-cli analyze {}`:\n{printed}",
-            run_dir.display()
+            "error: --nsys needs Nsight Systems, and nsys is not on PATH (scripts/setup-nsys installs it): run this where it is:\n{printed}"
         )?;
         return Ok(EXIT_USAGE);
     }
-    let words: Vec<&String> = lines.iter().flatten().collect();
+    // A report left by an earlier attempt is not this run's.
+    let _ = std::fs::remove_dir_all(&command.report_dir);
+    if let Err(error) = std::fs::create_dir_all(&command.report_dir) {
+        writeln!(
+            err,
+            "error: cannot make {} for Nsight's report: {error}",
+            command.report_dir.display()
+        )?;
+        return Ok(EXIT_TARGET_FAILED);
+    }
     writeln!(err, "running under Nsight Systems:\n{printed}")?;
     out.flush()?;
-    let status = Command::new(words[0])
-        .args(&words[1..])
-        .status()
-        .map_err(|e| anyhow::anyhow!("cannot start nsys: {e}"))?;
-    if !status.success() {
-        writeln!(err, "error: the run under nsys failed ({status})")?;
+    // Ctrl-C reaches nsys and the run, which stop and say so; this process
+    // waits for them, then tidies up.
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handlers: Vec<_> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+        .into_iter()
+        .filter_map(|signal| signal_hook::flag::register(signal, interrupted.clone()).ok())
+        .collect();
+    let status = run_filtered(&command.lines, err);
+    for handler in handlers {
+        signal_hook::low_level::unregister(handler);
+    }
+    let status = match status {
+        Ok(status) => status,
+        Err(error) => {
+            tidy_after_failure(command);
+            writeln!(err, "error: cannot run nsys: {error}")?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    };
+    let report = command.report_dir.join(format!("{REPORT_STEM}.nsys-rep"));
+    if !status.success() || !report.is_file() {
+        let why = if status.success() {
+            format!("nsys ended without writing {}", report.display())
+        } else {
+            format!("the run under Nsight Systems failed ({status})")
+        };
+        tidy_after_failure(command);
+        let kept = if run_dir.join("manifest.yaml").is_file() {
+            format!(
+                "; the run itself is in {}, without Nsight's report",
+                run_dir.display()
+            )
+        } else {
+            "; nothing of the run was kept".to_owned()
+        };
+        writeln!(err, "error: {why}: nsys's own message is above{kept}")?;
         return Ok(status
             .code()
             .and_then(|c| u8::try_from(c).ok())
@@ -380,13 +599,70 @@ pub fn run_under_nsys(
             .unwrap_or(EXIT_TARGET_FAILED));
     }
     let args = AnalyzeArgs {
-        path: run_dir.to_path_buf(),
+        path: run_dir.clone(),
         capture_range: None,
         kernels: 3,
-        json: false,
+        json,
         force: false,
+        quiet: false,
     };
     analyze_command(args, out, err)
+}
+
+/// Runs `lines` as one command, its stdout and stderr (one pipe, so their
+/// order holds) to `err` line by line without nsys's progress bars.
+fn run_filtered(
+    lines: &[Vec<String>],
+    err: &mut dyn Write,
+) -> std::io::Result<std::process::ExitStatus> {
+    use std::io::Read;
+    let words: Vec<&String> = lines.iter().flatten().collect();
+    let (mut reader, writer) = std::io::pipe()?;
+    let mut child = {
+        let mut command = Command::new(words[0]);
+        command
+            .args(&words[1..])
+            .stdin(Stdio::null())
+            .stdout(writer.try_clone()?)
+            .stderr(writer);
+        // The command, and with it this process's end of the pipe, goes
+        // here: the reader sees the end when nsys and the run are done.
+        command.spawn()?
+    };
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(error);
+            }
+        };
+        pending.extend_from_slice(&chunk[..read]);
+        if let Some(end) = pending.iter().rposition(|&b| b == b'\n') {
+            let complete: Vec<u8> = pending.drain(..=end).collect();
+            let _ = err.write_all(without_progress(&String::from_utf8_lossy(&complete)).as_bytes());
+        }
+    }
+    if !pending.is_empty() {
+        let _ = err.write_all(without_progress(&String::from_utf8_lossy(&pending)).as_bytes());
+    }
+    child.wait()
+}
+
+/// After nsys failed: its report directory goes, and what the run under
+/// it left (its claim, a half-written run directory) is put right as the
+/// next run of the id would.
+fn tidy_after_failure(command: &NsysCommand) {
+    let _ = std::fs::remove_dir_all(&command.report_dir);
+    if let Ok(claim) = profiling_core::driver::run_dir::RunClaim::take(&command.run_dir) {
+        let _ = profiling_core::driver::run_dir::recover(&command.run_dir, &claim);
+        drop(claim);
+    }
 }
 
 #[cfg(test)]

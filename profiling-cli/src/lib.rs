@@ -343,8 +343,8 @@ pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> 
                 },
             )
         }
-        (Command::Run(_), outcome::Outcome::Nsys { lines, run_dir }) => {
-            analyze::run_under_nsys(&lines, &run_dir, &mut out, &mut err)
+        (Command::Run(run_args), outcome::Outcome::Nsys { command }) => {
+            analyze::run_under_nsys(&command, run_args.json, &mut out, &mut err)
         }
         (Command::Ab(ab_args), outcome::Outcome::Paired(paired)) => {
             ab::after_pair(paired, &ab_args, &mut out, &mut err)

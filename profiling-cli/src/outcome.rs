@@ -58,11 +58,10 @@ pub(crate) struct Swept {
 pub(crate) enum Outcome {
     /// After `run`.
     Run(Ran),
-    /// `run --nsys`: the command lines to run under Nsight, and the run's
-    /// directory, where its report goes.
+    /// `run --nsys`: the command that runs the profiling binary under
+    /// Nsight and moves the report into the run's directory.
     Nsys {
-        lines: Vec<Vec<String>>,
-        run_dir: PathBuf,
+        command: profiling_core::driver::nsys::NsysCommand,
     },
     /// After `sweep`.
     Sweep(Swept),

@@ -11,6 +11,7 @@ use clap::Args;
 use profiling_core::device::Device;
 use profiling_core::driver::config::{GpuTiming, MemoryMode, Overrides, RecordLoading};
 use profiling_core::driver::registry;
+use profiling_core::driver::nsys::{NsysCapture, NsysCommand};
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
 use crate::{cache, decide, outcome, summary, warn_of_a_debug_build, Streams};
@@ -91,9 +92,15 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// Run under Nsight Systems (the command --print-nsys-command prints), then analyze its
-    /// report: GPU time per range. Needs nsys on PATH; without it, exit 2 with the command.
+    /// report: per range, host and GPU time and the time blocked in OS calls. Needs nsys on PATH
+    /// (scripts/setup-nsys); without it, exit 2 with the command.
     #[arg(long, conflicts_with = "print_nsys_command")]
     pub(crate) nsys: bool,
+    /// With --nsys or --print-nsys-command: also sample the CPU and trace context switches (the
+    /// top functions per range). Off by default: Nsight Systems 2022.4 can hang at the end of
+    /// such a capture on a busy machine.
+    #[arg(long)]
+    pub(crate) nsys_sample: bool,
     /// Write no report.html beside the manifest (also `write_report: false` in the config).
     #[arg(long)]
     pub(crate) no_report: bool,
@@ -396,7 +403,7 @@ pub(crate) fn run(
         Err(error) => return streams.fail(&error),
     };
     if args.print_nsys_command {
-        return print_nsys_command(&planned, &mut streams);
+        return print_nsys_command(&args, &planned, &mut streams);
     }
     if args.nsys {
         return under_nsys(&args, &planned, &mut streams);
@@ -446,24 +453,37 @@ pub(crate) fn run(
     after_run(ran, &args, &mut streams)
 }
 
-/// The nsys command lines that capture the planned run, and its directory.
-fn nsys_lines_of(planned: &session::Planned) -> (Vec<Vec<String>>, PathBuf) {
+/// The nsys command that captures the planned run.
+fn nsys_command_of(args: &RunArgs, planned: &session::Planned) -> NsysCommand {
     let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
     let run_dir = session::absolute(&planned.run_dir);
     let command = session::explicit_command(planned, &program);
-    let lines =
-        profiling_core::driver::nsys::nsys_lines(&run_dir, &planned.config.capture_range, &command);
-    (lines, run_dir)
+    // A profiling binary of a workspace of one's own does not analyze: the
+    // installed profile-cli does.
+    let analyzer = if cfg!(feature = "full") {
+        program.to_string_lossy().into_owned()
+    } else {
+        "profile-cli".to_owned()
+    };
+    profiling_core::driver::nsys::nsys_command(
+        &NsysCapture {
+            run_dir: &run_dir,
+            capture_range: &planned.config.capture_range,
+            cuda: planned.config.device.is_cuda(),
+            sample: args.nsys_sample,
+        },
+        &command,
+        &analyzer,
+    )
 }
 
 /// `run --print-nsys-command`: the command, and nothing run.
-fn print_nsys_command(planned: &session::Planned, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
-    let (lines, _) = nsys_lines_of(planned);
-    writeln!(
-        streams.out,
-        "{}",
-        profiling_core::driver::nsys::render_command(&lines)
-    )?;
+fn print_nsys_command(
+    args: &RunArgs,
+    planned: &session::Planned,
+    streams: &mut Streams<'_>,
+) -> anyhow::Result<u8> {
+    writeln!(streams.out, "{}", nsys_command_of(args, planned).render())?;
     if let Err(error) = session::check_run_dir_free(planned) {
         writeln!(
             streams.err,
@@ -484,13 +504,13 @@ fn under_nsys(
     if let Err(error) = session::check_run_dir_free(planned) {
         return streams.fail(&error);
     }
-    let (lines, run_dir) = nsys_lines_of(planned);
+    let command = nsys_command_of(args, planned);
     if let Some(file) = &args.outcome {
-        outcome::write(file, &outcome::Outcome::Nsys { lines, run_dir })?;
+        outcome::write(file, &outcome::Outcome::Nsys { command })?;
         return Ok(EXIT_OK);
     }
     #[cfg(feature = "full")]
-    return crate::analyze::run_under_nsys(&lines, &run_dir, streams.out, streams.err);
+    return crate::analyze::run_under_nsys(&command, args.json, streams.out, streams.err);
     #[cfg(not(feature = "full"))]
     return streams.refuse(
         "run --nsys analyzes Nsight's report, which this profiling binary does not: run it through `profile-cli run ... --nsys`",

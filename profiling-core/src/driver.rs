@@ -33,7 +33,10 @@ pub mod interrupt {
 }
 /// The Nsight Systems command line that captures a run.
 pub mod nsys {
-    pub use crate::nsys::{nsys_lines, render_command, shell_quote};
+    pub use crate::nsys::{
+        nsys_command, render_command, report_dir, shell_quote, NsysCapture, NsysCommand,
+        REPORT_DIR_SUFFIX, REPORT_STEM,
+    };
 }
 /// What a panic in a target prints.
 pub mod panics {
@@ -48,7 +51,9 @@ pub mod registry {
 }
 /// The run directory: writing its files, and what a stopped write left.
 pub mod run_dir {
-    pub use crate::run_dir::{clean_leftovers, leftovers, write_atomically, write_run, TraceInput};
+    pub use crate::run_dir::{
+        clean_leftovers, leftovers, recover, write_atomically, write_run, RunClaim, TraceInput,
+    };
 }
 /// Running a target: warmup, the measured passes inside the capture range, the outcome.
 pub mod runner {

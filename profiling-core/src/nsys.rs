@@ -1,37 +1,138 @@
 //! The Nsight Systems command that captures exactly one run's capture range.
 //!
-//! Printed, never run: the user starts it on the machine with the GPU and
-//! Nsight. One word per line, joined by ` \` continuations, each word
-//! quoted for a POSIX shell where it needs to be.
+//! `run --nsys` runs it and `--print-nsys-command` prints it: one word per
+//! line, joined by ` \` continuations, each word quoted for a POSIX shell
+//! where it needs to be.
+//!
+//! Nsight writes its report when the capture range closes, while the run
+//! goes on, and the run directory appears only when the run is whole (a
+//! staging directory renamed into place). So nsys writes into a directory of
+//! its own beside the run's, [`report_dir`] (`.<run id>.nsys/`), which
+//! exists before nsys starts, and `analyze`, the command's last step, moves
+//! the report into the finished run directory.
+//!
+//! What nsys records is chosen for a capture that ends by itself on any
+//! machine: NVTX and OS runtime calls always, CUDA on a CUDA device, and no
+//! collector built on perf events (CPU sampling, context switches) unless
+//! asked for ([`NsysCapture::sample`]): with those, Nsight Systems 2022.4
+//! hangs at the end of the capture, or of the process, in about half the
+//! runs on a busy machine (docs/guide/nsight.md has the counts).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The lines of the `nsys profile` command around `command`, the
-/// profiling command with every setting spelled out (a program and its
-/// subcommand on its first line, then one option and its value per line).
-pub fn nsys_lines(
-    run_dir: &Path,
-    capture_range: &str,
+/// The directory nsys writes a run's report into: `.<run id>.nsys/`
+/// beside the run directory.
+pub fn report_dir(run_dir: &Path) -> PathBuf {
+    let name = run_dir
+        .file_name()
+        .map_or_else(|| "run".into(), |n| n.to_string_lossy());
+    run_dir.with_file_name(format!(".{name}{REPORT_DIR_SUFFIX}"))
+}
+
+/// What ends the name of [`report_dir`].
+pub const REPORT_DIR_SUFFIX: &str = ".nsys";
+
+/// The report's name, without its extension, in [`report_dir`] and in the
+/// run directory.
+pub const REPORT_STEM: &str = "trace";
+
+/// What one capture records.
+#[derive(Debug, Clone)]
+pub struct NsysCapture<'a> {
+    /// The run directory the report ends in.
+    pub run_dir: &'a Path,
+    /// The NVTX range that starts and stops the capture.
+    pub capture_range: &'a str,
+    /// Trace CUDA calls and GPU work (a CUDA device).
+    pub cuda: bool,
+    /// Sample the CPU and trace context switches (perf events).
+    pub sample: bool,
+}
+
+/// The nsys command around a profiling command: the directory it writes
+/// into, made first, and the step that moves its report into the run
+/// directory after it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NsysCommand {
+    /// The run directory the report ends in.
+    pub run_dir: PathBuf,
+    /// Made before nsys starts: [`report_dir`].
+    pub report_dir: PathBuf,
+    /// `nsys profile` and its options, then the profiling command.
+    pub lines: Vec<Vec<String>>,
+    /// After nsys ended well: `analyze RUN_DIR`, which moves the report in.
+    pub finish: Vec<String>,
+}
+
+/// The nsys command around `command`, the profiling command with every
+/// setting spelled out (a program and its subcommand on its first line,
+/// then one option and its value per line); `analyzer` is the program whose
+/// `analyze` finishes it.
+pub fn nsys_command(
+    capture: &NsysCapture<'_>,
     command: &[Vec<String>],
-) -> Vec<Vec<String>> {
+    analyzer: &str,
+) -> NsysCommand {
     let line = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
-    let trace = run_dir.join("trace").to_string_lossy().into_owned();
-    let capture = format!("--nvtx-capture={capture_range}@*");
+    let report_dir = report_dir(capture.run_dir);
+    let output = report_dir.join(REPORT_STEM).to_string_lossy().into_owned();
+    let trace = if capture.cuda {
+        "--trace=cuda,nvtx,osrt"
+    } else {
+        "--trace=nvtx,osrt"
+    };
+    let (sample, switches) = if capture.sample {
+        ("--sample=process-tree", "--cpuctxsw=process-tree")
+    } else {
+        ("--sample=none", "--cpuctxsw=none")
+    };
+    let nvtx_capture = format!("--nvtx-capture={}@*", capture.capture_range);
     let mut lines = vec![
         line(&["nsys", "profile"]),
-        line(&["-o", &trace]),
-        line(&["--trace=cuda,osrt,nvtx"]),
-        line(&["--sample=cpu"]),
-        line(&["--cpuctxsw=process-tree"]),
+        line(&["-o", &output]),
+        // The directory is the command's own: a report left by an earlier
+        // attempt is replaced.
+        line(&["--force-overwrite=true"]),
+        line(&[trace]),
+        line(&[sample]),
+        line(&[switches]),
         line(&["--capture-range=nvtx"]),
+        // The run goes on after the capture: it writes its files, then ends.
         line(&["--capture-range-end=stop"]),
-        line(&[&capture]),
+        line(&[&nvtx_capture]),
         // Lets Nsight match a capture range named by a plain, unregistered string.
         line(&["-e", "NSYS_NVTX_PROFILER_REGISTER_ONLY=0"]),
         line(&["--trace-fork-before-exec=true"]),
     ];
     lines.extend(command.iter().cloned());
-    lines
+    NsysCommand {
+        run_dir: capture.run_dir.to_path_buf(),
+        report_dir,
+        lines,
+        finish: vec![
+            analyzer.to_owned(),
+            "analyze".to_owned(),
+            capture.run_dir.to_string_lossy().into_owned(),
+        ],
+    }
+}
+
+impl NsysCommand {
+    /// The whole command as a shell runs it: the directory made, nsys, then
+    /// the analysis that moves the report in, each step only when the one
+    /// before succeeded.
+    pub fn render(&self) -> String {
+        let mkdir = render_command(&[vec![
+            "mkdir".to_owned(),
+            "-p".to_owned(),
+            self.report_dir.to_string_lossy().into_owned(),
+        ]]);
+        let finish = render_command(std::slice::from_ref(&self.finish));
+        format!(
+            "{mkdir} && {} \\\n  && {finish}",
+            render_command(&self.lines)
+        )
+    }
 }
 
 /// Renders lines of words as one shell command with ` \` continuations,
@@ -81,9 +182,8 @@ mod tests {
         assert_eq!(shell_quote("a b"), "'a b'");
     }
 
-    #[test]
-    fn one_option_per_line_with_continuations() {
-        let command = vec![
+    fn command(cuda: bool, sample: bool) -> NsysCommand {
+        let profiling = vec![
             vec![
                 "/bin/profile-cli".to_owned(),
                 "run".to_owned(),
@@ -91,25 +191,55 @@ mod tests {
             ],
             vec!["--run-id".to_owned(), "r1".to_owned()],
         ];
-        let text = render_command(&nsys_lines(
-            Path::new("/r/runs/r1"),
-            "profile-target",
-            &command,
-        ));
+        nsys_command(
+            &NsysCapture {
+                run_dir: Path::new("/r/runs/r1"),
+                capture_range: "profile-target",
+                cuda,
+                sample,
+            },
+            &profiling,
+            "/bin/profile-cli",
+        )
+    }
+
+    #[test]
+    fn one_option_per_line_between_the_report_directory_and_the_analysis() {
+        let text = command(false, false).render();
         let expected = [
-            "nsys profile \\",
-            "  -o /r/runs/r1/trace \\",
-            "  --trace=cuda,osrt,nvtx \\",
-            "  --sample=cpu \\",
-            "  --cpuctxsw=process-tree \\",
+            "mkdir -p /r/runs/.r1.nsys && nsys profile \\",
+            "  -o /r/runs/.r1.nsys/trace \\",
+            "  --force-overwrite=true \\",
+            "  --trace=nvtx,osrt \\",
+            "  --sample=none \\",
+            "  --cpuctxsw=none \\",
             "  --capture-range=nvtx \\",
             "  --capture-range-end=stop \\",
             "  '--nvtx-capture=profile-target@*' \\",
             "  -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0 \\",
             "  --trace-fork-before-exec=true \\",
             "  /bin/profile-cli run smoke \\",
-            "  --run-id r1",
+            "  --run-id r1 \\",
+            "  && /bin/profile-cli analyze /r/runs/r1",
         ];
         assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+    }
+
+    #[test]
+    fn cuda_is_traced_on_a_cuda_device_and_perf_collectors_only_when_asked() {
+        let cuda = command(true, false).lines.concat();
+        assert!(cuda.contains(&"--trace=cuda,nvtx,osrt".to_owned()));
+        let sampled = command(false, true).lines.concat();
+        assert!(sampled.contains(&"--trace=nvtx,osrt".to_owned()));
+        assert!(sampled.contains(&"--sample=process-tree".to_owned()));
+        assert!(sampled.contains(&"--cpuctxsw=process-tree".to_owned()));
+    }
+
+    #[test]
+    fn the_report_directory_is_a_hidden_sibling_of_the_run() {
+        assert_eq!(
+            report_dir(Path::new("/x/runs/20261203T101010Z")),
+            Path::new("/x/runs/.20261203T101010Z.nsys")
+        );
     }
 }

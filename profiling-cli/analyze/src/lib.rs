@@ -1,5 +1,6 @@
-//! GPU time per NVTX range, from the SQLite export of an Nsight Systems
-//! report (`nsys export --type sqlite`).
+//! Per NVTX range, what Nsight Systems recorded, from the SQLite export of
+//! its report (`nsys export --type sqlite`): GPU time, OS runtime calls and
+//! CPU samples.
 //!
 //! Inside the capture range, every push/pop range is keyed by its path
 //! (the ranges it is nested in on its thread, outermost first, below the
@@ -8,16 +9,22 @@
 //! memsets whose CUDA runtime call (joined through `correlationId`) started
 //! inside it. Per range: host time, GPU busy time (the union of that work's
 //! intervals), the sum of its durations, and the time from the first launch
-//! to the last completion; its top kernels; and per pass, how busy the GPU
-//! was and its longest idle gap.
+//! to the last completion; its top kernels; the OS runtime calls made on its
+//! thread while it was open (`OSRT_API`: where it waited) and the functions
+//! its thread was sampled in (`COMPOSITE_EVENTS` and `SAMPLING_CALLCHAINS`:
+//! what it ran); and per pass, how busy the GPU was and its longest idle
+//! gap.
 //!
 //! The export's schema is NVIDIA's documented one: `StringIds`,
 //! `NVTX_EVENTS` (push/pop ranges have `eventType` 59; the text is inline
-//! in `text` or in `StringIds` through `textId`), `CUPTI_ACTIVITY_KIND_RUNTIME`,
+//! in `text`, as Nsight Systems 2022.4 writes it, or in `StringIds` through
+//! `textId`, as later versions do), `CUPTI_ACTIVITY_KIND_RUNTIME`,
 //! `CUPTI_ACTIVITY_KIND_KERNEL`, `CUPTI_ACTIVITY_KIND_MEMCPY`,
-//! `CUPTI_ACTIVITY_KIND_MEMSET`, `ThreadNames`. Tables are created lazily: a
-//! missing one means no such events. Columns are selected by name; a
-//! `globalTid` holds the process id above bit 24 and the thread id below.
+//! `CUPTI_ACTIVITY_KIND_MEMSET`, `OSRT_API`, `COMPOSITE_EVENTS`,
+//! `SAMPLING_CALLCHAINS`, `ThreadNames`, `EXPORT_META_DATA`. Tables are
+//! created lazily: a missing one means no such events (a CPU capture has no
+//! CUDA table at all). Columns are selected by name; a `globalTid` holds the
+//! process id above bit 24 and the thread id below.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -61,7 +68,8 @@ pub enum AnalyzeError {
 #[derive(Debug, Clone)]
 pub struct Request {
     pub capture_range: String,
-    /// Kernels listed per range, by GPU time.
+    /// Kernels listed per range, by GPU time; OS calls and sampled
+    /// functions listed per range, likewise.
     pub kernels: usize,
 }
 
@@ -72,6 +80,25 @@ pub struct KernelSummary {
     pub count: u64,
     pub total_ns: u64,
     pub median_ns: u64,
+}
+
+/// Time a range spent in one OS runtime call (`read`, `nanosleep`,
+/// `pthread_cond_wait`, ...), as Nsight's OS runtime trace recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OsCall {
+    pub name: String,
+    pub count: u64,
+    pub total_ns: u64,
+}
+
+/// A function the CPU was sampled in while a range was open: the leaf
+/// frame of each sample's call chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampledFunction {
+    pub name: String,
+    /// The binary or library it is in.
+    pub module: String,
+    pub samples: u64,
 }
 
 /// One range path over every pass.
@@ -95,6 +122,19 @@ pub struct RangeAnalysis {
     pub launch_to_completion: Option<DurationStats>,
     /// The top kernels by GPU time.
     pub kernels: Vec<KernelSummary>,
+    /// Over every call: the time spent in OS runtime calls made on the
+    /// range's thread while it was open (blocked, or in the kernel).
+    #[serde(default)]
+    pub os_runtime_ns: u64,
+    /// Those calls by name, the longest first.
+    #[serde(default)]
+    pub os_calls: Vec<OsCall>,
+    /// CPU samples taken on the range's thread while it was open.
+    #[serde(default)]
+    pub samples: u64,
+    /// The functions most of them were in, the most sampled first.
+    #[serde(default)]
+    pub sampled_functions: Vec<SampledFunction>,
     /// The host median the run's own manifest has for this path, when the
     /// export was analyzed beside its run (`profile-cli analyze` fills it).
     #[serde(default)]
@@ -132,7 +172,25 @@ pub struct Analysis {
     /// any range of it.
     pub gpu_activities: u64,
     pub gpu_activities_outside_ranges: u64,
+    /// The Nsight Systems version that exported the report, when it says.
+    #[serde(default)]
+    pub nsys_version: Option<String>,
+    /// Whether the report has CUDA tables at all: a capture without
+    /// `--trace=cuda`, or without GPU work, has none, and its GPU columns
+    /// say nothing.
+    #[serde(default = "yes")]
+    pub cuda_traced: bool,
+    /// Whether it traced OS runtime calls (`--trace=osrt`).
+    #[serde(default)]
+    pub os_runtime_traced: bool,
+    /// CPU samples in the capture (`--sample`); 0 without sampling.
+    #[serde(default)]
+    pub cpu_samples: u64,
     pub notes: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 struct Range {
@@ -298,11 +356,16 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
     let activities = gpu_activities(&connection, path, &tables, pid)?;
     let (launched_in_capture, outside) = attribute_launches(&mut instances, &launches, &activities);
 
+    let os_calls = os_runtime_calls(&connection, path, &tables, pid, capture)?;
+    let samples = cpu_samples(&connection, path, &tables, pid, capture)?;
+    let host = HostEvents::attribute(&nodes, &instances, &os_calls, &samples);
+
     let ranges = summarize_paths(
         &nodes,
         &instances,
         &activities,
         &thread_names,
+        &host,
         request.kernels,
     );
     let pass_analyses = pass_figures(&passes, &instances, &activities, capture);
@@ -310,6 +373,17 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         notes.push(
             "no `iteration <i>` pass range inside the capture: no per-pass figures".to_owned(),
         );
+    }
+    let cuda_traced = [
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ]
+    .iter()
+    .any(|table| tables.contains_key(*table));
+    if !cuda_traced {
+        notes.push("the report holds no CUDA trace (a CPU capture, or no GPU work): host times and OS runtime calls only".to_owned());
     }
     if launches.is_empty() && !activities.is_empty() {
         notes.push("the export has GPU activity but no CUDA runtime calls to tie it to ranges (capture with --trace cuda)".to_owned());
@@ -338,6 +412,10 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         ranges,
         gpu_activities: launched_in_capture,
         gpu_activities_outside_ranges: outside,
+        nsys_version: export_version(&connection, &tables),
+        cuda_traced,
+        os_runtime_traced: tables.contains_key("OSRT_API"),
+        cpu_samples: samples.values().map(|list| list.len() as u64).sum(),
         notes,
     })
 }
@@ -718,6 +796,238 @@ fn gpu_activities(
     Ok(activities)
 }
 
+/// The Nsight Systems version the export names (`EXPORT_META_DATA`,
+/// written since 2021), if any.
+fn export_version(connection: &Connection, tables: &HashMap<String, Vec<String>>) -> Option<String> {
+    if !tables.contains_key("EXPORT_META_DATA") {
+        return None;
+    }
+    connection
+        .query_row(
+            "SELECT value FROM EXPORT_META_DATA WHERE name = 'EXPORT_PRODUCT_VERSION'",
+            [],
+            |row| row.get::<_, String>(0),
+        )
+        .ok()
+}
+
+/// An OS runtime call on a thread: start, end, name.
+struct OsRuntimeCall {
+    start: i64,
+    end: i64,
+    name: String,
+}
+
+/// A CPU sample on a thread: its time and leaf function (name, module).
+struct Sample {
+    time: i64,
+    function: (String, String),
+}
+
+/// The OS runtime calls of process `pid` inside the capture, by thread,
+/// sorted by start. Only the outermost of nested calls counts (a `fread`
+/// that calls `read` is one call), so times are not counted twice.
+fn os_runtime_calls(
+    connection: &Connection,
+    path: &Path,
+    tables: &HashMap<String, Vec<String>>,
+    pid: u64,
+    capture: &Range,
+) -> Result<HashMap<i64, Vec<OsRuntimeCall>>, AnalyzeError> {
+    let Some(columns) = tables.get("OSRT_API") else {
+        return Ok(HashMap::new());
+    };
+    let has = |column: &str| columns.iter().any(|c| c == column);
+    if !["start", "end", "globalTid"].iter().all(|c| has(c)) {
+        return Ok(HashMap::new());
+    }
+    let name = if has("nameId") {
+        "COALESCE(s.value, '[unnamed]') FROM OSRT_API o LEFT JOIN StringIds s ON s.id = o.nameId"
+    } else {
+        "'[OS call]' FROM OSRT_API o"
+    };
+    let outermost = if has("nestingLevel") {
+        " AND (o.nestingLevel IS NULL OR o.nestingLevel = 0)"
+    } else {
+        ""
+    };
+    let query = format!(
+        "SELECT o.start, o.end, o.globalTid, {name} WHERE o.end > o.start AND o.start >= ?1 AND o.end <= ?2{outermost}"
+    );
+    let mut statement = connection.prepare(&query).map_err(sql(path))?;
+    let rows = statement
+        .query_map([capture.start, capture.end], |row| {
+            Ok((
+                row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                OsRuntimeCall {
+                    start: row.get(0)?,
+                    end: row.get(1)?,
+                    name: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                },
+            ))
+        })
+        .map_err(sql(path))?;
+    let mut by_thread: HashMap<i64, Vec<OsRuntimeCall>> = HashMap::new();
+    for row in rows {
+        let (tid, call) = row.map_err(sql(path))?;
+        if pid_of(tid) == pid {
+            by_thread.entry(tid).or_default().push(call);
+        }
+    }
+    for calls in by_thread.values_mut() {
+        calls.sort_by_key(|call| call.start);
+    }
+    Ok(by_thread)
+}
+
+/// The CPU samples of process `pid` inside the capture, by thread, sorted
+/// by time, each with the leaf frame of its call chain
+/// (`COMPOSITE_EVENTS` joined with `SAMPLING_CALLCHAINS` at depth 0).
+fn cpu_samples(
+    connection: &Connection,
+    path: &Path,
+    tables: &HashMap<String, Vec<String>>,
+    pid: u64,
+    capture: &Range,
+) -> Result<HashMap<i64, Vec<Sample>>, AnalyzeError> {
+    let has = |table: &str, column: &str| {
+        tables
+            .get(table)
+            .is_some_and(|columns| columns.iter().any(|c| c == column))
+    };
+    let needed = [
+        ("COMPOSITE_EVENTS", "id"),
+        ("COMPOSITE_EVENTS", "start"),
+        ("COMPOSITE_EVENTS", "globalTid"),
+        ("SAMPLING_CALLCHAINS", "id"),
+        ("SAMPLING_CALLCHAINS", "symbol"),
+        ("SAMPLING_CALLCHAINS", "stackDepth"),
+    ];
+    if !needed.iter().all(|(table, column)| has(table, column)) {
+        return Ok(HashMap::new());
+    }
+    let (module, join) = if has("SAMPLING_CALLCHAINS", "module") {
+        ("m.value", "LEFT JOIN StringIds m ON m.id = c.module")
+    } else {
+        ("NULL", "")
+    };
+    let query = format!(
+        "SELECT e.start, e.globalTid, s.value, {module} FROM COMPOSITE_EVENTS e \
+         JOIN SAMPLING_CALLCHAINS c ON c.id = e.id AND c.stackDepth = 0 \
+         LEFT JOIN StringIds s ON s.id = c.symbol {join} \
+         WHERE e.start >= ?1 AND e.start <= ?2"
+    );
+    let mut statement = connection.prepare(&query).map_err(sql(path))?;
+    let rows = statement
+        .query_map([capture.start, capture.end], |row| {
+            Ok((
+                row.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                Sample {
+                    time: row.get(0)?,
+                    function: (
+                        row.get::<_, Option<String>>(2)?
+                            .unwrap_or_else(|| "[unresolved]".to_owned()),
+                        row.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                    ),
+                },
+            ))
+        })
+        .map_err(sql(path))?;
+    let mut by_thread: HashMap<i64, Vec<Sample>> = HashMap::new();
+    for row in rows {
+        let (tid, sample) = row.map_err(sql(path))?;
+        if pid_of(tid) == pid {
+            by_thread.entry(tid).or_default().push(sample);
+        }
+    }
+    for samples in by_thread.values_mut() {
+        samples.sort_by_key(|sample| sample.time);
+    }
+    Ok(by_thread)
+}
+
+/// What the host did inside each range path, over all its instances: OS
+/// runtime calls by name (count, time) and samples by function.
+struct HostEvents {
+    os_calls: Vec<HashMap<String, (u64, u64)>>,
+    samples: Vec<HashMap<(String, String), u64>>,
+}
+
+impl HostEvents {
+    /// Each call and sample counts for every instance open around it on
+    /// its thread: a call inside `resize` counts for `preprocess` too.
+    fn attribute(
+        nodes: &[PathNode],
+        instances: &BTreeMap<i64, Vec<Instance>>,
+        os_calls: &HashMap<i64, Vec<OsRuntimeCall>>,
+        samples: &HashMap<i64, Vec<Sample>>,
+    ) -> HostEvents {
+        let mut events = HostEvents {
+            os_calls: vec![HashMap::new(); nodes.len()],
+            samples: vec![HashMap::new(); nodes.len()],
+        };
+        for (tid, list) in instances {
+            for instance in list {
+                let Some(node) = instance.path else { continue };
+                if let Some(calls) = os_calls.get(tid) {
+                    // A call on the range's own thread cannot straddle its
+                    // push or pop: it lies inside the range or outside it.
+                    let first = calls.partition_point(|call| call.start < instance.start);
+                    for call in calls[first..]
+                        .iter()
+                        .take_while(|call| call.start < instance.end)
+                        .filter(|call| call.end <= instance.end)
+                    {
+                        let entry = events.os_calls[node].entry(call.name.clone()).or_default();
+                        entry.0 += 1;
+                        entry.1 += (call.end - call.start) as u64;
+                    }
+                }
+                if let Some(list) = samples.get(tid) {
+                    let first = list.partition_point(|sample| sample.time < instance.start);
+                    for sample in list[first..]
+                        .iter()
+                        .take_while(|sample| sample.time < instance.end)
+                    {
+                        *events.samples[node]
+                            .entry(sample.function.clone())
+                            .or_default() += 1;
+                    }
+                }
+            }
+        }
+        events
+    }
+
+    /// Path `node`'s time in OS calls, its top `listed` calls, its samples
+    /// and top `listed` functions.
+    fn of(&self, node: usize, listed: usize) -> (u64, Vec<OsCall>, u64, Vec<SampledFunction>) {
+        let mut calls: Vec<OsCall> = self.os_calls[node]
+            .iter()
+            .map(|(name, &(count, total_ns))| OsCall {
+                name: name.clone(),
+                count,
+                total_ns,
+            })
+            .collect();
+        let os_ns = calls.iter().map(|call| call.total_ns).sum();
+        calls.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        calls.truncate(listed);
+        let mut functions: Vec<SampledFunction> = self.samples[node]
+            .iter()
+            .map(|((name, module), &samples)| SampledFunction {
+                name: name.clone(),
+                module: module.clone(),
+                samples,
+            })
+            .collect();
+        let sampled = functions.iter().map(|f| f.samples).sum();
+        functions.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.name.cmp(&b.name)));
+        functions.truncate(listed);
+        (os_ns, calls, sampled, functions)
+    }
+}
+
 /// The union of `intervals` within `[from, to]`, and the longest stretch of
 /// `[from, to]` none of them covers.
 fn busy_and_idle(intervals: &[(i64, i64)], from: i64, to: i64) -> (u64, u64) {
@@ -768,6 +1078,7 @@ fn summarize_paths(
     instances: &BTreeMap<i64, Vec<Instance>>,
     activities: &[Activity],
     thread_names: &HashMap<i64, String>,
+    host_events: &HostEvents,
     kernels_listed: usize,
 ) -> Vec<RangeAnalysis> {
     struct Totals {
@@ -847,6 +1158,8 @@ fn summarize_paths(
             kernels.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
             kernels.truncate(kernels_listed);
             let node = &nodes[i];
+            let (os_runtime_ns, os_calls, samples, sampled_functions) =
+                host_events.of(i, kernels_listed);
             Some(RangeAnalysis {
                 path: path_of(i),
                 name: node.name.clone(),
@@ -862,6 +1175,10 @@ fn summarize_paths(
                 gpu_sum_ns: total.sum,
                 launch_to_completion: stats(std::mem::take(&mut total.span)),
                 kernels,
+                os_runtime_ns,
+                os_calls,
+                samples,
+                sampled_functions,
                 manifest_host_p50_ns: None,
             })
         })

@@ -1358,12 +1358,17 @@ fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> String {
     ] {
         lines.push(vec![word(option), value]);
     }
-    let lines = profiling_core::driver::nsys::nsys_lines(
-        &run_dir,
-        profiling_core::driver::config::DEFAULT_CAPTURE_RANGE,
+    let command = profiling_core::driver::nsys::nsys_command(
+        &profiling_core::driver::nsys::NsysCapture {
+            run_dir: &run_dir,
+            capture_range: profiling_core::driver::config::DEFAULT_CAPTURE_RANGE,
+            cuda: request.device.is_cuda(),
+            sample: false,
+        },
         &lines,
+        &program.to_string_lossy(),
     );
-    profiling_core::driver::nsys::render_command(&lines).replace(&*root.to_string_lossy(), "<repo>")
+    command.render().replace(&*root.to_string_lossy(), "<repo>")
 }
 
 /// Writes `files` into a staging directory beside `directory`, then
