@@ -837,12 +837,15 @@ fn print_nsys_command_spells_out_every_setting_and_writes_nothing() {
     ]);
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     let lines: Vec<&str> = outcome.stdout.lines().collect();
-    assert_eq!(lines[0], "nsys profile \\");
-    assert_eq!(lines[1], format!("  -o {dir}/cli-doubler/runs/n1/trace \\"));
+    assert_eq!(
+        lines[0],
+        format!("mkdir -p {dir}/cli-doubler/runs/.n1.nsys && nsys profile \\")
+    );
+    assert_eq!(lines[1], format!("  -o {dir}/cli-doubler/runs/.n1.nsys/trace \\"));
     assert!(lines.contains(&"  '--nvtx-capture=profile-target@*' \\"));
     assert!(lines.contains(&"  -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0 \\"));
     let program = std::env::current_exe().unwrap();
-    let tail: Vec<&str> = lines[10..].to_vec();
+    let tail: Vec<&str> = lines[11..].to_vec();
     assert_eq!(
         tail,
         [
@@ -855,7 +858,12 @@ fn print_nsys_command_spells_out_every_setting_and_writes_nothing() {
             "  --record-loading eager \\",
             "  --seed 3 \\",
             format!("  --output-dir {dir} \\").as_str(),
-            "  --run-id n1",
+            "  --run-id n1 \\",
+            format!(
+                "  && {} analyze {dir}/cli-doubler/runs/n1",
+                program.display()
+            )
+            .as_str(),
         ]
     );
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);

@@ -111,7 +111,8 @@ fn help_reads_as_the_manual() {
 }
 
 /// The profiling command inside what `--print-nsys-command` printed: from
-/// the line naming the binary to the end, continuations joined.
+/// the line naming the binary to the `&&` of the analysis after it,
+/// continuations joined.
 fn printed_profile_command(printed: &str) -> String {
     let lines: Vec<&str> = printed.lines().collect();
     let start = lines
@@ -123,6 +124,7 @@ fn printed_profile_command(printed: &str) -> String {
         .expect("the printed command runs profile-cli");
     lines[start..]
         .iter()
+        .take_while(|l| !l.trim_start().starts_with("&&"))
         .map(|l| l.trim().trim_end_matches('\\').trim())
         .collect::<Vec<_>>()
         .join(" ")
@@ -162,7 +164,8 @@ fn the_printed_nsys_command_runs_as_printed() {
         )
     );
     let printed = String::from_utf8(output.stdout).unwrap();
-    assert!(!printed.contains("--force"), "{printed}");
+    let command = printed_profile_command(&printed);
+    assert!(!command.contains("--force"), "{command}");
 
     let output = profile_cli(&[&smoke[..], &["--force", "--print-nsys-command"]].concat());
     assert_eq!(output.status.code(), Some(0));

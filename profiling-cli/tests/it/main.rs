@@ -14,6 +14,7 @@ mod full_disk;
 mod init;
 mod layout;
 mod memory;
+mod nsys;
 mod ocr;
 mod own_workspace;
 mod real_crates;
