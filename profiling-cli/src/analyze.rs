@@ -672,6 +672,25 @@ mod tests {
     /// A kernel named with an escape sequence (a crafted export) cannot
     /// recolour or clear the terminal: control characters are written as
     /// escapes, the rest as it is.
+    /// nsys draws its progress over one line with carriage returns: the
+    /// frames go, what it says around them stays, a line at a time.
+    #[test]
+    fn progress_bars_are_dropped_and_messages_kept() {
+        let profile = "Capture range ended in the application.\n\
+            [1/1] [0%                          ] r1.nsys-rep\r[1/1] [=====34%               ] r1.nsys-rep\r[1/1] [========================100%] r1.nsys-rep\n\
+            Generated:\n    /r/.r1.nsys/trace.nsys-rep\n";
+        assert_eq!(
+            without_progress(profile),
+            "Capture range ended in the application.\nGenerated:\n    /r/.r1.nsys/trace.nsys-rep\n"
+        );
+        let export = "Exporting 1956 events: [1%        ]\rExporting 1956 events: [===100%]\n";
+        assert_eq!(without_progress(export), "");
+        assert_eq!(exported_events(export), Some(1956));
+        // A run's own line with brackets and a percentage is not a bar.
+        let own = "step  [a] 12.5 % of a pass\n\nerror: [E0425] at 3 %\n";
+        assert_eq!(without_progress(own), own);
+    }
+
     #[test]
     fn names_from_an_export_are_printed_without_their_control_characters() {
         assert_eq!(

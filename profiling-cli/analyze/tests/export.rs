@@ -144,6 +144,8 @@ fn every_range_gets_the_gpu_work_launched_inside_it() {
     let path = dir.path().join("trace.sqlite");
     write_export(&path);
     let analysis = analyze(&path, &request()).unwrap();
+    assert!(analysis.cuda_traced, "an export with CUDA tables");
+    assert_eq!(analysis.nsys_version, None, "no EXPORT_META_DATA");
     assert_eq!((analysis.process_id, analysis.capture_ns), (100, 9_000));
 
     let paths: Vec<(&str, u32, &str, u64)> = analysis
@@ -296,4 +298,125 @@ fn what_is_not_an_export_of_this_capture_is_refused_by_name() {
         error.ends_with("no NVTX range named `capture` (the capture range); the export's ranges include: decode, iteration 0, iteration 1, iteration 2, preprocess, profile-target, resize"),
         "{error}"
     );
+}
+
+/// The tables as Nsight Systems 2022.4 writes them on a CPU capture
+/// (`--trace=nvtx,osrt --sample=process-tree`, read off a real export):
+/// range texts inline, no CUDA table at all, OS runtime calls with their
+/// nesting, samples with their call chains, and the export's metadata.
+const SCHEMA_2022_4_CPU: &str = "
+CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
+CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER, callchainId INTEGER);
+CREATE TABLE COMPOSITE_EVENTS (id INTEGER NOT NULL, start INTEGER NOT NULL, cpu INTEGER, threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER NOT NULL);
+CREATE TABLE SAMPLING_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER, unwindMethod INTEGER, stackDepth INTEGER NOT NULL);
+CREATE TABLE EXPORT_META_DATA (name TEXT, value TEXT);
+INSERT INTO EXPORT_META_DATA VALUES ('EXPORT_PRODUCT_NAME', 'NVIDIA Nsight Systems'), ('EXPORT_PRODUCT_VERSION', '2022.4.2.1');
+";
+
+/// Two passes of `work` holding `read` on the main thread: in each, one
+/// `read` call (with a nested `__read_nocancel` that must not count
+/// twice), three samples in `decode` and one in `memcpy` (inside `read`);
+/// an OS call between ranges and one on another thread, which count for
+/// no range.
+fn write_cpu_export(path: &Path) {
+    let db = Connection::open(path).unwrap();
+    db.execute_batch(SCHEMA_2022_4_CPU).unwrap();
+    for (id, value) in [
+        (1, "read"),
+        (2, "__read_nocancel"),
+        (3, "pthread_mutex_lock"),
+        (4, "decode"),
+        (5, "memcpy"),
+        (6, "main"),
+        (7, "/bin/app"),
+        (8, "libc.so.6"),
+    ] {
+        db.execute("INSERT INTO StringIds VALUES (?1, ?2)", params![id, value])
+            .unwrap();
+    }
+    range(&db, 1_000, 10_000, MAIN, Some("profile-target"), None);
+    let mut sample = 0;
+    let mut sampled = |db: &Connection, time: i64, leaf: i64, module: i64| {
+        sample += 1;
+        db.execute(
+            "INSERT INTO COMPOSITE_EVENTS VALUES (?1, ?2, 0, 1, ?3, 100)",
+            params![sample, time, MAIN],
+        )
+        .unwrap();
+        for (depth, symbol) in [leaf, 6].into_iter().enumerate() {
+            db.execute(
+                "INSERT INTO SAMPLING_CALLCHAINS VALUES (?1, ?2, ?3, 0, 0, NULL, 0, 0, 1, ?4)",
+                params![sample, symbol, module, depth as i64],
+            )
+            .unwrap();
+        }
+    };
+    let osrt = |db: &Connection, start: i64, end: i64, tid: i64, name: i64, nesting: i64| {
+        db.execute(
+            "INSERT INTO OSRT_API VALUES (?1, ?2, 27, ?3, ?4, 0, ?5, 0)",
+            params![start, end, tid, name, nesting],
+        )
+        .unwrap();
+    };
+    for pass in 0..2i64 {
+        let b = 1_000 + 4_000 * pass;
+        range(&db, b, b + 4_000, MAIN, Some(&format!("iteration {pass}")), None);
+        range(&db, b + 100, b + 2_000, MAIN, Some("work"), None);
+        range(&db, b + 500, b + 1_500, MAIN, Some("read"), None);
+        osrt(&db, b + 600, b + 1_400, MAIN, 1, 0);
+        osrt(&db, b + 700, b + 1_300, MAIN, 2, 1);
+        osrt(&db, b + 2_500, b + 3_000, MAIN, 3, 0);
+        osrt(&db, b + 600, b + 1_400, WORKER, 1, 0);
+        for time in [b + 200, b + 300, b + 1_700] {
+            sampled(&db, time, 4, 7);
+        }
+        sampled(&db, b + 1_000, 5, 8);
+    }
+}
+
+/// A CPU capture of Nsight Systems 2022.4: per range, the time in OS
+/// calls made on its thread while it was open (outermost calls only,
+/// counting for the ranges around them too) and the functions it was
+/// sampled in; no GPU columns, and a note that says why.
+#[test]
+fn a_cpu_capture_gives_os_calls_and_samples_per_range_and_says_it_has_no_cuda() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.sqlite");
+    write_cpu_export(&path);
+    let analysis = analyze(&path, &request()).unwrap();
+    assert_eq!(analysis.nsys_version.as_deref(), Some("2022.4.2.1"));
+    assert!(!analysis.cuda_traced);
+    assert!(analysis.os_runtime_traced);
+    assert_eq!(analysis.cpu_samples, 8);
+    assert_eq!(analysis.passes.len(), 2);
+    assert!(analysis
+        .notes
+        .iter()
+        .any(|n| n.starts_with("the report holds no CUDA trace")));
+    let paths: Vec<&str> = analysis.ranges.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["work", "work/read"]);
+    let (work, read) = (&analysis.ranges[0], &analysis.ranges[1]);
+    for range in [work, read] {
+        assert_eq!(range.os_runtime_ns, 2 * 800, "{}", range.path);
+        assert_eq!(
+            range.os_calls,
+            [profiling_analyze::OsCall {
+                name: "read".to_owned(),
+                count: 2,
+                total_ns: 1_600,
+            }]
+        );
+    }
+    assert_eq!(work.samples, 8);
+    let functions: Vec<(&str, &str, u64)> = work
+        .sampled_functions
+        .iter()
+        .map(|f| (f.name.as_str(), f.module.as_str(), f.samples))
+        .collect();
+    assert_eq!(functions, [("decode", "/bin/app", 6), ("memcpy", "libc.so.6", 2)]);
+    assert_eq!(read.samples, 2);
+    assert_eq!(read.sampled_functions[0].name, "memcpy");
+    assert_eq!(work.gpu_busy, None);
 }
