@@ -166,7 +166,11 @@ fn locate(path: &Path, quiet: bool, err: &mut dyn Write) -> Result<Located, Stri
             "`{printed}` failed ({}): {} was not written{}{}",
             output.status,
             export.display(),
-            if said.trim().is_empty() { "" } else { "; nsys said:\n" },
+            if said.trim().is_empty() {
+                ""
+            } else {
+                "; nsys said:\n"
+            },
             said.trim_end()
         ));
     }
@@ -378,9 +382,11 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
     ];
     if analysis.cuda_traced {
         columns.extend([
-            ("GPU busy p50", (|r: &RangeAnalysis, _| {
-                r.gpu_busy.map_or("-".to_owned(), |s| format_ns(s.p50_ns))
-            }) as Cell),
+            (
+                "GPU busy p50",
+                (|r: &RangeAnalysis, _| r.gpu_busy.map_or("-".to_owned(), |s| format_ns(s.p50_ns)))
+                    as Cell,
+            ),
             ("GPU per pass", |r, passes| format_ns(r.gpu_sum_ns / passes)),
             ("launch→done p50", |r, _| {
                 r.launch_to_completion

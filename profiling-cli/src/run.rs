@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use profiling_core::device::Device;
 use profiling_core::driver::config::{GpuTiming, MemoryMode, Overrides, RecordLoading};
-use profiling_core::driver::registry;
 use profiling_core::driver::nsys::{NsysCapture, NsysCommand};
+use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
 use crate::{cache, decide, outcome, summary, warn_of_a_debug_build, Streams};

@@ -841,7 +841,10 @@ fn print_nsys_command_spells_out_every_setting_and_writes_nothing() {
         lines[0],
         format!("mkdir -p {dir}/cli-doubler/runs/.n1.nsys && nsys profile \\")
     );
-    assert_eq!(lines[1], format!("  -o {dir}/cli-doubler/runs/.n1.nsys/trace \\"));
+    assert_eq!(
+        lines[1],
+        format!("  -o {dir}/cli-doubler/runs/.n1.nsys/trace \\")
+    );
     assert!(lines.contains(&"  '--nvtx-capture=profile-target@*' \\"));
     assert!(lines.contains(&"  -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0 \\"));
     let program = std::env::current_exe().unwrap();

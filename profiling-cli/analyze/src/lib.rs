@@ -798,7 +798,10 @@ fn gpu_activities(
 
 /// The Nsight Systems version the export names (`EXPORT_META_DATA`,
 /// written since 2021), if any.
-fn export_version(connection: &Connection, tables: &HashMap<String, Vec<String>>) -> Option<String> {
+fn export_version(
+    connection: &Connection,
+    tables: &HashMap<String, Vec<String>>,
+) -> Option<String> {
     if !tables.contains_key("EXPORT_META_DATA") {
         return None;
     }
@@ -926,7 +929,7 @@ fn cpu_samples(
                     time: row.get(0)?,
                     function: (
                         row.get::<_, Option<String>>(2)?
-                            .unwrap_or_else(|| "[unresolved]".to_owned()),
+                            .map_or_else(|| "[unresolved]".to_owned(), without_rust_hash),
                         row.get::<_, Option<String>>(3)?.unwrap_or_default(),
                     ),
                 },
@@ -944,6 +947,18 @@ fn cpu_samples(
         samples.sort_by_key(|sample| sample.time);
     }
     Ok(by_thread)
+}
+
+/// A Rust symbol as Nsight shows it (`crate::f::h937039e9c0874706`)
+/// without the hash the legacy mangling appends: the same function under
+/// one name across builds.
+fn without_rust_hash(symbol: String) -> String {
+    match symbol.rsplit_once("::h") {
+        Some((name, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            name.to_owned()
+        }
+        _ => symbol,
+    }
 }
 
 /// What the host did inside each range path, over all its instances: OS
@@ -1198,6 +1213,19 @@ mod tests {
         assert_eq!(busy_and_idle(&[(-10, 5), (95, 120)], 0, 100), (10, 90));
         assert_eq!(busy_and_idle(&[], 0, 100), (0, 100));
         assert_eq!(union_length(&[(0, 10), (5, 20), (30, 31)]), 21);
+    }
+
+    #[test]
+    fn rust_symbols_lose_their_hash_and_others_stay() {
+        assert_eq!(
+            without_rust_hash("profiling_examples::work::chain::h937039e9c0874706".to_owned()),
+            "profiling_examples::work::chain"
+        );
+        assert_eq!(
+            without_rust_hash("__memcpy_avx_unaligned_erms".to_owned()),
+            "__memcpy_avx_unaligned_erms"
+        );
+        assert_eq!(without_rust_hash("a::hello".to_owned()), "a::hello");
     }
 
     #[test]

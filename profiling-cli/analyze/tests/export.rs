@@ -362,7 +362,14 @@ fn write_cpu_export(path: &Path) {
     };
     for pass in 0..2i64 {
         let b = 1_000 + 4_000 * pass;
-        range(&db, b, b + 4_000, MAIN, Some(&format!("iteration {pass}")), None);
+        range(
+            &db,
+            b,
+            b + 4_000,
+            MAIN,
+            Some(&format!("iteration {pass}")),
+            None,
+        );
         range(&db, b + 100, b + 2_000, MAIN, Some("work"), None);
         range(&db, b + 500, b + 1_500, MAIN, Some("read"), None);
         osrt(&db, b + 600, b + 1_400, MAIN, 1, 0);
@@ -415,7 +422,10 @@ fn a_cpu_capture_gives_os_calls_and_samples_per_range_and_says_it_has_no_cuda() 
         .iter()
         .map(|f| (f.name.as_str(), f.module.as_str(), f.samples))
         .collect();
-    assert_eq!(functions, [("decode", "/bin/app", 6), ("memcpy", "libc.so.6", 2)]);
+    assert_eq!(
+        functions,
+        [("decode", "/bin/app", 6), ("memcpy", "libc.so.6", 2)]
+    );
     assert_eq!(read.samples, 2);
     assert_eq!(read.sampled_functions[0].name, "memcpy");
     assert_eq!(work.gpu_busy, None);

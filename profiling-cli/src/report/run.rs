@@ -244,59 +244,106 @@ fn memory_section(memory: &MemoryTimings, view: &RunView) -> Markup {
     }
 }
 
-/// The GPU time per range of `analysis.yaml`, or where it will be once the
-/// run's Nsight Systems report is analyzed.
+/// What Nsight Systems recorded per range (`analysis.yaml`): GPU time
+/// where CUDA was traced, time in OS calls where the OS runtime was, the
+/// functions sampled where the CPU was; or where it will be once the run's
+/// Nsight Systems report is analyzed.
 fn nsight_section(analysis: Option<&Analysis>) -> Markup {
     html! {
         section id="nsight" {
-            h2 { "Nsight Systems: GPU time per range" }
+            h2 { "Nsight Systems: per range" }
             @match analysis {
                 None => p.lead {
                     "No Nsight Systems report of this run is analyzed yet: capture one with the command "
                     code { "profile-cli run ... --print-nsys-command" } " prints (or " code { "run --nsys" }
                     "), then " code { "profile-cli analyze" } " this run directory."
                 },
-                Some(analysis) => (gpu_ranges(analysis)),
+                Some(analysis) => (nsight_ranges(analysis)),
             }
         }
     }
 }
 
-fn gpu_ranges(analysis: &Analysis) -> Markup {
+fn nsight_ranges(analysis: &Analysis) -> Markup {
     let passes = analysis.passes.len().max(1) as u64;
+    let gpu = analysis.cuda_traced;
+    let os = analysis.os_runtime_traced;
+    let sampled = analysis.cpu_samples > 0;
+    let version = analysis
+        .nsys_version
+        .as_deref()
+        .map_or_else(String::new, |v| format!(" (Nsight Systems {v})"));
     html! {
         p.lead {
-            "From " code { (analysis.export.display()) }
-            (format!(": the GPU was busy {:.1} % of a pass on average; its longest idle stretch in a pass was {}.",
-                analysis.mean_gpu_busy_fraction * 100.0, format_ns(analysis.largest_gpu_idle_ns)))
+            "From " code { (analysis.export.display()) } (version)
+            @if gpu {
+                (format!(": the GPU was busy {:.1} % of a pass on average; its longest idle stretch in a pass was {}.",
+                    analysis.mean_gpu_busy_fraction * 100.0, format_ns(analysis.largest_gpu_idle_ns)))
+            } @else {
+                ": a capture without CUDA (no GPU columns): host times"
+                @if os { ", the time each range spent in OS runtime calls" }
+                @if sampled { ", the functions its thread was sampled in" }
+                "."
+            }
         }
-        table id="gpu-ranges" class="sortable" {
+        div.scroll { table id="gpu-ranges" class="sortable" {
             thead {
                 tr {
                     th { "range path" } th { "calls" } th { "host p50 (Nsight)" } th { "host p50 (this run)" }
-                    th { "GPU busy p50" } th { "GPU per pass" } th { "first launch to last completion p50" } th { "top kernel" }
+                    @if gpu {
+                        th { "GPU busy p50" } th { "GPU per pass" } th { "first launch to last completion p50" } th { "top kernel" }
+                    }
+                    @if os { th { "in OS calls per pass" } th { "OS calls" } }
+                    @if sampled { th { "samples" } th { "sampled in" } }
                 }
             }
             tbody {
                 @for range in &analysis.ranges {
                     @let per_pass = range.gpu_sum_ns / passes;
+                    @let os_per_pass = range.os_runtime_ns / passes;
                     tr data-gpu-path=(range.path) {
                         td.path { (range.path) }
                         td { (range.count) }
                         (duration_cell(Some(range.host.p50_ns)))
                         (duration_cell(range.manifest_host_p50_ns))
-                        (duration_cell(range.gpu_busy.map(|s| s.p50_ns)))
-                        td data-sort=(per_pass) { (format_ns(per_pass)) }
-                        (duration_cell(range.launch_to_completion.map(|s| s.p50_ns)))
-                        td.path {
-                            @match range.kernels.first() {
-                                Some(k) => { (k.name) " ×" (k.count) },
-                                None => "-",
+                        @if gpu {
+                            (duration_cell(range.gpu_busy.map(|s| s.p50_ns)))
+                            td data-sort=(per_pass) { (format_ns(per_pass)) }
+                            (duration_cell(range.launch_to_completion.map(|s| s.p50_ns)))
+                            td.path {
+                                @match range.kernels.first() {
+                                    Some(k) => { (k.name) " ×" (k.count) },
+                                    None => "-",
+                                }
+                            }
+                        }
+                        @if os {
+                            td data-sort=(os_per_pass) { (format_ns(os_per_pass)) }
+                            td.path data-os-calls=(range.path) {
+                                @if range.os_calls.is_empty() { "-" }
+                                @for (i, call) in range.os_calls.iter().enumerate() {
+                                    @if i > 0 { "; " }
+                                    (call.name) " ×" (call.count) " (" (format_ns(call.total_ns / passes)) " per pass)"
+                                }
+                            }
+                        }
+                        @if sampled {
+                            td data-sort=(range.samples) { (range.samples) }
+                            td.path {
+                                @if range.sampled_functions.is_empty() { "-" }
+                                @for (i, function) in range.sampled_functions.iter().enumerate() {
+                                    @if i > 0 { "; " }
+                                    (function.name) " "
+                                    (format!("{:.0} %", function.samples as f64 * 100.0 / range.samples.max(1) as f64))
+                                }
                             }
                         }
                     }
                 }
             }
+        } }
+        @for note in &analysis.notes {
+            p.note { (note) }
         }
     }
 }

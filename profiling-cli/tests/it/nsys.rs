@@ -101,8 +101,7 @@ fn leftovers(runs: &Path) -> Vec<String> {
 }
 
 fn read_yaml(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml::from_str(&text).unwrap()
 }
 
@@ -176,7 +175,11 @@ fn a_run_under_nsys_ends_by_itself_with_its_report_in_the_run_directory() {
             "analysis.yaml",
             "report.html",
         ] {
-            assert!(run_dir.join(file).is_file(), "{file} in {}", run_dir.display());
+            assert!(
+                run_dir.join(file).is_file(),
+                "{file} in {}",
+                run_dir.display()
+            );
         }
         assert_eq!(leftovers(&runs), Vec::<String>::new(), "attempt {attempt}");
         let manifest = read_yaml(&run_dir.join("manifest.yaml"));
@@ -215,7 +218,10 @@ fn the_time_a_range_waits_in_os_calls_is_what_nsight_recorded() {
     let waited = sleep["os_runtime_ns"].as_u64().unwrap();
     let host: u64 = sleep["host"]["total_ns"].as_u64().unwrap();
     // At least the 20 x 500 µs asked for, and inside the range.
-    assert!(waited >= 20 * 500_000 && waited <= host, "{waited} of {host}");
+    assert!(
+        waited >= 20 * 500_000 && waited <= host,
+        "{waited} of {host}"
+    );
     assert_eq!(range(&analysis, "step")["os_runtime_ns"], waited);
     assert_eq!(range(&analysis, "step/spin")["os_runtime_ns"], 0);
 }
@@ -312,7 +318,12 @@ fn the_printed_command_run_by_hand_gives_the_same_run_directory() {
     );
     let runs = runs_of(out.path(), "spin-and-sleep");
     let run_dir = runs.join("by-hand");
-    for file in ["manifest.yaml", "trace.nsys-rep", "trace.sqlite", "analysis.yaml"] {
+    for file in [
+        "manifest.yaml",
+        "trace.nsys-rep",
+        "trace.sqlite",
+        "analysis.yaml",
+    ] {
         assert!(run_dir.join(file).is_file(), "{file}");
     }
     assert_eq!(leftovers(&runs), Vec::<String>::new());
