@@ -224,6 +224,21 @@ fn the_time_a_range_waits_in_os_calls_is_what_nsight_recorded() {
     );
     assert_eq!(range(&analysis, "step")["os_runtime_ns"], waited);
     assert_eq!(range(&analysis, "step/spin")["os_runtime_ns"], 0);
+
+    // The run's page, in a browser: the same, without GPU columns.
+    let Some(browser) = crate::browser::Browser::or_skip() else {
+        return;
+    };
+    let page = runs_of(out.path(), "spin-and-sleep").join("osrt/report.html");
+    let rendered = browser.dump_dom(&page).dom;
+    let dom = crate::browser::Dom::parse(&rendered);
+    let table = dom.by_id("table", "gpu-ranges");
+    let mut rows = dom.values_inside(table, "td", "data-os-calls");
+    rows.sort();
+    assert_eq!(rows, ["step", "step/sleep", "step/spin"]);
+    let section = &rendered[rendered.find("id=\"nsight\"").unwrap()..];
+    assert!(section.contains("nanosleep ×20 ("), "{section}");
+    assert!(!section.contains("GPU busy"), "{section}");
 }
 
 /// The project's claim that its numbers are the ones Nsight shows: on a
