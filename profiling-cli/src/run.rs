@@ -417,6 +417,7 @@ pub(crate) fn run(
 
     // Panics in target code become one error line; see profiling_core::driver::panics.
     profiling_core::driver::panics::install_hook();
+    undo_the_umask_of_nsys();
     announce(&planned, root, &mut streams)?;
     let progress = std::io::stderr().is_terminal().then(summary::progress_bar);
     let report = match session::execute_with_progress(&planned, &request, progress) {
@@ -451,6 +452,22 @@ pub(crate) fn run(
         return Ok(code);
     }
     after_run(ran, &args, &mut streams)
+}
+
+/// Nsight Systems starts the program it profiles with a umask of 0, which
+/// would make the run directory and its files writable by everyone: under
+/// nsys (`NSYS_PROFILING_SESSION_ID` set), a umask of 0 becomes the usual
+/// 022. Any other umask is the user's and stays.
+fn undo_the_umask_of_nsys() {
+    if std::env::var_os("NSYS_PROFILING_SESSION_ID").is_none() {
+        return;
+    }
+    // SAFETY: umask(2) only swaps the process's file mode creation mask.
+    let before = unsafe { libc::umask(0o022) };
+    if before != 0 {
+        // SAFETY: as above; puts the user's mask back.
+        unsafe { libc::umask(before) };
+    }
 }
 
 /// The nsys command that captures the planned run.

@@ -20,8 +20,14 @@ pub struct Outcome {
     pub stderr: String,
 }
 
-/// Runs `profile-cli <args>` against the targets linked into the test.
+/// Runs `profile-cli <args>` against the targets linked into the test,
+/// one at a time: a run records the ranges of every thread of the process
+/// while it captures, so two runs at once would each count the other's.
 pub fn cli(args: &[&str]) -> Outcome {
+    static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_RUN_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut argv = vec!["profile-cli".into()];
     argv.extend(args.iter().map(Into::into));
     let (mut out, mut err) = (Vec::new(), Vec::new());

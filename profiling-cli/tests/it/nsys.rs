@@ -182,6 +182,13 @@ fn a_run_under_nsys_ends_by_itself_with_its_report_in_the_run_directory() {
             );
         }
         assert_eq!(leftovers(&runs), Vec::<String>::new(), "attempt {attempt}");
+        // nsys starts the run with umask 0: its files are not left writable by all.
+        for path in [run_dir.clone(), run_dir.join("manifest.yaml")] {
+            let mode = std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata(&path).unwrap().permissions(),
+            );
+            assert_eq!(mode & 0o002, 0, "{} is {mode:o}", path.display());
+        }
         let manifest = read_yaml(&run_dir.join("manifest.yaml"));
         assert_eq!(manifest["status"], "completed");
         assert_eq!(analysis["passes"].as_array().unwrap().len(), 20);
