@@ -266,30 +266,23 @@ fn nsight_agrees_with_the_manifest_on_every_range() {
             .join("manifest.yaml"),
     );
     let tree = manifest["timings"]["range_tree"].as_array().unwrap();
-    let mut ours: Vec<(String, u64, u64)> = tree
-        .iter()
-        .map(|r| {
-            (
-                r["path"].as_str().unwrap().to_owned(),
-                r["depth"].as_u64().unwrap(),
-                r["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    let mut nsight: Vec<(String, u64, u64)> = analysis["ranges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["path"].as_str().unwrap().to_owned(),
-                r["depth"].as_u64().unwrap(),
-                r["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    ours.sort();
-    nsight.sort();
+    // Every path with its depth and count, in order.
+    let shape = |ranges: &[Value]| {
+        let mut shape: Vec<(String, u64, u64)> = ranges
+            .iter()
+            .map(|r| {
+                (
+                    r["path"].as_str().unwrap().to_owned(),
+                    r["depth"].as_u64().unwrap(),
+                    r["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        shape.sort();
+        shape
+    };
+    let ours = shape(tree);
+    let nsight = shape(analysis["ranges"].as_array().unwrap());
     assert!(ours.len() >= 10, "a tree worth comparing: {ours:?}");
     assert_eq!(nsight, ours);
     for range in tree {
