@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use profiling_core::driver::runner::{paired_blocks, PairSide};
+use profiling_core::driver::run_dir;
 use profiling_core::driver::session::{self, Planned, RunReport, RunRequest};
 use profiling_core::manifest::PairInfo;
 use profiling_core::run_samples::{PairedSamples, SidePasses, PAIRED_FILE, PAIRED_VERSION};
@@ -42,7 +43,8 @@ pub struct AbArgs {
     /// records the same way.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The candidate's config (default: as `run CANDIDATE` finds it).
+    /// The candidate's config (default: as `run CANDIDATE` finds it; the base's config when both
+    /// sides are the same target).
     #[arg(long, value_name = "FILE")]
     pub candidate_config: Option<PathBuf>,
     /// Measured passes of each side (default: the config's, at least 40).
@@ -226,8 +228,21 @@ fn run_pair(
         program_version: env!("CARGO_PKG_VERSION").to_owned(),
         ..Default::default()
     };
+    if let Some(id) = &args.ab_id {
+        if let Err(message) = profiling_core::driver::config::check_run_id(id) {
+            writeln!(err, "error: --ab-id: {}", message.replace("run id", "ab id"))?;
+            return Ok(Err(EXIT_USAGE));
+        }
+    }
     let mut base_request = request(&args.base, args.config.as_ref());
-    let mut candidate_request = request(&args.candidate, args.candidate_config.as_ref());
+    // The same target on both sides: the candidate is the base's target
+    // section unless a config of its own is given.
+    let candidate_config = args.candidate_config.as_ref().or(if args.candidate == args.base {
+        args.config.as_ref()
+    } else {
+        None
+    });
+    let mut candidate_request = request(&args.candidate, candidate_config);
     let planned = session::plan(&base_request)
         .and_then(|base| session::plan(&candidate_request).map(|candidate| (base, candidate)));
     let (mut base, mut candidate) = match planned {
@@ -257,6 +272,7 @@ fn run_pair(
         return Ok(Err(EXIT_USAGE));
     }
     let dir = base.run_dir.clone();
+    let ab_id = base.run_id.clone();
     if dir.exists() && !args.force {
         writeln!(
             err,
@@ -265,9 +281,44 @@ fn run_pair(
         )?;
         return Ok(Err(EXIT_USAGE));
     }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)?;
+    // The pair's id is held while it runs; it is written beside its
+    // directory and moves into place whole, both sides and paired.json,
+    // or not at all: an earlier pair stays as it was until then.
+    let claim = match run_dir::RunClaim::take(&dir) {
+        Ok(claim) => claim,
+        Err(run_dir::ClaimError::Busy { pid, claim, .. }) => {
+            writeln!(
+                err,
+                "error: ab id `{ab_id}` is in use: process {pid} is running it now ({} is locked); choose another --ab-id, or wait for it",
+                claim.display()
+            )?;
+            return Ok(Err(EXIT_USAGE));
+        }
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(Err(EXIT_TARGET_FAILED));
+        }
+    };
+    for line in run_dir::recover(&dir, &claim) {
+        writeln!(err, "note: {line}")?;
     }
+    if dir.exists() && !args.force {
+        writeln!(
+            err,
+            "error: {} exists: give --force to replace it, or another --ab-id",
+            dir.display()
+        )?;
+        return Ok(Err(EXIT_USAGE));
+    }
+    let staging = run_dir::staging_dir(&dir);
+    let _ = std::fs::remove_dir_all(&staging);
+    if let Err(error) = std::fs::create_dir(&staging) {
+        writeln!(err, "error: cannot write the pair to {}: {error}", staging.display())?;
+        return Ok(Err(EXIT_TARGET_FAILED));
+    }
+    let staged = Staged(staging.clone());
+    base.staged_in = Some(staging.join("base"));
+    candidate.staged_in = Some(staging.join("candidate"));
     base.run_dir = dir.join("base");
     candidate.run_dir = dir.join("candidate");
     let iterations = base.config.iterations;
@@ -275,10 +326,6 @@ fn run_pair(
         .block_passes
         .unwrap_or_else(|| (iterations / TARGET_PAIRS).max(1));
     let blocks = paired_blocks(iterations, size, base.config.seed.unwrap_or(0));
-    let ab_id = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let words: Vec<(String, u32)> = blocks
         .iter()
         .map(|&(side, passes)| (side.word().to_owned(), passes))
@@ -304,21 +351,44 @@ fn run_pair(
     let [base_report, candidate_report] = match reports {
         Ok(reports) => reports,
         Err(error) => {
-            // Refused before anything was written: no directory is left.
-            let _ = std::fs::remove_dir(&dir);
+            // Refused before anything was written: nothing is left.
+            drop(staged);
             writeln!(err, "error: {error}")?;
             return Ok(Err(error.exit_code()));
         }
     };
+    let earlier = if dir.exists() {
+        format!("; the earlier pair in {} is as it was", dir.display())
+    } else {
+        String::new()
+    };
+    if let Some((signal, completed)) = [&base_report, &candidate_report]
+        .into_iter()
+        .find_map(|report| {
+            let outcome = report.outcome.as_ref().ok()?;
+            Some((outcome.interrupted?, outcome.completed_iterations))
+        })
+    {
+        writeln!(
+            err,
+            "interrupted by {} after {completed} of {iterations} measured passes a side: the pair is not kept (a pair is kept whole or not at all){earlier}",
+            profiling_core::manifest::signal_name(signal),
+        )?;
+        return Ok(Err(profiling_core::driver::interrupt::exit_code(signal)));
+    }
     let mut sides = Vec::with_capacity(2);
     for (word, report) in [("base", &base_report), ("candidate", &candidate_report)] {
+        if let Some(failure) = &report.write_error {
+            writeln!(
+                err,
+                "error: the {word} could not be written whole: {failure}; the pair is not kept{earlier}"
+            )?;
+            return Ok(Err(EXIT_TARGET_FAILED));
+        }
         match side_passes(report) {
             Ok(passes) => sides.push(passes),
             Err(message) => {
                 writeln!(err, "error: the {word} failed: {message}")?;
-                if let Some(path) = &report.manifest_path {
-                    writeln!(err, "manifest: {}", path.display())?;
-                }
                 return Ok(Err(EXIT_TARGET_FAILED));
             }
         }
@@ -332,17 +402,37 @@ fn run_pair(
         candidate: candidate_passes,
     };
     let text = serde_json::to_string(&samples)?;
-    profiling_core::driver::run_dir::write_atomically(&dir.join(PAIRED_FILE), text.as_bytes())?;
-    for report in [&base_report, &candidate_report] {
-        if let Some(failure) = &report.write_error {
-            writeln!(err, "warning: {failure}")?;
-        }
+    let landed = {
+        // Whole before a signal ends the process.
+        let _writing = profiling_core::driver::interrupt::Hold::new();
+        run_dir::write_atomically(&staging.join(PAIRED_FILE), text.as_bytes())
+            .and_then(|()| run_dir::move_into_place(&staging, &dir))
+    };
+    if let Err(error) = landed {
+        writeln!(
+            err,
+            "error: cannot put the pair in place at {}: {error}; the pair is not kept{earlier}",
+            dir.display()
+        )?;
+        return Ok(Err(EXIT_TARGET_FAILED));
     }
+    std::mem::forget(staged);
+    drop(claim);
     Ok(Ok(Paired {
         base_dir: base.run_dir.clone(),
         candidate_dir: candidate.run_dir.clone(),
         dir,
     }))
+}
+
+/// A pair's staging directory, removed with what it holds unless it
+/// moved into place.
+struct Staged(PathBuf);
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Gives the candidate the base's records and workload: what differs

@@ -55,8 +55,11 @@ fn export_command(report: &Path, export: &Path) -> Vec<String> {
         "--type".to_owned(),
         "sqlite".to_owned(),
         "--output".to_owned(),
-        export.display().to_string(),
-        // A path that starts with `-` stays a path.
+        // Absolute: a path that starts with `-` stays a path.
+        std::path::absolute(export)
+            .unwrap_or_else(|_| export.to_path_buf())
+            .display()
+            .to_string(),
         report
             .canonicalize()
             .unwrap_or_else(|_| report.to_path_buf())

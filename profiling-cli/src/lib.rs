@@ -554,7 +554,7 @@ fn main_in(
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
         Command::Profiles => outcome::write_profiles(workspace_root, out),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
-        Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out),
+        Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out, err),
         Command::Sweep(sweep_args) => {
             sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
         }

@@ -23,7 +23,11 @@ enum RunsCommand {
     /// `.<run_id>.partial-<pid>` and its lock file `.<run_id>.claim`. For every run id with such
     /// files, in every profile's runs/ directory: an earlier run with no run in its place is
     /// restored, the rest removed. A run id a live run holds is left alone, and said. The next
-    /// run with the same id does the same for its own id.
+    /// run with the same id does the same for its own id. A runs/ directory that is a symbolic
+    /// link is not followed.
+    ///
+    /// Exit codes: 0 everything found was put right (or there was nothing); 1 something could
+    /// not be (each said on stderr).
     Clean(CleanArgs),
 }
 
@@ -49,6 +53,7 @@ pub fn runs_command(
     args: RunsArgs,
     workspace_root: &Path,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let RunsCommand::Clean(clean) = args.command;
     let mut dirs: Vec<PathBuf> = match &clean.output_dir {
@@ -67,17 +72,26 @@ pub fn runs_command(
     dirs.sort();
     dirs.dedup();
     let mut any = false;
+    let mut failed = Vec::new();
     for dir in dirs {
-        for line in clean_leftovers(&dir) {
+        let cleaned = clean_leftovers(&dir);
+        for line in cleaned.done {
             writeln!(out, "{line}")?;
             any = true;
         }
+        failed.extend(cleaned.failed);
     }
-    if !any {
+    if !any && failed.is_empty() {
         writeln!(
             out,
             "nothing to clean: no run stopped half way through writing"
         )?;
     }
-    Ok(crate::EXIT_OK)
+    if failed.is_empty() {
+        return Ok(crate::EXIT_OK);
+    }
+    for line in &failed {
+        writeln!(err, "error: {line}")?;
+    }
+    Ok(crate::EXIT_TARGET_FAILED)
 }

@@ -337,8 +337,13 @@ pub fn compare_paired(
         candidate: labelled(candidate, "candidate"),
         differences: crate::differences(&base.manifest, &candidate.manifest)
             .into_iter()
-            // The two sides are different targets by design.
-            .filter(|d| !d.key.starts_with("target."))
+            // The two sides are different targets by design; what they
+            // are given is not.
+            .filter(|d| {
+                !d.key.starts_with("target.")
+                    || d.key.starts_with("target.parameters")
+                    || d.key == "target.profile_prepare"
+            })
             .collect(),
         warnings,
         rows,

@@ -253,21 +253,24 @@ impl std::str::FromStr for MemoryMode {
 }
 
 impl<'de> Deserialize<'de> for MemoryMode {
-    /// `on` or `off`, or YAML's `true` and `false`.
+    /// `on` or `off`, or YAML's `true` and `false`. Read by a visitor of
+    /// its own, not an untagged enum: so the YAML reader's errors keep the
+    /// key and the line and column of the value.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Spelling {
-            Flag(bool),
-            Word(String),
+        struct Mode;
+        impl serde::de::Visitor<'_> for Mode {
+            type Value = MemoryMode;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`on` or `off` (or true or false)")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<MemoryMode, E> {
+                Ok(if on { MemoryMode::On } else { MemoryMode::Off })
+            }
+            fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<MemoryMode, E> {
+                word.parse().map_err(E::custom)
+            }
         }
-        match Spelling::deserialize(deserializer) {
-            Ok(Spelling::Flag(on)) => Ok(if on { MemoryMode::On } else { MemoryMode::Off }),
-            Ok(Spelling::Word(word)) => word.parse().map_err(serde::de::Error::custom),
-            Err(_) => Err(serde::de::Error::custom(
-                "expected `on` or `off` (or true or false)",
-            )),
-        }
+        deserializer.deserialize_any(Mode)
     }
 }
 
@@ -910,6 +913,16 @@ fn syntax_error(error: &serde_yaml::Error, file: Option<PathBuf>) -> ConfigError
         Some(at) => text[..at].to_owned(),
         None => text,
     };
+    // A number past 64 bits: YAML reads it, no value of the config holds it.
+    let message = match message.split_once("invalid type: integer `") {
+        Some((key, rest)) if rest.contains("` as u128") || rest.contains("` as i128") => {
+            let number = &rest[..rest.find('`').unwrap_or(rest.len())];
+            format!(
+                "{key}{number} is too large a number for a config (numbers here fit in 64 bits): quote it ('{number}') to give it as text"
+            )
+        }
+        _ => message,
+    };
     ConfigError::Syntax {
         file,
         line,
@@ -1474,8 +1487,17 @@ fn is_plain_name(text: &str) -> bool {
         .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
-/// Run ids become directory names: `[A-Za-z0-9._-]+`, not `.` or `..`.
+/// Run ids become directory names: `[A-Za-z0-9._-]+`, not starting with
+/// `.` (the runs' locks and leftovers do).
 pub fn check_run_id(run_id: &str) -> Result<(), String> {
+    if run_id.starts_with('.') && run_id != "." && run_id != ".." && is_plain_name(run_id) {
+        // `.<id>.claim`, `.<id>.partial-<pid>` and `.<id>.replaced-<pid>`
+        // beside a run directory are the project's own: an id that starts
+        // with `.` could take one of their names.
+        return Err(format!(
+            "`{run_id}` is not a valid run id: it must not start with `.` (names that start with `.` beside the runs are their locks and leftovers)"
+        ));
+    }
     let valid = !run_id.is_empty()
         && run_id != "."
         && run_id != ".."
@@ -1485,7 +1507,7 @@ pub fn check_run_id(run_id: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "`{run_id}` is not a valid run id: use letters, digits, `-`, `_` and `.` (not `.` or `..`, no path separators)"
+            "`{run_id}` is not a valid run id: use letters, digits, `-`, `_` and `.` (not first, no path separators)"
         ))
     }
 }

@@ -52,7 +52,8 @@ pub mod registry {
 /// The run directory: writing its files, and what a stopped write left.
 pub mod run_dir {
     pub use crate::run_dir::{
-        clean_leftovers, leftovers, recover, write_atomically, write_run, RunClaim, TraceInput,
+        clean_leftovers, leftovers, move_into_place, recover, staging_dir, write_atomically,
+        write_run, ClaimError, Cleaned, RunClaim, TraceInput,
     };
 }
 /// Running a target: warmup, the measured passes inside the capture range, the outcome.

@@ -74,7 +74,9 @@ pub fn nsys_command(
     analyzer: &str,
 ) -> NsysCommand {
     let line = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
-    let report_dir = report_dir(capture.run_dir);
+    // Absolute: no path of the command can be read as an option.
+    let run_dir = std::path::absolute(capture.run_dir).unwrap_or_else(|_| capture.run_dir.into());
+    let report_dir = report_dir(&run_dir);
     let output = report_dir.join(REPORT_STEM).to_string_lossy().into_owned();
     let trace = if capture.cuda {
         "--trace=cuda,nvtx,osrt"
@@ -106,14 +108,14 @@ pub fn nsys_command(
     ];
     lines.extend(command.iter().cloned());
     NsysCommand {
-        run_dir: capture.run_dir.to_path_buf(),
-        report_dir,
-        lines,
         finish: vec![
             analyzer.to_owned(),
             "analyze".to_owned(),
-            capture.run_dir.to_string_lossy().into_owned(),
+            run_dir.to_string_lossy().into_owned(),
         ],
+        run_dir,
+        report_dir,
+        lines,
     }
 }
 

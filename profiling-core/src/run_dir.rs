@@ -70,6 +70,20 @@ pub fn write_run(
     manifest: &mut Manifest,
     trace: Option<TraceInput<'_>>,
 ) -> Result<PathBuf, WriteFailure> {
+    write_run_as(run_dir, run_dir, manifest, trace)
+}
+
+/// [`write_run`] into `write_dir`, with the paths the manifest records
+/// (and this returns) under `named`: where `write_dir` will be once what
+/// holds it moves into place (a side of a paired run, written into the
+/// pair's staging directory).
+pub fn write_run_as(
+    write_dir: &Path,
+    named: &Path,
+    manifest: &mut Manifest,
+    trace: Option<TraceInput<'_>>,
+) -> Result<PathBuf, WriteFailure> {
+    let run_dir = write_dir;
     let failure = |path: &Path, source: std::io::Error, kept: Vec<PathBuf>| WriteFailure {
         path: path.to_path_buf(),
         source,
@@ -80,17 +94,14 @@ pub fn write_run(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let name = run_dir
-        .file_name()
-        .map_or_else(|| "run".into(), |n| n.to_string_lossy());
     std::fs::create_dir_all(parent).map_err(|e| failure(parent, e, Vec::new()))?;
-    let staging = parent.join(format!(".{name}{PARTIAL}{}", std::process::id()));
+    let staging = staging_dir(run_dir);
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir(&staging).map_err(|e| failure(run_dir, e, Vec::new()))?;
 
-    let manifest_path = run_dir.join("manifest.yaml");
-    let samples_path = run_dir.join(SAMPLES_FILE);
-    let trace_path = run_dir.join("trace.json");
+    let manifest_path = named.join("manifest.yaml");
+    let samples_path = named.join(SAMPLES_FILE);
+    let trace_path = named.join("trace.json");
     let samples = trace.as_ref().map(|trace| {
         let samples = &trace.capture.samples;
         let bytes = samples.encode();
@@ -179,11 +190,19 @@ pub fn write_run(
     }
 }
 
+/// Where a run `run_dir` is written before it moves into place whole:
+/// `.<id>.partial-<pid>` beside it, which [`recover`] removes when the
+/// process that wrote it stopped half way.
+pub fn staging_dir(run_dir: &Path) -> PathBuf {
+    let (parent, name) = split(run_dir);
+    parent.join(format!(".{name}{PARTIAL}{}", std::process::id()))
+}
+
 /// Renames `staging` to `run_dir`. An existing `run_dir` is swapped with
 /// `staging` in one step where the file system can, then removed; where it
 /// cannot, it is moved aside first and removed only once the new one is in
 /// place (a process killed between the two leaves it for [`recover`]).
-pub(crate) fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
+pub fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
     if !run_dir.exists() {
         return std::fs::rename(staging, run_dir);
     }
@@ -414,29 +433,62 @@ pub fn leftovers(run_dir: &Path) -> Vec<PathBuf> {
 /// process holds its claim (so that no other writes it): an earlier run
 /// moved aside goes back when no run took its place, and is removed when
 /// one did; a partial run is removed. Says what it did, one line each.
-pub fn recover(run_dir: &Path, _claim: &RunClaim) -> Vec<String> {
-    let mut done = Vec::new();
+pub fn recover(run_dir: &Path, claim: &RunClaim) -> Vec<String> {
+    recover_all(run_dir, claim).done
+}
+
+/// What putting leftovers right did, and what it could not do.
+#[derive(Debug, Default, PartialEq)]
+pub struct Cleaned {
+    /// One line for each leftover restored or removed.
+    pub done: Vec<String>,
+    /// One line for each leftover or id that could not be put right.
+    pub failed: Vec<String>,
+}
+
+fn recover_all(run_dir: &Path, _claim: &RunClaim) -> Cleaned {
+    let mut cleaned = Cleaned::default();
     for leftover in leftovers(run_dir) {
         let name = leftover
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         if name.contains(REPLACED) && !run_dir.exists() {
-            if std::fs::rename(&leftover, run_dir).is_ok() {
-                done.push(format!(
+            match std::fs::rename(&leftover, run_dir) {
+                Ok(()) => cleaned.done.push(format!(
                     "restored the earlier run {} from {} (a replacement stopped half way)",
                     run_dir.display(),
                     leftover.display()
-                ));
+                )),
+                Err(error) => cleaned.failed.push(format!(
+                    "cannot restore the earlier run {} from {}: {error}",
+                    run_dir.display(),
+                    leftover.display()
+                )),
             }
-        } else if std::fs::remove_dir_all(&leftover).is_ok() {
-            done.push(format!(
-                "removed {}, left by a run that stopped while writing",
-                leftover.display()
-            ));
+        } else {
+            match remove_leftover(&leftover) {
+                Ok(()) => cleaned.done.push(format!(
+                    "removed {}, left by a run that stopped while writing",
+                    leftover.display()
+                )),
+                Err(error) => cleaned
+                    .failed
+                    .push(format!("cannot remove {}: {error}", leftover.display())),
+            }
         }
     }
-    done
+    cleaned
+}
+
+/// Removes a leftover directory; a symbolic link in its place is removed
+/// itself, never followed.
+fn remove_leftover(path: &Path) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path)?.file_type().is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    }
 }
 
 /// Writes `manifest.yaml` into `run_dir` through a temporary file and a
@@ -476,8 +528,19 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// for every run id with leftovers or a lock file beside it, claims the id
 /// (skipping, and saying so, one a live process holds), restores or
 /// removes them ([`recover`]) and lets go of the claim, which removes its
-/// file. Says what it did, one line each.
-pub fn clean_leftovers(runs: &Path) -> Vec<String> {
+/// file. Says what it did, and what it could not do, one line each. A
+/// `runs` that is a symbolic link is not followed: what it points to may
+/// be outside the directory asked to be cleaned.
+pub fn clean_leftovers(runs: &Path) -> Cleaned {
+    let mut cleaned = Cleaned::default();
+    if let Ok(link) = std::fs::read_link(runs) {
+        cleaned.done.push(format!(
+            "left alone: {} is a symbolic link (to {}), not followed; clean there with --output-dir",
+            runs.display(),
+            link.display()
+        ));
+        return cleaned;
+    }
     let mut ids: Vec<String> = std::fs::read_dir(runs)
         .into_iter()
         .flatten()
@@ -498,16 +561,21 @@ pub fn clean_leftovers(runs: &Path) -> Vec<String> {
         .collect();
     ids.sort();
     ids.dedup();
-    let mut done = Vec::new();
     for id in ids {
         let run_dir = runs.join(&id);
         match RunClaim::take(&run_dir) {
-            Ok(claim) => done.extend(recover(&run_dir, &claim)),
-            Err(error @ ClaimError::Busy { .. }) => done.push(format!("left alone: {error}")),
-            Err(error) => done.push(format!("cannot clean: {error}")),
+            Ok(claim) => {
+                let done = recover_all(&run_dir, &claim);
+                cleaned.done.extend(done.done);
+                cleaned.failed.extend(done.failed);
+            }
+            Err(error @ ClaimError::Busy { .. }) => {
+                cleaned.done.push(format!("left alone: {error}"));
+            }
+            Err(error) => cleaned.failed.push(format!("cannot clean: {error}")),
         }
     }
-    done
+    cleaned
 }
 
 #[cfg(test)]
@@ -702,7 +770,9 @@ mod tests {
         std::fs::write(runs.join(".c.claim"), "4194304").unwrap();
         let held = RunClaim::take(&runs.join("d")).unwrap();
         std::fs::create_dir_all(runs.join(".d.partial-4194304")).unwrap();
-        let done = clean_leftovers(runs);
+        let cleaned = clean_leftovers(runs);
+        assert!(cleaned.failed.is_empty(), "{cleaned:?}");
+        let done = cleaned.done;
         assert_eq!(done.len(), 3, "{done:?}");
         assert!(done[0].starts_with("restored the earlier run"), "{done:?}");
         assert!(done[1].starts_with("removed "), "{done:?}");

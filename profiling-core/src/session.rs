@@ -24,7 +24,7 @@ use crate::manifest::{
     Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload,
 };
 use crate::registry::{self, Lookup, TargetEntry};
-use crate::run_dir::{write_run, RunClaim, TraceInput, WriteFailure};
+use crate::run_dir::{write_run_as, RunClaim, TraceInput, WriteFailure};
 use crate::runner::{
     CallCounts, Pass, Phase, Records, RunError, RunOutcome, RunPlan, Timings, Validation,
 };
@@ -88,6 +88,19 @@ pub struct Planned {
     /// The root of the run directories, which holds the caches
     /// ([`run_root`]).
     pub run_root: PathBuf,
+    /// Where the run is claimed and written when that is not `run_dir`:
+    /// a side of a paired run is written into the pair's staging
+    /// directory, which moves into place whole with both sides. What the
+    /// manifest records is still `run_dir`'s.
+    pub staged_in: Option<PathBuf>,
+}
+
+impl Planned {
+    /// Where the run is claimed, checked and written: `staged_in`, else
+    /// `run_dir`.
+    pub fn write_dir(&self) -> &Path {
+        self.staged_in.as_deref().unwrap_or(&self.run_dir)
+    }
 }
 
 /// Why a run did not happen or did not finish.
@@ -246,6 +259,7 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         run_dir,
         force: request.force,
         run_root,
+        staged_in: None,
     };
     check_batches(&planned)?;
     Ok(planned)
@@ -324,10 +338,10 @@ fn default_run_id(runs: &Path, stamp: &str) -> String {
 /// replaces it. Not part of [`plan`]: `--print-nsys-command` prints a
 /// command for later and looks at no directory.
 pub fn check_run_dir_free(planned: &Planned) -> Result<(), SessionError> {
-    if planned.run_dir.exists() && !planned.force {
+    if planned.write_dir().exists() && !planned.force {
         return Err(SessionError::RunExists {
             run_id: planned.run_id.clone(),
-            run_dir: planned.run_dir.clone(),
+            run_dir: planned.write_dir().to_path_buf(),
         });
     }
     Ok(())
@@ -651,8 +665,8 @@ fn claim_run_dir(planned: &Planned) -> Result<(Option<RunClaim>, Vec<String>), S
     if !planned.config.write_manifest {
         return Ok((None, Vec::new()));
     }
-    let claim = RunClaim::take(&planned.run_dir)?;
-    let recovered = crate::run_dir::recover(&planned.run_dir, &claim);
+    let claim = RunClaim::take(planned.write_dir())?;
+    let recovered = crate::run_dir::recover(planned.write_dir(), &claim);
     // Again: a run may have finished between the first look and the claim.
     check_run_dir_free(planned)?;
     Ok((Some(claim), recovered))
@@ -670,7 +684,7 @@ fn prepare(
     let config = &planned.config;
     check_run_dir_free(planned)?;
     if config.write_manifest {
-        check_writable(&planned.run_dir)?;
+        check_writable(planned.write_dir())?;
     }
     crate::random::seed_run(config.seed);
     let cache = config.data_source.cache.enabled.then(|| {
@@ -910,7 +924,7 @@ fn write(
         capture_range: &config.capture_range,
         title: &title,
     });
-    match write_run(&planned.run_dir, manifest, trace) {
+    match write_run_as(planned.write_dir(), &planned.run_dir, manifest, trace) {
         Ok(path) => (Some(path), None),
         Err(failure) => {
             let kept = failure
@@ -1124,7 +1138,15 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
         "run".to_owned(),
         config.target.name.clone(),
     ]];
-    let mut option = |name: &str, value: String| lines.push(vec![name.to_owned(), value]);
+    // A value that starts with `-` (a capture range or run id can) is
+    // joined to its option, so that it can never be read as one.
+    let mut option = |name: &str, value: String| {
+        lines.push(if value.starts_with('-') {
+            vec![format!("{name}={value}")]
+        } else {
+            vec![name.to_owned(), value]
+        })
+    };
     if let Some(path) = &planned.config_path {
         option("--config", absolute(path).to_string_lossy().into_owned());
     }

@@ -38,6 +38,11 @@ pub struct BuildCheck {
     pub cargo_stderr: String,
 }
 
+/// `path` made absolute, so that a command never reads it as an option.
+fn absolute(path: &Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 fn cargo() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
@@ -277,7 +282,7 @@ pub struct ParityRun {
 /// parity test.
 fn parity_words(directory: &Path) -> Result<Vec<String>, SnippetError> {
     let package = snippet_crate::package_of(directory)?;
-    let manifest = directory.join("Cargo.toml");
+    let manifest = absolute(&directory.join("Cargo.toml"));
     let mut words: Vec<String> = ["cargo", "test", "-p"].map(String::from).to_vec();
     words.push(package);
     words.push("--manifest-path".to_owned());
@@ -357,7 +362,7 @@ fn smoke_words(krate: &SnippetsCrate, config: &Path, release: bool) -> Vec<Strin
     words.extend(["-p", package, "--bin", binary, "--manifest-path"].map(String::from));
     words.push(krate.dir.join("Cargo.toml").to_string_lossy().into_owned());
     words.extend(["--", "run", "--config"].map(String::from));
-    words.push(config.to_string_lossy().into_owned());
+    words.push(absolute(config).to_string_lossy().into_owned());
     words.extend(["--warmup", "0", "--iterations", "1"].map(String::from));
     words
 }

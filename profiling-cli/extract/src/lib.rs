@@ -217,7 +217,9 @@ impl SnippetsCrate {
     pub fn at(dir: &Path) -> Option<SnippetsCrate> {
         let manifest = Manifest::read(dir)?;
         Some(SnippetsCrate {
-            dir: dir.to_path_buf(),
+            // Absolute: the commands it is given to can never read one of
+            // its paths as an option.
+            dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
             package: manifest.package?,
             dependencies: manifest.dependencies,
         })

@@ -222,7 +222,8 @@ fn workspace_dependencies(dir: &Path) -> Option<(PathBuf, Table)> {
 /// its workspace builds: the resolve of `cargo metadata`, offline first
 /// (nothing fetched when the lock file and the cache suffice).
 fn resolved_features(dir: &Path, package: &str) -> Option<BTreeSet<String>> {
-    let manifest = dir.join("Cargo.toml");
+    // Absolute: cargo never reads it as an option.
+    let manifest = std::path::absolute(dir.join("Cargo.toml")).ok()?;
     let run = |offline: bool| {
         let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
         command

@@ -175,7 +175,8 @@ fn open_page(path: &Path, err: &mut dyn Write) -> std::io::Result<()> {
             command.arg("open");
         }
         let spawned = command
-            .arg(path)
+            // Absolute: a page named `-x.html` is not an option.
+            .arg(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

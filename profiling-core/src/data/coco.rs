@@ -283,6 +283,13 @@ impl CocoSource {
                 format!("{} is not a directory", params.images.display()),
             ));
         }
+        // Opened, a FIFO would wait for a writer for ever.
+        if let Some(what) = super::tensors::not_a_regular_file(&params.annotations) {
+            return Err(parameter_error(
+                "annotations",
+                format!("{} is {what}, not a JSON file", params.annotations.display()),
+            ));
+        }
         let bytes = std::fs::read(&params.annotations).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => parameter_error(
                 "annotations",

@@ -414,23 +414,57 @@ fn member_name(name: &str) -> Result<String, String> {
         .ok_or_else(|| format!("member `{name}` is not an array: an .npz holds .npy members"))
 }
 
+/// A reader that counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        self.read += read as u64;
+        Ok(read)
+    }
+}
+
 fn read_npz(bytes: &[u8]) -> Result<Vec<(String, TensorData)>, String> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(zip_error)?;
     let mut tensors = Vec::with_capacity(archive.len());
     for index in 0..archive.len() {
         let mut member = archive.by_index(index).map_err(zip_error)?;
         let name = member_name(member.name())?;
-        // The declared size bounds what is read (a member that inflates
-        // past it is cut there, and refused as data of the wrong length);
-        // it reserves no more than the archive could plausibly hold.
+        // The header first; then the archive's size for the member is
+        // checked against the one the header describes before any data is
+        // inflated, and no more than that is: a member that claims a few
+        // bytes and inflates to gigabytes is refused at its header.
         let declared = member.size();
-        let mut data = Vec::with_capacity(declared.min(bytes.len() as u64 * 4) as usize);
-        (&mut member)
-            .take(declared)
-            .read_to_end(&mut data)
-            .map_err(|error| format!("member `{name}.npy`: {error}"))?;
-        let tensor =
-            read_npy(&data).map_err(|message| format!("member `{name}.npy`: {message}"))?;
+        let mut counted = Counted {
+            inner: (&mut member).take(declared),
+            read: 0,
+        };
+        let header =
+            npy_header(&mut counted).map_err(|message| format!("member `{name}.npy`: {message}"))?;
+        let header_bytes = counted.read;
+        let data_bytes = element_count(&header.shape)
+            .and_then(|count| count.checked_mul(header.dtype.size()))
+            .map(|bytes| bytes as u64);
+        if data_bytes.and_then(|bytes| bytes.checked_add(header_bytes)) != Some(declared) {
+            return Err(format!(
+                "member `{name}.npy`: the archive says it inflates to {declared} bytes, and its header ({header_bytes} bytes) describes {:?} of {}, {} bytes of data: refused before inflating it",
+                header.shape,
+                header.dtype,
+                data_bytes.map_or_else(|| "more than memory can hold".to_owned(), |n| n.to_string())
+            ));
+        }
+        let tensor = TensorData::from_reader(
+            header.dtype,
+            &header.shape,
+            &mut counted.inner,
+            header.big_endian,
+            header.fortran,
+        )
+        .map_err(|message| format!("member `{name}.npy`: the data {message}"))?;
         tensors.push((name, tensor));
     }
     if tensors.is_empty() {

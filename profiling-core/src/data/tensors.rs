@@ -78,6 +78,43 @@ pub struct TensorSource {
     distinct: usize,
     repeat: Option<usize>,
     origin: String,
+    /// Entries of the directory that are not files it could read, and
+    /// why (`name (a FIFO)`): said in the description.
+    skipped: Vec<String>,
+}
+
+/// What kind of entry `path` is when it is not a file that can be read:
+/// `Some("a FIFO")`, `Some("a symbolic link that loops")`; `None` for a
+/// regular file (through symbolic links) and for a path that is not there
+/// (which reading it then says).
+pub(crate) fn not_a_regular_file(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = match std::fs::metadata(path) {
+        Ok(metadata) => metadata.file_type(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return std::fs::symlink_metadata(path)
+                .is_ok()
+                .then(|| "a symbolic link to nothing".to_owned());
+        }
+        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+            return Some("a symbolic link that loops".to_owned());
+        }
+        Err(error) => return Some(format!("not readable ({error})")),
+    };
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Some(what.to_owned())
 }
 
 fn parameter_error(key: &str, message: impl Into<String>) -> DataError {
@@ -98,7 +135,7 @@ fn file_error(path: &Path, message: impl std::fmt::Display) -> DataError {
 impl TensorSource {
     /// Lists the files and reads their headers.
     pub fn from_parsed(params: TensorParameters) -> Result<TensorSource, DataError> {
-        let (origin, mut paths) =
+        let (origin, mut paths, skipped) =
             match (params.directory, params.paths) {
                 (Some(_), Some(_)) => {
                     return Err(parameter_error(
@@ -119,7 +156,7 @@ impl TensorSource {
                         })?),
                         None => None,
                     };
-                    let files = list_directory(&directory, pattern.as_ref())?;
+                    let (files, skipped) = list_directory(&directory, pattern.as_ref())?;
                     if files.is_empty() {
                         return Err(DataError::Source {
                             source_name: "tensors".to_owned(),
@@ -137,7 +174,7 @@ impl TensorSource {
                             ),
                         });
                     }
-                    (directory.display().to_string(), files)
+                    (directory.display().to_string(), files, skipped)
                 }
                 (None, Some(paths)) => {
                     if params.pattern.is_some() {
@@ -155,8 +192,15 @@ impl TensorSource {
                     for path in &paths {
                         check_literal_path(&path.to_string_lossy())
                             .map_err(|m| parameter_error("paths", m))?;
+                        // Opened, a FIFO would wait for a writer for ever.
+                        if let Some(what) = not_a_regular_file(path) {
+                            return Err(parameter_error(
+                                "paths",
+                                format!("{} is {what}, not a tensor file", path.display()),
+                            ));
+                        }
                     }
-                    ("paths".to_owned(), paths)
+                    ("paths".to_owned(), paths, Vec::new())
                 }
             };
         if let Some(limit) = params.limit {
@@ -184,6 +228,7 @@ impl TensorSource {
             distinct,
             repeat: params.repeat,
             origin,
+            skipped,
         })
     }
 
@@ -304,11 +349,13 @@ impl TensorSource {
 }
 
 /// The files of `directory` with a tensor extension (and matching
-/// `pattern` when given), sorted.
+/// `pattern` when given), sorted; and the entries that would have been
+/// kept by their name but are not files that can be read
+/// (`name (a FIFO)`), sorted.
 fn list_directory(
     directory: &Path,
     pattern: Option<&glob::Pattern>,
-) -> Result<Vec<PathBuf>, DataError> {
+) -> Result<(Vec<PathBuf>, Vec<String>), DataError> {
     let entries = std::fs::read_dir(directory).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => DataError::Source {
             source_name: "tensors".to_owned(),
@@ -321,26 +368,31 @@ fn list_directory(
         },
     })?;
     let mut files = Vec::new();
+    let mut skipped = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|source| DataError::Io {
             path: directory.to_path_buf(),
             source,
         })?;
         let path = entry.path();
-        if !path.is_file() {
-            continue;
-        }
         let name = entry.file_name().to_string_lossy().into_owned();
         let keep = match pattern {
             Some(pattern) => pattern.matches(&name),
             None => has_tensor_extension(&path),
         };
-        if keep {
-            files.push(path);
+        if !keep {
+            continue;
+        }
+        match not_a_regular_file(&path) {
+            None => files.push(path),
+            // A directory named like a tensor file is not worth a note.
+            Some(what) if what == "a directory" => {}
+            Some(what) => skipped.push(format!("{name} ({what})")),
         }
     }
     files.sort();
-    Ok(files)
+    skipped.sort();
+    Ok((files, skipped))
 }
 
 /// `path`'s headers, and how many records it gives.
@@ -443,6 +495,12 @@ impl RecordSource for TensorSource {
         ]);
         if let Some(axis) = self.split_axis {
             description.insert("split_axis".to_owned(), Value::from(axis as u64));
+        }
+        if !self.skipped.is_empty() {
+            description.insert(
+                "skipped".to_owned(),
+                Value::Sequence(self.skipped.iter().cloned().map(Value::from).collect()),
+            );
         }
         // The tensors of the first file, as a reader of the manifest needs
         // them to know what was profiled.

@@ -233,7 +233,7 @@ fn probe_with(ffmpeg: &Path, path: &Path, count: bool) -> Result<String, DataErr
             "-of",
             "default=noprint_wrappers=1",
         ])
-        .arg(path)
+        .arg(input_url(path))
         .stdin(Stdio::null())
         .output()
         .map_err(|error| source_error(None, not_started(&ffprobe, &error)))?;
@@ -251,6 +251,16 @@ fn probe_with(ffmpeg: &Path, path: &Path, count: bool) -> Result<String, DataErr
         )));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `path` as FFmpeg reads an input that can be nothing else: `file:` and
+/// the absolute path. A bare `-report` would be an option, and `a:b.mp4`
+/// a protocol.
+fn input_url(path: &Path) -> std::ffi::OsString {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut url = std::ffi::OsString::from("file:");
+    url.push(absolute.as_os_str());
+    url
 }
 
 /// The last `n` lines of `text`, joined with `; `.
@@ -348,7 +358,7 @@ impl VideoSource {
         let mut command = Command::new(&self.ffmpeg);
         command
             .args(["-nostdin", "-v", "error", "-noautorotate", "-i"])
-            .arg(&self.path)
+            .arg(input_url(&self.path))
             .args(["-map", "0:v:0", "-an", "-sn", "-dn"]);
         if !filters.is_empty() {
             command.arg("-vf").arg(filters.join(","));

@@ -547,7 +547,18 @@ impl<T: ProfileTarget> Inputs<T> for EagerBatches<'_> {
 struct LazyRecords<'s> {
     source: &'s dyn DataSource,
     device: Device,
+    /// The ids of the records read so far, by index: grown as they are
+    /// read, so that memory follows the records the run reaches, not the
+    /// source's length.
     ids: Vec<String>,
+}
+
+/// Sets `ids[index]`, growing `ids` to reach it.
+fn set_id(ids: &mut Vec<String>, index: usize, id: String) {
+    if ids.len() <= index {
+        ids.resize(index + 1, String::new());
+    }
+    ids[index] = id;
 }
 
 impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
@@ -566,12 +577,12 @@ impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
             .read(index)
             .map_err(|error: DataError| Failure::new(Phase::Load, None, error.into()))?;
         let output = prepare_and_run(target, &record, self.device, calls);
-        self.ids[index] = record.id;
+        set_id(&mut self.ids, index, record.id);
         output
     }
 
     fn record_id(&self, index: usize) -> &str {
-        &self.ids[index]
+        self.ids.get(index).map_or("", String::as_str)
     }
 
     fn record_ids(&self) -> Vec<String> {
@@ -587,7 +598,7 @@ struct LazyBatches<'s> {
     device: Device,
     /// The records of the batch in progress.
     batch: Vec<DataRecord>,
-    /// One per record a pass runs.
+    /// One per record read so far, grown as they are read.
     ids: Vec<String>,
 }
 
@@ -615,14 +626,15 @@ impl<T: ProfileTarget> Inputs<T> for LazyBatches<'_> {
             self.batch.push(record);
         }
         let output = prepare_batch_and_run(target, &self.batch, index, self.device, calls);
-        for (id, record) in self.ids[range].iter_mut().zip(self.batch.drain(..)) {
-            *id = record.id;
+        for (at, record) in range.zip(self.batch.drain(..)) {
+            set_id(&mut self.ids, at, record.id);
         }
         output
     }
 
     fn record_id(&self, index: usize) -> &str {
-        &self.ids[self.batches.range(index).start]
+        let start = self.batches.range(index).start;
+        self.ids.get(start).map_or("", String::as_str)
     }
 
     fn batch(&self, index: usize) -> Option<u32> {
@@ -762,7 +774,7 @@ where
                 let inputs = LazyRecords {
                     source: source.as_ref(),
                     device: config.device,
-                    ids: vec![String::new(); source.len()],
+                    ids: Vec::new(),
                 };
                 drive(&mut target, inputs, plan, tally, batches)
             }
@@ -771,8 +783,8 @@ where
                     source: source.as_ref(),
                     batches,
                     device: config.device,
-                    batch: Vec::with_capacity(batches.size),
-                    ids: vec![String::new(); batches.records],
+                    batch: Vec::with_capacity(batches.size.min(1 << 16)),
+                    ids: Vec::new(),
                 };
                 drive(&mut target, inputs, plan, tally, batches)
             }
