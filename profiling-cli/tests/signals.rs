@@ -95,7 +95,9 @@ fn main() -> ExitCode {
     a_sweep_stops_after_its_current_point_on_ctrl_c_and_resumes();
     a_first_signal_outside_the_passes_ends_the_command_at_once();
     a_first_signal_while_a_run_sets_up_ends_it_with_nothing_written();
-    println!("signals: 8 checks passed");
+    an_interrupted_ab_keeps_the_earlier_pair_and_exits_130();
+    two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it();
+    println!("signals: 10 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -474,4 +476,136 @@ fn a_first_signal_while_a_run_sets_up_ends_it_with_nothing_written() {
             .unwrap_or_default();
         assert!(left.is_empty(), "left in runs/: {left:?}");
     }
+}
+
+/// `ab signal-sleeper signal-sleeper` into `output` with `id`, `passes`
+/// measured passes a side, and `extra` arguments.
+fn ab_command(output: &Path, id: &str, passes: &str, extra: &[&str]) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .env(CHILD, "1")
+        .args(["ab", "signal-sleeper", "signal-sleeper", "--warmup", "0"])
+        .args(["--iterations", passes, "--block-passes", "1", "--no-report"])
+        .args(["--ab-id", id])
+        .args(extra)
+        .arg("--output-dir")
+        .arg(output);
+    command
+}
+
+/// Starts an `ab` and waits until `calls` of its calls have started.
+fn start_ab(mut command: Command, calls: usize) -> Child {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    wait_for_calls(&mut lines, calls);
+    drain(lines);
+    child
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// An `ab --force` over a complete pair, stopped by one Ctrl-C or by two,
+/// exits 130 and leaves the complete pair as it was: a pair lands whole
+/// or not at all. What two Ctrl-Cs leave beside it, `runs clean` removes.
+fn an_interrupted_ab_keeps_the_earlier_pair_and_exits_130() {
+    let output = tempfile::tempdir().unwrap();
+    let runs = output.path().join("signal-sleeper/runs");
+    let made = ab_command(output.path(), "keep", "2", &[]).output().unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let pair = runs.join("keep");
+    let paired = std::fs::read(pair.join("paired.json")).unwrap();
+    assert_eq!(names(&pair), ["base", "candidate", "paired.json"]);
+    assert_eq!(names(&runs), ["keep"]);
+
+    for twice in [false, true] {
+        let mut child = start_ab(ab_command(output.path(), "keep", "50", &["--force"]), 2);
+        signal(&child, libc::SIGINT);
+        if twice {
+            wait_until_delivered(&child, libc::SIGINT);
+            signal(&child, libc::SIGINT);
+        }
+        assert_eq!(child.wait().unwrap().code(), Some(130), "twice: {twice}");
+        assert_eq!(
+            std::fs::read(pair.join("paired.json")).unwrap(),
+            paired,
+            "the earlier pair is as it was (twice: {twice})"
+        );
+        assert_eq!(names(&pair), ["base", "candidate", "paired.json"]);
+        let base: serde_yaml::Value = serde_yaml::from_str(
+            &std::fs::read_to_string(pair.join("base/manifest.yaml")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(base["status"], "completed");
+        assert_eq!(base["completed_iterations"], 2);
+        if !twice {
+            assert_eq!(names(&runs), ["keep"], "one Ctrl-C leaves nothing beside it");
+        }
+    }
+    let cleaned = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "1")
+        .args(["runs", "clean", "--output-dir"])
+        .arg(output.path())
+        .output()
+        .unwrap();
+    assert!(cleaned.status.success());
+    assert_eq!(names(&runs), ["keep"]);
+    assert_eq!(std::fs::read(pair.join("paired.json")).unwrap(), paired);
+}
+
+/// Two Ctrl-Cs on an `ab` with a new id: nothing appears under the id,
+/// and what is left beside it is `runs clean`'s to remove; the id is free
+/// for the next `ab`, without --force.
+fn two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it() {
+    let output = tempfile::tempdir().unwrap();
+    let runs = output.path().join("signal-sleeper/runs");
+    let mut child = start_ab(ab_command(output.path(), "fresh", "50", &[]), 3);
+    signal(&child, libc::SIGINT);
+    wait_until_delivered(&child, libc::SIGINT);
+    signal(&child, libc::SIGINT);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(!runs.join("fresh").exists(), "{:?}", names(&runs));
+    let left = names(&runs);
+    assert!(
+        left.iter().all(|name| name.starts_with(".fresh.")),
+        "{left:?}"
+    );
+    let cleaned = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "1")
+        .args(["runs", "clean", "--output-dir"])
+        .arg(output.path())
+        .output()
+        .unwrap();
+    assert!(cleaned.status.success());
+    let said = String::from_utf8_lossy(&cleaned.stdout);
+    assert_eq!(
+        names(&runs).len(),
+        0,
+        "{said}: runs clean removed {left:?}"
+    );
+    let again = ab_command(output.path(), "fresh", "2", &[]).output().unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(names(&runs.join("fresh")), ["base", "candidate", "paired.json"]);
 }

@@ -1,5 +1,5 @@
 //! A signal stops the run after the call in progress and keeps what
-//! completed. One test in this file: the signal flag is process-wide.
+//! completed. The signal flag is process-wide: the tests take turns.
 
 use profiling_core::data;
 use profiling_core::driver::config::{ConfigFile, Overrides};
@@ -28,8 +28,18 @@ impl ProfileTarget for StopsItself {
     }
 }
 
+/// Held by each test while it runs: the signal flag is the process's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
+    let _turn = turn();
     // Without GPU timing, then with device events (on a fake device whose
     // stream advances 100 ns per call): the cut pass is not a GPU sample
     // either, its completed call is.
@@ -92,4 +102,31 @@ fn check(outcome: &profiling_core::driver::runner::RunOutcome) {
     assert!(outcome.output_summaries.is_empty());
     assert_eq!(outcome.validation, Validation::Warmup);
     assert!(!profiling_core::driver::timing::recorder::is_recording());
+}
+
+/// Lazy loading sets aside room for the records it reads, not for the
+/// source's length: a source of a trillion records runs (here until a
+/// signal in its fifth call) in the memory of the five it read, where
+/// slots for every record would take 24 TB and abort the process.
+#[test]
+fn lazy_loading_holds_the_records_it_read_not_the_sources_length() {
+    let _turn = turn();
+    profiling_core::driver::interrupt::reset();
+    let yaml = "target: {name: t, profile_prepare: true}\ndata_source: {name: dummy, record_count: 1000000000000, include_image: false}\nrecord_loading: lazy\nwarmup: 0\niterations: 2\n";
+    let config = ConfigFile::parse(yaml, None)
+        .unwrap()
+        .resolve(&Overrides::default())
+        .unwrap();
+    let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
+    assert_eq!(source.len(), 1_000_000_000_000);
+    let plan = RunPlan::new(config, Records::Lazy(source));
+    let outcome = run_target(&plan, || Ok(StopsItself::default())).unwrap();
+    profiling_core::driver::interrupt::reset();
+    assert_eq!(outcome.interrupted, Some(libc::SIGINT));
+    assert_eq!(outcome.calls.run, 5);
+    assert_eq!(outcome.completed_iterations, 0);
+    assert_eq!(
+        outcome.record_ids,
+        ["dummy-0", "dummy-1", "dummy-2", "dummy-3", "dummy-4"]
+    );
 }

@@ -427,7 +427,18 @@ trait Inputs<T: ProfileTarget> {
         let _ = index;
         None
     }
+    /// Inputs whose slots (an output, a call's time) are set aside before
+    /// the passes: all of them where the records are in memory already; of
+    /// a lazily read source, no more than [`LAZY_ROOM`], the rest growing
+    /// as its records are read (a source may be far larger than memory).
+    fn room(&self) -> usize {
+        self.len()
+    }
 }
+
+/// The inputs of a lazily read source whose slots are set aside before
+/// the passes.
+const LAZY_ROOM: usize = 1 << 16;
 
 /// Eager without `profile_prepare`: prepared once, before the passes, one
 /// input per record or per batch.
@@ -585,6 +596,10 @@ impl<T: ProfileTarget> Inputs<T> for LazyRecords<'_> {
         self.ids.get(index).map_or("", String::as_str)
     }
 
+    fn room(&self) -> usize {
+        self.source.len().min(LAZY_ROOM)
+    }
+
     fn record_ids(&self) -> Vec<String> {
         self.ids.clone()
     }
@@ -635,6 +650,10 @@ impl<T: ProfileTarget> Inputs<T> for LazyBatches<'_> {
     fn record_id(&self, index: usize) -> &str {
         let start = self.batches.range(index).start;
         self.ids.get(start).map_or("", String::as_str)
+    }
+
+    fn room(&self) -> usize {
+        self.batches.batches.min(LAZY_ROOM)
     }
 
     fn batch(&self, index: usize) -> Option<u32> {
@@ -982,13 +1001,13 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         let source = anyhow::anyhow!("capture_range contains a NUL character");
         tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
     })?;
-    let mut measured = Measured::expecting(config.iterations, inputs.len());
+    let mut measured = Measured::expecting(config.iterations, inputs.len(), inputs.room());
     measured.expected_range_events =
         (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
     measured.memory = config
         .memory
         .is_on()
-        .then(|| MeasuredMemory::expecting(config.iterations as usize, inputs.len()));
+        .then(|| MeasuredMemory::expecting(config.iterations as usize, inputs.len(), inputs.room()));
     let memory_mode = Switch::set(config.memory.is_on(), crate::timing::recorder::set_memory);
     let measured = capture(
         target,
@@ -1284,11 +1303,13 @@ struct MeasuredMemory {
 }
 
 impl MeasuredMemory {
-    fn expecting(iterations: usize, count: usize) -> MeasuredMemory {
+    /// Room for `iterations` passes over `count` inputs, `room` of them
+    /// set aside now ([`Inputs::room`]).
+    fn expecting(iterations: usize, count: usize, room: usize) -> MeasuredMemory {
         let mut memory = MeasuredMemory {
             passes: FigureSamples::expecting(iterations, SAMPLES_KEPT),
             calls: FigureSamples::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
-            pass_calls: Vec::with_capacity(count),
+            pass_calls: Vec::with_capacity(room),
             pass: Figures::default(),
             cost: crate::timing::recorder::measure_memory_cost(),
         };
@@ -1378,14 +1399,15 @@ impl<O> Measured<O> {
         }
     }
 
-    /// Room for `iterations` passes over `count` inputs.
-    fn expecting(iterations: u32, count: usize) -> Self {
+    /// Room for `iterations` passes over `count` inputs, `room` of them
+    /// set aside now ([`Inputs::room`]).
+    fn expecting(iterations: u32, count: usize, room: usize) -> Self {
         let iterations = iterations as usize;
         Measured {
-            outputs: (0..count).map(|_| None).collect(),
+            outputs: (0..room).map(|_| None).collect(),
             pass_samples: SampleSet::expecting(iterations, SAMPLES_KEPT),
             call_samples: SampleSet::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
-            pass_calls: Vec::with_capacity(count),
+            pass_calls: Vec::with_capacity(room),
             passes: Vec::with_capacity(iterations.min(PASSES_KEPT)),
             ranges: RangeLog::default(),
             capture_ns: 0,
@@ -1617,7 +1639,7 @@ fn pass_calls_of<T: ProfileTarget, I: Inputs<T>, const MEMORY: bool>(
     if MEMORY {
         attribution::pass_begins(tally.completed_iterations);
     }
-    for (index, slot) in measured.outputs.iter_mut().enumerate() {
+    for index in 0..inputs.len() {
         if MEMORY {
             attribution::call_begins();
         }
@@ -1639,7 +1661,12 @@ fn pass_calls_of<T: ProfileTarget, I: Inputs<T>, const MEMORY: bool>(
         if let Some(gpu) = gpu.as_deref_mut() {
             gpu.boundary();
         }
-        *slot = Some(output);
+        // Set aside before the passes, but for a lazily read source's
+        // inputs past its room.
+        match measured.outputs.get_mut(index) {
+            Some(slot) => *slot = Some(output),
+            None => measured.outputs.push(Some(output)),
+        }
         if let Some(signal) = interrupt::requested() {
             tally.interrupted = Some(signal);
             if let Some(gpu) = gpu.as_deref_mut() {

@@ -163,11 +163,10 @@ struct Stepped<'p, T: ProfileTarget, I> {
 impl<'p, T: ProfileTarget, I: Inputs<T>> Stepped<'p, T, I> {
     fn new(target: T, inputs: I, side: Side<'p>) -> Self {
         let config = &side.plan.config;
-        let mut measured = Measured::expecting(config.iterations, inputs.len());
-        measured.memory = config
-            .memory
-            .is_on()
-            .then(|| super::MeasuredMemory::expecting(config.iterations as usize, inputs.len()));
+        let mut measured = Measured::expecting(config.iterations, inputs.len(), inputs.room());
+        measured.memory = config.memory.is_on().then(|| {
+            super::MeasuredMemory::expecting(config.iterations as usize, inputs.len(), inputs.room())
+        });
         Stepped {
             sync_each: synchronizes_each_call(config),
             target,
