@@ -11,6 +11,7 @@ mod common;
 
 mod binary;
 mod full_disk;
+mod hostile;
 mod init;
 mod layout;
 mod memory;
