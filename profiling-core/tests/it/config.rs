@@ -242,6 +242,20 @@ fn wrong_types_name_the_key() {
         message.contains("record_loading: unknown variant `sometimes`, expected `eager` or `lazy`"),
         "{message}"
     );
+    assert_eq!(
+        error("target: {name: t}\nmemory: maybe"),
+        "snippet/config.yaml:2:9: memory: unknown memory mode `maybe`: expected `on` or `off`"
+    );
+    assert_eq!(
+        error("target: {name: t}\nmemory: [on]"),
+        "snippet/config.yaml:2:9: memory: invalid type: sequence, expected `on` or `off` (or true or false)"
+    );
+    assert!(resolve("target: {name: t}\nmemory: true").unwrap().memory.is_on());
+    // Past 64 bits: YAML reads the number, no value of the config holds it.
+    assert_eq!(
+        error("target: {name: t}\nrecords: [100000000000000000000000000000]"),
+        "snippet/config.yaml:2:11: records[0]: 100000000000000000000000000000 is too large a number for a config (numbers here fit in 64 bits): quote it ('100000000000000000000000000000') to give it as text"
+    );
 }
 
 #[test]
@@ -364,7 +378,20 @@ fn run_ids_are_plain_names() {
     for good in ["smoke", "20261129T213400Z", "a.b-c_d"] {
         assert!(check_run_id(good).is_ok(), "{good}");
     }
-    for bad in ["", ".", "..", "a/b", "../x", "/abs", "a b", "x\0"] {
+    for bad in [
+        "",
+        ".",
+        "..",
+        "a/b",
+        "../x",
+        "/abs",
+        "a b",
+        "x\0",
+        ".hidden",
+        ".keep.partial-999999",
+        ".keep.replaced-1",
+        ".same.claim",
+    ] {
         assert!(check_run_id(bad).is_err(), "{bad:?}");
     }
 }

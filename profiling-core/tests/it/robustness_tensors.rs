@@ -99,3 +99,101 @@ proptest! {
         exercise(name, &bytes);
     }
 }
+
+/// A `.npy` of `shape` f32 zeros whose data is followed by `extra` more
+/// zero bytes: a header that claims less than the member holds.
+fn npy_with_extra(elements: usize, extra: usize) -> Vec<u8> {
+    let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({elements},), }}");
+    while !(10 + dict.len() + 1).is_multiple_of(64) {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(dict.as_bytes());
+    bytes.resize(bytes.len() + elements * 4 + extra, 0);
+    bytes
+}
+
+fn npz_of(member: &[u8]) -> Vec<u8> {
+    let mut buffer = std::io::Cursor::new(Vec::new());
+    let mut writer = zip::ZipWriter::new(&mut buffer);
+    let options = zip::write::FileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true);
+    writer.start_file("boxes.npy", options).unwrap();
+    std::io::Write::write_all(&mut writer, member).unwrap();
+    writer.finish().unwrap();
+    drop(writer);
+    buffer.into_inner()
+}
+
+/// A zip bomb: a member whose header describes 40 bytes of data and that
+/// inflates to 64 MB (from a file of about 64 KB) is refused at its header,
+/// before any of its data is inflated; the same member without the extra
+/// bytes reads.
+#[test]
+fn an_npz_member_that_inflates_past_its_header_is_refused_before_inflating() {
+    let bomb = npz_of(&npy_with_extra(10, 64 << 20));
+    assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+    let error = read_tensor_bytes("bomb.npz", &bomb).unwrap_err();
+    assert!(
+        error.starts_with("member `boxes.npy`: the archive says it inflates to 67109032 bytes, and its header (128 bytes) describes [10] of float32, 40 bytes of data: refused before inflating it"),
+        "{error}"
+    );
+    let honest = read_tensor_bytes("honest.npz", &npz_of(&npy_with_extra(10, 0))).unwrap();
+    assert_eq!(honest.len(), 1);
+    assert_eq!(honest[0].0, "boxes");
+}
+
+/// A FIFO (or anything but a file) listed in `paths`, or given as COCO's
+/// `annotations`, is refused at once, never opened (opening it would wait
+/// for a writer for ever); one in a directory, and a symbolic link that
+/// loops, are skipped and named in the source's description.
+#[test]
+fn a_fifo_is_refused_in_paths_and_named_when_skipped_in_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.npy");
+    let c_path = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink("loop.npy", dir.path().join("loop.npy")).unwrap();
+    let (_, npy) = valid_files().remove(0);
+    std::fs::write(dir.path().join("recorded.npy"), npy).unwrap();
+
+    let build = |name: &str, yaml: String| data::build(name, &serde_yaml::from_str(&yaml).unwrap());
+    let error = build("tensors", format!("{{paths: ['{}']}}", fifo.display()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        error,
+        format!(
+            "data_source.paths: {} is a FIFO, not a tensor file",
+            fifo.display()
+        )
+    );
+    let error = build(
+        "coco",
+        format!(
+            "{{annotations: '{}', images: '{}'}}",
+            fifo.display(),
+            dir.path().display()
+        ),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(error.ends_with("is a FIFO, not a JSON file"), "{error}");
+
+    let source = build("tensors", format!("{{directory: '{}'}}", dir.path().display())).unwrap();
+    assert_eq!(source.len(), 1, "recorded.npy alone");
+    let description = source.describe();
+    assert_eq!(
+        description["skipped"],
+        serde_yaml::from_str::<serde_yaml::Value>(
+            "['fifo.npy (a FIFO)', 'loop.npy (a symbolic link that loops)']"
+        )
+        .unwrap()
+    );
+}
