@@ -98,6 +98,35 @@ proptest! {
         let name = ["recorded.npy", "recorded.npz", "recorded.safetensors"][which];
         exercise(name, &bytes);
     }
+
+    /// The compressed members the fuzz target `tensors` makes, bounded:
+    /// arbitrary bytes, or a valid `.npy` with arbitrary bytes after it,
+    /// deflated into an `.npz` whose declared size is the true one or a
+    /// lie, read or are refused naming the file.
+    #[test]
+    fn compressed_members_with_true_or_lying_sizes_read_or_are_refused(
+        tail in proptest::collection::vec(any::<u8>(), 0..512),
+        after_valid in any::<bool>(),
+        declared in proptest::option::of(any::<u32>()),
+    ) {
+        let mut member = if after_valid { npy_with_extra(3, 0) } else { Vec::new() };
+        member.extend_from_slice(&tail);
+        exercise("recorded.npz", &deflated_npz(&member, declared));
+    }
+}
+
+/// `member` as `boxes.npy`, deflated, in a `.npz`; its declared size set to
+/// `declared` when given, in the local and the central header.
+fn deflated_npz(member: &[u8], declared: Option<u32>) -> Vec<u8> {
+    let mut bytes = npz_of(member);
+    if let Some(declared) = declared {
+        for (signature, offset) in [(b"PK\x03\x04", 22), (b"PK\x01\x02", 24)] {
+            if let Some(at) = bytes.windows(4).position(|w| w == signature) {
+                bytes[at + offset..at + offset + 4].copy_from_slice(&declared.to_le_bytes());
+            }
+        }
+    }
+    bytes
 }
 
 /// A `.npy` of `shape` f32 zeros whose data is followed by `extra` more
@@ -120,7 +149,7 @@ fn npz_of(member: &[u8]) -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(&mut buffer);
     let options = zip::write::FileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
-        .large_file(true);
+        .large_file(member.len() >= u32::MAX as usize);
     writer.start_file("boxes.npy", options).unwrap();
     std::io::Write::write_all(&mut writer, member).unwrap();
     writer.finish().unwrap();
