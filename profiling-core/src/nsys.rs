@@ -237,6 +237,31 @@ mod tests {
         assert!(sampled.contains(&"--cpuctxsw=process-tree".to_owned()));
     }
 
+    /// A run directory given relative, even one that starts with `-`,
+    /// becomes absolute in every word that names it: none can be read as
+    /// an option by `mkdir`, nsys or the analysis.
+    #[test]
+    fn every_path_of_the_command_is_absolute() {
+        let command = nsys_command(
+            &NsysCapture {
+                run_dir: Path::new("-o/runs/r1"),
+                capture_range: "profile-target",
+                cuda: false,
+                sample: false,
+            },
+            &[vec!["/bin/profile-cli".to_owned()]],
+            "/bin/profile-cli",
+        );
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(command.run_dir, here.join("-o/runs/r1"));
+        assert_eq!(command.report_dir, here.join("-o/runs/.r1.nsys"));
+        assert_eq!(
+            command.lines[1],
+            ["-o", &here.join("-o/runs/.r1.nsys/trace").to_string_lossy()]
+        );
+        assert_eq!(command.finish[2], here.join("-o/runs/r1").to_string_lossy());
+    }
+
     #[test]
     fn the_report_directory_is_a_hidden_sibling_of_the_run() {
         assert_eq!(

@@ -206,3 +206,28 @@ fn a_video_named_like_an_ffmpeg_option_is_read_as_a_file() {
     .unwrap();
     assert!(manifest.contains("frames: 3"), "{manifest}");
 }
+
+/// A capture range and a run id that start with `-` are joined to their
+/// options in the command `--print-nsys-command` prints (and `--nsys`
+/// runs), so the profiling binary never takes them for options.
+#[test]
+fn values_that_start_with_a_dash_stay_values_in_the_nsys_command() {
+    let out = tempfile::tempdir().unwrap();
+    let printed = profile_cli_in(
+        out.path(),
+        &[
+            "run",
+            "cpu-work",
+            "--capture-range=-x",
+            "--run-id=-r",
+            "--output-dir",
+            "out",
+            "--print-nsys-command",
+        ],
+    );
+    assert_eq!(printed.code, Some(0), "{printed}");
+    let lines: Vec<&str> = printed.stdout.lines().map(str::trim).collect();
+    assert!(lines.contains(&"--capture-range=-x \\"), "{}", printed.stdout);
+    assert!(lines.contains(&"--run-id=-r \\"), "{}", printed.stdout);
+    assert!(lines.contains(&"'--nvtx-capture=-x@*' \\"), "{}", printed.stdout);
+}
