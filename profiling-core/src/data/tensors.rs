@@ -3,8 +3,9 @@
 //! with its dtype and shape.
 //!
 //! Files come from `directory` (those whose names match `pattern`, a glob,
-//! by default every file with one of the three extensions) or `paths`, in
-//! path order; `limit` keeps the first N. A file is one record, its id the
+//! by default every file with one of the three extensions), from a
+//! `pattern` that names its directory as a shell user writes it
+//! (`/data/outputs/*.npz`, no `directory`), or from `paths`, in path order; `limit` keeps the first N. A file is one record, its id the
 //! file's stem; with `split_axis: k`, a file is one record per index along
 //! axis k of its tensors (which must all have the same length there), each
 //! record's tensors having that axis taken out, ids `<stem>-<i>`. `repeat`
@@ -83,6 +84,34 @@ pub struct TensorSource {
     skipped: Vec<String>,
 }
 
+/// A `pattern` given without `directory`: its directory (every component
+/// but the last, which must hold no glob character) and the glob of the
+/// file names (the last). `outputs/*.npz` is `outputs` and `*.npz`.
+fn split_pattern(pattern: &str) -> Result<(PathBuf, String), DataError> {
+    let path = Path::new(pattern);
+    let (Some(directory), Some(names)) = (path.parent(), path.file_name()) else {
+        return Err(parameter_error(
+            "directory",
+            "missing: the tensors source needs `directory` (or `paths`, a list of files, or a `pattern` that names its directory, such as `/data/outputs/*.npz`)",
+        ));
+    };
+    if directory.as_os_str().is_empty() {
+        return Err(parameter_error(
+            "directory",
+            format!("missing: `pattern: {pattern}` names no directory; give `directory`, or write the directory into the pattern (`/data/outputs/{pattern}`)"),
+        ));
+    }
+    let text = directory.to_string_lossy();
+    if text.contains(['*', '?', '[']) {
+        return Err(parameter_error(
+            "pattern",
+            format!("`{pattern}`: only the file name may be a glob; `{text}` names more than one directory (the files of one directory are read)"),
+        ));
+    }
+    check_literal_path(&text).map_err(|m| parameter_error("pattern", m))?;
+    Ok((directory.to_path_buf(), names.to_string_lossy().into_owned()))
+}
+
 /// What kind of entry `path` is when it is not a file that can be read:
 /// `Some("a FIFO")`, `Some("a symbolic link that loops")`; `None` for a
 /// regular file (through symbolic links) and for a path that is not there
@@ -134,7 +163,12 @@ fn file_error(path: &Path, message: impl std::fmt::Display) -> DataError {
 
 impl TensorSource {
     /// Lists the files and reads their headers.
-    pub fn from_parsed(params: TensorParameters) -> Result<TensorSource, DataError> {
+    pub fn from_parsed(mut params: TensorParameters) -> Result<TensorSource, DataError> {
+        if let (None, None, Some(pattern)) = (&params.directory, &params.paths, &params.pattern) {
+            let (directory, names) = split_pattern(pattern)?;
+            params.directory = Some(directory);
+            params.pattern = Some(names);
+        }
         let (origin, mut paths, skipped) =
             match (params.directory, params.paths) {
                 (Some(_), Some(_)) => {
@@ -638,6 +672,32 @@ mod tests {
         );
         assert_eq!(records[2].tensor("mask").unwrap()[[0, 1]], 0.0);
         assert_eq!(records[2].metadata["mask.dtype"], "bool");
+    }
+
+    /// A `pattern` that names its directory, as a shell user writes it,
+    /// needs no `directory`; one whose directory is a glob, or that names
+    /// none, is refused naming the key.
+    #[test]
+    fn a_pattern_that_names_its_directory_needs_no_directory() {
+        let dir = recorded();
+        let source = build(&format!("{{pattern: '{}/*.np*'}}", dir.path().display())).unwrap();
+        let records = source.read_all().unwrap();
+        let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(
+            source.describe()["origin"],
+            Value::from(dir.path().display().to_string())
+        );
+        let message = |yaml: String| build(&yaml).err().unwrap().to_string();
+        assert_eq!(
+            message(format!("{{pattern: '{}/*/x.npy'}}", dir.path().display())),
+            format!(
+                "data_source.pattern: `{0}/*/x.npy`: only the file name may be a glob; `{0}/*` names more than one directory (the files of one directory are read)",
+                dir.path().display()
+            )
+        );
+        assert!(message("{pattern: '*.npz'}".to_owned())
+            .starts_with("data_source.directory: missing: `pattern: *.npz` names no directory"));
     }
 
     #[test]
