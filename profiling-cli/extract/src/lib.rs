@@ -45,7 +45,7 @@ pub use names::Unresolved;
 pub use production::{Production, ProductionDependency};
 pub use select::{Selector, SourceSpec, TypeArgs};
 pub use snippet_crate::{
-    draft_reason, is_included, manifest as snippet_manifest, mark_draft, package_name,
+    draft_reason, is_included, manifest as snippet_manifest, mark_draft, package_name, package_of,
     remove_entry, set_included, stale_entries, unmark_draft, AddedDependency, StaleEntry,
     DRAFT_FILE,
 };

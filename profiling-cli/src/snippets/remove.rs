@@ -1,5 +1,6 @@
 //! `profile-cli remove`: deletes a snippet, its directory and its entry in
-//! the profiling crate's Cargo.toml.
+//! the profiling crate's Cargo.toml, and its package from the workspace's
+//! Cargo.lock.
 
 use std::io::Write;
 use std::path::Path;
@@ -49,6 +50,7 @@ pub(crate) fn remove(
                     "removed `{}` ({}) from inference_profiling/Cargo.toml: its directory was already gone",
                     entry.package, entry.path
                 )?;
+                prune_lock(krate, &entry.package, out)?;
                 Ok(EXIT_OK)
             }
             _ => {
@@ -80,6 +82,7 @@ pub(crate) fn remove(
         )?;
         return Ok(EXIT_USAGE);
     }
+    let package = snippet::package_of(&directory).ok();
     if let Some(krate) = &krate {
         if let Some(name) = directory.file_name().and_then(|n| n.to_str()) {
             if snippet::remove_entry(krate, name)? {
@@ -99,5 +102,36 @@ pub(crate) fn remove(
     std::fs::remove_dir_all(&directory)
         .map_err(|error| anyhow::anyhow!("cannot remove {shown}: {error}"))?;
     writeln!(out, "removed {shown}/")?;
+    if let (Some(krate), Some(package)) = (&krate, package) {
+        prune_lock(krate, &package, out)?;
+    }
     Ok(EXIT_OK)
+}
+
+/// Drops `package` from the workspace's Cargo.lock, which would list it
+/// until the next build: `cargo metadata --offline` resolves the lock
+/// again without fetching anything. Says what it did, or that the next
+/// build will.
+fn prune_lock(krate: &SnippetsCrate, package: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    let root = krate.workspace_root();
+    let lock = root.join("Cargo.lock");
+    let lists = |text: &str| text.contains(&format!("name = \"{package}\"\n"));
+    if !std::fs::read_to_string(&lock).is_ok_and(|text| lists(&text)) {
+        return Ok(());
+    }
+    let _ = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["metadata", "--offline", "--format-version", "1", "--manifest-path"])
+        .arg(root.join("Cargo.toml"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if std::fs::read_to_string(&lock).is_ok_and(|text| !lists(&text)) {
+        writeln!(out, "removed `{package}` from Cargo.lock")
+    } else {
+        writeln!(
+            out,
+            "note: Cargo.lock still lists `{package}`: the next build of the workspace drops it"
+        )
+    }
 }

@@ -96,3 +96,50 @@ fn remove_deletes_a_snippet_and_its_entry_and_mends_a_hand_deletion() {
         "{missing}"
     );
 }
+
+/// The removed snippet's package leaves the workspace's Cargo.lock with
+/// it, resolved again offline; the other snippets stay in it.
+#[test]
+fn remove_drops_the_snippets_package_from_cargo_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"inference_profiling\"]\nresolver = \"2\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("inference_profiling/src")).unwrap();
+    std::fs::write(root.join("inference_profiling/src/lib.rs"), "").unwrap();
+    std::fs::write(
+        root.join("inference_profiling/Cargo.toml"),
+        "[package]\nname = \"profiling-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nsnippet-kept = { path = \"snippets/kept\" }\nsnippet-used = { path = \"snippets/used\" }\n",
+    )
+    .unwrap();
+    for name in ["kept", "used"] {
+        let path = root.join("inference_profiling/snippets").join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(
+            path.join("Cargo.toml"),
+            format!("[package]\nname = \"snippet-{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"target.rs\"\n"),
+        )
+        .unwrap();
+        std::fs::write(path.join("target.rs"), "").unwrap();
+    }
+    let locked = std::process::Command::new(env!("CARGO"))
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(locked.status.success(), "{}", String::from_utf8_lossy(&locked.stderr));
+    let lock = || std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
+    assert!(lock().contains("name = \"snippet-used\"\n"), "{}", lock());
+
+    let removed = profile_cli_in(root, &["remove", "used"]);
+    assert_eq!(removed.code, Some(0), "{removed}");
+    assert!(
+        removed.stdout.ends_with("removed `snippet-used` from Cargo.lock\n"),
+        "{removed}"
+    );
+    assert!(!lock().contains("snippet-used"), "{}", lock());
+    assert!(lock().contains("name = \"snippet-kept\"\n"), "{}", lock());
+}
