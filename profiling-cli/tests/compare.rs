@@ -714,9 +714,10 @@ fn ab_alternates_the_sides_in_one_capture_and_finds_the_slower_one() {
         comparison["candidate"]["label"],
         "compare-spin@twice/candidate"
     );
-    // The target's parameters are what differs, not a difference to report.
-    assert!(
-        comparison["differences"].as_array().unwrap().is_empty(),
+    // The sides differ in their parameters, not in their code: said.
+    assert_eq!(
+        comparison["differences"],
+        serde_json::json!([{"key": "target.parameters.work_us", "base": "300", "candidate": "600"}]),
         "{comparison}"
     );
     let rows = rows(&document, 0);
