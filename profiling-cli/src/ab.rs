@@ -14,8 +14,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use profiling_core::driver::runner::{paired_blocks, PairSide};
 use profiling_core::driver::run_dir;
+use profiling_core::driver::runner::{paired_blocks, PairSide};
 use profiling_core::driver::session::{self, Planned, RunReport, RunRequest};
 use profiling_core::manifest::PairInfo;
 use profiling_core::run_samples::{PairedSamples, SidePasses, PAIRED_FILE, PAIRED_VERSION};
@@ -230,18 +230,25 @@ fn run_pair(
     };
     if let Some(id) = &args.ab_id {
         if let Err(message) = profiling_core::driver::config::check_run_id(id) {
-            writeln!(err, "error: --ab-id: {}", message.replace("run id", "ab id"))?;
+            writeln!(
+                err,
+                "error: --ab-id: {}",
+                message.replace("run id", "ab id")
+            )?;
             return Ok(Err(EXIT_USAGE));
         }
     }
     let mut base_request = request(&args.base, args.config.as_ref());
     // The same target on both sides: the candidate is the base's target
     // section unless a config of its own is given.
-    let candidate_config = args.candidate_config.as_ref().or(if args.candidate == args.base {
-        args.config.as_ref()
-    } else {
-        None
-    });
+    let candidate_config = args
+        .candidate_config
+        .as_ref()
+        .or(if args.candidate == args.base {
+            args.config.as_ref()
+        } else {
+            None
+        });
     let mut candidate_request = request(&args.candidate, candidate_config);
     let planned = session::plan(&base_request)
         .and_then(|base| session::plan(&candidate_request).map(|candidate| (base, candidate)));
@@ -313,7 +320,11 @@ fn run_pair(
     let staging = run_dir::staging_dir(&dir);
     let _ = std::fs::remove_dir_all(&staging);
     if let Err(error) = std::fs::create_dir(&staging) {
-        writeln!(err, "error: cannot write the pair to {}: {error}", staging.display())?;
+        writeln!(
+            err,
+            "error: cannot write the pair to {}: {error}",
+            staging.display()
+        )?;
         return Ok(Err(EXIT_TARGET_FAILED));
     }
     let staged = Staged(staging.clone());
@@ -362,12 +373,13 @@ fn run_pair(
     } else {
         String::new()
     };
-    if let Some((signal, completed)) = [&base_report, &candidate_report]
-        .into_iter()
-        .find_map(|report| {
-            let outcome = report.outcome.as_ref().ok()?;
-            Some((outcome.interrupted?, outcome.completed_iterations))
-        })
+    if let Some((signal, completed)) =
+        [&base_report, &candidate_report]
+            .into_iter()
+            .find_map(|report| {
+                let outcome = report.outcome.as_ref().ok()?;
+                Some((outcome.interrupted?, outcome.completed_iterations))
+            })
     {
         writeln!(
             err,

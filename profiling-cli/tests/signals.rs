@@ -525,7 +525,9 @@ fn names(dir: &Path) -> Vec<String> {
 fn an_interrupted_ab_keeps_the_earlier_pair_and_exits_130() {
     let output = tempfile::tempdir().unwrap();
     let runs = output.path().join("signal-sleeper/runs");
-    let made = ab_command(output.path(), "keep", "2", &[]).output().unwrap();
+    let made = ab_command(output.path(), "keep", "2", &[])
+        .output()
+        .unwrap();
     assert!(
         made.status.success(),
         "{}",
@@ -557,7 +559,11 @@ fn an_interrupted_ab_keeps_the_earlier_pair_and_exits_130() {
         assert_eq!(base["status"], "completed");
         assert_eq!(base["completed_iterations"], 2);
         if !twice {
-            assert_eq!(names(&runs), ["keep"], "one Ctrl-C leaves nothing beside it");
+            assert_eq!(
+                names(&runs),
+                ["keep"],
+                "one Ctrl-C leaves nothing beside it"
+            );
         }
     }
     let cleaned = Command::new(std::env::current_exe().unwrap())
@@ -596,16 +602,17 @@ fn two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it() {
         .unwrap();
     assert!(cleaned.status.success());
     let said = String::from_utf8_lossy(&cleaned.stdout);
-    assert_eq!(
-        names(&runs).len(),
-        0,
-        "{said}: runs clean removed {left:?}"
-    );
-    let again = ab_command(output.path(), "fresh", "2", &[]).output().unwrap();
+    assert_eq!(names(&runs).len(), 0, "{said}: runs clean removed {left:?}");
+    let again = ab_command(output.path(), "fresh", "2", &[])
+        .output()
+        .unwrap();
     assert!(
         again.status.success(),
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
-    assert_eq!(names(&runs.join("fresh")), ["base", "candidate", "paired.json"]);
+    assert_eq!(
+        names(&runs.join("fresh")),
+        ["base", "candidate", "paired.json"]
+    );
 }

@@ -120,7 +120,13 @@ fn prune_lock(krate: &SnippetsCrate, package: &str, out: &mut dyn Write) -> std:
         return Ok(());
     }
     let _ = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["metadata", "--offline", "--format-version", "1", "--manifest-path"])
+        .args([
+            "metadata",
+            "--offline",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
         .arg(root.join("Cargo.toml"))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

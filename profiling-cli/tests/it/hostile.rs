@@ -35,7 +35,14 @@ fn ids_that_could_be_a_runs_lock_or_leftover_are_refused() {
             "--ab-id",
         ),
         (
-            vec!["sweep", "cpu-work", "--set", "target.parameters.rounds=1,2", "--sweep-id", ".s"],
+            vec![
+                "sweep",
+                "cpu-work",
+                "--set",
+                "target.parameters.rounds=1,2",
+                "--sweep-id",
+                ".s",
+            ],
             "--sweep-id",
         ),
     ] {
@@ -166,12 +173,21 @@ fn a_video_named_like_an_ffmpeg_option_is_read_as_a_file() {
             .is_ok_and(|o| o.status.success())
     };
     if !(works("ffmpeg") && works("ffprobe")) {
-        eprintln!("skipped: ffmpeg and ffprobe are not installed (scripts/setup-ffmpeg installs them)");
+        eprintln!(
+            "skipped: ffmpeg and ffprobe are not installed (scripts/setup-ffmpeg installs them)"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let made = std::process::Command::new("ffmpeg")
-        .args(["-v", "error", "-f", "lavfi", "-i", "testsrc=size=32x24:rate=10:duration=0.3"])
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=32x24:rate=10:duration=0.3",
+        ])
         .args(["-c:v", "ffv1", "-f", "matroska"])
         .arg(format!("file:{}", dir.path().join("-report").display()))
         .status()
@@ -184,7 +200,14 @@ fn a_video_named_like_an_ffmpeg_option_is_read_as_a_file() {
     .unwrap();
     let ran = profile_cli_in(
         dir.path(),
-        &["run", "cpu-work", "--config", "video.yaml", "--output-dir", "out"],
+        &[
+            "run",
+            "cpu-work",
+            "--config",
+            "video.yaml",
+            "--output-dir",
+            "out",
+        ],
     );
     assert_eq!(ran.code, Some(0), "{ran}");
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
@@ -192,7 +215,11 @@ fn a_video_named_like_an_ffmpeg_option_is_read_as_a_file() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["-report", "out", "video.yaml"], "no log of FFmpeg's");
+    assert_eq!(
+        names,
+        ["-report", "out", "video.yaml"],
+        "no log of FFmpeg's"
+    );
     let manifest = std::fs::read_to_string(
         dir.path()
             .join("out/cpu-work/runs")
@@ -227,7 +254,15 @@ fn values_that_start_with_a_dash_stay_values_in_the_nsys_command() {
     );
     assert_eq!(printed.code, Some(0), "{printed}");
     let lines: Vec<&str> = printed.stdout.lines().map(str::trim).collect();
-    assert!(lines.contains(&"--capture-range=-x \\"), "{}", printed.stdout);
+    assert!(
+        lines.contains(&"--capture-range=-x \\"),
+        "{}",
+        printed.stdout
+    );
     assert!(lines.contains(&"--run-id=-r \\"), "{}", printed.stdout);
-    assert!(lines.contains(&"'--nvtx-capture=-x@*' \\"), "{}", printed.stdout);
+    assert!(
+        lines.contains(&"'--nvtx-capture=-x@*' \\"),
+        "{}",
+        printed.stdout
+    );
 }

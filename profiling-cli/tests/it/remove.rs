@@ -130,14 +130,20 @@ fn remove_drops_the_snippets_package_from_cargo_lock() {
         .current_dir(root)
         .output()
         .unwrap();
-    assert!(locked.status.success(), "{}", String::from_utf8_lossy(&locked.stderr));
+    assert!(
+        locked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&locked.stderr)
+    );
     let lock = || std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
     assert!(lock().contains("name = \"snippet-used\"\n"), "{}", lock());
 
     let removed = profile_cli_in(root, &["remove", "used"]);
     assert_eq!(removed.code, Some(0), "{removed}");
     assert!(
-        removed.stdout.ends_with("removed `snippet-used` from Cargo.lock\n"),
+        removed
+            .stdout
+            .ends_with("removed `snippet-used` from Cargo.lock\n"),
         "{removed}"
     );
     assert!(!lock().contains("snippet-used"), "{}", lock());

@@ -287,7 +287,10 @@ impl CocoSource {
         if let Some(what) = super::tensors::not_a_regular_file(&params.annotations) {
             return Err(parameter_error(
                 "annotations",
-                format!("{} is {what}, not a JSON file", params.annotations.display()),
+                format!(
+                    "{} is {what}, not a JSON file",
+                    params.annotations.display()
+                ),
             ));
         }
         let bytes = std::fs::read(&params.annotations).map_err(|source| match source.kind() {

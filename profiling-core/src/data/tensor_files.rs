@@ -443,8 +443,8 @@ fn read_npz(bytes: &[u8]) -> Result<Vec<(String, TensorData)>, String> {
             inner: (&mut member).take(declared),
             read: 0,
         };
-        let header =
-            npy_header(&mut counted).map_err(|message| format!("member `{name}.npy`: {message}"))?;
+        let header = npy_header(&mut counted)
+            .map_err(|message| format!("member `{name}.npy`: {message}"))?;
         let header_bytes = counted.read;
         let data_bytes = element_count(&header.shape)
             .and_then(|count| count.checked_mul(header.dtype.size()))

@@ -109,7 +109,10 @@ fn split_pattern(pattern: &str) -> Result<(PathBuf, String), DataError> {
         ));
     }
     check_literal_path(&text).map_err(|m| parameter_error("pattern", m))?;
-    Ok((directory.to_path_buf(), names.to_string_lossy().into_owned()))
+    Ok((
+        directory.to_path_buf(),
+        names.to_string_lossy().into_owned(),
+    ))
 }
 
 /// What kind of entry `path` is when it is not a file that can be read:

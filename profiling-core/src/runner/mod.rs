@@ -1004,10 +1004,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let mut measured = Measured::expecting(config.iterations, inputs.len(), inputs.room());
     measured.expected_range_events =
         (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
-    measured.memory = config
-        .memory
-        .is_on()
-        .then(|| MeasuredMemory::expecting(config.iterations as usize, inputs.len(), inputs.room()));
+    measured.memory = config.memory.is_on().then(|| {
+        MeasuredMemory::expecting(config.iterations as usize, inputs.len(), inputs.room())
+    });
     let memory_mode = Switch::set(config.memory.is_on(), crate::timing::recorder::set_memory);
     let measured = capture(
         target,

@@ -165,7 +165,11 @@ impl<'p, T: ProfileTarget, I: Inputs<T>> Stepped<'p, T, I> {
         let config = &side.plan.config;
         let mut measured = Measured::expecting(config.iterations, inputs.len(), inputs.room());
         measured.memory = config.memory.is_on().then(|| {
-            super::MeasuredMemory::expecting(config.iterations as usize, inputs.len(), inputs.room())
+            super::MeasuredMemory::expecting(
+                config.iterations as usize,
+                inputs.len(),
+                inputs.room(),
+            )
         });
         Stepped {
             sync_each: synchronizes_each_call(config),

@@ -250,7 +250,10 @@ fn wrong_types_name_the_key() {
         error("target: {name: t}\nmemory: [on]"),
         "snippet/config.yaml:2:9: memory: invalid type: sequence, expected `on` or `off` (or true or false)"
     );
-    assert!(resolve("target: {name: t}\nmemory: true").unwrap().memory.is_on());
+    assert!(resolve("target: {name: t}\nmemory: true")
+        .unwrap()
+        .memory
+        .is_on());
     // Past 64 bits: YAML reads the number, no value of the config holds it.
     assert_eq!(
         error("target: {name: t}\nrecords: [100000000000000000000000000000]"),

@@ -215,7 +215,11 @@ fn a_fifo_is_refused_in_paths_and_named_when_skipped_in_a_directory() {
     .to_string();
     assert!(error.ends_with("is a FIFO, not a JSON file"), "{error}");
 
-    let source = build("tensors", format!("{{directory: '{}'}}", dir.path().display())).unwrap();
+    let source = build(
+        "tensors",
+        format!("{{directory: '{}'}}", dir.path().display()),
+    )
+    .unwrap();
     assert_eq!(source.len(), 1, "recorded.npy alone");
     let description = source.describe();
     assert_eq!(
