@@ -280,12 +280,20 @@ fn run_pair(
     }
     let dir = base.run_dir.clone();
     let ab_id = base.run_id.clone();
-    if dir.exists() && !args.force {
-        writeln!(
-            err,
-            "error: {} exists: give --force to replace it, or another --ab-id",
-            dir.display()
-        )?;
+    // Looked at before the claim, and again holding it: a pair may have
+    // landed between the two.
+    let taken = |err: &mut dyn Write| -> std::io::Result<bool> {
+        if dir.exists() && !args.force {
+            writeln!(
+                err,
+                "error: {} exists: give --force to replace it, or another --ab-id",
+                dir.display()
+            )?;
+            return Ok(true);
+        }
+        Ok(false)
+    };
+    if taken(err)? {
         return Ok(Err(EXIT_USAGE));
     }
     // The pair's id is held while it runs; it is written beside its
@@ -309,12 +317,7 @@ fn run_pair(
     for line in run_dir::recover(&dir, &claim) {
         writeln!(err, "note: {line}")?;
     }
-    if dir.exists() && !args.force {
-        writeln!(
-            err,
-            "error: {} exists: give --force to replace it, or another --ab-id",
-            dir.display()
-        )?;
+    if taken(err)? {
         return Ok(Err(EXIT_USAGE));
     }
     let staging = run_dir::staging_dir(&dir);

@@ -506,6 +506,16 @@ fn start_ab(mut command: Command, calls: usize) -> Child {
     child
 }
 
+/// `runs clean --output-dir OUTPUT`, run to its end.
+fn runs_clean(output: &Path) -> std::process::Output {
+    Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "1")
+        .args(["runs", "clean", "--output-dir"])
+        .arg(output)
+        .output()
+        .unwrap()
+}
+
 /// The names in `dir`, sorted.
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -566,12 +576,7 @@ fn an_interrupted_ab_keeps_the_earlier_pair_and_exits_130() {
             );
         }
     }
-    let cleaned = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, "1")
-        .args(["runs", "clean", "--output-dir"])
-        .arg(output.path())
-        .output()
-        .unwrap();
+    let cleaned = runs_clean(output.path());
     assert!(cleaned.status.success());
     assert_eq!(names(&runs), ["keep"]);
     assert_eq!(std::fs::read(pair.join("paired.json")).unwrap(), paired);
@@ -594,12 +599,7 @@ fn two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it() {
         left.iter().all(|name| name.starts_with(".fresh.")),
         "{left:?}"
     );
-    let cleaned = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, "1")
-        .args(["runs", "clean", "--output-dir"])
-        .arg(output.path())
-        .output()
-        .unwrap();
+    let cleaned = runs_clean(output.path());
     assert!(cleaned.status.success());
     let said = String::from_utf8_lossy(&cleaned.stdout);
     assert_eq!(names(&runs).len(), 0, "{said}: runs clean removed {left:?}");
