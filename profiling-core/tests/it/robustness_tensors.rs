@@ -13,14 +13,7 @@ use crate::common::{assert_reads_well, each_damaged};
 /// A small valid file of each format, as NumPy and safetensors write them.
 fn valid_files() -> Vec<(&'static str, Vec<u8>)> {
     let npy = {
-        let mut dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }".to_owned();
-        while !(10 + dict.len() + 1).is_multiple_of(64) {
-            dict.push(' ');
-        }
-        dict.push('\n');
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-        bytes.extend_from_slice(dict.as_bytes());
+        let mut bytes = f32_npy_header("(2, 3)");
         bytes.extend((0..6).flat_map(|v| (v as f32).to_le_bytes()));
         bytes
     };
@@ -132,7 +125,15 @@ fn deflated_npz(member: &[u8], declared: Option<u32>) -> Vec<u8> {
 /// A `.npy` of `shape` f32 zeros whose data is followed by `extra` more
 /// zero bytes: a header that claims less than the member holds.
 fn npy_with_extra(elements: usize, extra: usize) -> Vec<u8> {
-    let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({elements},), }}");
+    let mut bytes = f32_npy_header(&format!("({elements},)"));
+    bytes.resize(bytes.len() + elements * 4 + extra, 0);
+    bytes
+}
+
+/// The header of a version 1.0 `.npy` of little-endian float32 of `shape`
+/// (a Python tuple), padded as NumPy pads it.
+fn f32_npy_header(shape: &str) -> Vec<u8> {
+    let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
     while !(10 + dict.len() + 1).is_multiple_of(64) {
         dict.push(' ');
     }
@@ -140,7 +141,6 @@ fn npy_with_extra(elements: usize, extra: usize) -> Vec<u8> {
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&(dict.len() as u16).to_le_bytes());
     bytes.extend_from_slice(dict.as_bytes());
-    bytes.resize(bytes.len() + elements * 4 + extra, 0);
     bytes
 }
 
