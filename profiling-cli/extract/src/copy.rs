@@ -377,6 +377,117 @@ pub(crate) fn copy_helper(
     Some(format!("{note}{text}\n"))
 }
 
+/// Methods of a type of the crate that are not `pub` and that the copied
+/// code calls (`methods`: indices into the impl block `imp`), given back
+/// through a trait of the snippet's named `trait_name`: declared with the
+/// impl block's generics and implemented for the production type with
+/// production's bodies (paths made absolute, `cfg`s decided), after a line
+/// that says where they come from. Method-call syntax finds the trait's
+/// method where the production one is out of reach, so the calls build
+/// unchanged. `None` when production's features compile them all out.
+pub(crate) fn copy_methods(
+    source: &SourceFile,
+    imp: &syn::ItemImpl,
+    methods: &std::collections::BTreeSet<usize>,
+    location: &ModuleLocation,
+    trait_name: &str,
+    features: Option<&std::collections::BTreeSet<String>>,
+) -> Option<String> {
+    let text_of = |range: Range<usize>| {
+        let mut edits = rewrite_paths(source, range.clone(), location, &[], false);
+        apply(&source.text, range, &mut edits)
+    };
+    let mut declarations = String::new();
+    let mut definitions = String::new();
+    let mut names = Vec::new();
+    let (mut first, mut last) = (usize::MAX, 0);
+    for &index in methods {
+        let Some(syn::ImplItem::Fn(method)) = imp.items.get(index) else {
+            continue;
+        };
+        if let Some(features) = features {
+            if crate::cfg::function_is_off(&method.attrs, features).is_some() {
+                continue;
+            }
+        }
+        // A trait's methods cannot be `const`.
+        let start = match &method.sig.constness {
+            Some(constness) => skip_spaces(source, source.range(constness.span).end),
+            None => source.range(method.sig.span()).start,
+        };
+        let signature_end = source.range(method.sig.span()).end;
+        let end = source.range(method.block.span()).end;
+        let line = source.line_text(source.line_of(start));
+        let column = line.len() - line.trim_start().len();
+        let multiline = has_multiline_literal(&source.text[start..end]);
+        let mut edits = rewrite_paths(source, start..end, location, &[], false);
+        if let Some(features) = features {
+            body_cfg_edits(source, &method.block, features, &mut edits);
+        }
+        let body = apply(&source.text, start..end, &mut edits);
+        definitions.push_str(&reindent(&body, column, 4, multiline));
+        definitions.push_str("\n\n");
+        declarations.push_str(&reindent(&text_of(start..signature_end), column, 4, false));
+        declarations.push_str(";\n");
+        names.push(format!("`{}`", method.sig.ident));
+        let (from, to) = source.lines(method.span());
+        first = first.min(from);
+        last = last.max(to);
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let generics = match (&imp.generics.lt_token, &imp.generics.gt_token) {
+        (Some(lt), Some(gt)) => text_of(source.range(lt.span).start..source.range(gt.span).end),
+        _ => String::new(),
+    };
+    let arguments: Vec<String> = imp
+        .generics
+        .params
+        .iter()
+        .map(|param| match param {
+            syn::GenericParam::Lifetime(l) => l.lifetime.to_string(),
+            syn::GenericParam::Type(t) => t.ident.to_string(),
+            syn::GenericParam::Const(c) => c.ident.to_string(),
+        })
+        .collect();
+    let arguments = if arguments.is_empty() {
+        String::new()
+    } else {
+        format!("<{}>", arguments.join(", "))
+    };
+    let open = match &imp.generics.where_clause {
+        Some(clause) => format!("\n{}\n{{", text_of(source.range(clause.span()))),
+        None => " {".to_owned(),
+    };
+    let self_ty = text_of(source.range(imp.self_ty.span()));
+    let owner = type_name_of(&imp.self_ty);
+    let module = location.path(&[]);
+    let note = crate::text::wrap(
+        &format!(
+            "Copied methods: {} of `{module}::{owner}` ({}:{first}-{last}) {} not `pub`, so the \
+             snippet cannot call {} on production's type; this trait gives {} back with \
+             production's bodies. A change here is a change to the profile.",
+            names.join(", "),
+            source.display,
+            if names.len() == 1 { "is" } else { "are" },
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 { "it" } else { "them" },
+        ),
+        100,
+        "//",
+    );
+    Some(format!(
+        "{note}trait {trait_name}{generics}{open}\n{declarations}}}\n\nimpl{generics} {trait_name}{arguments} for {self_ty}{open}\n{}}}\n",
+        definitions.trim_end_matches('\n').to_owned() + "\n"
+    ))
+}
+
+/// The last segment of a type's path: `Point` for `Point<T>`.
+fn type_name_of(ty: &syn::Type) -> String {
+    crate::select::type_name(ty).unwrap_or_else(|| "Self".to_owned())
+}
+
 /// A module of the production crate declared at its root without `pub`
 /// (`mod utils;`), copied whole into the snippet under the same name, as
 /// an inline module: its file's text, with `crate::` and `super::` paths

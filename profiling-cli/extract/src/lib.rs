@@ -24,6 +24,7 @@
 mod cfg;
 mod check;
 mod copy;
+mod foreign;
 mod names;
 mod production;
 mod render;
@@ -532,6 +533,7 @@ impl Extraction<'_> {
             self.location,
             &crates.visible,
             &crates.snippets_package,
+            self.root,
         );
         // Kept as possible traits, found unused by the compiler.
         imports
@@ -666,6 +668,73 @@ impl Extraction<'_> {
                 "private items of the production module it calls are copied beside it, marked as copied helpers: {}",
                 helper_names.join(", ")
             ));
+        }
+        let foreign = &imports.foreign;
+        let mut foreign_names = Vec::new();
+        for module in &foreign.modules {
+            for &index in &module.helpers {
+                let item = &module.source.syntax.items[index];
+                if let Some(text) =
+                    copy::copy_helper(&module.source, item, &module.location, &[], features)
+                {
+                    copied.helpers.push(text);
+                    let (first, last) = module.source.lines(syn::spanned::Spanned::span(item));
+                    foreign_names.push(format!(
+                        "`{}` ({}:{first}-{last})",
+                        helper_label(item),
+                        module.source.display
+                    ));
+                }
+            }
+        }
+        if !foreign_names.is_empty() {
+            copied.changes.push(format!(
+                "items of other modules of the crate that the snippet cannot name (private, `pub(crate)` or in a private module) and that it reaches are copied beside it, marked as copied helpers: {}",
+                foreign_names.join(", ")
+            ));
+        }
+        let mut trait_names: Vec<String> = Vec::new();
+        for methods in &foreign.methods {
+            let module = &foreign.modules[methods.module];
+            let syn::Item::Impl(imp) = &module.source.syntax.items[methods.impl_index] else {
+                continue;
+            };
+            let owner = select::type_name(&imp.self_ty).unwrap_or_else(|| "Type".to_owned());
+            let base = format!("{owner}CopiedMethods");
+            let mut name = base.clone();
+            let mut count = 1;
+            while trait_names.contains(&name) {
+                count += 1;
+                name = format!("{base}{count}");
+            }
+            if let Some(text) = copy::copy_methods(
+                &module.source,
+                imp,
+                &methods.methods,
+                &module.location,
+                &name,
+                features,
+            ) {
+                copied.helpers.push(text);
+                let listed: Vec<String> = methods
+                    .methods
+                    .iter()
+                    .filter_map(|&i| match imp.items.get(i) {
+                        Some(syn::ImplItem::Fn(f)) => Some(format!(
+                            "`{}` ({}:{})",
+                            f.sig.ident,
+                            module.source.display,
+                            module.source.lines(syn::spanned::Spanned::span(f)).0
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+                copied.changes.push(format!(
+                    "methods of production's `{owner}` that are not `pub` and that it calls are copied into the snippet's trait `{name}`, implemented for `{owner}`, so the calls build unchanged: {}",
+                    listed.join(", ")
+                ));
+                trait_names.push(name);
+            }
         }
     }
 

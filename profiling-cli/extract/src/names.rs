@@ -44,6 +44,14 @@ pub(crate) struct Imports {
     /// Modules declared at the crate root without `pub` (`mod utils;`)
     /// the copy uses: copied whole into the snippet, under the same name.
     pub private_modules: Vec<String>,
+    /// Items of other modules of the crate that the snippet cannot name
+    /// (private, `pub(crate)`, or in a private module), each as its
+    /// module's path below the crate root and its name: copied beside the
+    /// copy ([`crate::foreign`]).
+    pub foreign_requests: Vec<crate::foreign::Request>,
+    /// What those requests copied: the items of other modules, and the
+    /// methods the snippet cannot call on the crate's types.
+    pub foreign: crate::foreign::Foreign,
 }
 
 /// One imported path.
@@ -77,7 +85,7 @@ impl ImportPath {
 /// What the function's text refers to, gathered from its syntax tree and
 /// from the tokens of the macros it calls (which syn leaves unparsed).
 #[derive(Default)]
-struct Uses {
+pub(crate) struct Uses {
     /// First segments of paths with two or more segments (`Foo::new`).
     qualified: BTreeSet<String>,
     /// Paths of one segment (`decode`, `Detection`, `x`).
@@ -143,7 +151,7 @@ impl<'ast> Visit<'ast> for Uses {
 impl Uses {
     /// The names used that are not bound locally: first segments of
     /// qualified paths, then single names, then names in macros.
-    fn free_names(&self) -> Vec<String> {
+    pub(crate) fn free_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.qualified.iter().cloned().collect();
         names.extend(self.single.difference(&self.locals).cloned());
         names.extend(self.in_macros.difference(&self.locals).cloned());
@@ -388,7 +396,7 @@ const STD_TRAITS: &[&str] = &[
 const BUILT_IN_CRATES: &[&str] = &["std", "core", "alloc"];
 
 /// Names that are not items to import: `Self`, `self`, `crate`, `super`.
-const PATH_KEYWORDS: [&str; 4] = ["Self", "self", "crate", "super"];
+pub(crate) const PATH_KEYWORDS: [&str; 4] = ["Self", "self", "crate", "super"];
 
 /// Works out the snippet's imports for `function`.
 ///
@@ -400,6 +408,7 @@ pub(crate) fn imports(
     location: &ModuleLocation,
     dependencies: &[String],
     snippets_package: &str,
+    root: &std::path::Path,
 ) -> Imports {
     let mut uses = Uses::default();
     for attr in function.attrs {
@@ -411,15 +420,43 @@ pub(crate) fn imports(
         dependencies,
         snippets_package,
     };
-    let mut resolver = Resolver::new(source, function, location, crates);
+    let mut resolver = Resolver::new(
+        source,
+        function.scope,
+        &function.inline_modules,
+        location,
+        crates,
+    );
     resolver.resolve(used_names(function, &uses));
     resolver.keep_unnamed_imports();
     let Resolver {
-        mut result, chosen, ..
+        mut result,
+        mut chosen,
+        ..
     } = resolver;
+    // What the copy and its helpers call, for the methods of the crate's
+    // types they may need copied.
+    let mut called = crate::foreign::Called::default();
+    called.visit_signature(function.sig);
+    called.visit_block(function.block);
+    for &index in &result.helpers {
+        called.visit_item(&function.scope[index]);
+    }
+    crate::foreign::reach(&mut result, &mut chosen, location, crates, root, called.0);
+    // A method's private siblings copied into a trait are reached.
+    let given_back = function
+        .owner_name()
+        .map(|owner| (result.foreign.methods_of(&owner), owner));
     result
         .unresolved
-        .extend(private_members(source, function, &uses));
+        .extend(private_members(source, function, &uses).into_iter().filter(|u| {
+            !given_back.as_ref().is_some_and(|(methods, owner)| {
+                u.name
+                    .strip_prefix(owner.as_str())
+                    .and_then(|rest| rest.strip_prefix("::"))
+                    .is_some_and(|m| methods.contains(m))
+            })
+        }));
     result.helpers.sort_unstable();
     // The copy itself is not its own helper (a recursive call).
     if function.owner.is_none() {
@@ -453,7 +490,7 @@ fn used_names(function: &Function<'_>, uses: &Uses) -> BTreeSet<String> {
 
 /// The crates the snippet can name.
 #[derive(Clone, Copy)]
-struct SnippetCrates<'a> {
+pub(crate) struct SnippetCrates<'a> {
     /// The snippets crate's dependencies, as code names them.
     dependencies: &'a [String],
     snippets_package: &'a str,
@@ -476,9 +513,12 @@ impl SnippetCrates<'_> {
 
 /// Where each name the copy uses comes from: what the function's module
 /// provides, and the imports chosen so far.
-struct Resolver<'a> {
+pub(crate) struct Resolver<'a> {
     source: &'a SourceFile,
-    function: &'a Function<'a>,
+    /// The items of the module resolved in.
+    scope: &'a [syn::Item],
+    /// Inline modules between the file's module and `scope`.
+    inline: &'a [String],
     location: &'a ModuleLocation,
     crates: SnippetCrates<'a>,
     /// The items defined in the function's module.
@@ -489,29 +529,33 @@ struct Resolver<'a> {
     module_path: Vec<String>,
     /// Why the module's items cannot be named from the snippet, if they
     /// cannot.
-    blocked: Option<String>,
+    pub(crate) blocked: Option<String>,
     /// Why nothing of the crate can be named, if nothing can: what blocks
     /// imports of its other modules, which the source module's privacy
     /// does not.
     crate_blocked: Option<String>,
-    result: Imports,
+    /// Whether the module's public items are copied too: for a module of
+    /// the crate the snippet cannot reach, whose items are copied from.
+    pub(crate) copy_public: bool,
+    pub(crate) result: Imports,
     /// The paths to import.
-    chosen: BTreeSet<ImportPath>,
+    pub(crate) chosen: BTreeSet<ImportPath>,
 }
 
 impl<'a> Resolver<'a> {
     /// Reads the function's module: its items, its imports, and what keeps
     /// the snippet from naming them.
-    fn new(
+    pub(crate) fn new(
         source: &'a SourceFile,
-        function: &'a Function<'a>,
+        scope: &'a [syn::Item],
+        inline: &'a [String],
         location: &'a ModuleLocation,
         crates: SnippetCrates<'a>,
     ) -> Resolver<'a> {
-        let items = module_items(source, function.scope);
-        let carried = module_imports(function.scope, location, &function.inline_modules, &items);
+        let items = module_items(source, scope);
+        let carried = module_imports(scope, location, inline, &items);
         let module_path: Vec<String> = location
-            .path(&function.inline_modules)
+            .path(inline)
             .split("::")
             .map(str::to_owned)
             .collect();
@@ -528,7 +572,8 @@ impl<'a> Resolver<'a> {
         };
         Resolver {
             source,
-            function,
+            scope,
+            inline,
             location,
             crates,
             items,
@@ -536,6 +581,7 @@ impl<'a> Resolver<'a> {
             module_path,
             blocked,
             crate_blocked,
+            copy_public: false,
             result: Imports::default(),
             chosen: BTreeSet::new(),
         }
@@ -548,7 +594,7 @@ impl<'a> Resolver<'a> {
 
     /// Resolves each of the names `used`, and then those of the private
     /// helpers they bring beside the copy.
-    fn resolve(&mut self, used: BTreeSet<String>) {
+    pub(crate) fn resolve(&mut self, used: BTreeSet<String>) {
         // Names still to look at: the copy's, then those of the private
         // helpers copied beside it.
         let mut pending: Vec<String> = used.into_iter().rev().collect();
@@ -571,8 +617,8 @@ impl<'a> Resolver<'a> {
     /// listed as unresolved. Returns the names the copied items use.
     fn module_item(&mut self, name: &str) -> Vec<String> {
         let item = &self.items[name];
-        let helper = (!item.public)
-            .then(|| helper_items(self.function.scope, name))
+        let helper = (!item.public || self.copy_public)
+            .then(|| helper_items(self.scope, name))
             .filter(|found| !found.is_empty());
         if let Some(found) = helper {
             return self.add_helpers(found);
@@ -619,7 +665,7 @@ impl<'a> Resolver<'a> {
             if !self.result.helpers.contains(&index) {
                 self.result.helpers.push(index);
                 let mut inner = Uses::default();
-                inner.visit_item(&self.function.scope[index]);
+                inner.visit_item(&self.scope[index]);
                 names.extend(
                     inner
                         .free_names()
@@ -681,6 +727,9 @@ impl<'a> Resolver<'a> {
             return true;
         }
         if let Some(why) = why {
+            if self.crate_blocked.is_none() && self.request_copy(&path, import, &why) {
+                return true;
+            }
             self.result.unresolved.push(Unresolved {
                 name: import.display(),
                 reason: why,
@@ -689,10 +738,46 @@ impl<'a> Resolver<'a> {
         false
     }
 
+    /// For an import of an item of another module of the crate that the
+    /// snippet cannot name (`path`: its modules below the crate root, then
+    /// its name): asks for the item to be copied beside the copy, when it
+    /// is one that can be, so the name is the snippet's own. A renamed
+    /// import (`use crate::m::f as g;`) then names the copy.
+    fn request_copy(&mut self, path: &[String], import: &ImportPath, why: &str) -> bool {
+        const COPIED: [&str; 7] = ["fn", "struct", "enum", "const", "static", "type", "trait"];
+        let Some((name, modules)) = path.split_last() else {
+            return false;
+        };
+        let copyable = self
+            .location
+            .find_item(path)
+            .is_some_and(|(kind, _)| COPIED.contains(&kind));
+        if !copyable || modules == &self.module_path[1..] {
+            return false;
+        }
+        let request = crate::foreign::Request {
+            modules: modules.to_vec(),
+            name: name.clone(),
+            import: import.display(),
+            reason: why.to_owned(),
+        };
+        if !self.result.foreign_requests.contains(&request) {
+            self.result.foreign_requests.push(request);
+        }
+        if let Some(rename) = &import.rename {
+            self.chosen.insert(ImportPath {
+                parent: vec!["self".to_owned()],
+                name: name.clone(),
+                rename: Some(rename.clone()),
+            });
+        }
+        true
+    }
+
     /// Looks at the module's imports the copy does not name: globs and
     /// possible traits are kept where the snippet can reach them, the rest
     /// left out.
-    fn keep_unnamed_imports(&mut self) {
+    pub(crate) fn keep_unnamed_imports(&mut self) {
         let reexported = self.reexports();
         for import in &self.carried {
             if self.is_unreachable_glob(import) {
@@ -736,7 +821,6 @@ impl<'a> Resolver<'a> {
     /// own path reaches.
     fn reexports(&self) -> Vec<ImportPath> {
         let public_uses: Vec<syn::Item> = self
-            .function
             .scope
             .iter()
             .filter(
@@ -747,7 +831,7 @@ impl<'a> Resolver<'a> {
         module_imports(
             &public_uses,
             self.location,
-            &self.function.inline_modules,
+            self.inline,
             &self.items,
         )
     }

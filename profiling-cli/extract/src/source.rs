@@ -380,6 +380,13 @@ impl ModuleLocation {
         (!public).then(|| format!("private to its module ({})", display_below(&file, src)))
     }
 
+    /// The file of the module `modules` (below the crate root) of this
+    /// file's library.
+    pub fn module_file(&self, modules: &[String]) -> Option<PathBuf> {
+        let root = self.lib_root.as_deref()?;
+        Some(module_file(root, root.parent()?, modules))
+    }
+
     /// The kind (`fn`, `struct`, `trait`...) of the item at `path` (its
     /// modules from the crate root, then its name), and whether it is
     /// `pub`, when its module's file defines it.
