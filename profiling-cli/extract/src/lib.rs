@@ -720,12 +720,14 @@ impl Extraction<'_> {
                     .methods
                     .iter()
                     .filter_map(|&i| match imp.items.get(i) {
-                        Some(syn::ImplItem::Fn(f)) => Some(format!(
-                            "`{}` ({}:{})",
-                            f.sig.ident,
-                            module.source.display,
-                            module.source.lines(syn::spanned::Spanned::span(f)).0
-                        )),
+                        Some(syn::ImplItem::Fn(f)) => {
+                            let (first, last) =
+                                module.source.lines(syn::spanned::Spanned::span(f));
+                            Some(format!(
+                                "`{}` ({}:{first}-{last})",
+                                f.sig.ident, module.source.display
+                            ))
+                        }
                         _ => None,
                     })
                     .collect();

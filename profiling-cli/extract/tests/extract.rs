@@ -409,9 +409,108 @@ fn a_method_is_copied_unchanged_into_a_trait_impl_and_keeps_its_self() {
         .iter()
         .map(|u| u.name.as_str())
         .collect();
-    assert_eq!(unresolved, vec!["Counter::bump", "self.hidden"]);
+    // Its private sibling is given back through a trait; a private field
+    // cannot be.
+    assert_eq!(unresolved, vec!["self.hidden"]);
+    assert!(
+        target.contains(
+            "trait CounterCopiedMethods {\n    fn bump(&self) -> usize;\n}\n\nimpl CounterCopiedMethods for Counter {\n    fn bump(&self) -> usize {\n        1\n    }\n}\n"
+        ),
+        "{target}"
+    );
     let readme = generated.file("README.md").unwrap();
     assert!(readme.contains("`self`: the method is copied unchanged into `impl CounterAdd for"));
+}
+
+/// A module of the fixture crate whose items the snippet cannot name.
+const GEOMETRY: &str = r#"use crate::ops::THRESHOLD;
+
+pub struct Point {
+    pub x: f32,
+    pub y: f32,
+}
+
+impl<'a> Point {
+    /// Both coordinates.
+    pub(crate) fn pair(&self) -> (f32, f32) {
+        (self.x, self.y)
+    }
+
+    fn unused(&self) -> f32 {
+        0.0
+    }
+
+    pub fn new(x: f32, y: f32) -> Point {
+        Point { x, y }
+    }
+}
+
+/// How far apart.
+pub(crate) fn distance(a: &Point, b: &Point) -> f32 {
+    squared(a, b).sqrt() + THRESHOLD * 0.0
+}
+
+fn squared(a: &Point, b: &Point) -> f32 {
+    let (ax, ay) = a.pair();
+    (ax - b.x).powi(2) + (ay - b.y).powi(2)
+}
+"#;
+
+#[test]
+fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
+    let fixture = Fixture::new();
+    let root = fixture.root();
+    std::fs::write(root.join("fixture/src/geometry.rs"), GEOMETRY).unwrap();
+    std::fs::write(
+        root.join("fixture/src/lib.rs"),
+        format!("{LIB}pub mod geometry;\n"),
+    )
+    .unwrap();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\nuse crate::geometry::{distance as dist, Point};\n\npub fn span(a: &Point, b: &Point) -> f32 {\n    dist(a, b) + a.pair().1\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("extract-foreign", "::span");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        generated.report.unresolved.is_empty(),
+        "{:?}",
+        generated.report.unresolved
+    );
+    // The private function, and the one it calls, copied as written; the
+    // renamed import names the copy; what they name that production
+    // exports is imported.
+    for copied in [
+        "/// How far apart.\npub(crate) fn distance(a: &Point, b: &Point) -> f32 {\n    squared(a, b).sqrt() + THRESHOLD * 0.0\n}\n",
+        "\nfn squared(a: &Point, b: &Point) -> f32 {\n",
+        "use self::distance as dist;\n",
+        "use fixture_ops::geometry::Point;\n",
+        "use fixture_ops::ops::THRESHOLD;\n",
+    ] {
+        assert!(target.contains(copied), "{copied} missing from {target}");
+    }
+    assert!(
+        target.contains("// Copied helper: private to `fixture_ops::geometry` (fixture/src/geometry.rs:23-26)"),
+        "{target}"
+    );
+    // The `pub(crate)` method both call, given back through a trait with
+    // the impl block's generics; the one nothing calls is not.
+    assert!(
+        target.contains(
+            "trait PointCopiedMethods<'a> {\n    fn pair(&self) -> (f32, f32);\n}\n\nimpl<'a> PointCopiedMethods<'a> for Point {\n    fn pair(&self) -> (f32, f32) {\n        (self.x, self.y)\n    }\n}\n"
+        ),
+        "{target}"
+    );
+    assert!(!target.contains("fn unused"), "{target}");
+    let readme = generated.file("README.md").unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        readme.contains("`distance` (fixture/src/geometry.rs:23-26)"),
+        "{readme}"
+    );
+    assert!(readme.contains("`squared` (fixture/src/geometry.rs:28-31)"), "{readme}");
+    assert!(readme.contains("`pair` (fixture/src/geometry.rs:9-12)"), "{readme}");
 }
 
 #[test]

@@ -103,6 +103,22 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
         "P=image::Rgb<u8>",
         Parity::Passes,
     ),
+    // `pub(crate)` methods of another module's type (`Point::to_i32`)
+    // given back through a trait of the snippet's.
+    (
+        "ip-contours",
+        "imageproc/src/contours.rs::find_contours_with_threshold",
+        "T=i32",
+        Parity::Passes,
+    ),
+    // Those, and a `pub(crate)` function of another module (`distance`)
+    // and the private one it calls, copied.
+    (
+        "ip-hull",
+        "imageproc/src/geometry.rs::convex_hull",
+        "T=i32",
+        Parity::NotYet,
+    ),
     // `Vec<f64>` from the record's tensor, scalars as settings.
     ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
 ];
