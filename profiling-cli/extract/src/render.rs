@@ -82,7 +82,7 @@ pub(crate) fn target_rs(
         }
     }
     text.push('\n');
-    for helper in &copied.helpers {
+    for helper in copied.helpers.iter().chain(&target.projections) {
         text.push_str(helper);
         text.push('\n');
     }

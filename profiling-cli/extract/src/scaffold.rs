@@ -4,6 +4,8 @@
 //! What the types do not make clear becomes an error `prepare` returns,
 //! never a panic.
 
+use std::collections::BTreeSet;
+
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 
@@ -285,6 +287,9 @@ pub(crate) struct Target {
     pub trait_name: Option<String>,
     /// Whether the function is `unsafe`.
     pub is_unsafe: bool,
+    /// The traits that name associated types of the type parameters
+    /// (`I::Pixel`) for the types given: rendered before the target.
+    pub projections: Vec<String>,
 }
 
 impl Target {
@@ -538,6 +543,19 @@ fn owned_text(source: &SourceFile, ty: &syn::Type, substitutions: &[(String, Str
                     return;
                 }
             }
+            // `T::Assoc`: named through the snippet's trait for it.
+            if let Some((parameter, assoc)) = projection(path) {
+                if let Some((_, text)) = self
+                    .substitutions
+                    .iter()
+                    .find(|(name, _)| *name == parameter && name != "Self")
+                {
+                    let trait_name = projection_trait(&parameter, &assoc);
+                    self.edits
+                        .push((path.span(), format!("<{text} as {trait_name}>::Type")));
+                    return;
+                }
+            }
             visit::visit_type_path(self, path);
         }
         fn visit_path_segment(&mut self, segment: &'ast syn::PathSegment) {
@@ -584,6 +602,43 @@ fn owned_text(source: &SourceFile, ty: &syn::Type, substitutions: &[(String, Str
     }
     text.push_str(&source.text[at..range.end]);
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `(T, Assoc)` of a path `T::Assoc` (two plain segments, no `<...>`).
+fn projection(path: &syn::TypePath) -> Option<(String, String)> {
+    if path.qself.is_some() || path.path.leading_colon.is_some() {
+        return None;
+    }
+    let segments: Vec<&syn::PathSegment> = path.path.segments.iter().collect();
+    match segments[..] {
+        [first, second] if first.arguments.is_none() && second.arguments.is_none() => {
+            Some((first.ident.to_string(), second.ident.to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// The snippet's trait that names `T::Assoc` for the type given for `T`.
+fn projection_trait(parameter: &str, assoc: &str) -> String {
+    format!("{assoc}Of{parameter}")
+}
+
+/// The associated types of the function's type parameters (`I::Pixel`)
+/// that `ty` names, as (parameter, associated type).
+fn projections_in(ty: &syn::Type, parameters: &[String], out: &mut BTreeSet<(String, String)>) {
+    struct Find<'p, 'o>(&'p [String], &'o mut BTreeSet<(String, String)>);
+    impl<'ast> Visit<'ast> for Find<'_, '_> {
+        fn visit_type_path(&mut self, path: &'ast syn::TypePath) {
+            if let Some((parameter, assoc)) = projection(path) {
+                if self.0.contains(&parameter) {
+                    self.1.insert((parameter, assoc));
+                    return;
+                }
+            }
+            visit::visit_type_path(self, path);
+        }
+    }
+    Find(parameters, out).visit_type(ty);
 }
 
 /// `ty` with each bare type parameter of `given` (`S`, not `S::Item`)
@@ -1019,6 +1074,16 @@ pub(crate) fn plan(
         }
     }
     let output = planner.output(&function.sig.output, &parameters);
+    let projections = planner
+        .projections
+        .borrow()
+        .iter()
+        .filter_map(|(parameter, assoc)| {
+            let bounds = &generics.iter().find(|g| &g.name == parameter)?.bounds;
+            let given = type_args.get(parameter)?;
+            Some(render_projection(parameter, assoc, bounds, given))
+        })
+        .collect();
 
     let type_name = pascal_case(profile_name);
     let function_name = function.name();
@@ -1045,7 +1110,34 @@ pub(crate) fn plan(
         turbofish,
         trait_name,
         is_unsafe: function.sig.unsafety.is_some(),
+        projections,
     }
+}
+
+/// The trait that names `parameter::assoc` for the type given for
+/// `parameter`: implemented for every type with production's bounds on
+/// the parameter, which is where the associated type is found (a struct
+/// field cannot name `I::Pixel`, and `<Given as Bound>::Pixel` does not
+/// find an associated type of the bound's supertrait).
+fn render_projection(parameter: &str, assoc: &str, bounds: &str, given: &str) -> String {
+    let name = projection_trait(parameter, assoc);
+    let bounds = if bounds.is_empty() {
+        String::new()
+    } else {
+        format!(": {bounds}")
+    };
+    let doc = crate::text::wrap(
+        &format!(
+            "`{parameter}::{assoc}` for the `{parameter}` given with `--type-args` (`{given}`), \
+             found through production's bounds on `{parameter}`: the target's types name it \
+             as `<{given} as {name}>::Type`."
+        ),
+        100,
+        "///",
+    );
+    format!(
+        "{doc}pub trait {name} {{\n    type Type;\n}}\n\nimpl<{parameter}{bounds}> {name} for {parameter} {{\n    type Type = {parameter}::{assoc};\n}}\n"
+    )
 }
 
 /// What the copied function's parameters and return value are classified
@@ -1060,6 +1152,9 @@ struct Planner<'a> {
     substitutions: Vec<(String, String)>,
     /// The types given for the function's type parameters, parsed.
     given: Vec<(String, syn::Type)>,
+    /// The associated types of those parameters the target holds
+    /// (`I::Pixel`), named through a trait of the snippet's each.
+    projections: std::cell::RefCell<BTreeSet<(String, String)>>,
     types: ModuleTypes,
     call_site: Option<&'a CallSite>,
 }
@@ -1122,6 +1217,7 @@ impl<'a> Planner<'a> {
             owner,
             substitutions,
             given,
+            projections: Default::default(),
             types,
             call_site,
         }
@@ -1129,6 +1225,8 @@ impl<'a> Planner<'a> {
 
     /// The text of `ty` as the target holds it.
     fn held(&self, ty: &syn::Type) -> String {
+        let given: Vec<String> = self.given.iter().map(|(name, _)| name.clone()).collect();
+        projections_in(ty, &given, &mut self.projections.borrow_mut());
         owned_text(self.source, ty, &self.substitutions)
     }
 

@@ -1121,6 +1121,32 @@ fn without_a_way_to_call_production_the_readme_says_why_there_is_no_parity_test(
 }
 
 #[test]
+fn associated_types_of_type_parameters_are_named_for_the_types_given() {
+    let fixture = Fixture::new();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\npub fn last_or<I>(items: I, fallback: I::Item) -> Option<I::Item>\nwhere\n    I: IntoIterator,\n{\n    items.into_iter().last().or(Some(fallback))\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let mut request = fixture.request("last-or", "::last_or");
+    request.type_args = "I=Vec<u8>".parse().unwrap();
+    let generated = snippet::generate(&request).unwrap();
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("pub trait ItemOfI {\n    type Type;\n}\n\nimpl<I: IntoIterator> ItemOfI for I {\n    type Type = I::Item;\n}\n"),
+        "{target}"
+    );
+    assert!(
+        target.contains("    pub fallback: <Vec<u8> as ItemOfI>::Type,\n"),
+        "{target}"
+    );
+    assert!(
+        target.contains("    type Output = Option<<Vec<u8> as ItemOfI>::Type>;\n"),
+        "{target}"
+    );
+}
+
+#[test]
 fn a_generic_function_is_called_with_the_type_args_given() {
     let fixture = Fixture::new();
     let mut request = fixture.request("first-three", "::first");

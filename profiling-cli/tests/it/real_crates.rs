@@ -119,6 +119,14 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
         "T=i32",
         Parity::NotYet,
     ),
+    // A parameter of an associated type of the generic one (`I::Pixel`),
+    // named for the type given.
+    (
+        "ip-labels",
+        "imageproc/src/region_labelling.rs::connected_components",
+        "I=image::GrayImage",
+        Parity::NotYet,
+    ),
     // `Vec<f64>` from the record's tensor, scalars as settings.
     ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
 ];
