@@ -135,6 +135,44 @@ impl ProfileTarget for Scaled {
     }
 }
 
+/// Reads `target.parameters` in `prepare`, as a generated snippet does: a
+/// variant by name.
+#[derive(Default)]
+struct Norms;
+
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+enum NormSetting {
+    L1,
+    LInf,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct NormParameters {
+    norm: NormSetting,
+}
+
+impl Default for NormParameters {
+    fn default() -> Self {
+        NormParameters {
+            norm: NormSetting::L1,
+        }
+    }
+}
+
+#[profile_target(name = "cli-norms")]
+impl ProfileTarget for Norms {
+    type Prepared = NormSetting;
+    type Output = bool;
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<NormSetting> {
+        let settings: NormParameters = profiling_core::target::parameters()?;
+        Ok(settings.norm)
+    }
+    fn run(&mut self, prepared: &NormSetting) -> anyhow::Result<bool> {
+        Ok(matches!(prepared, NormSetting::LInf))
+    }
+}
+
 /// Records of a known sum: record `i` holds `tensor` = `[i, i + 1, ...]`
 /// of `width` values, and fails to read at `fail_at`.
 struct Counting {
@@ -965,6 +1003,10 @@ fn bad_input_is_refused_before_anything_is_written() {
         "typo_scale.yaml",
         "target:\n  name: cli-scaled\n  parameters:\n    scale: 2\n    sclae: 3\n",
     );
+    let norm_typo = write(
+        "norm_typo.yaml",
+        "target:\n  name: cli-norms\n  parameters:\n    norm: Linf\n",
+    );
     let unread = write(
         "unread.yaml",
         "target:\n  name: cli-doubler\n  parameters: {threshold: 0.5}\n",
@@ -984,6 +1026,8 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["--config", &no_scale], format!("error: {no_scale}: target.parameters: missing field `scale`")),
         (vec!["--config", &bad_scale], format!("error: {bad_scale}:1:48: target.parameters.scale: invalid type: string \"big\"")),
         (vec!["--config", &typo_scale], format!("error: {typo_scale}:5:12: target.parameters: unknown field `sclae`, expected `scale`")),
+        // Read by `prepare`: refused at its place too, with the variants.
+        (vec!["--config", &norm_typo], format!("error: {norm_typo}:4:11: target.parameters.norm: unknown variant `Linf`, expected `L1` or `LInf`")),
         (vec!["--config", &unread], format!("error: {unread}:3:27: target.parameters.threshold: unknown parameter: target `cli-doubler` reads no `target.parameters`")),
         (vec!["--config", &gpu_on], format!("error: {gpu_on}: gpu_timing: `on` needs a CUDA device, and the device is `cpu`")),
         (vec!["--config", &gpu_maybe], format!("error: {gpu_maybe}:2:13: gpu_timing: unknown variant `maybe`, expected one of `auto`, `on`, `off`")),

@@ -1013,7 +1013,9 @@ fn refusal_of(
     if error.source.is::<BatchesUnsupported>() {
         return Err(batches_unsupported(planned));
     }
-    if error.phase == Phase::Construct {
+    // `target.parameters` read by the factory, or by `prepare` (the
+    // settings of a generated snippet): a config error, at its place.
+    if matches!(error.phase, Phase::Construct | Phase::Prepare) {
         if let Some(parameter) = error.source.downcast_ref::<ParameterError>() {
             let key = match &parameter.key {
                 Some(key) => format!("target.parameters.{key}"),

@@ -76,7 +76,12 @@ impl std::fmt::Debug for Foreign {
 
 impl Foreign {
     /// The module `modules` of the crate `location` is in, read once.
-    fn module(&mut self, location: &ModuleLocation, modules: &[String], root: &Path) -> Option<usize> {
+    fn module(
+        &mut self,
+        location: &ModuleLocation,
+        modules: &[String],
+        root: &Path,
+    ) -> Option<usize> {
         if let Some(found) = self.modules.iter().position(|m| m.modules == modules) {
             return Some(found);
         }
@@ -259,8 +264,7 @@ fn resolve_in(
         let taken = binding != "*"
             && binding != "_"
             && chosen.iter().any(|other| {
-                other != &import
-                    && other.rename.as_ref().unwrap_or(&other.name) == &binding
+                other != &import && other.rename.as_ref().unwrap_or(&other.name) == &binding
             });
         if !taken {
             any |= chosen.insert(import);

@@ -721,8 +721,7 @@ impl Extraction<'_> {
                     .iter()
                     .filter_map(|&i| match imp.items.get(i) {
                         Some(syn::ImplItem::Fn(f)) => {
-                            let (first, last) =
-                                module.source.lines(syn::spanned::Spanned::span(f));
+                            let (first, last) = module.source.lines(syn::spanned::Spanned::span(f));
                             Some(format!(
                                 "`{}` ({}:{first}-{last})",
                                 f.sig.ident, module.source.display

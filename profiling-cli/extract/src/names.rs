@@ -447,16 +447,18 @@ pub(crate) fn imports(
     let given_back = function
         .owner_name()
         .map(|owner| (result.foreign.methods_of(&owner), owner));
-    result
-        .unresolved
-        .extend(private_members(source, function, &uses).into_iter().filter(|u| {
-            !given_back.as_ref().is_some_and(|(methods, owner)| {
-                u.name
-                    .strip_prefix(owner.as_str())
-                    .and_then(|rest| rest.strip_prefix("::"))
-                    .is_some_and(|m| methods.contains(m))
-            })
-        }));
+    result.unresolved.extend(
+        private_members(source, function, &uses)
+            .into_iter()
+            .filter(|u| {
+                !given_back.as_ref().is_some_and(|(methods, owner)| {
+                    u.name
+                        .strip_prefix(owner.as_str())
+                        .and_then(|rest| rest.strip_prefix("::"))
+                        .is_some_and(|m| methods.contains(m))
+                })
+            }),
+    );
     result.helpers.sort_unstable();
     // The copy itself is not its own helper (a recursive call).
     if function.owner.is_none() {
@@ -828,12 +830,7 @@ impl<'a> Resolver<'a> {
             )
             .cloned()
             .collect();
-        module_imports(
-            &public_uses,
-            self.location,
-            self.inline,
-            &self.items,
-        )
+        module_imports(&public_uses, self.location, self.inline, &self.items)
     }
 
     /// Whether `import` is a glob of a module of this crate the snippet

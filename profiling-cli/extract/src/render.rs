@@ -70,9 +70,15 @@ pub(crate) fn target_rs(
                 100,
                 "///",
             ));
+            let (params, self_ty) = if target.owner_lifetimes.is_empty() {
+                (String::new(), owner.to_owned())
+            } else {
+                let params = format!("<{}>", target.owner_lifetimes.join(", "));
+                (params.clone(), format!("{owner}{params}"))
+            };
             let _ = write!(
                 text,
-                "trait {trait_name} {{\n{signature}\n}}\n\nimpl {trait_name} for {owner} {{\n{}{}\n}}\n",
+                "trait {trait_name}{params} {{\n{signature}\n}}\n\nimpl{params} {trait_name}{params} for {self_ty} {{\n{}{}\n}}\n",
                 wrap(&doc, 100, "    ///"),
                 copied.text
             );

@@ -52,6 +52,10 @@ pub(crate) enum ValueSource {
         yaml: String,
         /// Where the default comes from, in words.
         origin: String,
+        /// For a unit-only enum of the crate: its name and variants. The
+        /// setting is the variant's name, held as the snippet's enum
+        /// `<name>Setting`.
+        variants: Option<(String, Vec<String>)>,
     },
     /// Not clear from the type.
     Unmapped,
@@ -165,6 +169,11 @@ pub(crate) enum Pass {
     /// `(inputs.x)()`: a value that is neither `Clone` nor `Copy`, made
     /// for each call by a function `prepare` holds.
     Make,
+    /// `inputs.x.production()`: a unit-only enum of the crate, held as
+    /// the snippet's enum of the same variants that settings name.
+    Variant,
+    /// `&inputs.x.production()`.
+    VariantRef,
 }
 
 /// One parameter of the copied function.
@@ -215,6 +224,16 @@ impl Parameter {
             }
             ValueSource::Default => format!("`{}::default()`", self.field_type),
             ValueSource::Setting {
+                yaml,
+                origin,
+                variants: Some((production, variants)),
+                ..
+            } => format!(
+                "`target.parameters.{}` in config.yaml, a variant of `{production}` by name ({}; default `{yaml}`, {origin})",
+                self.name,
+                variants.join(", ")
+            ),
+            ValueSource::Setting {
                 default, origin, ..
             } => format!(
                 "`target.parameters.{}` in config.yaml (default `{default}`, {origin})",
@@ -239,6 +258,8 @@ impl Parameter {
             Pass::Copy => format!("inputs.{name}"),
             Pass::Clone => format!("inputs.{name}.clone()"),
             Pass::Make => format!("(inputs.{name})()"),
+            Pass::Variant => format!("inputs.{name}.production()"),
+            Pass::VariantRef => format!("&inputs.{name}.production()"),
         }
     }
 }
@@ -290,6 +311,10 @@ pub(crate) struct Target {
     /// The traits that name associated types of the type parameters
     /// (`I::Pixel`) for the types given: rendered before the target.
     pub projections: Vec<String>,
+    /// For a method of an impl block with lifetime parameters only
+    /// (`impl<'a> Tokens<'a>`): those lifetimes, which the trait holding
+    /// the copy takes too.
+    pub owner_lifetimes: Vec<String>,
 }
 
 impl Target {
@@ -357,7 +382,17 @@ impl Target {
         let Some(name) = self.settings_name() else {
             return String::new();
         };
-        let mut text = format!(
+        let mut text = String::new();
+        for parameter in self.settings() {
+            if let ValueSource::Setting {
+                variants: Some((production, variants)),
+                ..
+            } = &parameter.source
+            {
+                text.push_str(&render_variant_enum(production, variants));
+            }
+        }
+        text += &format!(
             "/// The scalar parameters of `{}`: `target.parameters` in config.yaml (a\n\
              /// sweep can vary them), each defaulting to the value below.\n\
              #[derive(Debug, Clone, serde::Deserialize)]\n#[serde(default, deny_unknown_fields)]\n\
@@ -402,6 +437,30 @@ impl Target {
     }
 }
 
+/// The snippet's enum of the variants of production's unit-only enum
+/// `production`, which `target.parameters` names by variant (serde refuses
+/// another name with the list of them), and its way back to production's.
+fn render_variant_enum(production: &str, variants: &[String]) -> String {
+    let name = format!("{production}Setting");
+    let mut text = format!(
+        "/// Production's `{production}` as `target.parameters` names it: by variant.\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]\npub enum {name} {{\n"
+    );
+    for variant in variants {
+        text.push_str(&format!("    {variant},\n"));
+    }
+    text.push_str(&format!(
+        "}}\n\nimpl {name} {{\n    /// Production's value.\n    pub fn production(self) -> {production} {{\n        match self {{\n"
+    ));
+    for variant in variants {
+        text.push_str(&format!(
+            "            {name}::{variant} => {production}::{variant},\n"
+        ));
+    }
+    text.push_str("        }\n    }\n}\n\n");
+    text
+}
+
 /// Facts about the production module's types that decide mappings.
 struct ModuleTypes {
     defaults: Vec<String>,
@@ -410,6 +469,15 @@ struct ModuleTypes {
     clones: Vec<String>,
     /// Every struct and enum the production crate defines.
     known: Vec<String>,
+    /// The crate's enums without generics whose variants all are units,
+    /// with their variants; a name two such enums share is left out.
+    unit_enums: Vec<(String, Vec<String>)>,
+    /// Names of the crate's enums that are not unit-only, or that two
+    /// enums share.
+    other_enums: Vec<String>,
+    /// The crate's structs and enums with lifetime parameters, and how
+    /// many: the target holds them with `'static` ones.
+    lifetimed: Vec<(String, usize)>,
 }
 
 impl ModuleTypes {
@@ -421,6 +489,9 @@ impl ModuleTypes {
             copies: Vec::new(),
             clones: Vec::new(),
             known: Vec::new(),
+            unit_enums: Vec::new(),
+            other_enums: Vec::new(),
+            lifetimed: Vec::new(),
         };
         types.add(scope, true);
         let mut files = Vec::new();
@@ -449,11 +520,22 @@ impl ModuleTypes {
                 }
                 continue;
             }
+            let lifetimes = match item {
+                syn::Item::Struct(s) => Some((&s.ident, s.generics.lifetimes().count())),
+                syn::Item::Enum(e) => Some((&e.ident, e.generics.lifetimes().count())),
+                _ => None,
+            };
+            if let Some((ident, count)) = lifetimes.filter(|(_, count)| *count > 0) {
+                if !types.lifetimed.iter().any(|(n, _)| ident == n) {
+                    types.lifetimed.push((ident.to_string(), count));
+                }
+            }
             if let syn::Item::Struct(s) = item {
                 types.known.push(s.ident.to_string());
             }
             if let syn::Item::Enum(e) = item {
                 types.known.push(e.ident.to_string());
+                types.add_enum(e);
             }
             let (ident, attrs) = match item {
                 syn::Item::Struct(s) => (&s.ident, &s.attrs),
@@ -494,6 +576,38 @@ impl ModuleTypes {
         }
     }
 
+    /// Notes `e`: unit-only and without generics, or not.
+    fn add_enum(&mut self, e: &syn::ItemEnum) {
+        let name = e.ident.to_string();
+        let unit = e.generics.params.is_empty()
+            && !e.variants.is_empty()
+            && e.variants
+                .iter()
+                .all(|v| matches!(v.fields, syn::Fields::Unit));
+        let variants: Vec<String> = e.variants.iter().map(|v| v.ident.to_string()).collect();
+        let known = self.unit_enums.iter().position(|(n, _)| *n == name);
+        match known {
+            // The same file seen twice (the copy's module, then the crate).
+            Some(at) if unit && self.unit_enums[at].1 == variants => {}
+            Some(at) => {
+                self.unit_enums.remove(at);
+                self.other_enums.push(name);
+            }
+            None if unit && !self.other_enums.contains(&name) => {
+                self.unit_enums.push((name, variants));
+            }
+            None => self.other_enums.push(name),
+        }
+    }
+
+    /// The variants of `name`, when it is a unit-only enum of the crate.
+    fn unit_enum(&self, name: &str) -> Option<(&str, &[String])> {
+        self.unit_enums
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
+    }
+
     /// A struct or enum of the production crate that is neither `Clone`
     /// nor `Copy`: a call cannot take it from the held inputs by value.
     fn is_unclonable(&self, name: &str) -> bool {
@@ -526,9 +640,15 @@ const PRIMITIVES: &[&str] = &[
 
 /// The type `ty` written as source text, owned: `Self` becomes the
 /// method's type and every lifetime `'static`, on one line.
-fn owned_text(source: &SourceFile, ty: &syn::Type, substitutions: &[(String, String)]) -> String {
+fn owned_text(
+    source: &SourceFile,
+    ty: &syn::Type,
+    substitutions: &[(String, String)],
+    lifetimed: &[(String, usize)],
+) -> String {
     struct Edits<'s> {
         substitutions: &'s [(String, String)],
+        lifetimed: &'s [(String, usize)],
         edits: Vec<(proc_macro2::Span, String)>,
     }
     impl<'ast> Visit<'ast> for Edits<'_> {
@@ -559,6 +679,11 @@ fn owned_text(source: &SourceFile, ty: &syn::Type, substitutions: &[(String, Str
             visit::visit_type_path(self, path);
         }
         fn visit_path_segment(&mut self, segment: &'ast syn::PathSegment) {
+            // A type of the crate with lifetime parameters, written without
+            // them (`Tokens` for `Tokens<'a>`): a field must name them.
+            if let Some(edit) = static_lifetimes(segment, self.lifetimed) {
+                self.edits.push(edit);
+            }
             if segment.ident == "Self" {
                 if let Some((_, owner)) = self.substitutions.iter().find(|(name, _)| name == "Self")
                 {
@@ -581,6 +706,7 @@ fn owned_text(source: &SourceFile, ty: &syn::Type, substitutions: &[(String, Str
     let range = source.range(ty.span());
     let mut finder = Edits {
         substitutions,
+        lifetimed,
         edits: Vec::new(),
     };
     finder.visit_type(ty);
@@ -602,6 +728,41 @@ fn owned_text(source: &SourceFile, ty: &syn::Type, substitutions: &[(String, Str
     }
     text.push_str(&source.text[at..range.end]);
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// For a path segment naming a type of `lifetimed` (the crate's types with
+/// lifetime parameters, and how many) without lifetimes: the edit that
+/// gives it `'static` ones.
+fn static_lifetimes(
+    segment: &syn::PathSegment,
+    lifetimed: &[(String, usize)],
+) -> Option<(proc_macro2::Span, String)> {
+    let (_, count) = lifetimed.iter().find(|(name, _)| segment.ident == name)?;
+    let statics = vec!["'static"; *count].join(", ");
+    match &segment.arguments {
+        syn::PathArguments::None => Some((
+            segment.ident.span(),
+            format!("{}<{statics}>", segment.ident),
+        )),
+        syn::PathArguments::AngleBracketed(args)
+            if !args
+                .args
+                .iter()
+                .any(|a| matches!(a, syn::GenericArgument::Lifetime(_))) =>
+        {
+            Some((args.lt_token.span, format!("<{statics}, ")))
+        }
+        _ => None,
+    }
+}
+
+/// `name` with `'static` for each of its lifetime parameters, when
+/// `lifetimed` says it has some: `Tokens<'static>`.
+fn with_static_lifetimes(name: &str, lifetimed: &[(String, usize)]) -> String {
+    match lifetimed.iter().find(|(n, _)| n == name) {
+        Some((_, count)) => format!("{name}<{}>", vec!["'static"; *count].join(", ")),
+        None => name.to_owned(),
+    }
 }
 
 /// `(T, Assoc)` of a path `T::Assoc` (two plain segments, no `<...>`).
@@ -874,6 +1035,22 @@ pub(crate) fn find_call_site(
                 literal(&unary.expr).map(|text| format!("-{text}"))
             }
             syn::Expr::Paren(paren) => literal(&paren.expr),
+            // A variant of an enum: `Norm::L1`.
+            syn::Expr::Path(path) if path.qself.is_none() && path.path.segments.len() == 2 => {
+                let owner = &path.path.segments[0];
+                let variant = &path.path.segments[1];
+                let capital = |ident: &syn::Ident| {
+                    ident
+                        .to_string()
+                        .starts_with(|c: char| c.is_ascii_uppercase())
+                };
+                (owner.arguments.is_none()
+                    && variant.arguments.is_none()
+                    && owner.ident != "Self"
+                    && capital(&owner.ident)
+                    && capital(&variant.ident))
+                .then(|| format!("{}::{}", owner.ident, variant.ident))
+            }
             syn::Expr::Tuple(tuple) => {
                 let parts: Option<Vec<String>> = tuple.elems.iter().map(literal).collect();
                 Some(format!("({})", parts?.join(", ")))
@@ -1087,14 +1264,46 @@ pub(crate) fn plan(
 
     let type_name = pascal_case(profile_name);
     let function_name = function.name();
+    // `Tokens::first` profiled as `tokens-first`: the target's type takes
+    // that name, so the trait another.
     let trait_name = planner
         .owner
         .as_ref()
-        .map(|owner| format!("{owner}{}", pascal_case(&function_name)));
+        .map(|owner| format!("{owner}{}", pascal_case(&function_name)))
+        .map(|name| {
+            if name == type_name {
+                format!("{name}Copy")
+            } else {
+                name
+            }
+        });
     let turbofish = type_args.turbofish(&generics);
+    // A method of `impl<'a> Tokens<'a>`: the trait that holds the copy
+    // takes the impl's lifetimes, and the target's receiver is `'static`.
+    let owner_lifetimes: Vec<String> = function
+        .owner
+        .filter(|imp| {
+            imp.generics
+                .params
+                .iter()
+                .all(|p| matches!(p, syn::GenericParam::Lifetime(_)))
+        })
+        .map(|imp| {
+            imp.generics
+                .lifetimes()
+                .map(|l| l.lifetime.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
     let call_path = match (&planner.owner, &trait_name) {
         (Some(owner), Some(trait_name)) => {
-            format!("<{owner} as {trait_name}>::{function_name}{turbofish}")
+            let owner = with_static_lifetimes(owner, &planner.types.lifetimed);
+            let trait_args = if owner_lifetimes.is_empty() {
+                String::new()
+            } else {
+                format!("<{}>", vec!["'static"; owner_lifetimes.len()].join(", "))
+            };
+            format!("<{owner} as {trait_name}{trait_args}>::{function_name}{turbofish}")
         }
         _ => format!("{function_name}{turbofish}"),
     };
@@ -1111,6 +1320,7 @@ pub(crate) fn plan(
         trait_name,
         is_unsafe: function.sig.unsafety.is_some(),
         projections,
+        owner_lifetimes,
     }
 }
 
@@ -1201,10 +1411,13 @@ impl<'a> Planner<'a> {
             .iter()
             .filter_map(|p| Some((p.name.clone(), type_args.get(&p.name)?.to_owned())))
             .collect();
-        if let Some(owner) = &owner {
-            substitutions.push(("Self".to_owned(), owner.clone()));
-        }
         let types = ModuleTypes::of(function.scope, crate_src);
+        if let Some(owner) = &owner {
+            substitutions.push((
+                "Self".to_owned(),
+                with_static_lifetimes(owner, &types.lifetimed),
+            ));
+        }
         let given: Vec<(String, syn::Type)> = generics
             .iter()
             .filter_map(|p| {
@@ -1227,7 +1440,7 @@ impl<'a> Planner<'a> {
     fn held(&self, ty: &syn::Type) -> String {
         let given: Vec<String> = self.given.iter().map(|(name, _)| name.clone()).collect();
         projections_in(ty, &given, &mut self.projections.borrow_mut());
-        owned_text(self.source, ty, &self.substitutions)
+        owned_text(self.source, ty, &self.substitutions, &self.types.lifetimed)
     }
 
     /// `ty`, or the type given for it when it is a bare type parameter.
@@ -1280,9 +1493,10 @@ impl<'a> Planner<'a> {
 
     /// The `self` of a method, which the target holds.
     fn receiver(&self, r: &syn::Receiver) -> Receiver {
-        let type_text = self.owner.clone().unwrap_or_else(|| "Self".to_owned());
-        let default = self.types.defaults.contains(&type_text);
-        let copy = self.types.copies.contains(&type_text);
+        let owner = self.owner.clone().unwrap_or_else(|| "Self".to_owned());
+        let default = self.types.defaults.contains(&owner);
+        let copy = self.types.copies.contains(&owner);
+        let type_text = with_static_lifetimes(&owner, &self.types.lifetimed);
         Receiver {
             pass: match (&r.reference, &r.mutability) {
                 (Some(_), None) => Pass::Ref,
@@ -1308,7 +1522,7 @@ impl<'a> Planner<'a> {
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" "),
-            owned_text(self.source, &typed.ty, &[])
+            owned_text(self.source, &typed.ty, &[], &[])
         );
         // `impl Into<X>` is held, and passed, as an `X`.
         let declared_ty = super::select::into_target(&typed.ty).unwrap_or(&typed.ty);
@@ -1390,6 +1604,18 @@ impl<'a> Planner<'a> {
         let inner = p.inner;
         let field = self.field_text(p, inner);
         let value_source = self.value_source(p);
+        if let ValueSource::Setting {
+            variants: Some((name, _)),
+            ..
+        } = &value_source
+        {
+            let pass = if p.reference.is_some() {
+                Pass::VariantRef
+            } else {
+                Pass::Variant
+            };
+            return (format!("{name}Setting"), value_source, pass);
+        }
         let unclonable = p.reference.is_none()
             && !self.is_copy(inner)
             && last_segment(inner).is_some_and(|s| self.types.is_unclonable(&s.ident.to_string()));
@@ -1413,8 +1639,13 @@ impl<'a> Planner<'a> {
             .is_none()
             .then(|| scalar_elements(inner))
             .flatten();
+        let unit_enum = last_segment(inner)
+            .filter(|s| s.arguments.is_none())
+            .and_then(|s| self.types.unit_enum(&s.ident.to_string()));
         if let Some((shape, elements)) = scalars {
             self.setting(p, shape, &elements)
+        } else if let Some((name, variants)) = unit_enum {
+            self.variant_setting(p, name, variants)
         } else if is_named(inner, "DataRecord") {
             ValueSource::Record
         } else if is_named(inner, "Device") {
@@ -1433,6 +1664,7 @@ impl<'a> Planner<'a> {
         let given = self
             .call_site
             .and_then(|c| c.literals.get(p.index).cloned().flatten())
+            .filter(|literal| !literal.contains("::"))
             .and_then(|literal| split_literal(&literal, shape, elements.len()));
         let (values, origin) = match given {
             Some(literals) => (
@@ -1473,6 +1705,42 @@ impl<'a> Planner<'a> {
             default,
             yaml,
             origin,
+            variants: None,
+        }
+    }
+
+    /// The setting for parameter `p`, of the crate's unit-only enum
+    /// `name`: a variant's name, by default the one a production call
+    /// passes, else the first.
+    fn variant_setting(&self, p: &Typed<'_>, name: &str, variants: &[String]) -> ValueSource {
+        let passed = self
+            .call_site
+            .and_then(|c| c.literals.get(p.index).cloned().flatten())
+            .and_then(|literal| {
+                let (owner, variant) = literal.split_once("::")?;
+                (owner == name && variants.iter().any(|v| v == variant)).then(|| variant.to_owned())
+            });
+        let (variant, origin) = match passed {
+            Some(variant) => (
+                variant,
+                format!(
+                    "as a call in {} passes it",
+                    self.call_site.map_or("production", |c| c.file.as_str())
+                ),
+            ),
+            None => (
+                variants[0].clone(),
+                format!(
+                    "its first variant: no production call passes one; the others: {}",
+                    variants[1..].join(", ")
+                ),
+            ),
+        };
+        ValueSource::Setting {
+            default: format!("{name}Setting::{variant}"),
+            yaml: variant,
+            origin,
+            variants: Some((name.to_owned(), variants.to_vec())),
         }
     }
 

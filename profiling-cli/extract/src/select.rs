@@ -496,7 +496,14 @@ pub(crate) fn check_supported(
         }
     }
     if let Some(imp) = function.owner {
-        if !imp.generics.params.is_empty() {
+        // Lifetimes are fine: the target holds the type with `'static`
+        // ones.
+        let generic = imp
+            .generics
+            .params
+            .iter()
+            .any(|p| !matches!(p, syn::GenericParam::Lifetime(_)));
+        if generic {
             return Err(refuse(
                 "belongs to a generic impl block: a target needs one concrete type; copy it by hand"
                     .to_owned(),

@@ -491,7 +491,9 @@ fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
         assert!(target.contains(copied), "{copied} missing from {target}");
     }
     assert!(
-        target.contains("// Copied helper: private to `fixture_ops::geometry` (fixture/src/geometry.rs:23-26)"),
+        target.contains(
+            "// Copied helper: private to `fixture_ops::geometry` (fixture/src/geometry.rs:23-26)"
+        ),
         "{target}"
     );
     // The `pub(crate)` method both call, given back through a trait with
@@ -509,8 +511,14 @@ fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
         readme.contains("`distance` (fixture/src/geometry.rs:23-26)"),
         "{readme}"
     );
-    assert!(readme.contains("`squared` (fixture/src/geometry.rs:28-31)"), "{readme}");
-    assert!(readme.contains("`pair` (fixture/src/geometry.rs:9-12)"), "{readme}");
+    assert!(
+        readme.contains("`squared` (fixture/src/geometry.rs:28-31)"),
+        "{readme}"
+    );
+    assert!(
+        readme.contains("`pair` (fixture/src/geometry.rs:9-12)"),
+        "{readme}"
+    );
 }
 
 #[test]
@@ -1116,6 +1124,66 @@ fn without_a_way_to_call_production_the_readme_says_why_there_is_no_parity_test(
         assert!(
             readme.contains(&format!("No parity test could be made: {why}.")),
             "{selector}: {readme}"
+        );
+    }
+}
+
+#[test]
+fn a_unit_only_enum_of_the_crate_is_a_setting_by_variant_name() {
+    let fixture = Fixture::new();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\n/// How to pick.\npub enum Mode {\n    Fast,\n    Exact,\n}\n\npub fn pick(values: &[f32], mode: Mode) -> f32 {\n    match mode {\n        Mode::Fast => values[0],\n        Mode::Exact => values.iter().sum(),\n    }\n}\n\npub fn picked() -> f32 {\n    pick(&[1.0], Mode::Exact)\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("pick", "::pick");
+    let target = generated.file("target.rs").unwrap();
+    for expected in [
+        "#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]\npub enum ModeSetting {\n    Fast,\n    Exact,\n}\n",
+        "    pub fn production(self) -> Mode {\n        match self {\n            ModeSetting::Fast => Mode::Fast,\n            ModeSetting::Exact => Mode::Exact,\n        }\n    }\n",
+        "    pub mode: ModeSetting,\n",
+        // The default is what production's call passes.
+        "            mode: ModeSetting::Exact,\n",
+        "let mode = settings.mode;",
+        "inputs.mode.production()",
+    ] {
+        assert!(target.contains(expected), "{expected} missing from {target}");
+    }
+    let config = generated.file("config.yaml").unwrap();
+    assert!(config.contains("    mode: Exact\n"), "{config}");
+    assert!(
+        generated.report.unresolved.is_empty(),
+        "{:?}",
+        generated.report.unresolved
+    );
+}
+
+#[test]
+fn borrowed_state_is_held_static_and_the_trait_takes_the_impl_s_lifetimes() {
+    let fixture = Fixture::new();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\npub struct Tokens<'a> {\n    pub text: &'a str,\n}\n\nimpl<'a> Tokens<'a> {\n    pub fn first(&self, sep: char) -> Option<&'a str> {\n        self.text.split(sep).next()\n    }\n}\n\npub fn longest(tokens: Tokens, other: std::borrow::Cow<'_, str>) -> usize {\n    tokens.text.len().max(other.len())\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("tokens-first", "::Tokens::first");
+    let target = generated.file("target.rs").unwrap();
+    for expected in [
+        "trait TokensFirstCopy<'a> {\n    fn first(&self, sep: char) -> Option<&'a str>;\n}\n\nimpl<'a> TokensFirstCopy<'a> for Tokens<'a> {\n",
+        "    pub receiver: Tokens<'static>,\n",
+        "<Tokens<'static> as TokensFirstCopy<'static>>::first(",
+    ] {
+        assert!(target.contains(expected), "{expected} missing from {target}");
+    }
+    let generated = fixture.generate("tokens-longest", "::longest");
+    let target = generated.file("target.rs").unwrap();
+    for expected in [
+        "    pub tokens: fn() -> Tokens<'static>,\n",
+        "    pub other: std::borrow::Cow<'static, str>,\n",
+    ] {
+        assert!(
+            target.contains(expected),
+            "{expected} missing from {target}"
         );
     }
 }
