@@ -448,6 +448,40 @@ fn known_facts(report: &Report, target: &Target) -> Vec<String> {
     }) {
         facts.push("Parameters taken by `&mut` are cloned from the prepared inputs in every `run` call: inside the measured pass, outside the copy's range.".to_owned());
     }
+    // Borrowed parameters held owned, lent to each call.
+    let lent: Vec<String> = target
+        .parameters
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.pass,
+                super::scaffold::Pass::Ref
+                    | super::scaffold::Pass::ViewRef
+                    | super::scaffold::Pass::View
+            ) && p.declared.contains('&')
+        })
+        .map(|p| format!("`{}` as `{}`", p.declared, p.field_type))
+        .collect();
+    if !lent.is_empty() {
+        facts.push(format!(
+            "Borrowed parameters are held owned by the prepared inputs and lent to each call: {}.",
+            lent.join(", ")
+        ));
+    }
+    let statics: Vec<String> = target
+        .parameters
+        .iter()
+        .map(|p| &p.field_type)
+        .chain(target.receiver.as_ref().map(|r| &r.type_text))
+        .filter(|ty| ty.contains("'static"))
+        .map(|ty| format!("`{ty}`"))
+        .collect();
+    if !statics.is_empty() {
+        facts.push(format!(
+            "Types that borrow are held with `'static` lifetimes (the target outlives every call): {}; what they borrow must live as long (a `String` leaked once in `prepare`, or data of the program).",
+            statics.join(", ")
+        ));
+    }
     if target
         .parameters
         .iter()

@@ -1186,6 +1186,12 @@ fn borrowed_state_is_held_static_and_the_trait_takes_the_impl_s_lifetimes() {
             "{expected} missing from {target}"
         );
     }
+    let readme = generated.file("README.md").unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        readme.contains("Types that borrow are held with `'static` lifetimes (the target outlives every call): `fn() -> Tokens<'static>`, `std::borrow::Cow<'static, str>`"),
+        "{readme}"
+    );
 }
 
 #[test]
