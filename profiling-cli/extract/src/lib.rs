@@ -21,6 +21,7 @@
 //! # Ok::<(), snippet::SnippetError>(())
 //! ```
 
+mod allocator;
 mod cfg;
 mod check;
 mod copy;
@@ -287,6 +288,9 @@ pub struct Report {
     pub runner: &'static str,
     /// The crate that compiles the snippet, when it lands in one.
     pub snippets_crate: Option<SnippetsCrate>,
+    /// The source directory of the production library the copy comes
+    /// from.
+    pub production_src: Option<PathBuf>,
     /// The dependency on the production crate that `create` adds to the
     /// snippets crate, which did not have it.
     pub added_dependency: Option<AddedDependency>,
@@ -837,6 +841,12 @@ impl Extraction<'_> {
                 .map(|p| p.declared.clone())
                 .collect(),
             needs_factory: target.needs_factory(),
+            production_src: self
+                .location
+                .lib_root
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf),
             unresolved: imports.unresolved.clone(),
             left_out: imports.left_out.clone(),
             kept_for_traits: imports.kept_for_traits.clone(),
@@ -1189,7 +1199,7 @@ pub fn rewrite_without_imports(
 /// adds the dependency on the production crate to the snippets crate when
 /// it lacked it.
 pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
-    let generated = generate(request)?;
+    let mut generated = generate(request)?;
     write_all_or_nothing(&generated.directory, &generated.files)?;
     if let (Some(krate), Some(added)) = (
         &generated.report.snippets_crate,
@@ -1197,7 +1207,53 @@ pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
     ) {
         snippet_crate::add_dependency(krate, added)?;
     }
+    if let Some(note) = leave_out_counting_allocator(&generated.report, &request.workspace_root)? {
+        generated.report.warnings.push(note);
+    }
     Ok(generated)
+}
+
+/// When the production library declares the program's global allocator,
+/// the profiling binary cannot install the counting one: takes it out of
+/// the binary's `main.rs` (the block `init` wrote) and says so, or says
+/// what to change when `main.rs` is not as `init` wrote it.
+fn leave_out_counting_allocator(
+    report: &Report,
+    workspace_root: &Path,
+) -> Result<Option<String>, SnippetError> {
+    let (Some(krate), Some(src)) = (&report.snippets_crate, &report.production_src) else {
+        return Ok(None);
+    };
+    let Some((file, line)) = allocator::declared_in(src) else {
+        return Ok(None);
+    };
+    let package = source::Manifest::of_file(&file)
+        .and_then(|m| m.package)
+        .unwrap_or_else(|| "the production crate".to_owned());
+    let root = krate.dir.parent().unwrap_or(workspace_root);
+    let declared = format!("{}:{line}", display_path(&file, root));
+    let main = krate.dir.join("src/main.rs");
+    let Ok(text) = std::fs::read_to_string(&main) else {
+        return Ok(None);
+    };
+    if !text.contains("#[global_allocator]") {
+        return Ok(None);
+    }
+    let shown = display_path(&main, root);
+    match allocator::without_counting(&text, &package, &declared) {
+        Some(edited) => {
+            std::fs::write(&main, edited).map_err(|source| SnippetError::Write {
+                path: main.clone(),
+                source,
+            })?;
+            Ok(Some(format!(
+                "`{package}` declares the program's global allocator ({declared}): the counting allocator is taken out of {shown}, as a program has one; memory per range (`--memory`) is unavailable in runs of this workspace"
+            )))
+        }
+        None => Ok(Some(format!(
+            "`{package}` declares the program's global allocator ({declared}), and {shown} declares one too: a program has one, so remove the `#[global_allocator]` of {shown}"
+        ))),
+    }
 }
 
 fn destination(request: &NewSnippet, fresh: bool) -> Result<PathBuf, SnippetError> {

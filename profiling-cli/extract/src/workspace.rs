@@ -359,13 +359,10 @@ fn crate_files(
                 \n\
                 // Linking the snippets is what registers their targets.\n\
                 use profiling_snippets as _;\n\
-                \n\
-                // Measures what a target's `prepare` keeps, so that eager runs that\n\
-                // would not fit in memory are refused.\n\
-                #[global_allocator]\n\
-                static ALLOCATOR: profiling_core::memory::CountingAllocator =\n    \
-                profiling_core::memory::CountingAllocator;\n\
-                \n\
+                \n"
+    .to_owned()
+        + crate::allocator::COUNTING_ALLOCATOR
+        + "\n\
                 fn main() -> std::process::ExitCode {\n    \
                 let crate_dir = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\"));\n    \
                 profiling_cli::run_main_for(crate_dir.parent().unwrap_or(crate_dir))\n\
@@ -374,7 +371,7 @@ fn crate_files(
         ("Cargo.toml", manifest),
         ("build.rs", BUILD_SCRIPT.to_owned()),
         ("src/lib.rs", lib.to_owned()),
-        ("src/main.rs", main.to_owned()),
+        ("src/main.rs", main),
         (".gitignore", GITIGNORE.to_owned()),
         ("snippets/.gitkeep", String::new()),
     ])

@@ -405,4 +405,48 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     ] {
         assert!(pair.join(file).is_file(), "{file}: {ab}");
     }
+
+    // A crate that declares the program's global allocator, as services
+    // do: `new` takes the counting allocator out of the binary (a program
+    // has one) and says so; the binary links, runs, and says that memory
+    // per range is unavailable.
+    std::fs::create_dir_all(ws.join("svc/src")).unwrap();
+    std::fs::write(
+        ws.join("svc/Cargo.toml"),
+        "[package]\nname = \"svc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("svc/src/lib.rs"),
+        "use std::alloc::System;\n\n#[global_allocator]\nstatic GLOBAL: System = System;\n\n/// Sums the squares.\npub fn squares(values: &[f32]) -> f32 {\n    values.iter().map(|v| v * v).sum()\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        std::fs::read_to_string(ws.join("Cargo.toml"))
+            .unwrap()
+            .replace("members = [\"app\"", "members = [\"app\", \"svc\""),
+    )
+    .unwrap();
+    let svc = profile_cli_in(&ws, &["new", "sq", "--from", "svc/src/lib.rs::squares"]);
+    assert_eq!(svc.code, Some(0), "{svc}");
+    assert!(
+        svc.stderr.contains("warning: `svc` declares the program's global allocator (svc/src/lib.rs:3): the counting allocator is taken out of inference_profiling/src/main.rs"),
+        "{svc}"
+    );
+    let main = std::fs::read_to_string(ws.join("inference_profiling/src/main.rs")).unwrap();
+    assert!(
+        !main.lines().any(|l| l.starts_with("#[global_allocator]")),
+        "{main}"
+    );
+    let ran = profile_cli_in(&ws, &["run", "sq", "--run-id", "first"]);
+    assert_eq!(ran.code, Some(0), "{ran}");
+    let memory = profile_cli_in(&ws, &["run", "sq", "--run-id", "memory", "--memory"]);
+    assert_eq!(memory.code, Some(2), "{memory}");
+    assert!(
+        memory
+            .stderr
+            .contains("memory attribution is unavailable in this binary"),
+        "{memory}"
+    );
 }
