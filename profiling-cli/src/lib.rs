@@ -650,7 +650,7 @@ impl Streams<'_> {
 
     /// A refusal or failure: one `error:` line on stderr, and with `--json`
     /// the document saying so.
-    fn fail(&mut self, error: &SessionError) -> anyhow::Result<u8> {
+    pub(crate) fn fail(&mut self, error: &SessionError) -> anyhow::Result<u8> {
         self.refuse(&error.to_string(), error.exit_code())
     }
 

@@ -341,6 +341,72 @@ fn save_baseline(
     }
 }
 
+/// The config a target registered with one (`#[profile_target(config =
+/// "...")]`) runs on when `run` names it without `--config`.
+struct OwnConfig {
+    path: PathBuf,
+    /// The path as messages show it.
+    display: String,
+    setup: Option<&'static str>,
+    note: String,
+}
+
+/// [`OwnConfig`] for `request`, when it names a target that has one and no
+/// config; an error when that config is not there.
+fn own_config(request: &RunRequest, root: &Path) -> Result<Option<OwnConfig>, String> {
+    let (None, Some(name)) = (&request.config_path, &request.target) else {
+        return Ok(None);
+    };
+    let profiling_core::driver::registry::Lookup::Found(entry) =
+        profiling_core::driver::registry::lookup(name)
+    else {
+        return Ok(None);
+    };
+    let Some(config) = entry.config else {
+        return Ok(None);
+    };
+    let path = PathBuf::from(config);
+    let display = path
+        .strip_prefix(root)
+        .unwrap_or(&path)
+        .display()
+        .to_string();
+    let setup = entry
+        .setup
+        .map(|setup| format!(" ({setup} installs it)"))
+        .unwrap_or_default();
+    if !path.is_file() {
+        return Err(format!(
+            "`{name}` needs data of its own and runs on its config {display}, which is not there: give one with --config FILE"
+        ));
+    }
+    Ok(Some(OwnConfig {
+        note: format!(
+            "`{name}` needs data of its own: it runs on its config {display}{setup}; --config FILE gives another"
+        ),
+        path,
+        display,
+        setup: entry.setup,
+    }))
+}
+
+/// A refusal or failure of a run; on the config of a target's own
+/// ([`OwnConfig`]), followed by what installs the data it reads.
+fn fail_on_own_config(
+    streams: &mut Streams<'_>,
+    error: &SessionError,
+    own: Option<&OwnConfig>,
+) -> anyhow::Result<u8> {
+    let code = streams.fail(error)?;
+    if let Some((display, Some(setup))) = own.map(|own| (&own.display, own.setup)) {
+        writeln!(
+            streams.err,
+            "note: the data {display} reads is installed by {setup}"
+        )?;
+    }
+    Ok(code)
+}
+
 /// The session's request for `args`.
 fn request_of(args: &RunArgs, argv: &[OsString], root: &Path) -> RunRequest {
     RunRequest {
@@ -393,14 +459,23 @@ pub(crate) fn run(
         err,
         json: args.json,
     };
-    let request = request_of(&args, argv, root);
+    let mut request = request_of(&args, argv, root);
+    // A target that needs data of its own runs on its config.
+    let own_config = match own_config(&request, root) {
+        Ok(found) => found,
+        Err(message) => return streams.refuse(&message, EXIT_USAGE),
+    };
+    if let Some(own) = &own_config {
+        writeln!(streams.human(), "note: {}", own.note)?;
+        request.config_path = Some(own.path.clone());
+    }
     let planned = match session::plan(&request) {
         Ok(planned) => planned,
         Err(SessionError::UnknownTarget { name, .. }) if draft_refusal(&name).is_some() => {
             let message = draft_refusal(&name).unwrap_or_default();
             return streams.refuse(&message, EXIT_USAGE);
         }
-        Err(error) => return streams.fail(&error),
+        Err(error) => return fail_on_own_config(&mut streams, &error, own_config.as_ref()),
     };
     if args.print_nsys_command {
         return print_nsys_command(&args, &planned, &mut streams);
@@ -422,7 +497,7 @@ pub(crate) fn run(
     let progress = std::io::stderr().is_terminal().then(summary::progress_bar);
     let report = match session::execute_with_progress(&planned, &request, progress) {
         Ok(report) => report,
-        Err(error) => return streams.fail(&error),
+        Err(error) => return fail_on_own_config(&mut streams, &error, own_config.as_ref()),
     };
     let config = &planned.config;
     let manifest = &report.manifest;

@@ -173,6 +173,112 @@ impl ProfileTarget for Norms {
     }
 }
 
+/// Needs data of its own: runs on its config when `run` is given none.
+#[derive(Default)]
+struct OwnData;
+
+#[profile_target(
+    name = "cli-own-data",
+    config = "tests/configs/own-data.yaml",
+    setup = "scripts/setup-own-data"
+)]
+impl ProfileTarget for OwnData {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// Its config's data is never there.
+#[derive(Default)]
+struct OwnMissing;
+
+#[profile_target(
+    name = "cli-own-missing",
+    config = "tests/configs/own-missing.yaml",
+    setup = "scripts/setup-own-data"
+)]
+impl ProfileTarget for OwnMissing {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_target_with_data_of_its_own_runs_on_its_config_and_says_what_installs_the_data() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let out = out.to_str().unwrap();
+    let ran = cli(&[
+        "run",
+        "cli-own-data",
+        "--output-dir",
+        out,
+        "--run-id",
+        "own",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.starts_with("note: `cli-own-data` needs data of its own: it runs on its config profiling-cli/tests/configs/own-data.yaml (scripts/setup-own-data installs it); --config FILE gives another\n"),
+        "{}",
+        ran.stdout
+    );
+    let manifest: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(Path::new(out).join("cli-own-data/runs/own/manifest.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        manifest["data_source"]["description"]["record_count"], 3,
+        "{manifest:?}"
+    );
+    assert_eq!(manifest["workload"]["iterations"], 2, "{manifest:?}");
+    assert!(
+        manifest["config_path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("profiling-cli/tests/configs/own-data.yaml")),
+        "{manifest:?}"
+    );
+
+    // A config given wins, and nothing is said.
+    let given = scratch.path().join("given.yaml");
+    std::fs::write(&given, "target: {name: cli-own-data}\n").unwrap();
+    let ran = cli(&[
+        "run",
+        "--config",
+        given.to_str().unwrap(),
+        "--output-dir",
+        out,
+        "--run-id",
+        "given",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        !ran.stdout.contains("needs data of its own"),
+        "{}",
+        ran.stdout
+    );
+
+    // Its data missing: the error, then what installs it.
+    let missing = cli(&["run", "cli-own-missing", "--output-dir", out]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert_eq!(
+        missing.stderr,
+        "error: image directory target/no-such-images-of-own-missing does not exist\n\
+         note: the data profiling-cli/tests/configs/own-missing.yaml reads is installed by scripts/setup-own-data\n"
+    );
+    assert!(!Path::new(out).join("cli-own-missing").exists());
+}
+
 /// Records of a known sum: record `i` holds `tensor` = `[i, i + 1, ...]`
 /// of `width` values, and fails to read at `fail_at`.
 struct Counting {

@@ -31,6 +31,15 @@ pub struct TargetEntry {
     /// whose items a macro writes counts as taking batches: should the
     /// default be called all the same, its error refuses the run.
     pub takes_batches: bool,
+    /// The config the target runs on when `run` names it without one
+    /// (`#[profile_target(config = "...")]`): an absolute path, the crate's
+    /// directory when it was compiled followed by the path given. For a
+    /// target that needs data of its own, which the built-in defaults (the
+    /// `dummy` source) do not have.
+    pub config: Option<&'static str>,
+    /// What installs the data that config reads (`#[profile_target(setup =
+    /// "...")]`), said when it is missing.
+    pub setup: Option<&'static str>,
     /// Runs the target on a plan: monomorphized for the target's type.
     pub launch: fn(&RunPlan) -> Result<RunOutcome, RunError>,
     /// Builds the target on a plan for a paired run, its passes run one at

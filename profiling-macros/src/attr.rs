@@ -30,6 +30,11 @@ pub(crate) struct ProfileTargetArgs {
     pub factory: Option<ExprPath>,
     /// The one-line description, instead of the type's doc comment.
     pub description: Option<LitStr>,
+    /// The config the target runs on when none is given: a path from the
+    /// crate's directory (the one of its `Cargo.toml`).
+    pub config: Option<LitStr>,
+    /// What installs the data that config reads: a command, in words.
+    pub setup: Option<LitStr>,
     /// The path of `profiling_core`, for re-exports.
     pub krate: Option<Path>,
 }
@@ -123,7 +128,7 @@ impl Parse for ProfileTargetArgs {
         let mut args = ProfileTargetArgs::default();
         let grammar = Grammar {
             macro_name: "profile_target",
-            keys: &["name", "factory", "description", "crate"],
+            keys: &["name", "factory", "description", "config", "setup", "crate"],
             named: "target",
             sample_name: "my-target",
         };
@@ -149,6 +154,26 @@ impl Parse for ProfileTargetArgs {
                     key.span(),
                     "`description`",
                 )
+            }
+            Arg::Keyed(key) if key == "config" => {
+                let config = string_value(
+                    input.parse()?,
+                    "`config` takes the path of a config file from the crate's directory: `config = \"configs/my-target.yaml\"`",
+                )?;
+                if config.value().is_empty() || config.value().starts_with('/') {
+                    return Err(syn::Error::new(
+                        config.span(),
+                        "`config` is a path from the crate's directory (the one of its Cargo.toml), not empty nor absolute: `config = \"configs/my-target.yaml\"`",
+                    ));
+                }
+                set_once(&mut args.config, config, key.span(), "`config`")
+            }
+            Arg::Keyed(key) if key == "setup" => {
+                let setup = string_value(
+                    input.parse()?,
+                    "`setup` takes a string, what installs the data the config reads: `setup = \"scripts/setup-data\"`",
+                )?;
+                set_once(&mut args.setup, setup, key.span(), "`setup`")
             }
             // `crate`, the one key left: `parse_each` passes known keys only.
             Arg::Keyed(key) => set_once(

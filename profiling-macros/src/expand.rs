@@ -85,6 +85,20 @@ pub(crate) fn profile_target(
     let line = quote_spanned!(impl_span=> ::core::line!());
     let plan = Ident::new("plan", Span::mixed_site());
     let takes_batches = defines_prepare_batch(&block);
+    // The config, as an absolute path: the crate's directory when it was
+    // compiled, then the path given.
+    let config = match &args.config {
+        Some(config) => quote! {
+            ::core::option::Option::Some(::core::concat!(
+                ::core::env!("CARGO_MANIFEST_DIR"), "/", #config
+            ))
+        },
+        None => quote! { ::core::option::Option::None },
+    };
+    let setup = match &args.setup {
+        Some(setup) => quote! { ::core::option::Option::Some(#setup) },
+        None => quote! { ::core::option::Option::None },
+    };
 
     Ok(quote! {
         #block
@@ -117,6 +131,8 @@ pub(crate) fn profile_target(
                     doc: #doc,
                     constructor: #constructor,
                     takes_batches: #takes_batches,
+                    config: #config,
+                    setup: #setup,
                     launch: __profiling_launch,
                     open: __profiling_open,
                 }

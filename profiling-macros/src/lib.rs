@@ -159,6 +159,12 @@ pub fn nvtx_range(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   shows. Without it, the first line of the doc comment on the impl block,
 ///   or else of the type's doc comment when the type is defined in the same
 ///   file as the impl.
+/// - `config = "path/from/the/crate.yaml"`: the config `profile-cli run
+///   <name>` uses when given none, for a target that needs data of its own
+///   (the built-in defaults run on one synthetic record); a path from the
+///   directory of the crate's `Cargo.toml`.
+/// - `setup = "..."`: what installs the data that config reads, said when
+///   it is missing (`setup = "scripts/setup-data"`).
 /// - `crate = path`: where `profiling_core` is, when it is reached through a
 ///   re-export (default `::profiling_core`).
 ///

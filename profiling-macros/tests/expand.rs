@@ -106,7 +106,12 @@ mod stages {
     }
 }
 
-#[profile_target(name = "nms", factory = stages::make_nms)]
+#[profile_target(
+    name = "nms",
+    factory = stages::make_nms,
+    config = "configs/nms.yaml",
+    setup = "scripts/setup-nms"
+)]
 impl ProfileTarget for stages::NMSTarget {
     type Prepared = ();
     type Output = f32;
@@ -185,6 +190,13 @@ fn explicit_name_and_factory_are_recorded_as_written() {
     assert_eq!(target.type_name, "stages::NMSTarget");
     assert_eq!(target.constructor, "stages::make_nms");
     assert_eq!(target.line, impl_line("stages::NMSTarget"));
+    // The config from the crate's directory, made absolute at compile time.
+    assert_eq!(
+        target.config,
+        Some(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/nms.yaml"))
+    );
+    assert_eq!(target.setup, Some("scripts/setup-nms"));
+    assert_eq!(entry("plain-target").config, None);
 }
 
 #[test]

@@ -271,7 +271,12 @@ fn quads_value(quads: &[Quad]) -> Value {
     )
 }
 
-#[profile_target(name = "ocr-det", factory = make_ocr_det)]
+#[profile_target(
+    name = "ocr-det",
+    factory = make_ocr_det,
+    config = "ocr/ocr-det.yaml",
+    setup = "scripts/setup-onnxruntime"
+)]
 impl ProfileTarget for OcrDet {
     type Prepared = RgbImage;
     type Output = Vec<Quad>;
@@ -482,7 +487,12 @@ pub struct TextImage {
     pub boxes: Vec<Quad>,
 }
 
-#[profile_target(name = "ocr-rec", factory = make_ocr_rec)]
+#[profile_target(
+    name = "ocr-rec",
+    factory = make_ocr_rec,
+    config = "ocr/ocr-rec.yaml",
+    setup = "scripts/setup-onnxruntime"
+)]
 impl ProfileTarget for OcrRec {
     type Prepared = TextImage;
     type Output = Vec<(String, f32)>;

@@ -93,4 +93,16 @@ impl ProfileTarget for Closure {
     target_body!();
 }
 
+target!(AbsoluteConfig);
+#[profile_target(config = "/etc/config.yaml")]
+impl ProfileTarget for AbsoluteConfig {
+    target_body!();
+}
+
+target!(NumberConfig);
+#[profile_target(config = 3, setup = "scripts/setup-data")]
+impl ProfileTarget for NumberConfig {
+    target_body!();
+}
+
 fn main() {}
