@@ -217,6 +217,53 @@ fn ocr_rec_reads_the_rendered_lines() {
 
 /// The `onnxruntime` wheel has no CUDA execution provider: a CUDA run is
 /// refused before anything runs, saying why, not run on the CPU.
+/// Named without a config, recognition runs on its example config (the
+/// rendered images), says so, and reads text: not the built-in defaults'
+/// one random record, on which it reads nothing.
+#[test]
+fn ocr_rec_without_a_config_runs_on_its_example_config() {
+    if images().is_none() {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let output = profile_cli(
+        &workspace_root(),
+        &[
+            "run",
+            "ocr-rec",
+            "--warmup",
+            "0",
+            "--iterations",
+            "1",
+            "--run-id",
+            "own",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--no-report",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with(
+            "note: `ocr-rec` needs data of its own: it runs on its config examples/ocr/ocr-rec.yaml (scripts/setup-onnxruntime installs it); --config FILE gives another\n"
+        ),
+        "{}",
+        text(&output)
+    );
+    let manifest: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(out.path().join("ocr-rec/runs/own/manifest.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["data_source"]["name"], "images", "{manifest:?}");
+    let texts: usize = manifest["output_summaries"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|s| s["summary"]["texts"].as_sequence().map_or(0, Vec::len))
+        .sum();
+    assert!(texts >= 6, "{}", text(&output));
+}
+
 #[test]
 fn ocr_det_on_cuda_is_refused_by_a_cpu_only_runtime() {
     let Some(images) = images() else { return };
