@@ -167,6 +167,7 @@ pub(crate) fn reach(
     crates: SnippetCrates<'_>,
     root: &Path,
     mut called: BTreeSet<String>,
+    force: &BTreeSet<String>,
 ) {
     let Some(crate_ident) = location.crate_ident.clone() else {
         return;
@@ -183,7 +184,16 @@ pub(crate) fn reach(
                 .module(location, &request.modules, root)
                 .is_some_and(|m| {
                     let names = BTreeSet::from([request.name.clone()]);
-                    resolve_in(&mut foreign, m, names, imports, chosen, crates, &mut called)
+                    resolve_in(
+                        &mut foreign,
+                        m,
+                        names,
+                        imports,
+                        chosen,
+                        crates,
+                        &mut called,
+                        force,
+                    )
                 });
             if !copied {
                 imports.unresolved.push(Unresolved {
@@ -211,7 +221,16 @@ pub(crate) fn reach(
                 .into_iter()
                 .filter(|n| !super::names::PATH_KEYWORDS.contains(&n.as_str()))
                 .collect();
-            resolve_in(&mut foreign, m, names, imports, chosen, crates, &mut called);
+            resolve_in(
+                &mut foreign,
+                m,
+                names,
+                imports,
+                chosen,
+                crates,
+                &mut called,
+                force,
+            );
         }
         if added.is_empty() && imports.foreign_requests.is_empty() {
             break;
@@ -223,6 +242,7 @@ pub(crate) fn reach(
 /// Resolves `names` in the module `m`: its private items they name are
 /// copied (and what those name, transitively), its public ones imported.
 /// Returns whether anything was copied or imported.
+#[allow(clippy::too_many_arguments)]
 fn resolve_in(
     foreign: &mut Foreign,
     m: usize,
@@ -231,6 +251,7 @@ fn resolve_in(
     chosen: &mut BTreeSet<ImportPath>,
     crates: SnippetCrates<'_>,
     called: &mut BTreeSet<String>,
+    force: &BTreeSet<String>,
 ) -> bool {
     let (result, found) = {
         let module = &foreign.modules[m];
@@ -243,6 +264,7 @@ fn resolve_in(
         );
         // The module cannot be named: its public items are copied too.
         resolver.copy_public = resolver.blocked.is_some();
+        resolver.force = force.clone();
         resolver.resolve(names);
         resolver.keep_unnamed_imports();
         (resolver.result, resolver.chosen)

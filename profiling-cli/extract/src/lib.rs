@@ -673,6 +673,16 @@ impl Extraction<'_> {
                 helper_names.join(", ")
             ));
         }
+        for (name, fields) in &imports.local_types {
+            copied.changes.push(format!(
+                "`{name}` is public, but the copied code reads its private fields ({}): it is copied too, with its impl blocks, and the snippet works on its own `{name}`, not production's",
+                fields
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         let foreign = &imports.foreign;
         let mut foreign_names = Vec::new();
         for module in &foreign.modules {
@@ -810,6 +820,7 @@ impl Extraction<'_> {
             &crates.snippets_package,
             target,
             &item,
+            &imports.local_types,
         );
         // Outside a snippets directory nothing compiles the snippet: its
         // files name the paths it will have once moved into the
@@ -1085,10 +1096,30 @@ fn parity_of(
     snippets_package: &str,
     target: &scaffold::Target,
     item: &str,
+    local_types: &[(String, Vec<String>)],
 ) -> Parity {
     let unavailable = |why: String| Parity::Unavailable { why };
     if let Some(why) = target.parity_blocker() {
         return unavailable(why);
+    }
+    // The copy takes the snippet's copy of a type production does not.
+    let signature = {
+        let sig = function.sig;
+        quote::quote!(#sig).to_string()
+    };
+    if let Some((name, fields)) = local_types.iter().find(|(name, _)| {
+        signature
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| word == name)
+    }) {
+        return unavailable(format!(
+            "the copy takes the snippet's own copy of `{name}` (copied because it reads its private fields {}), which production's `{item}` does not take",
+            fields
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     let Some(krate) = &location.crate_ident else {
         return unavailable(format!(

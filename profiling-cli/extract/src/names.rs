@@ -52,6 +52,10 @@ pub(crate) struct Imports {
     /// What those requests copied: the items of other modules, and the
     /// methods the snippet cannot call on the crate's types.
     pub foreign: crate::foreign::Foreign,
+    /// Public types of the crate copied because the copied code reads
+    /// their private fields, with those fields: the snippet works on its
+    /// own copy of each.
+    pub local_types: Vec<(String, Vec<String>)>,
 }
 
 /// One imported path.
@@ -278,7 +282,12 @@ fn module_imports(
     for import in &mut out {
         let mut full = import.parent.clone();
         full.push(import.name.clone());
-        let absolute = absolutize(&full, &here, items);
+        let mut absolute = absolutize(&full, &here, items);
+        // `alloc` (of a `no_std` crate with `extern crate alloc`) is not in
+        // a snippet's scope; `std` re-exports all of it.
+        if absolute.first().is_some_and(|root| root == "alloc") {
+            absolute[0] = "std".to_owned();
+        }
         import.name = absolute.last().cloned().unwrap_or_default();
         import.parent = absolute[..absolute.len().saturating_sub(1)].to_vec();
         if import.name == "self" {
@@ -420,20 +429,51 @@ pub(crate) fn imports(
         dependencies,
         snippets_package,
     };
-    let mut resolver = Resolver::new(
-        source,
-        function.scope,
-        &function.inline_modules,
-        location,
-        crates,
-    );
-    resolver.resolve(used_names(function, &uses));
-    resolver.keep_unnamed_imports();
-    let Resolver {
-        mut result,
-        mut chosen,
-        ..
-    } = resolver;
+    // Public types of the crate whose private fields the copied code reads
+    // are copied too: resolved again until no new one turns up.
+    let mut force: BTreeSet<String> = BTreeSet::new();
+    let mut read_fields: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut rounds = 0;
+    let (mut result, mut chosen) = loop {
+        let mut resolver = Resolver::new(
+            source,
+            function.scope,
+            &function.inline_modules,
+            location,
+            crates,
+        );
+        resolver.force = force.clone();
+        resolver.resolve(used_names(function, &uses));
+        resolver.keep_unnamed_imports();
+        let Resolver { result, chosen, .. } = resolver;
+        let mut fields = FieldsRead::default();
+        fields.visit_signature(function.sig);
+        fields.visit_block(function.block);
+        for &index in &result.helpers {
+            fields.visit_item(&function.scope[index]);
+        }
+        let mut found = private_fields_read(location, &chosen, &fields.0);
+        // A method's own type stays production's: the copy is a method of
+        // it (its private fields are listed unresolved).
+        if let Some(owner) = function.owner_name() {
+            found.remove(&owner);
+        }
+        let new: Vec<String> = found
+            .keys()
+            .filter(|name| !force.contains(*name))
+            .cloned()
+            .collect();
+        read_fields.extend(found);
+        rounds += 1;
+        if new.is_empty() || rounds > 4 {
+            break (result, chosen);
+        }
+        force.extend(new);
+    };
+    result.local_types = read_fields
+        .into_iter()
+        .filter(|(name, _)| force.contains(name))
+        .collect();
     // What the copy and its helpers call, for the methods of the crate's
     // types they may need copied.
     let mut called = crate::foreign::Called::default();
@@ -442,7 +482,15 @@ pub(crate) fn imports(
     for &index in &result.helpers {
         called.visit_item(&function.scope[index]);
     }
-    crate::foreign::reach(&mut result, &mut chosen, location, crates, root, called.0);
+    crate::foreign::reach(
+        &mut result,
+        &mut chosen,
+        location,
+        crates,
+        root,
+        called.0,
+        &force,
+    );
     // A method's private siblings copied into a trait are reached.
     let given_back = function
         .owner_name()
@@ -488,6 +536,80 @@ fn used_names(function: &Function<'_>, uses: &Uses) -> BTreeSet<String> {
         }
     }
     used
+}
+
+/// The names of the fields code reads or writes: `x.field`, `T { field }`
+/// and the same in patterns.
+#[derive(Default)]
+pub(crate) struct FieldsRead(pub BTreeSet<String>);
+
+impl<'ast> Visit<'ast> for FieldsRead {
+    fn visit_expr_field(&mut self, expr: &'ast syn::ExprField) {
+        if let syn::Member::Named(field) = &expr.member {
+            self.0.insert(field.to_string());
+        }
+        visit::visit_expr_field(self, expr);
+    }
+
+    fn visit_field_value(&mut self, field: &'ast syn::FieldValue) {
+        if let syn::Member::Named(name) = &field.member {
+            self.0.insert(name.to_string());
+        }
+        visit::visit_field_value(self, field);
+    }
+
+    fn visit_field_pat(&mut self, field: &'ast syn::FieldPat) {
+        if let syn::Member::Named(name) = &field.member {
+            self.0.insert(name.to_string());
+        }
+        visit::visit_field_pat(self, field);
+    }
+}
+
+/// The public structs of the crate the snippet imports (`chosen`) whose
+/// private fields are among `read`: each with those fields.
+fn private_fields_read(
+    location: &ModuleLocation,
+    chosen: &BTreeSet<ImportPath>,
+    read: &BTreeSet<String>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut found = BTreeMap::new();
+    let Some(crate_ident) = location.crate_ident.as_deref() else {
+        return found;
+    };
+    for import in chosen {
+        if import.parent.first().map(String::as_str) != Some(crate_ident) || import.name == "*" {
+            continue;
+        }
+        let Some(file) = location.module_file(&import.parent[1..]) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let Ok(syntax) = syn::parse_file(&text) else {
+            continue;
+        };
+        for item in &syntax.items {
+            let syn::Item::Struct(definition) = item else {
+                continue;
+            };
+            if definition.ident != import.name.as_str() {
+                continue;
+            }
+            let private: Vec<String> = definition
+                .fields
+                .iter()
+                .filter(|f| !matches!(f.vis, syn::Visibility::Public(_)))
+                .filter_map(|f| f.ident.as_ref().map(ToString::to_string))
+                .filter(|name| read.contains(name))
+                .collect();
+            if !private.is_empty() {
+                found.insert(import.name.clone(), private);
+            }
+        }
+    }
+    found
 }
 
 /// The crates the snippet can name.
@@ -539,6 +661,9 @@ pub(crate) struct Resolver<'a> {
     /// Whether the module's public items are copied too: for a module of
     /// the crate the snippet cannot reach, whose items are copied from.
     pub(crate) copy_public: bool,
+    /// Public types copied all the same: the copied code reads their
+    /// private fields.
+    pub(crate) force: BTreeSet<String>,
     pub(crate) result: Imports,
     /// The paths to import.
     pub(crate) chosen: BTreeSet<ImportPath>,
@@ -584,6 +709,7 @@ impl<'a> Resolver<'a> {
             blocked,
             crate_blocked,
             copy_public: false,
+            force: BTreeSet::new(),
             result: Imports::default(),
             chosen: BTreeSet::new(),
         }
@@ -619,7 +745,7 @@ impl<'a> Resolver<'a> {
     /// listed as unresolved. Returns the names the copied items use.
     fn module_item(&mut self, name: &str) -> Vec<String> {
         let item = &self.items[name];
-        let helper = (!item.public || self.copy_public)
+        let helper = (!item.public || self.copy_public || self.force.contains(name))
             .then(|| helper_items(self.scope, name))
             .filter(|found| !found.is_empty());
         if let Some(found) = helper {
@@ -684,6 +810,14 @@ impl<'a> Resolver<'a> {
     /// root, which is copied instead.
     fn carried_import(&mut self, import: &ImportPath) {
         if let Some(root) = import.parent.first() {
+            if self.is_source_crate(root) && self.force.contains(import.binding()) {
+                let mut path = import.parent[1..].to_vec();
+                path.push(import.name.clone());
+                let why = "the copied code reads its private fields".to_owned();
+                if self.request_copy(&path, import, &why) {
+                    return;
+                }
+            }
             if self.is_source_crate(root) {
                 if self.copied_as_private_module(import) {
                     return;

@@ -383,13 +383,19 @@ impl Target {
             return String::new();
         };
         let mut text = String::new();
+        // One enum of the snippet's for each of production's, however
+        // many parameters take it.
+        let mut rendered: Vec<&str> = Vec::new();
         for parameter in self.settings() {
             if let ValueSource::Setting {
                 variants: Some((production, variants)),
                 ..
             } = &parameter.source
             {
-                text.push_str(&render_variant_enum(production, variants));
+                if !rendered.contains(&production.as_str()) {
+                    rendered.push(production);
+                    text.push_str(&render_variant_enum(production, variants));
+                }
             }
         }
         text += &format!(

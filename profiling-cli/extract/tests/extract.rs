@@ -299,6 +299,76 @@ fn module_imports_are_carried_when_named_and_listed_when_not() {
 }
 
 #[test]
+fn a_public_type_whose_private_fields_the_copy_reads_is_copied_too() {
+    let fixture = Fixture::new();
+    let root = fixture.root();
+    std::fs::write(
+        root.join("fixture/src/grid.rs"),
+        "pub struct Grid {\n    pub width: usize,\n    cells: Vec<f32>,\n}\n\nimpl Grid {\n    pub fn new(width: usize) -> Grid {\n        Grid { width, cells: vec![1.0; width] }\n    }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("fixture/src/lib.rs"),
+        format!("{LIB}pub mod grid;\n"),
+    )
+    .unwrap();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\nuse crate::grid::Grid;\n\npub fn cell_sum(grid: &Grid) -> f32 {\n    grid.cells.iter().sum::<f32>() + grid.width as f32\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("cell-sum", "::cell_sum");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("pub struct Grid {\n    pub width: usize,\n    cells: Vec<f32>,\n}\n"),
+        "{target}"
+    );
+    assert!(target.contains("impl Grid {\n    pub fn new("), "{target}");
+    assert!(!target.contains("use fixture_ops::grid::Grid"), "{target}");
+    assert!(
+        generated.report.unresolved.is_empty(),
+        "{:?}",
+        generated.report.unresolved
+    );
+    match &generated.report.parity {
+        snippet::Parity::Unavailable { why } => assert!(
+            why.contains("the copy takes the snippet's own copy of `Grid` (copied because it reads its private fields `cells`)"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let readme = generated.file("README.md").unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        readme.contains("`Grid` is public, but the copied code reads its private fields (`cells`): it is copied too"),
+        "{readme}"
+    );
+}
+
+#[test]
+fn imports_from_alloc_are_taken_from_std() {
+    let fixture = Fixture::new();
+    let root = fixture.root();
+    std::fs::write(
+        root.join("fixture/src/lib.rs"),
+        format!("extern crate alloc;\n{LIB}"),
+    )
+    .unwrap();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\nuse alloc::collections::VecDeque;\n\npub fn queued(n: usize) -> usize {\n    let mut queue = VecDeque::new();\n    queue.push_back(n);\n    queue.len()\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("queued", "::queued");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("use std::collections::VecDeque;\n"),
+        "{target}"
+    );
+    assert!(!target.contains("alloc::"), "{target}");
+}
+
+#[test]
 fn what_production_does_not_export_is_listed_with_where_it_is() {
     let fixture = Fixture::new();
     let generated = fixture.generate("extract-private", "::uses_private");
@@ -1133,7 +1203,7 @@ fn a_unit_only_enum_of_the_crate_is_a_setting_by_variant_name() {
     let fixture = Fixture::new();
     let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
     text.push_str(
-        "\n/// How to pick.\npub enum Mode {\n    Fast,\n    Exact,\n}\n\npub fn pick(values: &[f32], mode: Mode) -> f32 {\n    match mode {\n        Mode::Fast => values[0],\n        Mode::Exact => values.iter().sum(),\n    }\n}\n\npub fn picked() -> f32 {\n    pick(&[1.0], Mode::Exact)\n}\n",
+        "\n/// How to pick.\npub enum Mode {\n    Fast,\n    Exact,\n}\n\npub fn pick(values: &[f32], mode: Mode, then: Mode) -> f32 {\n    match (mode, then) {\n        (Mode::Fast, _) => values[0],\n        _ => values.iter().sum(),\n    }\n}\n\npub fn picked() -> f32 {\n    pick(&[1.0], Mode::Exact, Mode::Fast)\n}\n",
     );
     std::fs::write(fixture.ops(), text).unwrap();
     let generated = fixture.generate("pick", "::pick");
@@ -1146,9 +1216,16 @@ fn a_unit_only_enum_of_the_crate_is_a_setting_by_variant_name() {
         "            mode: ModeSetting::Exact,\n",
         "let mode = settings.mode;",
         "inputs.mode.production()",
+        "            then: ModeSetting::Fast,\n",
     ] {
         assert!(target.contains(expected), "{expected} missing from {target}");
     }
+    // One enum of the snippet's for the two parameters.
+    assert_eq!(
+        target.matches("pub enum ModeSetting").count(),
+        1,
+        "{target}"
+    );
     let config = generated.file("config.yaml").unwrap();
     assert!(config.contains("    mode: Exact\n"), "{config}");
     assert!(
