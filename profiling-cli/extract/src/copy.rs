@@ -52,6 +52,9 @@ pub(crate) struct Copied {
     /// Private helpers of the production module copied beside it
     /// ([`copy_helper`]), in source order.
     pub helpers: Vec<String>,
+    /// Private `macro_rules!` macros of production the copy calls, copied
+    /// before it (a macro is in scope from its definition on).
+    pub macros: Vec<String>,
 }
 
 struct Edit {
@@ -203,6 +206,7 @@ pub(crate) fn copy(
         changes,
         range_note,
         helpers: Vec::new(),
+        macros: Vec::new(),
     }
 }
 
@@ -335,6 +339,7 @@ pub(crate) fn copy_helper(
         syn::Item::Impl(i) => &i.attrs,
         syn::Item::Trait(i) => &i.attrs,
         syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Macro(i) => &i.attrs,
         _ => &[],
     };
     let range = source.range(item.span());
@@ -427,7 +432,10 @@ pub(crate) fn copy_methods(
         let body = apply(&source.text, start..end, &mut edits);
         definitions.push_str(&reindent(&body, column, 4, multiline));
         definitions.push_str("\n\n");
-        declarations.push_str(&reindent(&text_of(start..signature_end), column, 4, false));
+        let mut declaration = rewrite_paths(source, start..signature_end, location, &[], false);
+        declaration.extend(declaration_edits(source, &method.sig));
+        let declaration = apply(&source.text, start..signature_end, &mut declaration);
+        declarations.push_str(&reindent(&declaration, column, 4, false));
         declarations.push_str(";\n");
         names.push(format!("`{}`", method.sig.ident));
         let (from, to) = source.lines(method.span());
@@ -743,6 +751,16 @@ fn trait_signature(
             text: String::new(),
         });
     }
+    edits.extend(declaration_edits(source, sig));
+    let mut text = apply(&source.text, range, &mut edits);
+    text.push(';');
+    reindent(&text, source_indent, indent, multiline_literal)
+}
+
+/// The edits that make `sig` a declaration without a body: parameters
+/// are plain names (`mut a` is `a`, a pattern `_`), `mut self` is `self`.
+fn declaration_edits(source: &SourceFile, sig: &syn::Signature) -> Vec<Edit> {
+    let mut edits = Vec::new();
     for input in &sig.inputs {
         match input {
             syn::FnArg::Typed(typed) => {
@@ -769,9 +787,7 @@ fn trait_signature(
             syn::FnArg::Receiver(_) => {}
         }
     }
-    let mut text = apply(&source.text, range, &mut edits);
-    text.push(';');
-    reindent(&text, source_indent, indent, multiline_literal)
+    edits
 }
 
 /// Statements of one block that exactly fill a line range.

@@ -648,7 +648,11 @@ impl Extraction<'_> {
             if let Some(text) =
                 copy::copy_helper(source, item, location, &function.inline_modules, features)
             {
-                copied.helpers.push(text);
+                if matches!(item, syn::Item::Macro(_)) {
+                    copied.macros.push(text);
+                } else {
+                    copied.helpers.push(text);
+                }
                 helper_names.push(format!(
                     "`{}` (line {})",
                     helper_label(item),
@@ -691,7 +695,11 @@ impl Extraction<'_> {
                 if let Some(text) =
                     copy::copy_helper(&module.source, item, &module.location, &[], features)
                 {
-                    copied.helpers.push(text);
+                    if matches!(item, syn::Item::Macro(_)) {
+                        copied.macros.push(text);
+                    } else {
+                        copied.helpers.push(text);
+                    }
                     let (first, last) = module.source.lines(syn::spanned::Spanned::span(item));
                     foreign_names.push(format!(
                         "`{}` ({}:{first}-{last})",
@@ -1044,6 +1052,9 @@ fn helper_label(item: &syn::Item) -> String {
         syn::Item::Enum(i) => i.ident.to_string(),
         syn::Item::Trait(i) => format!("trait {}", i.ident),
         syn::Item::Mod(i) => format!("mod {}", i.ident),
+        syn::Item::Macro(syn::ItemMacro {
+            ident: Some(ident), ..
+        }) => format!("{ident}!"),
         syn::Item::Impl(i) => {
             let ty = &i.self_ty;
             format!("impl {}", quote::quote!(#ty))

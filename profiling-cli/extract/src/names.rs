@@ -491,6 +491,18 @@ pub(crate) fn imports(
         called.0,
         &force,
     );
+    // What was copied from the copy's own file through another way in
+    // (a method given back that calls a private helper of the file) is
+    // one of its helpers: copied once.
+    if function.inline_modules.is_empty() {
+        for module in &mut result.foreign.modules {
+            if module.modules == location.modules {
+                result.helpers.extend(std::mem::take(&mut module.helpers));
+            }
+        }
+        result.helpers.sort_unstable();
+        result.helpers.dedup();
+    }
     // A method's private siblings copied into a trait are reached.
     let given_back = function
         .owner_name()
@@ -1026,6 +1038,8 @@ fn helper_items(scope: &[syn::Item], name: &str) -> Vec<usize> {
             }
             // An inline module (`mod methods { ... }`), copied whole.
             syn::Item::Mod(i) => i.ident == name && i.content.is_some(),
+            // A `macro_rules!` macro that is not exported.
+            syn::Item::Macro(i) => i.ident.as_ref().is_some_and(|ident| ident == name),
             _ => false,
         };
         if matches {

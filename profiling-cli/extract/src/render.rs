@@ -54,6 +54,12 @@ pub(crate) fn target_rs(
         text.push('\n');
     }
     text.push('\n');
+    // `macro_rules!` macros are in scope from where they are defined on:
+    // before the copy that calls them.
+    for copied_macro in &copied.macros {
+        text.push_str(copied_macro);
+        text.push('\n');
+    }
 
     let doc = format!("Copy of `{}` ({provenance}).", report.item);
     match (

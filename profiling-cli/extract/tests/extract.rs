@@ -346,6 +346,31 @@ fn a_public_type_whose_private_fields_the_copy_reads_is_copied_too() {
 }
 
 #[test]
+fn a_private_macro_is_copied_before_the_copy() {
+    let fixture = Fixture::new();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\npub fn doubled(x: f32) -> f32 {\n    twice!(x)\n}\n\nmacro_rules! twice {\n    ($x:expr) => {\n        $x * 2.0\n    };\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("doubled", "::doubled");
+    let target = generated.file("target.rs").unwrap();
+    let definition = target
+        .find("macro_rules! twice {\n    ($x:expr) => {\n        $x * 2.0\n    };\n}\n")
+        .unwrap_or_else(|| panic!("{target}"));
+    let copy = target.find("pub fn doubled(").unwrap();
+    assert!(
+        definition < copy,
+        "a macro is in scope after its definition: {target}"
+    );
+    assert!(
+        generated.report.unresolved.is_empty(),
+        "{:?}",
+        generated.report.unresolved
+    );
+}
+
+#[test]
 fn imports_from_alloc_are_taken_from_std() {
     let fixture = Fixture::new();
     let root = fixture.root();
@@ -510,6 +535,11 @@ impl<'a> Point {
         0.0
     }
 
+    fn scaled(&self, mut by: f32) -> f32 {
+        by *= 2.0;
+        self.x * by
+    }
+
     pub fn new(x: f32, y: f32) -> Point {
         Point { x, y }
     }
@@ -538,7 +568,7 @@ fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
     .unwrap();
     let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
     text.push_str(
-        "\nuse crate::geometry::{distance as dist, Point};\n\npub fn span(a: &Point, b: &Point) -> f32 {\n    dist(a, b) + a.pair().1\n}\n",
+        "\nuse crate::geometry::{distance as dist, Point};\n\npub fn span(a: &Point, b: &Point) -> f32 {\n    dist(a, b) + a.pair().1 + b.scaled(1.0)\n}\n",
     );
     std::fs::write(fixture.ops(), text).unwrap();
     let generated = fixture.generate("extract-foreign", "::span");
@@ -562,7 +592,7 @@ fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
     }
     assert!(
         target.contains(
-            "// Copied helper: private to `fixture_ops::geometry` (fixture/src/geometry.rs:23-26)"
+            "// Copied helper: private to `fixture_ops::geometry` (fixture/src/geometry.rs:28-31)"
         ),
         "{target}"
     );
@@ -570,7 +600,7 @@ fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
     // the impl block's generics; the one nothing calls is not.
     assert!(
         target.contains(
-            "trait PointCopiedMethods<'a> {\n    fn pair(&self) -> (f32, f32);\n}\n\nimpl<'a> PointCopiedMethods<'a> for Point {\n    fn pair(&self) -> (f32, f32) {\n        (self.x, self.y)\n    }\n}\n"
+            "trait PointCopiedMethods<'a> {\n    fn pair(&self) -> (f32, f32);\n    fn scaled(&self, by: f32) -> f32;\n}\n\nimpl<'a> PointCopiedMethods<'a> for Point {\n    fn pair(&self) -> (f32, f32) {\n        (self.x, self.y)\n    }\n\n    fn scaled(&self, mut by: f32) -> f32 {\n        by *= 2.0;\n        self.x * by\n    }\n}\n"
         ),
         "{target}"
     );
@@ -578,11 +608,11 @@ fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
     let readme = generated.file("README.md").unwrap();
     let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        readme.contains("`distance` (fixture/src/geometry.rs:23-26)"),
+        readme.contains("`distance` (fixture/src/geometry.rs:28-31)"),
         "{readme}"
     );
     assert!(
-        readme.contains("`squared` (fixture/src/geometry.rs:28-31)"),
+        readme.contains("`squared` (fixture/src/geometry.rs:33-36)"),
         "{readme}"
     );
     assert!(
