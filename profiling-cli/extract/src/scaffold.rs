@@ -484,6 +484,9 @@ struct ModuleTypes {
     /// The crate's structs and enums with lifetime parameters, and how
     /// many: the target holds them with `'static` ones.
     lifetimed: Vec<(String, usize)>,
+    /// The crate's type aliases of a number or `bool`
+    /// (`type VerticesIndex = usize;`), with what they alias.
+    scalar_aliases: Vec<(String, syn::Type)>,
 }
 
 impl ModuleTypes {
@@ -498,6 +501,7 @@ impl ModuleTypes {
             unit_enums: Vec::new(),
             other_enums: Vec::new(),
             lifetimed: Vec::new(),
+            scalar_aliases: Vec::new(),
         };
         types.add(scope, true);
         let mut files = Vec::new();
@@ -525,6 +529,23 @@ impl ModuleTypes {
                     types.add(items, false);
                 }
                 continue;
+            }
+            // `type VerticesIndex = usize;`: held and read as the number.
+            if let syn::Item::Type(alias) = item {
+                let primitive = matches!(&*alias.ty, syn::Type::Path(p)
+                    if p.qself.is_none()
+                        && p.path.get_ident().is_some_and(|i| PRIMITIVES.contains(&i.to_string().as_str()) && i != "Device"));
+                if alias.generics.params.is_empty() && primitive {
+                    let name = alias.ident.to_string();
+                    match types.scalar_aliases.iter().position(|(n, _)| *n == name) {
+                        Some(at) if types.scalar_aliases[at].1 != *alias.ty => {
+                            // Two aliases of one name: neither.
+                            types.scalar_aliases.remove(at);
+                        }
+                        Some(_) => {}
+                        None => types.scalar_aliases.push((name, (*alias.ty).clone())),
+                    }
+                }
             }
             let lifetimes = match item {
                 syn::Item::Struct(s) => Some((&s.ident, s.generics.lifetimes().count())),
@@ -1424,13 +1445,20 @@ impl<'a> Planner<'a> {
                 with_static_lifetimes(owner, &types.lifetimed),
             ));
         }
-        let given: Vec<(String, syn::Type)> = generics
+        let mut given: Vec<(String, syn::Type)> = generics
             .iter()
             .filter_map(|p| {
                 let text = type_args.get(&p.name)?;
                 Some((p.name.clone(), syn::parse_str::<syn::Type>(text).ok()?))
             })
             .collect();
+        // The crate's aliases of numbers, as the numbers (a type parameter
+        // of the same name wins).
+        for (name, aliased) in &types.scalar_aliases {
+            if !generics.iter().any(|g| &g.name == name) {
+                given.push((name.clone(), aliased.clone()));
+            }
+        }
         Planner {
             source,
             owner,

@@ -371,6 +371,27 @@ fn a_private_macro_is_copied_before_the_copy() {
 }
 
 #[test]
+fn an_alias_of_a_number_is_read_as_the_number() {
+    let fixture = Fixture::new();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\ntype Index = usize;\n\npub fn largest(indices: &[Index]) -> Index {\n    indices.iter().copied().max().unwrap_or(0)\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("largest", "::largest");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("    pub indices: Vec<usize>,\n"),
+        "{target}"
+    );
+    assert!(
+        generated.report.unmapped.is_empty(),
+        "{:?}",
+        generated.report.unmapped
+    );
+}
+
+#[test]
 fn imports_from_alloc_are_taken_from_std() {
     let fixture = Fixture::new();
     let root = fixture.root();
