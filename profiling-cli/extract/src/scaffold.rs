@@ -169,6 +169,9 @@ pub(crate) enum Pass {
     /// `(inputs.x)()`: a value that is neither `Clone` nor `Copy`, made
     /// for each call by a function `prepare` holds.
     Make,
+    /// `&mut x` on a value made in `run` by a function `prepare` holds:
+    /// a type that is neither `Clone` nor `Copy`, passed as `&mut`.
+    MakeMut,
     /// `inputs.x.production()`: a unit-only enum of the crate, held as
     /// the snippet's enum of the same variants that settings name.
     Variant,
@@ -244,7 +247,16 @@ impl Parameter {
     }
 
     fn needs_local(&self) -> bool {
-        matches!(self.pass, Pass::RefMut | Pass::ViewMut)
+        matches!(self.pass, Pass::RefMut | Pass::ViewMut | Pass::MakeMut)
+    }
+
+    /// How `run` makes the value a `&mut` parameter is lent: a clone of
+    /// the prepared one, or one made by the function `prepare` holds.
+    fn local_value(&self) -> String {
+        match self.pass {
+            Pass::MakeMut => format!("(inputs.{})()", self.name),
+            _ => format!("inputs.{}.clone()", self.name),
+        }
     }
 
     fn argument(&self) -> String {
@@ -258,6 +270,7 @@ impl Parameter {
             Pass::Copy => format!("inputs.{name}"),
             Pass::Clone => format!("inputs.{name}.clone()"),
             Pass::Make => format!("(inputs.{name})()"),
+            Pass::MakeMut => format!("&mut {name}"),
             Pass::Variant => format!("inputs.{name}.production()"),
             Pass::VariantRef => format!("&inputs.{name}.production()"),
         }
@@ -855,15 +868,42 @@ fn substitute(ty: &syn::Type, given: &[(String, syn::Type)]) -> syn::Type {
 
 /// `ty` as source text on one line, every lifetime `'static`: for types
 /// that come from `--type-args` rather than from the source file.
-fn type_text(ty: &syn::Type) -> String {
-    struct Static;
-    impl syn::visit_mut::VisitMut for Static {
+fn type_text(ty: &syn::Type, lifetimed: &[(String, usize)]) -> String {
+    struct Static<'l>(&'l [(String, usize)]);
+    impl syn::visit_mut::VisitMut for Static<'_> {
         fn visit_lifetime_mut(&mut self, lifetime: &mut syn::Lifetime) {
             *lifetime = syn::Lifetime::new("'static", lifetime.span());
         }
+        // A type of the crate with lifetime parameters written without
+        // them: `'static` ones.
+        fn visit_path_segment_mut(&mut self, segment: &mut syn::PathSegment) {
+            if let Some((_, count)) = self.0.iter().find(|(name, _)| segment.ident == name) {
+                let statics =
+                    (0..*count).map(|_| -> syn::GenericArgument { syn::parse_quote!('static) });
+                match &mut segment.arguments {
+                    syn::PathArguments::None => {
+                        let statics: Vec<syn::GenericArgument> = statics.collect();
+                        segment.arguments =
+                            syn::PathArguments::AngleBracketed(syn::parse_quote!(<#(#statics),*>));
+                    }
+                    syn::PathArguments::AngleBracketed(args)
+                        if !args
+                            .args
+                            .iter()
+                            .any(|a| matches!(a, syn::GenericArgument::Lifetime(_))) =>
+                    {
+                        for (at, lifetime) in statics.enumerate() {
+                            args.args.insert(at, lifetime);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            syn::visit_mut::visit_path_segment_mut(self, segment);
+        }
     }
     let mut ty = ty.clone();
-    syn::visit_mut::VisitMut::visit_type_mut(&mut Static, &mut ty);
+    syn::visit_mut::VisitMut::visit_type_mut(&mut Static(lifetimed), &mut ty);
     let mut text = String::new();
     tokens_text(quote::quote!(#ty), &mut text);
     text
@@ -1590,7 +1630,7 @@ impl<'a> Planner<'a> {
     /// it.
     fn field_text(&self, p: &Typed<'_>, ty: &syn::Type) -> String {
         if p.substituted {
-            type_text(ty)
+            type_text(ty, &self.types.lifetimed)
         } else {
             self.held(ty)
         }
@@ -1653,10 +1693,17 @@ impl<'a> Planner<'a> {
         let unclonable = p.reference.is_none()
             && !self.is_copy(inner)
             && last_segment(inner).is_some_and(|s| self.types.is_unclonable(&s.ident.to_string()));
+        let unclonable_mut = p.reference == Some(true)
+            && !self.is_copy(inner)
+            && last_segment(inner).is_some_and(|s| self.types.is_unclonable(&s.ident.to_string()));
         if value_source == ValueSource::Unmapped && unclonable {
             // Neither `Clone` nor `Copy`: made for each call by a
             // function `prepare` keeps (`|| Kind::Variant`).
             (format!("fn() -> {field}"), value_source, Pass::Make)
+        } else if value_source == ValueSource::Unmapped && unclonable_mut {
+            // Lent as `&mut` and neither `Clone` nor `Copy`: made afresh
+            // for each call, as a clone would be.
+            (format!("fn() -> {field}"), value_source, Pass::MakeMut)
         } else {
             let pass = p
                 .reference
@@ -2223,7 +2270,7 @@ impl Target {
                  // constants, as production does.\n",
             );
             for parameter in &unmapped {
-                if parameter.pass == Pass::Make {
+                if matches!(parameter.pass, Pass::Make | Pass::MakeMut) {
                     text.push_str(&format!(
                         "        // Neither Clone nor Copy: a function that makes one for each call,\n        \
                          // such as `Some(|| {}::...)`.\n",
@@ -2280,8 +2327,9 @@ impl Target {
         text.push('\n');
         for parameter in self.parameters.iter().filter(|p| p.needs_local()) {
             text.push_str(&format!(
-                "        let mut {0} = inputs.{0}.clone();\n",
-                parameter.name
+                "        let mut {} = {};\n",
+                parameter.name,
+                parameter.local_value()
             ));
         }
         let mut args = Vec::new();
@@ -2413,8 +2461,9 @@ impl Target {
         let mut text = format!("            let {binding} = {{\n");
         for local in &locals {
             text.push_str(&format!(
-                "{pad}let mut {0} = inputs.{0}.clone();\n",
-                local.name
+                "{pad}let mut {} = {};\n",
+                local.name,
+                local.local_value()
             ));
         }
         text.push_str(&statement);
@@ -2654,7 +2703,7 @@ mod tests {
 
     #[test]
     fn types_from_type_arguments_are_written_owned_and_tidy() {
-        let text = |t: &str| type_text(&syn::parse_str::<syn::Type>(t).unwrap());
+        let text = |t: &str| type_text(&syn::parse_str::<syn::Type>(t).unwrap(), &[]);
         assert_eq!(
             text("ndarray :: ArrayView1 < '_ , f64 >"),
             "ndarray::ArrayView1<'static, f64>"

@@ -392,6 +392,37 @@ fn an_alias_of_a_number_is_read_as_the_number() {
 }
 
 #[test]
+fn unclonable_mut_state_is_made_per_call_and_generic_views_are_static() {
+    let fixture = Fixture::new();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\npub struct Tally {\n    pub total: f32,\n}\n\npub fn add_to(tally: &mut Tally, x: f32) {\n    tally.total += x;\n}\n\npub struct View<'a, T>(pub &'a [T]);\n\npub fn first_of<T: Copy>(view: &View<T>) -> T {\n    view.0[0]\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("add-to", "::add_to");
+    let target = generated.file("target.rs").unwrap();
+    for expected in [
+        "    pub tally: fn() -> Tally,\n",
+        "        let mut tally = (inputs.tally)();\n",
+        "add_to(&mut tally, inputs.x)",
+    ] {
+        assert!(
+            target.contains(expected),
+            "{expected} missing from {target}"
+        );
+    }
+    assert!(!target.contains("inputs.tally.clone()"), "{target}");
+    let mut request = fixture.request("first-of", "::first_of");
+    request.type_args = "T=f32".parse().unwrap();
+    let generated = snippet::generate(&request).unwrap();
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("    pub view: View<'static, f32>,\n"),
+        "{target}"
+    );
+}
+
+#[test]
 fn imports_from_alloc_are_taken_from_std() {
     let fixture = Fixture::new();
     let root = fixture.root();

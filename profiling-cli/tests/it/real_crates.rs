@@ -80,20 +80,21 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
         "",
         Parity::Passes,
     ),
-    // An enum of the production crate (`Norm`) is left to map: it builds.
+    // A unit-only enum of the production crate (`Norm`) is a setting by
+    // variant name, its default what a production call passes.
     (
         "ip-dilate",
         "imageproc/src/morphology.rs::dilate",
         "",
-        Parity::NotYet,
+        Parity::Passes,
     ),
-    // An enum that is neither Clone nor Copy: held as a function that
-    // makes one per call, left to map; it builds.
+    // One that is neither Clone nor Copy (`ThresholdType`): the setting is
+    // the snippet's enum, made into production's for each call.
     (
         "ip-threshold",
         "imageproc/src/contrast.rs::threshold",
         "",
-        Parity::NotYet,
+        Parity::Passes,
     ),
     // In a private module its parent re-exports: parity calls the
     // re-exported path.
@@ -152,7 +153,7 @@ fn corpus_sources() -> Vec<(String, PathBuf)> {
         String::from_utf8_lossy(&output.stderr)
     );
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let wanted = ["powerboxesrs", "imageproc", "lsap"];
+    let wanted = ["powerboxesrs", "imageproc", "lsap", "delaunator", "earcutr"];
     let found: Vec<(String, PathBuf)> = metadata["packages"]
         .as_array()
         .unwrap()
