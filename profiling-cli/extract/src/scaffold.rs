@@ -225,6 +225,10 @@ impl Parameter {
                     None => format!("the record's tensor `{name}`{converted}"),
                 }
             }
+            ValueSource::Default if self.pass == Pass::MakeMut => format!(
+                "a new `{}::default()` for each call",
+                self.field_type.trim_start_matches("fn() -> ")
+            ),
             ValueSource::Default => format!("`{}::default()`", self.field_type),
             ValueSource::Setting {
                 yaml,
@@ -1700,7 +1704,9 @@ impl<'a> Planner<'a> {
             // Neither `Clone` nor `Copy`: made for each call by a
             // function `prepare` keeps (`|| Kind::Variant`).
             (format!("fn() -> {field}"), value_source, Pass::Make)
-        } else if value_source == ValueSource::Unmapped && unclonable_mut {
+        } else if unclonable_mut
+            && matches!(value_source, ValueSource::Unmapped | ValueSource::Default)
+        {
             // Lent as `&mut` and neither `Clone` nor `Copy`: made afresh
             // for each call, as a clone would be.
             (format!("fn() -> {field}"), value_source, Pass::MakeMut)
@@ -2255,6 +2261,12 @@ impl Target {
                         other => format!("let {name} = {read}.mapv(|value| value as {other});"),
                     }
                 }
+                // Made for each call: its `Default::default`, held.
+                ValueSource::Default if parameter.pass == Pass::MakeMut => format!(
+                    "let {name}: {} = <{}>::default;",
+                    parameter.field_type,
+                    parameter.field_type.trim_start_matches("fn() -> ")
+                ),
                 ValueSource::Default => {
                     format!("let {name}: {} = Default::default();", parameter.field_type)
                 }
@@ -2424,7 +2436,7 @@ impl Target {
 
     /// The statements that call `head` on the prepared inputs and bind
     /// what it computes to `binding` (`who` names it in an error).
-    fn parity_call(&self, binding: &str, who: &str, head: &str) -> String {
+    fn parity_call(&self, binding: &str, head: &str) -> String {
         let mut args = Vec::new();
         if let Some(receiver) = &self.receiver {
             args.push(match receiver.pass {
@@ -2441,16 +2453,30 @@ impl Target {
                 call_statement(indent, "", head, &args, "", ";", false),
                 Some(self.parameters[*index].name.clone()),
             ),
+            // Both results are compared: the same error from both is
+            // parity too.
             Output::Result(_) => (
-                call_statement(indent, &format!("let {binding} = "), head, &args, "", ";", false)
-                    + &format!(
-                        "\n{pad}let {binding} = {binding}.map_err(|error| anyhow::anyhow!(\"{who}: {{error:#}}\"))?;",
-                        pad = " ".repeat(indent)
-                    ),
+                call_statement(
+                    indent,
+                    &format!("let {binding} = "),
+                    head,
+                    &args,
+                    "",
+                    ";",
+                    false,
+                ),
                 None,
             ),
             _ => (
-                call_statement(indent, &format!("let {binding} = "), head, &args, "", ";", false),
+                call_statement(
+                    indent,
+                    &format!("let {binding} = "),
+                    head,
+                    &args,
+                    "",
+                    ";",
+                    false,
+                ),
                 None,
             ),
         };
@@ -2511,13 +2537,29 @@ impl Target {
         text.push_str(&format!(
             "            let {inputs} = target.prepare(record, device)?;\n"
         ));
-        text.push_str(&self.parity_call("copy", "the copy", &self.call_path));
+        text.push_str(&self.parity_call("copy", &self.call_path));
         let production = format!("{production}{}", self.turbofish);
-        text.push_str(&self.parity_call("production", "production", &production));
-        text.push_str(
-            "            Ok(profiling_core::same_output!(copy, production, |output| {\n                \
-             target.summarize(output)\n            }))\n",
-        );
+        text.push_str(&self.parity_call("production", &production));
+        if matches!(self.output, Output::Result(_)) {
+            text.push_str(
+                "            match (copy, production) {\n                \
+                 (Ok(copy), Ok(production)) => Ok(profiling_core::same_output!(copy, production, |output| {\n                    \
+                 target.summarize(output)\n                })),\n                \
+                 // The same input refused the same way by both.\n                \
+                 (Err(copy), Err(production)) => Ok(profiling_core::same_output!(\n                    \
+                 format!(\"error: {copy}\"),\n                    \
+                 format!(\"error: {production}\"),\n                    \
+                 |_: &String| Summary::new()\n                )),\n                \
+                 (Err(error), Ok(_)) => Err(anyhow::anyhow!(\"the copy: {error:#}\")),\n                \
+                 (Ok(_), Err(error)) => Err(anyhow::anyhow!(\"production: {error:#}\")),\n            \
+                 }\n",
+            );
+        } else {
+            text.push_str(
+                "            Ok(profiling_core::same_output!(copy, production, |output| {\n                \
+                 target.summarize(output)\n            }))\n",
+            );
+        }
         text.push_str("        });\n    }\n}\n");
         text
     }

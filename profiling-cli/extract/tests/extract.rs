@@ -396,7 +396,7 @@ fn unclonable_mut_state_is_made_per_call_and_generic_views_are_static() {
     let fixture = Fixture::new();
     let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
     text.push_str(
-        "\npub struct Tally {\n    pub total: f32,\n}\n\npub fn add_to(tally: &mut Tally, x: f32) {\n    tally.total += x;\n}\n\npub struct View<'a, T>(pub &'a [T]);\n\npub fn first_of<T: Copy>(view: &View<T>) -> T {\n    view.0[0]\n}\n",
+        "\npub struct Tally {\n    pub total: f32,\n}\n\npub fn add_to(tally: &mut Tally, x: f32) {\n    tally.total += x;\n}\n\n#[derive(Default)]\npub struct Log(pub Vec<f32>);\n\npub fn log_to(log: &mut Log, x: f32) {\n    log.0.push(x);\n}\n\npub struct View<'a, T>(pub &'a [T]);\n\npub fn first_of<T: Copy>(view: &View<T>) -> T {\n    view.0[0]\n}\n",
     );
     std::fs::write(fixture.ops(), text).unwrap();
     let generated = fixture.generate("add-to", "::add_to");
@@ -412,6 +412,19 @@ fn unclonable_mut_state_is_made_per_call_and_generic_views_are_static() {
         );
     }
     assert!(!target.contains("inputs.tally.clone()"), "{target}");
+    // `Default`, not `Clone`: a new default for each call.
+    let generated = fixture.generate("log-to", "::log_to");
+    let target = generated.file("target.rs").unwrap();
+    for expected in [
+        "    pub log: fn() -> Log,\n",
+        "        let log: fn() -> Log = <Log>::default;\n",
+        "        let mut log = (inputs.log)();\n",
+    ] {
+        assert!(
+            target.contains(expected),
+            "{expected} missing from {target}"
+        );
+    }
     let mut request = fixture.request("first-of", "::first_of");
     request.type_args = "T=f32".parse().unwrap();
     let generated = snippet::generate(&request).unwrap();
