@@ -1,13 +1,15 @@
-//! `new` on real code nobody here wrote: functions of three published
-//! crates (box operations, image processing, assignment), found through
+//! `new` on real code nobody here wrote: functions of five published
+//! crates (box operations, image processing, assignment, triangulation),
+//! found through
 //! `cargo metadata` as dev-dependencies of `tests/corpus/` and copied into
 //! a temporary workspace as its production crates, as a user's own code
 //! would be. Every snippet must be linked in with no hand edit: cfg decided
 //! by production's features, the crates it names in its own Cargo.toml,
-//! private helpers and modules copied beside it, re-exports resolved,
-//! owned fields for borrowed parameters, inputs from the record, scalars as
-//! settings with defaults. Where the parity test can run, the copy must
-//! compute what production computes.
+//! private helpers and modules copied beside it (of other modules too, and
+//! macros), private methods given back through a trait, re-exports
+//! resolved, owned fields for borrowed parameters, inputs from the record,
+//! scalars and unit-only enums as settings with defaults. Where the parity
+//! test can run, the copy must compute what production computes.
 //!
 //! The workspace lives under `target/real-crates/` (removed after) and
 //! builds in `target/snippet-check/`, which the other cargo-running tests
@@ -127,6 +129,23 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
         "imageproc/src/region_labelling.rs::connected_components",
         "I=image::GrayImage",
         Parity::NotYet,
+    ),
+    // A `no_std` crate's file: imports from `alloc`, private methods of
+    // its public `Point` given back, its private helpers copied once.
+    (
+        "dl-triangulate",
+        "delaunator/src/lib.rs::triangulate",
+        "",
+        Parity::NotYet,
+    ),
+    // Private `macro_rules!` macros copied before the copy, a public type
+    // whose private fields it reads copied too, an alias of `usize` read
+    // from the record; the same error from copy and production is parity.
+    (
+        "ec-earcut",
+        "earcutr/src/lib.rs::earcut",
+        "T=f64",
+        Parity::Passes,
     ),
     // `Vec<f64>` from the record's tensor, scalars as settings.
     ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
