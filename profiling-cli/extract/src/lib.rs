@@ -25,7 +25,6 @@ mod allocator;
 mod cfg;
 mod check;
 mod copy;
-mod foreign;
 mod names;
 mod production;
 mod render;

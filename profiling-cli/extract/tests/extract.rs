@@ -436,6 +436,22 @@ fn unclonable_mut_state_is_made_per_call_and_generic_views_are_static() {
 }
 
 #[test]
+fn a_private_method_that_reads_private_fields_is_not_given_back() {
+    let fixture = Fixture::new();
+    let mut text = std::fs::read_to_string(fixture.ops()).unwrap();
+    text.push_str(
+        "\npub struct Store {\n    items: Vec<f32>,\n}\n\nimpl Store {\n    fn len(&self) -> usize {\n        self.items.len()\n    }\n\n    pub fn new() -> Store {\n        Store { items: Vec::new() }\n    }\n}\n\npub fn counted(store: &Store, values: &[f32]) -> usize {\n    let _ = store;\n    values.len()\n}\n",
+    );
+    std::fs::write(fixture.ops(), text).unwrap();
+    let generated = fixture.generate("counted", "::counted");
+    let target = generated.file("target.rs").unwrap();
+    // `values.len()` is not `Store::len`: a private method that reads the
+    // type's private fields would not build in the snippet, so it is never
+    // given back on a name alone.
+    assert!(!target.contains("StoreCopiedMethods"), "{target}");
+}
+
+#[test]
 fn imports_from_alloc_are_taken_from_std() {
     let fixture = Fixture::new();
     let root = fixture.root();
