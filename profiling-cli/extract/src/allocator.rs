@@ -22,7 +22,7 @@ pub(crate) const COUNTING_ALLOCATOR: &str =
 /// allocator, outside `#[cfg(test)]` modules: the file and line.
 pub(crate) fn declared_in(src: &Path) -> Option<(PathBuf, usize)> {
     let mut files = Vec::new();
-    rust_files(src, &mut files, 0);
+    crate::scaffold::rust_files(src, &mut files, 0);
     files.into_iter().find_map(|file| {
         let text = std::fs::read_to_string(&file).ok()?;
         if !text.contains("global_allocator") {
@@ -57,22 +57,6 @@ impl<'ast> Visit<'ast> for Finder {
             .find(|a| a.path().is_ident("global_allocator"))
         {
             self.0.get_or_insert(attr.pound_token.span.start().line);
-        }
-    }
-}
-
-/// The `.rs` files under `dir`, in name order, at most 8 folders deep.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() && depth < 8 {
-            rust_files(&path, out, depth + 1);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
         }
     }
 }

@@ -662,7 +662,7 @@ impl ModuleTypes {
 }
 
 /// The `.rs` files under `dir`, in name order, at most 8 folders deep.
-fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
+pub(crate) fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -2453,20 +2453,8 @@ impl Target {
                 call_statement(indent, "", head, &args, "", ";", false),
                 Some(self.parameters[*index].name.clone()),
             ),
-            // Both results are compared: the same error from both is
-            // parity too.
-            Output::Result(_) => (
-                call_statement(
-                    indent,
-                    &format!("let {binding} = "),
-                    head,
-                    &args,
-                    "",
-                    ";",
-                    false,
-                ),
-                None,
-            ),
+            // A `Result` too: both are compared, and the same error from
+            // both is parity.
             _ => (
                 call_statement(
                     indent,
