@@ -13,7 +13,8 @@ const CRATES: &[&str] = &[
     "profiling-core/src",
     "profiling-compare/src",
     "profiling-cli/src",
-    "profiling-cli/extract/src",
+    "profiling-extract/src",
+    "profiling-analyze/src",
 ];
 
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {

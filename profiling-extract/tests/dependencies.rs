@@ -15,7 +15,7 @@ fn linked_crates(package: &str) -> Vec<String> {
 /// would.
 fn linked_crates_with(package: &str, options: &[&str]) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let output = Command::new(cargo)
         .args([
             "tree",

@@ -1160,7 +1160,7 @@ fn bad_names_specs_and_options_are_usage_errors() {
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub const PROFILING_PACKAGE: &str = "profiling-snippets";
 
 /// The build script of a profiling crate: the one this workspace's own
 /// snippets crate uses.
-const BUILD_SCRIPT: &str = include_str!("../../../inference_profiling/build.rs");
+const BUILD_SCRIPT: &str = include_str!("../../inference_profiling/build.rs");
 
 /// The root of the cargo workspace `start` lies in: the nearest directory
 /// at or above it whose `Cargo.toml` has a `[workspace]` table, else the
