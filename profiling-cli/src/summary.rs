@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use profiling_core::driver::runner::Progress;
 use profiling_core::driver::stats::DurationStats;
+use profiling_core::driver::timing::memory::{CountStats, FigureStats, MemoryTimings, RangeMemory};
 use profiling_core::manifest::Manifest;
 use profiling_core::memory::human_bytes;
-use profiling_core::memory::report::{CountStats, FigureStats, MemoryTimings, RangeMemory};
 
 /// Ranges listed in each of the two top lists.
 const TOP_RANGES: usize = 5;
@@ -246,7 +246,7 @@ fn write_passes_and_calls(manifest: &Manifest, out: &mut dyn Write) -> std::io::
         )?;
     }
     if let Some(per_record) = batched {
-        let figure = |throughput: &Option<profiling_core::driver::timing::Throughput>| {
+        let figure = |throughput: &Option<profiling_core::driver::runner::Throughput>| {
             throughput.as_ref().map_or_else(
                 || "-".to_owned(),
                 |t| {

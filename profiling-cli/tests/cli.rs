@@ -1151,6 +1151,8 @@ fn bad_input_is_refused_before_anything_is_written() {
         (vec!["cli-doubler", "--device", "gpu"], "error: invalid value 'gpu' for '--device <DEVICE>': unknown device `gpu`".to_owned()),
         (vec!["cli-doubler", "--device", "cuda"], format!("error: device `cuda:0`: {}", if cfg!(feature = "tch") {
                 "libtorch sees no CUDA device on this machine"
+            } else if cfg!(feature = "ort") {
+                "the ONNX Runtime at "
             } else {
                 "this build has no CUDA backend"
             })),

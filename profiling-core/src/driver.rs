@@ -45,9 +45,9 @@ pub mod panics {
 /// The registered targets, and the drafts and targets of other builds.
 pub mod registry {
     pub use crate::registry::{
-        drafts, lookup, near_matches, targets, unavailable, Draft, Lookup, TargetEntry,
-        UnavailableTarget,
+        drafts, lookup, targets, unavailable, Draft, Lookup, TargetEntry, UnavailableTarget,
     };
+    pub use crate::suggest::near_matches;
 }
 /// The run directory: writing its files, and what a stopped write left.
 pub mod run_dir {
@@ -60,8 +60,8 @@ pub mod run_dir {
 pub mod runner {
     pub use crate::runner::{
         host_timing_note, paired_blocks, run_target, CallCounts, CaptureRecord, PairSide, Pass,
-        Phase, Progress, Records, RunError, RunOutcome, RunPlan, Timings, Validation, PASSES_KEPT,
-        SAMPLES_KEPT,
+        PerRecord, Phase, Progress, Records, RunError, RunOutcome, RunPlan, Throughput, Timings,
+        Validation, PASSES_KEPT, SAMPLES_KEPT,
     };
 }
 /// A run from a command line: plan it from the config, execute it, write its directory.
@@ -79,8 +79,8 @@ pub mod stats {
 /// The clock, the capture of ranges and the GPU time per range.
 pub mod timing {
     pub use crate::timing::{
-        clock, gpu, recorder, tree, Capture, EventBackend, FakeEvents, GpuTimings,
-        RangePathTimings, RangeTimings, SampleSet, Throughput, TimerInfo,
+        clock, gpu, memory, recorder, tree, Capture, EventBackend, FakeEvents, GpuTimings,
+        RangePathTimings, RangeTimings, SampleSet, TimerInfo,
     };
 }
 /// `trace.json`, and the range tree read back from one.

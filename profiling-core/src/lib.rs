@@ -65,6 +65,7 @@ mod run_dir;
 mod runner;
 mod session;
 mod stats;
+mod suggest;
 mod timing;
 mod trace;
 mod yaml;

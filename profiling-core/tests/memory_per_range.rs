@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use profiling_core::data;
 use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
-use profiling_core::memory::report::RangeMemory;
+use profiling_core::driver::timing::memory::RangeMemory;
 use profiling_core::memory::CountingAllocator;
 use profiling_core::prelude::*;
 
@@ -212,7 +212,7 @@ fn nested_ranges_and_a_grown_buffer_are_charged_to_the_byte() {
     // The call: every thread, inside a range or not.
     let memory = outcome.timings.memory.as_ref().expect("memory timings");
     let call = memory.per_call.expect("per call");
-    let exactly = |stats: profiling_core::memory::report::CountStats, value: u64| {
+    let exactly = |stats: profiling_core::driver::timing::memory::CountStats, value: u64| {
         assert_eq!((stats.min, stats.max), (value, value), "{stats:?}");
     };
     exactly(call.allocations, 1 + 4 + 2);

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use profiling_core::driver::runner::Timings;
 use profiling_core::driver::stats::DurationStats;
+use profiling_core::driver::timing::memory::RangeMemory;
 use profiling_core::driver::timing::RangePathTimings;
 use profiling_core::manifest::Manifest;
-use profiling_core::memory::report::RangeMemory;
 
 /// One row of the range table and one frame of the flame graph.
 pub(super) struct RangeRow {

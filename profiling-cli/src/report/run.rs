@@ -10,9 +10,9 @@ use profiling_analyze::Analysis;
 use profiling_compare::runs::RunError;
 use profiling_compare::{one_line, Comparison, Options};
 use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
+use profiling_core::driver::timing::memory::MemoryTimings;
 use profiling_core::manifest::Manifest;
 use profiling_core::memory::human_bytes;
-use profiling_core::memory::report::MemoryTimings;
 use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
 use serde_yaml::Value;
 

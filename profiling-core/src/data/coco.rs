@@ -489,7 +489,7 @@ fn category_ids(
         .collect()
 }
 
-#[crate::data_source(
+#[profiling_macros::data_source(
     name = "coco",
     description = "A COCO dataset: each image with its boxes, categories, areas and iscrowd.",
     crate = crate

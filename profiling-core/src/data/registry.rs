@@ -234,7 +234,7 @@ pub fn find_source(name: &str) -> Result<&'static SourceEntry, DataError> {
         [entry] => Ok(entry),
         [] => {
             let names = source_names();
-            let near = crate::registry::near_matches(name, names.iter().copied());
+            let near = crate::suggest::near_matches(name, names.iter().copied());
             Err(DataError::UnknownSource {
                 name: match near.first() {
                     Some(near) => format!("{name}` (did you mean `{near}`?)"),

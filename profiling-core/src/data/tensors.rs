@@ -487,7 +487,7 @@ fn open_file(path: &Path, split_axis: Option<usize>) -> Result<TensorFile, DataE
     })
 }
 
-#[crate::data_source(
+#[profiling_macros::data_source(
     name = "tensors",
     description = "Recorded tensors from .npy, .npz and .safetensors files, every dtype kept.",
     crate = crate

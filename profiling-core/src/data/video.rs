@@ -540,7 +540,7 @@ fn widen_pipe(stdout: &ChildStdout, frame_bytes: usize) {
     }
 }
 
-#[crate::data_source(
+#[profiling_macros::data_source(
     name = "video",
     description = "A video's frames, decoded by FFmpeg: before the passes, or inside them (mode: pipeline).",
     crate = crate

@@ -5,8 +5,10 @@
 //! monomorphized for it: no boxing or dynamic dispatch between the clock
 //! reads, and nothing there allocates, logs or validates.
 
+mod per_record;
 mod stepped;
 
+pub use per_record::{PerRecord, Throughput};
 pub use stepped::{open_target, paired_blocks, run_paired, PairSide, SteppedRun};
 
 use std::ffi::{c_char, CStr, CString};
@@ -19,16 +21,16 @@ use crate::data::{AvailableMemory, DataError, DataRecord, DataSource};
 use crate::device::{synchronize, Device};
 use crate::interrupt;
 use crate::memory::attribution::{self, Figures};
-use crate::memory::report::{FigureSamples, MemoryTimings};
 use crate::nvtx::PassRange;
 use crate::panics::guard;
 use crate::run_samples::{MemorySeries, RangeMemorySeries, RunSamples, Series};
 use crate::stats::DurationStats;
 use crate::target::{ProfileTarget, Summary};
+use crate::timing::memory::{FigureSamples, MemoryTimings};
 use crate::timing::{
     attach_gpu, now_ns, range_sets, readings_to_ns, span_ns, ticks, timings_of, Capture,
-    EventBackend, GpuCapture, GpuEvents, GpuTimings, PerRecord, RangeLog, RangeTimings,
-    Registration, SampleSet, TimerInfo,
+    EventBackend, GpuCapture, GpuEvents, GpuTimings, RangeLog, RangeTimings, Registration,
+    SampleSet, TimerInfo,
 };
 
 /// Everything a run needs: the resolved config and the records (read
@@ -1439,7 +1441,7 @@ impl<O> Measured<O> {
         let (mut ranges, ranges_sketched) = timings_of(&sets);
         let memory = self.memory.as_ref().map(MeasuredMemory::timings);
         let range_memory = match &self.memory {
-            Some(_) => crate::memory::report::range_memory(&self.ranges, passes.count() as usize),
+            Some(_) => crate::timing::memory::range_memory(&self.ranges, passes.count() as usize),
             None => Default::default(),
         };
         for range in &mut ranges {

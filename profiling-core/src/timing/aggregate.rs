@@ -22,7 +22,7 @@ pub struct RangeTimings {
     pub gpu: Option<GpuRangeTimings>,
     /// What the same ranges allocated, on runs with `memory: on`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<crate::memory::report::RangeMemory>,
+    pub memory: Option<crate::timing::memory::RangeMemory>,
 }
 
 /// The GPU time of one range name: from its start event to its end event

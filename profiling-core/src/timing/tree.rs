@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::log::RangeLog;
 use super::samples::SampleSet;
-use crate::memory::report::RangeMemoryBuilder;
 use crate::stats::DurationStats;
+use crate::timing::memory::RangeMemoryBuilder;
 
 /// The timings of every range with one path, over all threads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ pub struct RangePathTimings {
     pub gpu: Option<super::aggregate::GpuRangeTimings>,
     /// What the same ranges allocated, on runs with `memory: on`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<crate::memory::report::RangeMemory>,
+    pub memory: Option<crate::timing::memory::RangeMemory>,
 }
 
 /// Every path of a capture, as a tree in depth-first order: each range

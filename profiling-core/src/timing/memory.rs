@@ -1,13 +1,14 @@
 //! What a run with `memory: on` reports: statistics of the figures
-//! [`super::attribution`] took per pass, per call and per range, as the
+//! [`crate::memory::attribution`] took per pass, per call and per range, as the
 //! manifest holds them.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::attribution::{Figures, MemoryEvent};
-use crate::timing::{RangeLog, SampleSet};
+use super::log::RangeLog;
+use super::samples::SampleSet;
+use crate::memory::attribution::{Figures, MemoryEvent};
 
 /// Statistics of a count (allocations, bytes) over passes, calls or ranges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
