@@ -29,8 +29,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use profiling_core::driver::stats::DurationStats;
-use profiling_core::driver::timing::tree::{depth_first, joined_path};
+use profiling_core::stats::DurationStats;
+use profiling_core::timing::tree::{depth_first, joined_path};
 use rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 

@@ -14,11 +14,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use profiling_core::driver::manifest::PairInfo;
 use profiling_core::driver::run_dir;
+use profiling_core::driver::run_samples::{PairedSamples, SidePasses, PAIRED_FILE, PAIRED_VERSION};
 use profiling_core::driver::runner::{paired_blocks, PairSide};
 use profiling_core::driver::session::{self, Planned, RunReport, RunRequest};
-use profiling_core::manifest::PairInfo;
-use profiling_core::run_samples::{PairedSamples, SidePasses, PAIRED_FILE, PAIRED_VERSION};
 
 use crate::decide::DecideArgs;
 use crate::outcome::{self, Outcome, Paired};
@@ -82,6 +82,17 @@ pub struct AbArgs {
     /// Do not write the comparison page.
     #[arg(long)]
     pub no_report: bool,
+    /// Gates agreed before measuring, comma-separated: METRIC[RANGE] OP THRESHOLD, like
+    /// 'p50<=-3%, mean<=-3%, p99<=+2%, peak<=+2%'. Metrics: mean, p50, p90, p95, p99, max of the
+    /// pass (or of a range: `p99[decode]`), allocations, bytes and peak per pass (with --memory),
+    /// and parity. Thresholds: a change in % or with a unit (ns, us, ms, s; B, KiB, MiB, GiB).
+    /// The verdict: accept (exit 0), reject (a gate failed: exit 3) or inconclusive (exit 4).
+    #[arg(long, value_name = "GATES")]
+    pub accept: Option<String>,
+    /// Repeat the whole pairing K times (ids AB_ID-1 ... AB_ID-K), each pair judged on its own; with
+    /// gates, the verdict is accept or reject only when every repetition says so, else inconclusive.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
     #[command(flatten)]
     pub decide: DecideArgs,
     /// Write what is left to do after the paired run into FILE (for the
@@ -107,26 +118,135 @@ pub(crate) fn ab_command(
         writeln!(err, "error: {message}")?;
         return Ok(EXIT_USAGE);
     }
-    let paired = match run_pair(&args, workspace_root, command_line, err)? {
-        Ok(paired) => paired,
-        Err(code) => return Ok(code),
-    };
+    if let Some(id) = &args.ab_id {
+        if let Err(message) = profiling_core::driver::config::check_run_id(id) {
+            writeln!(
+                err,
+                "error: --ab-id: {}",
+                message.replace("run id", "ab id")
+            )?;
+            return Ok(EXIT_USAGE);
+        }
+    }
+    let id = args.ab_id.clone().unwrap_or_else(|| {
+        format!(
+            "ab-{}",
+            profiling_core::driver::provenance::UtcTime::now().compact()
+        )
+    });
+    let mut pairs = Vec::new();
+    for k in 1..=args.repetitions {
+        let pair_id = if args.repetitions == 1 {
+            id.clone()
+        } else {
+            writeln!(err, "ab: repetition {k} of {}", args.repetitions)?;
+            format!("{id}-{k}")
+        };
+        match run_pair(&args, &pair_id, workspace_root, command_line, err)? {
+            Ok(paired) => pairs.push(paired),
+            Err(code) => {
+                if !pairs.is_empty() {
+                    writeln!(
+                        err,
+                        "note: the {} repetition(s) before it are kept: {}",
+                        pairs.len(),
+                        pairs
+                            .iter()
+                            .map(|p: &Paired| p.dir.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )?;
+                }
+                return Ok(code);
+            }
+        }
+    }
     if let Some(file) = &args.outcome {
-        outcome::write(file, &Outcome::Paired(paired))?;
+        outcome::write(file, &Outcome::Paired(pairs))?;
         return Ok(EXIT_OK);
     }
-    after_pair(paired, &args, out, err)
+    after_pair(pairs, &args, out, err)
 }
 
-/// After the paired run: the comparison of its sides from `paired.json`,
-/// printed as `compare` prints one, and its page.
+/// After the paired runs (one, or `--repetitions` of them): each pair's
+/// comparison from its `paired.json`, printed as `compare` prints one, and
+/// its page; with gates, the verdict of all the repetitions together.
 #[cfg(feature = "full")]
 pub(crate) fn after_pair(
-    paired: Paired,
+    pairs: Vec<Paired>,
     args: &AbArgs,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
+    use profiling_compare::gates::GateVerdict;
+    let count = pairs.len();
+    let mut judged = Vec::with_capacity(count);
+    for (index, paired) in pairs.into_iter().enumerate() {
+        if count > 1 && !args.json {
+            if index > 0 {
+                writeln!(out)?;
+            }
+            if !args.markdown {
+                writeln!(out, "repetition {} of {count}:", index + 1)?;
+            }
+        }
+        match judge_pair(paired, args, (index + 1, count), out, err)? {
+            Ok(one) => judged.push(one),
+            Err(code) => return Ok(code),
+        }
+    }
+    let verdicts: Vec<GateVerdict> = judged.iter().filter_map(|j| j.verdict).collect();
+    let together = (verdicts.len() == count && count > 0)
+        .then(|| profiling_compare::gates::verdict_of_repetitions(&verdicts));
+    if args.json {
+        let document = match judged.as_slice() {
+            [one] => one.document.clone().unwrap_or_default(),
+            _ => serde_json::json!({
+                "repetitions": judged.iter().map(|j| j.document.clone().unwrap_or_default()).collect::<Vec<_>>(),
+                "verdict": together,
+            }),
+        };
+        writeln!(out, "{document}")?;
+    } else if let (Some(together), true) = (together, count > 1) {
+        let each: Vec<String> = verdicts.iter().map(ToString::to_string).collect();
+        let why = if verdicts.iter().all(|v| *v == together) {
+            "every repetition agrees"
+        } else {
+            "the repetitions disagree"
+        };
+        writeln!(
+            out,
+            "\nrepetitions: {} → {together} ({why})",
+            each.join(", ")
+        )?;
+    }
+    Ok(match together {
+        Some(GateVerdict::Accept) => EXIT_OK,
+        Some(GateVerdict::Reject) => crate::compare::EXIT_REGRESSION,
+        Some(GateVerdict::Inconclusive) => crate::EXIT_INCONCLUSIVE,
+        None => judged.iter().map(|j| j.code).max().unwrap_or(EXIT_OK),
+    })
+}
+
+/// What judging one pair gave: its `--json` document (when asked), its
+/// gates' verdict, and the exit code of the pair alone.
+#[cfg(feature = "full")]
+struct Judged {
+    document: Option<serde_json::Value>,
+    verdict: Option<profiling_compare::gates::GateVerdict>,
+    code: u8,
+}
+
+/// One pair's comparison, gates, record and page; `Err` with the exit
+/// code after saying why it cannot be read back.
+#[cfg(feature = "full")]
+fn judge_pair(
+    paired: Paired,
+    args: &AbArgs,
+    repetition: (usize, usize),
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<Judged, u8>> {
     use crate::compare::{self, Format};
     use profiling_compare::runs;
 
@@ -139,7 +259,7 @@ pub(crate) fn after_pair(
         Ok(samples) => samples,
         Err(message) => {
             writeln!(err, "error: {}: {message}", samples_path.display())?;
-            return Ok(EXIT_TARGET_FAILED);
+            return Ok(Err(EXIT_TARGET_FAILED));
         }
     };
     let load = |dir: &Path| runs::load(dir).map_err(|error| error.to_string());
@@ -147,7 +267,7 @@ pub(crate) fn after_pair(
         (Ok(base), Ok(candidate)) => (base, candidate),
         (Err(message), _) | (_, Err(message)) => {
             writeln!(err, "error: {message}")?;
-            return Ok(EXIT_TARGET_FAILED);
+            return Ok(Err(EXIT_TARGET_FAILED));
         }
     };
     let comparison =
@@ -160,7 +280,72 @@ pub(crate) fn after_pair(
     } else {
         compare::table_format(&args.decide)
     };
-    compare::write_comparisons(&comparisons, &options, format, out)?;
+    let gates = match agreed_gates(args.accept.as_deref(), paired.config.as_deref()) {
+        Ok(gates) => gates.map(|gates| gate_results(&gates, &samples, &options)),
+        Err(message) => {
+            writeln!(
+                err,
+                "error: {message} (the pair is kept in {})",
+                paired.dir.display()
+            )?;
+            return Ok(Err(EXIT_USAGE));
+        }
+    };
+    let tails = profiling_compare::gates::paired_tails(&samples, gate_bootstrap(&options));
+    let mut json_document = None;
+    match (&gates, format) {
+        (_, Format::Json) => {
+            let mut document = compare::json_document(&comparisons, &options);
+            if let Some(object) = document.as_object_mut() {
+                let tails: serde_json::Map<String, serde_json::Value> = tails
+                    .iter()
+                    .map(|(metric, tail)| (metric.name().to_owned(), serde_json::json!(tail)))
+                    .collect();
+                object.insert("tails".to_owned(), tails.into());
+                if let Some(results) = &gates {
+                    object.insert(
+                        "gates".to_owned(),
+                        serde_json::json!({
+                            "verdict": profiling_compare::gates::verdict(results),
+                            "results": results,
+                        }),
+                    );
+                }
+            }
+            json_document = Some(document);
+        }
+        (Some(_), Format::Markdown) => {}
+        (gates, _) => {
+            compare::write_comparisons(&comparisons, &options, format, out)?;
+            if !args.markdown {
+                write_tails(&tails, out)?;
+            }
+            if let Some(results) = gates {
+                writeln!(out)?;
+                write!(out, "{}", profiling_compare::gates::render(results))?;
+            }
+        }
+    }
+    // Judged by gates: the experiment's record beside the pair, which
+    // `--markdown` prints.
+    if let Some(results) = &gates {
+        let record = crate::experiment::record(
+            &base,
+            &candidate,
+            &comparisons[0],
+            results,
+            &options,
+            repetition,
+        );
+        if args.markdown {
+            write!(out, "{record}")?;
+        }
+        let path = paired.dir.join(crate::experiment::EXPERIMENT_FILE);
+        match run_dir::write_atomically(&path, record.as_bytes()) {
+            Ok(()) => writeln!(err, "experiment: {}", session::absolute(&path).display())?,
+            Err(error) => writeln!(err, "warning: cannot write {}: {error}", path.display())?,
+        }
+    }
     if !args.no_report {
         let html = crate::report::comparison_page(&[&base, &candidate], &comparisons, &options);
         let path = paired.dir.join(crate::report::REPORT_FILE);
@@ -169,27 +354,121 @@ pub(crate) fn after_pair(
             Err(error) => writeln!(err, "warning: cannot write {}: {error}", path.display())?,
         }
     }
-    Ok(compare::regression_code(
-        &comparisons,
-        &options,
-        args.decide.fail_on_regression,
-    ))
+    Ok(Ok(Judged {
+        document: json_document,
+        verdict: gates.as_deref().map(profiling_compare::gates::verdict),
+        code: compare::regression_code(&comparisons, &options, args.decide.fail_on_regression),
+    }))
+}
+
+/// The gates the pair is judged by: `--accept`, else `ab.accept` of the
+/// base's config file; `None` without either. Why not, naming the option
+/// or the file, line and column, when they cannot be read.
+#[cfg(feature = "full")]
+fn agreed_gates(
+    accept: Option<&str>,
+    config: Option<&Path>,
+) -> Result<Option<Vec<profiling_compare::gates::Gate>>, String> {
+    use profiling_compare::gates::parse_gates;
+    if let Some(list) = accept {
+        return parse_gates(list)
+            .map(Some)
+            .map_err(|error| format!("--accept: {error}"));
+    }
+    let Some(path) = config else {
+        return Ok(None);
+    };
+    let file = profiling_core::driver::config::ConfigFile::load(path)
+        .map_err(|error| error.to_string())?;
+    let Some(list) = file.ab_accept() else {
+        return Ok(None);
+    };
+    parse_gates(list).map(Some).map_err(|error| {
+        let at = profiling_core::driver::config::locate_key(path, "ab.accept")
+            .map_or(String::new(), |(line, column)| format!(":{line}:{column}"));
+        format!("{}{at}: ab.accept: {error}", path.display())
+    })
+}
+
+/// The gates' bootstrap: the comparison's seed and confidence, at most
+/// the gates' default resamples (each draw recomputes a percentile).
+#[cfg(feature = "full")]
+fn gate_bootstrap(options: &profiling_compare::Options) -> profiling_compare::gates::GateBootstrap {
+    use profiling_compare::gates::GateBootstrap;
+    GateBootstrap {
+        resamples: options
+            .bootstrap
+            .resamples
+            .min(GateBootstrap::default().resamples),
+        seed: options.bootstrap.seed,
+        confidence: options.bootstrap.confidence,
+    }
+}
+
+/// One line: the pass's p95 and p99 on each side and their change.
+#[cfg(feature = "full")]
+fn write_tails(
+    tails: &[(
+        profiling_compare::gates::Metric,
+        profiling_compare::gates::PairedEstimate,
+    )],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if tails.is_empty() {
+        return Ok(());
+    }
+    let parts: Vec<String> = tails
+        .iter()
+        .map(|(metric, tail)| {
+            format!(
+                "{} {} → {} {:+.1} % [{:+.1} %, {:+.1} %]",
+                metric.name(),
+                crate::summary::format_ns(tail.base.round() as u64),
+                crate::summary::format_ns(tail.candidate.round() as u64),
+                tail.change * 100.0,
+                tail.interval[0] * 100.0,
+                tail.interval[1] * 100.0
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "tails of the pass (over all passes; interval over the block pairs): {}",
+        parts.join("; ")
+    )
+}
+
+/// The gates on the pair's samples.
+#[cfg(feature = "full")]
+fn gate_results(
+    parsed: &[profiling_compare::gates::Gate],
+    samples: &PairedSamples,
+    options: &profiling_compare::Options,
+) -> Vec<profiling_compare::gates::GateResult> {
+    use profiling_compare::gates;
+    let parity = gates::Parity::NotChecked(
+        "a pair of targets of one build runs no parity test (its snippet's `cargo test` does)"
+            .to_owned(),
+    );
+    gates::evaluate(parsed, samples, &parity, gate_bootstrap(options))
 }
 
 /// After the paired run, in a binary that does not read runs back: where
 /// its files are.
 #[cfg(not(feature = "full"))]
 pub(crate) fn after_pair(
-    paired: Paired,
+    pairs: Vec<Paired>,
     _args: &AbArgs,
     _out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    writeln!(
-        err,
-        "ab: {} (`profile-cli ab` with the same arguments prints the comparison and writes its page)",
-        paired.dir.join(PAIRED_FILE).display()
-    )?;
+    for paired in pairs {
+        writeln!(
+            err,
+            "ab: {} (`profile-cli ab` with the same arguments prints the comparison and writes its page)",
+            paired.dir.join(PAIRED_FILE).display()
+        )?;
+    }
     Ok(EXIT_OK)
 }
 
@@ -197,6 +476,7 @@ pub(crate) fn after_pair(
 /// with the exit code after saying why on a refusal or a failure.
 fn run_pair(
     args: &AbArgs,
+    ab_id: &str,
     workspace_root: &Path,
     command_line: &[OsString],
     err: &mut dyn Write,
@@ -212,12 +492,7 @@ fn run_pair(
             memory: args.memory,
             ..Default::default()
         },
-        run_id: Some(args.ab_id.clone().unwrap_or_else(|| {
-            format!(
-                "ab-{}",
-                profiling_core::driver::host::UtcTime::now().compact()
-            )
-        })),
+        run_id: Some(ab_id.to_owned()),
         force: args.force,
         workspace_root: workspace_root.to_path_buf(),
         default_output_dir: args.default_output_dir.clone(),
@@ -228,16 +503,6 @@ fn run_pair(
         program_version: env!("CARGO_PKG_VERSION").to_owned(),
         ..Default::default()
     };
-    if let Some(id) = &args.ab_id {
-        if let Err(message) = profiling_core::driver::config::check_run_id(id) {
-            writeln!(
-                err,
-                "error: --ab-id: {}",
-                message.replace("run id", "ab id")
-            )?;
-            return Ok(Err(EXIT_USAGE));
-        }
-    }
     let mut base_request = request(&args.base, args.config.as_ref());
     // The same target on both sides: the candidate is the base's target
     // section unless a config of its own is given.
@@ -266,6 +531,13 @@ fn run_pair(
             base.config.iterations
         )?;
         base.config.iterations = MIN_PASSES;
+    }
+    // The gates, read before anything runs: `--accept`, else the base
+    // config's `ab.accept`.
+    #[cfg(feature = "full")]
+    if let Err(message) = agreed_gates(args.accept.as_deref(), base.config_path.as_deref()) {
+        writeln!(err, "error: {message}")?;
+        return Ok(Err(EXIT_USAGE));
     }
     share_workload(&base, &mut candidate);
     if base.config.record_loading == profiling_core::driver::config::RecordLoading::Lazy {
@@ -387,7 +659,7 @@ fn run_pair(
         writeln!(
             err,
             "interrupted by {} after {completed} of {iterations} measured passes a side: the pair is not kept (a pair is kept whole or not at all){earlier}",
-            profiling_core::manifest::signal_name(signal),
+            profiling_core::driver::manifest::signal_name(signal),
         )?;
         return Ok(Err(profiling_core::driver::interrupt::exit_code(signal)));
     }
@@ -437,6 +709,7 @@ fn run_pair(
         base_dir: base.run_dir.clone(),
         candidate_dir: candidate.run_dir.clone(),
         dir,
+        config: base.config_path.clone(),
     }))
 }
 

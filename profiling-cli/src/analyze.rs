@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 
 use clap::Args;
 use profiling_analyze::{Analysis, RangeAnalysis, Request};
+use profiling_core::driver::manifest::Manifest;
 use profiling_core::driver::nsys::{report_dir, NsysCommand, REPORT_STEM};
-use profiling_core::manifest::Manifest;
 
 use crate::summary::format_ns;
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};

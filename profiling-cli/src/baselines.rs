@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use profiling_compare::runs::{self, LoadedRun, RunError};
+use profiling_compare::runs::{self, LoadedRun, ReadRunError};
 use profiling_core::driver::session::ProfileRuns;
 use serde::Serialize;
 
@@ -156,7 +156,7 @@ pub fn baselines_command(
             match found {
                 Some(found) => vec![found],
                 None => {
-                    let error = RunError::UnknownProfile {
+                    let error = ReadRunError::UnknownProfile {
                         name: name.clone(),
                         known: profiles.iter().map(|p| p.profile.clone()).collect(),
                     };
@@ -208,7 +208,7 @@ pub fn check_run_baselines(
     baseline: Option<&str>,
     save: Option<&str>,
     force: bool,
-) -> Result<(), RunError> {
+) -> Result<(), ReadRunError> {
     let dir = runs::baselines_dir_of_runs(runs_dir);
     if let Some(name) = baseline {
         // Read now: a baseline that is missing or unreadable stops the run

@@ -1,12 +1,15 @@
 //! `profile-cli cache`: the decoded-image cache that `--cache` fills
-//! (`profiling_core::data::cache`), and what a run says about it.
+//! (`profiling_sources::cache`), and what a run says about it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use profiling_core::data::cache::{self, CacheSummary};
+#[cfg(feature = "sources")]
+use profiling_sources::cache;
+
 use profiling_core::data::human_bytes;
+use profiling_core::data::CacheSummary;
 use profiling_core::driver::session;
 
 #[derive(Debug, Args)]
@@ -34,6 +37,17 @@ struct CleanArgs {
     output_dir: Option<PathBuf>,
 }
 
+impl CleanArgs {
+    /// The root of the run directories whose caches are cleaned: the output
+    /// directory, else the workspace's.
+    fn root(&self, workspace_root: &Path) -> PathBuf {
+        session::absolute(&session::run_root(
+            self.output_dir.as_deref(),
+            workspace_root,
+        ))
+    }
+}
+
 impl CacheArgs {
     /// Cleans the cache under `dir` when `--output-dir` does not say.
     pub(crate) fn default_output_dir(&mut self, dir: PathBuf) {
@@ -45,6 +59,7 @@ impl CacheArgs {
     }
 }
 
+#[cfg(feature = "sources")]
 pub fn cache_command(
     args: CacheArgs,
     workspace_root: &Path,
@@ -53,10 +68,7 @@ pub fn cache_command(
 ) -> anyhow::Result<u8> {
     match args.command {
         CacheCommand::Clean(clean) => {
-            let root = session::absolute(&session::run_root(
-                clean.output_dir.as_deref(),
-                workspace_root,
-            ));
+            let root = clean.root(workspace_root);
             let dir = cache::images_dir(&root);
             let files =
                 |count: u64| format!("{count} {}", if count == 1 { "file" } else { "files" });
@@ -91,6 +103,39 @@ pub fn cache_command(
                     )?;
                     Ok(crate::EXIT_TARGET_FAILED)
                 }
+            }
+        }
+    }
+}
+
+/// Without the `sources` feature the binary links no source that keeps a
+/// cache, and has nothing of its own to clean: it says so, and names a
+/// cache folder that a build with the feature left.
+#[cfg(not(feature = "sources"))]
+pub fn cache_command(
+    args: CacheArgs,
+    workspace_root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    match args.command {
+        CacheCommand::Clean(clean) => {
+            let root = clean.root(workspace_root);
+            let dir = root.join(profiling_core::data::CACHE_DIR);
+            if dir.exists() {
+                writeln!(
+                    err,
+                    "error: {} holds what a build with the `sources` feature kept; this binary is built without it (profiling-sources) and keeps no cache: turn the feature on to clean it, or remove the folder",
+                    dir.display()
+                )?;
+                Ok(crate::EXIT_TARGET_FAILED)
+            } else {
+                writeln!(
+                    out,
+                    "the image cache is empty: this binary is built without the `sources` feature and keeps none ({})",
+                    dir.display()
+                )?;
+                Ok(crate::EXIT_OK)
             }
         }
     }

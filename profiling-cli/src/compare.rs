@@ -6,10 +6,10 @@ use std::path::Path;
 
 use clap::Args;
 use profiling_compare::memory::{CountVerdict, MemoryRow};
-use profiling_compare::runs::{self, RunError};
+use profiling_compare::runs::{self, ReadRunError};
 use profiling_compare::statistics::BootstrapOptions;
 use profiling_compare::{self as compare, Comparison, Options, Row, RunInfo, Verdict};
-use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
+use profiling_core::driver::provenance::NOT_A_CHECKOUT_NOTE;
 use profiling_core::driver::session::ProfileRuns;
 
 use crate::decide::DecideArgs;
@@ -150,12 +150,12 @@ pub(crate) fn checked_options(
 /// Each argument resolved by `resolve`, or the first that cannot be.
 pub(crate) fn resolve_all<T>(
     arguments: &[String],
-    resolve: impl Fn(&str) -> Result<T, RunError>,
-) -> Result<Vec<T>, RunError> {
+    resolve: impl Fn(&str) -> Result<T, ReadRunError>,
+) -> Result<Vec<T>, ReadRunError> {
     arguments.iter().map(|a| resolve(a)).collect()
 }
 
-pub(crate) fn usage_error(err: &mut dyn Write, error: &RunError) -> anyhow::Result<u8> {
+pub(crate) fn usage_error(err: &mut dyn Write, error: &ReadRunError) -> anyhow::Result<u8> {
     writeln!(err, "error: {error}")?;
     Ok(EXIT_USAGE)
 }

@@ -9,9 +9,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
+// Linking the sources that read files registers them (`images`, `tensors`,
+// `video`, `coco`): a profiling crate whose snippets read no files builds
+// without them.
 #[cfg(feature = "full")]
 use profiling_core::driver::session;
 use profiling_core::driver::session::SessionError;
+#[cfg(feature = "sources")]
+use profiling_sources as _;
 
 /// Exit code: the run finished.
 pub const EXIT_OK: u8 = 0;
@@ -19,6 +24,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_TARGET_FAILED: u8 = 1;
 /// Exit code: bad usage, config or data.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code: `ab --accept`'s gates could not decide (an interval
+/// straddles a threshold); a gate that failed is `compare::EXIT_REGRESSION`.
+pub const EXIT_INCONCLUSIVE: u8 = 4;
 
 mod ab;
 #[cfg(feature = "full")]
@@ -31,6 +39,8 @@ pub mod compare;
 pub mod decide;
 #[cfg(feature = "full")]
 mod delegate;
+#[cfg(feature = "full")]
+mod experiment;
 mod list;
 mod outcome;
 #[cfg(feature = "full")]
@@ -346,8 +356,8 @@ pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> 
         (Command::Run(run_args), outcome::Outcome::Nsys { command }) => {
             analyze::run_under_nsys(&command, run_args.json, &mut out, &mut err)
         }
-        (Command::Ab(ab_args), outcome::Outcome::Paired(paired)) => {
-            ab::after_pair(paired, &ab_args, &mut out, &mut err)
+        (Command::Ab(ab_args), outcome::Outcome::Paired(pairs)) => {
+            ab::after_pair(pairs, &ab_args, &mut out, &mut err)
         }
         (Command::Sweep(sweep_args), outcome::Outcome::Sweep(swept)) => sweep::after_sweep(
             swept,
@@ -369,12 +379,26 @@ pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> 
 /// said as `run` says it; `None` when the binary may run.
 #[cfg(feature = "full")]
 pub(crate) fn refuse_before_delegating(args: &[OsString]) -> Option<u8> {
-    let Ok(Cli {
-        command: Command::Run(run_args),
-        ..
-    }) = Cli::try_parse_from(args)
-    else {
-        return None;
+    let run_args = match Cli::try_parse_from(args) {
+        Ok(Cli {
+            command: Command::Run(run_args),
+            ..
+        }) => run_args,
+        // The gates are read here: the workspace's binary cannot.
+        #[cfg(feature = "full")]
+        Ok(Cli {
+            command: Command::Ab(ab_args),
+            ..
+        }) => {
+            let error = ab_args
+                .accept
+                .as_deref()
+                .map(profiling_compare::gates::parse_gates)?
+                .err()?;
+            eprintln!("error: --accept: {error}");
+            return Some(EXIT_USAGE);
+        }
+        _ => return None,
     };
     if run_args.baseline.is_none() && run_args.save_baseline.is_none() {
         return None;
@@ -670,7 +694,7 @@ impl Streams<'_> {
 
 /// Says so on `err` when this is a debug build, whose timings mislead.
 pub(crate) fn warn_of_a_debug_build(err: &mut dyn Write) -> std::io::Result<()> {
-    if profiling_core::driver::host::build_profile() == "debug" {
+    if profiling_core::driver::provenance::build_profile() == "debug" {
         writeln!(
             err,
             "warning: this is a debug build: its timings say little about optimized code (build with --release)"

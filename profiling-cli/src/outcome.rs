@@ -65,8 +65,8 @@ pub(crate) enum Outcome {
     },
     /// After `sweep`.
     Sweep(Swept),
-    /// After `ab`.
-    Paired(Paired),
+    /// After `ab`: each repetition's pair.
+    Paired(Vec<Paired>),
 }
 
 /// A paired run that ran both sides: where its files are, for the
@@ -77,6 +77,9 @@ pub(crate) struct Paired {
     pub dir: PathBuf,
     pub base_dir: PathBuf,
     pub candidate_dir: PathBuf,
+    /// The base's config file, whose `ab.accept` applies without `--accept`.
+    #[serde(default)]
+    pub config: Option<PathBuf>,
 }
 
 /// Writes `outcome` to `file`.

@@ -513,8 +513,8 @@ pub(crate) fn run(
         code,
         run_dir: planned.run_dir.clone(),
         manifest_written: report.manifest_path.is_some(),
-        measured: manifest.status != profiling_core::manifest::Status::Failed,
-        completed: manifest.status == profiling_core::manifest::Status::Completed,
+        measured: manifest.status != profiling_core::driver::manifest::Status::Failed,
+        completed: manifest.status == profiling_core::driver::manifest::Status::Completed,
         // Not after a write that failed: what did not fit is said above.
         page: config.write_report
             && !args.no_report
@@ -667,7 +667,7 @@ fn tell_how_it_ended(
                 writeln!(
                     streams.err,
                     "interrupted by {} after {} of {} measured passes: the manifest keeps what completed",
-                    profiling_core::manifest::signal_name(signal),
+                    profiling_core::driver::manifest::signal_name(signal),
                     outcome.completed_iterations,
                     config.iterations
                 )?;

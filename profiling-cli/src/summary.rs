@@ -7,11 +7,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
+use profiling_core::driver::manifest::Manifest;
 use profiling_core::driver::runner::Progress;
-use profiling_core::driver::stats::DurationStats;
-use profiling_core::driver::timing::memory::{CountStats, FigureStats, MemoryTimings, RangeMemory};
-use profiling_core::manifest::Manifest;
 use profiling_core::memory::human_bytes;
+use profiling_core::stats::DurationStats;
+use profiling_core::timing::memory::{CountStats, FigureStats, MemoryTimings, RangeMemory};
 
 /// Ranges listed in each of the two top lists.
 const TOP_RANGES: usize = 5;
@@ -370,10 +370,7 @@ impl Top<'_> {
 }
 
 /// GPU time of passes and calls, and what kept ranges from having it.
-fn write_gpu(
-    gpu: &profiling_core::driver::timing::GpuTimings,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
+fn write_gpu(gpu: &profiling_core::timing::GpuTimings, out: &mut dyn Write) -> std::io::Result<()> {
     let median = |stats: &Option<DurationStats>| {
         stats
             .as_ref()

@@ -1380,7 +1380,7 @@ fn the_summary_shows_passes_calls_and_top_ranges() {
     assert!(
         stdout.contains(&format!(
             "timer:  {}, resolution ",
-            profiling_core::driver::timing::clock::describe()
+            profiling_core::timing::clock::describe()
         )),
         "{stdout}"
     );

@@ -120,15 +120,15 @@ fn spin_run_with(out: &Path, run_id: &str, parameters: &str, extra: &[&str]) -> 
 fn asked_run(out: &Path, run_id: &str, work_us: u64) -> PathBuf {
     let dir = spin_run(out, run_id, work_us, &[]);
     std::fs::write(
-        dir.join(profiling_core::run_samples::SAMPLES_FILE),
+        dir.join(profiling_core::driver::run_samples::SAMPLES_FILE),
         asked_samples(work_us, steady_default()).encode(),
     )
     .unwrap();
     dir
 }
 
-fn asked_samples(work_us: u64, steady_us: u64) -> profiling_core::run_samples::RunSamples {
-    use profiling_core::driver::timing::SampleSet;
+fn asked_samples(work_us: u64, steady_us: u64) -> profiling_core::driver::run_samples::RunSamples {
+    use profiling_core::timing::SampleSet;
     let (mut passes, mut work, mut steady) = (
         SampleSet::with_capacity(200),
         SampleSet::with_capacity(200),
@@ -148,7 +148,7 @@ fn asked_samples(work_us: u64, steady_us: u64) -> profiling_core::run_samples::R
     let mut ranges = std::collections::BTreeMap::new();
     ranges.insert("work".to_owned(), (work.clone(), work));
     ranges.insert("steady".to_owned(), (steady.clone(), steady));
-    profiling_core::run_samples::RunSamples::from_sets(&passes, &passes, &ranges)
+    profiling_core::driver::run_samples::RunSamples::from_sets(&passes, &passes, &ranges)
 }
 
 /// A config of `compare-spin` with `parameters`, as `out/NAME.yaml`: 200
@@ -686,7 +686,7 @@ fn ab_json(
     args.extend_from_slice(extra);
     let outcome = cli(&args);
     assert!(
-        outcome.code == 0 || outcome.code == 3,
+        [0, 3, 4].contains(&outcome.code),
         "{}\n{}",
         outcome.stdout,
         outcome.stderr
@@ -728,6 +728,15 @@ fn ab_alternates_the_sides_in_one_capture_and_finds_the_slower_one() {
     assert!((1.8..2.2).contains(&ratio), "{ratio}");
     assert!(low <= ratio && ratio <= high);
     assert_eq!(row("pass").1, "slower");
+    // The tails of the pass, paired: each side's p95 and p99 over its
+    // passes, the candidate's well above the base's.
+    for tail in ["p95", "p99"] {
+        let tail = &document["tails"][tail];
+        let change = tail["change"].as_f64().unwrap();
+        let [low, high] = [0, 1].map(|i| tail["interval"][i].as_f64().unwrap());
+        assert!(change > 0.3 && low <= change && change <= high, "{tail}");
+        assert_eq!(tail["pairs"], 20, "{tail}");
+    }
     // `steady` did not change: not a difference either way.
     assert!(
         ["no change", "unclear"].contains(&row("steady").1.as_str()),
@@ -800,6 +809,246 @@ fn ab_alternates_the_sides_in_one_capture_and_finds_the_slower_one() {
     };
     // At least the time each side was asked to spin, per pass.
     assert!(work("base") >= 300e3 * 0.96 && work("candidate") >= 600e3 * 0.96);
+}
+
+/// `ab --accept`: the gates decide, each with its interval: twice the
+/// work fails a gate asking for 3 % less (exit 3), half the work holds it
+/// (exit 0), and a gate on what the run did not measure leaves it
+/// inconclusive (exit 4). A gate that cannot be read is refused before
+/// anything runs.
+#[test]
+fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let gates = |document: &serde_json::Value| -> (String, Vec<(String, String)>) {
+        let gates = &document["gates"];
+        let results = gates["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["gate"]["text"].as_str().unwrap().to_owned(),
+                    r["outcome"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        (gates["verdict"].as_str().unwrap().to_owned(), results)
+    };
+
+    let (code, document) = ab_json(
+        out.path(),
+        "slower",
+        "work_us: 300",
+        "work_us: 600",
+        &["--accept", "p50<=-3%, mean<=-3%"],
+    );
+    assert_eq!(code, 3, "{document}");
+    assert_eq!(
+        gates(&document),
+        (
+            "reject".to_owned(),
+            vec![
+                ("p50<=-3%".to_owned(), "fails".to_owned()),
+                ("mean<=-3%".to_owned(), "fails".to_owned())
+            ]
+        )
+    );
+    // The change is about +100 %, its interval around it.
+    let result = &document["gates"]["results"][0];
+    let change = result["change"].as_f64().unwrap();
+    let [low, high] = [0, 1].map(|i| result["interval"][i].as_f64().unwrap());
+    assert!(
+        (0.8..1.2).contains(&change) && low <= change && change <= high,
+        "{result}"
+    );
+
+    // The experiment's record beside the pair: the hypothesis, the
+    // protocol, each gate's result, the verdict and every row.
+    let record =
+        std::fs::read_to_string(out.path().join("compare-spin/runs/slower/experiment.md")).unwrap();
+    for part in [
+        "# Experiment: `compare-spin` against `compare-spin`\n\n**Verdict: reject**\n",
+        "## Hypothesis\n",
+        "- `p50<=-3%`\n- `mean<=-3%`\n",
+        "| blocks | 20 block pairs of 3 passes a side, alternated in one process",
+        "| `p50<=-3%` | ",
+        " | **fails** |\n",
+        "Verdict: reject (failed: p50<=-3%, mean<=-3%)",
+        "## Every row\n",
+    ] {
+        assert!(record.contains(part), "{part:?} in:\n{record}");
+    }
+
+    let (code, document) = ab_json(
+        out.path(),
+        "faster",
+        "work_us: 600",
+        "work_us: 300",
+        &["--accept", "p50<=-3%, mean<=-3%, p90<=+2%"],
+    );
+    assert_eq!(code, 0, "{document}");
+    assert_eq!(gates(&document).0, "accept", "{document}");
+
+    // Repeated: each pair of its own, judged alone and then together.
+    let (code, document) = ab_json(
+        out.path(),
+        "repeated",
+        "work_us: 600",
+        "work_us: 300",
+        &["--accept", "p50<=-3%", "--repetitions", "2"],
+    );
+    assert_eq!(code, 0, "{document}");
+    assert_eq!(document["verdict"], "accept", "{document}");
+    let repetitions = document["repetitions"].as_array().unwrap();
+    assert_eq!(repetitions.len(), 2);
+    for (k, repetition) in repetitions.iter().enumerate() {
+        assert_eq!(gates(repetition).0, "accept");
+        let label = format!("compare-spin@repeated-{}/base", k + 1);
+        assert_eq!(
+            repetition["comparisons"][0]["base"]["label"],
+            label.as_str()
+        );
+        let record = std::fs::read_to_string(out.path().join(format!(
+            "compare-spin/runs/repeated-{}/experiment.md",
+            k + 1
+        )))
+        .unwrap();
+        assert!(
+            record.contains(&format!("| repetitions | this is {} of 2,", k + 1)),
+            "{record}"
+        );
+    }
+
+    let (code, document) = ab_json(
+        out.path(),
+        "unmeasured",
+        "work_us: 600",
+        "work_us: 300",
+        &["--accept", "p50<=-3%, peak<=+2%"],
+    );
+    assert_eq!(code, 4, "{document}");
+    let (verdict, results) = gates(&document);
+    assert_eq!(verdict, "inconclusive");
+    assert_eq!(results[1].1, "unclear");
+    assert_eq!(
+        document["gates"]["results"][1]["note"],
+        "`peak` was not measured on both sides (run with --memory)"
+    );
+
+    // Refused before a pass runs: exit 2, the gate named, nothing written.
+    let config = path(&spin_config(out.path(), "refused", "work_us: 10"));
+    let refused = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &config,
+        "--output-dir",
+        &path(out.path()),
+        "--ab-id",
+        "refused",
+        "--accept",
+        "p50<=-3%, p42<=1%",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .starts_with("error: --accept: gate 2 `p42<=1%`: unknown metric `p42`\n"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!out.path().join("compare-spin/runs/refused").exists());
+
+    // The gates in the base's config, `ab.accept`, when --accept is not
+    // given; one that cannot be read is refused with its line and column.
+    let with_gates = |name: &str, gates: &str| {
+        let config = spin_config(out.path(), name, "work_us: 600");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!("ab:\n  accept: \"{gates}\"\n"));
+        std::fs::write(&config, text).unwrap();
+        config
+    };
+    let base = with_gates("agreed", "mean<=-3%");
+    let candidate = spin_config(out.path(), "agreed-candidate", "work_us: 300");
+    let (base, candidate, out_dir) = (path(&base), path(&candidate), path(out.path()));
+    let pair = |id: &str, config: &str| {
+        cli(&[
+            "ab",
+            "compare-spin",
+            "compare-spin",
+            "--config",
+            config,
+            "--candidate-config",
+            &candidate,
+            "--output-dir",
+            &out_dir,
+            "--ab-id",
+            id,
+            "--iterations",
+            "60",
+            "--block-passes",
+            "3",
+            "--json",
+        ])
+    };
+    let agreed = pair("agreed", &base);
+    assert_eq!(agreed.code, 0, "{}", agreed.stderr);
+    let document: serde_json::Value = serde_json::from_str(&agreed.stdout).unwrap();
+    assert_eq!(
+        gates(&document),
+        (
+            "accept".to_owned(),
+            vec![("mean<=-3%".to_owned(), "holds".to_owned())]
+        )
+    );
+    // `--markdown` prints the experiment's record, for a pull request.
+    let markdown = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &base,
+        "--candidate-config",
+        &candidate,
+        "--output-dir",
+        &out_dir,
+        "--ab-id",
+        "agreed-markdown",
+        "--iterations",
+        "60",
+        "--block-passes",
+        "3",
+        "--markdown",
+    ]);
+    assert_eq!(markdown.code, 0, "{}", markdown.stderr);
+    assert!(
+        markdown.stdout.starts_with(
+            "# Experiment: `compare-spin` against `compare-spin`\n\n**Verdict: accept**\n"
+        ),
+        "{}",
+        markdown.stdout
+    );
+    assert_eq!(
+        markdown.stdout,
+        std::fs::read_to_string(
+            out.path()
+                .join("compare-spin/runs/agreed-markdown/experiment.md")
+        )
+        .unwrap()
+    );
+    let bad = with_gates("bad-gates", "mean<=-3%, p42<=1%");
+    let refused = pair("bad-gates", &path(&bad));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert_eq!(
+        refused.stderr.lines().next().unwrap(),
+        format!(
+            "error: {}:6:11: ab.accept: gate 2 `p42<=1%`: unknown metric `p42`",
+            bad.display()
+        )
+    );
+    assert!(!out.path().join("compare-spin/runs/bad-gates").exists());
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{cli, workspace_root, Finished, Outcome, RemoveOnDrop};
+use common::{cli, nested_cargo, workspace_root, Finished, Outcome, RemoveOnDrop};
 
 /// `profile-cli new NAME --from FROM --directory DIR/<NAME with - as _>`.
 fn new_in(dir: &Path, name: &str, from: &str) -> (Outcome, PathBuf) {
@@ -481,23 +481,43 @@ fn copy_sources(from: &Path, to: &Path) {
     }
 }
 
+/// `manifest` without its `[profile.*.package.*]` tables: the copy's
+/// crates build as the other workspaces' in `target/snippet-check/` do,
+/// sharing their dependencies' builds, and without the optimization the
+/// workspace asks for its own debug runs' timings, which this test does not
+/// look at.
+fn without_package_profiles(manifest: &str) -> String {
+    let mut kept = String::new();
+    let mut skipping = false;
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            skipping = line.starts_with("[profile.") && line.contains(".package.");
+        }
+        if !skipping {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
 /// A copy of the workspace under `target/snippet-check/workspace`, built in
 /// `target/snippet-check` (without debug info, to keep it small): the one
 /// place tests run cargo. The copy is at the same path each time (and
 /// removed after), so later runs rebuild only what changed.
 struct WorkspaceCopy {
     root: RemoveOnDrop,
-    build_dir: PathBuf,
 }
 
 impl WorkspaceCopy {
     fn new() -> WorkspaceCopy {
-        let build_dir = workspace_root().join("target/snippet-check");
-        let root = RemoveOnDrop(build_dir.join("workspace"));
+        let root = RemoveOnDrop(workspace_root().join("target/snippet-check/workspace"));
         let _ = std::fs::remove_dir_all(&root.0);
         std::fs::create_dir_all(&root.0).unwrap();
         copy_sources(&workspace_root(), &root.0);
-        WorkspaceCopy { root, build_dir }
+        let manifest = root.0.join("Cargo.toml");
+        std::fs::write(&manifest, without_package_profiles(&read(&manifest))).unwrap();
+        WorkspaceCopy { root }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
@@ -509,11 +529,7 @@ impl WorkspaceCopy {
     }
 
     fn finish(&self, command: &mut Command) -> Finished {
-        let output = command
-            .env("CARGO_TARGET_DIR", &self.build_dir)
-            .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .output()
-            .unwrap();
+        let output = nested_cargo(command).output().unwrap();
         Finished {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -180,7 +180,7 @@ fn drawn_positions(text: &str) -> Vec<(u32, u32)> {
 /// The measured passes of the run in `output`, in order, from its samples.
 fn pass_durations(output: &Path) -> Vec<Duration> {
     let bytes = std::fs::read(output.join("progress-sleeper/runs/bar/samples.bin")).unwrap();
-    let samples = profiling_core::run_samples::RunSamples::decode(&bytes).unwrap();
+    let samples = profiling_core::driver::run_samples::RunSamples::decode(&bytes).unwrap();
     samples
         .passes
         .kept

@@ -7,9 +7,9 @@ use std::hint::black_box;
 use std::path::Path;
 
 use profiling_compare::{self as compare, runs, Options};
-use profiling_core::driver::timing::SampleSet;
-use profiling_core::manifest::{Manifest, SamplesSummary};
-use profiling_core::run_samples::{RunSamples, SAMPLES_FILE, SAMPLES_VERSION};
+use profiling_core::driver::manifest::{Manifest, SamplesSummary};
+use profiling_core::driver::run_samples::{RunSamples, SAMPLES_FILE, SAMPLES_VERSION};
+use profiling_core::timing::SampleSet;
 
 fn main() {
     divan::main();

@@ -8,6 +8,7 @@
 //! manifests that change what a time means. `docs/COMPARING.md` explains
 //! the method.
 
+pub mod gates;
 pub mod memory;
 pub mod paired;
 pub mod runs;
@@ -16,7 +17,7 @@ pub mod statistics;
 use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
-use profiling_core::run_samples::Series;
+use profiling_core::driver::run_samples::Series;
 use runs::{LoadedRun, RunStatus};
 use statistics::{
     block_ratio_interval, lower_median, mann_whitney, median_ratio_interval, BootstrapOptions,
@@ -232,7 +233,7 @@ pub struct RunInfo {
     pub git_note: Option<String>,
     /// What the machine was doing during the run's capture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine: Option<profiling_core::manifest::MachineState>,
+    pub machine: Option<profiling_core::driver::manifest::MachineState>,
 }
 
 /// A base and a candidate, compared.
@@ -690,7 +691,7 @@ fn rows_of(base: &LoadedRun, candidate: &LoadedRun, options: &Options) -> Vec<Ro
         });
         // Self time is a row of its own where it is not the inclusive time:
         // where some recorded range ran inside this one.
-        let nests = |range: Option<&profiling_core::run_samples::RangeSeries>| {
+        let nests = |range: Option<&profiling_core::driver::run_samples::RangeSeries>| {
             range.is_some_and(|r| r.exclusive.total != r.inclusive.total)
         };
         if nests(in_base) || nests(in_candidate) {

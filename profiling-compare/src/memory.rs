@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use profiling_core::run_samples::{MemorySeries, SidePasses};
+use profiling_core::driver::run_samples::{MemorySeries, SidePasses};
 
 /// What a memory row counts, per pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -446,17 +446,17 @@ mod tests {
     #[test]
     fn a_runs_series_and_a_paired_side_give_the_same_passes() {
         let series = |values: &[u64]| {
-            let mut set = profiling_core::driver::timing::SampleSet::with_capacity(values.len());
+            let mut set = profiling_core::timing::SampleSet::with_capacity(values.len());
             for &value in values {
                 set.push(value);
             }
-            profiling_core::run_samples::Series::from_set(&set)
+            profiling_core::driver::run_samples::Series::from_set(&set)
         };
         let run = MemorySeries {
             allocations: series(&[3, 4]),
             allocated_bytes: series(&[30, 40]),
             peak_bytes: series(&[8, 8]),
-            ranges: vec![profiling_core::run_samples::RangeMemorySeries {
+            ranges: vec![profiling_core::driver::run_samples::RangeMemorySeries {
                 name: "decode".to_owned(),
                 allocations: series(&[1, 2]),
                 allocated_bytes: series(&[10, 20]),

@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
 
-use profiling_core::run_samples::{PairedSamples, SidePasses};
+use profiling_core::driver::run_samples::{PairedSamples, SidePasses};
 
 use crate::runs::LoadedRun;
 use crate::statistics::{lower_median, percentile_interval};
@@ -162,19 +162,35 @@ fn signed_rank_counts(n: usize) -> Vec<f64> {
     counts
 }
 
+/// `side`'s passes (`values`, in the order they ran) cut into its blocks
+/// of `blocks`, in order, empty ones left out: the k-th block of a side
+/// pairs with the k-th of the other.
+pub(crate) fn side_blocks<'v>(
+    blocks: &[(String, u32)],
+    side: &str,
+    values: &'v [u64],
+) -> Vec<&'v [u64]> {
+    let mut at = 0;
+    blocks
+        .iter()
+        .filter(|(s, _)| s == side)
+        .filter_map(|&(_, passes)| {
+            let end = (at + passes as usize).min(values.len());
+            let block = values.get(at..end)?;
+            at = end;
+            (!block.is_empty()).then_some(block)
+        })
+        .collect()
+}
+
 /// Each block pair's medians of `base` and `candidate` (values in the
-/// order their passes ran): the blocks cut each side's passes in order,
-/// the k-th block of a side pairs with the k-th of the other.
+/// order their passes ran).
 fn block_pairs(blocks: &[(String, u32)], base: &[u64], candidate: &[u64]) -> Vec<(f64, f64)> {
     let medians = |side: &str, values: &[u64]| -> Vec<f64> {
-        let mut at = 0;
-        blocks
-            .iter()
-            .filter(|(s, _)| s == side)
-            .filter_map(|&(_, passes)| {
-                let end = (at + passes as usize).min(values.len());
-                let mut block = values.get(at..end)?.to_vec();
-                at = end;
+        side_blocks(blocks, side, values)
+            .into_iter()
+            .filter_map(|block| {
+                let mut block = block.to_vec();
                 block.sort_unstable();
                 lower_median(&block).map(|m| m as f64)
             })

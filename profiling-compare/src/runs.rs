@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use serde_yaml::Value;
 
 use profiling_core::driver::config;
+use profiling_core::driver::manifest::{Manifest, SCHEMA_VERSION};
+use profiling_core::driver::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
 use profiling_core::driver::session::ProfileRuns;
-use profiling_core::manifest::{Manifest, SCHEMA_VERSION};
-use profiling_core::run_samples::{RunSamples, SamplesError, SAMPLES_FILE};
 
 pub use profiling_core::driver::baselines::{
     baselines_dir_of_runs, check_baseline_exists, check_baseline_free, check_baseline_name,
@@ -32,9 +32,11 @@ fn describe(value: &Value) -> String {
     }
 }
 
-/// Why a run cannot be compared. Each names the path or the name involved.
+/// Why a saved run cannot be read or compared. Each names the path or the
+/// name involved. (A run that fails while it runs is the runtime's
+/// [`RunError`](profiling_core::driver::runner::RunError).)
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub enum ReadRunError {
     #[error("{0}: no such file or directory, and not PROFILE@RUN_ID or PROFILE@latest")]
     NoSuchPath(String),
     #[error("{}: not a run: it holds no manifest.yaml", .0.display())]
@@ -145,7 +147,7 @@ pub fn resolve(
     argument: &str,
     profiles: &[ProfileRuns],
     output_dir: Option<&Path>,
-) -> Result<LoadedRun, RunError> {
+) -> Result<LoadedRun, ReadRunError> {
     load(&resolve_path(argument, profiles, output_dir)?)
 }
 
@@ -155,26 +157,26 @@ pub fn resolve_path(
     argument: &str,
     profiles: &[ProfileRuns],
     output_dir: Option<&Path>,
-) -> Result<PathBuf, RunError> {
+) -> Result<PathBuf, ReadRunError> {
     let path = Path::new(argument);
     if path.exists() {
         return Ok(path.to_path_buf());
     }
     let Some((profile, run)) = argument.rsplit_once('@') else {
-        return Err(RunError::NoSuchPath(argument.to_owned()));
+        return Err(ReadRunError::NoSuchPath(argument.to_owned()));
     };
     // Each a single path component: `PROFILE@../../elsewhere` names no run.
     if config::check_profile_name(profile).is_err()
         || (run != "latest" && config::check_run_id(run).is_err())
     {
-        return Err(RunError::NoSuchPath(argument.to_owned()));
+        return Err(ReadRunError::NoSuchPath(argument.to_owned()));
     }
     let runs = match output_dir {
         Some(dir) => dir.join(profile).join("runs"),
         None => runs_dir(profile, profiles)?,
     };
     if run == "latest" {
-        return latest(&runs).ok_or_else(|| RunError::NoLatest {
+        return latest(&runs).ok_or_else(|| ReadRunError::NoLatest {
             profile: profile.to_owned(),
             runs: runs.clone(),
         });
@@ -182,7 +184,7 @@ pub fn resolve_path(
     let dir = runs.join(run);
     // A sweep's directory (`sweep.yaml`) for the commands that read sweeps.
     if !dir.join("manifest.yaml").is_file() && !dir.join("sweep.yaml").is_file() {
-        return Err(RunError::UnknownRun {
+        return Err(ReadRunError::UnknownRun {
             profile: profile.to_owned(),
             run_id: run.to_owned(),
             leftovers: profiling_core::driver::run_dir::leftovers(&dir),
@@ -193,11 +195,11 @@ pub fn resolve_path(
 }
 
 /// Reads the run at `path`: a run (or baseline) directory or a manifest.
-pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
+pub fn load(path: &Path) -> Result<LoadedRun, ReadRunError> {
     let (dir, manifest_path) = if path.is_dir() {
         let manifest = path.join("manifest.yaml");
         if !manifest.is_file() {
-            return Err(RunError::NotARun(path.to_path_buf()));
+            return Err(ReadRunError::NotARun(path.to_path_buf()));
         }
         (path.to_path_buf(), manifest)
     } else {
@@ -209,7 +211,7 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
         (dir, path.to_path_buf())
     };
     let manifest = read_manifest(&manifest_path)?;
-    let not_manifest = |reason: String| RunError::NotAManifest {
+    let not_manifest = |reason: String| ReadRunError::NotAManifest {
         path: manifest_path.clone(),
         reason,
     };
@@ -263,7 +265,7 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
             .and_then(Value::as_str)
             .unwrap_or("no reason recorded")
             .to_owned();
-        return Err(RunError::Failed {
+        return Err(ReadRunError::Failed {
             manifest: manifest_path,
             profile,
             run_id,
@@ -271,7 +273,7 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
         });
     }
     if manifest.get("samples").is_none_or(Value::is_null) {
-        return Err(RunError::NoSamples {
+        return Err(ReadRunError::NoSamples {
             manifest: manifest_path,
             profile,
             run_id,
@@ -280,11 +282,11 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
     }
     // Beside the manifest, wherever the run is now.
     let samples_path = dir.join(SAMPLES_FILE);
-    let bytes = std::fs::read(&samples_path).map_err(|source| RunError::Io {
+    let bytes = std::fs::read(&samples_path).map_err(|source| ReadRunError::Io {
         path: samples_path.clone(),
         source,
     })?;
-    let samples = RunSamples::decode(&bytes).map_err(|source| RunError::Samples {
+    let samples = RunSamples::decode(&bytes).map_err(|source| ReadRunError::Samples {
         path: samples_path,
         source,
     })?;
@@ -306,25 +308,25 @@ pub fn load(path: &Path) -> Result<LoadedRun, RunError> {
 }
 
 /// A manifest as written, read from `path`.
-pub fn read_manifest(path: &Path) -> Result<Value, RunError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RunError::Io {
+pub fn read_manifest(path: &Path) -> Result<Value, ReadRunError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReadRunError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    serde_yaml::from_str(&text).map_err(|e| RunError::NotAManifest {
+    serde_yaml::from_str(&text).map_err(|e| ReadRunError::NotAManifest {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })
 }
 
 /// The `runs/` directory of the profile (or target) `name`.
-pub fn runs_dir(name: &str, profiles: &[ProfileRuns]) -> Result<PathBuf, RunError> {
+pub fn runs_dir(name: &str, profiles: &[ProfileRuns]) -> Result<PathBuf, ReadRunError> {
     profiles
         .iter()
         .find(|p| p.profile == name)
         .or_else(|| profiles.iter().find(|p| p.target == name))
         .map(|p| p.runs.clone())
-        .ok_or_else(|| RunError::UnknownProfile {
+        .ok_or_else(|| ReadRunError::UnknownProfile {
             name: name.to_owned(),
             known: profiles.iter().map(|p| p.profile.clone()).collect(),
         })
@@ -342,7 +344,7 @@ pub fn latest(runs: &Path) -> Option<PathBuf> {
         let Ok(manifest) = Manifest::from_yaml(&text) else {
             continue;
         };
-        if manifest.status != profiling_core::manifest::Status::Completed {
+        if manifest.status != profiling_core::driver::manifest::Status::Completed {
             continue;
         }
         let finished = manifest.finished_at;
@@ -370,7 +372,7 @@ pub fn baselines_dir_of(run: &LoadedRun) -> PathBuf {
 }
 
 /// Baseline `name` of the profile whose baselines are in `dir`.
-pub fn find_baseline(dir: &Path, profile: &str, name: &str) -> Result<LoadedRun, RunError> {
+pub fn find_baseline(dir: &Path, profile: &str, name: &str) -> Result<LoadedRun, ReadRunError> {
     let baseline = dir.join(name);
     if !baseline.join("baseline.yaml").is_file() {
         return Err(BaselineError::UnknownBaseline {
@@ -387,10 +389,10 @@ pub fn find_baseline(dir: &Path, profile: &str, name: &str) -> Result<LoadedRun,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use profiling_core::driver::manifest::{Manifest, Status};
     use profiling_core::driver::run_dir::{write_run, TraceInput};
     use profiling_core::driver::runner::CaptureRecord;
-    use profiling_core::driver::timing::SampleSet;
-    use profiling_core::manifest::{Manifest, Status};
+    use profiling_core::timing::SampleSet;
 
     /// Writes run `run_id` under `runs/` as `profile-cli run` does.
     fn write(runs: &Path, run_id: &str, status: Status, finished_at: &str) -> PathBuf {

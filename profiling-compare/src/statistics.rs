@@ -41,7 +41,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Beta, Distribution};
 use statrs::distribution::{ContinuousCDF, Normal};
 
-pub use profiling_core::driver::stats::{lower_median, median_interval};
+pub use profiling_core::stats::{lower_median, median_interval};
 
 /// Resamples drawn for an interval unless told otherwise: enough that the
 /// endpoints of a 95 % interval move by well under 0.1 % from one seed to
@@ -441,7 +441,7 @@ mod tests {
         assert!(block_ratio_interval(&base[..19], &candidate[..19], &options).is_none());
     }
     use super::*;
-    use profiling_core::driver::stats::DurationStats;
+    use profiling_core::stats::DurationStats;
     use proptest::prelude::*;
 
     fn sorted(mut values: Vec<u64>) -> Vec<u64> {

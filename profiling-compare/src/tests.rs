@@ -1,9 +1,12 @@
+//! The comparison's unit tests: verdicts, intervals and the rows of runs
+//! built in memory.
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::*;
-use profiling_core::driver::timing::SampleSet;
-use profiling_core::run_samples::RunSamples;
+use profiling_core::driver::run_samples::RunSamples;
+use profiling_core::timing::SampleSet;
 
 fn set(values: impl IntoIterator<Item = u64>) -> SampleSet {
     let values: Vec<u64> = values.into_iter().collect();
@@ -51,7 +54,7 @@ fn run(run_id: &str, pass: u64, ranges: &[(&str, u64, u64)]) -> LoadedRun {
         dir: PathBuf::from(format!("/runs/{run_id}")),
         manifest_path: PathBuf::from(format!("/runs/{run_id}/manifest.yaml")),
         manifest: serde_yaml::from_str(&MANIFEST.replace("RUN", run_id)).unwrap(),
-        typed: profiling_core::manifest::Manifest::sample(run_id),
+        typed: profiling_core::driver::manifest::Manifest::sample(run_id),
         profile: "p".to_owned(),
         run_id: run_id.to_owned(),
         status: RunStatus::Completed,
@@ -185,9 +188,10 @@ fn a_change_within_what_the_clock_can_tell_is_unclear() {
 fn too_few_samples_give_no_verdict() {
     let mut base = run("b", 1_000, &[]);
     let mut candidate = run("c", 2_000, &[]);
-    base.samples.passes = profiling_core::run_samples::Series::from_set(&set([1_000, 1_010, 990]));
+    base.samples.passes =
+        profiling_core::driver::run_samples::Series::from_set(&set([1_000, 1_010, 990]));
     candidate.samples.passes =
-        profiling_core::run_samples::Series::from_set(&set([2_000, 2_010, 1_990]));
+        profiling_core::driver::run_samples::Series::from_set(&set([2_000, 2_010, 1_990]));
     let comparison = compare(&base, &candidate, &options(), false).unwrap();
     let pass = find(&comparison, "pass");
     assert_eq!(pass.verdict, Verdict::Unclear);
@@ -498,7 +502,7 @@ fn the_gate_counts_the_pass_the_call_and_ranges_that_move_the_pass() {
 #[test]
 fn a_difference_the_machine_explains_is_unclear_and_says_why() {
     let with = |run: &mut LoadedRun, off_cpu: f64, preemptions: u64| {
-        run.typed.timings.machine = Some(profiling_core::manifest::MachineState {
+        run.typed.timings.machine = Some(profiling_core::driver::manifest::MachineState {
             off_cpu: Some(off_cpu),
             involuntary_switches: Some(preemptions),
             ..Default::default()

@@ -12,8 +12,8 @@ use proptest::sample::select;
 use serde_yaml::{Mapping, Value};
 
 use profiling_compare::runs;
-use profiling_core::driver::timing::SampleSet;
-use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
+use profiling_core::driver::run_samples::{RunSamples, SAMPLES_FILE};
+use profiling_core::timing::SampleSet;
 
 #[path = "../../profiling-core/tests/common/mod.rs"]
 mod common;
@@ -33,8 +33,8 @@ fn valid_samples() -> Vec<u8> {
 
 /// A manifest `runs::load` reads, as YAML: one a run writes.
 fn valid_manifest() -> Value {
-    let mut manifest = profiling_core::manifest::Manifest::sample("r1");
-    manifest.samples = Some(profiling_core::manifest::SamplesSummary {
+    let mut manifest = profiling_core::driver::manifest::Manifest::sample("r1");
+    manifest.samples = Some(profiling_core::driver::manifest::SamplesSummary {
         path: SAMPLES_FILE.into(),
         version: 2,
         series: 3,

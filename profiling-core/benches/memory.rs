@@ -6,10 +6,10 @@
 
 use std::hint::black_box;
 
-use profiling_core::driver::timing::recorder::{set_memory, EVENTS_PER_THREAD};
-use profiling_core::driver::timing::Capture;
 use profiling_core::memory::CountingAllocator;
 use profiling_core::nvtx::profiling_range;
+use profiling_core::timing::recorder::{set_memory, EVENTS_PER_THREAD};
+use profiling_core::timing::Capture;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;

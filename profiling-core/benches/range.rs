@@ -68,8 +68,8 @@ fn guard_if_cuda_on_cpu() {
 #[divan::bench(sample_count = 100, sample_size = 2000)]
 fn guard_str_literal_recording(bencher: divan::Bencher) {
     // As the runner does after warmup: the buffer's pages touched ahead.
-    let capture = profiling_core::driver::timing::Capture::begin_expecting(
-        profiling_core::driver::timing::recorder::EVENTS_PER_THREAD,
+    let capture = profiling_core::timing::Capture::begin_expecting(
+        profiling_core::timing::recorder::EVENTS_PER_THREAD,
     );
     bencher.bench_local(|| {
         let _range = profiling_range("decode_boxes");
@@ -82,8 +82,8 @@ fn guard_str_literal_recording(bencher: divan::Bencher) {
 /// Samples of 1,000 ranges: the first overflow allocates, the rest do not.
 #[divan::bench(sample_size = 1000)]
 fn guard_str_literal_recording_past_the_buffer(bencher: divan::Bencher) {
-    let capture = profiling_core::driver::timing::Capture::begin();
-    for _ in 0..profiling_core::driver::timing::recorder::EVENTS_PER_THREAD {
+    let capture = profiling_core::timing::Capture::begin();
+    for _ in 0..profiling_core::timing::recorder::EVENTS_PER_THREAD {
         drop(profiling_range("decode_boxes"));
     }
     bencher.bench_local(|| {
@@ -96,8 +96,8 @@ fn guard_str_literal_recording_past_the_buffer(bencher: divan::Bencher) {
 /// its address.
 #[divan::bench(sample_count = 100, sample_size = 1000)]
 fn guard_dynamic_string_recording(bencher: divan::Bencher) {
-    let capture = profiling_core::driver::timing::Capture::begin_expecting(
-        profiling_core::driver::timing::recorder::EVENTS_PER_THREAD,
+    let capture = profiling_core::timing::Capture::begin_expecting(
+        profiling_core::timing::recorder::EVENTS_PER_THREAD,
     );
     let stage = 7;
     bencher.bench_local(|| {

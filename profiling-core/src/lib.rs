@@ -4,7 +4,7 @@
 //! under study on them; `#[profile_target]` registers it at link time, and
 //! the runner ([`driver::runner`]) profiles it on a config-driven [`data`] source: warmup
 //! passes, then measured passes inside one NVTX capture range, then a
-//! [`manifest`] of what ran.
+//! [`manifest`](driver::manifest) of what ran.
 //!
 //! ```
 //! use profiling_core::prelude::*;
@@ -33,6 +33,10 @@
 //! # }
 //! ```
 
+// Every `pub` item is reachable from the crate's root: the module tree
+// below is the whole API.
+#![warn(unreachable_pub)]
+
 // What a target or a data source author uses, beside the prelude.
 pub mod data;
 pub mod device;
@@ -46,29 +50,15 @@ pub mod target;
 #[cfg(feature = "tch")]
 pub mod tensor;
 
-// The files a run writes, for what reads them back.
-pub mod manifest;
-pub mod run_samples;
+// Under both: the clock and the captured ranges, statistics of durations,
+// values read out of YAML, the names near a misspelt one.
+pub mod stats;
+pub mod suggest;
+pub mod timing;
+pub mod yaml;
 
-// What runs targets.
+// What lists, plans, runs and writes runs.
 pub mod driver;
-
-mod baselines;
-mod config;
-mod host;
-mod interrupt;
-mod machine;
-mod nsys;
-mod panics;
-mod registry;
-mod run_dir;
-mod runner;
-mod session;
-mod stats;
-mod suggest;
-mod timing;
-mod trace;
-mod yaml;
 
 pub use profiling_macros::{data_source, nvtx_range, profile_target};
 
@@ -107,8 +97,10 @@ macro_rules! targets_needing_feature {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::data::{build_source, SourceEntry};
-    pub use crate::registry::{FactoryOutput, TargetEntry, UnavailableTarget};
-    pub use crate::runner::{open_target, run_target, RunError, RunOutcome, RunPlan, SteppedRun};
+    pub use crate::driver::registry::{FactoryOutput, TargetEntry, UnavailableTarget};
+    pub use crate::driver::runner::{
+        open_target, run_target, RunError, RunOutcome, RunPlan, SteppedRun,
+    };
     pub use anyhow;
     pub use inventory;
     pub use std::boxed::Box;

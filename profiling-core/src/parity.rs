@@ -23,9 +23,9 @@
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
-use crate::config::{ConfigFile, Overrides};
 use crate::data::DataRecord;
 use crate::device::Device;
+use crate::driver::config::{ConfigFile, Overrides};
 use crate::target::Summary;
 
 /// How two outputs were found the same.

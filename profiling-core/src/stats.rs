@@ -193,7 +193,7 @@ fn select_bucketed(samples: &[u64], counts: &[[u32; 4]], ranks: [usize; 3]) -> [
 /// Never panics: `None` when empty.
 ///
 /// ```
-/// use profiling_core::driver::stats::lower_median;
+/// use profiling_core::stats::lower_median;
 ///
 /// assert_eq!(lower_median(&[10, 20, 30, 40]), Some(20));
 /// assert_eq!(lower_median(&[10, 20, 30]), Some(20));
@@ -212,7 +212,7 @@ pub fn lower_median(sorted: &[u64]) -> Option<u64> {
 /// interval is then the whole range of the samples. `None` when empty.
 ///
 /// ```
-/// use profiling_core::driver::stats::median_interval;
+/// use profiling_core::stats::median_interval;
 ///
 /// let samples: Vec<u64> = (1..=100).collect();
 /// // Binomial(100, 1/2): ranks 40 and 61 hold 95 % between them.

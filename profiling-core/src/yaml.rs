@@ -10,7 +10,7 @@ use serde_yaml::{Mapping, Value};
 /// of 1024, any case), more than zero.
 ///
 /// ```
-/// use profiling_core::driver::yaml::parse_size;
+/// use profiling_core::yaml::parse_size;
 ///
 /// assert_eq!(parse_size(&serde_yaml::from_str("2 GiB").unwrap()), Ok(2 << 30));
 /// assert_eq!(parse_size(&serde_yaml::from_str("1.5MB").unwrap()), Ok(1_500_000));
@@ -77,7 +77,7 @@ pub fn check_literal_path(path: &str) -> Result<(), String> {
 /// Deserializes a mapping into `T`. On failure, the key path serde names
 /// (when it names one) and the message, without positions: they would
 /// point into the re-serialized text, not the user's file.
-pub fn deserialize_mapping<T: serde::de::DeserializeOwned>(
+pub(crate) fn deserialize_mapping<T: serde::de::DeserializeOwned>(
     mapping: &Mapping,
 ) -> Result<T, (Option<String>, String)> {
     deserialize_mapping_noting_unused(mapping).map(|(value, _)| value)
@@ -85,7 +85,7 @@ pub fn deserialize_mapping<T: serde::de::DeserializeOwned>(
 
 /// [`deserialize_mapping`], with the keys `T` did not read (dotted paths,
 /// `a.b` for a key `b` under `a`), in the order they came.
-pub fn deserialize_mapping_noting_unused<T: serde::de::DeserializeOwned>(
+pub(crate) fn deserialize_mapping_noting_unused<T: serde::de::DeserializeOwned>(
     mapping: &Mapping,
 ) -> Result<(T, Vec<String>), (Option<String>, String)> {
     // Through text, so that serde_yaml's errors carry the key path.

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use profiling_core::data;
 use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
-use profiling_core::driver::stats::DurationStats;
-use profiling_core::driver::timing::RangeTimings;
 use profiling_core::prelude::*;
+use profiling_core::stats::DurationStats;
+use profiling_core::timing::RangeTimings;
 
 /// Ranges are recorded process-wide while a capture is open: one scenario
 /// at a time, so no test's ranges land in another's capture.
@@ -192,8 +192,8 @@ fn nested_ranges_have_the_inclusive_and_exclusive_times_spent() {
 /// the time-stamp counter, `Instant::now()` otherwise: the report reads
 /// through `now_ns`, a little more work), and a resolution no finer than
 /// the clock's and no coarser than about a reading.
-fn assert_timer_is_this_clock(timer: &profiling_core::driver::timing::TimerInfo) {
-    use profiling_core::driver::timing::clock;
+fn assert_timer_is_this_clock(timer: &profiling_core::timing::TimerInfo) {
+    use profiling_core::timing::clock;
     assert_eq!(timer.source, clock::describe());
     let counter = clock::is_counter();
     if counter {
@@ -413,10 +413,7 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
         .iter()
         .map(|t| t.events.len())
         .sum();
-    assert_eq!(
-        kept,
-        profiling_core::driver::timing::recorder::EVENTS_PER_THREAD
-    );
+    assert_eq!(kept, profiling_core::timing::recorder::EVENTS_PER_THREAD);
     let overflowed: u64 = outcome
         .capture
         .ranges
@@ -444,7 +441,7 @@ fn long_runs_keep_exact_counts_past_the_kept_samples() {
 fn a_name_buffer_reused_in_place_records_the_new_name() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut name = String::from("alpha");
-    let capture = profiling_core::driver::timing::Capture::begin();
+    let capture = profiling_core::timing::Capture::begin();
     drop(profiling_range(name.as_str()));
     let address = name.as_ptr();
     name.replace_range(.., "gamma");
@@ -470,12 +467,12 @@ fn a_name_buffer_reused_in_place_records_the_new_name() {
 #[test]
 fn a_capture_dropped_unended_stops_recording() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let capture = profiling_core::driver::timing::Capture::begin();
-    assert!(profiling_core::driver::timing::recorder::is_recording());
+    let capture = profiling_core::timing::Capture::begin();
+    assert!(profiling_core::timing::recorder::is_recording());
     drop(capture);
-    assert!(!profiling_core::driver::timing::recorder::is_recording());
+    assert!(!profiling_core::timing::recorder::is_recording());
     // And the next capture can begin.
-    drop(profiling_core::driver::timing::Capture::begin().end());
+    drop(profiling_core::timing::Capture::begin().end());
 }
 
 /// Spins for its duration: all of it on the CPU.

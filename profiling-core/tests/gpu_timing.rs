@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use profiling_core::data;
 use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
-use profiling_core::driver::timing::{EventBackend, FakeEvents, RangeTimings};
 use profiling_core::prelude::*;
+use profiling_core::timing::{EventBackend, FakeEvents, RangeTimings};
 
 /// Ranges and events are recorded process-wide: one run at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -438,7 +438,7 @@ fn the_trace_has_a_gpu_track_beside_the_host_threads() {
 #[cfg(feature = "tch")]
 #[test]
 fn the_cuda_backend_says_when_there_is_no_driver() {
-    match profiling_core::driver::timing::gpu::CudaEvents::new(0) {
+    match profiling_core::timing::gpu::CudaEvents::new(0) {
         Ok(events) => {
             assert!(events
                 .stream()

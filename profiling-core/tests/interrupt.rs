@@ -44,7 +44,7 @@ fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
     // stream advances 100 ns per call): the cut pass is not a GPU sample
     // either, its completed call is.
     for gpu in [false, true] {
-        let device = std::sync::Arc::new(profiling_core::driver::timing::FakeEvents::new());
+        let device = std::sync::Arc::new(profiling_core::timing::FakeEvents::new());
         let outcome = interrupted_run(gpu.then(|| device.clone()));
         check(&outcome);
         let gpu_timings = outcome.timings.gpu.as_ref();
@@ -62,7 +62,7 @@ fn a_signal_stops_after_the_current_call_and_keeps_completed_passes() {
 }
 
 fn interrupted_run(
-    device: Option<std::sync::Arc<profiling_core::driver::timing::FakeEvents>>,
+    device: Option<std::sync::Arc<profiling_core::timing::FakeEvents>>,
 ) -> profiling_core::driver::runner::RunOutcome {
     profiling_core::driver::interrupt::reset();
     let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 2, include_image: false}\nwarmup: 1\niterations: 10\n";
@@ -72,8 +72,7 @@ fn interrupted_run(
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let mut plan = RunPlan::new(config, Records::Eager(source.read_all().unwrap()));
-    plan.events =
-        device.map(|d| d as std::sync::Arc<dyn profiling_core::driver::timing::EventBackend>);
+    plan.events = device.map(|d| d as std::sync::Arc<dyn profiling_core::timing::EventBackend>);
     let outcome = run_target(&plan, || Ok(StopsItself::default())).unwrap();
     profiling_core::driver::interrupt::reset();
     outcome
@@ -101,7 +100,7 @@ fn check(outcome: &profiling_core::driver::runner::RunOutcome) {
     assert_eq!(timings.ranges[0].count, 3);
     assert!(outcome.output_summaries.is_empty());
     assert_eq!(outcome.validation, Validation::Warmup);
-    assert!(!profiling_core::driver::timing::recorder::is_recording());
+    assert!(!profiling_core::timing::recorder::is_recording());
 }
 
 /// Lazy loading sets aside room for the records it reads, not for the

@@ -12,9 +12,9 @@ use std::thread::JoinHandle;
 use profiling_core::data;
 use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunPlan};
-use profiling_core::driver::timing::recorder::is_recording;
 use profiling_core::memory::{watch_allocations, AllocationWatch, Allocations, CountingAllocator};
 use profiling_core::prelude::*;
+use profiling_core::timing::recorder::is_recording;
 
 mod sequential;
 
@@ -173,7 +173,7 @@ fn nested_ranges_on_two_threads_with(gpu: bool, batch_size: u32, memory: bool) {
         profiling_core::driver::config::MemoryMode::Off
     };
     if gpu {
-        let device = profiling_core::driver::timing::FakeEvents::with_capacity(100_000);
+        let device = profiling_core::timing::FakeEvents::with_capacity(100_000);
         plan.events = Some(Arc::new(device));
     }
     let outcome = {

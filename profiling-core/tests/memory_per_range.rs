@@ -11,9 +11,9 @@ use std::thread::JoinHandle;
 use profiling_core::data;
 use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::driver::runner::{run_target, Records, RunOutcome, RunPlan};
-use profiling_core::driver::timing::memory::RangeMemory;
 use profiling_core::memory::CountingAllocator;
 use profiling_core::prelude::*;
+use profiling_core::timing::memory::RangeMemory;
 
 mod sequential;
 
@@ -107,7 +107,7 @@ impl ProfileTarget for KnownSizes {
         self.done.wait();
         // A name first seen inside the capture: the recorder allocates to
         // keep it, which is not the target's memory.
-        if profiling_core::driver::timing::recorder::is_recording() {
+        if profiling_core::timing::recorder::is_recording() {
             drop(profiling_range("first seen in the capture"));
         }
         Ok(self.buffer.len() as u64)
@@ -212,7 +212,7 @@ fn nested_ranges_and_a_grown_buffer_are_charged_to_the_byte() {
     // The call: every thread, inside a range or not.
     let memory = outcome.timings.memory.as_ref().expect("memory timings");
     let call = memory.per_call.expect("per call");
-    let exactly = |stats: profiling_core::driver::timing::memory::CountStats, value: u64| {
+    let exactly = |stats: profiling_core::timing::memory::CountStats, value: u64| {
         assert_eq!((stats.min, stats.max), (value, value), "{stats:?}");
     };
     exactly(call.allocations, 1 + 4 + 2);

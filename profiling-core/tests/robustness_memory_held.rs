@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Mutex;
 
 use profiling_core::data::{self, DataSource, RECORD_OVERHEAD_BYTES};
+// The images source reads the files.
+use profiling_sources as _;
 
 struct Counting;
 

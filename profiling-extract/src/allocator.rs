@@ -22,7 +22,7 @@ pub(crate) const COUNTING_ALLOCATOR: &str =
 /// allocator, outside `#[cfg(test)]` modules: the file and line.
 pub(crate) fn declared_in(src: &Path) -> Option<(PathBuf, usize)> {
     let mut files = Vec::new();
-    crate::scaffold::rust_files(src, &mut files, 0);
+    crate::source::rust_files(src, &mut files, 0);
     files.into_iter().find_map(|file| {
         let text = std::fs::read_to_string(&file).ok()?;
         if !text.contains("global_allocator") {

@@ -9,7 +9,7 @@ use super::names::{render_uses, ImportPath, Imports};
 use super::scaffold::{Target, ValueSource};
 use super::text::{hanging, sentence_case, wrap};
 use super::{Parity, Report};
-use profiling_core::driver::host::GitState;
+use profiling_core::driver::provenance::GitState;
 
 /// `target.rs`.
 pub(crate) fn target_rs(

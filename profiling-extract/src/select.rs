@@ -327,8 +327,7 @@ fn suggestion(wanted: &str, known: &[String], what: &str) -> String {
     if known.is_empty() {
         return String::new();
     }
-    let near =
-        profiling_core::driver::registry::near_matches(wanted, known.iter().map(String::as_str));
+    let near = profiling_core::suggest::near_matches(wanted, known.iter().map(String::as_str));
     match near.first() {
         Some(near) => format!("; did you mean `{near}`?"),
         None => {

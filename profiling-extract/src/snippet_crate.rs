@@ -72,7 +72,7 @@ impl std::fmt::Display for AddedDependency {
 /// The dependency `krate` needs to name the crate `file` belongs to, when
 /// that is a package of the same workspace (not one from a registry).
 pub(crate) fn path_dependency(krate: &SnippetsCrate, file: &Path) -> Option<AddedDependency> {
-    let manifest = super::source::Manifest::of_file(file)?;
+    let manifest = super::source::CargoManifest::of_file(file)?;
     let package = manifest.package.clone()?;
     manifest.lib_root()?;
     let root = krate.workspace_root().canonicalize().ok()?;

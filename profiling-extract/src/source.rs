@@ -128,6 +128,22 @@ pub(crate) fn display_path(path: &Path, root: &Path) -> String {
         .into_owned()
 }
 
+/// The `.rs` files under `dir`, in name order, at most 8 folders deep.
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() && depth < 8 {
+            rust_files(&path, out, depth + 1);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
 /// What a `Cargo.toml` says about its package, read line by line: the
 /// package and library names, the library's root file, and the names the
 /// package's code gives its dependencies.
@@ -135,7 +151,7 @@ pub(crate) fn display_path(path: &Path, root: &Path) -> String {
 /// Enough for the manifests of a workspace like this one; keys written in
 /// forms this reader does not know are simply not found.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Manifest {
+pub(crate) struct CargoManifest {
     pub dir: PathBuf,
     pub package: Option<String>,
     lib_name: Option<String>,
@@ -144,11 +160,11 @@ pub(crate) struct Manifest {
     pub dependencies: Vec<String>,
 }
 
-impl Manifest {
+impl CargoManifest {
     /// Reads the `Cargo.toml` in `dir`; `None` when there is none or it
     /// is not TOML. Path dependencies under `snippets/` (snippet crates)
     /// are not counted: a snippet does not name another.
-    pub fn read(dir: &Path) -> Option<Manifest> {
+    pub fn read(dir: &Path) -> Option<CargoManifest> {
         let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
         let document: toml_edit::DocumentMut = text.parse().ok()?;
         let string =
@@ -164,7 +180,7 @@ impl Manifest {
                     .collect()
             })
             .unwrap_or_default();
-        Some(Manifest {
+        Some(CargoManifest {
             dir: dir.to_path_buf(),
             package: string("package", "name"),
             lib_name: string("lib", "name"),
@@ -175,10 +191,10 @@ impl Manifest {
 
     /// The manifest of the package `file` belongs to: the nearest
     /// `Cargo.toml` with a `[package]` above it.
-    pub fn of_file(file: &Path) -> Option<Manifest> {
+    pub fn of_file(file: &Path) -> Option<CargoManifest> {
         file.ancestors()
             .skip(1)
-            .filter_map(Manifest::read)
+            .filter_map(CargoManifest::read)
             .find(|manifest| manifest.package.is_some())
     }
 
@@ -237,7 +253,7 @@ impl ModuleLocation {
     /// Finds the crate and module of `file` and checks that every module
     /// from the crate root down to it is declared `pub`.
     pub fn of_file(file: &Path) -> ModuleLocation {
-        let Some(manifest) = Manifest::of_file(file) else {
+        let Some(manifest) = CargoManifest::of_file(file) else {
             return ModuleLocation {
                 crate_ident: None,
                 modules: Vec::new(),

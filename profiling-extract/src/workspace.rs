@@ -343,6 +343,11 @@ fn crate_files(
          serde_yaml = \"0.9\"\n\
          \n\
          [features]\n\
+         # The data sources that read files (images with their cache, tensors,\n\
+         # video, COCO): add it to `default` when a snippet's config names one.\n\
+         # Without it, the profile binary builds no image decoder.\n\
+         default = []\n\
+         sources = [\"profiling-cli/sources\"]\n\
          # CUDA devices and tensors through libtorch.\n\
          tch = [\"profiling-core/tch\", \"profiling-cli/tch\"]\n"
     );

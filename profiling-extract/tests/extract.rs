@@ -8,6 +8,8 @@ use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_extract::{
     self as snippet, Generated, Instrumentation, NewSnippet, SnippetError, SourceSpec,
 };
+// The sources a config may name, as `profile-cli` links them.
+use profiling_sources as _;
 
 /// The production module the snippets copy from.
 const OPS: &str = r#"//! Fixture operations.

@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
+use profiling_core::driver::manifest::Manifest;
 use profiling_core::driver::runner::Timings;
-use profiling_core::driver::stats::DurationStats;
-use profiling_core::driver::timing::memory::RangeMemory;
-use profiling_core::driver::timing::RangePathTimings;
-use profiling_core::manifest::Manifest;
+use profiling_core::stats::DurationStats;
+use profiling_core::timing::memory::RangeMemory;
+use profiling_core::timing::RangePathTimings;
 
 /// One row of the range table and one frame of the flame graph.
 pub(super) struct RangeRow {

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use maud::{html, Markup};
 use profiling_analyze::Analysis;
-use profiling_compare::runs::RunError;
+use profiling_compare::runs::ReadRunError;
 use profiling_compare::{one_line, Comparison, Options};
-use profiling_core::driver::host::NOT_A_CHECKOUT_NOTE;
-use profiling_core::driver::timing::memory::MemoryTimings;
-use profiling_core::manifest::Manifest;
+use profiling_core::driver::manifest::Manifest;
+use profiling_core::driver::provenance::NOT_A_CHECKOUT_NOTE;
+use profiling_core::driver::run_samples::{RunSamples, SAMPLES_FILE};
 use profiling_core::memory::human_bytes;
-use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
+use profiling_core::timing::memory::MemoryTimings;
 use serde_yaml::Value;
 
 use super::charts::flame::{flame_graph, FLAME_WIDTH};
@@ -37,20 +37,20 @@ pub struct RunPage<'a> {
 
 /// Reads the run in `dir` (its manifest, and its samples when it kept
 /// them) for a page; a run made before samples were kept has none.
-pub fn read_run(dir: &Path) -> Result<(Manifest, Option<RunSamples>), RunError> {
+pub fn read_run(dir: &Path) -> Result<(Manifest, Option<RunSamples>), ReadRunError> {
     let manifest_path = dir.join("manifest.yaml");
     if !manifest_path.is_file() {
-        return Err(RunError::NotARun(dir.to_path_buf()));
+        return Err(ReadRunError::NotARun(dir.to_path_buf()));
     }
     let manifest = profiling_compare::runs::read_manifest(&manifest_path)?;
-    let manifest = Manifest::from_value(manifest).map_err(|reason| RunError::NotAManifest {
+    let manifest = Manifest::from_value(manifest).map_err(|reason| ReadRunError::NotAManifest {
         path: manifest_path,
         reason,
     })?;
     let samples_path = dir.join(SAMPLES_FILE);
     let samples = match std::fs::read(&samples_path) {
         Ok(bytes) => Some(
-            RunSamples::decode(&bytes).map_err(|source| RunError::Samples {
+            RunSamples::decode(&bytes).map_err(|source| ReadRunError::Samples {
                 path: samples_path,
                 source,
             })?,

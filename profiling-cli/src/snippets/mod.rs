@@ -252,7 +252,7 @@ fn smoke_check(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let release = profiling_core::driver::host::build_profile() == "release";
+    let release = profiling_core::driver::provenance::build_profile() == "release";
     let config = directory.join("config.yaml");
     writeln!(
         out,

@@ -13,12 +13,12 @@ use clap::Args;
 use serde_yaml::Value;
 
 use profiling_core::driver::config::{check_run_id, ConfigFile};
-use profiling_core::driver::host::UtcTime;
 use profiling_core::driver::interrupt;
+use profiling_core::driver::manifest::{Manifest, Status, SweepPoint};
+use profiling_core::driver::provenance::UtcTime;
+use profiling_core::driver::run_samples::{RunSamples, Series, SAMPLES_FILE};
 use profiling_core::driver::session::{self, Planned, RunRequest};
-use profiling_core::driver::stats::median_interval;
-use profiling_core::manifest::{Manifest, Status, SweepPoint};
-use profiling_core::run_samples::{RunSamples, Series, SAMPLES_FILE};
+use profiling_core::stats::median_interval;
 
 use crate::summary::format_ns;
 use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
@@ -281,7 +281,7 @@ fn finish(
             writeln!(
                 streams.err,
                 "interrupted by {} after a point: {left} points left; `profile-cli sweep {} --resume {}` runs them",
-                profiling_core::manifest::signal_name(signal),
+                profiling_core::driver::manifest::signal_name(signal),
                 document.target,
                 document.sweep_id
             )?;
@@ -784,10 +784,10 @@ fn summarize(run_dir: &Path, point: &mut PointResult) -> Result<(), String> {
 }
 
 /// The medians of a run's memory series.
-fn point_memory(memory: &profiling_core::run_samples::MemorySeries) -> Option<PointMemory> {
+fn point_memory(memory: &profiling_core::driver::run_samples::MemorySeries) -> Option<PointMemory> {
     let median = |series: &Series| {
         let sorted = series.sorted_values();
-        profiling_core::driver::stats::lower_median(&sorted)
+        profiling_core::stats::lower_median(&sorted)
     };
     let mut ranges: Vec<RangeAllocations> = memory
         .ranges

@@ -52,21 +52,34 @@ impl std::fmt::Display for Finished {
     }
 }
 
-/// `profile-cli ARGS` as a process run in `dir`, as a user would from a
-/// shell there. What it has cargo build goes to `target/snippet-check/`,
-/// which the tests that run cargo share, without debug information.
-pub fn profile_cli_in(dir: &Path, args: &[&str]) -> Finished {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(args)
-        .current_dir(dir)
+/// What a test sets for the cargo it runs, itself or through
+/// `profile-cli`: builds go to `target/snippet-check/`, which the tests
+/// that run cargo share, without debug information, and the release
+/// profile unoptimized. These tests check what a build makes and how the
+/// tool drives it, not how fast the built code runs; optimizing every
+/// dependency a second time would be most of their time.
+pub fn nested_cargo(command: &mut std::process::Command) -> &mut std::process::Command {
+    command
         .env(
             "CARGO_TARGET_DIR",
             workspace_root().join("target/snippet-check"),
         )
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
-        .output()
-        .unwrap();
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "256")
+}
+
+/// `profile-cli ARGS` as a process run in `dir`, as a user would from a
+/// shell there, its cargo as [`nested_cargo`] sets it.
+pub fn profile_cli_in(dir: &Path, args: &[&str]) -> Finished {
+    let output = nested_cargo(
+        std::process::Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+            .args(args)
+            .current_dir(dir),
+    )
+    .output()
+    .unwrap();
     Finished {
         code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -11,6 +11,7 @@ use crate::common::workspace_root;
 const CRATES: &[&str] = &[
     "profiling-macros/src",
     "profiling-core/src",
+    "profiling-sources/src",
     "profiling-compare/src",
     "profiling-cli/src",
     "profiling-extract/src",
@@ -183,6 +184,40 @@ fn no_module_imports_a_module_that_imports_it() {
         }
     }
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+/// Where a module of the runtime's root (what a target or a data source
+/// uses) may reach into `driver` (what plans, runs and writes runs): the
+/// arrows docs/architecture.md names, each with its reason.
+const ROOT_INTO_DRIVER: &[(&str, &str)] = &[("parity", "driver::config")];
+
+#[test]
+fn the_runtime_s_root_imports_nothing_of_the_driver_but_what_the_architecture_page_names() {
+    let graph = dependencies(&workspace_root().join("profiling-core/src"));
+    let mut found = Vec::new();
+    for (module, named) in &graph {
+        if module.is_empty() || module == "driver" || module.starts_with("driver::") {
+            continue;
+        }
+        for target in named.iter().filter(|t| t.starts_with("driver::")) {
+            if !ROOT_INTO_DRIVER.contains(&(module.as_str(), target.as_str())) {
+                found.push(format!("{module} -> {target}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "modules at profiling-core's root that import from driver/ (move the item down, or name the arrow and its reason in docs/architecture.md and here):\n{}",
+        found.join("\n")
+    );
+    let page = std::fs::read_to_string(workspace_root().join("docs/architecture.md")).unwrap();
+    for (from, to) in ROOT_INTO_DRIVER {
+        let from_file = from.replace("::", "/");
+        assert!(
+            page.contains(&format!("`{from_file}")) || page.contains(&format!("`{from}`")),
+            "docs/architecture.md does not name the arrow {from} -> {to}"
+        );
+    }
 }
 
 #[test]

@@ -9,7 +9,9 @@
 
 use std::process::Command;
 
-use crate::common::{profile_cli_in, snippet_check_build, workspace_root, RemoveOnDrop};
+use crate::common::{
+    nested_cargo, profile_cli_in, snippet_check_build, workspace_root, RemoveOnDrop,
+};
 
 const APP_LIB: &str = "/// Doubles every value.\npub fn double(values: &[f32]) -> Vec<f32> {\n    values.iter().map(|v| v * 2.0).collect()\n}\n\n/// The first `N` values.\npub fn head<S: Copy, const N: usize>(values: &[S]) -> [S; N] {\n    std::array::from_fn(|i| values[i])\n}\n";
 
@@ -272,20 +274,16 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     // A SIGTERM sent to `profile-cli` while the workspace's binary runs is
     // passed on to that binary, which stops with SIGTERM's code; without
     // it, this process would wait out a hundred million passes.
-    let mut long = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
-        .args(["run", "head4", "--run-id", "stopped", "--warmup", "0"])
-        .args(["--iterations", "100000000"])
-        .current_dir(&ws)
-        .env(
-            "CARGO_TARGET_DIR",
-            workspace_root().join("target/snippet-check"),
-        )
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut long = nested_cargo(
+        Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+            .args(["run", "head4", "--run-id", "stopped", "--warmup", "0"])
+            .args(["--iterations", "100000000"])
+            .current_dir(&ws),
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(long.stdout.take().unwrap()));
     // The binary says what it runs once it runs: the signal comes after.
     assert!(lines
@@ -375,6 +373,16 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         config.contains("import_path: inference_profiling/snippets/dbl_fast/target.rs"),
         "{config}"
     );
+    // A gate that cannot be read is refused here, before the workspace's
+    // binary (which cannot read gates) builds or runs anything.
+    let refused = profile_cli_in(&ws, &["ab", "dbl", "dbl-fast", "--accept", "p42<=1%"]);
+    assert_eq!(refused.code, Some(2), "{refused}");
+    assert!(
+        refused
+            .stderr
+            .starts_with("error: --accept: gate 1 `p42<=1%`: unknown metric `p42`\n"),
+        "{refused}"
+    );
     let ab = profile_cli_in(
         &ws,
         &[
@@ -388,10 +396,14 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
             "--ab-id",
             "pair",
             "--json",
+            "--accept",
+            "mean<=+1000%",
         ],
     );
     assert_eq!(ab.code, Some(0), "{ab}");
     let document: serde_json::Value = serde_json::from_str(&ab.stdout).unwrap();
+    // The gates are judged by this `profile-cli`, which reads the pair back.
+    assert_eq!(document["gates"]["verdict"], "accept", "{document}");
     let comparison = &document["comparisons"][0];
     assert_eq!(comparison["pairing"]["pairs"], 12, "{comparison}");
     assert_eq!(comparison["base"]["label"], "dbl@pair/base");

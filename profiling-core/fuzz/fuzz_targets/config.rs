@@ -7,6 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use profiling_core::driver::config::{ConfigFile, Overrides};
 use profiling_core::data;
+use profiling_sources as _;
 
 fn assert_reads_well(error: &dyn std::fmt::Display) {
     let text = error.to_string();

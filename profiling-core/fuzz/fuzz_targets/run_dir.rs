@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use profiling_compare::runs;
-use profiling_core::run_samples::{RunSamples, SAMPLES_FILE};
+use profiling_core::driver::run_samples::{RunSamples, SAMPLES_FILE};
 
 fn assert_reads_well(error: &dyn std::fmt::Display) {
     let text = error.to_string();

@@ -2,24 +2,20 @@
 //!
 //! A source is named in the config (`data_source.name`) with its parameters
 //! beside the name; [`build`] turns that into a [`DataSource`]. Every source
-//! is registered at link time ([`sources`]): the built-in ones, and those a
-//! crate defines with `#[data_source(name = "...")]` on an
-//! `impl RecordSource` block. Eager runs
-//! read every record once before any pass; lazy runs read them afresh in
-//! each pass. [`check_fits_in_memory`] refuses an eager run whose decoded
-//! records would not fit in memory, before any of them is read. The
-//! `images` source can keep what it decodes in a [`cache::ImageCache`].
+//! is registered at link time ([`sources`]): `dummy` here, those that read
+//! files (`images`, `tensors`, `video`, `coco`) in the `profiling-sources`
+//! crate, and those a crate defines with `#[data_source(name = "...")]` on
+//! an `impl RecordSource` block. Eager runs read every record once before
+//! any pass; lazy runs read them afresh in each pass.
+//! [`check_fits_in_memory`] refuses an eager run whose decoded records would
+//! not fit in memory, before any of them is read. A source may keep what it
+//! reads across runs in a cache ([`SourceContext`], [`CacheStats`]).
 
-pub mod cache;
-pub mod coco;
+mod caching;
 pub mod dummy;
-pub mod images;
 mod registry;
 mod select;
-mod tensor_files;
-pub mod tensors;
 mod typed;
-pub mod video;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,11 +23,12 @@ use std::sync::Arc;
 
 use serde_yaml::Value;
 
+pub use caching::{CacheStats, CacheSummary, SourceContext, CACHE_DIR};
 pub use registry::{
     build_source, find_source, parameter_fields, source_names, sources, RecordSource, SourceEntry,
 };
 pub use select::{select, Selection};
-pub use typed::{Dtype, TensorData, TypedTensor};
+pub use typed::{element_count, Dtype, TensorData, TypedTensor};
 
 /// One input of a target: an image, tensors, or both, with where it came from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -136,6 +133,12 @@ pub enum DataError {
         /// The registered names, comma-separated.
         known: String,
     },
+    /// A source of a crate the build does not link.
+    #[error("data source `{name}` is in the {crate_name} crate, which this build does not link: depend on it and link it in the binary (`use {} as _;`), or, in a profiling crate made by `profile-cli init`, turn on its `sources` feature", .crate_name.replace('-', "_"))]
+    SourceNotLinked {
+        name: String,
+        crate_name: &'static str,
+    },
     #[error("data source `{name}` is registered twice, by {places}: rename one")]
     AmbiguousSource { name: String, places: String },
     #[error("data_source ({source_name}): {}{message}", record.map_or(String::new(), |i| format!("record {i}: ")))]
@@ -157,8 +160,13 @@ pub enum DataError {
     },
     #[error("image directory {} does not exist", .0.display())]
     MissingDirectory(PathBuf),
-    #[error("image directory {} holds no images (looked for {})", .0.display(), images::EXTENSIONS.join(", "))]
-    EmptyDirectory(PathBuf),
+    /// A directory with none of the files a source reads: `looked_for`
+    /// lists their extensions.
+    #[error("image directory {} holds no images (looked for {looked_for})", .directory.display())]
+    EmptyDirectory {
+        directory: PathBuf,
+        looked_for: String,
+    },
     #[error("cannot read {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -252,6 +260,11 @@ pub trait DataSource: Send + Sync {
     fn name(&self) -> &str;
     /// The source's own summary of what it reads, for the manifest.
     fn describe(&self) -> BTreeMap<String, Value>;
+    /// The cache this source fills as it reads, when it keeps one
+    /// ([`SourceContext`]): the run reports what it did.
+    fn cache(&self) -> Option<Arc<dyn CacheStats>> {
+        None
+    }
     /// How many records one pass reads.
     fn len(&self) -> usize;
     /// True when a pass reads nothing.
@@ -316,28 +329,38 @@ pub fn parameter_names(name: &str) -> Vec<&'static str> {
     find_source(name).map_or_else(|_| Vec::new(), SourceEntry::parameters)
 }
 
-/// [`build`], with the decoded-image cache `cache` when there is one: only
-/// the `images` source reads files whose decoding can be kept.
-pub fn build_with_cache(
+/// [`build`], opened in `context`: a source that keeps a cache across
+/// runs (`data_source.cache: true`) keeps it under its `cache_root`.
+pub fn build_in(
     name: &str,
     parameters: &serde_yaml::Mapping,
-    cache: Option<Arc<cache::ImageCache>>,
+    context: &SourceContext,
 ) -> Result<Box<dyn DataSource>, DataError> {
-    match (name, cache) {
-        (_, None) => build(name, parameters),
-        ("images", Some(cache)) => Ok(Box::new(
-            images::ImageSource::from_parameters(parameters)?.with_cache(cache),
-        )),
-        (other, Some(_)) => Err(DataError::Parameter {
-            key: "cache".to_owned(),
-            message: cache_refusal(other),
-        }),
-    }
+    find_source(name)?.build_in(parameters, context)
 }
 
-/// Why the source `name` takes no cache.
+/// The parameter that turns a source's cache on, which `--cache` sets: only
+/// sources whose parameters have it keep one.
+pub const CACHE_KEY: &str = "cache";
+
+/// Whether the source `name` keeps a cache when asked (its parameters have
+/// [`CACHE_KEY`]).
+pub fn takes_cache(name: &str) -> bool {
+    parameter_names(name).contains(&CACHE_KEY)
+}
+
+/// Why the source `name` takes no cache: which sources do.
 pub fn cache_refusal(name: &str) -> String {
-    format!("only the `images` source reads files whose decoded images can be cached; `{name}` makes its records")
+    let caching: Vec<String> = source_names()
+        .into_iter()
+        .filter(|source| takes_cache(source))
+        .map(|source| format!("`{source}`"))
+        .collect();
+    match caching.as_slice() {
+        [] => format!("no source of this build keeps a cache; `{name}` makes its records"),
+        [one] => format!("only the {one} source reads files whose decoded images can be cached; `{name}` makes its records"),
+        several => format!("only the {} sources read files whose decoded records can be cached; `{name}` makes its records", several.join(", ")),
+    }
 }
 
 /// The share of the available memory, in percent, that eager loading may
@@ -421,13 +444,13 @@ pub use crate::memory::human_bytes;
 /// The results of work done on every core, in the order of its inputs, as
 /// one: the first error in that order, not whichever thread failed first,
 /// so that a run with several bad files names the same one every time.
-pub(crate) fn in_order<T, E>(results: Vec<Result<T, E>>) -> Result<Vec<T>, E> {
+pub fn in_order<T, E>(results: Vec<Result<T, E>>) -> Result<Vec<T>, E> {
     results.into_iter().collect()
 }
 
 /// Deserializes a source's parameters into its typed struct, with an error
 /// that names the parameter.
-pub(crate) fn parse_parameters<T: serde::de::DeserializeOwned>(
+pub fn parse_parameters<T: serde::de::DeserializeOwned>(
     source_name: &str,
     parameters: &serde_yaml::Mapping,
 ) -> Result<T, DataError> {

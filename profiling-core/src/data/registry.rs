@@ -9,11 +9,12 @@
 //! deserialized into the source's [`RecordSource::Parameters`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde_yaml::Value;
 
-use super::{parse_parameters, DataError, DataRecord, DataSource};
+use super::{parse_parameters, CacheStats, DataError, DataRecord, DataSource, SourceContext};
 
 /// A data source: what `#[data_source(name = "...")]` registers.
 ///
@@ -142,6 +143,20 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
         false
     }
 
+    /// Opens the source in `context`, where it may keep a cache across
+    /// runs (under [`SourceContext::cache_root`]); by default
+    /// [`open`](Self::open), which keeps none.
+    fn open_in(parameters: Self::Parameters, context: &SourceContext) -> anyhow::Result<Self> {
+        let _ = context;
+        Self::open(parameters)
+    }
+
+    /// The cache the source fills as it reads, when it keeps one: the run
+    /// reports what it did ([`CacheStats::summary`]).
+    fn cache(&self) -> Option<Arc<dyn CacheStats>> {
+        None
+    }
+
     /// Reads every record from `known.len()` on, after the `known` ones:
     /// override it to read in parallel.
     fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
@@ -190,8 +205,11 @@ pub struct SourceEntry {
 
 /// [`SourceEntry::build`]: the source's name and its `data_source` mapping
 /// to the source.
-pub type BuildSource =
-    fn(&'static str, &serde_yaml::Mapping) -> Result<Box<dyn DataSource>, DataError>;
+pub(crate) type BuildSource = fn(
+    &'static str,
+    &serde_yaml::Mapping,
+    &SourceContext,
+) -> Result<Box<dyn DataSource>, DataError>;
 
 inventory::collect!(SourceEntry);
 
@@ -201,12 +219,21 @@ impl SourceEntry {
         (self.parameters)()
     }
 
-    /// Builds the source from its `data_source` mapping.
+    /// Builds the source from its `data_source` mapping, keeping no cache.
     pub fn build(
         &self,
         parameters: &serde_yaml::Mapping,
     ) -> Result<Box<dyn DataSource>, DataError> {
-        (self.build)(self.name, parameters)
+        self.build_in(parameters, &SourceContext::default())
+    }
+
+    /// Builds the source from its `data_source` mapping, opened in `context`.
+    pub fn build_in(
+        &self,
+        parameters: &serde_yaml::Mapping,
+        context: &SourceContext,
+    ) -> Result<Box<dyn DataSource>, DataError> {
+        (self.build)(self.name, parameters, context)
     }
 }
 
@@ -225,6 +252,11 @@ pub fn source_names() -> Vec<&'static str> {
     names
 }
 
+/// The sources of the `profiling-sources` crate: a build that does not
+/// link it is told where they are.
+const FILE_SOURCES: [&str; 4] = ["coco", "images", "tensors", "video"];
+const FILE_SOURCES_CRATE: &str = "profiling-sources";
+
 /// The source registered as `name`: refused when none is, or when two
 /// are (naming where each is defined).
 pub fn find_source(name: &str) -> Result<&'static SourceEntry, DataError> {
@@ -232,9 +264,16 @@ pub fn find_source(name: &str) -> Result<&'static SourceEntry, DataError> {
         sources().into_iter().filter(|e| e.name == name).collect();
     match matching.as_slice() {
         [entry] => Ok(entry),
+        [] if FILE_SOURCES.contains(&name) => Err(DataError::SourceNotLinked {
+            name: name.to_owned(),
+            crate_name: FILE_SOURCES_CRATE,
+        }),
         [] => {
             let names = source_names();
-            let near = crate::suggest::near_matches(name, names.iter().copied());
+            // A misspelt file source is told its name even where the crate
+            // is not linked: the next error then names the crate.
+            let candidates = names.iter().chain(FILE_SOURCES.iter()).copied();
+            let near = crate::suggest::near_matches(name, candidates);
             Err(DataError::UnknownSource {
                 name: match near.first() {
                     Some(near) => format!("{name}` (did you mean `{near}`?)"),
@@ -260,9 +299,11 @@ pub fn find_source(name: &str) -> Result<&'static SourceEntry, DataError> {
 pub fn build_source<S: RecordSource>(
     name: &'static str,
     parameters: &serde_yaml::Mapping,
+    context: &SourceContext,
 ) -> Result<Box<dyn DataSource>, DataError> {
     let parameters: S::Parameters = parse_parameters(name, parameters)?;
-    let source = S::open(parameters).map_err(|error| source_error(name, None, error))?;
+    let source =
+        S::open_in(parameters, context).map_err(|error| source_error(name, None, error))?;
     Ok(Box::new(Registered { name, source }))
 }
 
@@ -279,6 +320,10 @@ impl<S: RecordSource> DataSource for Registered<S> {
 
     fn describe(&self) -> BTreeMap<String, Value> {
         self.source.describe()
+    }
+
+    fn cache(&self) -> Option<Arc<dyn CacheStats>> {
+        self.source.cache()
     }
 
     fn len(&self) -> usize {
@@ -429,10 +474,7 @@ mod tests {
     #[test]
     fn the_built_in_sources_are_registered_with_their_fields() {
         let names = source_names();
-        assert!(
-            names.contains(&"dummy") && names.contains(&"images"),
-            "{names:?}"
-        );
+        assert!(names.contains(&"dummy"), "{names:?}");
         let dummy = find_source("dummy").unwrap();
         assert!(dummy.file.ends_with("dummy.rs"), "{}", dummy.file);
         assert_eq!(
@@ -446,18 +488,14 @@ mod tests {
                 "detections"
             ]
         );
-        assert!(find_source("images")
-            .unwrap()
-            .parameters()
-            .contains(&"directory"));
     }
 
     #[test]
     fn a_misspelt_name_is_told_the_near_one() {
-        let error = find_source("imgaes").unwrap_err().to_string();
+        let error = find_source("dumy").unwrap_err().to_string();
         assert!(
             error.starts_with(
-                "unknown data source `imgaes` (did you mean `images`?): the registered ones are "
+                "unknown data source `dumy` (did you mean `dummy`?): the registered ones are "
             ),
             "{error}"
         );
@@ -468,8 +506,24 @@ mod tests {
         let error = find_source("webcam").unwrap_err().to_string();
         assert!(
             error.starts_with("unknown data source `webcam`: the registered ones are ")
-                && error.contains("dummy, images, tensors"),
+                && error.contains("dummy"),
             "{error}"
+        );
+    }
+
+    /// A build without `profiling-sources` is told where the sources that
+    /// read files are, not only that they are unknown.
+    #[test]
+    fn a_source_of_the_crate_not_linked_names_the_crate() {
+        let error = find_source("images").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "data source `images` is in the profiling-sources crate, which this build does not link: depend on it and link it in the binary (`use profiling_sources as _;`), or, in a profiling crate made by `profile-cli init`, turn on its `sources` feature"
+        );
+        let misspelt = find_source("imgaes").unwrap_err().to_string();
+        assert!(
+            misspelt.starts_with("unknown data source `imgaes` (did you mean `images`?)"),
+            "{misspelt}"
         );
     }
 }

@@ -19,7 +19,7 @@ use super::{DataError, DataRecord, DataSource};
 
 /// The most records `records` and `shuffle` choose among: their order is
 /// held as one index per record (2 GiB of them at this bound).
-pub const MAX_SELECTED: usize = 1 << 28;
+pub(crate) const MAX_SELECTED: usize = 1 << 28;
 
 /// Which records a run reads, and in what order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,6 +158,10 @@ impl DataSource for Selected {
 
     fn describe(&self) -> BTreeMap<String, Value> {
         self.inner.describe()
+    }
+
+    fn cache(&self) -> Option<std::sync::Arc<dyn super::CacheStats>> {
+        self.inner.cache()
     }
 
     fn len(&self) -> usize {

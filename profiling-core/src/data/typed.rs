@@ -405,8 +405,9 @@ impl TensorData {
     }
 }
 
-/// The product of `shape`, or `None` past `usize`.
-pub(crate) fn element_count(shape: &[usize]) -> Option<usize> {
+/// The product of `shape`, or `None` past `usize`: the elements of a
+/// tensor of that shape, for a reader that checks a declared shape.
+pub fn element_count(shape: &[usize]) -> Option<usize> {
     shape
         .iter()
         .try_fold(1usize, |count, &side| count.checked_mul(side))

@@ -9,7 +9,7 @@
 //! measure what a target's `prepare` keeps; without it, the growth of the
 //! resident set stands in ([`resident_bytes`]). With `memory: on` it also
 //! charges every allocation of the measured passes to its range, call and
-//! pass ([`attribution`]), which the timings (`driver::timing::memory`) turn into the manifest's
+//! pass ([`attribution`]), which the timings (`timing::memory`) turn into the manifest's
 //! statistics.
 
 pub mod attribution;

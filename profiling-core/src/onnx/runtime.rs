@@ -148,7 +148,7 @@ fn version_of(library: &Path) -> String {
 /// Whether GPU `index` can run models: the runtime has its CUDA execution
 /// provider. (Whether there is such a GPU, the provider says when a
 /// session registers it.)
-pub fn check_cuda(index: usize) -> Result<(), String> {
+pub(crate) fn check_cuda(index: usize) -> Result<(), String> {
     use ort::ep::ExecutionProvider;
     let runtime = runtime().map_err(|e| e.to_string())?;
     let compiled = <ort::ep::CUDA as ExecutionProvider>::is_available()

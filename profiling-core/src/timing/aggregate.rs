@@ -39,7 +39,10 @@ pub struct GpuRangeTimings {
 
 /// Adds each name's GPU statistics from `gpu` (its inclusive and exclusive
 /// samples) to the host timings of that name.
-pub fn attach_gpu(timings: &mut [RangeTimings], gpu: &BTreeMap<String, (SampleSet, SampleSet)>) {
+pub(crate) fn attach_gpu(
+    timings: &mut [RangeTimings],
+    gpu: &BTreeMap<String, (SampleSet, SampleSet)>,
+) {
     for timing in timings {
         timing.gpu = gpu.get(&timing.name).and_then(|(inclusive, exclusive)| {
             Some(GpuRangeTimings {
@@ -54,7 +57,7 @@ pub fn attach_gpu(timings: &mut [RangeTimings], gpu: &BTreeMap<String, (SampleSe
 /// The inclusive and exclusive samples of every range name, over all
 /// threads: each kept event one by one, the rest as the recorder's
 /// histograms.
-pub fn range_sets(log: &RangeLog) -> BTreeMap<String, (SampleSet, SampleSet)> {
+pub(crate) fn range_sets(log: &RangeLog) -> BTreeMap<String, (SampleSet, SampleSet)> {
     // Each thread's name indices mapped to one position per name, counted
     // first, so that every kept event stays a sample (exact capacity) and
     // each event costs an index, not a map lookup or a name copy.
@@ -120,7 +123,9 @@ pub fn range_sets(log: &RangeLog) -> BTreeMap<String, (SampleSet, SampleSet)> {
 /// Per-name timings of the sets [`range_sets`] made, largest inclusive
 /// total first; the flag is true when some quantiles come from histograms
 /// (more ranges than the event buffers hold).
-pub fn timings_of(sets: &BTreeMap<String, (SampleSet, SampleSet)>) -> (Vec<RangeTimings>, bool) {
+pub(crate) fn timings_of(
+    sets: &BTreeMap<String, (SampleSet, SampleSet)>,
+) -> (Vec<RangeTimings>, bool) {
     let mut sketched = false;
     let mut timings: Vec<RangeTimings> = sets
         .iter()

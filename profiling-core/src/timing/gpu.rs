@@ -10,7 +10,7 @@
 //!
 //! # What the events are recorded on
 //!
-//! The CUDA backend ([`CudaEvents`], `tch` feature) records on the legacy
+//! The CUDA backend (`CudaEvents`, `tch` feature) records on the legacy
 //! default stream (the NULL stream) of the run's device, in its primary
 //! context: the stream libtorch queues on unless code sets another (tch
 //! has no stream API, so tch code always queues there). Work on blocking
@@ -43,7 +43,7 @@
 //! stack, and the close pops that frame and records the end event. Ranges
 //! are LIFO per thread, so nesting pairs by construction, and each thread
 //! pairs only its own ranges. The frame also carries the number of the
-//! pass it was opened in ([`pass_number`]): a guard kept across passes (in
+//! pass it was opened in (`pass_number`): a guard kept across passes (in
 //! the target, or a thread-local) closes without an end event and is
 //! counted among the ranges without events, so no pair spans two passes.
 //! A range still open when the capture ends records nothing: its frame
@@ -73,7 +73,7 @@ const COST_SAMPLES: usize = 301;
 /// Device events, as the recorder uses them: created ahead, recorded on
 /// the stream the work is queued on, read after the capture.
 ///
-/// [`CudaEvents`] (the `tch` feature) is the real one; [`FakeEvents`]
+/// `CudaEvents` (the `tch` feature) is the real one; [`FakeEvents`]
 /// stamps events from a stream clock that tests advance.
 pub trait EventBackend: Send + Sync {
     /// What the events are recorded on, for the manifest.
@@ -235,7 +235,7 @@ pub struct GpuSpan {
 /// What the events of one capture came to.
 #[derive(Debug, Clone)]
 pub struct GpuCapture {
-    /// Per thread of the [`RangeLog`], in its order: the GPU span of each
+    /// Per thread of the `RangeLog`, in its order: the GPU span of each
     /// range event that got a pair.
     pub spans: Vec<Vec<GpuSpan>>,
     /// Each measured pass on the device's timeline: its index, the offset

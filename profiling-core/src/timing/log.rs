@@ -5,7 +5,7 @@
 use super::SampleSet;
 
 /// The event index of a boundary that recorded none.
-pub const NO_EVENT: u32 = u32::MAX;
+pub(crate) const NO_EVENT: u32 = u32::MAX;
 
 /// One closed range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

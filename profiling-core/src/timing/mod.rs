@@ -1,21 +1,26 @@
 //! Host timings of a run: the clock, bounded sample sets, the ranges
 //! recorded while the capture is open, and their aggregation.
 
-pub mod aggregate;
+pub(crate) mod aggregate;
 pub mod clock;
 #[cfg_attr(not(feature = "ort"), allow(dead_code))]
 pub(crate) mod external;
 pub mod gpu;
-pub mod log;
+pub(crate) mod log;
 pub mod memory;
 pub mod recorder;
-pub mod samples;
+pub(crate) mod samples;
 pub mod tree;
 
-pub use aggregate::{attach_gpu, range_sets, timings_of, RangeTimings};
-pub use clock::{now_ns, readings_to_ns, span_ns, ticks, TimerInfo};
-pub use gpu::{EventBackend, FakeEvents, GpuCapture, GpuEvents, GpuTimings};
-pub use log::RangeLog;
-pub use recorder::{Capture, Registration};
+pub use aggregate::RangeTimings;
+pub(crate) use aggregate::{attach_gpu, range_sets, timings_of};
+pub use clock::TimerInfo;
+pub(crate) use clock::{now_ns, readings_to_ns, span_ns, ticks};
+pub use gpu::{EventBackend, FakeEvents, GpuTimings};
+pub(crate) use gpu::{GpuCapture, GpuEvents};
+pub(crate) use log::RangeLog;
+pub use recorder::Capture;
+pub(crate) use recorder::Registration;
 pub use samples::SampleSet;
-pub use tree::{RangePathTimings, RangeTree};
+pub use tree::RangePathTimings;
+pub(crate) use tree::RangeTree;

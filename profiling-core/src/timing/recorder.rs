@@ -11,7 +11,7 @@
 //! their names enter the tables, so that the measured passes allocate
 //! nothing. A thread or name first seen inside the capture is still
 //! recorded, at the cost of that allocation (and, for a thread, a lock)
-//! inside a measured pass; [`RangeLog`] counts them so the manifest can say.
+//! inside a measured pass; `RangeLog` counts them so the manifest can say.
 //!
 //! The capturing thread collects the logs after recording stops. A writer
 //! raises its log's `writing` flag before it checks that recording is still

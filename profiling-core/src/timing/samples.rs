@@ -16,12 +16,12 @@ const SIGNIFICANT_FIGURES: u8 = 2;
 /// How far, relative to a sample, the value a quantile reads from the
 /// histogram can be: a bucket's middle is within half its width, 1/256,
 /// of every value it counts (values below 256 ns have a bucket each).
-pub const HISTOGRAM_ERROR: f64 = 1.0 / 256.0;
+pub(crate) const HISTOGRAM_ERROR: f64 = 1.0 / 256.0;
 
 /// A histogram of nanosecond values over the whole `u64` range, allocated
 /// once (about 58 KiB): recording never resizes it, so never allocates.
 #[derive(Debug, Clone)]
-pub struct Histogram(hdrhistogram::Histogram<u64>);
+pub(crate) struct Histogram(hdrhistogram::Histogram<u64>);
 
 impl Default for Histogram {
     fn default() -> Self {
@@ -35,7 +35,7 @@ impl Default for Histogram {
 impl Histogram {
     /// Counts `value`.
     #[inline]
-    pub fn record(&mut self, value: u64) {
+    pub(crate) fn record(&mut self, value: u64) {
         // Every u64 is in range: nothing is clamped, nothing can fail.
         self.0.saturating_record(value);
     }
@@ -50,7 +50,7 @@ impl Histogram {
 
     /// The non-empty buckets, `(middle, count)`, in ascending order: the
     /// middle is what a sample counted there reads as.
-    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.0.iter_recorded().map(|bucket| {
             (
                 self.0.median_equivalent(bucket.value_iterated_to()),

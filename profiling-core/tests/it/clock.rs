@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use profiling_core::driver::timing::clock::{describe, is_counter, now_ns};
+use profiling_core::timing::clock::{describe, is_counter, now_ns};
 
 #[test]
 fn a_100_ms_busy_wait_agrees_with_instant_within_half_a_percent() {
@@ -66,7 +66,7 @@ fn the_counter_is_used_where_the_kernel_says_it_is_sound() {
 /// 100 ms busy wait timed by them agrees with `Instant` within 0.5 %.
 #[test]
 fn readings_turned_into_nanoseconds_later_are_the_clocks() {
-    use profiling_core::driver::timing::clock::{readings_to_ns, span_ns, ticks, ticks_ns};
+    use profiling_core::timing::clock::{readings_to_ns, span_ns, ticks, ticks_ns};
     let before = now_ns();
     let (start_instant, start) = (Instant::now(), ticks());
     while start_instant.elapsed() < Duration::from_millis(100) {

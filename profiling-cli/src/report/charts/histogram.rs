@@ -2,7 +2,7 @@
 
 use maud::Markup;
 use plotters::prelude::*;
-use profiling_core::driver::stats::DurationStats;
+use profiling_core::stats::DurationStats;
 
 use super::{framed, nothing_to_draw, plot, unit_for};
 use crate::summary::format_ns;

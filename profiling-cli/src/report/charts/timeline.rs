@@ -3,7 +3,7 @@
 use maud::Markup;
 use plotters::prelude::*;
 use profiling_compare::statistics::lower_median;
-use profiling_core::run_samples::RunSamples;
+use profiling_core::driver::run_samples::RunSamples;
 
 use super::{framed, nothing_to_draw, plot, unit_for};
 

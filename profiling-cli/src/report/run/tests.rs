@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use profiling_core::driver::stats::DurationStats;
-use profiling_core::driver::timing::SampleSet;
-use profiling_core::manifest::Manifest;
-use profiling_core::run_samples::RunSamples;
+use profiling_core::driver::manifest::Manifest;
+use profiling_core::driver::run_samples::RunSamples;
+use profiling_core::stats::DurationStats;
+use profiling_core::timing::SampleSet;
 use serde_yaml::Value;
 
 use crate::report::charts::flame::flame_graph;
@@ -179,7 +179,7 @@ fn the_page_of_100k_passes_stays_under_2_mb() {
     }
     let mut samples =
         RunSamples::from_sets(&set(100_000, 300_000), &set(100_000, 300_000), &ranges);
-    samples.warmup = profiling_core::run_samples::Series::from_set(&set(100, 400_000));
+    samples.warmup = profiling_core::driver::run_samples::Series::from_set(&set(100, 400_000));
     let manifest = typed(&format!(
         "profile_name: long\nrun_id: r\nstatus: completed\ntimings:\n  iterations: {{count: 100000, mean_ns: 300000}}\n  range_tree:\n    - {{path: stage, name: stage, depth: 0, count: 100000, inclusive: {{p50_ns: 300000, total_ns: 30000000000}}, exclusive: {{p50_ns: 1000, total_ns: 100000000}}}}\n{tree}"
     ));

@@ -1,0 +1,196 @@
+//! The record of an experiment judged by gates (`ab --accept`):
+//! `runs/<AB_ID>/experiment.md`, in the shape of an experiment report: the
+//! hypothesis (the gates, agreed before measuring), the protocol (what
+//! ran against what, on which records, how many passes in which blocks,
+//! on what machine), each gate's result with its interval, the verdict,
+//! and every row of the comparison. `ab --accept --markdown` prints it,
+//! for a pull request's comment.
+
+use std::fmt::Write as _;
+
+use profiling_compare::gates::{self, GateOutcome, GateResult};
+use profiling_compare::runs::LoadedRun;
+use profiling_compare::{Comparison, Options};
+
+/// The file beside `paired.json`.
+pub(crate) const EXPERIMENT_FILE: &str = "experiment.md";
+
+/// The record, as Markdown.
+pub(crate) fn record(
+    base: &LoadedRun,
+    candidate: &LoadedRun,
+    comparison: &Comparison,
+    results: &[GateResult],
+    options: &Options,
+    (repetition, repetitions): (usize, usize),
+) -> String {
+    let verdict = gates::verdict(results);
+    let (b, c) = (&base.typed, &candidate.typed);
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "# Experiment: `{}` against `{}`\n",
+        c.target.name, b.target.name
+    );
+    let _ = writeln!(text, "**Verdict: {verdict}**\n");
+    text.push_str("## Hypothesis\n\nAgreed before measuring: the candidate is accepted when every gate holds.\n\n");
+    for result in results {
+        let _ = writeln!(text, "- `{}`", result.gate.text);
+    }
+    text.push_str("\n## Protocol\n\n| | |\n|---|---|\n");
+    let git = |run: &LoadedRun| match (&run.typed.git_commit, run.typed.git_dirty) {
+        (Some(commit), Some(true)) => {
+            format!("{}, with uncommitted changes", short(commit))
+        }
+        (Some(commit), _) => short(commit).to_owned(),
+        (None, _) => "no git commit".to_owned(),
+    };
+    let mut row = |key: &str, value: String| {
+        let _ = writeln!(text, "| {key} | {} |", cell(&value));
+    };
+    row("base", format!("`{}` ({})", b.target.name, git(base)));
+    row(
+        "candidate",
+        format!("`{}` ({})", c.target.name, git(candidate)),
+    );
+    row(
+        "records",
+        format!(
+            "{} from `{}`, seed {}",
+            plural(b.record_ids.len(), "record"),
+            b.data_source.name,
+            b.workload
+                .seed
+                .map_or("none".to_owned(), |seed| seed.to_string())
+        ),
+    );
+    row("device", b.device.to_string());
+    row(
+        "passes",
+        format!(
+            "{} warmup, then {} measured a side",
+            b.workload.warmup, b.completed_iterations
+        ),
+    );
+    if let Some(pairing) = &comparison.pairing {
+        row(
+            "blocks",
+            format!(
+                "{} block pairs of {} passes a side, alternated in one process (ABBA from a seeded start)",
+                pairing.pairs, pairing.passes_per_block
+            ),
+        );
+    }
+    row(
+        "repetitions",
+        if repetitions == 1 {
+            "1".to_owned()
+        } else {
+            format!(
+                "this is {repetition} of {repetitions}, each a pair of its own (`--repetitions`)"
+            )
+        },
+    );
+    row(
+        "build",
+        format!("{} profile-cli {}", b.build_profile, b.profile_cli_version),
+    );
+    row(
+        "machine",
+        format!(
+            "{} ({}, {} cores)",
+            b.host.name, b.host.cpu_model, b.host.cores
+        ),
+    );
+    for (side, info) in [
+        ("base", &comparison.base),
+        ("candidate", &comparison.candidate),
+    ] {
+        if let Some(machine) = &info.machine {
+            row(&format!("during the {side}"), machine.summary());
+        }
+    }
+    text.push_str("\n## Results\n\n| gate | base | candidate | change | 95 % interval | result |\n|---|---:|---:|---:|---:|---|\n");
+    for result in results {
+        let figure = |value: Option<f64>| value.map_or("-".to_owned(), |v| figure(result, v));
+        let (change, interval) = match (result.change, result.interval) {
+            (Some(change), Some([low, high])) => (
+                gates::format_change(&result.gate, change),
+                format!(
+                    "[{}, {}]",
+                    gates::format_change(&result.gate, low),
+                    gates::format_change(&result.gate, high)
+                ),
+            ),
+            _ => ("-".to_owned(), "-".to_owned()),
+        };
+        let outcome = match result.outcome {
+            GateOutcome::Holds => "holds".to_owned(),
+            GateOutcome::Fails => "**fails**".to_owned(),
+            GateOutcome::Unclear => "unclear".to_owned(),
+        };
+        let outcome = match &result.note {
+            Some(note) => format!("{outcome}: {note}"),
+            None => outcome,
+        };
+        let _ = writeln!(
+            text,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            result.gate.text,
+            figure(result.base),
+            figure(result.candidate),
+            change,
+            interval,
+            cell(&outcome)
+        );
+    }
+    let _ = writeln!(
+        text,
+        "\n{}\n",
+        gates::render(results)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .replacen("verdict: ", "Verdict: ", 1)
+    );
+    text.push_str("## Every row\n\n");
+    let mut rows = Vec::new();
+    if crate::compare::write_comparisons(
+        std::slice::from_ref(comparison),
+        options,
+        crate::compare::Format::Markdown,
+        &mut rows,
+    )
+    .is_ok()
+    {
+        text.push_str(&String::from_utf8_lossy(&rows));
+    }
+    text
+}
+
+/// A gate's figure of one side in its metric's unit.
+fn figure(result: &GateResult, value: f64) -> String {
+    use profiling_compare::gates::Metric;
+    match result.gate.metric {
+        Metric::Allocations => format!("{value:.1}"),
+        Metric::Bytes | Metric::Peak => gates::format_bytes(value),
+        _ => crate::summary::format_ns(value.round() as u64),
+    }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+fn plural(count: usize, word: &str) -> String {
+    if count == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{count} {word}s")
+    }
+}
+
+/// `value` inside a table cell: its bars escaped, on one line.
+fn cell(value: &str) -> String {
+    value.replace('|', "\\|").replace('\n', " ")
+}
