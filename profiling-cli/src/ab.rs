@@ -21,6 +21,11 @@ use profiling_core::driver::runner::{paired_blocks, PairSide};
 use profiling_core::driver::session::{self, Planned, RunReport, RunRequest};
 
 use crate::decide::DecideArgs;
+
+#[cfg(feature = "full")]
+mod against;
+mod lockstep;
+pub(crate) mod step;
 use crate::outcome::{self, Outcome, Paired};
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
@@ -36,8 +41,31 @@ pub struct AbArgs {
     /// The base target: a registered target's name.
     pub base: String,
     /// The candidate target: another target of this build (a variant of the base, or the
-    /// production function it copies).
-    pub candidate: String,
+    /// production function it copies). With --against, the same target unless given.
+    #[arg(required_unless_present_any = ["against", "base_binary"])]
+    pub candidate: Option<String>,
+    /// Measure the target as built at the git revision REV (a commit, branch or tag) against the
+    /// working tree, uncommitted changes included: the workspace's profiling binary is built at
+    /// REV in a git worktree of its own (target/ab-against/), then both binaries run in lock-step,
+    /// each in a process of its own, their blocks alternated as in one process.
+    #[arg(long, value_name = "REV")]
+    pub against: Option<String>,
+    /// With --against: the candidate is the binary built at this revision, not the working tree.
+    #[arg(long, value_name = "REV", requires = "against")]
+    pub candidate_rev: Option<String>,
+    /// The base's binary as given, instead of building it at --against's revision (a profiling
+    /// binary that runs `step`): what `profile-cli` passes to a workspace's binary.
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with = "against")]
+    pub base_binary: Option<PathBuf>,
+    /// With --base-binary: the candidate's binary (default: this one).
+    #[arg(long, value_name = "FILE", hide = true, requires = "base_binary")]
+    pub candidate_binary: Option<PathBuf>,
+    /// With --base-binary: what the base is called where it is said.
+    #[arg(long, value_name = "TEXT", hide = true, requires = "base_binary")]
+    pub base_label: Option<String>,
+    /// With --base-binary: what the candidate is called where it is said.
+    #[arg(long, value_name = "TEXT", hide = true, requires = "base_binary")]
+    pub candidate_label: Option<String>,
     /// The base's config (default: as `run BASE` finds it). The candidate's target section comes
     /// from its own config; its data source and workload are the base's, so both run the same
     /// records the same way.
@@ -105,6 +133,53 @@ pub struct AbArgs {
     pub default_output_dir: Option<PathBuf>,
 }
 
+#[cfg(feature = "full")]
+pub(crate) use against::{prepare as prepare_against, BuildTarget};
+
+/// `--against REV` and `--candidate-rev REV` of an `ab` command line.
+#[cfg(feature = "full")]
+pub(crate) fn against_of(args: &[OsString]) -> Option<(String, Option<String>)> {
+    match crate::parse_command(args)? {
+        crate::Command::Ab(ab) => Some((ab.against?, ab.candidate_rev)),
+        _ => None,
+    }
+}
+
+/// An `ab` command line for the workspace's binary: `--against` and
+/// `--candidate-rev` replaced by the binaries `built` made.
+#[cfg(feature = "full")]
+pub(crate) fn forward_against(args: &[OsString], built: &against::Built) -> Vec<OsString> {
+    let mut forwarded = Vec::with_capacity(args.len() + 8);
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let text = word.to_string_lossy();
+        if text == "--against" || text == "--candidate-rev" {
+            words.next();
+        } else if !(text.starts_with("--against=") || text.starts_with("--candidate-rev=")) {
+            forwarded.push(word.clone());
+        }
+    }
+    forwarded.push("--base-binary".into());
+    forwarded.push(built.base.0.clone().into());
+    forwarded.push("--base-label".into());
+    forwarded.push(built.base.1.clone().into());
+    if let Some((binary, label)) = &built.candidate {
+        forwarded.push("--candidate-binary".into());
+        forwarded.push(binary.clone().into());
+        forwarded.push("--candidate-label".into());
+        forwarded.push(label.clone().into());
+    }
+    forwarded
+}
+
+impl AbArgs {
+    /// The candidate's target: the one named, else (with --against) the
+    /// base's.
+    pub(crate) fn candidate_target(&self) -> &str {
+        self.candidate.as_deref().unwrap_or(&self.base)
+    }
+}
+
 /// `profile-cli ab`.
 pub(crate) fn ab_command(
     args: AbArgs,
@@ -128,12 +203,39 @@ pub(crate) fn ab_command(
             return Ok(EXIT_USAGE);
         }
     }
-    let id = args.ab_id.clone().unwrap_or_else(|| {
-        format!(
-            "ab-{}",
-            profiling_core::driver::provenance::UtcTime::now().compact()
-        )
-    });
+    let id = match &args.ab_id {
+        Some(id) => id.clone(),
+        None => default_ab_id(&args, workspace_root, args.repetitions),
+    };
+    // The two binaries, when the sides are two builds: built (and held)
+    // until the pairs are done; their worktree removed after.
+    let binaries = match (&args.against, &args.base_binary) {
+        #[cfg(feature = "full")]
+        (Some(rev), _) => match against::prepare(
+            rev,
+            args.candidate_rev.as_deref(),
+            workspace_root,
+            &against::BuildTarget::this_program(),
+            err,
+        )? {
+            Ok(built) => Some(built.into_binaries()?),
+            Err(code) => return Ok(code),
+        },
+        #[cfg(not(feature = "full"))]
+        (Some(_), _) => {
+            writeln!(
+                err,
+                "error: --against: this binary does not build revisions; run it through `profile-cli ab ... --against REV`, which builds both"
+            )?;
+            return Ok(EXIT_USAGE);
+        }
+        (None, Some(binary)) => Some(lockstep::Binaries::given(
+            binary.clone(),
+            args.candidate_binary.clone(),
+            (args.base_label.clone(), args.candidate_label.clone()),
+        )?),
+        (None, None) => None,
+    };
     let mut pairs = Vec::new();
     for k in 1..=args.repetitions {
         let pair_id = if args.repetitions == 1 {
@@ -142,7 +244,14 @@ pub(crate) fn ab_command(
             writeln!(err, "ab: repetition {k} of {}", args.repetitions)?;
             format!("{id}-{k}")
         };
-        match run_pair(&args, &pair_id, workspace_root, command_line, err)? {
+        match run_pair(
+            &args,
+            &pair_id,
+            workspace_root,
+            command_line,
+            binaries.as_ref(),
+            err,
+        )? {
             Ok(paired) => pairs.push(paired),
             Err(code) => {
                 if !pairs.is_empty() {
@@ -161,11 +270,58 @@ pub(crate) fn ab_command(
             }
         }
     }
+    drop(binaries);
     if let Some(file) = &args.outcome {
         outcome::write(file, &Outcome::Paired(pairs))?;
         return Ok(EXIT_OK);
     }
     after_pair(pairs, &args, out, err)
+}
+
+/// `ab-` and the UTC time; when a pair in the base profile's runs has it
+/// already (two pairs started in one second), `-2`, `-3`, ... after the
+/// time, as runs are named. With repetitions, no `ID-K` may be taken
+/// either.
+fn default_ab_id(args: &AbArgs, workspace_root: &Path, repetitions: u32) -> String {
+    let stamp = format!(
+        "ab-{}",
+        profiling_core::driver::provenance::UtcTime::now().compact()
+    );
+    let request = RunRequest {
+        target: Some(args.base.clone()),
+        config_path: args.config.clone(),
+        overrides: profiling_core::driver::config::Overrides {
+            output_dir: args.output_dir.clone(),
+            ..Default::default()
+        },
+        run_id: Some(stamp.clone()),
+        workspace_root: workspace_root.to_path_buf(),
+        default_output_dir: args.default_output_dir.clone(),
+        ..Default::default()
+    };
+    // A base that cannot be planned is refused with its reason later.
+    let Some(runs) = session::plan(&request)
+        .ok()
+        .and_then(|planned| planned.run_dir.parent().map(Path::to_path_buf))
+    else {
+        return stamp;
+    };
+    free_ab_id(&runs, &stamp, repetitions)
+}
+
+/// `stamp`, or `stamp-2`, `stamp-3`, ...: the first that no pair in
+/// `runs` has (written, or claimed while it runs), nor any of its
+/// repetitions' ids (`ID-1` ... `ID-K`) when there are several.
+fn free_ab_id(runs: &Path, stamp: &str, repetitions: u32) -> String {
+    let taken = |id: &str| runs.join(id).exists() || runs.join(format!(".{id}.claim")).exists();
+    let free = |id: &str| match repetitions {
+        1 => !taken(id),
+        k => (1..=k).all(|n| !taken(&format!("{id}-{n}"))),
+    };
+    std::iter::once(stamp.to_owned())
+        .chain((2..10_000).map(|n| format!("{stamp}-{n}")))
+        .find(|id| free(id))
+        .unwrap_or_else(|| stamp.to_owned())
 }
 
 /// After the paired runs (one, or `--repetitions` of them): each pair's
@@ -479,6 +635,7 @@ fn run_pair(
     ab_id: &str,
     workspace_root: &Path,
     command_line: &[OsString],
+    across: Option<&lockstep::Binaries>,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Paired, u8>> {
     let request = |target: &str, config: Option<&PathBuf>| RunRequest {
@@ -506,15 +663,15 @@ fn run_pair(
     let mut base_request = request(&args.base, args.config.as_ref());
     // The same target on both sides: the candidate is the base's target
     // section unless a config of its own is given.
-    let candidate_config = args
-        .candidate_config
-        .as_ref()
-        .or(if args.candidate == args.base {
-            args.config.as_ref()
-        } else {
-            None
-        });
-    let mut candidate_request = request(&args.candidate, candidate_config);
+    let candidate_config =
+        args.candidate_config
+            .as_ref()
+            .or(if args.candidate_target() == args.base {
+                args.config.as_ref()
+            } else {
+                None
+            });
+    let mut candidate_request = request(args.candidate_target(), candidate_config);
     let planned = session::plan(&base_request)
         .and_then(|base| session::plan(&candidate_request).map(|candidate| (base, candidate)));
     let (mut base, mut candidate) = match planned {
@@ -629,18 +786,41 @@ fn run_pair(
         "ab: {} against {}, {iterations} passes each in blocks of {size}, alternated",
         base.entry.name, candidate.entry.name
     )?;
-    let reports = session::execute_pair(
-        (&base, &base_request),
-        (&candidate, &candidate_request),
-        &blocks,
-    );
-    let [base_report, candidate_report] = match reports {
-        Ok(reports) => reports,
-        Err(error) => {
-            // Refused before anything was written: nothing is left.
-            drop(staged);
-            writeln!(err, "error: {error}")?;
-            return Ok(Err(error.exit_code()));
+    if let Some(binaries) = across {
+        writeln!(
+            err,
+            "ab: the base is {}, the candidate {}: each a process of its own, in lock-step",
+            binaries.base_named(),
+            binaries.candidate_named()
+        )?;
+    }
+    let ends = match across {
+        None => match session::execute_pair(
+            (&base, &base_request),
+            (&candidate, &candidate_request),
+            &blocks,
+        ) {
+            Ok(reports) => reports.map(|report| SideEnd::of(&report)),
+            Err(error) => {
+                // Refused before anything was written: nothing is left.
+                drop(staged);
+                writeln!(err, "error: {error}")?;
+                return Ok(Err(error.exit_code()));
+            }
+        },
+        Some(binaries) => {
+            let specs = [
+                (&base, &base_request, PairSide::Base),
+                (&candidate, &candidate_request, PairSide::Candidate),
+            ]
+            .map(|(planned, request, side)| lockstep::spec(planned, request, side, &base));
+            match lockstep::run(binaries, specs, &blocks, err)? {
+                Ok(ends) => ends,
+                Err(code) => {
+                    drop(staged);
+                    return Ok(Err(code));
+                }
+            }
         }
     };
     let earlier = if dir.exists() {
@@ -648,14 +828,7 @@ fn run_pair(
     } else {
         String::new()
     };
-    if let Some((signal, completed)) =
-        [&base_report, &candidate_report]
-            .into_iter()
-            .find_map(|report| {
-                let outcome = report.outcome.as_ref().ok()?;
-                Some((outcome.interrupted?, outcome.completed_iterations))
-            })
-    {
+    if let Some((signal, completed)) = ends.iter().find_map(|end| end.interrupted) {
         writeln!(
             err,
             "interrupted by {} after {completed} of {iterations} measured passes a side: the pair is not kept (a pair is kept whole or not at all){earlier}",
@@ -663,26 +836,25 @@ fn run_pair(
         )?;
         return Ok(Err(profiling_core::driver::interrupt::exit_code(signal)));
     }
-    let mut sides = Vec::with_capacity(2);
-    for (word, report) in [("base", &base_report), ("candidate", &candidate_report)] {
-        if let Some(failure) = &report.write_error {
+    for (word, end) in ["base", "candidate"].into_iter().zip(&ends) {
+        if let Some(failure) = &end.write_error {
             writeln!(
                 err,
                 "error: the {word} could not be written whole: {failure}; the pair is not kept{earlier}"
             )?;
             return Ok(Err(EXIT_TARGET_FAILED));
         }
-        match side_passes(report) {
-            Ok(passes) => sides.push(passes),
-            Err(message) => {
-                writeln!(err, "error: the {word} failed: {message}")?;
-                return Ok(Err(EXIT_TARGET_FAILED));
-            }
-        }
     }
-    let candidate_passes = sides.pop().expect("two sides");
-    let base_passes = sides.pop().expect("two sides");
+    let [base_passes, candidate_passes] = ends.map(|end| end.passes);
+    let (base_passes, candidate_passes) = match (base_passes, candidate_passes) {
+        (Ok(base), Ok(candidate)) => (base, candidate),
+        (base, candidate) => {
+            say_side_failures([("base", base), ("candidate", candidate)], err)?;
+            return Ok(Err(EXIT_TARGET_FAILED));
+        }
+    };
     let samples = PairedSamples {
+        processes: if across.is_some() { 2 } else { 1 },
         format_version: PAIRED_VERSION,
         blocks: words,
         base: base_passes,
@@ -741,10 +913,81 @@ fn share_workload(base: &Planned, candidate: &mut Planned) {
     to.memory = from.memory;
 }
 
+/// Why the sides of a pair failed: first each side's own error, then each
+/// side that did not run because of the other's, as a note.
+fn say_side_failures(
+    sides: [(&str, Result<SidePasses, SideFailure>); 2],
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let failures: Vec<(&str, SideFailure)> = sides
+        .into_iter()
+        .filter_map(|(word, side)| side.err().map(|failure| (word, failure)))
+        .collect();
+    for (word, failure) in &failures {
+        if !failure.not_run {
+            writeln!(err, "error: the {word} failed: {}", failure.message)?;
+        }
+    }
+    for (word, failure) in &failures {
+        if failure.not_run {
+            writeln!(err, "note: the {word} did {}", failure.message)?;
+        }
+    }
+    Ok(())
+}
+
+/// Why a side of a pair has no passes: its error, and whether it is only
+/// that the other side failed first.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SideFailure {
+    message: String,
+    not_run: bool,
+}
+
+/// How one side of a pair ended, as the pair needs it: its passes (or
+/// why it has none), the signal that cut it with the passes it completed,
+/// and what of its run could not be written. A side run in a process of
+/// its own (`--against`) sends it to the pair's process.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SideEnd {
+    passes: Result<SidePasses, SideFailure>,
+    interrupted: Option<(i32, u32)>,
+    write_error: Option<String>,
+}
+
+impl SideEnd {
+    fn of(report: &RunReport) -> SideEnd {
+        SideEnd {
+            passes: side_passes(report),
+            interrupted: report
+                .outcome
+                .as_ref()
+                .ok()
+                .and_then(|outcome| Some((outcome.interrupted?, outcome.completed_iterations))),
+            write_error: report.write_error.as_ref().map(ToString::to_string),
+        }
+    }
+}
+
 /// A side's passes in the order they ran, from what it measured; why
 /// not, when it failed.
-fn side_passes(report: &RunReport) -> Result<SidePasses, String> {
-    let outcome = report.outcome.as_ref().map_err(|error| error.to_string())?;
+fn side_passes(report: &RunReport) -> Result<SidePasses, SideFailure> {
+    let outcome = report.outcome.as_ref().map_err(|error| {
+        let not_run = match error {
+            session::SessionError::Target(error) => error.as_not_run().map(ToString::to_string),
+            _ => None,
+        };
+        match not_run {
+            Some(message) => SideFailure {
+                message,
+                not_run: true,
+            },
+            None => SideFailure {
+                message: error.to_string(),
+                not_run: false,
+            },
+        }
+    })?;
     let capture = &outcome.capture;
     let inputs = outcome
         .record_batches
@@ -758,4 +1001,35 @@ fn side_passes(report: &RunReport) -> Result<SidePasses, String> {
         &capture.ranges,
     )
     .with_memory(capture.samples.memory.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_ab_id;
+
+    /// Two pairs started in one second: the second gets `-2`, then `-3`,
+    /// whether the earlier is written or only claimed; with repetitions,
+    /// an id one of whose repetitions is taken is passed over.
+    #[test]
+    fn a_pair_started_in_the_same_second_gets_the_next_id() {
+        let runs = tempfile::tempdir().unwrap();
+        let stamp = "ab-20261204T230000Z";
+        assert_eq!(free_ab_id(runs.path(), stamp, 1), stamp);
+        std::fs::create_dir(runs.path().join(stamp)).unwrap();
+        assert_eq!(free_ab_id(runs.path(), stamp, 1), format!("{stamp}-2"));
+        std::fs::write(runs.path().join(format!(".{stamp}-2.claim")), "1").unwrap();
+        assert_eq!(free_ab_id(runs.path(), stamp, 1), format!("{stamp}-3"));
+        // With repetitions, the ids are ID-1 ... ID-K: an id is free when
+        // every one of them is.
+        let runs = tempfile::tempdir().unwrap();
+        assert_eq!(free_ab_id(runs.path(), stamp, 3), stamp);
+        std::fs::create_dir(runs.path().join(stamp)).unwrap();
+        assert_eq!(free_ab_id(runs.path(), stamp, 3), stamp);
+        std::fs::create_dir(runs.path().join(format!("{stamp}-1"))).unwrap();
+        assert_eq!(free_ab_id(runs.path(), stamp, 3), format!("{stamp}-2"));
+        std::fs::create_dir(runs.path().join(format!("{stamp}-2-3"))).unwrap();
+        std::fs::write(runs.path().join(format!(".{stamp}-3-2.claim")), "1").unwrap();
+        assert_eq!(free_ab_id(runs.path(), stamp, 3), format!("{stamp}-4"));
+        assert_eq!(free_ab_id(runs.path(), stamp, 1), format!("{stamp}-2"));
+    }
 }

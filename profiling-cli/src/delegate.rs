@@ -175,6 +175,36 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
         .map(OsString::as_os_str)
         .filter(|arg| *arg != "--no-delegate")
         .collect();
+    // `ab --against REV`: the base is this workspace's binary built at REV,
+    // here, in a worktree held until the pair is done; the workspace's
+    // binary runs the pair with it.
+    let mut forwarded: Vec<OsString> = forwarded.iter().map(|arg| (*arg).to_owned()).collect();
+    let mut _built = None;
+    if let Some((against, candidate_rev)) = crate::ab::against_of(args) {
+        let build = crate::ab::BuildTarget {
+            package: package.clone(),
+            bin: "profile".to_owned(),
+            features: Vec::new(),
+        };
+        let mut err = std::io::stderr().lock();
+        let built = match crate::ab::prepare_against(
+            &against,
+            candidate_rev.as_deref(),
+            &workspace,
+            &build,
+            &mut err,
+        ) {
+            Ok(Ok(built)) => built,
+            Ok(Err(code)) => return Some(code),
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                return Some(1);
+            }
+        };
+        forwarded = crate::ab::forward_against(&forwarded, &built);
+        _built = Some(built);
+    }
+    let forwarded: Vec<&OsStr> = forwarded.iter().map(OsString::as_os_str).collect();
     match read_arguments(args).command.as_deref() {
         // The binary runs; what reads the run back is this process's.
         Some("run" | "sweep" | "ab") => {

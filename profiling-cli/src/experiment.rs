@@ -76,8 +76,10 @@ pub(crate) fn record(
         row(
             "blocks",
             format!(
-                "{} block pairs of {} passes a side, alternated in one process (ABBA from a seeded start)",
-                pairing.pairs, pairing.passes_per_block
+                "{} block pairs of {} passes a side, alternated {} (ABBA from a seeded start)",
+                pairing.pairs,
+                pairing.passes_per_block,
+                pairing.where_run()
             ),
         );
     }

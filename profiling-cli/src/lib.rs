@@ -78,7 +78,7 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Show every registered target: name, source location, description.
     List {
         /// Print a JSON array instead of a table.
@@ -262,6 +262,14 @@ enum Command {
     /// compare`, `report` and `baselines` read a profiling binary's runs with.
     #[command(hide = true)]
     Profiles,
+    /// One side of a pair of two builds (`ab --against`), paced by the pair's process over
+    /// standard input and output.
+    #[command(hide = true)]
+    Step {
+        /// What the side runs and where it writes it, as JSON.
+        #[arg(long)]
+        spec: String,
+    },
 }
 
 /// The whole `profile-cli` program as its `main` runs it: the signal
@@ -296,6 +304,12 @@ pub(crate) fn run_selection(args: &[OsString]) -> Option<(Option<String>, Option
         Command::Run(run) => Some((run.name, run.config)),
         _ => None,
     }
+}
+
+/// The command a command line asks for, when it parses.
+#[cfg(feature = "full")]
+pub(crate) fn parse_command(args: &[OsString]) -> Option<Command> {
+    Cli::try_parse_from(args).ok().map(|cli| cli.command)
 }
 
 /// [`run_main`] for a profiling binary of another workspace, built from
@@ -583,6 +597,7 @@ fn main_in(
             sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
         }
         Command::Ab(ab_args) => ab::ab_command(ab_args, workspace_root, &args, out, err),
+        Command::Step { spec } => Ok(ab::step::step_command(&spec, workspace_root)),
         #[cfg(feature = "full")]
         Command::New(new_args) => snippets::new::new(new_args, user, out, err),
         #[cfg(feature = "full")]

@@ -40,6 +40,9 @@ struct SpinParameters {
     jitter: f64,
     #[serde(default)]
     fail: bool,
+    /// The factory fails: the target cannot be built.
+    #[serde(default)]
+    fail_to_build: bool,
 }
 
 fn steady_default() -> u64 {
@@ -52,6 +55,9 @@ fn jitter_default() -> f64 {
 
 fn spin_target() -> anyhow::Result<Spin> {
     let parameters: SpinParameters = profiling_core::target::parameters()?;
+    if parameters.fail_to_build {
+        anyhow::bail!("asked to fail when built");
+    }
     Ok(Spin {
         work: Duration::from_micros(parameters.work_us),
         steady: Duration::from_micros(parameters.steady_us),
@@ -1142,6 +1148,93 @@ fn ab_refuses_an_unknown_target_and_a_taken_id_with_exit_2() {
         refused.stderr
     );
     assert!(!out.path().join("compare-spin/runs/lazy").exists());
+
+    // A side whose target cannot be built: its own error is said, not
+    // the other side's "not run".
+    let unbuildable = path(&spin_config(
+        out.path(),
+        "unbuildable",
+        "work_us: 10, fail_to_build: true",
+    ));
+    let failed = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &config,
+        "--candidate-config",
+        &unbuildable,
+        "--output-dir",
+        &out_dir,
+        "--ab-id",
+        "unbuildable",
+    ]);
+    assert_eq!(failed.code, 1, "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains(
+            "error: the candidate failed: the target failed: construct failed (before the passes): asked to fail when built"
+        ) && failed
+            .stderr
+            .contains("note: the base did not run: the candidate could not be built"),
+        "{}",
+        failed.stderr
+    );
+    assert!(
+        !failed.stderr.contains("error: the base"),
+        "{}",
+        failed.stderr
+    );
+
+    // A pair started without an id in the second of an earlier pair
+    // gets `-2`: pairs are there for every second of the next two minutes.
+    let runs = out.path().join("compare-spin/runs");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    for second in now..now + 120 {
+        let earlier = runs.join(format!(
+            "ab-{}",
+            profiling_core::driver::provenance::UtcTime::from_unix(second)
+                .unwrap()
+                .compact()
+        ));
+        std::fs::create_dir_all(&earlier).unwrap();
+        std::fs::write(earlier.join("keep.txt"), "earlier").unwrap();
+    }
+    let second = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &config,
+        "--output-dir",
+        &out_dir,
+        "--iterations",
+        "40",
+        "--warmup",
+        "1",
+        "--no-report",
+    ]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let id = second
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("base:      compare-spin@"))
+        .unwrap_or_else(|| panic!("{}", second.stdout))
+        .split([' ', '/'])
+        .next()
+        .unwrap();
+    assert!(
+        id.starts_with("ab-") && id.ends_with("-2"),
+        "{id}: {}",
+        second.stdout
+    );
+    let earlier = runs.join(id.strip_suffix("-2").unwrap());
+    assert_eq!(
+        std::fs::read_to_string(earlier.join("keep.txt")).unwrap(),
+        "earlier"
+    );
 }
 
 fn copy_run(from: &Path, to: &Path) {

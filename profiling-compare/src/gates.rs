@@ -859,6 +859,7 @@ mod tests {
         PairedSamples {
             format_version: profiling_core::driver::run_samples::PAIRED_VERSION,
             blocks,
+            processes: 1,
             base: side(base),
             candidate: side(candidate),
         }

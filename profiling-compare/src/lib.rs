@@ -270,8 +270,11 @@ impl Comparison {
         );
         match &self.pairing {
             Some(pairing) => format!(
-                "paired: {} block pairs of {} passes a side, in one process; ratio = geometric mean of the pairs' candidate / base medians; {confidence} % interval from {} bootstrap resamples of the pairs; p from the Wilcoxon signed-rank test of the pairs; {threshold}",
-                pairing.pairs, pairing.passes_per_block, options.bootstrap.resamples
+                "paired: {} block pairs of {} passes a side, {}; ratio = geometric mean of the pairs' candidate / base medians; {confidence} % interval from {} bootstrap resamples of the pairs; p from the Wilcoxon signed-rank test of the pairs; {threshold}",
+                pairing.pairs,
+                pairing.passes_per_block,
+                pairing.where_run(),
+                options.bootstrap.resamples
             ),
             None => format!(
                 "ratio = candidate / base median; {confidence} % interval from {} bootstrap resamples of the samples and of each run's {} blocks in order, the wider; p from the Mann-Whitney U test; {threshold}",

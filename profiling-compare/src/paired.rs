@@ -42,6 +42,19 @@ pub struct Pairing {
     pub pairs: usize,
     /// Passes of a side in a block (the last may have fewer).
     pub passes_per_block: u32,
+    /// 1: both sides in one process; 2: each in its own, in lock-step.
+    pub processes: u32,
+}
+
+impl Pairing {
+    /// Where the sides ran, in words.
+    pub fn where_run(&self) -> &'static str {
+        if self.processes > 1 {
+            "in two processes in lock-step"
+        } else {
+            "in one process"
+        }
+    }
 }
 
 /// The pairs' ratio of one quantity: the geometric mean of the block
@@ -366,6 +379,7 @@ pub fn compare_paired(
         pairing: Some(Pairing {
             pairs,
             passes_per_block,
+            processes: samples.processes,
         }),
         memory: crate::memory::memory_rows(
             crate::memory::PassMemory::of_side(&samples.base).as_ref(),
@@ -472,6 +486,7 @@ mod tests {
             blocks: (0..8)
                 .flat_map(|_| [("base".to_owned(), 1), ("candidate".to_owned(), 1)])
                 .collect(),
+            processes: 1,
             base: side("old"),
             candidate: side("new"),
         };

@@ -9,6 +9,7 @@ mod browser;
 #[path = "../common/mod.rs"]
 mod common;
 
+mod ab_binaries;
 mod binary;
 mod full_disk;
 mod hostile;

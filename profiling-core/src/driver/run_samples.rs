@@ -266,6 +266,14 @@ pub struct PairedSamples {
     pub blocks: Vec<(String, u32)>,
     pub base: SidePasses,
     pub candidate: SidePasses,
+    /// The processes the two sides ran in: 1 (two targets of one build),
+    /// or 2 (two builds, `ab --against`, paced in lock-step).
+    #[serde(default = "one_process")]
+    pub processes: u32,
+}
+
+fn one_process() -> u32 {
+    1
 }
 
 /// One side's measured passes, in order.

@@ -13,7 +13,7 @@ mod per_record;
 mod stepped;
 
 pub use outcome::{
-    CallCounts, CaptureRecord, OutputSummary, Pass, Phase, RunError, RunOutcome, Timings,
+    CallCounts, CaptureRecord, NotRun, OutputSummary, Pass, Phase, RunError, RunOutcome, Timings,
     Validation,
 };
 pub use per_record::{PerRecord, Throughput};
@@ -22,8 +22,8 @@ use inputs::{EagerBatches, EagerRecords, Inputs, LazyBatches, LazyRecords, Prepa
 use iteration_name::IterationName;
 use measured::{capture, pass_calls, Measured, MeasuredMemory, Switch};
 use outcome::{Failure, Tally};
-pub(crate) use stepped::run_paired;
-pub use stepped::{open_target, paired_blocks, PairSide, SteppedRun};
+pub use stepped::{open_target, paired_blocks, Next, PairSide, Step, SteppedRun};
+pub(crate) use stepped::{run_alone, run_paired};
 
 use std::ffi::CString;
 use std::sync::Arc;

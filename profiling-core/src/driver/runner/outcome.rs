@@ -234,7 +234,46 @@ pub(super) fn record_suffix(record_id: Option<&str>, batch: Option<u32>) -> Stri
     }
 }
 
+/// The error of one side of a paired run that did not run, or stopped,
+/// because the other side failed first: `other` is that side ("the
+/// base", "the candidate"). Found with [`RunError::not_run`], so that
+/// what is said first is the other side's own error.
+#[derive(Debug)]
+pub struct NotRun {
+    pub other: &'static str,
+    /// What the other side could not do: "could not be built", "failed
+    /// before the paired passes".
+    pub because: &'static str,
+}
+
+impl std::fmt::Display for NotRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not run: {} {}", self.other, self.because)
+    }
+}
+
+impl std::error::Error for NotRun {}
+
 impl RunError {
+    /// The error of a side that did not run because `other` failed first
+    /// ([`NotRun`]).
+    pub fn not_run(other: &'static str, because: &'static str, phase: Phase) -> RunError {
+        RunError {
+            phase,
+            record_id: None,
+            batch: None,
+            pass: Pass::Setup,
+            source: anyhow::Error::new(NotRun { other, because }),
+            calls: CallCounts::default(),
+            completed_iterations: 0,
+        }
+    }
+
+    /// The other side's failure, when this side did not run because of it.
+    pub fn as_not_run(&self) -> Option<&NotRun> {
+        self.source.downcast_ref::<NotRun>()
+    }
+
     /// True when the data, not the target, failed (a record that could not
     /// be read in a lazy pass).
     pub fn is_data_error(&self) -> bool {

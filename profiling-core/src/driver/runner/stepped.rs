@@ -426,16 +426,118 @@ pub(crate) fn run_paired<'p>(
     )
 }
 
+/// Where a side run in a process of its own ([`run_alone`]) has got: what
+/// it tells whoever paces it, and is told the next step in answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Built on its plan, its inputs prepared; its warmup not yet run.
+    Opened,
+    /// Its warmup run; its capture not yet begun.
+    Warmed,
+    /// Its last block of passes ran whole.
+    Ran,
+    /// A signal cut its last block: no pass should follow.
+    Stopped,
+    /// A pass failed: no pass follows.
+    Failed,
+}
+
+/// What a side run alone does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Run the warmup (after [`Step::Opened`]).
+    Warmup,
+    /// Run this many passes in a row, a block (after [`Step::Warmed`] or
+    /// [`Step::Ran`]).
+    Passes(u32),
+    /// End the capture and make the outcome of what ran.
+    End,
+    /// The other side failed before the paired passes: this one does not
+    /// run, and says why ([`RunError::not_run`]).
+    Abort {
+        other: &'static str,
+        because: &'static str,
+    },
+}
+
+/// One side of a paired run whose other side runs in another process
+/// (`profile-cli ab --against`): its warmup, then inside one capture range
+/// named `capture_range`, the blocks `pace` asks for, one at a time, its
+/// passes named after `side`. `pace` is told each step and answers with
+/// the next; the other process runs while this one waits for the answer.
+pub(crate) fn run_alone<'p>(
+    mut run: Box<dyn SteppedRun + 'p>,
+    side: PairSide,
+    capture_range: &str,
+    pace: &mut dyn FnMut(Step) -> Next,
+) -> Result<RunOutcome, RunError> {
+    let _passes = interrupt::Hold::new();
+    let abort = |other, because| Err(RunError::not_run(other, because, Phase::Run));
+    match pace(Step::Opened) {
+        Next::Abort { other, because } => return abort(other, because),
+        Next::End => return abort("the other side", "ended the pair before it began"),
+        Next::Warmup | Next::Passes(_) => {}
+    }
+    run.warmup()?;
+    let mut next = pace(Step::Warmed);
+    if let Next::Abort { other, because } = next {
+        return abort(other, because);
+    }
+    let capture_name = CString::new(capture_range).unwrap_or_else(|_| c"profile-target".into());
+    let (prefix, pass_name): (&[u8], _) = match side {
+        PairSide::Base => (b"base iteration ", "base iteration"),
+        PairSide::Candidate => (b"candidate iteration ", "candidate iteration"),
+    };
+    let mut name = IterationName::after(prefix);
+    let memory_mode =
+        super::Switch::set(run.attributes_memory(), crate::timing::recorder::set_memory);
+    let machine_start = Snapshot::now();
+    let capture = Capture::begin_expecting(run.expected_range_events());
+    let capture_started = now_ns();
+    let capture_range = PassRange::open(&capture_name);
+    let mut done = 0u32;
+    let mut failure = None;
+    while let Next::Passes(passes) = next {
+        let mut step = Step::Ran;
+        for _ in 0..passes {
+            match run.pass(name.format(done)) {
+                Ok(true) => done += 1,
+                Ok(false) => {
+                    step = Step::Stopped;
+                    break;
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    step = Step::Failed;
+                    break;
+                }
+            }
+        }
+        next = pace(step);
+        if step != Step::Ran {
+            break;
+        }
+    }
+    drop(capture_range);
+    let capture_ns = now_ns() - capture_started;
+    let log = capture.end();
+    drop(memory_mode);
+    let machine = (machine_start, Snapshot::now());
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    run.finish(&log, capture_ns, &machine).map(|mut outcome| {
+        outcome.capture.pass_name = pass_name;
+        outcome
+    })
+}
+
 /// The result of a side that did not run because `other` failed before
 /// the paired passes.
-fn not_run(other: &str) -> Result<RunOutcome, RunError> {
-    Err(RunError {
-        phase: Phase::Run,
-        record_id: None,
-        batch: None,
-        pass: Pass::Setup,
-        source: anyhow::anyhow!("not run: {other} failed before the paired passes"),
-        calls: Default::default(),
-        completed_iterations: 0,
-    })
+fn not_run(other: &'static str) -> Result<RunOutcome, RunError> {
+    Err(RunError::not_run(
+        other,
+        "failed before the paired passes",
+        Phase::Run,
+    ))
 }

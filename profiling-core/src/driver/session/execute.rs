@@ -136,9 +136,15 @@ pub fn execute_pair(
                     crate::driver::runner::run_paired(a, b, &base.0.config.capture_range, blocks);
                 [a, b]
             }
-            (a, b) => [a, b].map(|side| match side {
+            // A side that was built does not run when the other could
+            // not be: its error says so, and names the other side.
+            (a, b) => [(a, "the candidate"), (b, "the base")].map(|(side, other)| match side {
                 Some(Err(error)) => Err(error),
-                _ => unreachable_outcome(),
+                _ => Err(RunError::not_run(
+                    other,
+                    "could not be built",
+                    Phase::Construct,
+                )),
             }),
         }
     };
@@ -171,18 +177,41 @@ pub fn execute_pair(
     Ok([base, candidate])
 }
 
-/// The result of a side whose other side could not be built: it did not
-/// run either.
-fn unreachable_outcome() -> Result<RunOutcome, RunError> {
-    Err(RunError {
-        phase: Phase::Construct,
-        record_id: None,
-        batch: None,
-        pass: Pass::Setup,
-        source: anyhow::anyhow!("not run: the other side of the pair could not be built"),
-        calls: Default::default(),
-        completed_iterations: 0,
-    })
+/// One side of a paired run whose other side runs in another process
+/// (`profile-cli ab --against`): prepared, its records read, built, then
+/// paced block by block by `pace` (`runner::run_alone`) and written as a
+/// run of its own. No GPU time.
+pub fn execute_stepped(
+    planned: &Planned,
+    request: &RunRequest,
+    side: crate::driver::runner::PairSide,
+    pace: &mut dyn FnMut(crate::driver::runner::Step) -> crate::driver::runner::Next,
+) -> Result<RunReport, SessionError> {
+    check_takes_batches(planned)?;
+    let (mut run_plan, description, cache) = prepare(planned, None)?;
+    if let Records::Unread(source) = run_plan.records {
+        run_plan.records = Records::Eager(source.read_all()?);
+    }
+    run_plan.events = None;
+    let (claim, recovered) = claim_run_dir(planned)?;
+    let started_at = UtcTime::now().rfc3339();
+    let result = (planned.entry.open)(&run_plan).and_then(|run| {
+        crate::driver::runner::run_alone(run, side, &planned.config.capture_range, pace)
+    });
+    let finished_at = UtcTime::now().rfc3339();
+    let result = refusal_of(planned, result)?;
+    let ran = Ran {
+        result,
+        started_at,
+        finished_at,
+    };
+    Ok(written(
+        (planned, request),
+        description,
+        cache,
+        (claim, recovered),
+        ran,
+    ))
 }
 
 /// Claims the run id (when the run writes a directory) and puts right what

@@ -1,0 +1,441 @@
+//! The pair's process when its sides are two builds (`ab --against`):
+//! each side a process of its own (`step`), started with its
+//! [`StepSpec`], and paced in lock-step over pipes: both open (their
+//! records read, their targets built), the base warms up, then the
+//! candidate, then the blocks run one at a time, each side waiting while
+//! the other runs, in the seeded order of a pair run in one process.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use profiling_core::driver::interrupt;
+use profiling_core::driver::runner::PairSide;
+use profiling_core::driver::session::{Planned, RunRequest};
+
+use super::step::{StepEnd, StepSpec, MARK};
+use super::SideEnd;
+
+/// The two binaries of a pair run as two processes, and what they are
+/// called when said.
+pub(crate) struct Binaries {
+    pub base: PathBuf,
+    pub candidate: PathBuf,
+    pub base_label: String,
+    pub candidate_label: String,
+    /// What was built for them (worktrees, a lock), held until the pair
+    /// is done: a binary finds its targets' files in its worktree.
+    #[allow(dead_code)]
+    pub held: Option<Box<dyn std::any::Any>>,
+}
+
+impl Binaries {
+    /// Binaries given (`--base-binary`): the candidate this program
+    /// unless one is given too.
+    pub(crate) fn given(
+        base: PathBuf,
+        candidate: Option<PathBuf>,
+        labels: (Option<String>, Option<String>),
+    ) -> anyhow::Result<Binaries> {
+        let candidate = match candidate {
+            Some(candidate) => candidate,
+            None => std::env::current_exe()?,
+        };
+        Ok(Binaries {
+            base_label: labels.0.unwrap_or_else(|| base.display().to_string()),
+            candidate_label: labels.1.unwrap_or_else(|| "the working tree".to_owned()),
+            base,
+            candidate,
+            held: None,
+        })
+    }
+
+    pub(crate) fn base_named(&self) -> String {
+        self.base_label.clone()
+    }
+
+    pub(crate) fn candidate_named(&self) -> String {
+        self.candidate_label.clone()
+    }
+}
+
+/// The description of `planned`'s side of the pair, for its process.
+pub(super) fn spec(
+    planned: &Planned,
+    request: &RunRequest,
+    side: PairSide,
+    base: &Planned,
+) -> StepSpec {
+    let overrides = &request.overrides;
+    // The candidate runs the base's records and workload (as in one
+    // process): from the base's config, when its own is another.
+    let workload = (side == PairSide::Candidate
+        && (planned.config_path != base.config_path || planned.entry.name != base.entry.name))
+        .then(|| (base.entry.name.to_owned(), base.config_path.clone()));
+    StepSpec {
+        side: side.word().to_owned(),
+        target: planned.entry.name.to_owned(),
+        config: planned.config_path.clone(),
+        workload,
+        iterations: base.config.iterations,
+        warmup: overrides.warmup,
+        seed: overrides.seed,
+        memory: overrides.memory.and_then(|mode| {
+            serde_json::to_value(mode)
+                .ok()
+                .and_then(|value| value.as_str().map(str::to_owned))
+        }),
+        output_dir: overrides.output_dir.clone(),
+        default_output_dir: request.default_output_dir.clone(),
+        run_id: planned.run_id.clone(),
+        staged_in: planned.write_dir().to_path_buf(),
+        run_dir: planned.run_dir.clone(),
+        force: request.force,
+        command_line: request.command_line.clone(),
+        pair: request.pair.clone().expect("a side of a pair"),
+    }
+}
+
+/// One side's process.
+struct Side {
+    word: &'static str,
+    /// How the binary is named where it is said (`the base (at REV)`).
+    named: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Its last line, once said.
+    end: Option<StepEnd>,
+}
+
+/// What a side said.
+enum Said {
+    Step(String),
+    End,
+}
+
+impl Side {
+    fn start(
+        word: &'static str,
+        named: String,
+        binary: &Path,
+        spec: &StepSpec,
+    ) -> std::io::Result<Side> {
+        let spec = serde_json::to_string(spec).map_err(std::io::Error::other)?;
+        let mut child = Command::new(binary)
+            .args(["step", "--spec", &spec])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(Side {
+            word,
+            named,
+            child,
+            stdin,
+            stdout,
+            end: None,
+        })
+    }
+
+    /// Its next line of the protocol; what else it prints goes to
+    /// standard error. A process that ends without its last line ends as
+    /// a failure that says so.
+    fn hear(&mut self, err: &mut dyn Write) -> Said {
+        if self.end.is_some() {
+            return Said::End;
+        }
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match self.stdout.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let Some(said) = line.trim_end_matches('\n').strip_prefix(MARK) else {
+                let _ = err.write_all(line.as_bytes());
+                continue;
+            };
+            if let Some(end) = said.strip_prefix("end ") {
+                self.end =
+                    Some(
+                        serde_json::from_str(end).unwrap_or_else(|error| StepEnd::Refused {
+                            message: format!("{} said what cannot be read: {error}", self.named),
+                            code: crate::EXIT_TARGET_FAILED,
+                        }),
+                    );
+                return Said::End;
+            }
+            return Said::Step(said.to_owned());
+        }
+        let status = self.child.wait();
+        self.end = Some(StepEnd::Ended(SideEnd {
+            passes: Err(super::SideFailure {
+                message: format!(
+                    "{} ended without saying how ({})",
+                    self.named,
+                    status.map_or_else(|error| error.to_string(), |status| status.to_string())
+                ),
+                not_run: false,
+            }),
+            interrupted: None,
+            write_error: None,
+        }));
+        Said::End
+    }
+
+    /// Tells it `line`; a side that has ended is told nothing.
+    fn tell(&mut self, line: &str) {
+        if self.end.is_some() {
+            return;
+        }
+        if let Some(stdin) = &mut self.stdin {
+            if writeln!(stdin, "{line}")
+                .and_then(|()| stdin.flush())
+                .is_err()
+            {
+                self.stdin = None;
+            }
+        }
+    }
+
+    /// Tells it `line` and waits for its answer: true when it is `want`.
+    fn ask(&mut self, line: &str, want: &str, err: &mut dyn Write) -> bool {
+        self.tell(line);
+        matches!(self.hear(err), Said::Step(word) if word == want)
+    }
+
+    /// Ends it: its last line, its process waited for.
+    fn finish(mut self, err: &mut dyn Write) -> StepEnd {
+        self.tell("end");
+        // Its standard input closed: a side waiting for a line reads the end.
+        self.stdin = None;
+        while !matches!(self.hear(err), Said::End) {}
+        let _ = self.child.wait();
+        self.end.take().expect("heard to the end")
+    }
+}
+
+/// Runs the pair's two sides as two processes, `binaries` the base's and
+/// the candidate's, in `blocks`. A side refused before anything was
+/// written is said here, and its exit code returned.
+pub(super) fn run(
+    binaries: &Binaries,
+    [base_spec, candidate_spec]: [StepSpec; 2],
+    blocks: &[(PairSide, u32)],
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<[SideEnd; 2], u8>> {
+    // A first signal reaches the sides from the terminal: they stop after
+    // the call in progress, and this process waits to hear it.
+    let _hold = interrupt::Hold::new();
+    let mut base = Side::start("base", binaries.base_named(), &binaries.base, &base_spec)
+        .map_err(|error| anyhow::anyhow!("cannot run {}: {error}", binaries.base.display()))?;
+    let mut candidate = match Side::start(
+        "candidate",
+        binaries.candidate_named(),
+        &binaries.candidate,
+        &candidate_spec,
+    ) {
+        Ok(side) => side,
+        Err(error) => {
+            base.finish(err);
+            anyhow::bail!("cannot run {}: {error}", binaries.candidate.display());
+        }
+    };
+    // Both open; then each warms up alone, the base first.
+    let opened = [base.hear(err), candidate.hear(err)];
+    let opened = opened.map(|said| matches!(said, Said::Step(word) if word == "opened"));
+    if opened != [true, true] {
+        abort(&mut base, &mut candidate, opened, "built");
+    } else if !base.ask("warmup", "warmed", err) {
+        candidate.tell("abort base warmup");
+    } else if !candidate.ask("warmup", "warmed", err) {
+        base.tell("abort candidate warmup");
+    } else {
+        for &(side, passes) in blocks {
+            let running = match side {
+                PairSide::Base => &mut base,
+                PairSide::Candidate => &mut candidate,
+            };
+            if !running.ask(&format!("passes {passes}"), "ran", err) {
+                break;
+            }
+        }
+    }
+    let ends = [base, candidate].map(|side| (side.word, side.named.clone(), side.finish(err)));
+    // A signal that ended a side before its passes (while it read its
+    // records, say): nothing of the pair is kept.
+    let cut = ends
+        .iter()
+        .any(|(_, _, end)| matches!(end, StepEnd::Ended(end) if end.interrupted.is_some()));
+    if let (Some(signal), false) = (interrupt::received(), cut) {
+        interrupt::acknowledge();
+        writeln!(
+            err,
+            "interrupted by {} before the paired passes: the pair is not kept",
+            profiling_core::driver::manifest::signal_name(signal)
+        )?;
+        return Ok(Err(interrupt::exit_code(signal)));
+    }
+    let mut refused = None;
+    for (word, named, end) in &ends {
+        if let StepEnd::Refused { message, code } = end {
+            writeln!(err, "error: the {word} ({named}): {message}")?;
+            refused = Some(refused.unwrap_or(*code).max(*code));
+        }
+    }
+    if let Some(code) = refused {
+        return Ok(Err(code));
+    }
+    Ok(Ok(ends.map(|(_, _, end)| match end {
+        StepEnd::Ended(end) => end,
+        StepEnd::Refused { .. } => unreachable!("said above"),
+    })))
+}
+
+/// Tells the side that opened that the other could not be built.
+fn abort(base: &mut Side, candidate: &mut Side, opened: [bool; 2], why: &str) {
+    match opened {
+        [true, false] => base.tell(&format!("abort candidate {why}")),
+        [false, true] => candidate.tell(&format!("abort base {why}")),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    use profiling_core::driver::manifest::PairInfo;
+    use profiling_core::driver::runner::PairSide;
+
+    use super::{run, Binaries, StepSpec};
+
+    /// A side that speaks the protocol: says where it is, logs each line
+    /// it is told (with its name) to `log`, and ends with no passes. With
+    /// `die_after`, it ends without a last line once told that many lines.
+    fn fake_side(dir: &Path, name: &str, log: &Path, die_after: Option<u32>) -> PathBuf {
+        let script = dir.join(name);
+        let die = die_after.map_or(String::new(), |n| {
+            format!("  told=$((told + 1)); [ \"$told\" -ge {n} ] && exit 3\n")
+        });
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ntold=0\nsay() {{ printf '\\001ab %s\\n' \"$1\"; }}\n\
+                 echo 'what a target prints'\nsay opened\n\
+                 while read -r line; do\n  echo \"{name} $line\" >> '{log}'\n{die}\
+                 case \"$line\" in\n    warmup) say warmed ;;\n    passes*) say ran ;;\n    *) break ;;\n  esac\ndone\n\
+                 say 'end {{\"Ended\":{{\"passes\":{{\"Ok\":{{\"pass_ns\":[],\"call_ns\":[],\"ranges\":{{}}}}}},\"interrupted\":null,\"write_error\":null}}}}'\n",
+                log = log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
+    fn spec(side: &str) -> StepSpec {
+        StepSpec {
+            side: side.to_owned(),
+            target: "t".to_owned(),
+            config: None,
+            workload: None,
+            iterations: 4,
+            warmup: None,
+            seed: None,
+            memory: None,
+            output_dir: None,
+            default_output_dir: None,
+            run_id: "pair".to_owned(),
+            staged_in: PathBuf::from("/nonexistent"),
+            run_dir: PathBuf::from("/nonexistent"),
+            force: false,
+            command_line: Vec::new(),
+            pair: PairInfo {
+                id: "pair".to_owned(),
+                side: side.to_owned(),
+                other_target: "t".to_owned(),
+                blocks: Vec::new(),
+            },
+        }
+    }
+
+    fn binaries(base: PathBuf, candidate: PathBuf) -> Binaries {
+        Binaries::given(
+            base,
+            Some(candidate),
+            (Some("base".to_owned()), Some("candidate".to_owned())),
+        )
+        .unwrap()
+    }
+
+    /// The base warms up before the candidate, then the blocks run one at
+    /// a time in the pair's order, each side told only its own; both are
+    /// ended; what a side prints outside the protocol is passed on.
+    #[test]
+    fn the_sides_are_paced_one_block_at_a_time_in_the_pair_s_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let sides = binaries(
+            fake_side(dir.path(), "base", &log, None),
+            fake_side(dir.path(), "candidate", &log, None),
+        );
+        let blocks = [
+            (PairSide::Candidate, 2),
+            (PairSide::Base, 2),
+            (PairSide::Base, 1),
+            (PairSide::Candidate, 1),
+        ];
+        let mut err = Vec::new();
+        let ends = run(&sides, [spec("base"), spec("candidate")], &blocks, &mut err)
+            .unwrap()
+            .unwrap_or_else(|code| panic!("{code}: {}", String::from_utf8_lossy(&err)));
+        assert!(ends.iter().all(|end| end.passes.is_ok()));
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "base warmup\ncandidate warmup\ncandidate passes 2\nbase passes 2\nbase passes 1\ncandidate passes 1\nbase end\ncandidate end\n"
+        );
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "what a target prints\nwhat a target prints\n"
+        );
+    }
+
+    /// A side that dies during the passes: no later block runs, the other
+    /// side is ended, and the dead one's end says it ended without saying
+    /// how, with its exit status.
+    #[test]
+    fn a_side_that_dies_ends_the_pair_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let sides = binaries(
+            fake_side(dir.path(), "base", &log, None),
+            fake_side(dir.path(), "candidate", &log, Some(2)),
+        );
+        let blocks = [
+            (PairSide::Base, 1),
+            (PairSide::Candidate, 1),
+            (PairSide::Candidate, 1),
+            (PairSide::Base, 1),
+        ];
+        let mut err = Vec::new();
+        let [base, candidate] = run(&sides, [spec("base"), spec("candidate")], &blocks, &mut err)
+            .unwrap()
+            .unwrap();
+        assert!(base.passes.is_ok());
+        let failure = candidate.passes.unwrap_err();
+        assert!(!failure.not_run);
+        assert_eq!(
+            failure.message,
+            "candidate ended without saying how (exit status: 3)"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "base warmup\ncandidate warmup\nbase passes 1\ncandidate passes 1\nbase end\n"
+        );
+    }
+}
