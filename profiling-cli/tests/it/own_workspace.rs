@@ -418,6 +418,82 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         assert!(pair.join(file).is_file(), "{file}: {ab}");
     }
 
+    // `ab --against REV`: the committed workspace against the working
+    // tree, each built binary a process of its own. The base is built at
+    // REV in a worktree beside the workspace, which is gone after.
+    git_in(&ws, &["add", "-A"]);
+    git_in(&ws, &["commit", "-q", "-m", "the snippets"]);
+    let head = git_in(&ws, &["rev-parse", "HEAD"]);
+    let target = ws.join("inference_profiling/snippets/dbl/target.rs");
+    let source = std::fs::read_to_string(&target).unwrap();
+    std::fs::write(&target, format!("{source}\n// changed, not committed\n")).unwrap();
+    let against = |id: &str| {
+        profile_cli_in(
+            &ws,
+            &[
+                "ab",
+                "dbl",
+                "--against",
+                "HEAD",
+                "--iterations",
+                "12",
+                "--block-passes",
+                "1",
+                "--ab-id",
+                id,
+                "--json",
+            ],
+        )
+    };
+    let commits = against("commits");
+    assert_eq!(commits.code, Some(0), "{commits}");
+    assert!(
+        commits.stderr.contains(&format!(
+            "ab: building the base at HEAD ({}) in {}",
+            &head[..12],
+            place.0.join(".ws.ab-base").display()
+        )),
+        "{commits}"
+    );
+    assert!(
+        commits.stderr.contains(&format!(
+            "ab: the base is HEAD ({}), the candidate the working tree: each a process of its own, in lock-step",
+            &head[..12]
+        )),
+        "{commits}"
+    );
+    let document: serde_json::Value = serde_json::from_str(&commits.stdout).unwrap();
+    let comparison = &document["comparisons"][0];
+    assert_eq!(comparison["pairing"]["pairs"], 12, "{comparison}");
+    assert_eq!(comparison["pairing"]["processes"], 2, "{comparison}");
+    let pair = ws.join("inference_profiling/snippets/dbl/runs/commits");
+    let manifest = |side: &str| -> serde_yaml::Value {
+        serde_yaml::from_str(
+            &std::fs::read_to_string(pair.join(side).join("manifest.yaml")).unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(manifest("base")["git_commit"], head.as_str());
+    assert_eq!(manifest("base")["git_dirty"], false);
+    assert_eq!(manifest("candidate")["git_commit"], head.as_str());
+    assert_eq!(manifest("candidate")["git_dirty"], true);
+    assert!(!place.0.join(".ws.ab-base").exists(), "{commits}");
+    assert_eq!(git_in(&ws, &["worktree", "list"]).lines().count(), 1);
+    // The second pair at the same revision builds nothing again.
+    let again = against("again");
+    assert_eq!(again.code, Some(0), "{again}");
+    assert!(!again.stderr.contains("Compiling"), "{again}");
+    // A revision that is not one.
+    let unknown = profile_cli_in(&ws, &["ab", "dbl", "--against", "no-such-branch"]);
+    assert_eq!(unknown.code, Some(2), "{unknown}");
+    assert!(
+        unknown
+            .stderr
+            .contains("error: --against no-such-branch: no such revision in"),
+        "{unknown}"
+    );
+    std::fs::write(&target, source).unwrap();
+
     // A crate that declares the program's global allocator, as services
     // do: `new` takes the counting allocator out of the binary (a program
     // has one) and says so; the binary links, runs, and says that memory
@@ -461,4 +537,53 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
             .contains("memory attribution is unavailable in this binary"),
         "{memory}"
     );
+    // A target the revision does not have: its side says so.
+    let missing = profile_cli_in(&ws, &["ab", "sq", "--against", "HEAD", "--iterations", "4"]);
+    assert_eq!(missing.code, Some(2), "{missing}");
+    assert!(
+        missing
+            .stderr
+            .contains(&format!("error: the base (HEAD ({}))", &head[..12]))
+            && missing.stderr.contains("sq"),
+        "{missing}"
+    );
+    // A revision that does not build: the compiler's first error, exit 2,
+    // and no worktree left.
+    std::fs::write(
+        ws.join("app/src/lib.rs"),
+        format!("{APP_LIB}\npub fn broken( {{}}\n"),
+    )
+    .unwrap();
+    git_in(&ws, &["commit", "-q", "-a", "-m", "broken"]);
+    std::fs::write(ws.join("app/src/lib.rs"), APP_LIB).unwrap();
+    let broken = profile_cli_in(&ws, &["ab", "dbl", "--against", "HEAD"]);
+    assert_eq!(broken.code, Some(2), "{broken}");
+    assert!(
+        broken.stderr.contains("error: the base at HEAD (")
+            && broken.stderr.contains("does not build (`cargo build --release -p profiling-snippets --bin profile`): error"),
+        "{broken}"
+    );
+    assert!(!place.0.join(".ws.ab-base").exists(), "{broken}");
+    assert_eq!(git_in(&ws, &["worktree", "list"]).lines().count(), 1);
+}
+
+/// `git ARGS` in `dir` as a user with a name and address; its output.
+fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Profiler",
+            "-c",
+            "user.email=profiler@localhost",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
