@@ -185,6 +185,7 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
             package: package.clone(),
             bin: "profile".to_owned(),
             features: Vec::new(),
+            release: true,
         };
         let mut err = std::io::stderr().lock();
         let built = match crate::ab::prepare_against(

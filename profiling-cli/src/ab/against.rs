@@ -28,6 +28,20 @@ pub(crate) struct BuildTarget {
     pub package: String,
     pub bin: String,
     pub features: Vec<String>,
+    /// `--release`, else cargo's `dev` profile: the candidate's, so that
+    /// both sides are built alike.
+    pub release: bool,
+}
+
+impl BuildTarget {
+    /// The profile's directory under a target directory.
+    fn profile_dir(&self) -> &'static str {
+        if self.release {
+            "release"
+        } else {
+            "debug"
+        }
+    }
 }
 
 impl BuildTarget {
@@ -45,6 +59,7 @@ impl BuildTarget {
             package: "profiling-cli".to_owned(),
             bin: "profile-cli".to_owned(),
             features,
+            release: !cfg!(debug_assertions),
         }
     }
 }
@@ -216,13 +231,14 @@ pub(crate) fn prepare(
             }
         }
     }
-    let builds = match target_directory(&workspace) {
-        Ok(target) => target.join("ab-against"),
+    let target = match target_directory(&workspace) {
+        Ok(target) => target,
         Err(message) => {
             writeln!(err, "error: --against: {message}")?;
             return Ok(Err(crate::EXIT_USAGE));
         }
     };
+    let builds = target.join("ab-against");
     std::fs::create_dir_all(&builds)
         .map_err(|error| anyhow::anyhow!("{}: {error}", builds.display()))?;
     let lock = lock(&builds.join("lock"), err)?;
@@ -231,6 +247,12 @@ pub(crate) fn prepare(
         |n| n.to_string_lossy().into_owned(),
     );
     let parent = top.parent().unwrap_or(&top).to_path_buf();
+    if !build.release {
+        writeln!(
+            err,
+            "note: this program is a debug build: the base is built as one too, so that the two sides are built alike (a release build, as `cargo build --release` makes, times what ships)"
+        )?;
+    }
     let mut worktrees = Vec::new();
     let mut binaries = Vec::new();
     for ((side, _, rev), commit) in revisions.into_iter().zip(&commits) {
@@ -243,6 +265,16 @@ pub(crate) fn prepare(
             }
         };
         let side_dir = builds.join(side);
+        // Only a release build is copied: a debug target directory holds
+        // every test's build too, gigabytes, and a dev build is quick.
+        if build.release {
+            seed(
+                &target.join("release"),
+                &side_dir.join("target/release"),
+                side,
+                err,
+            )?;
+        }
         let record = side_dir.join("sources.tsv");
         let entries = tree_entries(&tree).unwrap_or_default();
         restore_times(&tree, &entries, &record);
@@ -263,14 +295,9 @@ pub(crate) fn prepare(
             .join(profiling_extract::workspace::PROFILING_DIR);
         let mut command = profiling_extract::workspace::cargo_for_snippets(&krate);
         command
-            .args([
-                "build",
-                "--release",
-                "-p",
-                &build.package,
-                "--bin",
-                &build.bin,
-            ])
+            .arg("build")
+            .args(build.release.then_some("--release"))
+            .args(["-p", &build.package, "--bin", &build.bin])
             .arg("--manifest-path")
             .arg(&manifest)
             .env("CARGO_TARGET_DIR", side_dir.join("target"));
@@ -290,8 +317,10 @@ pub(crate) fn prepare(
         if let Err(first_error) = built {
             writeln!(
                 err,
-                "error: the {side} at {label} does not build (`cargo build --release -p {} --bin {}`): {first_error}",
-                build.package, build.bin
+                "error: the {side} at {label} does not build (`cargo build{} -p {} --bin {}`): {first_error}",
+                if build.release { " --release" } else { "" },
+                build.package,
+                build.bin
             )?;
             return Ok(Err(crate::EXIT_USAGE));
         }
@@ -301,7 +330,13 @@ pub(crate) fn prepare(
             "ab: built the {side} at {label} in {:.1} s",
             started.elapsed().as_secs_f64()
         )?;
-        binaries.push((side_dir.join("target/release").join(&build.bin), label));
+        binaries.push((
+            side_dir
+                .join("target")
+                .join(build.profile_dir())
+                .join(&build.bin),
+            label,
+        ));
         worktrees.push(worktree);
     }
     let mut binaries = binaries.into_iter();
@@ -312,6 +347,50 @@ pub(crate) fn prepare(
         _lock: lock,
         _hold: hold,
     }))
+}
+
+/// The first build of a side starts from what the workspace's own
+/// release build compiled (`from`, when there is one): its dependencies,
+/// compiled with the same profile, are then not compiled again. Copied
+/// with their modification times, so that cargo finds the outputs of
+/// unchanged dependencies up to date, and older than the worktree's
+/// checked-out files, whose crates it rebuilds. A copy that fails leaves
+/// a cold build, which is slower, not wrong.
+fn seed(from: &Path, to: &Path, side: &str, err: &mut dyn Write) -> std::io::Result<()> {
+    if to.exists() || !from.join(".fingerprint").is_dir() {
+        return Ok(());
+    }
+    writeln!(
+        err,
+        "ab: the {side}'s first build starts from the dependencies built in {}",
+        from.display()
+    )?;
+    let partial = to.with_extension("seeding");
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir_all(&partial)?;
+    let copied = [".fingerprint", "build", "deps"]
+        .into_iter()
+        .filter(|dir| from.join(dir).is_dir())
+        .all(|dir| {
+            Command::new("cp")
+                .arg("-a")
+                .arg(from.join(dir))
+                .arg(partial.join(dir))
+                .stdin(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success())
+        });
+    if copied {
+        std::fs::rename(&partial, to)?;
+    } else {
+        let _ = std::fs::remove_dir_all(&partial);
+        writeln!(
+            err,
+            "ab: could not copy {} (the {side} is built from the start)",
+            from.display()
+        )?;
+    }
+    Ok(())
 }
 
 /// Where cargo builds the workspace: its target directory.

@@ -106,6 +106,8 @@ struct Side {
     stdout: BufReader<ChildStdout>,
     /// Its last line, once said.
     end: Option<StepEnd>,
+    /// Whether it has said a line of the protocol.
+    spoke: bool,
 }
 
 /// What a side said.
@@ -137,6 +139,7 @@ impl Side {
             stdin,
             stdout,
             end: None,
+            spoke: false,
         })
     }
 
@@ -158,6 +161,7 @@ impl Side {
                 let _ = err.write_all(line.as_bytes());
                 continue;
             };
+            self.spoke = true;
             if let Some(end) = said.strip_prefix("end ") {
                 self.end =
                     Some(
@@ -171,13 +175,21 @@ impl Side {
             return Said::Step(said.to_owned());
         }
         let status = self.child.wait();
+        let status = status.map_or_else(|error| error.to_string(), |status| status.to_string());
+        if !self.spoke {
+            // A binary that does not know `step`: one built at a revision
+            // from before `ab --against`, or another program.
+            self.end = Some(StepEnd::Refused {
+                message: format!(
+                    "it ended before it said a word of the pair's protocol ({status}): a binary built before `ab --against` existed cannot be a side of one"
+                ),
+                code: crate::EXIT_USAGE,
+            });
+            return Said::End;
+        }
         self.end = Some(StepEnd::Ended(SideEnd {
             passes: Err(super::SideFailure {
-                message: format!(
-                    "{} ended without saying how ({})",
-                    self.named,
-                    status.map_or_else(|error| error.to_string(), |status| status.to_string())
-                ),
+                message: format!("{} ended without saying how ({status})", self.named),
                 not_run: false,
             }),
             interrupted: None,
@@ -436,6 +448,41 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&log).unwrap(),
             "base warmup\ncandidate warmup\nbase passes 1\ncandidate passes 1\nbase end\n"
+        );
+    }
+
+    /// A binary that does not know the protocol (one built before it, as
+    /// a base at an old revision is): refused with exit 2, saying why,
+    /// and the other side is ended.
+    #[test]
+    fn a_binary_that_does_not_speak_the_protocol_is_refused_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let old = dir.path().join("old");
+        std::fs::write(
+            &old,
+            "#!/bin/sh\necho \"error: unrecognized subcommand 'step'\" >&2\nexit 2\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let sides = binaries(old, fake_side(dir.path(), "candidate", &log, None));
+        let mut err = Vec::new();
+        let refused = run(
+            &sides,
+            [spec("base"), spec("candidate")],
+            &[(PairSide::Base, 1), (PairSide::Candidate, 1)],
+            &mut err,
+        )
+        .unwrap();
+        assert_eq!(refused.err(), Some(crate::EXIT_USAGE));
+        let said = String::from_utf8(err).unwrap();
+        assert!(
+            said.contains("error: the base (base): it ended before it said a word of the pair's protocol (exit status: 2): a binary built before `ab --against` existed cannot be a side of one"),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "candidate abort base built\n"
         );
     }
 }
