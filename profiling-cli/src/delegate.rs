@@ -159,6 +159,16 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
             "error: `cargo build --release -p {package} --bin profile --manifest-path {}` failed (above)",
             manifest.display()
         );
+        // The candidate of `ab --against` is the working tree: one that
+        // does not build cannot be judged, which `git bisect run` is told
+        // with 125 (skip this revision).
+        if crate::ab::against_of(args).is_some() {
+            eprintln!(
+                "note: the working tree does not build: exit {} (`git bisect run` skips this revision)",
+                crate::EXIT_CANNOT_TEST
+            );
+            return Some(crate::EXIT_CANNOT_TEST);
+        }
         return Some(1);
     };
     if built.compiled && built.hidden_warnings > 0 {

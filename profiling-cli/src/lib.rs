@@ -27,6 +27,9 @@ pub const EXIT_USAGE: u8 = 2;
 /// Exit code: `ab --accept`'s gates could not decide (an interval
 /// straddles a threshold); a gate that failed is `compare::EXIT_REGRESSION`.
 pub const EXIT_INCONCLUSIVE: u8 = 4;
+/// Exit code: `ab --against`'s candidate, the working tree, does not
+/// build; what `git bisect run` takes as "skip this revision".
+pub const EXIT_CANNOT_TEST: u8 = 125;
 
 mod ab;
 #[cfg(feature = "full")]
@@ -255,8 +258,10 @@ pub(crate) enum Command {
     /// `run` writes them), paired.json (every pass in order) and report.html (the comparison
     /// page); prints the comparison as `compare` does (--json, --markdown).
     ///
-    /// Exit codes: 0 compared; 1 a side failed; 2 bad usage, config or data; 3 a regression with
-    /// --fail-on-regression.
+    /// Exit codes: 0 compared (--accept: accepted); 1 a side failed; 2 bad usage, config or
+    /// data, or a base revision that does not build; 3 a regression with --fail-on-regression, or
+    /// --accept rejected; 4 --accept inconclusive; 125 with --against in a workspace of one's own,
+    /// the working tree does not build (so that `git bisect run` skips the revision).
     Ab(ab::AbArgs),
     /// The profiles of this build and their runs directories, as JSON: what `profile-cli
     /// compare`, `report` and `baselines` read a profiling binary's runs with.

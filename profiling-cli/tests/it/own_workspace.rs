@@ -421,6 +421,9 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     // `ab --against REV`: the committed workspace against the working
     // tree, each built binary a process of its own. The base is built at
     // REV in a worktree beside the workspace, which is gone after.
+    // Its first build starts from the workspace's release build: the
+    // dependencies are not compiled again.
+    let _ = std::fs::remove_dir_all(workspace_root().join("target/snippet-check/ab-against"));
     git_in(&ws, &["add", "-A"]);
     git_in(&ws, &["commit", "-q", "-m", "the snippets"]);
     let head = git_in(&ws, &["rev-parse", "HEAD"]);
@@ -462,10 +465,25 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         )),
         "{commits}"
     );
+    assert!(
+        commits.stderr.contains(&format!(
+            "ab: the base's first build starts from the dependencies built in {}",
+            workspace_root()
+                .join("target/snippet-check/release")
+                .display()
+        )) && !commits.stderr.contains("Compiling profiling-core")
+            && commits.stderr.contains("Compiling profiling-snippets"),
+        "{commits}"
+    );
     let document: serde_json::Value = serde_json::from_str(&commits.stdout).unwrap();
     let comparison = &document["comparisons"][0];
     assert_eq!(comparison["pairing"]["pairs"], 12, "{comparison}");
     assert_eq!(comparison["pairing"]["processes"], 2, "{comparison}");
+    assert_eq!(
+        comparison["differences"],
+        serde_json::json!([]),
+        "{comparison}"
+    );
     let pair = ws.join("inference_profiling/snippets/dbl/runs/commits");
     let manifest = |side: &str| -> serde_yaml::Value {
         serde_yaml::from_str(
@@ -492,7 +510,71 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
             .contains("error: --against no-such-branch: no such revision in"),
         "{unknown}"
     );
-    std::fs::write(&target, source).unwrap();
+    std::fs::write(&target, &source).unwrap();
+
+    // `git bisect run` over four commits: one unchanged, one that makes
+    // the copy 100 times slower (the first bad one), one whose workspace
+    // does not build (skipped: 125), one that builds again.
+    let good = head.clone();
+    let app = ws.join("app/src/lib.rs");
+    std::fs::write(
+        &app,
+        format!("{APP_LIB}\n/// Unused.\npub fn unused() {{}}\n"),
+    )
+    .unwrap();
+    git_in(&ws, &["commit", "-q", "-a", "-m", "unchanged"]);
+    let doubling = "values.iter().map(|v| v * 2.0).collect()";
+    assert!(source.contains(doubling), "{source}");
+    std::fs::write(
+        &target,
+        source.replacen(
+            doubling,
+            &format!("{{ let start = std::time::Instant::now(); while start.elapsed() < std::time::Duration::from_micros(150) {{ std::hint::spin_loop(); }} {doubling} }}"),
+            1,
+        ),
+    )
+    .unwrap();
+    git_in(&ws, &["commit", "-q", "-a", "-m", "slower"]);
+    let slower = git_in(&ws, &["rev-parse", "HEAD"]);
+    std::fs::write(&app, format!("{APP_LIB}\npub fn broken( {{}}\n")).unwrap();
+    git_in(&ws, &["commit", "-q", "-a", "-m", "does not build"]);
+    let unbuildable = git_in(&ws, &["rev-parse", "HEAD"]);
+    std::fs::write(&app, APP_LIB).unwrap();
+    git_in(&ws, &["commit", "-q", "-a", "-m", "builds again"]);
+    git_in(&ws, &["bisect", "start", "HEAD", &good]);
+    let bisect = nested_cargo(
+        Command::new("git")
+            .args(["bisect", "run"])
+            .arg(env!("CARGO_BIN_EXE_profile-cli"))
+            .args(["ab", "dbl", "--against", &good, "--accept", "p50<=+50%"])
+            .args(["--iterations", "40", "--block-passes", "2"])
+            .current_dir(&ws),
+    )
+    .output()
+    .unwrap();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&bisect.stdout),
+        String::from_utf8_lossy(&bisect.stderr)
+    );
+    git_in(&ws, &["bisect", "reset", "-q"]);
+    assert!(bisect.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("{slower} is the first bad commit")),
+        "{said}"
+    );
+    assert!(said.contains("verdict: reject"), "{said}");
+    // The revision that does not build, checked out: 125, skip it.
+    git_in(&ws, &["checkout", "-q", &unbuildable]);
+    let skipped = profile_cli_in(&ws, &["ab", "dbl", "--against", &good]);
+    git_in(&ws, &["checkout", "-q", "-"]);
+    assert_eq!(skipped.code, Some(125), "{skipped}");
+    assert!(
+        skipped.stderr.contains(
+            "note: the working tree does not build: exit 125 (`git bisect run` skips this revision)"
+        ),
+        "{skipped}"
+    );
 
     // A crate that declares the program's global allocator, as services
     // do: `new` takes the counting allocator out of the binary (a program
