@@ -281,7 +281,12 @@ pub(crate) fn prepare(
         // Rewritten once this build succeeds: until then, the target
         // directory may hold what a build of other files made.
         let _ = std::fs::remove_file(&record);
-        let label = format!("{rev} ({})", short(commit));
+        // A commit named by its id is named once.
+        let label = if commit.starts_with(&rev.to_ascii_lowercase()) {
+            short(commit).to_owned()
+        } else {
+            format!("{rev} ({})", short(commit))
+        };
         writeln!(
             err,
             "ab: building the {side} at {label} in {} (cargo's output in {})",
