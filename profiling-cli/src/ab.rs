@@ -786,6 +786,9 @@ fn run_pair(
         "ab: {} against {}, {iterations} passes each in blocks of {size}, alternated",
         base.entry.name, candidate.entry.name
     )?;
+    // From here a first signal lets the pair's process end the sides and
+    // say so, whenever it comes.
+    let _held = across.map(|_| profiling_core::driver::interrupt::Hold::new());
     if let Some(binaries) = across {
         writeln!(
             err,

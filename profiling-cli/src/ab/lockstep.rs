@@ -242,8 +242,32 @@ pub(super) fn run(
     // A first signal reaches the sides from the terminal: they stop after
     // the call in progress, and this process waits to hear it.
     let _hold = interrupt::Hold::new();
-    let mut base = Side::start("base", binaries.base_named(), &binaries.base, &base_spec)
-        .map_err(|error| anyhow::anyhow!("cannot run {}: {error}", binaries.base.display()))?;
+    // A signal before the sides run, or one that made starting a side
+    // fail (a `fork` it interrupted): said, and nothing is kept.
+    let interrupted = |err: &mut dyn Write| -> anyhow::Result<Option<u8>> {
+        let Some(signal) = interrupt::received() else {
+            return Ok(None);
+        };
+        interrupt::acknowledge();
+        writeln!(
+            err,
+            "interrupted by {} before the paired passes: the pair is not kept",
+            profiling_core::driver::manifest::signal_name(signal)
+        )?;
+        Ok(Some(interrupt::exit_code(signal)))
+    };
+    if let Some(code) = interrupted(err)? {
+        return Ok(Err(code));
+    }
+    let mut base = match Side::start("base", binaries.base_named(), &binaries.base, &base_spec) {
+        Ok(side) => side,
+        Err(error) => {
+            if let Some(code) = interrupted(err)? {
+                return Ok(Err(code));
+            }
+            anyhow::bail!("cannot run {}: {error}", binaries.base.display());
+        }
+    };
     let mut candidate = match Side::start(
         "candidate",
         binaries.candidate_named(),
@@ -253,9 +277,13 @@ pub(super) fn run(
         Ok(side) => side,
         Err(error) => {
             base.finish(err);
+            if let Some(code) = interrupted(err)? {
+                return Ok(Err(code));
+            }
             anyhow::bail!("cannot run {}: {error}", binaries.candidate.display());
         }
     };
+    let mut blocks_run = 0;
     // Both open; then each warms up alone, the base first.
     let opened = [base.hear(err), candidate.hear(err)];
     let opened = opened.map(|said| matches!(said, Said::Step(word) if word == "opened"));
@@ -267,6 +295,11 @@ pub(super) fn run(
         base.tell("abort candidate warmup");
     } else {
         for &(side, passes) in blocks {
+            // A signal this process alone was sent (a SIGTERM to it, not
+            // to the terminal's group): no further block is started.
+            if interrupt::received().is_some() {
+                break;
+            }
             let running = match side {
                 PairSide::Base => &mut base,
                 PairSide::Candidate => &mut candidate,
@@ -274,6 +307,7 @@ pub(super) fn run(
             if !running.ask(&format!("passes {passes}"), "ran", err) {
                 break;
             }
+            blocks_run += 1;
         }
     }
     let ends = [base, candidate].map(|side| (side.word, side.named.clone(), side.finish(err)));
@@ -284,9 +318,14 @@ pub(super) fn run(
         .any(|(_, _, end)| matches!(end, StepEnd::Ended(end) if end.interrupted.is_some()));
     if let (Some(signal), false) = (interrupt::received(), cut) {
         interrupt::acknowledge();
+        let when = if blocks_run == 0 {
+            "before the paired passes".to_owned()
+        } else {
+            format!("after {blocks_run} of {} blocks", blocks.len())
+        };
         writeln!(
             err,
-            "interrupted by {} before the paired passes: the pair is not kept",
+            "interrupted by {} {when}: the pair is not kept",
             profiling_core::driver::manifest::signal_name(signal)
         )?;
         return Ok(Err(interrupt::exit_code(signal)));

@@ -127,3 +127,67 @@ fn a_refused_side_of_two_processes_says_which_and_why() {
         .unwrap_or_default();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// A SIGTERM sent to the pair's process alone (as a job runner or `kill`
+/// sends it, not to the terminal's group): no further block starts, both
+/// sides are ended, exit 143, and nothing of the pair is kept.
+#[test]
+fn a_sigterm_to_the_pair_alone_starts_no_further_block() {
+    use std::io::{BufRead, BufReader, Read};
+    let out = tempfile::tempdir().unwrap();
+    // Passes of milliseconds, thousands of them: the pair is far from
+    // its end when the signal comes, however the machine schedules.
+    let base = config(out.path(), "base", 1_000_000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+        .args(["ab", "cpu-work", "cpu-work"])
+        .args(["--base-binary", env!("CARGO_BIN_EXE_profile-cli")])
+        .args(["--output-dir", &out.path().display().to_string()])
+        .args(["--config", &base, "--ab-id", "cut", "--no-report"])
+        .args(["--iterations", "5000", "--block-passes", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    // Sent once the pair's process says that both sides are started.
+    loop {
+        let mut line = String::new();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "{said}");
+        said.push_str(&line);
+        if line.starts_with("ab: the base is") {
+            break;
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    stderr.read_to_string(&mut said).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{said}");
+    let line = said
+        .lines()
+        .find(|line| line.starts_with("interrupted by SIGTERM"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.ends_with(": the pair is not kept"), "{said}");
+    if let Some(counts) = line
+        .strip_prefix("interrupted by SIGTERM after ")
+        .and_then(|rest| rest.strip_suffix(" blocks: the pair is not kept"))
+    {
+        let (run, of) = counts.split_once(" of ").unwrap();
+        let (run, of): (u32, u32) = (run.parse().unwrap(), of.parse().unwrap());
+        assert!(run < of, "{said}");
+    } else {
+        assert_eq!(
+            line,
+            "interrupted by SIGTERM before the paired passes: the pair is not kept"
+        );
+    }
+    let runs = out.path().join("cpu-work/runs");
+    let left: Vec<_> = std::fs::read_dir(&runs)
+        .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}\n{said}");
+}
