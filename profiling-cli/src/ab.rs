@@ -503,7 +503,12 @@ fn judge_pair(
         }
     }
     if !args.no_report {
-        let html = crate::report::comparison_page(&[&base, &candidate], &comparisons, &options);
+        let html = crate::report::judged_comparison_page(
+            &[&base, &candidate],
+            &comparisons,
+            &options,
+            gates.as_deref(),
+        );
         let path = paired.dir.join(crate::report::REPORT_FILE);
         match crate::report::write_page(&path, &html) {
             Ok(path) => writeln!(err, "report: {}", session::absolute(&path).display())?,

@@ -171,7 +171,7 @@ pub(crate) fn record(
 }
 
 /// A gate's figure of one side in its metric's unit.
-fn figure(result: &GateResult, value: f64) -> String {
+pub(crate) fn figure(result: &GateResult, value: f64) -> String {
     use profiling_compare::gates::Metric;
     match result.gate.metric {
         Metric::Allocations => format!("{value:.1}"),

@@ -3,6 +3,7 @@
 //! ratios with their intervals, and the ratio chart.
 
 use maud::{html, Markup};
+use profiling_compare::gates::{self, GateOutcome, GateResult, GateVerdict};
 use profiling_compare::memory::CountVerdict;
 use profiling_compare::runs::LoadedRun;
 use profiling_compare::{Comparison, Options, Row, Side, Verdict};
@@ -165,11 +166,72 @@ fn comparison_row(row: &Row) -> Markup {
     }
 }
 
+/// The experiment of a pair judged by gates (`ab --accept`): the verdict,
+/// the hypothesis, each gate's figures, change, interval and result, as
+/// `experiment.md` records them.
+fn experiment_section(results: &[GateResult]) -> Markup {
+    let verdict = gates::verdict(results);
+    let verdict_class = match verdict {
+        GateVerdict::Accept => "verdict-faster",
+        GateVerdict::Reject => "verdict-slower",
+        GateVerdict::Inconclusive => "verdict-unclear",
+    };
+    let outcome = |outcome: GateOutcome| match outcome {
+        GateOutcome::Holds => ("holds", "verdict-faster"),
+        GateOutcome::Fails => ("fails", "verdict-slower"),
+        GateOutcome::Unclear => ("unclear", "verdict-unclear"),
+    };
+    html! {
+        section id="experiment" {
+            h2 { "Experiment: " span class=(verdict_class) data-verdict=(verdict.to_string()) { (verdict.to_string()) } }
+            p.lead {
+                "Agreed before measuring: the candidate is accepted when every gate holds, rejected when one fails, and the experiment is inconclusive when an interval straddles a threshold. The record is "
+                code { (crate::experiment::EXPERIMENT_FILE) } " beside this page."
+            }
+            table id="gates" {
+                thead {
+                    tr { th { "gate" } th { "base" } th { "candidate" } th { "change" } th { "95 % interval" } th { "result" } }
+                }
+                tbody {
+                    @for result in results {
+                        @let (word, class) = outcome(result.outcome);
+                        tr data-gate=(result.gate.text) {
+                            td { code { (result.gate.text) } }
+                            td { (result.base.map_or("-".to_owned(), |v| crate::experiment::figure(result, v))) }
+                            td { (result.candidate.map_or("-".to_owned(), |v| crate::experiment::figure(result, v))) }
+                            td { (result.change.map_or("-".to_owned(), |c| gates::format_change(&result.gate, c))) }
+                            td {
+                                @if let Some([low, high]) = result.interval {
+                                    "[" (gates::format_change(&result.gate, low)) ", " (gates::format_change(&result.gate, high)) "]"
+                                } @else { "-" }
+                            }
+                            td class=(class) {
+                                (word)
+                                @if let Some(note) = &result.note { ": " (note) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The page comparing `runs[0]` (the base) with each other run.
 pub fn comparison_page(
     runs: &[&LoadedRun],
     comparisons: &[Comparison],
     options: &Options,
+) -> String {
+    judged_comparison_page(runs, comparisons, options, None)
+}
+
+/// The page of a pair, with its experiment when gates judged it.
+pub fn judged_comparison_page(
+    runs: &[&LoadedRun],
+    comparisons: &[Comparison],
+    options: &Options,
+    gates: Option<&[GateResult]>,
 ) -> String {
     let base = runs[0];
     // As the comparisons label them (a paired run's sides say which they
@@ -193,6 +255,9 @@ pub fn comparison_page(
                 @if index > 0 { ", " }
                 code { (label) }
             }
+        }
+        @if let Some(results) = gates {
+            (experiment_section(results))
         }
         @for (index, comparison) in comparisons.iter().enumerate() {
             h2 { (comparison.base.label) " → " (comparison.candidate.label) }

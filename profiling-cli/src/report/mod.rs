@@ -22,7 +22,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use crate::summary::format_ns;
 
 pub use command::{report_command, ReportArgs};
-pub use comparison::comparison_page;
+pub use comparison::{comparison_page, judged_comparison_page};
 pub use run::{read_run, run_page, RunPage};
 pub use sweep::{sweep_page, write_sweep_page, SWEEP_PAGE_FILE};
 

@@ -114,6 +114,40 @@ fn comparison_page() -> &'static Path {
     page.as_ref().unwrap_or_else(|why| panic!("{why}"))
 }
 
+/// The page of a pair judged by gates: `ab` of `detection-pipeline`
+/// against itself, one gate that holds and one that fails (exit 3).
+fn experiment_page() -> &'static Path {
+    static PAGE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let page = PAGE.get_or_init(|| {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_browser_ab");
+        let _ = std::fs::remove_dir_all(&out);
+        let output = profile_cli(&[
+            "ab".as_ref(),
+            "detection-pipeline".as_ref(),
+            "detection-pipeline".as_ref(),
+            "--iterations".as_ref(),
+            "12".as_ref(),
+            "--block-passes".as_ref(),
+            "1".as_ref(),
+            "--output-dir".as_ref(),
+            out.as_os_str(),
+            "--ab-id".as_ref(),
+            "exp".as_ref(),
+            "--accept".as_ref(),
+            "p50<=+1000%, mean<=-99%".as_ref(),
+        ]);
+        if output.status.code() != Some(3) {
+            return Err(format!(
+                "profile-cli ab --accept exited with {:?}, not 3 (rejected):\n{}",
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        Ok(out.join("detection-pipeline/runs/exp/report.html"))
+    });
+    page.as_ref().unwrap_or_else(|why| panic!("{why}"))
+}
+
 /// The `path` of every entry of the manifest's `timings.range_tree`.
 fn range_paths(path: &Path) -> Vec<String> {
     let manifest: serde_yaml::Value =
@@ -253,9 +287,40 @@ fn the_comparison_page_has_its_table_chart_differences_and_a_flame_graph_per_run
     );
 }
 
-/// The run page, then the comparison page.
-fn pages() -> [&'static Path; 2] {
-    [&runs().run_page, comparison_page()]
+/// A pair judged by gates: its page says the verdict and each gate's
+/// result, as its `experiment.md` does.
+#[test]
+fn the_page_of_a_judged_pair_shows_its_experiment() {
+    let page = experiment_page();
+    let Some(browser) = Browser::or_skip() else {
+        return;
+    };
+    let rendered = browser.dump_dom(page);
+    let dom = Dom::parse(&rendered.dom);
+    let section = dom.by_id("section", "experiment");
+    let table = dom.by_id("table", "gates");
+    assert!(dom.is_inside(table, section));
+    assert_eq!(
+        dom.values_inside(table, "tr", "data-gate"),
+        ["p50<=+1000%", "mean<=-99%"]
+    );
+    assert_eq!(
+        dom.values_inside(section, "span", "data-verdict"),
+        ["reject"]
+    );
+    for text in ["Agreed before measuring", "holds", "fails"] {
+        assert!(rendered.dom.contains(text), "{text}");
+    }
+    // A pair's page without gates has none.
+    let plain = Dom::parse(&browser.dump_dom(comparison_page()).dom);
+    assert!(plain
+        .tagged("section")
+        .all(|s| plain.elements[s].attribute("id") != Some("experiment")));
+}
+
+/// The run page, the comparison page, and the page of a judged pair.
+fn pages() -> [&'static Path; 3] {
+    [&runs().run_page, comparison_page(), experiment_page()]
 }
 
 #[test]
