@@ -15,7 +15,8 @@
 //!
 //! [`targets`] registers `letterbox-preprocess`, `detection-postprocess` and
 //! `detection-pipeline` with `profile-cli`, [`work`] registers `cpu-work` (a
-//! fixed amount of CPU work, to see what a machine resolves) and `spin-and-sleep`
+//! fixed amount of CPU work, to see what a machine resolves), `memory-work` (a fixed
+//! amount of memory traffic, the same for code limited by memory) and `spin-and-sleep`
 //! (known time on the CPU and known time waiting, for Nsight's view of both), and with the `tch` feature
 //! `tensor_targets` registers `smoke-tensor`, `tiny-cnn` and `torchscript`; the snippets under
 //! `inference_profiling/snippets/` copy functions of this crate the way a

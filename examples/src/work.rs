@@ -1,6 +1,7 @@
 //! A fixed amount of CPU work, to measure how well this machine resolves
 //! a change: `cpu-work` does `rounds` steps of a serial integer chain in
-//! the range `work` and `steady_rounds` more in `steady`, nothing else.
+//! the range `work` and `steady_rounds` more in `steady`, nothing else;
+//! `memory-work` the same for memory: it reads `kib` KiB a call.
 //!
 //! With `allocations` above 0, `work` also allocates that many buffers of
 //! 1 KiB and frees them: a known change of allocations per pass for
@@ -189,5 +190,82 @@ impl ProfileTarget for SpinAndSleep {
             std::thread::sleep(std::time::Duration::from_micros(self.parameters.sleep_us));
         }
         Ok(end)
+    }
+}
+
+/// `target.parameters` of `memory-work`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryWorkParameters {
+    /// KiB of the buffer streamed in the range `stream`, once a call.
+    #[serde(default = "default_stream_kib")]
+    pub kib: u64,
+}
+
+/// 64 MiB: four times the last-level cache of most servers' cores'
+/// share, so that every pass reads from memory.
+fn default_stream_kib() -> u64 {
+    64 * 1024
+}
+
+/// Bytes between the words `memory-work` reads: one cache line.
+pub const LINE_BYTES: usize = 64;
+
+/// A fixed amount of memory traffic: `stream` reads one word of every
+/// cache line of a `kib` KiB buffer, filled once by the factory, so its
+/// time is the memory's: a thread slowed by other processes streaming
+/// memory stays on its core, where `cpu-work` would not be slowed at all.
+/// 1 % more `kib` is 1 % more lines read.
+#[derive(Debug)]
+pub struct MemoryWork {
+    buffer: Vec<u64>,
+}
+
+fn memory_work() -> anyhow::Result<MemoryWork> {
+    let parameters: MemoryWorkParameters = profiling_core::target::parameters()?;
+    if parameters.kib == 0 {
+        return Err(ParameterError::new("kib", "must be >= 1, got 0").into());
+    }
+    let words = usize::try_from(parameters.kib)
+        .ok()
+        .and_then(|kib| kib.checked_mul(1024 / 8))
+        .ok_or_else(|| ParameterError::new("kib", format!("{} is too large", parameters.kib)))?;
+    let buffer = (0..words as u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9))
+        .collect();
+    Ok(MemoryWork { buffer })
+}
+
+/// The sum of one word of every `LINE_BYTES` of `buffer`.
+#[inline(never)]
+pub fn stream(buffer: &[u64]) -> u64 {
+    buffer
+        .iter()
+        .step_by(LINE_BYTES / 8)
+        .fold(0u64, |sum, &word| sum.wrapping_add(word))
+}
+
+#[profile_target(name = "memory-work", factory = memory_work)]
+impl ProfileTarget for MemoryWork {
+    type Prepared = ();
+    type Output = u64;
+
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn run(&mut self, _: &()) -> anyhow::Result<u64> {
+        let _range = profiling_range("stream");
+        Ok(stream(std::hint::black_box(&self.buffer)))
+    }
+
+    fn summarize(&self, sum: &u64) -> Summary {
+        Summary::from([
+            (
+                "kib".to_owned(),
+                Value::from(self.buffer.len() as u64 * 8 / 1024),
+            ),
+            ("sum".to_owned(), Value::from(format!("{sum:016x}"))),
+        ])
     }
 }

@@ -4,13 +4,16 @@
 //! The workload is the built-in `cpu-work` target: a fixed number of
 //! dependent integer steps (not a wait for a clock, which would finish on
 //! time however much the load took from it). A candidate doing p % more
-//! work scales both of its ranges by 1 + p / 100.
+//! work scales both of its ranges by 1 + p / 100. With `--workload
+//! memory`, it is `memory-work`: a 64 MiB buffer read one cache line at a
+//! time, a candidate reading p % more.
 //!
 //! "Loaded" is two busy processes (this program, started again with
 //! `--busy`) switched on together and off together at random moments,
 //! every 0.5 to 3 s, for the whole phase: consecutive runs see different
-//! loads, and a paired run often sees the load change inside it. "Quiet"
-//! is no load started.
+//! loads, and a paired run often sees the load change inside it. With
+//! `--load memory` each busy process copies a 256 MiB buffer over and
+//! over instead of computing. "Quiet" is no load started.
 //!
 //! Each side runs `--iterations` measured passes (default 600, about
 //! 0.9 s quiet). Phases, each of `--tries` tries (default 20):
@@ -22,7 +25,9 @@
 //! - `smallest`: `ab` of candidates doing each of `--levels` % more work
 //!   (0 included: how often identical code is called slower), loaded and
 //!   quiet, with the noise threshold at 0 so that the statistics alone
-//!   decide; the smallest level called slower in 19 of 20 tries.
+//!   decide; the smallest level called slower in 19 of 20 tries;
+//! - `until-decided`: loaded, `ab --until-decided --budget BUDGET` (default
+//!   60s) of unchanged code and of a candidate doing `--change` % more.
 //!
 //! Every try's verdict of the pass goes to stderr as it comes; a Markdown
 //! summary goes to stdout; the runs are kept under `--out`.
@@ -48,12 +53,35 @@ struct Options {
     levels: Vec<f64>,
     phases: Vec<String>,
     seed: u64,
+    workload: Workload,
+    memory_load: bool,
+    budget: String,
 }
+
+#[derive(Clone, Copy, PartialEq)]
+enum Workload {
+    Cpu,
+    Memory,
+}
+
+impl Workload {
+    fn target(self) -> &'static str {
+        match self {
+            Workload::Cpu => "cpu-work",
+            Workload::Memory => "memory-work",
+        }
+    }
+}
+
+/// KiB `memory-work` reads a call in the base.
+const BASE_KIB: u64 = 64 * 1024;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--busy") {
-        busy();
+    match args.first().map(String::as_str) {
+        Some("--busy") => busy(),
+        Some("--busy-memory") => busy_memory(),
+        _ => {}
     }
     let options = parse(&args)?;
     std::fs::create_dir_all(&options.out)
@@ -70,7 +98,8 @@ fn main() -> anyhow::Result<()> {
             "unchanged" => experiment.unchanged()?,
             "slower" => experiment.slower()?,
             "smallest" => experiment.smallest()?,
-            other => bail!("unknown phase {other:?}: unchanged, slower or smallest"),
+            "until-decided" => experiment.until_decided()?,
+            other => bail!("unknown phase {other:?}: unchanged, slower, smallest or until-decided"),
         }
     }
     print!("{}", experiment.report);
@@ -91,6 +120,9 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         levels: vec![0.0, 0.5, 1.0, 2.0, 3.0],
         phases: vec!["unchanged".into(), "slower".into(), "smallest".into()],
         seed: 1,
+        workload: Workload::Cpu,
+        memory_load: false,
+        budget: "60s".to_owned(),
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -106,6 +138,21 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--iterations" => options.iterations = value()?.parse().context("--iterations")?,
             "--change" => options.change = value()?.parse().context("--change")?,
             "--seed" => options.seed = value()?.parse().context("--seed")?,
+            "--budget" => options.budget = value()?,
+            "--workload" => {
+                options.workload = match value()?.as_str() {
+                    "cpu" => Workload::Cpu,
+                    "memory" => Workload::Memory,
+                    other => bail!("--workload {other}: cpu or memory"),
+                }
+            }
+            "--load" => {
+                options.memory_load = match value()?.as_str() {
+                    "cpu" => false,
+                    "memory" => true,
+                    other => bail!("--load {other}: cpu or memory"),
+                }
+            }
             "--levels" => {
                 options.levels = value()?
                     .split(',')
@@ -119,7 +166,8 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--help" | "-h" => {
                 println!(
                     "ab-experiment [--cli PATH] [--out DIR] [--tries N] [--iterations N] [--change PERCENT] \
-                     [--levels P,P,...] [--phases unchanged,slower,smallest] [--seed N]"
+                     [--levels P,P,...] [--phases unchanged,slower,smallest,until-decided] [--seed N] \
+                     [--workload cpu|memory] [--load cpu|memory] [--budget 60s]"
                 );
                 std::process::exit(0);
             }
@@ -152,6 +200,22 @@ fn busy() -> ! {
     }
 }
 
+/// Copies 256 MiB over and over until the parent is gone: memory
+/// traffic, little computing.
+fn busy_memory() -> ! {
+    let parent = std::os::unix::process::parent_id();
+    let words = 256 * 1024 * 1024 / 8;
+    let source: Vec<u64> = (0..words as u64).collect();
+    let mut target = vec![0u64; words];
+    loop {
+        target.copy_from_slice(std::hint::black_box(&source));
+        std::hint::black_box(&target);
+        if std::os::unix::process::parent_id() != parent {
+            std::process::exit(0);
+        }
+    }
+}
+
 /// A small generator of the load's switching moments: the same seed, the
 /// same schedule.
 struct XorShift(u64);
@@ -174,7 +238,7 @@ struct Load {
 }
 
 impl Load {
-    fn start(seed: u64) -> anyhow::Result<Load> {
+    fn start(seed: u64, memory: bool) -> anyhow::Result<Load> {
         let exe = std::env::current_exe().context("cannot find this program to start the load")?;
         let stop = Arc::new(AtomicBool::new(false));
         let on = Arc::new(Mutex::new((0.0, 0.0)));
@@ -189,7 +253,7 @@ impl Load {
                     busy = (0..2)
                         .filter_map(|_| {
                             Command::new(&exe)
-                                .arg("--busy")
+                                .arg(if memory { "--busy-memory" } else { "--busy" })
                                 .stdin(Stdio::null())
                                 .stdout(Stdio::null())
                                 .spawn()
@@ -266,10 +330,16 @@ impl Experiment {
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
         self.report.push_str(&format!(
-            "ab-experiment: `cpu-work`, {} passes a side after {WARMUP} warmup, \
-             {} tries a figure, {cores} cores, load average at the start {}\n",
+            "ab-experiment: `{}`, {} passes a side after {WARMUP} warmup, \
+             {} tries a figure, {} load, {cores} cores, load average at the start {}\n",
+            self.options.workload.target(),
             self.options.iterations,
             self.options.tries,
+            if self.options.memory_load {
+                "memory-copying"
+            } else {
+                "computing"
+            },
             load.split_whitespace()
                 .take(3)
                 .collect::<Vec<_>>()
@@ -278,20 +348,27 @@ impl Experiment {
         Ok(())
     }
 
-    /// A config of `cpu-work` doing `1 + percent / 100` times the base's work.
+    /// A config of the workload doing `1 + percent / 100` times the base's work.
     fn config(&self, percent: f64) -> anyhow::Result<PathBuf> {
         let scale = 1.0 + percent / 100.0;
         let (rounds, steady) = BASE_ROUNDS;
-        let name = format!("cpu-work-{percent}.yaml");
+        let target = self.options.workload.target();
+        let parameters = match self.options.workload {
+            Workload::Cpu => format!(
+                "rounds: {}, steady_rounds: {}",
+                (rounds as f64 * scale).round() as u64,
+                (steady as f64 * scale).round() as u64
+            ),
+            Workload::Memory => format!("kib: {}", (BASE_KIB as f64 * scale).round() as u64),
+        };
+        let name = format!("{target}-{percent}.yaml");
         let path = self.options.out.join(name);
         std::fs::write(
             &path,
             format!(
-                "target: {{name: cpu-work, parameters: {{rounds: {}, steady_rounds: {}}}}}\n\
+                "target: {{name: {target}, parameters: {{{parameters}}}}}\n\
                  data_source: {{name: dummy, record_count: 1}}\n\
                  warmup: {WARMUP}\niterations: {}\n",
-                (rounds as f64 * scale).round() as u64,
-                (steady as f64 * scale).round() as u64,
                 self.options.iterations,
             ),
         )
@@ -310,8 +387,9 @@ impl Experiment {
             .stdin(Stdio::null())
             .output()
             .with_context(|| format!("cannot start {}", self.options.cli.display()))?;
-        // 0: compared; 3 would be a gate, which is not asked for.
-        if !output.status.success() {
+        // 0: compared; 4: not decided within the budget (--until-decided);
+        // 3 would be a gate, which is not asked for.
+        if !matches!(output.status.code(), Some(0 | 4)) {
             bail!(
                 "{} {} failed ({}):\n{}",
                 self.options.cli.display(),
@@ -344,7 +422,13 @@ impl Experiment {
                 &id,
                 "--no-report",
             ])?;
-            dirs.push(self.options.out.join("cpu-work/runs").join(id));
+            dirs.push(
+                self.options
+                    .out
+                    .join(self.options.workload.target())
+                    .join("runs")
+                    .join(id),
+            );
         }
         let (a, b) = (dirs[0].display().to_string(), dirs[1].display().to_string());
         let mut args = vec!["compare", &a, &b, "--json", "--color", "never"];
@@ -362,10 +446,11 @@ impl Experiment {
         let out = self.options.out.display().to_string();
         let id = self.run_id("ab");
         let (base, candidate) = (base.display().to_string(), candidate.display().to_string());
+        let target = self.options.workload.target();
         let mut args = vec![
             "ab",
-            "cpu-work",
-            "cpu-work",
+            target,
+            target,
             "--config",
             &base,
             "--candidate-config",
@@ -410,7 +495,7 @@ impl Experiment {
 
     fn unchanged(&mut self) -> anyhow::Result<()> {
         let same = self.config(0.0)?;
-        let load = Load::start(self.options.seed)?;
+        let load = Load::start(self.options.seed, self.options.memory_load)?;
         let compare = self.tries("unchanged compare", |e| e.sequential(&same, &same, &[]))?;
         let ab = self.tries("unchanged ab", |e| e.paired(&same, &same, &[]))?;
         let share = load.share();
@@ -428,7 +513,7 @@ impl Experiment {
     fn slower(&mut self) -> anyhow::Result<()> {
         let change = self.options.change;
         let (base, candidate) = (self.config(0.0)?, self.config(change)?);
-        let load = Load::start(self.options.seed + 1)?;
+        let load = Load::start(self.options.seed + 1, self.options.memory_load)?;
         let ab = self.tries(&format!("+{change} % ab"), |e| {
             e.paired(&base, &candidate, &[])
         })?;
@@ -464,7 +549,10 @@ impl Experiment {
             let mut cells = Vec::new();
             for (which, loaded) in [true, false].into_iter().enumerate() {
                 let load = if loaded {
-                    Some(Load::start(self.options.seed + 2 + level.to_bits())?)
+                    Some(Load::start(
+                        self.options.seed + 2 + level.to_bits(),
+                        self.options.memory_load,
+                    )?)
                 } else {
                     None
                 };
@@ -490,6 +578,32 @@ impl Experiment {
             word(smallest[0]),
             word(smallest[1])
         ));
+        Ok(())
+    }
+
+    fn until_decided(&mut self) -> anyhow::Result<()> {
+        let change = self.options.change;
+        let (base, candidate) = (self.config(0.0)?, self.config(change)?);
+        let budget = self.options.budget.clone();
+        let until = ["--until-decided", "--budget", budget.as_str()];
+        let load = Load::start(self.options.seed + 3, self.options.memory_load)?;
+        let started = std::time::Instant::now();
+        let same = self.tries("unchanged ab --until-decided", |e| {
+            e.paired(&base, &base, &until)
+        })?;
+        let slower = self.tries(&format!("+{change} % ab --until-decided"), |e| {
+            e.paired(&base, &candidate, &until)
+        })?;
+        let share = load.share();
+        drop(load);
+        self.section(
+            &format!(
+                "`ab --until-decided --budget {budget}`, loaded (load on {:.0} % of the time; {:.0} s a try on average)",
+                share * 100.0,
+                started.elapsed().as_secs_f64() / f64::from(2 * self.options.tries)
+            ),
+            &[("unchanged", &same), (&format!("{change} % more work"), &slower)],
+        );
         Ok(())
     }
 

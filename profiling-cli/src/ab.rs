@@ -26,8 +26,12 @@ use crate::decide::DecideArgs;
 mod against;
 mod lockstep;
 pub(crate) mod step;
+#[cfg(feature = "full")]
+mod until;
 use crate::outcome::{self, Outcome, Paired};
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+#[cfg(feature = "full")]
+pub(crate) use until::until_decided;
 
 /// Passes a side when neither `--iterations` nor the config asks for at
 /// least this many: fewer give too few block pairs for a verdict.
@@ -36,7 +40,7 @@ pub const MIN_PASSES: u32 = 40;
 /// Block pairs a run is cut into unless `--block-passes` says.
 const TARGET_PAIRS: u32 = 20;
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct AbArgs {
     /// The base target: a registered target's name.
     pub base: String,
@@ -121,6 +125,22 @@ pub struct AbArgs {
     /// gates, the verdict is accept or reject only when every repetition says so, else inconclusive.
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
+    /// Keep pairing in stages (ids AB_ID-1, AB_ID-2, ...; the first of --iterations passes, the
+    /// others sized to fill the budget) until the verdict is clear: with gates, accept or reject;
+    /// without, the pass faster, slower or no change. The stages are pooled and looked at no more
+    /// than K times (K fixed after the first stage from its time and the budget, at most 8), each
+    /// look at confidence 1 - (1 - C) / K and significance S / K, so that looking often does not
+    /// raise the error rate. A verdict still unclear when the budget is spent exits 4.
+    #[arg(long, conflicts_with = "repetitions")]
+    pub until_decided: bool,
+    /// With --until-decided: the time the stages may take, with a unit (default 60s): 90s, 5m,
+    /// 500ms. A stage is not started once it is spent.
+    #[arg(long, value_name = "DURATION", requires = "until_decided", value_parser = parse_budget)]
+    pub budget: Option<std::time::Duration>,
+    /// One stage of --until-decided: the pair's id is AB_ID-K (for the profile-cli that runs
+    /// this binary and judges the stages).
+    #[arg(long, value_name = "K", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub stage: Option<u32>,
     #[command(flatten)]
     pub decide: DecideArgs,
     /// Write what is left to do after the paired run into FILE (for the
@@ -135,6 +155,38 @@ pub struct AbArgs {
 
 #[cfg(feature = "full")]
 pub(crate) use against::{prepare as prepare_against, BuildTarget};
+
+/// Looks of `--until-decided` at most: each more one narrows every
+/// look's confidence level.
+pub const MAX_LOOKS: u32 = 8;
+
+/// `--budget`: a number and a unit (ms, s, m, h).
+fn parse_budget(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration: a number and a unit, like 60s or 2m"))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        "" => {
+            return Err(format!(
+                "`{text}` needs a unit: {text}s, {text}m or {text}ms"
+            ))
+        }
+        other => return Err(format!("unknown unit `{other}` in `{text}`: ms, s, m or h")),
+    };
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        return Err(format!("`{text}`: a budget is more than nothing"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
+}
 
 /// `--against REV` and `--candidate-rev REV` of an `ab` command line.
 #[cfg(feature = "full")]
@@ -203,9 +255,24 @@ pub(crate) fn ab_command(
             return Ok(EXIT_USAGE);
         }
     }
+    #[cfg(not(feature = "full"))]
+    if args.until_decided {
+        writeln!(
+            err,
+            "error: --until-decided: this binary does not judge pairs; run it through `profile-cli ab ... --until-decided`, which judges each stage"
+        )?;
+        return Ok(EXIT_USAGE);
+    }
+    // Stages are AB_ID-1, AB_ID-2, ...: a default id is one none of whose
+    // stages is taken.
+    let staged = args.until_decided || args.stage.is_some();
     let id = match &args.ab_id {
         Some(id) => id.clone(),
-        None => default_ab_id(&args, workspace_root, args.repetitions),
+        None => default_ab_id(
+            &args,
+            workspace_root,
+            if staged { MAX_LOOKS } else { args.repetitions },
+        ),
     };
     // The two binaries, when the sides are two builds: built (and held)
     // until the pairs are done; their worktree removed after.
@@ -236,17 +303,41 @@ pub(crate) fn ab_command(
         )?),
         (None, None) => None,
     };
+    #[cfg(feature = "full")]
+    if args.until_decided {
+        return until::until_decided(
+            &args,
+            &mut |stage, iterations, err| {
+                let mut stage_args = args.clone();
+                stage_args.iterations = iterations.or(args.iterations);
+                run_pair(
+                    &stage_args,
+                    &format!("{id}-{stage}"),
+                    workspace_root,
+                    command_line,
+                    binaries.as_ref(),
+                    err,
+                )
+            },
+            out,
+            err,
+        );
+    }
+    let ids: Vec<String> = match args.stage {
+        Some(stage) => vec![format!("{id}-{stage}")],
+        None if args.repetitions == 1 => vec![id.clone()],
+        None => (1..=args.repetitions)
+            .map(|k| format!("{id}-{k}"))
+            .collect(),
+    };
     let mut pairs = Vec::new();
-    for k in 1..=args.repetitions {
-        let pair_id = if args.repetitions == 1 {
-            id.clone()
-        } else {
-            writeln!(err, "ab: repetition {k} of {}", args.repetitions)?;
-            format!("{id}-{k}")
-        };
+    for (k, pair_id) in (1..).zip(&ids) {
+        if ids.len() > 1 {
+            writeln!(err, "ab: repetition {k} of {}", ids.len())?;
+        }
         match run_pair(
             &args,
-            &pair_id,
+            pair_id,
             workspace_root,
             command_line,
             binaries.as_ref(),
@@ -403,21 +494,54 @@ fn judge_pair(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Judged, u8>> {
-    use crate::compare::{self, Format};
-    use profiling_compare::runs;
+    let samples = match read_samples(&paired, err)? {
+        Ok(samples) => samples,
+        Err(code) => return Ok(Err(code)),
+    };
+    judge_samples(
+        &paired,
+        &samples,
+        &args.decide.options(),
+        crate::experiment::Protocol::Repetition(repetition.0, repetition.1),
+        args,
+        out,
+        err,
+    )
+}
 
-    let options = args.decide.options();
+/// A pair's `paired.json`; `Err` with the exit code after saying why not.
+#[cfg(feature = "full")]
+fn read_samples(paired: &Paired, err: &mut dyn Write) -> anyhow::Result<Result<PairedSamples, u8>> {
     let samples_path = paired.dir.join(PAIRED_FILE);
-    let samples: PairedSamples = match std::fs::read_to_string(&samples_path)
+    match std::fs::read_to_string(&samples_path)
         .map_err(|e| e.to_string())
         .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
     {
-        Ok(samples) => samples,
+        Ok(samples) => Ok(Ok(samples)),
         Err(message) => {
             writeln!(err, "error: {}: {message}", samples_path.display())?;
-            return Ok(Err(EXIT_TARGET_FAILED));
+            Ok(Err(EXIT_TARGET_FAILED))
         }
-    };
+    }
+}
+
+/// The comparison of `samples` (one pair's, or stages' pooled) with the
+/// manifests of `paired`'s sides, its gates, record and page, written
+/// beside `paired`.
+#[cfg(feature = "full")]
+fn judge_samples(
+    paired: &Paired,
+    samples: &PairedSamples,
+    options: &profiling_compare::Options,
+    protocol: crate::experiment::Protocol,
+    args: &AbArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<Judged, u8>> {
+    use crate::compare::{self, Format};
+    use profiling_compare::runs;
+
+    let options = *options;
     let load = |dir: &Path| runs::load(dir).map_err(|error| error.to_string());
     let (base, candidate) = match (load(&paired.base_dir), load(&paired.candidate_dir)) {
         (Ok(base), Ok(candidate)) => (base, candidate),
@@ -427,7 +551,7 @@ fn judge_pair(
         }
     };
     let comparison =
-        profiling_compare::paired::compare_paired(&base, &candidate, &samples, &options);
+        profiling_compare::paired::compare_paired(&base, &candidate, samples, &options);
     let comparisons = [comparison];
     let format = if args.json {
         Format::Json
@@ -437,7 +561,7 @@ fn judge_pair(
         compare::table_format(&args.decide)
     };
     let gates = match agreed_gates(args.accept.as_deref(), paired.config.as_deref()) {
-        Ok(gates) => gates.map(|gates| gate_results(&gates, &samples, &options)),
+        Ok(gates) => gates.map(|gates| gate_results(&gates, samples, &options)),
         Err(message) => {
             writeln!(
                 err,
@@ -447,7 +571,7 @@ fn judge_pair(
             return Ok(Err(EXIT_USAGE));
         }
     };
-    let tails = profiling_compare::gates::paired_tails(&samples, gate_bootstrap(&options));
+    let tails = profiling_compare::gates::paired_tails(samples, gate_bootstrap(&options));
     let mut json_document = None;
     match (&gates, format) {
         (_, Format::Json) => {
@@ -491,7 +615,7 @@ fn judge_pair(
             &comparisons[0],
             results,
             &options,
-            repetition,
+            &protocol,
         );
         if args.markdown {
             write!(out, "{record}")?;

@@ -191,6 +191,11 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
     let mut forwarded: Vec<OsString> = forwarded.iter().map(|arg| (*arg).to_owned()).collect();
     let mut _built = None;
     if let Some((against, candidate_rev)) = crate::ab::against_of(args) {
+        // A Ctrl-C or SIGTERM while the base builds or the pair runs ends
+        // this process only once the worktree is removed.
+        if let Err(error) = profiling_core::driver::interrupt::install_handlers() {
+            eprintln!("warning: cannot handle Ctrl-C ({error}): a signal may leave the base's worktree behind");
+        }
         let build = crate::ab::BuildTarget {
             package: package.clone(),
             bin: "profile".to_owned(),
@@ -212,12 +217,29 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
                 return Some(1);
             }
         };
+        // A signal after the build, before the pair's process started,
+        // reached no one who would end the pair: said here, and the
+        // worktree goes with `built`.
+        if let Some(signal) = profiling_core::driver::interrupt::received() {
+            eprintln!(
+                "interrupted by {} before the pair started: nothing was run, and the base's worktree is removed",
+                profiling_core::driver::manifest::signal_name(signal)
+            );
+            return Some(profiling_core::driver::interrupt::exit_code(signal));
+        }
         forwarded = crate::ab::forward_against(&forwarded, &built);
         _built = Some(built);
     }
     let forwarded: Vec<&OsStr> = forwarded.iter().map(OsString::as_os_str).collect();
     match read_arguments(args).command.as_deref() {
         // The binary runs; what reads the run back is this process's.
+        Some("ab") if has_flag(args, "--until-decided") => {
+            eprintln!(
+                "profile-cli: running {} a stage at a time",
+                executable.display()
+            );
+            Some(ab_in_stages(&executable, &forwarded, args))
+        }
         Some("run" | "sweep" | "ab") => {
             eprintln!("profile-cli: running {}", executable.display());
             Some(run_then_finish(&executable, &forwarded, args))
@@ -235,6 +257,95 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
 /// Ctrl-C reaches it from the terminal; a SIGTERM sent here is passed on),
 /// then does what it left to do.
 fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u8 {
+    match run_for_outcome(executable, forwarded) {
+        (_, Ok(Some(outcome))) => crate::finish_delegated(args, outcome),
+        (code, Ok(None)) => code,
+        (_, Err(error)) => {
+            eprintln!("error: what the profiling binary left: {error}");
+            1
+        }
+    }
+}
+
+/// `ab --until-decided` through the workspace's binary: each stage is a
+/// run of it (`--stage K`, the passes the schedule gives), judged here.
+fn ab_in_stages(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u8 {
+    let Some(crate::Command::Ab(ab)) = crate::parse_command(args) else {
+        return crate::EXIT_USAGE;
+    };
+    let words = without_options(
+        forwarded,
+        &["--budget", "--iterations", "--ab-id"],
+        &["--until-decided"],
+    );
+    let mut id = ab.ab_id.clone();
+    let mut out = crate::ClosedQuietly::new(std::io::stdout().lock());
+    let mut err = crate::ClosedQuietly::new(std::io::stderr().lock());
+    let result = crate::ab::until_decided(
+        &ab,
+        &mut |stage, iterations, _err| {
+            let mut stage_words = words.clone();
+            stage_words.extend(["--stage".into(), stage.to_string().into()]);
+            if let Some(id) = &id {
+                stage_words.extend(["--ab-id".into(), id.into()]);
+            }
+            if let Some(passes) = iterations.or(ab.iterations) {
+                stage_words.extend(["--iterations".into(), passes.to_string().into()]);
+            }
+            let stage_words: Vec<&OsStr> = stage_words.iter().map(OsString::as_os_str).collect();
+            match run_for_outcome(executable, &stage_words) {
+                (_, Ok(Some(crate::outcome::Outcome::Paired(mut pairs)))) if pairs.len() == 1 => {
+                    let paired = pairs.remove(0);
+                    // The default id the first stage took: AB_ID-1.
+                    if id.is_none() {
+                        id = paired
+                            .dir
+                            .file_name()
+                            .and_then(|name| name.to_str()?.strip_suffix("-1").map(str::to_owned));
+                    }
+                    Ok(Ok(paired))
+                }
+                (code, Ok(_)) => Ok(Err(code.max(1))),
+                (_, Err(error)) => {
+                    eprintln!("error: what the profiling binary left: {error}");
+                    Ok(Err(1))
+                }
+            }
+        },
+        &mut out,
+        &mut err,
+    );
+    crate::exit_code(result, &mut err)
+}
+
+/// `words` without the options `valued` (with their value, as `--x V` or
+/// `--x=V`) and the flags `flags`.
+fn without_options(words: &[&OsStr], valued: &[&str], flags: &[&str]) -> Vec<OsString> {
+    let mut kept = Vec::with_capacity(words.len());
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let text = word.to_string_lossy();
+        if valued.contains(&text.as_ref()) {
+            words.next();
+        } else if !(flags.contains(&text.as_ref())
+            || valued.iter().any(|option| {
+                text.strip_prefix(option)
+                    .is_some_and(|rest| rest.starts_with('='))
+            }))
+        {
+            kept.push((*word).to_owned());
+        }
+    }
+    kept
+}
+
+/// Runs the profiling binary with `--outcome FILE` and waits for it: its
+/// exit code, and the outcome it left (`None` when it stopped before
+/// writing one).
+fn run_for_outcome(
+    executable: &Path,
+    forwarded: &[&OsStr],
+) -> (u8, anyhow::Result<Option<crate::outcome::Outcome>>) {
     let outcome_file =
         std::env::temp_dir().join(format!("profile-cli-outcome-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&outcome_file);
@@ -258,7 +369,7 @@ fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -
         Ok(child) => child,
         Err(error) => {
             eprintln!("error: cannot run {}: {error}", executable.display());
-            return 1;
+            return (1, Ok(None));
         }
     };
     let status = loop {
@@ -284,18 +395,10 @@ fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -
     });
     let outcome = crate::outcome::read(&outcome_file);
     let _ = std::fs::remove_file(&outcome_file);
-    let code = match outcome {
-        Ok(Some(outcome)) => crate::finish_delegated(args, outcome),
-        Ok(None) => code,
-        Err(error) => {
-            eprintln!("error: what the profiling binary left: {error}");
-            1
-        }
-    };
     for id in handlers.into_iter().flatten() {
         signal_hook::low_level::unregister(id);
     }
-    code
+    (code, outcome)
 }
 
 /// `compare`, `report` and `baselines`: where the binary's profiles keep
@@ -516,6 +619,13 @@ fn run(executable: &Path, args: &[&OsStr]) -> Option<u8> {
             Some(1)
         }
     }
+}
+
+/// Whether `flag` is among `args` (before a `--`).
+fn has_flag(args: &[OsString], flag: &str) -> bool {
+    args.iter()
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == flag)
 }
 
 #[cfg(test)]

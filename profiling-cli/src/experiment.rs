@@ -15,6 +15,61 @@ use profiling_compare::{Comparison, Options};
 /// The file beside `paired.json`.
 pub(crate) const EXPERIMENT_FILE: &str = "experiment.md";
 
+/// How the pair judged was measured: one pair (of `--repetitions`), or
+/// stages of `--until-decided` pooled.
+pub(crate) enum Protocol {
+    /// This pair is repetition `.0` of `.1`.
+    Repetition(usize, usize),
+    Stages(Stages),
+}
+
+/// The stages of `--until-decided` a verdict pooled.
+pub(crate) struct Stages {
+    /// Their ids, in order.
+    pub ids: Vec<String>,
+    /// The looks allowed, fixed after the first stage.
+    pub looks: u32,
+    pub budget: std::time::Duration,
+    /// Measured passes a side, over all the stages.
+    pub passes: usize,
+    /// Each look's confidence and significance, before the adjustment.
+    pub confidence: f64,
+    pub significance: f64,
+    /// Whether the last look decided (else the looks or the budget ran out).
+    pub decided: bool,
+}
+
+impl Stages {
+    /// One sentence: what was pooled, how often it was looked at, at which level.
+    pub(crate) fn describe(&self) -> String {
+        let looks = self.looks.max(1) as f64;
+        format!(
+            "{} pooled ({}), looked at after each: at most {} looks, fixed after the first stage from its time and the {:.0} s budget, each at confidence {} % and significance {} (the error rate over all looks stays within {} % and {}); {}",
+            plural(self.ids.len(), "stage"),
+            self.ids.join(", "),
+            self.looks,
+            self.budget.as_secs_f64(),
+            trim_float((1.0 - (1.0 - self.confidence) / looks) * 100.0),
+            trim_float(self.significance / looks),
+            trim_float(self.confidence * 100.0),
+            trim_float(self.significance),
+            if self.decided {
+                "the last look decided"
+            } else if self.ids.len() as u32 >= self.looks {
+                "no look decided, and none is left"
+            } else {
+                "no look decided before the budget was spent"
+            }
+        )
+    }
+}
+
+/// A level as few digits as say it: 99.375, 0.00625.
+fn trim_float(value: f64) -> String {
+    let text = format!("{value:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// The record, as Markdown.
 pub(crate) fn record(
     base: &LoadedRun,
@@ -22,7 +77,7 @@ pub(crate) fn record(
     comparison: &Comparison,
     results: &[GateResult],
     options: &Options,
-    (repetition, repetitions): (usize, usize),
+    protocol: &Protocol,
 ) -> String {
     let verdict = gates::verdict(results);
     let (b, c) = (&base.typed, &candidate.typed);
@@ -67,10 +122,16 @@ pub(crate) fn record(
     row("device", b.device.to_string());
     row(
         "passes",
-        format!(
-            "{} warmup, then {} measured a side",
-            b.workload.warmup, b.completed_iterations
-        ),
+        match protocol {
+            Protocol::Stages(stages) => format!(
+                "{} warmup a stage, then {} measured a side in all",
+                b.workload.warmup, stages.passes
+            ),
+            Protocol::Repetition(..) => format!(
+                "{} warmup, then {} measured a side",
+                b.workload.warmup, b.completed_iterations
+            ),
+        },
     );
     if let Some(pairing) = &comparison.pairing {
         row(
@@ -83,16 +144,16 @@ pub(crate) fn record(
             ),
         );
     }
-    row(
-        "repetitions",
-        if repetitions == 1 {
-            "1".to_owned()
-        } else {
+    match protocol {
+        Protocol::Repetition(_, 1) => row("repetitions", "1".to_owned()),
+        Protocol::Repetition(repetition, repetitions) => row(
+            "repetitions",
             format!(
                 "this is {repetition} of {repetitions}, each a pair of its own (`--repetitions`)"
-            )
-        },
-    );
+            ),
+        ),
+        Protocol::Stages(stages) => row("until decided", stages.describe()),
+    }
     row(
         "build",
         format!("{} profile-cli {}", b.build_profile, b.profile_cli_version),
@@ -112,7 +173,11 @@ pub(crate) fn record(
             row(&format!("during the {side}"), machine.summary());
         }
     }
-    text.push_str("\n## Results\n\n| gate | base | candidate | change | 95 % interval | result |\n|---|---:|---:|---:|---:|---|\n");
+    let _ = write!(
+        text,
+        "\n## Results\n\n| gate | base | candidate | change | {} % interval | result |\n|---|---:|---:|---:|---:|---|\n",
+        trim_float(options.bootstrap.confidence * 100.0)
+    );
     for result in results {
         let figure = |value: Option<f64>| value.map_or("-".to_owned(), |v| figure(result, v));
         let (change, interval) = match (result.change, result.interval) {

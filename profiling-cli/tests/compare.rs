@@ -1057,6 +1057,103 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
     assert!(!out.path().join("compare-spin/runs/bad-gates").exists());
 }
 
+/// `ab --until-decided`: stages pooled until a look decides. Twice the
+/// work is rejected at the first look; a gate no pair can decide (parity,
+/// which a pair of one build does not check) runs stages until the looks
+/// or the budget run out, every stage's passes pooled, and exits 4.
+#[test]
+fn ab_until_decided_pools_stages_until_a_look_decides() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let (code, document) = ab_json(
+        out.path(),
+        "decided",
+        "work_us: 300",
+        "work_us: 600",
+        &["--accept", "p50<=-3%", "--until-decided", "--budget", "60s"],
+    );
+    assert_eq!(code, 3, "{document}");
+    assert_eq!(document["gates"]["verdict"], "reject", "{document}");
+    let until = &document["until_decided"];
+    assert_eq!(until["decided"], true, "{until}");
+    assert_eq!(until["stages"].as_array().unwrap().len(), 1, "{until}");
+    let looks = until["looks"].as_f64().unwrap();
+    assert!((2.0..=8.0).contains(&looks), "{until}");
+    // The look's level: a K-th of the error rate.
+    let confidence = until["confidence"].as_f64().unwrap();
+    assert!((confidence - (1.0 - 0.05 / looks)).abs() < 1e-9, "{until}");
+    let record =
+        std::fs::read_to_string(out.path().join("compare-spin/runs/decided-1/experiment.md"))
+            .unwrap();
+    assert!(
+        record.contains(
+            "| until decided | 1 stage pooled (decided-1), looked at after each: at most "
+        ),
+        "{record}"
+    );
+    assert!(record.contains("the last look decided |"), "{record}");
+
+    let (code, document) = ab_json(
+        out.path(),
+        "undecided",
+        "work_us: 300",
+        "work_us: 300",
+        // Fewer resamples: the pooled stages hold a thousand block pairs,
+        // and this is a debug build.
+        &[
+            "--accept",
+            "parity",
+            "--until-decided",
+            "--budget",
+            "2s",
+            "--resamples",
+            "500",
+        ],
+    );
+    assert_eq!(code, 4, "{document}");
+    let until = &document["until_decided"];
+    assert_eq!(until["decided"], false, "{until}");
+    let stages = until["stages"].as_array().unwrap();
+    assert!(stages.len() >= 2, "{until}");
+    // Every stage's passes, pooled: 60 in the first, as many in each
+    // later one as the schedule gave.
+    let passes: u64 = (1..=stages.len())
+        .map(|k| {
+            let paired: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(
+                    out.path()
+                        .join(format!("compare-spin/runs/undecided-{k}/paired.json")),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+            paired["base"]["pass_ns"].as_array().unwrap().len() as u64
+        })
+        .collect::<Vec<_>>()
+        .iter()
+        .sum();
+    let pass = &document["comparisons"][0]["rows"][0];
+    assert_eq!(pass["kind"], "pass");
+    assert_eq!(pass["base"]["samples"], passes, "{pass}");
+    assert!(passes > 120, "{passes}");
+
+    // Without a budget's unit, or without --until-decided: refused.
+    let config = path(&spin_config(out.path(), "unit", "work_us: 10"));
+    for (extra, said) in [
+        (
+            &["--until-decided", "--budget", "60"][..],
+            "`60` needs a unit",
+        ),
+        (&["--budget", "60s"][..], "--until-decided"),
+    ] {
+        let mut args = vec!["ab", "compare-spin", "compare-spin", "--config", &config];
+        args.extend_from_slice(extra);
+        let refused = cli(&args);
+        assert_eq!(refused.code, 2, "{}", refused.stderr);
+        assert!(refused.stderr.contains(said), "{}", refused.stderr);
+    }
+}
+
 #[test]
 fn ab_refuses_an_unknown_target_and_a_taken_id_with_exit_2() {
     let out = tempfile::tempdir().unwrap();

@@ -501,6 +501,93 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     let again = against("again");
     assert_eq!(again.code, Some(0), "{again}");
     assert!(!again.stderr.contains("Compiling"), "{again}");
+    // Until decided: each stage a run of the workspace's binary, judged
+    // here; a gate no pair decides (parity) runs stages until the budget
+    // is spent, under a default id the first stage chose.
+    let staged = profile_cli_in(
+        &ws,
+        &[
+            "ab",
+            "dbl",
+            "--against",
+            "HEAD",
+            "--iterations",
+            "12",
+            "--block-passes",
+            "1",
+            "--accept",
+            "parity",
+            "--until-decided",
+            "--budget",
+            "6s",
+            "--resamples",
+            "500",
+            "--json",
+        ],
+    );
+    assert_eq!(staged.code, Some(4), "{staged}");
+    let document: serde_json::Value = serde_json::from_str(staged.stdout.trim()).unwrap();
+    let stages: Vec<&str> = document["until_decided"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|stage| stage.as_str().unwrap())
+        .collect();
+    assert!(stages.len() >= 2, "{staged}");
+    for (k, stage) in (1..).zip(&stages) {
+        assert!(
+            stage.starts_with(&format!(
+                "{}",
+                ws.join("inference_profiling/snippets/dbl/runs/ab-")
+                    .display()
+            )),
+            "{stage}"
+        );
+        assert!(stage.ends_with(&format!("-{k}")), "{stage}");
+        assert_eq!(stage[..stage.len() - 2], stages[0][..stages[0].len() - 2]);
+    }
+    assert!(staged.stderr.contains("ab: look 2 of "), "{staged}");
+    assert!(!place.0.join(".ws.ab-base").exists(), "{staged}");
+    // A Ctrl-C (to the whole process group, as a terminal sends it) while
+    // the pair runs: exit 130, nothing kept, and no worktree left.
+    {
+        use std::io::{BufRead, BufReader, Read};
+        use std::os::unix::process::CommandExt;
+        let mut child = nested_cargo(
+            Command::new(env!("CARGO_BIN_EXE_profile-cli"))
+                .args(["ab", "dbl", "--against", "HEAD", "--iterations", "1000000"])
+                .args(["--ab-id", "stopped"])
+                .current_dir(&ws)
+                .process_group(0)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped()),
+        )
+        .spawn()
+        .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        loop {
+            let mut line = String::new();
+            assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "{said}");
+            said.push_str(&line);
+            if line.starts_with("ab: the base is") {
+                break;
+            }
+        }
+        let sent = Command::new("kill")
+            .args(["-INT", &format!("-{}", child.id())])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        stderr.read_to_string(&mut said).unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(130), "{said}");
+        assert!(said.contains("interrupted by SIGINT"), "{said}");
+        assert!(!place.0.join(".ws.ab-base").exists(), "{said}");
+        assert_eq!(git_in(&ws, &["worktree", "list"]).lines().count(), 1);
+        assert!(!ws
+            .join("inference_profiling/snippets/dbl/runs/stopped")
+            .exists());
+    }
     // A revision that is not one.
     let unknown = profile_cli_in(&ws, &["ab", "dbl", "--against", "no-such-branch"]);
     assert_eq!(unknown.code, Some(2), "{unknown}");
