@@ -307,9 +307,12 @@ pub(crate) fn ab_command(
     if args.until_decided {
         return until::until_decided(
             &args,
-            &mut |stage, iterations, err| {
+            &mut |stage, size, err| {
                 let mut stage_args = args.clone();
-                stage_args.iterations = iterations.or(args.iterations);
+                if let Some(size) = size {
+                    stage_args.iterations = Some(size.passes);
+                    stage_args.block_passes = size.block_passes.or(args.block_passes);
+                }
                 run_pair(
                     &stage_args,
                     &format!("{id}-{stage}"),

@@ -275,7 +275,7 @@ fn ab_in_stages(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u
     };
     let words = without_options(
         forwarded,
-        &["--budget", "--iterations", "--ab-id"],
+        &["--budget", "--iterations", "--ab-id", "--block-passes"],
         &["--until-decided"],
     );
     let mut id = ab.ab_id.clone();
@@ -283,14 +283,18 @@ fn ab_in_stages(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u
     let mut err = crate::ClosedQuietly::new(std::io::stderr().lock());
     let result = crate::ab::until_decided(
         &ab,
-        &mut |stage, iterations, _err| {
+        &mut |stage, size, _err| {
             let mut stage_words = words.clone();
             stage_words.extend(["--stage".into(), stage.to_string().into()]);
             if let Some(id) = &id {
                 stage_words.extend(["--ab-id".into(), id.into()]);
             }
-            if let Some(passes) = iterations.or(ab.iterations) {
-                stage_words.extend(["--iterations".into(), passes.to_string().into()]);
+            let passes = size.map(|size| size.passes).or(ab.iterations);
+            let block_passes = size.and_then(|size| size.block_passes).or(ab.block_passes);
+            for (option, value) in [("--iterations", passes), ("--block-passes", block_passes)] {
+                if let Some(value) = value {
+                    stage_words.extend([option.into(), value.to_string().into()]);
+                }
             }
             let stage_words: Vec<&OsStr> = stage_words.iter().map(OsString::as_os_str).collect();
             match run_for_outcome(executable, &stage_words) {

@@ -271,7 +271,7 @@ pub(crate) enum Command {
     /// standard input and output.
     #[command(hide = true)]
     Step {
-        /// What the side runs and where it writes it, as JSON.
+        /// What the side runs and where it writes it, as JSON, or `@FILE` for JSON in FILE.
         #[arg(long)]
         spec: String,
     },

@@ -468,6 +468,7 @@ fn explained_by_the_machine(base: &RunInfo, candidate: &RunInfo, rows: &mut [Row
     let (Some(b), Some(c)) = (&base.machine, &candidate.machine) else {
         return;
     };
+    explained_by_the_canaries(b, c, rows);
     let (Some(off_b), Some(off_c)) = (b.off_cpu, c.off_cpu) else {
         return;
     };
@@ -490,6 +491,71 @@ fn explained_by_the_machine(base: &RunInfo, candidate: &RunInfo, rows: &mut [Row
                 "the base's measuring thread was off the CPU {:.1} % of its passes and the candidate's {:.1} %: a change of {:+.1} % is within what that explains",
                 off_b * 100.0,
                 off_c * 100.0,
+                (ratio - 1.0) * 100.0
+            ));
+        }
+    }
+}
+
+/// The least shift between the runs' canaries that makes a row that
+/// changed by no more `unclear`.
+pub const CANARY_GAP: f64 = 0.02;
+
+/// Rows judged `faster` or `slower` by no more than the machine's speed
+/// shifted between the runs become `unclear`, saying why. The canaries (a
+/// memory-bound and a compute-bound kernel timed before and after each
+/// capture) of the candidate's run against the base's: a kernel counts
+/// when its shift (between the runs' means) is at least [`CANARY_GAP`]
+/// and larger than it moved within either run (before against after),
+/// which is the machine's noise rather than a change of state; the larger
+/// counting shift is the gap. Memory contention slows a thread that stays
+/// on its CPU, which the time off the CPU does not show.
+fn explained_by_the_canaries(
+    b: &profiling_core::driver::contention::MachineState,
+    c: &profiling_core::driver::contention::MachineState,
+    rows: &mut [Row],
+) {
+    let (Some(base), Some(candidate)) = (&b.canary, &c.canary) else {
+        return;
+    };
+    let kernel = |of: fn(&profiling_core::driver::canary::Canary) -> u64| -> Option<f64> {
+        let mean = |c: &profiling_core::driver::canary::Canaries| {
+            (of(&c.before) as f64 + of(&c.after) as f64) / 2.0
+        };
+        let within = |c: &profiling_core::driver::canary::Canaries| {
+            (of(&c.after) as f64 - of(&c.before) as f64).abs() / mean(c)
+        };
+        if !(mean(base) > 0.0 && mean(candidate) > 0.0) {
+            return None;
+        }
+        let shift = mean(candidate) / mean(base) - 1.0;
+        (shift.abs() >= CANARY_GAP && shift.abs() > within(base).max(within(candidate)))
+            .then_some(shift)
+    };
+    let (memory, compute) = (kernel(|c| c.memory_ns), kernel(|c| c.compute_ns));
+    let gap = memory
+        .unwrap_or(0.0)
+        .abs()
+        .max(compute.unwrap_or(0.0).abs());
+    if gap == 0.0 {
+        return;
+    }
+    let said = |shift: Option<f64>, kind: &str| {
+        shift.map(|shift| format!("{kind} {:+.1} %", shift * 100.0))
+    };
+    let shifts: Vec<String> = [said(memory, "memory-bound"), said(compute, "compute-bound")]
+        .into_iter()
+        .flatten()
+        .collect();
+    for row in rows.iter_mut() {
+        let (Some(ratio), Verdict::Faster | Verdict::Slower) = (row.ratio, row.verdict) else {
+            continue;
+        };
+        if (ratio - 1.0).abs() <= gap {
+            row.verdict = Verdict::Unclear;
+            row.note = Some(format!(
+                "the machine-speed canaries shifted between the runs ({}, the candidate's run against the base's): a change of {:+.1} % is within what that explains",
+                shifts.join(", "),
                 (ratio - 1.0) * 100.0
             ));
         }

@@ -529,3 +529,52 @@ fn a_difference_the_machine_explains_is_unclear_and_says_why() {
     let comparison = compare(&base, &candidate, &options(), false).unwrap();
     assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
 }
+
+/// The candidate's run saw the memory 20 % slower by its canaries, its
+/// thread never off the CPU: a 15 % slower pass is what the machine did,
+/// and says so; a 50 % slower one stands; canaries within 2 % of each
+/// other, or a shift no larger than a run's own canaries moved from
+/// before to after (noise, not a change of state), leave it alone.
+#[test]
+fn a_difference_the_canaries_explain_is_unclear_and_names_them() {
+    use profiling_core::driver::canary::{Canaries, Canary};
+    let with = |run: &mut LoadedRun, before_ns: u64, after_ns: u64| {
+        let canary = |memory_ns| Canary {
+            memory_ns,
+            compute_ns: 250_000,
+        };
+        run.typed.timings.machine = Some(profiling_core::driver::manifest::MachineState {
+            off_cpu: Some(0.0),
+            involuntary_switches: Some(3),
+            canary: Some(Canaries {
+                before: canary(before_ns),
+                after: canary(after_ns),
+            }),
+            ..Default::default()
+        });
+    };
+    let mut base = run("b", 1_000_000, &[("work", 600_000, 600_000)]);
+    let mut candidate = run("c", 1_150_000, &[("work", 690_000, 690_000)]);
+    with(&mut base, 5_000_000, 5_000_000);
+    with(&mut candidate, 6_000_000, 6_000_000);
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    let pass = find(&comparison, "pass");
+    assert_eq!(pass.verdict, Verdict::Unclear, "{pass:?}");
+    assert_eq!(
+        pass.note.as_deref().unwrap(),
+        "the machine-speed canaries shifted between the runs (memory-bound +20.0 %, the candidate's run against the base's): a change of +15.0 % is within what that explains",
+    );
+    let mut much_slower = run("m", 1_500_000, &[("work", 900_000, 900_000)]);
+    with(&mut much_slower, 6_000_000, 6_000_000);
+    let comparison = compare(&base, &much_slower, &options(), false).unwrap();
+    assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
+    // Within 2 %: nothing to explain.
+    with(&mut candidate, 5_050_000, 5_050_000);
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
+    // +20 % on average, but the candidate's own canary moved 33 % from
+    // before to after: the machine's noise, not a shift.
+    with(&mut candidate, 5_000_000, 7_000_000);
+    let comparison = compare(&base, &candidate, &options(), false).unwrap();
+    assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
+}

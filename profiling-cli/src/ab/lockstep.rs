@@ -108,7 +108,21 @@ struct Side {
     end: Option<StepEnd>,
     /// Whether it has said a line of the protocol.
     spoke: bool,
+    /// The file its description was given in, when it was too long for
+    /// the command line: removed with the side.
+    spec_file: Option<std::path::PathBuf>,
 }
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        if let Some(file) = &self.spec_file {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+/// The longest side description given on the command line itself.
+const SPEC_ON_COMMAND_LINE: usize = 64 * 1024;
 
 /// What a side said.
 enum Said {
@@ -124,12 +138,36 @@ impl Side {
         spec: &StepSpec,
     ) -> std::io::Result<Side> {
         let spec = serde_json::to_string(spec).map_err(std::io::Error::other)?;
-        let mut child = Command::new(binary)
-            .args(["step", "--spec", &spec])
+        // A long description (tens of thousands of blocks) goes in a file
+        // named `@FILE`: one argument may not be longer than 128 KiB.
+        let spec_file = (spec.len() > SPEC_ON_COMMAND_LINE).then(|| {
+            std::env::temp_dir().join(format!(
+                "profile-cli-step-{}-{word}.json",
+                std::process::id()
+            ))
+        });
+        let argument = match &spec_file {
+            Some(file) => {
+                std::fs::write(file, &spec)?;
+                format!("@{}", file.display())
+            }
+            None => spec,
+        };
+        let started = Command::new(binary)
+            .args(["step", "--spec", &argument])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .spawn()?;
+            .spawn();
+        let mut child = match started {
+            Ok(child) => child,
+            Err(error) => {
+                if let Some(file) = &spec_file {
+                    let _ = std::fs::remove_file(file);
+                }
+                return Err(error);
+            }
+        };
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         Ok(Side {
@@ -140,6 +178,7 @@ impl Side {
             stdout,
             end: None,
             spoke: false,
+            spec_file,
         })
     }
 

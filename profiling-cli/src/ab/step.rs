@@ -61,10 +61,20 @@ pub(crate) enum StepEnd {
 /// input and output. The exit code is 0 whenever the last line was said.
 pub(crate) fn step_command(spec: &str, workspace_root: &Path) -> u8 {
     let stdout = std::io::stdout();
-    let end = match serde_json::from_str::<StepSpec>(spec) {
+    // `@FILE`: the description is in FILE (one too long for an argument).
+    let read = match spec.strip_prefix('@') {
+        Some(file) => {
+            std::fs::read_to_string(file).map_err(|error| format!("step: {file}: {error}"))
+        }
+        None => Ok(spec.to_owned()),
+    };
+    let end = match read.and_then(|spec| {
+        serde_json::from_str::<StepSpec>(&spec)
+            .map_err(|error| format!("step: not a side's description: {error}"))
+    }) {
         Ok(spec) => run_side(&spec, workspace_root, &mut std::io::stdin().lock(), &stdout),
-        Err(error) => StepEnd::Refused {
-            message: format!("step: not a side's description: {error}"),
+        Err(message) => StepEnd::Refused {
+            message,
             code: crate::EXIT_USAGE,
         },
     };

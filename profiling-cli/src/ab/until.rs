@@ -35,11 +35,19 @@ pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
 /// A stage that would end this much past the budget is not started.
 const SLACK: f64 = 1.05;
 
-/// Runs stage `K` of the pair (`AB_ID-K`), with the measured passes a side
-/// given (`None`: as asked); `Err` with the exit code after saying why it
-/// could not.
+/// Runs stage `K` of the pair (`AB_ID-K`), of the size given (`None`: as
+/// asked); `Err` with the exit code after saying why it could not.
 pub(crate) type RunStage<'a> =
-    dyn FnMut(u32, Option<u32>, &mut dyn Write) -> anyhow::Result<Result<Paired, u8>> + 'a;
+    dyn FnMut(u32, Option<Size>, &mut dyn Write) -> anyhow::Result<Result<Paired, u8>> + 'a;
+
+/// A later stage's measured passes a side and, when the first stage's
+/// blocks were sized by `--block-passes`, its blocks' passes: as many
+/// block pairs as the first stage had, each longer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Size {
+    pub passes: u32,
+    pub block_passes: Option<u32>,
+}
 
 /// The looks and the later stages' size, fixed after the first stage.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +60,8 @@ pub(crate) struct Schedule {
     /// warming up, writing), and a pass of both sides.
     pub overhead: f64,
     pub pass_pair: f64,
+    /// Block pairs of the first stage.
+    pub first_pairs: u32,
 }
 
 impl Schedule {
@@ -67,6 +77,11 @@ impl Schedule {
 /// fit, and how many passes fill each one's share of what is left.
 pub(crate) fn schedule(budget: Duration, first: Duration, samples: &PairedSamples) -> Schedule {
     let passes = samples.base.pass_ns.len().max(1);
+    let first_pairs = samples
+        .blocks
+        .iter()
+        .filter(|(side, _)| side == "base")
+        .count() as u32;
     let measured = samples
         .base
         .pass_ns
@@ -85,6 +100,7 @@ pub(crate) fn schedule(budget: Duration, first: Duration, samples: &PairedSample
             later_passes: passes as u32,
             overhead,
             pass_pair,
+            first_pairs,
         };
     }
     let later = fit.min(f64::from(MAX_LOOKS - 1));
@@ -97,6 +113,7 @@ pub(crate) fn schedule(budget: Duration, first: Duration, samples: &PairedSample
         later_passes,
         overhead,
         pass_pair,
+        first_pairs,
     }
 }
 
@@ -241,7 +258,13 @@ pub(crate) fn until_decided(
             )?,
         }
         let stage_started = Instant::now();
-        let paired = match run_stage(stage, plan.map(|p| p.later_passes), err)? {
+        let size = plan.map(|plan| Size {
+            passes: plan.later_passes,
+            block_passes: args
+                .block_passes
+                .map(|_| plan.later_passes.div_ceil(plan.first_pairs.max(1))),
+        });
+        let paired = match run_stage(stage, size, err)? {
             Ok(paired) => paired,
             Err(code) => {
                 if !stages.is_empty() {

@@ -96,6 +96,48 @@ fn two_processes_in_lock_step_find_the_side_that_does_twice_the_work() {
     }
 }
 
+/// Blocks of one pass over many passes: a side's description longer than
+/// one argument may be (128 KiB) reaches it in a file, removed after.
+#[test]
+fn a_schedule_of_tens_of_thousands_of_blocks_reaches_both_sides() {
+    let out = tempfile::tempdir().unwrap();
+    let base = config(out.path(), "base", 10);
+    let (code, stdout, stderr) = ab(
+        out.path(),
+        &[
+            "--config",
+            &base,
+            "--ab-id",
+            "long",
+            "--iterations",
+            "12000",
+            "--block-passes",
+            "1",
+            "--warmup",
+            "0",
+            "--no-report",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let paired: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("cpu-work/runs/long/paired.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(paired["blocks"].as_array().unwrap().len(), 24_000);
+    assert_eq!(
+        paired["candidate"]["pass_ns"].as_array().unwrap().len(),
+        12_000
+    );
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("profile-cli-step-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// A side whose config its target refuses: said with the side's name,
 /// exit 2, and nothing of the pair left.
 #[test]

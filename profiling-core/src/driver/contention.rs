@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::driver::canary::{self, Canaries, Canary};
 use crate::stats::DurationStats;
 
 /// The machine's state during a run's capture, as the manifest records it
@@ -42,6 +43,10 @@ pub struct MachineState {
     /// them the measuring thread did not run (preempted, or waiting on
     /// another thread or the device).
     pub off_cpu: Option<f64>,
+    /// The machine-speed canary read just before the capture and just
+    /// after it: a memory-bound and a compute-bound kernel's times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<Canaries>,
 }
 
 impl MachineState {
@@ -66,6 +71,14 @@ impl MachineState {
         if let Some(steal) = self.steal_ms.filter(|&s| s > 0) {
             parts.push(format!("steal {steal} ms"));
         }
+        if let Some(canary) = &self.canary {
+            let (memory, compute) = canary.mean_ns();
+            parts.push(format!(
+                "canaries {:.2} ms memory, {:.0} µs compute",
+                memory / 1e6,
+                compute / 1e3
+            ));
+        }
         if parts.is_empty() {
             "not recorded".to_owned()
         } else {
@@ -85,6 +98,7 @@ pub struct Snapshot {
     switches: Option<(u64, u64)>,
     governor: Option<String>,
     frequencies_mhz: Vec<u32>,
+    canary: Option<Canary>,
 }
 
 impl Snapshot {
@@ -98,7 +112,24 @@ impl Snapshot {
             switches: thread_switches(),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             frequencies_mhz: frequencies_mhz(),
+            canary: None,
         }
+    }
+
+    /// Just before a capture opens: the canary, then the machine now.
+    pub(crate) fn opening() -> Snapshot {
+        let canary = canary::read();
+        Snapshot {
+            canary: Some(canary),
+            ..Snapshot::now()
+        }
+    }
+
+    /// Just after a capture closes: the machine now, then the canary.
+    pub(crate) fn closing() -> Snapshot {
+        let mut snapshot = Snapshot::now();
+        snapshot.canary = Some(canary::read());
+        snapshot
     }
 }
 
@@ -144,6 +175,10 @@ pub(crate) fn state(start: &Snapshot, end: &Snapshot, passes: &[(u64, u64)]) -> 
         pass_cpu: DurationStats::of(&cpu),
         off_cpu: (wall_total > 0 && !cpu.is_empty())
             .then(|| (1.0 - cpu_total as f64 / wall_total as f64).clamp(0.0, 1.0)),
+        canary: match (start.canary, end.canary) {
+            (Some(before), Some(after)) => Some(Canaries { before, after }),
+            _ => None,
+        },
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod backends;
 pub mod baselines;
+pub mod canary;
 pub mod config;
 pub mod contention;
 pub mod interrupt;

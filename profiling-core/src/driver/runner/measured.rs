@@ -328,7 +328,7 @@ pub(super) fn capture<T: ProfileTarget, I: Inputs<T>>(
     measured.call_samples.prefault();
     crate::memory::prefault_spare(&mut measured.passes);
     synchronize_at(plan, config.cuda.synchronize_before_capture);
-    let machine_start = crate::driver::contention::Snapshot::now();
+    let machine_start = crate::driver::contention::Snapshot::opening();
     let capture = Capture::begin_expecting(measured.expected_range_events);
     if let Some(gpu) = gpu.as_deref_mut() {
         gpu.capture_begins();
@@ -379,7 +379,10 @@ pub(super) fn capture<T: ProfileTarget, I: Inputs<T>>(
     drop(capture_range);
     measured.capture_ns = now_ns() - capture_started;
     measured.ranges = capture.end();
-    measured.machine = Some((machine_start, crate::driver::contention::Snapshot::now()));
+    measured.machine = Some((
+        machine_start,
+        crate::driver::contention::Snapshot::closing(),
+    ));
     readings_to_ns(
         measured
             .passes

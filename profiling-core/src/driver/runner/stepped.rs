@@ -378,7 +378,7 @@ pub(crate) fn run_paired<'p>(
         base.attributes_memory() || candidate.attributes_memory(),
         crate::timing::recorder::set_memory,
     );
-    let machine_start = Snapshot::now();
+    let machine_start = Snapshot::opening();
     let capture = Capture::begin_expecting(expected);
     let capture_started = now_ns();
     let capture_range = PassRange::open(&capture_name);
@@ -405,7 +405,7 @@ pub(crate) fn run_paired<'p>(
     let capture_ns = now_ns() - capture_started;
     let log = capture.end();
     drop(memory_mode);
-    let machine = (machine_start, Snapshot::now());
+    let machine = (machine_start, Snapshot::closing());
     let (base_failed, candidate_failed) = match failure {
         Some((PairSide::Base, error)) => (Some(error), None),
         Some((PairSide::Candidate, error)) => (None, Some(error)),
@@ -491,7 +491,7 @@ pub(crate) fn run_alone<'p>(
     let mut name = IterationName::after(prefix);
     let memory_mode =
         super::Switch::set(run.attributes_memory(), crate::timing::recorder::set_memory);
-    let machine_start = Snapshot::now();
+    let machine_start = Snapshot::opening();
     let capture = Capture::begin_expecting(run.expected_range_events());
     let capture_started = now_ns();
     let capture_range = PassRange::open(&capture_name);
@@ -522,7 +522,7 @@ pub(crate) fn run_alone<'p>(
     let capture_ns = now_ns() - capture_started;
     let log = capture.end();
     drop(memory_mode);
-    let machine = (machine_start, Snapshot::now());
+    let machine = (machine_start, Snapshot::closing());
     if let Some(error) = failure {
         return Err(error);
     }
