@@ -169,7 +169,13 @@ fn comparison_row(row: &Row) -> Markup {
 /// The experiment of a pair judged by gates (`ab --accept`): the verdict,
 /// the hypothesis, each gate's figures, change, interval and result, as
 /// `experiment.md` records them.
-fn experiment_section(results: &[GateResult]) -> Markup {
+fn experiment_section(results: &[GateResult], options: &Options) -> Markup {
+    // 95 %, or a look's stricter level under `ab --until-decided`.
+    let level = format!("{:.3}", options.bootstrap.confidence * 100.0);
+    let interval = format!(
+        "{} % interval",
+        level.trim_end_matches('0').trim_end_matches('.')
+    );
     let verdict = gates::verdict(results);
     let verdict_class = match verdict {
         GateVerdict::Accept => "verdict-faster",
@@ -190,7 +196,7 @@ fn experiment_section(results: &[GateResult]) -> Markup {
             }
             table id="gates" {
                 thead {
-                    tr { th { "gate" } th { "base" } th { "candidate" } th { "change" } th { "95 % interval" } th { "result" } }
+                    tr { th { "gate" } th { "base" } th { "candidate" } th { "change" } th { (interval) } th { "result" } }
                 }
                 tbody {
                     @for result in results {
@@ -257,7 +263,7 @@ pub fn judged_comparison_page(
             }
         }
         @if let Some(results) = gates {
-            (experiment_section(results))
+            (experiment_section(results, options))
         }
         @for (index, comparison) in comparisons.iter().enumerate() {
             h2 { (comparison.base.label) " → " (comparison.candidate.label) }
