@@ -44,13 +44,14 @@ impl Stages {
     pub(crate) fn describe(&self) -> String {
         let looks = self.looks.max(1) as f64;
         format!(
-            "{} pooled ({}), looked at after each: at most {} looks, fixed after the first stage from its time and the {:.0} s budget, each at confidence {} % and significance {} (the error rate over all looks stays within {} % and {}); {}",
+            "{} pooled ({}), looked at after each: at most {} looks, fixed after the first stage from its time and the {:.0} s budget, each at confidence {} % and significance {} (so that over all the looks, the chance of a wrong call stays within {} %, as one look at {} % and {} would give); {}",
             plural(self.ids.len(), "stage"),
             self.ids.join(", "),
             self.looks,
             self.budget.as_secs_f64(),
             trim_float((1.0 - (1.0 - self.confidence) / looks) * 100.0),
             trim_float(self.significance / looks),
+            trim_float((1.0 - self.confidence) * 100.0),
             trim_float(self.confidence * 100.0),
             trim_float(self.significance),
             if self.decided {

@@ -262,7 +262,9 @@ impl Comparison {
     /// How the ratio, its interval and p were found, in one sentence for
     /// the table's foot and the page.
     pub fn method(&self, options: &Options) -> String {
-        let confidence = (options.bootstrap.confidence * 100.0).round();
+        // 95, or 99.375 at a look of `ab --until-decided`.
+        let confidence = format!("{:.3}", options.bootstrap.confidence * 100.0);
+        let confidence = confidence.trim_end_matches('0').trim_end_matches('.');
         let threshold = format!(
             "noise threshold {} %, significance {}",
             options.noise * 100.0,
