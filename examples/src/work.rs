@@ -56,19 +56,10 @@ fn default_steady_rounds() -> u64 {
     100_000
 }
 
-/// `rounds` dependent steps of an xorshift-multiply chain from `start`;
-/// returns where it ends.
-#[inline(never)]
-pub fn chain(rounds: u64, start: u64) -> u64 {
-    let mut x = start | 1;
-    for _ in 0..std::hint::black_box(rounds) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-    }
-    x
-}
+/// `rounds` dependent steps of an xorshift-multiply chain, and one word
+/// of every cache line of a buffer read: the machine-speed canary's
+/// kernels, the work of `cpu-work` and `memory-work`.
+pub use profiling_core::driver::canary::{chain, stream};
 
 /// A fixed amount of CPU work in two ranges: `work` (`rounds` steps)
 /// and `steady` (`steady_rounds`).
@@ -208,9 +199,6 @@ fn default_stream_kib() -> u64 {
     64 * 1024
 }
 
-/// Bytes between the words `memory-work` reads: one cache line.
-pub const LINE_BYTES: usize = 64;
-
 /// A fixed amount of memory traffic: `stream` reads one word of every
 /// cache line of a `kib` KiB buffer, filled once by the factory, so its
 /// time is the memory's: a thread slowed by other processes streaming
@@ -234,15 +222,6 @@ fn memory_work() -> anyhow::Result<MemoryWork> {
         .map(|i| i.wrapping_mul(0x9e37_79b9))
         .collect();
     Ok(MemoryWork { buffer })
-}
-
-/// The sum of one word of every `LINE_BYTES` of `buffer`.
-#[inline(never)]
-pub fn stream(buffer: &[u64]) -> u64 {
-    buffer
-        .iter()
-        .step_by(LINE_BYTES / 8)
-        .fold(0u64, |sum, &word| sum.wrapping_add(word))
 }
 
 #[profile_target(name = "memory-work", factory = memory_work)]

@@ -483,6 +483,17 @@ fn explained_by_the_machine(base: &RunInfo, candidate: &RunInfo, rows: &mut [Row
     if !preempted || gap < 0.01 {
         return;
     }
+    let why = format!(
+        "the base's measuring thread was off the CPU {:.1} % of its passes and the candidate's {:.1} %",
+        off_b * 100.0,
+        off_c * 100.0
+    );
+    unclear_within(rows, gap, &why);
+}
+
+/// Rows `faster` or `slower` by no more than `gap` become `unclear`, their
+/// note saying `why` and that their change is within what it explains.
+fn unclear_within(rows: &mut [Row], gap: f64, why: &str) {
     for row in rows.iter_mut() {
         let (Some(ratio), Verdict::Faster | Verdict::Slower) = (row.ratio, row.verdict) else {
             continue;
@@ -490,9 +501,7 @@ fn explained_by_the_machine(base: &RunInfo, candidate: &RunInfo, rows: &mut [Row
         if (ratio - 1.0).abs() <= gap {
             row.verdict = Verdict::Unclear;
             row.note = Some(format!(
-                "the base's measuring thread was off the CPU {:.1} % of its passes and the candidate's {:.1} %: a change of {:+.1} % is within what that explains",
-                off_b * 100.0,
-                off_c * 100.0,
+                "{why}: a change of {:+.1} % is within what that explains",
                 (ratio - 1.0) * 100.0
             ));
         }
@@ -549,19 +558,11 @@ fn explained_by_the_canaries(
         .into_iter()
         .flatten()
         .collect();
-    for row in rows.iter_mut() {
-        let (Some(ratio), Verdict::Faster | Verdict::Slower) = (row.ratio, row.verdict) else {
-            continue;
-        };
-        if (ratio - 1.0).abs() <= gap {
-            row.verdict = Verdict::Unclear;
-            row.note = Some(format!(
-                "the machine-speed canaries shifted between the runs ({}, the candidate's run against the base's): a change of {:+.1} % is within what that explains",
-                shifts.join(", "),
-                (ratio - 1.0) * 100.0
-            ));
-        }
-    }
+    let why = format!(
+        "the machine-speed canaries shifted between the runs ({}, the candidate's run against the base's)",
+        shifts.join(", ")
+    );
+    unclear_within(rows, gap, &why);
 }
 
 fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {

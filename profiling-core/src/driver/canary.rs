@@ -76,18 +76,21 @@ fn fastest(kernel: impl FnOnce() -> std::time::Duration) -> u64 {
     u64::try_from(kernel().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The sum of one word of every 64 bytes of `buffer`.
+/// The sum of one word of every 64 bytes (a cache line) of `buffer`: the
+/// memory kernel, which the built-in `memory-work` target runs too.
 #[inline(never)]
-fn stream(buffer: &[u64]) -> u64 {
+pub fn stream(buffer: &[u64]) -> u64 {
     buffer
         .iter()
         .step_by(8)
         .fold(0u64, |sum, &word| sum.wrapping_add(word))
 }
 
-/// `steps` dependent xorshift-multiply steps from `start`.
+/// `steps` dependent xorshift-multiply steps from `start`; returns where
+/// it ends: the compute kernel, which the built-in `cpu-work` target runs
+/// too.
 #[inline(never)]
-fn chain(steps: u64, start: u64) -> u64 {
+pub fn chain(steps: u64, start: u64) -> u64 {
     let mut x = start | 1;
     for _ in 0..std::hint::black_box(steps) {
         x ^= x << 13;
