@@ -127,10 +127,12 @@ pub struct AbArgs {
     pub repetitions: u32,
     /// Keep pairing in stages (ids AB_ID-1, AB_ID-2, ...; the first of --iterations passes, the
     /// others sized to fill the budget) until the verdict is clear: with gates, accept or reject;
-    /// without, the pass faster, slower or no change. The stages are pooled and looked at no more
-    /// than K times (K fixed after the first stage from its time and the budget, at most 8), each
-    /// look at confidence 1 - (1 - C) / K and significance S / K, so that looking often does not
-    /// raise the error rate. A verdict still unclear when the budget is spent exits 4.
+    /// without, the pass faster, slower or no change. The stages are pooled and looked at after
+    /// each from the second, no more than K times (K fixed after the first stage from its time and
+    /// the budget, at most 8), each look at confidence 1 - (1 - C) / K and significance S / K, so
+    /// that looking often does not raise the error rate; a look resamples whole stages as well as
+    /// the blocks within them (each stage builds both targets anew), so the stages must agree. A
+    /// verdict still unclear when the budget is spent exits 4.
     #[arg(long, conflicts_with = "repetitions")]
     pub until_decided: bool,
     /// With --until-decided: the time the stages may take, with a unit (default 60s): 90s, 5m,
@@ -156,8 +158,8 @@ pub struct AbArgs {
 #[cfg(feature = "full")]
 pub(crate) use against::{prepare as prepare_against, BuildTarget};
 
-/// Looks of `--until-decided` at most: each more one narrows every
-/// look's confidence level.
+/// Looks of `--until-decided` at most (one after each stage from the
+/// second): each more one narrows every look's confidence level.
 pub const MAX_LOOKS: u32 = 8;
 
 /// `--budget`: a number and a unit (ms, s, m, h).
@@ -271,7 +273,11 @@ pub(crate) fn ab_command(
         None => default_ab_id(
             &args,
             workspace_root,
-            if staged { MAX_LOOKS } else { args.repetitions },
+            if staged {
+                MAX_LOOKS + 1
+            } else {
+                args.repetitions
+            },
         ),
     };
     // The two binaries, when the sides are two builds: built (and held)
@@ -553,8 +559,22 @@ fn judge_samples(
             return Ok(Err(EXIT_TARGET_FAILED));
         }
     };
-    let comparison =
+    let mut comparison =
         profiling_compare::paired::compare_paired(&base, &candidate, samples, &options);
+    let alone = protocol.unlooked();
+    if let Some(why) = alone {
+        for row in &mut comparison.rows {
+            if matches!(
+                row.verdict,
+                profiling_compare::Verdict::Faster
+                    | profiling_compare::Verdict::Slower
+                    | profiling_compare::Verdict::NoChange
+            ) {
+                row.verdict = profiling_compare::Verdict::Unclear;
+                row.note = Some(why.to_owned());
+            }
+        }
+    }
     let comparisons = [comparison];
     let format = if args.json {
         Format::Json
@@ -564,7 +584,18 @@ fn judge_samples(
         compare::table_format(&args.decide)
     };
     let gates = match agreed_gates(args.accept.as_deref(), paired.config.as_deref()) {
-        Ok(gates) => gates.map(|gates| gate_results(&gates, samples, &options)),
+        Ok(gates) => gates.map(|gates| {
+            let mut results = gate_results(&gates, samples, &options);
+            if let Some(why) = alone {
+                for result in &mut results {
+                    if result.outcome != profiling_compare::gates::GateOutcome::Unclear {
+                        result.outcome = profiling_compare::gates::GateOutcome::Unclear;
+                        result.note = Some(why.to_owned());
+                    }
+                }
+            }
+            results
+        }),
         Err(message) => {
             writeln!(
                 err,
@@ -994,6 +1025,7 @@ fn run_pair(
         blocks: words,
         base: base_passes,
         candidate: candidate_passes,
+        stages: Vec::new(),
     };
     let text = serde_json::to_string(&samples)?;
     let landed = {

@@ -23,11 +23,25 @@ pub(crate) enum Protocol {
     Stages(Stages),
 }
 
+impl Protocol {
+    /// Why the pair may not be given a verdict, when it may not: the first
+    /// stage of `--until-decided` alone, when the budget held no second.
+    pub(crate) fn unlooked(&self) -> Option<&'static str> {
+        match self {
+            Protocol::Stages(stages) if stages.looks == 0 => {
+                Some("one stage only, which is never judged alone: the budget held no second stage")
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The stages of `--until-decided` a verdict pooled.
 pub(crate) struct Stages {
     /// Their ids, in order.
     pub ids: Vec<String>,
-    /// The looks allowed, fixed after the first stage.
+    /// The looks allowed, one after each stage from the second, fixed
+    /// after the first stage.
     pub looks: u32,
     pub budget: std::time::Duration,
     /// Measured passes a side, over all the stages.
@@ -44,7 +58,7 @@ impl Stages {
     pub(crate) fn describe(&self) -> String {
         let looks = self.looks.max(1) as f64;
         format!(
-            "{} pooled ({}), looked at after each: at most {} looks, fixed after the first stage from its time and the {:.0} s budget, each at confidence {} % and significance {} (so that over all the looks, the chance of a wrong call stays within {} %, as one look at {} % and {} would give); {}",
+            "{} pooled ({}), looked at after each from the second (stages resampled as well as the block pairs within them: each stage built both sides anew): at most {} looks, fixed after the first stage from its time and the {:.0} s budget, each at confidence {} % and significance {} (so that over all the looks, the chance of a wrong call stays within {} %, as one look at {} % and {} would give); {}",
             plural(self.ids.len(), "stage"),
             self.ids.join(", "),
             self.looks,
@@ -56,7 +70,9 @@ impl Stages {
             trim_float(self.significance),
             if self.decided {
                 "the last look decided"
-            } else if self.ids.len() as u32 >= self.looks {
+            } else if self.looks == 0 {
+                "the budget held no second stage, and one stage is not looked at"
+            } else if self.ids.len() as u32 > self.looks {
                 "no look decided, and none is left"
             } else {
                 "no look decided before the budget was spent"

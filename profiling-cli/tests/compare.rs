@@ -1076,22 +1076,39 @@ fn ab_until_decided_pools_stages_until_a_look_decides() {
     assert_eq!(document["gates"]["verdict"], "reject", "{document}");
     let until = &document["until_decided"];
     assert_eq!(until["decided"], true, "{until}");
-    assert_eq!(until["stages"].as_array().unwrap().len(), 1, "{until}");
+    // The first look is after the second stage: one stage alone is never
+    // judged.
+    assert_eq!(until["stages"].as_array().unwrap().len(), 2, "{until}");
     let looks = until["looks"].as_f64().unwrap();
-    assert!((2.0..=8.0).contains(&looks), "{until}");
+    assert!((1.0..=8.0).contains(&looks), "{until}");
     // The look's level: a K-th of the error rate.
     let confidence = until["confidence"].as_f64().unwrap();
     assert!((confidence - (1.0 - 0.05 / looks)).abs() < 1e-9, "{until}");
     let record =
-        std::fs::read_to_string(out.path().join("compare-spin/runs/decided-1/experiment.md"))
+        std::fs::read_to_string(out.path().join("compare-spin/runs/decided-2/experiment.md"))
             .unwrap();
     assert!(
         record.contains(
-            "| until decided | 1 stage pooled (decided-1), looked at after each: at most "
+            "| until decided | 2 stages pooled (decided-1, decided-2), looked at after each from the second (stages resampled as well as the block pairs within them"
         ),
         "{record}"
     );
     assert!(record.contains("the last look decided |"), "{record}");
+
+    // A budget that holds no second stage gives no verdict, however clear
+    // the first stage is.
+    let (code, document) = ab_json(
+        out.path(),
+        "alone",
+        "work_us: 300",
+        "work_us: 600",
+        &["--accept", "p50<=-3%", "--until-decided", "--budget", "1ms"],
+    );
+    assert_eq!(code, 4, "{document}");
+    let until = &document["until_decided"];
+    assert_eq!(until["decided"], false, "{until}");
+    assert_eq!(until["looks"], 0, "{until}");
+    assert_eq!(until["stages"].as_array().unwrap().len(), 1, "{until}");
 
     let (code, document) = ab_json(
         out.path(),
@@ -1105,7 +1122,7 @@ fn ab_until_decided_pools_stages_until_a_look_decides() {
             "parity",
             "--until-decided",
             "--budget",
-            "2s",
+            "3s",
             "--resamples",
             "500",
         ],

@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -484,7 +484,9 @@ pub struct PairedEstimate {
 
 /// `metric` of `values` (base, candidate; pass by pass, in the order they
 /// ran) on both sides, its change and interval: whole block pairs drawn
-/// with replacement, both sides' figures recomputed from the drawn blocks.
+/// with replacement (and stages, when pooled from several:
+/// [`crate::paired::Resample`]), both sides' figures recomputed from the
+/// drawn blocks.
 fn paired_estimate(
     samples: &PairedSamples,
     metric: Metric,
@@ -513,10 +515,13 @@ fn paired_estimate(
     let (base_figure, candidate_figure, point) = estimate(&all).ok_or_else(|| {
         "the base's figure is 0: no relative change (give the threshold with a unit)".to_owned()
     })?;
+    let resample =
+        crate::paired::Resample::new(&crate::paired::stage_of_pairs(&samples.stages, pairs));
     let mut rng = ChaCha8Rng::seed_from_u64(bootstrap.seed);
+    let mut chosen = Vec::with_capacity(pairs);
     let mut draws: Vec<f64> = (0..bootstrap.resamples)
         .filter_map(|_| {
-            let chosen: Vec<usize> = (0..pairs).map(|_| rng.gen_range(0..pairs)).collect();
+            resample.draw(&mut rng, &mut chosen);
             estimate(&chosen).map(|(_, _, change)| change)
         })
         .collect();
@@ -860,6 +865,7 @@ mod tests {
             format_version: profiling_core::driver::run_samples::PAIRED_VERSION,
             blocks,
             processes: 1,
+            stages: Vec::new(),
             base: side(base),
             candidate: side(candidate),
         }
@@ -910,6 +916,33 @@ mod tests {
             &Parity::NotChecked("not checked".into()),
             GateBootstrap::default(),
         ))
+    }
+
+    /// Two stages of six block pairs: in the first the candidate landed
+    /// its data 10 % slower, in the second it is the base's equal. Every
+    /// pair of the first is clear of a +2 % gate, the pooled mean too, but
+    /// a fresh start says otherwise: resampling stages keeps it unclear.
+    #[test]
+    fn a_gate_over_stages_that_disagree_is_unclear() {
+        let mut s = samples(1.0);
+        for t in &mut s.candidate.pass_ns[..60] {
+            *t = (*t as f64 * 1.1) as u64;
+        }
+        let judge = |s: &PairedSamples| {
+            evaluate(
+                &parse_gates("mean<=+2%").unwrap(),
+                s,
+                &Parity::Passed,
+                GateBootstrap::default(),
+            )[0]
+            .clone()
+        };
+        assert_eq!(judge(&s).outcome, GateOutcome::Fails);
+        s.stages = vec![6, 6];
+        let staged = judge(&s);
+        let [low, high] = staged.interval.unwrap();
+        assert!(low < 0.02 && high > 0.09, "{low} {high}");
+        assert_eq!(staged.outcome, GateOutcome::Unclear);
     }
 
     /// A change the blocks disagree on straddles a threshold near it.

@@ -71,22 +71,34 @@ pub struct PairedRatio {
 /// The ratio of `candidate` over `base`, pair by pair (each a block's
 /// median, both above 0); `None` without a pair.
 pub fn paired_ratio(pairs: &[(f64, f64)], options: &Options) -> Option<PairedRatio> {
-    let logs: Vec<f64> = pairs
+    paired_ratio_in_stages(pairs, &[], options)
+}
+
+/// [`paired_ratio`] of pairs measured in stages: `stage_of[i]` the stage
+/// of pair `i` (empty: one stage). The interval resamples the stages and
+/// then the pairs within each stage drawn ([`Resample`]).
+pub fn paired_ratio_in_stages(
+    pairs: &[(f64, f64)],
+    stage_of: &[usize],
+    options: &Options,
+) -> Option<PairedRatio> {
+    let (logs, stages): (Vec<f64>, Vec<usize>) = pairs
         .iter()
-        .filter(|(b, c)| *b > 0.0 && *c > 0.0)
-        .map(|(b, c)| (c / b).ln())
-        .collect();
+        .enumerate()
+        .filter(|(_, (b, c))| *b > 0.0 && *c > 0.0)
+        .map(|(i, (b, c))| ((c / b).ln(), stage_of.get(i).copied().unwrap_or(0)))
+        .unzip();
     if logs.is_empty() {
         return None;
     }
     let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len() as f64;
+    let resample = Resample::new(&stages);
     let mut rng = ChaCha8Rng::seed_from_u64(options.bootstrap.seed);
+    let mut drawn = Vec::with_capacity(logs.len());
     let mut means: Vec<f64> = (0..options.bootstrap.resamples)
         .map(|_| {
-            let total: f64 = (0..logs.len())
-                .map(|_| logs[rng.gen_range(0..logs.len())])
-                .sum();
-            total / logs.len() as f64
+            resample.draw(&mut rng, &mut drawn);
+            drawn.iter().map(|&i| logs[i]).sum::<f64>() / drawn.len() as f64
         })
         .collect();
     let (low, high) = percentile_interval(&mut means, options.bootstrap.confidence)
@@ -98,6 +110,66 @@ pub fn paired_ratio(pairs: &[(f64, f64)], options: &Options) -> Option<PairedRat
         p_value: signed_rank_p_value(&logs),
         pairs: logs.len(),
     })
+}
+
+/// Which stage each of `pairs` block pairs belongs to, from how many
+/// pairs each stage gave (`stages`, in order; empty: one stage). Pairs past
+/// the stages' total (there are none unless a side stopped early) belong
+/// to the last.
+pub fn stage_of_pairs(stages: &[u32], pairs: usize) -> Vec<usize> {
+    let mut of = Vec::with_capacity(pairs);
+    for (stage, &count) in stages.iter().enumerate() {
+        of.extend(std::iter::repeat_n(stage, count as usize));
+    }
+    of.truncate(pairs);
+    let last = stages.len().saturating_sub(1);
+    of.resize(pairs, last);
+    of
+}
+
+/// One bootstrap resample of block pairs, of stages when there are more
+/// than one. Pairs of one stage share where each side's data landed when
+/// its target was built, which can make one side slower for the whole
+/// stage (a fresh allocation streams at a speed of its own); pairing
+/// cancels what changes over time, not that. So, with stages, a resample
+/// draws as many stages as there are, with replacement, and within each
+/// stage drawn as many of its pairs as it has: the interval holds the
+/// variation between stages as well as within them (a two-level, or
+/// cluster, bootstrap). With few stages it is wide unless every stage
+/// says the same. With one stage it is the plain resample of the pairs.
+pub(crate) struct Resample {
+    /// The pairs' indices, by stage.
+    stages: Vec<Vec<usize>>,
+}
+
+impl Resample {
+    /// From each pair's stage.
+    pub(crate) fn new(stage_of: &[usize]) -> Self {
+        let mut stages: Vec<Vec<usize>> = Vec::new();
+        for (i, &stage) in stage_of.iter().enumerate() {
+            if stages.len() <= stage {
+                stages.resize_with(stage + 1, Vec::new);
+            }
+            stages[stage].push(i);
+        }
+        stages.retain(|pairs| !pairs.is_empty());
+        Self { stages }
+    }
+
+    /// One resample's pair indices, into `drawn` (cleared first).
+    pub(crate) fn draw(&self, rng: &mut impl Rng, drawn: &mut Vec<usize>) {
+        drawn.clear();
+        match self.stages.as_slice() {
+            [] => {}
+            [only] => drawn.extend((0..only.len()).map(|_| only[rng.gen_range(0..only.len())])),
+            stages => {
+                for _ in 0..stages.len() {
+                    let stage = &stages[rng.gen_range(0..stages.len())];
+                    drawn.extend((0..stage.len()).map(|_| stage[rng.gen_range(0..stage.len())]));
+                }
+            }
+        }
+    }
 }
 
 /// The two-sided p-value of the Wilcoxon signed-rank test of `values`
@@ -229,7 +301,7 @@ fn side_of(values: &[u64], per_pass: f64) -> Option<Side> {
 /// The row of one quantity measured pass by pass on both sides.
 fn paired_row(
     subject: Subject,
-    blocks: &[(String, u32)],
+    (blocks, stages): (&[(String, u32)], &[u32]),
     values: (Option<&[u64]>, Option<&[u64]>),
     base_pass_median: Option<u64>,
     options: &Options,
@@ -247,7 +319,8 @@ fn paired_row(
         return row;
     };
     let pairs = block_pairs(blocks, base_values, candidate_values);
-    let Some(paired) = paired_ratio(&pairs, options) else {
+    let stage_of = stage_of_pairs(stages, pairs.len());
+    let Some(paired) = paired_ratio_in_stages(&pairs, &stage_of, options) else {
         row.note = Some("no block pair has a time above 0 on both sides: no ratio".to_owned());
         return row;
     };
@@ -275,7 +348,7 @@ fn paired_row(
 /// of either side, by how much of a pass its change moves.
 pub fn paired_rows(samples: &PairedSamples, options: &Options) -> Vec<Row> {
     let (b, c): (&SidePasses, &SidePasses) = (&samples.base, &samples.candidate);
-    let blocks = &samples.blocks;
+    let blocks = (samples.blocks.as_slice(), samples.stages.as_slice());
     let mut sorted = b.pass_ns.clone();
     sorted.sort_unstable();
     let base_pass_median = lower_median(&sorted);
@@ -458,6 +531,63 @@ mod tests {
         );
     }
 
+    /// `per_stage` pairs in each stage, the candidate `changes[s]` slower
+    /// in stage `s`, with a little noise pair by pair.
+    fn staged_pairs(changes: &[f64], per_stage: usize) -> (Vec<(f64, f64)>, Vec<u32>) {
+        let pairs = changes
+            .iter()
+            .flat_map(|change| {
+                (0..per_stage).map(move |i| {
+                    let wobble = 1.0 + 0.002 * ((i % 5) as f64 - 2.0);
+                    (1000.0, 1000.0 * (1.0 + change) * wobble)
+                })
+            })
+            .collect();
+        (pairs, vec![per_stage as u32; changes.len()])
+    }
+
+    #[test]
+    fn stages_that_disagree_give_no_verdict_however_many_pairs_each_has() {
+        // One stage's candidate landed its data 20 % slower, the other's
+        // not: 200 pairs each, every pair clear of 1 in the first.
+        let (pairs, stages) = staged_pairs(&[0.20, 0.0], 200);
+        let options = Options::default();
+        let verdict = |p: PairedRatio| crate::verdict(p.ratio, p.low, p.high, p.p_value, &options);
+        // As one stage the pairs' spread is all the interval holds.
+        let flat = paired_ratio(&pairs, &options).unwrap();
+        assert_eq!(verdict(flat), Verdict::Slower, "{flat:?}");
+        let staged =
+            paired_ratio_in_stages(&pairs, &stage_of_pairs(&stages, pairs.len()), &options)
+                .unwrap();
+        assert!((staged.ratio - flat.ratio).abs() < 1e-12);
+        assert!(staged.low < 1.01 && staged.high > 1.19, "{staged:?}");
+        assert_eq!(verdict(staged), Verdict::Unclear, "{staged:?}");
+        // Stages that agree keep the verdict.
+        let (pairs, stages) = staged_pairs(&[0.03, 0.031, 0.029, 0.03], 50);
+        let staged =
+            paired_ratio_in_stages(&pairs, &stage_of_pairs(&stages, pairs.len()), &options)
+                .unwrap();
+        assert_eq!(verdict(staged), Verdict::Slower, "{staged:?}");
+        assert!(staged.low > 1.02 && staged.high < 1.04, "{staged:?}");
+    }
+
+    #[test]
+    fn pairs_belong_to_their_stages_in_order() {
+        assert_eq!(stage_of_pairs(&[], 3), [0, 0, 0]);
+        assert_eq!(stage_of_pairs(&[2, 1, 2], 5), [0, 0, 1, 2, 2]);
+        // A side that stopped early: fewer pairs than the stages gave.
+        assert_eq!(stage_of_pairs(&[2, 2], 3), [0, 0, 1]);
+        let resample = Resample::new(&stage_of_pairs(&[3, 1], 4));
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut drawn = Vec::new();
+        for _ in 0..50 {
+            resample.draw(&mut rng, &mut drawn);
+            // Two stages drawn: 3 + 3, 3 + 1, 1 + 3 or 1 + 1 pairs, each
+            // drawn from its own stage.
+            assert!([6, 4, 2].contains(&drawn.len()), "{drawn:?}");
+        }
+    }
+
     #[test]
     fn blocks_cut_each_sides_passes_in_order() {
         let blocks: Vec<(String, u32)> =
@@ -487,6 +617,7 @@ mod tests {
                 .flat_map(|_| [("base".to_owned(), 1), ("candidate".to_owned(), 1)])
                 .collect(),
             processes: 1,
+            stages: Vec::new(),
             base: side("old"),
             candidate: side("new"),
         };

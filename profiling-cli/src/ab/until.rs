@@ -6,11 +6,18 @@
 //! look's level says: each look is another chance to be wrong. So the
 //! looks are fixed in advance and share the error rate (Bonferroni): after
 //! the first stage, from its time alone (never from what it measured), the
-//! schedule is fixed: K looks at most ([`super::MAX_LOOKS`]), the later
-//! stages sized to fill the budget in equal parts, and every look judges
+//! schedule is fixed: K more stages at most ([`super::MAX_LOOKS`]), sized
+//! to fill the budget in equal parts, each followed by a look that judges
 //! the stages pooled so far at confidence `1 - (1 - C) / K` and
 //! significance `S / K`. Whatever look stops the pairing, the chance that
 //! any look called a change wrongly stays within `1 - C` (and `S`).
+//!
+//! The first stage alone is never looked at: each stage builds both
+//! sides' targets anew, and where a target's data lands (which pages,
+//! which memory behind them) can make one side slower for a whole stage;
+//! the pairs within a stage all share it. The looks resample stages as
+//! well as pairs ([`profiling_compare::paired`]), so a verdict needs the
+//! stages to agree, and a single stage cannot show whether they do.
 //! Bonferroni spends the error rate more cautiously than a group
 //! sequential design (Pocock's or O'Brien-Fleming's boundaries) would, so
 //! a verdict takes a little longer; it needs no assumption about how the
@@ -52,7 +59,8 @@ pub(crate) struct Size {
 /// The looks and the later stages' size, fixed after the first stage.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Schedule {
-    /// Looks at most, the first stage's included.
+    /// Looks at most: one after each stage after the first (0: the budget
+    /// holds no second stage).
     pub looks: u32,
     /// Measured passes a side of each later stage.
     pub later_passes: u32,
@@ -96,20 +104,20 @@ pub(crate) fn schedule(budget: Duration, first: Duration, samples: &PairedSample
     let fit = (left / first).floor();
     if fit < 1.0 {
         return Schedule {
-            looks: 1,
+            looks: 0,
             later_passes: passes as u32,
             overhead,
             pass_pair,
             first_pairs,
         };
     }
-    let later = fit.min(f64::from(MAX_LOOKS - 1));
+    let later = fit.min(f64::from(MAX_LOOKS));
     let share = left / later;
     let later_passes = ((share - overhead) / pass_pair)
         .floor()
         .clamp(passes as f64, f64::from(u32::MAX)) as u32;
     Schedule {
-        looks: 1 + later as u32,
+        looks: later as u32,
         later_passes,
         overhead,
         pass_pair,
@@ -118,7 +126,8 @@ pub(crate) fn schedule(budget: Duration, first: Duration, samples: &PairedSample
 }
 
 /// The stages' samples as one paired run: their blocks in order, each
-/// side's passes after the other's. A range missing from a stage counts 0
+/// side's passes after the other's, and how many block pairs each stage
+/// gave. A range missing from a stage counts 0
 /// in its passes, as in a pass without it.
 pub(crate) fn pool(stages: &[&PairedSamples]) -> PairedSamples {
     let mut pooled = PairedSamples {
@@ -127,8 +136,19 @@ pub(crate) fn pool(stages: &[&PairedSamples]) -> PairedSamples {
         base: SidePasses::default(),
         candidate: SidePasses::default(),
         processes: stages.first().map_or(1, |s| s.processes),
+        stages: Vec::new(),
     };
     for stage in stages {
+        let pairs = stage
+            .blocks
+            .iter()
+            .filter(|(side, _)| side == "base")
+            .count() as u32;
+        if stage.stages.is_empty() {
+            pooled.stages.push(pairs);
+        } else {
+            pooled.stages.extend(&stage.stages);
+        }
         pooled.blocks.extend(stage.blocks.iter().cloned());
         append(&mut pooled.base, &stage.base);
         append(&mut pooled.candidate, &stage.candidate);
@@ -254,7 +274,8 @@ pub(crate) fn until_decided(
             Some(plan) => writeln!(
                 err,
                 "ab: stage {stage} of at most {}: {} passes a side",
-                plan.looks, plan.later_passes
+                plan.looks + 1,
+                plan.later_passes
             )?,
         }
         let stage_started = Instant::now();
@@ -296,9 +317,28 @@ pub(crate) fn until_decided(
                         return Ok(EXIT_USAGE);
                     }
                 };
-                let fixed = schedule(budget, stage_started.elapsed(), &samples);
+                let took = stage_started.elapsed();
+                let fixed = schedule(budget, took, &samples);
                 plan = Some(fixed);
-                fixed
+                stages.push((paired, samples));
+                decided = false;
+                if fixed.looks == 0 {
+                    writeln!(
+                        err,
+                        "ab: stage 1 took {:.1} s; the budget of {:.0} s holds no second stage, and one stage gives no verdict (each stage builds both sides anew, and where their data lands differs from one to the next): give a larger --budget, or fewer --passes",
+                        took.as_secs_f64(),
+                        budget.as_secs_f64()
+                    )?;
+                    break;
+                }
+                writeln!(
+                    err,
+                    "ab: stage 1 took {:.1} s: at most {} more, of {} passes a side, each followed by a look at the stages so far (no verdict from one stage: each builds both sides anew, and where their data lands differs from one to the next)",
+                    took.as_secs_f64(),
+                    fixed.looks,
+                    fixed.later_passes
+                )?;
+                continue;
             }
         };
         stages.push((paired, samples));
@@ -308,9 +348,10 @@ pub(crate) fn until_decided(
         decided = looked.decided;
         let spent = started.elapsed().as_secs_f64();
         let next_fits = spent + plan.stage_seconds() <= budget.as_secs_f64() * SLACK;
+        let look_number = stage - 1;
         let then = if decided {
             "decided".to_owned()
-        } else if stage >= plan.looks {
+        } else if look_number >= plan.looks {
             "not decided, and no look is left".to_owned()
         } else if !next_fits {
             format!(
@@ -322,17 +363,17 @@ pub(crate) fn until_decided(
         };
         writeln!(
             err,
-            "ab: look {stage} of {} at {} % confidence, over {} passes a side: {} → {then}",
+            "ab: look {look_number} of {} ({stage} stages) at {} % confidence, over {} passes a side: {} → {then}",
             plan.looks,
             trim(level.bootstrap.confidence * 100.0),
             pooled.base.pass_ns.len(),
             looked.said
         )?;
-        if decided || stage >= plan.looks || !next_fits {
+        if decided || look_number >= plan.looks || !next_fits {
             break;
         }
     }
-    let looks = plan.map_or(1, |p| p.looks);
+    let looks = plan.map_or(0, |p| p.looks);
     let level = at_look(&options, looks);
     let pooled = pool(&stages.iter().map(|(_, s)| s).collect::<Vec<_>>());
     let described = Stages {
@@ -418,6 +459,7 @@ mod tests {
             base: side(base_ns, "a"),
             candidate: side(candidate_ns, "b"),
             processes: 1,
+            stages: Vec::new(),
         }
     }
 
@@ -428,21 +470,21 @@ mod tests {
         let plan = schedule(Duration::from_secs(60), Duration::from_secs(1), &first);
         assert_eq!(plan.looks, MAX_LOOKS);
         assert!((plan.overhead - 0.8).abs() < 1e-9, "{plan:?}");
-        // 59 s left in 7 stages: 8.43 s each, 0.8 s of it starting.
-        assert_eq!(plan.later_passes, 3814, "{plan:?}");
-        assert!((1.0 + 7.0 * plan.stage_seconds() - 60.0).abs() < 0.01);
-        // A budget that holds one more stage of the first's size.
+        // 59 s left in 8 stages: 7.375 s each, 0.8 s of it starting.
+        assert_eq!(plan.later_passes, 3287, "{plan:?}");
+        assert!((1.0 + 8.0 * plan.stage_seconds() - 60.0).abs() < 0.01);
+        // A budget that holds one more stage of the first's size: one look.
         let plan = schedule(Duration::from_secs(2), Duration::from_secs(1), &first);
-        assert_eq!((plan.looks, plan.later_passes), (2, 100));
-        // None: one look, the first.
+        assert_eq!((plan.looks, plan.later_passes), (1, 100));
+        // None: no look (the first stage alone is not looked at).
         let plan = schedule(Duration::from_millis(1500), Duration::from_secs(1), &first);
-        assert_eq!(plan.looks, 1);
+        assert_eq!(plan.looks, 0);
         // The difference between the sides does not move it.
         let slower = samples(100, 900_000, 1_100_000);
         let plan = schedule(Duration::from_secs(60), Duration::from_secs(1), &slower);
         assert_eq!(
             (plan.looks, plan.later_passes),
-            (MAX_LOOKS, 3814),
+            (MAX_LOOKS, 3287),
             "{plan:?}"
         );
     }
@@ -453,6 +495,7 @@ mod tests {
         let pooled = pool(&[&one, &two]);
         assert_eq!(pooled.blocks.len(), 6);
         assert_eq!(pooled.blocks[3], ("base".to_owned(), 3));
+        assert_eq!(pooled.stages, [2, 2]);
         assert_eq!(pooled.base.pass_ns, [vec![10; 4], vec![30; 6]].concat());
         assert_eq!(
             pooled.candidate.call_ns,

@@ -270,6 +270,13 @@ pub struct PairedSamples {
     /// or 2 (two builds, `ab --against`, paced in lock-step).
     #[serde(default = "one_process")]
     pub processes: u32,
+    /// When pooled from stages that each built both sides' targets anew
+    /// (`ab --until-decided`): how many block pairs each stage gave, in
+    /// order. Empty: one stage. Where a target's data lands is drawn anew
+    /// with each stage, so the comparison resamples stages as well as the
+    /// pairs within them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<u32>,
 }
 
 fn one_process() -> u32 {
