@@ -960,13 +960,24 @@ fn run_pair(
             binaries.candidate_named()
         )?;
     }
-    let ends = match across {
+    let (ends, between) = match across {
         None => match session::execute_pair(
             (&base, &base_request),
             (&candidate, &candidate_request),
             &blocks,
         ) {
-            Ok(reports) => reports.map(|report| SideEnd::of(&report)),
+            Ok(reports) => {
+                // The canary between block pairs, read by the run of both.
+                let between = reports[0]
+                    .outcome
+                    .as_ref()
+                    .ok()
+                    .and_then(|outcome| outcome.timings.machine.as_ref())
+                    .and_then(|machine| machine.canary.as_ref())
+                    .map(|canary| canary.between.clone())
+                    .unwrap_or_default();
+                (reports.map(|report| SideEnd::of(&report)), between)
+            }
             Err(error) => {
                 // Refused before anything was written: nothing is left.
                 drop(staged);
@@ -981,7 +992,7 @@ fn run_pair(
             ]
             .map(|(planned, request, side)| lockstep::spec(planned, request, side, &base));
             match lockstep::run(binaries, specs, &blocks, err)? {
-                Ok(ends) => ends,
+                Ok(ran) => (ran.ends, ran.between),
                 Err(code) => {
                     drop(staged);
                     return Ok(Err(code));
@@ -1026,6 +1037,7 @@ fn run_pair(
         base: base_passes,
         candidate: candidate_passes,
         stages: Vec::new(),
+        canary: between,
     };
     let text = serde_json::to_string(&samples)?;
     let landed = {

@@ -809,6 +809,24 @@ fn ab_alternates_the_sides_in_one_capture_and_finds_the_slower_one() {
         assert_eq!(paired[side]["pass_ns"].as_array().unwrap().len(), 60);
         assert_eq!(paired[side]["ranges"]["work"].as_array().unwrap().len(), 60);
     }
+    // The machine-speed canary between block pairs: 8 readings, the same
+    // in paired.json and in each side's manifest.
+    let between = paired["canary"].as_array().unwrap();
+    assert_eq!(between.len(), 8, "{paired}");
+    assert!(between.iter().all(|c| c["memory_ns"].as_u64().unwrap() > 0));
+    let manifest: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(dir.join("base/manifest.yaml")).unwrap())
+            .unwrap();
+    let recorded = &manifest["timings"]["machine"]["canary"]["between"];
+    assert_eq!(
+        recorded.as_sequence().map(Vec::len),
+        Some(8),
+        "{recorded:?}"
+    );
+    assert_eq!(
+        recorded[0]["memory_ns"].as_u64(),
+        between[0]["memory_ns"].as_u64()
+    );
     let work = |side: &str| -> f64 {
         let values = paired[side]["ranges"]["work"].as_array().unwrap();
         values.iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / 60.0

@@ -866,6 +866,7 @@ mod tests {
             blocks,
             processes: 1,
             stages: Vec::new(),
+            canary: Vec::new(),
             base: side(base),
             candidate: side(candidate),
         }

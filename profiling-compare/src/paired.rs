@@ -421,6 +421,9 @@ pub fn compare_paired(
     ) {
         warnings.push(warning);
     }
+    if let Some(warning) = placement_warning(base, candidate, samples) {
+        warnings.push(warning);
+    }
     if samples.base.pass_ns.len() != samples.candidate.pass_ns.len() {
         warnings.push(format!(
             "the sides completed {} and {} passes: the pairs stop at the shorter",
@@ -459,6 +462,52 @@ pub fn compare_paired(
             crate::memory::PassMemory::of_side(&samples.candidate).as_ref(),
         ),
     }
+}
+
+/// The least spread of the memory canary's readings over a pair that
+/// [`placement_warning`] names.
+pub const PLACEMENT_SPREAD: f64 = 0.10;
+
+/// A warning when the memory canary, each reading of it streaming a buffer
+/// allocated for it, read more than [`PLACEMENT_SPREAD`] apart over a pair
+/// of one stage: where a buffer lands, or the machine's memory speed,
+/// moves that much here, and a pair's two sides each stream their own
+/// buffers, which pairing by time does not cancel. Stages pooled
+/// (`--until-decided`) are resampled as stages, which takes it in.
+fn placement_warning(
+    base: &LoadedRun,
+    candidate: &LoadedRun,
+    samples: &PairedSamples,
+) -> Option<String> {
+    if samples.stages.len() > 1 {
+        return None;
+    }
+    let mut readings: Vec<u64> = samples.canary.iter().map(|c| c.memory_ns).collect();
+    for run in [base, candidate] {
+        if let Some(canary) = run
+            .typed
+            .timings
+            .machine
+            .as_ref()
+            .and_then(|m| m.canary.as_ref())
+        {
+            readings.extend([canary.before.memory_ns, canary.after.memory_ns]);
+        }
+    }
+    let (least, most) = (
+        *readings.iter().filter(|&&ns| ns > 0).min()?,
+        *readings.iter().max()?,
+    );
+    let spread = most as f64 / least as f64 - 1.0;
+    (spread > PLACEMENT_SPREAD).then(|| {
+        format!(
+            "the memory canary, each of its {} readings streaming a buffer of its own, took {:.1} to {:.1} ms over the pair ({:.0} % apart): code whose time is memory's can differ by as much between the sides' own buffers, which pairing does not cancel; for it, judge fresh allocations (--until-decided, or --repetitions with gates)",
+            readings.len(),
+            least as f64 / 1e6,
+            most as f64 / 1e6,
+            spread * 100.0
+        )
+    })
 }
 
 #[cfg(test)]
@@ -618,6 +667,7 @@ mod tests {
                 .collect(),
             processes: 1,
             stages: Vec::new(),
+            canary: Vec::new(),
             base: side("old"),
             candidate: side("new"),
         };

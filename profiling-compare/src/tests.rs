@@ -549,6 +549,7 @@ fn a_difference_the_canaries_explain_is_unclear_and_names_them() {
             canary: Some(Canaries {
                 before: canary(before_ns),
                 after: canary(after_ns),
+                between: Vec::new(),
             }),
             ..Default::default()
         });
@@ -577,4 +578,62 @@ fn a_difference_the_canaries_explain_is_unclear_and_names_them() {
     with(&mut candidate, 5_000_000, 7_000_000);
     let comparison = compare(&base, &candidate, &options(), false).unwrap();
     assert_eq!(find(&comparison, "pass").verdict, Verdict::Slower);
+}
+
+/// A pair of one stage whose memory canary read more than 10 % apart
+/// between its readings warns that the sides' own buffers may differ as
+/// much; one that read steady, or stages pooled, do not.
+#[test]
+fn a_pair_warns_when_fresh_buffers_stream_at_different_speeds() {
+    use profiling_core::driver::canary::{Canaries, Canary};
+    use profiling_core::driver::run_samples::{PairedSamples, SidePasses};
+    let canary = |memory_ns| Canary {
+        memory_ns,
+        compute_ns: 250_000,
+    };
+    let with = |run: &mut LoadedRun, ns: u64| {
+        run.typed.timings.machine = Some(profiling_core::driver::manifest::MachineState {
+            canary: Some(Canaries {
+                before: canary(ns),
+                after: canary(ns),
+                between: Vec::new(),
+            }),
+            ..Default::default()
+        });
+    };
+    let (mut base, mut candidate) = (run("b", 1_000_000, &[]), run("c", 1_000_000, &[]));
+    with(&mut base, 6_000_000);
+    with(&mut candidate, 6_000_000);
+    let side = SidePasses {
+        pass_ns: vec![1_000_000; 12],
+        call_ns: vec![1_000_000; 12],
+        ..SidePasses::default()
+    };
+    let mut samples = PairedSamples {
+        format_version: 1,
+        blocks: (0..6)
+            .flat_map(|_| [("base".to_owned(), 2), ("candidate".to_owned(), 2)])
+            .collect(),
+        processes: 1,
+        stages: Vec::new(),
+        canary: vec![canary(6_100_000), canary(5_900_000)],
+        base: side.clone(),
+        candidate: side,
+    };
+    let warned = |samples: &PairedSamples| {
+        crate::paired::compare_paired(&base, &candidate, samples, &options())
+            .warnings
+            .into_iter()
+            .find(|w| w.contains("memory canary"))
+    };
+    assert_eq!(warned(&samples), None);
+    samples.canary.push(canary(7_200_000));
+    let warning = warned(&samples).expect("a warning");
+    assert!(
+        warning.contains("each of its 7 readings")
+            && warning.contains("5.9 to 7.2 ms over the pair (22 % apart)"),
+        "{warning}"
+    );
+    samples.stages = vec![3, 3];
+    assert_eq!(warned(&samples), None);
 }

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+use profiling_core::driver::canary::{self, Canary};
 use profiling_core::driver::interrupt;
 use profiling_core::driver::runner::PairSide;
 use profiling_core::driver::session::{Planned, RunRequest};
@@ -277,7 +278,7 @@ pub(super) fn run(
     [base_spec, candidate_spec]: [StepSpec; 2],
     blocks: &[(PairSide, u32)],
     err: &mut dyn Write,
-) -> anyhow::Result<Result<[SideEnd; 2], u8>> {
+) -> anyhow::Result<Result<Ran, u8>> {
     // A first signal reaches the sides from the terminal: they stop after
     // the call in progress, and this process waits to hear it.
     let _hold = interrupt::Hold::new();
@@ -323,6 +324,8 @@ pub(super) fn run(
         }
     };
     let mut blocks_run = 0;
+    let read_after = canary::between_blocks(blocks.len());
+    let mut between = Vec::with_capacity(read_after.len());
     // Both open; then each warms up alone, the base first.
     let opened = [base.hear(err), candidate.hear(err)];
     let opened = opened.map(|said| matches!(said, Said::Step(word) if word == "opened"));
@@ -333,11 +336,16 @@ pub(super) fn run(
     } else if !candidate.ask("warmup", "warmed", err) {
         base.tell("abort candidate warmup");
     } else {
-        for &(side, passes) in blocks {
+        for (index, &(side, passes)) in blocks.iter().enumerate() {
             // A signal this process alone was sent (a SIGTERM to it, not
             // to the terminal's group): no further block is started.
             if interrupt::received().is_some() {
                 break;
+            }
+            // The machine's speed between block pairs, read here while
+            // both sides wait.
+            if index > 0 && read_after.contains(&(index - 1)) {
+                between.push(canary::read());
             }
             let running = match side {
                 PairSide::Base => &mut base,
@@ -379,10 +387,20 @@ pub(super) fn run(
     if let Some(code) = refused {
         return Ok(Err(code));
     }
-    Ok(Ok(ends.map(|(_, _, end)| match end {
-        StepEnd::Ended(end) => end,
-        StepEnd::Refused { .. } => unreachable!("said above"),
-    })))
+    Ok(Ok(Ran {
+        ends: ends.map(|(_, _, end)| match end {
+            StepEnd::Ended(end) => end,
+            StepEnd::Refused { .. } => unreachable!("said above"),
+        }),
+        between,
+    }))
+}
+
+/// How both sides of a pair in lock-step ended, and the machine-speed
+/// canary read between their block pairs.
+pub(super) struct Ran {
+    pub ends: [SideEnd; 2],
+    pub between: Vec<Canary>,
 }
 
 /// Tells the side that opened that the other could not be built.
@@ -483,7 +501,8 @@ mod tests {
         let mut err = Vec::new();
         let ends = run(&sides, [spec("base"), spec("candidate")], &blocks, &mut err)
             .unwrap()
-            .unwrap_or_else(|code| panic!("{code}: {}", String::from_utf8_lossy(&err)));
+            .unwrap_or_else(|code| panic!("{code}: {}", String::from_utf8_lossy(&err)))
+            .ends;
         assert!(ends.iter().all(|end| end.passes.is_ok()));
         assert_eq!(
             std::fs::read_to_string(&log).unwrap(),
@@ -515,7 +534,8 @@ mod tests {
         let mut err = Vec::new();
         let [base, candidate] = run(&sides, [spec("base"), spec("candidate")], &blocks, &mut err)
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .ends;
         assert!(base.passes.is_ok());
         let failure = candidate.passes.unwrap_err();
         assert!(!failure.not_run);

@@ -137,6 +137,7 @@ pub(crate) fn pool(stages: &[&PairedSamples]) -> PairedSamples {
         candidate: SidePasses::default(),
         processes: stages.first().map_or(1, |s| s.processes),
         stages: Vec::new(),
+        canary: Vec::new(),
     };
     for stage in stages {
         let pairs = stage
@@ -150,6 +151,7 @@ pub(crate) fn pool(stages: &[&PairedSamples]) -> PairedSamples {
             pooled.stages.extend(&stage.stages);
         }
         pooled.blocks.extend(stage.blocks.iter().cloned());
+        pooled.canary.extend(&stage.canary);
         append(&mut pooled.base, &stage.base);
         append(&mut pooled.candidate, &stage.candidate);
     }
@@ -460,6 +462,7 @@ mod tests {
             candidate: side(candidate_ns, "b"),
             processes: 1,
             stages: Vec::new(),
+            canary: Vec::new(),
         }
     }
 

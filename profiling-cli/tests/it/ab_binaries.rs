@@ -84,6 +84,8 @@ fn two_processes_in_lock_step_find_the_side_that_does_twice_the_work() {
     assert_eq!(paired["base"]["pass_ns"].as_array().unwrap().len(), 40);
     assert_eq!(paired["candidate"]["pass_ns"].as_array().unwrap().len(), 40);
     assert_eq!(paired["blocks"].as_array().unwrap().len(), 40);
+    // The canary, read by the pair's process between block pairs.
+    assert_eq!(paired["canary"].as_array().unwrap().len(), 8, "{paired}");
     for (side, rounds) in [("base", 100_000), ("candidate", 200_000)] {
         let manifest: serde_yaml::Value = serde_yaml::from_str(
             &std::fs::read_to_string(pair.join(side).join("manifest.yaml")).unwrap(),

@@ -1,6 +1,7 @@
 //! The machine-speed canary: two fixed micro-kernels timed just before a
-//! capture opens and just after it closes, so that a comparison can tell
-//! a machine that was slower during one run from code that is.
+//! capture opens and just after it closes (and, in a paired run, between
+//! some of its block pairs), so that a comparison can tell a machine that
+//! was slower during one run from code that is.
 //!
 //! A thread slowed by other processes streaming memory stays on its CPU:
 //! the time it was off the CPU says nothing of it. The memory kernel reads
@@ -28,11 +29,14 @@ pub struct Canary {
     pub compute_ns: u64,
 }
 
-/// The canary read before the capture and after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// The canary read before the capture and after it, and in a paired run
+/// between some of its block pairs ([`between_blocks`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Canaries {
     pub before: Canary,
     pub after: Canary,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub between: Vec<Canary>,
 }
 
 impl Canaries {
@@ -43,6 +47,42 @@ impl Canaries {
             (self.before.compute_ns + self.after.compute_ns) as f64 / 2.0,
         )
     }
+}
+
+/// Readings between a paired run's block pairs at most: each takes about
+/// 40 ms, outside every pass.
+pub const BETWEEN_MOST: usize = 8;
+
+/// After which of a paired run's `blocks` (their indices, in the order
+/// they run; two blocks, one of each side, make a pair) the canary is
+/// read: at most [`BETWEEN_MOST`] pair boundaries, spread evenly, none
+/// after the last pair (the closing reading follows it). A reading fills
+/// the caches with its own buffer, so the block after it starts cold:
+/// the boundaries chosen are followed by as many pairs that the base
+/// opens as pairs the candidate opens (pairs alternate which side runs
+/// first).
+pub fn between_blocks(blocks: usize) -> Vec<usize> {
+    let pairs = blocks / 2;
+    // An even count, so that both sides follow a reading equally often.
+    let count = pairs.saturating_sub(1).min(BETWEEN_MOST) & !1;
+    let mut after_pairs: Vec<usize> = Vec::with_capacity(count);
+    for k in 1..=count {
+        let mut boundary = (k * pairs).div_ceil(count + 1).clamp(1, pairs - 1);
+        // Boundaries alternate in parity: the pairs after them alternate
+        // in which side opens them.
+        if boundary % 2 != k % 2 {
+            boundary = if boundary < pairs - 1 {
+                boundary + 1
+            } else {
+                boundary - 1
+            };
+        }
+        if after_pairs.last().is_none_or(|&last| boundary > last) {
+            after_pairs.push(boundary);
+        }
+    }
+    // After `b` pairs: after block 2b - 1.
+    after_pairs.into_iter().map(|b| 2 * b - 1).collect()
 }
 
 /// Reads both kernels now.
@@ -106,6 +146,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn readings_between_blocks_are_few_spread_and_balanced_between_the_sides() {
+        // 25 pairs (50 blocks): 8 readings, each after a whole pair.
+        let after = between_blocks(50);
+        assert_eq!(after.len(), BETWEEN_MOST, "{after:?}");
+        assert!(after.iter().all(|b| b % 2 == 1 && *b < 49), "{after:?}");
+        assert!(after.windows(2).all(|w| w[0] < w[1]), "{after:?}");
+        // The pairs after them: half opened by one side, half by the other.
+        let pairs_after: Vec<usize> = after.iter().map(|b| (b + 1) / 2).collect();
+        let even = pairs_after.iter().filter(|p| *p % 2 == 0).count();
+        assert_eq!(even * 2, pairs_after.len(), "{pairs_after:?}");
+        // Spread over the run, not bunched at one end.
+        assert!(
+            pairs_after[0] <= 4 && *pairs_after.last().unwrap() >= 20,
+            "{pairs_after:?}"
+        );
+        // Too few pairs for a reading between them, or for an even count.
+        assert!(between_blocks(2).is_empty());
+        assert!(between_blocks(4).is_empty());
+        assert_eq!(between_blocks(6).len(), 2);
+        assert!(between_blocks(0).is_empty());
+    }
+
+    #[test]
     fn both_kernels_take_time_and_the_mean_is_of_both_readings() {
         let canary = read();
         assert!(canary.memory_ns > 0 && canary.compute_ns > 0, "{canary:?}");
@@ -118,6 +181,7 @@ mod tests {
                 memory_ns: 300,
                 compute_ns: 30,
             },
+            between: Vec::new(),
         };
         assert_eq!(canaries.mean_ns(), (200.0, 20.0));
     }

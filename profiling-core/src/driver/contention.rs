@@ -99,6 +99,9 @@ pub struct Snapshot {
     governor: Option<String>,
     frequencies_mhz: Vec<u32>,
     canary: Option<Canary>,
+    /// At the closing end of a paired run: the canary read between its
+    /// block pairs.
+    between: Vec<Canary>,
 }
 
 impl Snapshot {
@@ -113,6 +116,7 @@ impl Snapshot {
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             frequencies_mhz: frequencies_mhz(),
             canary: None,
+            between: Vec::new(),
         }
     }
 
@@ -130,6 +134,15 @@ impl Snapshot {
         let mut snapshot = Snapshot::now();
         snapshot.canary = Some(canary::read());
         snapshot
+    }
+
+    /// Just after a paired run's capture closes, with the canary read
+    /// between its block pairs.
+    pub(crate) fn closing_after(between: Vec<Canary>) -> Snapshot {
+        Snapshot {
+            between,
+            ..Snapshot::closing()
+        }
     }
 }
 
@@ -176,7 +189,11 @@ pub(crate) fn state(start: &Snapshot, end: &Snapshot, passes: &[(u64, u64)]) -> 
         off_cpu: (wall_total > 0 && !cpu.is_empty())
             .then(|| (1.0 - cpu_total as f64 / wall_total as f64).clamp(0.0, 1.0)),
         canary: match (start.canary, end.canary) {
-            (Some(before), Some(after)) => Some(Canaries { before, after }),
+            (Some(before), Some(after)) => Some(Canaries {
+                before,
+                after,
+                between: end.between.clone(),
+            }),
             _ => None,
         },
     }

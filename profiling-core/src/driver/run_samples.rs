@@ -277,6 +277,11 @@ pub struct PairedSamples {
     /// pairs within them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<u32>,
+    /// The machine-speed canary read between block pairs (a few of them,
+    /// [`crate::driver::canary::between_blocks`]), in order; each reading
+    /// streams a buffer allocated for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub canary: Vec<crate::driver::canary::Canary>,
 }
 
 fn one_process() -> u32 {

@@ -385,7 +385,12 @@ pub(crate) fn run_paired<'p>(
     // Completed passes of each side.
     let mut done = [0u32; 2];
     let mut failure = None;
-    'blocks: for &(side, passes) in blocks {
+    let read_after = crate::driver::canary::between_blocks(blocks.len());
+    let mut between = Vec::with_capacity(read_after.len());
+    'blocks: for (index, &(side, passes)) in blocks.iter().enumerate() {
+        if index > 0 && read_after.contains(&(index - 1)) {
+            between.push(crate::driver::canary::read());
+        }
         let (run, count, name): (&mut dyn SteppedRun, _, _) = match side {
             PairSide::Base => (base.as_mut(), &mut done[0], &mut names[0]),
             PairSide::Candidate => (candidate.as_mut(), &mut done[1], &mut names[1]),
@@ -405,7 +410,7 @@ pub(crate) fn run_paired<'p>(
     let capture_ns = now_ns() - capture_started;
     let log = capture.end();
     drop(memory_mode);
-    let machine = (machine_start, Snapshot::closing());
+    let machine = (machine_start, Snapshot::closing_after(between));
     let (base_failed, candidate_failed) = match failure {
         Some((PairSide::Base, error)) => (Some(error), None),
         Some((PairSide::Candidate, error)) => (None, Some(error)),
