@@ -153,7 +153,7 @@ mod tests {
         assert!(after.iter().all(|b| b % 2 == 1 && *b < 49), "{after:?}");
         assert!(after.windows(2).all(|w| w[0] < w[1]), "{after:?}");
         // The pairs after them: half opened by one side, half by the other.
-        let pairs_after: Vec<usize> = after.iter().map(|b| (b + 1) / 2).collect();
+        let pairs_after: Vec<usize> = after.iter().map(|b| b.div_ceil(2)).collect();
         let even = pairs_after.iter().filter(|p| *p % 2 == 0).count();
         assert_eq!(even * 2, pairs_after.len(), "{pairs_after:?}");
         // Spread over the run, not bunched at one end.
