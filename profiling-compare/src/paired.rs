@@ -483,7 +483,13 @@ fn placement_warning(
         return None;
     }
     let mut readings: Vec<u64> = samples.canary.iter().map(|c| c.memory_ns).collect();
-    for run in [base, candidate] {
+    // In one process both sides' manifests hold the same two readings.
+    let runs: &[&LoadedRun] = if samples.processes > 1 {
+        &[base, candidate]
+    } else {
+        &[base]
+    };
+    for run in runs {
         if let Some(canary) = run
             .typed
             .timings

@@ -630,10 +630,14 @@ fn a_pair_warns_when_fresh_buffers_stream_at_different_speeds() {
     samples.canary.push(canary(7_200_000));
     let warning = warned(&samples).expect("a warning");
     assert!(
-        warning.contains("each of its 7 readings")
+        warning.contains("each of its 5 readings")
             && warning.contains("5.9 to 7.2 ms over the pair (22 % apart)"),
         "{warning}"
     );
+    // Two processes: each side's own before and after count.
+    samples.processes = 2;
+    let warning = warned(&samples).expect("a warning");
+    assert!(warning.contains("each of its 7 readings"), "{warning}");
     samples.stages = vec![3, 3];
     assert_eq!(warned(&samples), None);
 }
