@@ -14,6 +14,7 @@ pub mod canary;
 pub mod config;
 pub mod contention;
 pub mod interrupt;
+pub mod load;
 pub mod manifest;
 pub mod nsys;
 pub mod panics;

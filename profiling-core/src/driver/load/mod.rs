@@ -1,0 +1,12 @@
+//! Load: a target driven as a service is driven (the scenarios of MLPerf's
+//! LoadGen), and what its latency was under it.
+//!
+//! [`arrivals`] says when each query is meant to be sent; [`latency`]
+//! measures every query from that intended time, not from when a worker
+//! picked it up, so a queue that builds behind a slow worker shows in the
+//! latency instead of hiding in the gaps between sends (coordinated
+//! omission, as wrk2 and HdrHistogram name it), and says whether the
+//! offered load was more than the workers could serve.
+
+pub mod arrivals;
+pub mod latency;
