@@ -9,4 +9,5 @@
 //! offered load was more than the workers could serve.
 
 pub mod arrivals;
+pub mod drive;
 pub mod latency;

@@ -1,0 +1,494 @@
+//! The load itself: workers, each on a thread of its own with its own
+//! state (a target instance, built on that thread), serving queries as a
+//! scenario sends them, every query timed from when it was meant to be
+//! sent.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use super::arrivals::{self, Arrival, ArrivalError};
+use super::latency::Query;
+use crate::timing::now_ns;
+
+/// How queries are sent (LoadGen's scenarios, and perf_analyzer's
+/// concurrency mode).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scenario {
+    /// One query at a time: the next is sent when the previous answers.
+    SingleStream,
+    /// Queries sent on a schedule fixed in advance, whether or not the
+    /// workers keep up (open loop).
+    Server { qps: f64, arrival: Arrival },
+    /// This many queries outstanding: each answer sends the next.
+    Concurrency(u32),
+    /// Every query sent at once; what counts is the throughput.
+    Offline,
+}
+
+impl Scenario {
+    /// Its name on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scenario::SingleStream => "single-stream",
+            Scenario::Server { .. } => "server",
+            Scenario::Concurrency(_) => "concurrency",
+            Scenario::Offline => "offline",
+        }
+    }
+}
+
+/// What a load runs: the scenario, how many queries, on how many workers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadPlan {
+    pub scenario: Scenario,
+    /// Queries measured (after the warmup's).
+    pub queries: usize,
+    /// Queries each worker serves alone before the measurement starts.
+    pub warmup: usize,
+    pub workers: u32,
+    pub seed: u64,
+}
+
+/// Why a load did not run, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Arrivals(#[from] ArrivalError),
+    #[error("a load needs at least one worker")]
+    NoWorkers,
+    #[error("single-stream has one query outstanding: it runs on one worker, not {0}")]
+    SingleStreamWorkers(u32),
+    #[error("concurrency needs at least one query outstanding")]
+    NoConcurrency,
+    #[error("worker {worker} could not be built: {source:#}")]
+    Build { worker: u32, source: anyhow::Error },
+    #[error("query {query} failed on worker {worker}: {source:#}")]
+    Query {
+        query: usize,
+        worker: u32,
+        source: anyhow::Error,
+    },
+}
+
+/// What a load measured: every query, in the order they were meant to be
+/// sent, and whether a stop (a signal) cut it short.
+#[derive(Debug)]
+pub struct LoadRun {
+    pub queries: Vec<Query>,
+    pub stopped: bool,
+}
+
+/// Runs `plan`: `build(worker)` makes each worker's state on its own
+/// thread, then `serve(state, query)` answers query `query` (its index,
+/// from 0, which picks the record). `stop` ends the load after the queries
+/// in progress; what completed is kept.
+pub fn drive<S, B, F>(
+    plan: &LoadPlan,
+    build: B,
+    serve: F,
+    stop: &AtomicBool,
+) -> Result<LoadRun, LoadError>
+where
+    B: Fn(u32) -> anyhow::Result<S> + Sync,
+    F: Fn(&mut S, usize) -> anyhow::Result<()> + Sync,
+{
+    if plan.workers == 0 {
+        return Err(LoadError::NoWorkers);
+    }
+    match plan.scenario {
+        Scenario::SingleStream if plan.workers != 1 => {
+            return Err(LoadError::SingleStreamWorkers(plan.workers))
+        }
+        Scenario::Concurrency(0) => return Err(LoadError::NoConcurrency),
+        _ => {}
+    }
+    // The schedule of an open loop, fixed before anything runs.
+    let intended = match plan.scenario {
+        Scenario::Server { qps, arrival } => Some(arrivals::intended_ns(
+            arrival,
+            qps,
+            plan.queries,
+            plan.seed,
+        )?),
+        _ => None,
+    };
+    let workers = plan.workers;
+    // A closed loop's queries waiting for a worker: (query, when it was
+    // sent); each answer sends the next query of its client.
+    let outstanding = match plan.scenario {
+        Scenario::SingleStream => 1,
+        Scenario::Concurrency(n) => n as usize,
+        _ => 0,
+    };
+    let waiting = Mutex::new(Waiting {
+        queue: (0..outstanding.min(plan.queries)).map(|q| (q, 0)).collect(),
+        sent: outstanding.min(plan.queries),
+        done: false,
+    });
+    let wake = Condvar::new();
+    let closed = outstanding > 0;
+    let next = AtomicUsize::new(0);
+    let failure: Mutex<Option<LoadError>> = Mutex::new(None);
+    let results: Mutex<Vec<Query>> = Mutex::new(Vec::with_capacity(plan.queries));
+    // Every worker built and warmed before the clock starts.
+    let ready = std::sync::Barrier::new(workers as usize + 1);
+    let start_ns = AtomicUsize::new(0);
+    let started = std::sync::Barrier::new(workers as usize + 1);
+    let failed = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for worker in 0..workers {
+            let (build, serve) = (&build, &serve);
+            let (next, failure, results, ready, started, start_ns, failed, intended) = (
+                &next, &failure, &results, &ready, &started, &start_ns, &failed, &intended,
+            );
+            let (waiting, wake) = (&waiting, &wake);
+            scope.spawn(move || {
+                let fail = |error: LoadError| {
+                    failed.store(true, Ordering::SeqCst);
+                    failure
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(error);
+                    // Workers waiting for a closed loop's next query end.
+                    waiting.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+                    wake.notify_all();
+                };
+                let mut state = match build(worker) {
+                    Ok(state) => Some(state),
+                    Err(source) => {
+                        fail(LoadError::Build { worker, source });
+                        None
+                    }
+                };
+                if let Some(state) = state.as_mut() {
+                    for query in 0..plan.warmup {
+                        if let Err(source) = serve(state, query) {
+                            fail(LoadError::Query {
+                                query,
+                                worker,
+                                source,
+                            });
+                            break;
+                        }
+                    }
+                }
+                ready.wait();
+                started.wait();
+                let Some(mut state) = state else { return };
+                if failed.load(Ordering::SeqCst) {
+                    return;
+                }
+                let start = start_ns.load(Ordering::SeqCst) as u64;
+                let mut mine = Vec::new();
+                loop {
+                    if stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let (query, intended_ns) = if closed {
+                        match take(waiting, wake, stop) {
+                            Some(taken) => taken,
+                            None => break,
+                        }
+                    } else {
+                        let query = next.fetch_add(1, Ordering::Relaxed);
+                        if query >= plan.queries {
+                            break;
+                        }
+                        match intended {
+                            Some(times) => {
+                                wait_until(start + times[query]);
+                                (query, times[query])
+                            }
+                            None => (query, 0),
+                        }
+                    };
+                    let started_ns = now_ns().saturating_sub(start);
+                    if let Err(source) = serve(&mut state, query) {
+                        fail(LoadError::Query {
+                            query,
+                            worker,
+                            source,
+                        });
+                        break;
+                    }
+                    let ended_ns = now_ns().saturating_sub(start);
+                    if closed {
+                        // Its client sends the next query now.
+                        let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                        if waiting.sent < plan.queries {
+                            let sent = waiting.sent;
+                            waiting.queue.push_back((sent, ended_ns));
+                            waiting.sent += 1;
+                            wake.notify_one();
+                        } else if waiting.queue.is_empty() {
+                            waiting.done = true;
+                            wake.notify_all();
+                        }
+                    }
+                    mine.push(Query {
+                        intended_ns,
+                        started_ns,
+                        ended_ns,
+                        worker,
+                    });
+                }
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(mine);
+            });
+        }
+        ready.wait();
+        start_ns.store(now_ns() as usize, Ordering::SeqCst);
+        started.wait();
+    });
+    if let Some(error) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(error);
+    }
+    let mut queries = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    queries.sort_by_key(|q| (q.intended_ns, q.started_ns));
+    let stopped = queries.len() < plan.queries;
+    Ok(LoadRun { queries, stopped })
+}
+
+/// A closed loop's queries sent and not yet taken by a worker.
+struct Waiting {
+    queue: VecDeque<(usize, u64)>,
+    /// Queries sent so far.
+    sent: usize,
+    /// Nothing more will be sent: every query is, or a worker failed.
+    done: bool,
+}
+
+/// The next waiting query of a closed loop, waiting for one to be sent;
+/// `None` once none will be (or on a stop).
+fn take(waiting: &Mutex<Waiting>, wake: &Condvar, stop: &AtomicBool) -> Option<(usize, u64)> {
+    let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if let Some(taken) = waiting.queue.pop_front() {
+            return Some(taken);
+        }
+        if waiting.done || stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        // A stop set while every worker waits is seen within the timeout.
+        waiting = wake
+            .wait_timeout(waiting, Duration::from_millis(50))
+            .map_or_else(|e| e.into_inner().0, |(guard, _)| guard);
+    }
+}
+
+/// Sleeps until a little before `at_ns` (the clock of [`now_ns`]), then
+/// spins to it: a sleep alone wakes tens of microseconds late.
+fn wait_until(at_ns: u64) {
+    const SPIN_NS: u64 = 200_000;
+    loop {
+        let now = now_ns();
+        if now >= at_ns {
+            return;
+        }
+        let left = at_ns - now;
+        if left > SPIN_NS {
+            std::thread::sleep(Duration::from_nanos(left - SPIN_NS));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(scenario: Scenario, queries: usize, workers: u32) -> LoadPlan {
+        LoadPlan {
+            scenario,
+            queries,
+            warmup: 2,
+            workers,
+            seed: 5,
+        }
+    }
+
+    #[test]
+    fn every_query_is_served_once_by_a_worker_built_on_its_own_thread() {
+        let stop = AtomicBool::new(false);
+        let served = Mutex::new(Vec::new());
+        let run = drive(
+            &plan(Scenario::Offline, 200, 3),
+            |worker| Ok((worker, std::thread::current().id())),
+            |(worker, thread), query| {
+                // The state stays on the thread that built it.
+                assert_eq!(*thread, std::thread::current().id());
+                served.lock().unwrap().push((query, *worker));
+                Ok(())
+            },
+            &stop,
+        )
+        .unwrap();
+        assert!(!run.stopped);
+        assert_eq!(run.queries.len(), 200);
+        let mut measured: Vec<usize> = served
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            // The warmup's queries, 0 and 1 on each worker, come first.
+            .skip(3 * 2)
+            .map(|(query, _)| query)
+            .collect();
+        measured.sort_unstable();
+        assert_eq!(measured, (0..200).collect::<Vec<_>>());
+        assert!(run
+            .queries
+            .iter()
+            .all(|q| q.intended_ns == 0 && q.worker < 3));
+    }
+
+    #[test]
+    fn a_closed_loop_sends_the_next_query_when_the_last_answers() {
+        let stop = AtomicBool::new(false);
+        let run = drive(
+            &plan(Scenario::SingleStream, 50, 1),
+            |_| Ok(()),
+            |_, _| Ok(()),
+            &stop,
+        )
+        .unwrap();
+        // Each query is meant to be sent when the one before it ended.
+        for pair in run.queries.windows(2) {
+            assert_eq!(pair[1].intended_ns, pair[0].ended_ns);
+            assert!(pair[1].started_ns >= pair[1].intended_ns);
+        }
+        assert!(matches!(
+            drive(
+                &plan(Scenario::SingleStream, 5, 2),
+                |_| Ok(()),
+                |_, _| Ok(()),
+                &stop
+            ),
+            Err(LoadError::SingleStreamWorkers(2))
+        ));
+    }
+
+    #[test]
+    fn concurrency_keeps_that_many_queries_outstanding_on_fewer_workers() {
+        let stop = AtomicBool::new(false);
+        let in_flight = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let run = drive(
+            &plan(Scenario::Concurrency(4), 60, 2),
+            |_| Ok(()),
+            |_, _| {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                std::thread::yield_now();
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            },
+            &stop,
+        )
+        .unwrap();
+        assert_eq!(run.queries.len(), 60);
+        // Two workers serve at most two at once; the other two queries
+        // outstanding wait, and their wait counts.
+        assert!(most.load(Ordering::SeqCst) <= 2);
+        // The first four were all sent at the start.
+        assert_eq!(run.queries.iter().filter(|q| q.intended_ns == 0).count(), 4);
+        // Every later one was sent when an earlier one ended.
+        let ends: std::collections::BTreeSet<u64> =
+            run.queries.iter().map(|q| q.ended_ns).collect();
+        assert!(run
+            .queries
+            .iter()
+            .filter(|q| q.intended_ns > 0)
+            .all(|q| ends.contains(&q.intended_ns)));
+    }
+
+    #[test]
+    fn an_open_loop_keeps_its_schedule_and_times_from_it() {
+        let stop = AtomicBool::new(false);
+        let run = drive(
+            &plan(
+                Scenario::Server {
+                    qps: 2000.0,
+                    arrival: Arrival::Constant,
+                },
+                40,
+                1,
+            ),
+            |_| Ok(()),
+            |_, _| Ok(()),
+            &stop,
+        )
+        .unwrap();
+        let intended: Vec<u64> = run.queries.iter().map(|q| q.intended_ns).collect();
+        assert_eq!(intended, (0..40).map(|i| i * 500_000).collect::<Vec<_>>());
+        // No query begins before it is meant to be sent.
+        assert!(run.queries.iter().all(|q| q.started_ns >= q.intended_ns));
+    }
+
+    #[test]
+    fn a_failing_build_or_query_names_the_worker_and_the_query() {
+        let stop = AtomicBool::new(false);
+        let built = drive(
+            &plan(Scenario::Offline, 10, 2),
+            |worker| {
+                if worker == 1 {
+                    anyhow::bail!("no model")
+                }
+                Ok(())
+            },
+            |_, _| Ok(()),
+            &stop,
+        );
+        assert_eq!(
+            built.unwrap_err().to_string(),
+            "worker 1 could not be built: no model"
+        );
+        let failed = drive(
+            &plan(Scenario::Offline, 10, 1),
+            |_| Ok(()),
+            |_, query| {
+                if query == 7 {
+                    anyhow::bail!("bad record")
+                }
+                Ok(())
+            },
+            &stop,
+        );
+        assert_eq!(
+            failed.unwrap_err().to_string(),
+            "query 7 failed on worker 0: bad record"
+        );
+        assert!(matches!(
+            drive(
+                &plan(Scenario::Offline, 1, 0),
+                |_| Ok(()),
+                |_, _| Ok(()),
+                &stop
+            ),
+            Err(LoadError::NoWorkers)
+        ));
+    }
+
+    #[test]
+    fn a_stop_keeps_what_completed() {
+        let stop = AtomicBool::new(false);
+        let run = drive(
+            &plan(Scenario::Offline, 1000, 1),
+            |_| Ok(()),
+            |_, query| {
+                if query == 99 {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                Ok(())
+            },
+            &stop,
+        )
+        .unwrap();
+        assert!(run.stopped);
+        assert_eq!(run.queries.len(), 100);
+    }
+}
