@@ -97,6 +97,8 @@ macro_rules! targets_needing_feature {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::data::{build_source, SourceEntry};
+    pub use crate::driver::load::drive::{LoadError, LoadPlan, LoadRun};
+    pub use crate::driver::load::target::load_target;
     pub use crate::driver::registry::{FactoryOutput, TargetEntry, UnavailableTarget};
     pub use crate::driver::runner::{
         open_target, run_target, RunError, RunOutcome, RunPlan, SteppedRun,

@@ -84,6 +84,10 @@ pub(crate) fn profile_target(
     let file = quote_spanned!(impl_span=> ::core::file!());
     let line = quote_spanned!(impl_span=> ::core::line!());
     let plan = Ident::new("plan", Span::mixed_site());
+    let (load, stop) = (
+        Ident::new("load", Span::mixed_site()),
+        Ident::new("stop", Span::mixed_site()),
+    );
     let takes_batches = defines_prepare_batch(&block);
     // The config, as an absolute path: the crate's directory when it was
     // compiled, then the path given.
@@ -121,6 +125,14 @@ pub(crate) fn profile_target(
                 #krate::__private::open_target::<#self_ty, _>(#plan, __profiling_build)
             }
 
+            fn __profiling_load(
+                #plan: &#krate::__private::RunPlan,
+                #load: &#krate::__private::LoadPlan,
+                #stop: &::std::sync::atomic::AtomicBool,
+            ) -> ::core::result::Result<#krate::__private::LoadRun, #krate::__private::LoadError> {
+                #krate::__private::load_target::<#self_ty, _>(#plan, #load, #stop, __profiling_build)
+            }
+
             #krate::__private::inventory::submit! {
                 #krate::__private::TargetEntry {
                     name: #name,
@@ -135,6 +147,7 @@ pub(crate) fn profile_target(
                     setup: #setup,
                     launch: __profiling_launch,
                     open: __profiling_open,
+                    load: __profiling_load,
                 }
             }
         };

@@ -46,7 +46,18 @@ pub struct TargetEntry {
     /// Builds the target on a plan for a paired run, its passes run one at
     /// a time (`runner::run_paired`).
     pub open: OpenTarget,
+    /// Drives the target under load (`profile-cli load`): one instance a
+    /// worker, each built on its worker's thread.
+    pub load: LoadTarget,
 }
+
+/// [`TargetEntry::load`]: the plan, the load, and the flag that stops it.
+pub(crate) type LoadTarget =
+    fn(
+        &RunPlan,
+        &crate::driver::load::drive::LoadPlan,
+        &std::sync::atomic::AtomicBool,
+    ) -> Result<crate::driver::load::drive::LoadRun, crate::driver::load::drive::LoadError>;
 
 /// [`TargetEntry::open`]: the target built on a plan, ready for its
 /// warmup.

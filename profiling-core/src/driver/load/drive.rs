@@ -49,6 +49,9 @@ pub struct LoadPlan {
     pub warmup: usize,
     pub workers: u32,
     pub seed: u64,
+    /// No query is begun this long after the start (a closed loop's
+    /// `--duration`); `None`: every query is.
+    pub deadline_ns: Option<u64>,
 }
 
 /// Why a load did not run, or stopped.
@@ -56,6 +59,8 @@ pub struct LoadPlan {
 pub enum LoadError {
     #[error(transparent)]
     Arrivals(#[from] ArrivalError),
+    #[error("{0}")]
+    Setup(String),
     #[error("a load needs at least one worker")]
     NoWorkers,
     #[error("single-stream has one query outstanding: it runs on one worker, not {0}")]
@@ -131,7 +136,7 @@ where
     let closed = outstanding > 0;
     let next = AtomicUsize::new(0);
     let failure: Mutex<Option<LoadError>> = Mutex::new(None);
-    let results: Mutex<Vec<Query>> = Mutex::new(Vec::with_capacity(plan.queries));
+    let results: Mutex<Vec<Query>> = Mutex::new(Vec::with_capacity(plan.queries.min(1 << 20)));
     // Every worker built and warmed before the clock starts.
     let ready = std::sync::Barrier::new(workers as usize + 1);
     let start_ns = AtomicUsize::new(0);
@@ -186,6 +191,15 @@ where
                     if stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
                         break;
                     }
+                    if plan
+                        .deadline_ns
+                        .is_some_and(|deadline| now_ns().saturating_sub(start) >= deadline)
+                    {
+                        // The others waiting for a closed loop's query end.
+                        waiting.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+                        wake.notify_all();
+                        break;
+                    }
                     let (query, intended_ns) = if closed {
                         match take(waiting, wake, stop) {
                             Some(taken) => taken,
@@ -217,12 +231,15 @@ where
                     if closed {
                         // Its client sends the next query now.
                         let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
-                        if waiting.sent < plan.queries {
+                        let past = plan
+                            .deadline_ns
+                            .is_some_and(|deadline| ended_ns >= deadline);
+                        if waiting.sent < plan.queries && !past {
                             let sent = waiting.sent;
                             waiting.queue.push_back((sent, ended_ns));
                             waiting.sent += 1;
                             wake.notify_one();
-                        } else if waiting.queue.is_empty() {
+                        } else if waiting.queue.is_empty() || past {
                             waiting.done = true;
                             wake.notify_all();
                         }
@@ -249,7 +266,7 @@ where
     }
     let mut queries = results.into_inner().unwrap_or_else(|e| e.into_inner());
     queries.sort_by_key(|q| (q.intended_ns, q.started_ns));
-    let stopped = queries.len() < plan.queries;
+    let stopped = stop.load(Ordering::SeqCst);
     Ok(LoadRun { queries, stopped })
 }
 
@@ -309,6 +326,7 @@ mod tests {
             warmup: 2,
             workers,
             seed: 5,
+            deadline_ns: None,
         }
     }
 
@@ -471,6 +489,18 @@ mod tests {
             ),
             Err(LoadError::NoWorkers)
         ));
+    }
+
+    #[test]
+    fn a_closed_loop_with_a_deadline_begins_no_query_after_it() {
+        let stop = AtomicBool::new(false);
+        let mut long = plan(Scenario::Concurrency(2), usize::MAX, 2);
+        long.deadline_ns = Some(20_000_000);
+        let run = drive(&long, |_| Ok(()), |_, _| Ok(()), &stop).unwrap();
+        assert!(!run.stopped && !run.queries.is_empty());
+        // Every query was sent before the deadline (one sent just before
+        // it may wait past it).
+        assert!(run.queries.iter().all(|q| q.intended_ns < 20_000_000));
     }
 
     #[test]

@@ -11,3 +11,4 @@
 pub mod arrivals;
 pub mod drive;
 pub mod latency;
+pub mod target;

@@ -214,6 +214,26 @@ pub fn execute_stepped(
     ))
 }
 
+/// Drives `planned`'s target under `load` (`profile-cli load`): the
+/// source read whole, then one target a worker, each built on its own
+/// thread. `Ok(Err(_))` when the load itself failed (a worker that could
+/// not be built, a query that failed).
+pub fn execute_load(
+    planned: &Planned,
+    load: &crate::driver::load::drive::LoadPlan,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<
+    Result<crate::driver::load::drive::LoadRun, crate::driver::load::drive::LoadError>,
+    SessionError,
+> {
+    let (mut run_plan, _, _) = prepare(planned, None)?;
+    if let Records::Unread(source) = run_plan.records {
+        run_plan.records = Records::Eager(source.read_all()?);
+    }
+    run_plan.events = None;
+    Ok((planned.entry.load)(&run_plan, load, stop))
+}
+
 /// Claims the run id (when the run writes a directory) and puts right what
 /// an interrupted write of it left; then checks again, holding the claim,
 /// that the directory is free (or `--force`).

@@ -13,7 +13,9 @@ mod plan;
 mod profiles;
 
 pub use command::explicit_command;
-pub use execute::{execute, execute_pair, execute_stepped, execute_with_progress, RunReport};
+pub use execute::{
+    execute, execute_load, execute_pair, execute_stepped, execute_with_progress, RunReport,
+};
 pub use plan::{check_batches, check_run_dir_free, plan, run_root};
 pub use profiles::{profiles, ProfileRuns};
 
