@@ -170,30 +170,7 @@ pub const MAX_LOOKS: u32 = 8;
 
 /// `--budget`: a number and a unit (ms, s, m, h).
 fn parse_budget(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration: a number and a unit, like 60s or 2m"))?;
-    let seconds = match unit.trim() {
-        "ms" => number / 1000.0,
-        "s" => number,
-        "m" | "min" => number * 60.0,
-        "h" => number * 3600.0,
-        "" => {
-            return Err(format!(
-                "`{text}` needs a unit: {text}s, {text}m or {text}ms"
-            ))
-        }
-        other => return Err(format!("unknown unit `{other}` in `{text}`: ms, s, m or h")),
-    };
-    if !(seconds > 0.0 && seconds.is_finite()) {
-        return Err(format!("`{text}`: a budget is more than nothing"));
-    }
-    Ok(std::time::Duration::from_secs_f64(seconds))
+    crate::units::parse_duration(text)
 }
 
 /// `--against REV` and `--candidate-rev REV` of an `ab` command line.

@@ -27,6 +27,7 @@ const DELEGATED: &[&str] = &[
     "runs",
     "sweep",
     "ab",
+    "load",
 ];
 
 /// What the arguments say about delegation.

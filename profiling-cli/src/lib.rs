@@ -45,6 +45,7 @@ mod delegate;
 #[cfg(feature = "full")]
 mod experiment;
 mod list;
+mod load;
 mod outcome;
 #[cfg(feature = "full")]
 pub mod report;
@@ -54,6 +55,7 @@ mod runs;
 mod snippets;
 pub mod summary;
 pub mod sweep;
+mod units;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -263,6 +265,34 @@ pub(crate) enum Command {
     /// --accept rejected; 4 --accept inconclusive; 125 with --against in a workspace of one's own,
     /// the working tree does not build (so that `git bisect run` skips the revision).
     Ab(ab::AbArgs),
+    /// Drive a target as a service is driven and measure its latency under load.
+    ///
+    /// Scenarios (MLPerf LoadGen's, and a concurrency mode): single-stream sends the next query
+    /// when the last answers; server sends queries at --qps on a schedule fixed in advance from
+    /// the seed (poisson, constant or gamma:SHAPE arrivals), whether or not the workers keep up;
+    /// concurrency keeps N queries outstanding; offline sends them all at once. --workers W
+    /// threads each build their own target instance and prepare their own inputs from the
+    /// records, read once. Each query runs the target on one record, the records taken in turn.
+    ///
+    /// Every query is timed from when it was meant to be sent, so the time it waited for a
+    /// worker counts (its own column); p50, p90, p99, p99.9 and max each come with a 95 %
+    /// distribution-free interval. With --p99-bound, whether it held; when the offered rate is
+    /// more than the workers serve, the run says they fell behind and how the queue grew. The
+    /// target's ranges are recorded on every worker: each range's distribution under load, and
+    /// the range (or the queueing) that the slowest 1 % spent their extra time on. --find-peak
+    /// searches the highest rate that holds the bound and prints the curve, and which ranges
+    /// grew from the lowest rate to the peak.
+    ///
+    /// Writes runs/<RUN_ID>/load.yaml (the provenance a manifest holds and a `load` section with
+    /// every step) and load.html (the curve, each range's p99 against load, the queueing share).
+    /// Each query is an NVTX range `query` on its worker's thread (named `load worker N`), inside
+    /// the capture range, so Nsight Systems shows the concurrency.
+    ///
+    /// Exit codes: 0 measured; 1 a worker could not be built, a query failed, or the record
+    /// could not be written; 2 bad usage or config (a rate of 0, no workers, a bound without a
+    /// unit, too few queries for the p99 asked); 130 or 143 stopped by a signal (what was
+    /// measured is written, marked interrupted).
+    Load(load::LoadArgs),
     /// The profiles of this build and their runs directories, as JSON: what `profile-cli
     /// compare`, `report` and `baselines` read a profiling binary's runs with.
     #[command(hide = true)]
@@ -602,6 +632,7 @@ fn main_in(
             sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
         }
         Command::Ab(ab_args) => ab::ab_command(ab_args, workspace_root, &args, out, err),
+        Command::Load(load_args) => load::load_command(load_args, &args, workspace_root, out, err),
         Command::Step { spec } => Ok(ab::step::step_command(&spec, workspace_root)),
         #[cfg(feature = "full")]
         Command::New(new_args) => snippets::new::new(new_args, user, out, err),
@@ -648,6 +679,7 @@ fn runs_here(command: &mut Command, here: PathBuf) {
         Command::Run(args) => args.default_output_dir = Some(here),
         Command::Sweep(args) => args.default_output_dir = Some(here),
         Command::Ab(args) => args.default_output_dir = Some(here),
+        Command::Load(args) => args.default_output_dir = Some(here),
         #[cfg(feature = "full")]
         Command::Compare(args) => args.default_output_dir(here),
         #[cfg(feature = "full")]

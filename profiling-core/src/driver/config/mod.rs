@@ -22,6 +22,7 @@ pub use crate::yaml::{check_literal_path, describe_value};
 pub use edit::WORKLOAD_KEYS;
 pub use locate::locate_key;
 pub use names::{check_profile_name, check_run_id};
+pub use read::LoadConfig;
 pub(crate) use resolve::defaults_for;
 
 /// The capture range Nsight Systems is pointed at by default.

@@ -112,6 +112,26 @@ pub(super) struct RawConfig {
     /// What `profile-cli ab` reads of this config when it is the base's;
     /// a run reads none of it.
     pub(super) ab: Option<RawAb>,
+    /// What `profile-cli load` reads of this config; a run reads none of it.
+    pub(super) load: Option<LoadConfig>,
+}
+
+/// The config's `load:` section: `profile-cli load`'s defaults, each
+/// overridden by its option. Durations are text with a unit (`10s`,
+/// `250ms`); a bare number is refused for want of one.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadConfig {
+    pub scenario: Option<String>,
+    pub qps: Option<f64>,
+    pub arrival: Option<String>,
+    pub concurrency: Option<u32>,
+    pub workers: Option<u32>,
+    pub warmup: Option<u64>,
+    pub queries: Option<u64>,
+    pub duration: Option<Value>,
+    pub p99_bound: Option<Value>,
+    pub find_peak: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -226,6 +246,11 @@ impl ConfigFile {
     /// by when this is the base's config and `--accept` is not given.
     pub fn ab_accept(&self) -> Option<&str> {
         self.raw.ab.as_ref().and_then(|ab| ab.accept.as_deref())
+    }
+
+    /// The config's `load:` section, when it has one.
+    pub fn load_section(&self) -> Option<&LoadConfig> {
+        self.raw.load.as_ref()
     }
 
     /// The target this config names, if it names one.

@@ -40,18 +40,25 @@ impl Scenario {
 }
 
 /// What a load runs: the scenario, how many queries, on how many workers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoadPlan {
     pub scenario: Scenario,
-    /// Queries measured (after the warmup's).
+    /// Queries measured (after the warmup's): an open loop's count; a
+    /// closed loop's minimum.
     pub queries: usize,
     /// Queries each worker serves alone before the measurement starts.
     pub warmup: usize,
     pub workers: u32,
     pub seed: u64,
-    /// No query is begun this long after the start (a closed loop's
-    /// `--duration`); `None`: every query is.
-    pub deadline_ns: Option<u64>,
+    /// A closed loop's minimum duration: its clients send queries until
+    /// both this long has passed and `queries` were sent (LoadGen's
+    /// minimums); 0 for none.
+    pub min_duration_ns: u64,
+    /// Record the target's ranges while measuring ([`LoadRun::ranges`]).
+    pub record_ranges: bool,
+    /// The NVTX range around the measurement, that Nsight Systems
+    /// captures (`--capture-range=nvtx`).
+    pub capture_range: String,
 }
 
 /// Why a load did not run, or stopped.
@@ -83,6 +90,30 @@ pub enum LoadError {
 pub struct LoadRun {
     pub queries: Vec<Query>,
     pub stopped: bool,
+    /// When the measurement started, on the recorder's clock: a query's
+    /// times are from it.
+    pub start_ns: u64,
+    /// The ranges every thread recorded while measuring, when the plan
+    /// asked; worker `w`'s are on the thread named [`worker_name`]`(w)`.
+    pub ranges: Option<crate::timing::RangeLog>,
+    /// Threads in the process at the end of the measurement, where the
+    /// system says (the workers, the target's own pools, the runtime's).
+    pub process_threads: Option<u32>,
+}
+
+/// The name of worker `worker`'s thread, as Nsight Systems and the
+/// recorder show it.
+pub fn worker_name(worker: u32) -> String {
+    format!("load worker {worker}")
+}
+
+/// Threads of this process now, where the system says.
+fn process_threads() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|count| count.trim().parse().ok())
 }
 
 /// Runs `plan`: `build(worker)` makes each worker's state on its own
@@ -127,10 +158,18 @@ where
         Scenario::Concurrency(n) => n as usize,
         _ => 0,
     };
+    // A closed loop sends while either minimum is still ahead.
+    let more =
+        |sent: usize, elapsed_ns: u64| sent < plan.queries || elapsed_ns < plan.min_duration_ns;
+    let first = if plan.min_duration_ns > 0 {
+        outstanding
+    } else {
+        outstanding.min(plan.queries)
+    };
     let waiting = Mutex::new(Waiting {
-        queue: (0..outstanding.min(plan.queries)).map(|q| (q, 0)).collect(),
-        sent: outstanding.min(plan.queries),
-        done: false,
+        queue: (0..first).map(|q| (q, 0)).collect(),
+        sent: first,
+        done: first == 0,
     });
     let wake = Condvar::new();
     let closed = outstanding > 0;
@@ -142,34 +181,98 @@ where
     let start_ns = AtomicUsize::new(0);
     let started = std::sync::Barrier::new(workers as usize + 1);
     let failed = AtomicBool::new(false);
-    std::thread::scope(|scope| {
+    // Whether every worker thread started (`None` while they are being
+    // started): one that could not stops the others before they build.
+    let launched: (Mutex<Option<bool>>, Condvar) = (Mutex::new(None), Condvar::new());
+    // Workers that ended, however they did (a panic too).
+    let finished: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+    let capture_name = std::ffi::CString::new(plan.capture_range.as_str())
+        .map_err(|_| LoadError::Setup("capture_range contains a NUL character".to_owned()))?;
+    let query_name = c"query";
+    let mut ranges = None;
+    let mut threads = None;
+    // Threads and names register while the workers warm up, so that the
+    // measurement allocates nothing for them.
+    let registration = plan.record_ranges.then(crate::timing::Registration::begin);
+    let spawned: std::io::Result<()> = std::thread::scope(|scope| {
         for worker in 0..workers {
             let (build, serve) = (&build, &serve);
             let (next, failure, results, ready, started, start_ns, failed, intended) = (
                 &next, &failure, &results, &ready, &started, &start_ns, &failed, &intended,
             );
-            let (waiting, wake) = (&waiting, &wake);
-            scope.spawn(move || {
-                let fail = |error: LoadError| {
-                    failed.store(true, Ordering::SeqCst);
-                    failure
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(error);
-                    // Workers waiting for a closed loop's next query end.
-                    waiting.lock().unwrap_or_else(|e| e.into_inner()).done = true;
-                    wake.notify_all();
-                };
-                let mut state = match build(worker) {
-                    Ok(state) => Some(state),
-                    Err(source) => {
-                        fail(LoadError::Build { worker, source });
-                        None
+            let (finished, launched) = (&finished, &launched);
+            let (waiting, wake, more) = (&waiting, &wake, &more);
+            let spawned = std::thread::Builder::new()
+                .name(worker_name(worker))
+                .spawn_scoped(scope, move || {
+                    if !wait_launched(launched) {
+                        return;
                     }
-                };
-                if let Some(state) = state.as_mut() {
-                    for query in 0..plan.warmup {
-                        if let Err(source) = serve(state, query) {
+                    let _ended = Ended { finished };
+                    let fail = |error: LoadError| {
+                        failed.store(true, Ordering::SeqCst);
+                        failure
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert(error);
+                        // Workers waiting for a closed loop's next query end.
+                        waiting.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+                        wake.notify_all();
+                    };
+                    let mut state = match build(worker) {
+                        Ok(state) => Some(state),
+                        Err(source) => {
+                            fail(LoadError::Build { worker, source });
+                            None
+                        }
+                    };
+                    if let Some(state) = state.as_mut() {
+                        for query in 0..plan.warmup {
+                            if let Err(source) = serve(state, query) {
+                                fail(LoadError::Query {
+                                    query,
+                                    worker,
+                                    source,
+                                });
+                                break;
+                            }
+                        }
+                    }
+                    ready.wait();
+                    started.wait();
+                    let Some(mut state) = state else { return };
+                    if failed.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let start = start_ns.load(Ordering::SeqCst) as u64;
+                    let mut mine = Vec::new();
+                    loop {
+                        if stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let (query, intended_ns) = if closed {
+                            match take(waiting, wake, stop) {
+                                Some(taken) => taken,
+                                None => break,
+                            }
+                        } else {
+                            let query = next.fetch_add(1, Ordering::Relaxed);
+                            if query >= plan.queries {
+                                break;
+                            }
+                            match intended {
+                                Some(times) => {
+                                    wait_until(start + times[query]);
+                                    (query, times[query])
+                                }
+                                None => (query, 0),
+                            }
+                        };
+                        let started_ns = now_ns().saturating_sub(start);
+                        let range = crate::nvtx::PassRange::open(query_name);
+                        let served = serve(&mut state, query);
+                        drop(range);
+                        if let Err(source) = served {
                             fail(LoadError::Query {
                                 query,
                                 worker,
@@ -177,97 +280,101 @@ where
                             });
                             break;
                         }
-                    }
-                }
-                ready.wait();
-                started.wait();
-                let Some(mut state) = state else { return };
-                if failed.load(Ordering::SeqCst) {
-                    return;
-                }
-                let start = start_ns.load(Ordering::SeqCst) as u64;
-                let mut mine = Vec::new();
-                loop {
-                    if stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    if plan
-                        .deadline_ns
-                        .is_some_and(|deadline| now_ns().saturating_sub(start) >= deadline)
-                    {
-                        // The others waiting for a closed loop's query end.
-                        waiting.lock().unwrap_or_else(|e| e.into_inner()).done = true;
-                        wake.notify_all();
-                        break;
-                    }
-                    let (query, intended_ns) = if closed {
-                        match take(waiting, wake, stop) {
-                            Some(taken) => taken,
-                            None => break,
-                        }
-                    } else {
-                        let query = next.fetch_add(1, Ordering::Relaxed);
-                        if query >= plan.queries {
-                            break;
-                        }
-                        match intended {
-                            Some(times) => {
-                                wait_until(start + times[query]);
-                                (query, times[query])
+                        let ended_ns = now_ns().saturating_sub(start);
+                        if closed {
+                            // Its client sends the next query now.
+                            let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                            if more(waiting.sent, ended_ns) {
+                                let sent = waiting.sent;
+                                waiting.queue.push_back((sent, ended_ns));
+                                waiting.sent += 1;
+                                wake.notify_one();
+                            } else {
+                                // Nothing more is sent: the workers end once
+                                // the queue is empty.
+                                waiting.done = true;
+                                wake.notify_all();
                             }
-                            None => (query, 0),
                         }
-                    };
-                    let started_ns = now_ns().saturating_sub(start);
-                    if let Err(source) = serve(&mut state, query) {
-                        fail(LoadError::Query {
-                            query,
+                        mine.push(Query {
+                            intended_ns,
+                            started_ns,
+                            ended_ns,
                             worker,
-                            source,
                         });
-                        break;
                     }
-                    let ended_ns = now_ns().saturating_sub(start);
-                    if closed {
-                        // Its client sends the next query now.
-                        let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
-                        let past = plan
-                            .deadline_ns
-                            .is_some_and(|deadline| ended_ns >= deadline);
-                        if waiting.sent < plan.queries && !past {
-                            let sent = waiting.sent;
-                            waiting.queue.push_back((sent, ended_ns));
-                            waiting.sent += 1;
-                            wake.notify_one();
-                        } else if waiting.queue.is_empty() || past {
-                            waiting.done = true;
-                            wake.notify_all();
-                        }
-                    }
-                    mine.push(Query {
-                        intended_ns,
-                        started_ns,
-                        ended_ns,
-                        worker,
-                    });
-                }
-                results
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .extend(mine);
-            });
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend(mine);
+                });
+            if let Err(error) = spawned {
+                // The workers started wait at the gate: they end there.
+                *launched.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(false);
+                launched.1.notify_all();
+                return Err(error);
+            }
         }
+        *launched.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(true);
+        launched.1.notify_all();
         ready.wait();
+        drop(registration);
+        let capture = plan.record_ranges.then(crate::timing::Capture::begin);
+        let capture_range = crate::nvtx::PassRange::open(&capture_name);
         start_ns.store(now_ns() as usize, Ordering::SeqCst);
         started.wait();
+        // Every worker built and warm: their pools and the target's live.
+        threads = process_threads();
+        // Every worker ends before the measurement closes.
+        let mut ended = finished.0.lock().unwrap_or_else(|e| e.into_inner());
+        while *ended < workers as usize {
+            ended = finished.1.wait(ended).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(ended);
+        drop(capture_range);
+        ranges = capture.map(crate::timing::Capture::end);
+        Ok(())
     });
+    spawned
+        .map_err(|error| LoadError::Setup(format!("a worker thread could not start: {error}")))?;
     if let Some(error) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(error);
     }
     let mut queries = results.into_inner().unwrap_or_else(|e| e.into_inner());
     queries.sort_by_key(|q| (q.intended_ns, q.started_ns));
     let stopped = stop.load(Ordering::SeqCst);
-    Ok(LoadRun { queries, stopped })
+    Ok(LoadRun {
+        queries,
+        stopped,
+        start_ns: start_ns.into_inner() as u64,
+        ranges,
+        process_threads: threads,
+    })
+}
+
+/// Waits until every worker thread started (true) or one could not
+/// (false).
+fn wait_launched(launched: &(Mutex<Option<bool>>, Condvar)) -> bool {
+    let mut state = launched.0.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if let Some(all) = *state {
+            return all;
+        }
+        state = launched.1.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Counts a worker out when it ends, however it does (a panic too).
+struct Ended<'a> {
+    finished: &'a (Mutex<usize>, Condvar),
+}
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        let mut finished = self.finished.0.lock().unwrap_or_else(|e| e.into_inner());
+        *finished += 1;
+        self.finished.1.notify_all();
+    }
 }
 
 /// A closed loop's queries sent and not yet taken by a worker.
@@ -326,7 +433,9 @@ mod tests {
             warmup: 2,
             workers,
             seed: 5,
-            deadline_ns: None,
+            min_duration_ns: 0,
+            record_ranges: false,
+            capture_range: "profile".to_owned(),
         }
     }
 
@@ -492,15 +601,22 @@ mod tests {
     }
 
     #[test]
-    fn a_closed_loop_with_a_deadline_begins_no_query_after_it() {
+    fn a_closed_loop_sends_until_both_minimums_are_reached() {
         let stop = AtomicBool::new(false);
-        let mut long = plan(Scenario::Concurrency(2), usize::MAX, 2);
-        long.deadline_ns = Some(20_000_000);
+        // The duration is the longer minimum: queries go on past the count.
+        let mut long = plan(Scenario::Concurrency(2), 3, 2);
+        long.min_duration_ns = 20_000_000;
         let run = drive(&long, |_| Ok(()), |_, _| Ok(()), &stop).unwrap();
-        assert!(!run.stopped && !run.queries.is_empty());
-        // Every query was sent before the deadline (one sent just before
-        // it may wait past it).
+        assert!(!run.stopped && run.queries.len() > 3);
+        // Every query was sent before the duration was reached, and the
+        // last ones after most of it.
         assert!(run.queries.iter().all(|q| q.intended_ns < 20_000_000));
+        assert!(run.queries.iter().any(|q| q.ended_ns >= 15_000_000));
+        // The count is the longer one: the duration is passed.
+        let mut counted = plan(Scenario::SingleStream, 500, 1);
+        counted.min_duration_ns = 1;
+        let run = drive(&counted, |_| Ok(()), |_, _| Ok(()), &stop).unwrap();
+        assert_eq!(run.queries.len(), 500);
     }
 
     #[test]

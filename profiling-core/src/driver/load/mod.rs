@@ -11,4 +11,6 @@
 pub mod arrivals;
 pub mod drive;
 pub mod latency;
+pub mod peak;
+pub mod summary;
 pub mod target;

@@ -214,30 +214,12 @@ pub fn execute_stepped(
     ))
 }
 
-/// Drives `planned`'s target under `load` (`profile-cli load`): the
-/// source read whole, then one target a worker, each built on its own
-/// thread. `Ok(Err(_))` when the load itself failed (a worker that could
-/// not be built, a query that failed).
-pub fn execute_load(
-    planned: &Planned,
-    load: &crate::driver::load::drive::LoadPlan,
-    stop: &std::sync::atomic::AtomicBool,
-) -> Result<
-    Result<crate::driver::load::drive::LoadRun, crate::driver::load::drive::LoadError>,
-    SessionError,
-> {
-    let (mut run_plan, _, _) = prepare(planned, None)?;
-    if let Records::Unread(source) = run_plan.records {
-        run_plan.records = Records::Eager(source.read_all()?);
-    }
-    run_plan.events = None;
-    Ok((planned.entry.load)(&run_plan, load, stop))
-}
-
 /// Claims the run id (when the run writes a directory) and puts right what
 /// an interrupted write of it left; then checks again, holding the claim,
 /// that the directory is free (or `--force`).
-fn claim_run_dir(planned: &Planned) -> Result<(Option<RunClaim>, Vec<String>), SessionError> {
+pub(super) fn claim_run_dir(
+    planned: &Planned,
+) -> Result<(Option<RunClaim>, Vec<String>), SessionError> {
     if !planned.config.write_manifest {
         return Ok((None, Vec::new()));
     }
@@ -253,7 +235,7 @@ fn claim_run_dir(planned: &Planned) -> Result<(Option<RunClaim>, Vec<String>), S
 /// for one) and, for eager loading, checked to fit in memory. Returns the
 /// runner's plan, the source's description and the cache.
 #[allow(clippy::type_complexity)]
-fn prepare(
+pub(super) fn prepare(
     planned: &Planned,
     progress: Option<Box<dyn Fn(crate::driver::runner::Progress)>>,
 ) -> Result<
@@ -479,7 +461,7 @@ fn manifest_target(planned: &Planned, request: &RunRequest) -> ManifestTarget {
 }
 
 /// A command line as a shell would take it back.
-fn quoted(words: &[String]) -> String {
+pub(super) fn quoted(words: &[String]) -> String {
     words
         .iter()
         .map(|w| crate::driver::nsys::shell_quote(w))
