@@ -367,6 +367,7 @@ fn pick_value(
         (None, Some(value)) => Some((
             match value {
                 serde_yaml::Value::String(text) => text.clone(),
+                serde_yaml::Value::Number(number) => number.to_string(),
                 other => profiling_core::driver::config::describe_value(other),
             },
             true,

@@ -1,0 +1,372 @@
+//! `profile-cli load` end to end, in-process, against targets of fixed
+//! service time defined here: busy work (a chain of dependent steps), not
+//! a sleep, so that a worker that is busy is really busy. Every figure is
+//! judged against the target's own service time, measured first, never
+//! against a clock's expectation.
+
+use std::path::Path;
+
+use profiling_core::driver::canary::chain;
+use profiling_core::prelude::*;
+use serde_json::Value;
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::cli;
+
+/// A fixed amount of busy work a query, in the range `busy`.
+#[derive(Default)]
+struct Busy;
+
+#[profile_target(name = "load-busy")]
+impl ProfileTarget for Busy {
+    type Prepared = ();
+    type Output = u64;
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<u64> {
+        let _range = profiling_range("busy");
+        Ok(chain(200_000, 7))
+    }
+}
+
+/// A tenth of `load-busy`'s work: quick steps for a search.
+#[derive(Default)]
+struct Quick;
+
+#[profile_target(name = "load-quick")]
+impl ProfileTarget for Quick {
+    type Prepared = ();
+    type Output = u64;
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<u64> {
+        let _range = profiling_range("quick");
+        Ok(chain(20_000, 7))
+    }
+}
+
+/// Every query runs `step`; one in 25 also runs `stall`, twenty times
+/// longer: the slowest queries are the stalled ones.
+#[derive(Default)]
+struct Stalling {
+    calls: u64,
+}
+
+#[profile_target(name = "load-stalling")]
+impl ProfileTarget for Stalling {
+    type Prepared = ();
+    type Output = u64;
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<u64> {
+        self.calls += 1;
+        let step = {
+            let _range = profiling_range("step");
+            chain(10_000, self.calls)
+        };
+        if self.calls % 25 == 0 {
+            let _range = profiling_range("stall");
+            return Ok(step ^ chain(200_000, step));
+        }
+        Ok(step)
+    }
+}
+
+fn path(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// `load ARGS --json` into a fresh output directory: the document, and
+/// the human output.
+fn load(out: &Path, args: &[&str]) -> (u8, Value, String) {
+    let mut argv = vec!["load"];
+    argv.extend(args);
+    let out_dir = path(out);
+    argv.extend(["--output-dir", &out_dir, "--json", "--no-report"]);
+    let ran = cli(&argv);
+    let document = serde_json::from_str(ran.stdout.trim())
+        .unwrap_or_else(|error| panic!("{argv:?}: {error}\n{}\n{}", ran.stdout, ran.stderr));
+    (ran.code, document, ran.stderr)
+}
+
+fn percentile(step: &Value, distribution: &str, name: &str) -> f64 {
+    step[distribution]["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap()["value_ns"]
+        .as_f64()
+        .unwrap()
+}
+
+/// The target's own time a query, single-stream.
+fn service_ns(out: &Path, target: &str) -> f64 {
+    let (code, document, stderr) = load(out, &[target, "--queries", "200", "--warmup", "20"]);
+    assert_eq!(code, 0, "{stderr}");
+    percentile(&document["load"]["steps"][0], "service", "p50")
+}
+
+/// Item by item what a load of fixed service time must show: at a third
+/// of what one worker serves, the median latency is the service time; at
+/// twice it, the run says the worker fell behind, and a longer run's p99
+/// is longer (the queue grows with the run, so no flat p99 is reported).
+#[test]
+fn a_fixed_service_time_reads_true_below_capacity_and_falls_behind_above() {
+    let out = tempfile::tempdir().unwrap();
+    let service = service_ns(out.path(), "load-busy");
+    let capacity = 1e9 / service;
+
+    let third = format!("{:.3}", capacity / 3.0);
+    let (code, document, stderr) = load(
+        out.path(),
+        &[
+            "load-busy",
+            "--qps",
+            &third,
+            "--queries",
+            "400",
+            "--p99-bound",
+            "10s",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let step = &document["load"]["steps"][0];
+    let p50 = percentile(step, "latency", "p50");
+    assert!(
+        (p50 - service).abs() <= 0.25 * service,
+        "p50 {p50} ns against a service time of {service} ns"
+    );
+    assert_eq!(step["backlog"]["fell_behind"], false, "{step}");
+    assert_eq!(step["bound"]["held"], true);
+
+    let twice = format!("{:.3}", capacity * 2.0);
+    let mut p99s = Vec::new();
+    for queries in ["400", "800"] {
+        let (code, document, stderr) = load(
+            out.path(),
+            &["load-busy", "--qps", &twice, "--queries", queries],
+        );
+        assert_eq!(code, 0, "{stderr}");
+        let step = &document["load"]["steps"][0];
+        assert_eq!(step["backlog"]["fell_behind"], true, "{step}");
+        assert!(
+            step["backlog"]["statement"]
+                .as_str()
+                .unwrap()
+                .starts_with("the workers fell behind"),
+            "{step}"
+        );
+        // Served at what one worker can, not at what was offered.
+        let served = step["served_qps"].as_f64().unwrap();
+        assert!(
+            served < 0.75 * capacity * 2.0,
+            "served {served} of {}",
+            capacity * 2.0
+        );
+        p99s.push(percentile(step, "latency", "p99"));
+    }
+    // Twice the queries, twice the queue: the p99 is the run's length.
+    assert!(p99s[1] > 1.5 * p99s[0], "p99 {p99s:?}");
+}
+
+/// Each query is timed from its intended send: in a closed loop of four
+/// outstanding on one worker, three wait while one is served, and the
+/// wait is in the latency.
+#[test]
+fn waiting_for_a_worker_is_in_the_latency_and_its_own_column() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, document, stderr) = load(
+        out.path(),
+        &[
+            "load-busy",
+            "--scenario",
+            "concurrency",
+            "--concurrency",
+            "4",
+            "--queries",
+            "200",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let step = &document["load"]["steps"][0];
+    let service = percentile(step, "service", "p50");
+    let queueing = percentile(step, "queueing", "p50");
+    let latency = percentile(step, "latency", "p50");
+    // Three queries ahead of each: about three service times of waiting.
+    assert!(
+        queueing > 2.0 * service && latency > 3.0 * service,
+        "service {service}, queueing {queueing}, latency {latency}"
+    );
+}
+
+/// The slowest queries are the ones that stalled: the tail's owner is
+/// the range `stall`, and every range has its distribution over the run.
+#[test]
+fn the_range_the_slowest_queries_spent_their_time_in_owns_the_p99() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, document, stderr) = load(out.path(), &["load-stalling", "--queries", "500"]);
+    assert_eq!(code, 0, "{stderr}");
+    let step = &document["load"]["steps"][0];
+    assert_eq!(step["tail"]["owner"], "stall", "{}", step["tail"]);
+    let ranges: Vec<(&str, u64)> = step["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(ranges, [("stall", 20), ("step", 500)]);
+    // Recorded on the worker's own thread, named for it.
+    assert_eq!(step["threads"]["workers"], 1);
+    assert_eq!(step["threads"]["ranged_elsewhere"], serde_json::json!([]));
+    let record = document["manifest_path"].as_str().unwrap();
+    let written: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    assert_eq!(written["load"]["steps"][0]["tail"]["owner"], "stall");
+    assert_eq!(written["status"], "completed");
+}
+
+/// `--find-peak` brackets the rate and bisects it: the peak held the
+/// bound, a rate within 5 % above it did not, and the curve holds every
+/// step.
+#[test]
+fn the_peak_holds_the_bound_and_the_next_rate_up_does_not() {
+    let out = tempfile::tempdir().unwrap();
+    let service = service_ns(out.path(), "load-quick");
+    let bound = format!("{:.0}us", 4.0 * service / 1e3);
+    let (code, document, stderr) = load(
+        out.path(),
+        &[
+            "load-quick",
+            "--find-peak",
+            "--p99-bound",
+            &bound,
+            "--queries",
+            "400",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let load = &document["load"];
+    let peak = &load["peak"];
+    let best = peak["peak_qps"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{peak}"));
+    let curve = peak["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), load["steps"].as_array().unwrap().len());
+    assert!(curve
+        .iter()
+        .any(|p| p["offered_qps"].as_f64() == Some(best) && p["held"] == true));
+    match peak["first_missed_qps"].as_f64() {
+        Some(missed) => {
+            assert!(missed > best, "{peak}");
+            assert!(
+                missed / best <= 1.05 || peak["unfinished"].is_string(),
+                "{peak}"
+            );
+        }
+        None => assert!(peak["unfinished"].is_string(), "{peak}"),
+    }
+    // One worker cannot hold more than it serves.
+    assert!(
+        best < 1e9 / service,
+        "peak {best} above capacity {}",
+        1e9 / service
+    );
+    assert!(load["calibration"]["scenario"] == "single-stream");
+}
+
+/// Bad input is refused before anything runs, naming the option or the
+/// config key (with its line and column) and what would do.
+#[test]
+fn bad_load_requests_are_refused_with_what_to_do() {
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = path(out.path());
+    for (args, expected) in [
+        (
+            vec!["--qps", "0"],
+            "--qps: the offered rate must be above 0 queries a second (got 0)",
+        ),
+        (vec!["--workers", "0", "--scenario", "offline", "--queries", "9"], "--workers: a load needs at least one worker (got 0)"),
+        (
+            vec!["--qps", "100", "--duration", "10s", "--p99-bound", "10"],
+            "--p99-bound: `10` needs a unit: 10s, 10ms or 10us",
+        ),
+        (
+            vec!["--qps", "100", "--duration", "2s", "--p99-bound", "10ms"],
+            "this load sends 200 queries; a p99 with its 95 % interval needs 368 (p99.9 needs 3688)",
+        ),
+        (
+            vec!["--find-peak"],
+            "--find-peak searches for the highest rate whose p99 holds a bound",
+        ),
+        (
+            vec!["--workers", "2"],
+            "single-stream has one query outstanding: it runs on one worker, not 2",
+        ),
+        (
+            vec!["--arrival", "gamma", "--qps", "5"],
+            "--arrival: a gamma arrival needs its shape: gamma:0.5",
+        ),
+    ] {
+        let mut argv = vec!["load", "load-busy", "--output-dir", &out_dir];
+        argv.extend(&args);
+        let refused = cli(&argv);
+        assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains(expected),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    // A config's key is named with its place in the file.
+    let config = out.path().join("load.yaml");
+    std::fs::write(
+        &config,
+        "target:\n  name: load-busy\nload:\n  scenario: server\n  qps: 50\n  duration: 30\n",
+    )
+    .unwrap();
+    let refused = cli(&["load", "--config", &path(&config), "--output-dir", &out_dir]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!(
+            "{}:6:13: load.duration: `30` needs a unit",
+            config.display()
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(!out.path().join("load-busy").exists(), "nothing written");
+}
+
+/// A config's `load:` section sets the load, and the record says where
+/// the minimums came from.
+#[test]
+fn a_configs_load_section_is_the_default_the_options_override() {
+    let out = tempfile::tempdir().unwrap();
+    let config = out.path().join("busy.yaml");
+    std::fs::write(
+        &config,
+        "target:\n  name: load-quick\nseed: 3\nload:\n  scenario: concurrency\n  concurrency: 2\n  queries: 50\n  warmup: 3\n",
+    )
+    .unwrap();
+    let (code, document, stderr) = load(out.path(), &["--config", &path(&config)]);
+    assert_eq!(code, 0, "{stderr}");
+    let request = &document["load"]["request"];
+    assert_eq!(request["scenario"], "concurrency");
+    assert_eq!(request["concurrency"], 2);
+    assert_eq!(request["warmup"], 3);
+    assert_eq!(request["seed"], 3);
+    assert_eq!(request["minimums_from"], "the config");
+    assert!(document["load"]["steps"][0]["queries"].as_u64().unwrap() >= 50);
+    let (code, document, stderr) = load(
+        out.path(),
+        &["--config", &path(&config), "--concurrency", "3"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(document["load"]["request"]["concurrency"], 3);
+}
