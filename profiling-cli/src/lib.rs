@@ -367,12 +367,15 @@ pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
         );
     }
     profiling_core::driver::panics::install_hook();
+    // The standard streams are locked a write at a time, not for the
+    // whole command: the targets of a load run on threads of their own,
+    // and one that prints would wait for the lock forever.
     let code = main_in(
         std::env::args_os().collect(),
         workspace_root,
         outside_the_workspace(workspace_root),
-        &mut ClosedQuietly::new(std::io::stdout().lock()),
-        &mut ClosedQuietly::new(std::io::stderr().lock()),
+        &mut ClosedQuietly::new(std::io::stdout()),
+        &mut ClosedQuietly::new(std::io::stderr()),
     );
     std::process::ExitCode::from(code)
 }

@@ -97,7 +97,8 @@ fn main() -> ExitCode {
     a_first_signal_while_a_run_sets_up_ends_it_with_nothing_written();
     an_interrupted_ab_keeps_the_earlier_pair_and_exits_130();
     two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it();
-    println!("signals: 10 checks passed");
+    ctrl_c_ends_a_load_with_what_it_measured_and_exits_130();
+    println!("signals: 11 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -615,4 +616,43 @@ fn two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it() {
         names(&runs.join("fresh")),
         ["base", "candidate", "paired.json"]
     );
+}
+
+/// Ctrl-C during `load` ends it after the queries in progress: the record
+/// is written with what completed, marked interrupted, and the exit code
+/// is 130.
+fn ctrl_c_ends_a_load_with_what_it_measured_and_exits_130() {
+    let output = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "1")
+        .args([
+            "load",
+            "signal-sleeper",
+            "--duration",
+            "10m",
+            "--warmup",
+            "0",
+        ])
+        .args(["--run-id", "sig", "--no-report", "--output-dir"])
+        .arg(output.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    wait_for_calls(&mut lines, 3);
+    drain(lines);
+    signal(&child, libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let path = output.path().join("signal-sleeper/runs/sig/load.yaml");
+    let record: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(record["status"], "interrupted");
+    assert_eq!(record["interrupted_by"], "SIGINT");
+    let step = &record["load"]["steps"][0];
+    assert_eq!(step["stopped"], true);
+    // The two calls that completed before the signal, and the one it
+    // landed in, finished.
+    assert!(step["queries"].as_u64().unwrap() >= 2, "{step:?}");
 }

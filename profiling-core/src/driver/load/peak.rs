@@ -198,3 +198,106 @@ pub fn growth(steps: &[LoadStep], peak: Option<f64>) -> Vec<RangeGrowth> {
     });
     grown
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::load::summary::{BoundCheck, Distribution, ThreadsRecord};
+
+    /// A step at `qps` whose p99 is `p99_ns`, judged against `bound_ns`.
+    fn step(qps: f64, p99_ns: u64, bound_ns: u64) -> LoadStep {
+        LoadStep {
+            scenario: "server".to_owned(),
+            offered_qps: Some(qps),
+            arrival: Some("poisson".to_owned()),
+            concurrency: None,
+            workers: 1,
+            queries: 400,
+            duration_ns: 1,
+            served_qps: qps,
+            latency: Distribution::of(vec![p99_ns; 400]),
+            queueing: None,
+            service: None,
+            bound: Some(BoundCheck {
+                bound_ns,
+                p99_ns,
+                held: p99_ns <= bound_ns,
+                certain: true,
+                statement: String::new(),
+            }),
+            backlog: None,
+            ranges: Vec::new(),
+            tail: None,
+            threads: ThreadsRecord {
+                workers: 1,
+                in_process: None,
+                ranged_elsewhere: Vec::new(),
+                cores: 1,
+                environment: Default::default(),
+            },
+            stopped: false,
+        }
+    }
+
+    /// A server whose p99 is 1 ms up to 730 queries a second and 50 ms
+    /// above: the search brackets 730 and closes in within 5 %.
+    #[test]
+    fn the_search_brackets_the_knee_and_closes_within_the_tolerance() {
+        let search = PeakSearch {
+            start_qps: 100.0,
+            tolerance: 0.05,
+            max_steps: 20,
+        };
+        let mut tried = Vec::new();
+        let (record, steps) = find_peak(&search, 10_000_000, |qps| {
+            tried.push(qps);
+            let p99 = if qps <= 730.0 { 1_000_000 } else { 50_000_000 };
+            Ok::<_, ()>(Some(step(qps, p99, 10_000_000)))
+        })
+        .unwrap();
+        // Doubling: 100, 200, 400 held, 800 did not; then bisection.
+        assert_eq!(tried[..4], [100.0, 200.0, 400.0, 800.0]);
+        let peak = record.peak_qps.unwrap();
+        let missed = record.first_missed_qps.unwrap();
+        assert!(peak <= 730.0 && missed > 730.0, "{peak} {missed}");
+        assert!(missed / peak <= 1.05, "{peak} {missed}");
+        assert!(record.unfinished.is_none());
+        assert_eq!(steps.len(), tried.len());
+        // The curve is by rate, each step once.
+        assert_eq!(record.curve.len(), tried.len());
+        assert!(record
+            .curve
+            .windows(2)
+            .all(|w| w[0].offered_qps < w[1].offered_qps));
+    }
+
+    /// A first rate that misses halves until one holds; a bound nothing
+    /// holds ends the search with no peak; a stop keeps what was measured.
+    #[test]
+    fn the_search_halves_down_gives_up_and_stops_when_told() {
+        let search = PeakSearch {
+            start_qps: 1000.0,
+            tolerance: 0.05,
+            max_steps: 40,
+        };
+        let (record, _) = find_peak(&search, 10, |qps| {
+            let p99 = if qps <= 200.0 { 5 } else { 50 };
+            Ok::<_, ()>(Some(step(qps, p99, 10)))
+        })
+        .unwrap();
+        let peak = record.peak_qps.unwrap();
+        assert!((190.0..=200.0).contains(&peak), "{peak}");
+        let (never, steps) =
+            find_peak(&search, 10, |qps| Ok::<_, ()>(Some(step(qps, 50, 10)))).unwrap();
+        assert_eq!(never.peak_qps, None);
+        assert!(steps.len() <= 12, "{}", steps.len());
+        let mut calls = 0;
+        let (stopped, steps) = find_peak(&search, 10, |qps| {
+            calls += 1;
+            Ok::<_, ()>((calls < 3).then(|| step(qps, 5, 10)))
+        })
+        .unwrap();
+        assert_eq!(steps.len(), 2);
+        assert!(stopped.unfinished.unwrap().contains("signal"));
+    }
+}
