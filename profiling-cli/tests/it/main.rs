@@ -15,6 +15,7 @@ mod full_disk;
 mod hostile;
 mod init;
 mod layout;
+mod load_browser;
 mod memory;
 mod nsys;
 mod ocr;
