@@ -210,7 +210,10 @@ fn waiting_for_a_worker_is_in_the_latency_and_its_own_column() {
 #[test]
 fn the_range_the_slowest_queries_spent_their_time_in_owns_the_p99() {
     let out = tempfile::tempdir().unwrap();
-    let (code, document, stderr) = load(out.path(), &["load-stalling", "--queries", "500"]);
+    let (code, document, stderr) = load(
+        out.path(),
+        &["load-stalling", "--queries", "500", "--run-id", "tail"],
+    );
     assert_eq!(code, 0, "{stderr}");
     let step = &document["load"]["steps"][0];
     assert_eq!(step["tail"]["owner"], "stall", "{}", step["tail"]);
@@ -229,6 +232,22 @@ fn the_range_the_slowest_queries_spent_their_time_in_owns_the_p99() {
         serde_yaml::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
     assert_eq!(written["load"]["steps"][0]["tail"]["owner"], "stall");
     assert_eq!(written["status"], "completed");
+    // `compare` and `report` read runs: a load is named for what it is.
+    let refused = cli(&[
+        "compare",
+        "load-stalling@tail",
+        "load-stalling@tail",
+        "--output-dir",
+        &path(out.path()),
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("a load (`profile-cli load` wrote its load.yaml), not a run"),
+        "{}",
+        refused.stderr
+    );
 }
 
 /// `--find-peak` brackets the rate and bisects it: the peak held the

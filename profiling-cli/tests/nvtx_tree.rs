@@ -89,3 +89,73 @@ fn a_run_emits_warmup_ranges_then_one_capture_range_of_iterations() {
             && second.end_ns <= capture[0].end_ns
     );
 }
+
+/// Under `load`, each query is a range `query` on the thread of the
+/// worker that served it, holding the target's own ranges, and every one
+/// lies inside the capture range the main thread holds: Nsight Systems
+/// sees the workers side by side.
+#[test]
+fn a_load_puts_each_query_on_its_workers_thread_inside_the_capture_range() {
+    let scratch = tempfile::tempdir().unwrap();
+    let events_file = scratch.path().join("events.tsv");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_profile-cli"));
+    command.args([
+        "load",
+        "example-candidate",
+        "--scenario",
+        "concurrency",
+        "--concurrency",
+        "2",
+        "--workers",
+        "2",
+        "--queries",
+        "6",
+        "--warmup",
+        "1",
+    ]);
+    command.args(["--run-id", "nvtx", "--no-report", "--output-dir"]);
+    command.arg(scratch.path());
+    nvtx_recorder::attach(&mut command, &events_file);
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = nvtx_recorder::read_events(&events_file).unwrap();
+    let forest = nvtx_recorder::range_forest(&events).unwrap();
+    let capture: Vec<&nvtx_recorder::RangeNode> = forest
+        .values()
+        .flatten()
+        .filter(|r| r.name == "profile-target")
+        .collect();
+    assert_eq!(capture.len(), 1, "one capture range");
+    let capture = capture[0];
+    assert!(
+        capture.children.is_empty(),
+        "the capture's thread serves no query"
+    );
+    // The two workers' threads: their warmup calls outside the capture,
+    // then their queries inside it, each holding one call's ranges.
+    let workers: Vec<&Vec<nvtx_recorder::RangeNode>> = forest
+        .values()
+        .filter(|ranges| ranges.iter().any(|r| r.name == "query"))
+        .collect();
+    assert_eq!(workers.len(), 2, "{forest:?}");
+    let mut queries = 0;
+    for ranges in workers {
+        let measured: Vec<_> = ranges.iter().filter(|r| r.name == "query").collect();
+        for query in &measured {
+            assert!(capture.start_ns <= query.start_ns && query.end_ns <= capture.end_ns);
+            assert_eq!(nvtx_recorder::render_tree(&query.children), calls(1, 0));
+        }
+        queries += measured.len();
+        // One warmup call, outside the capture range, before the queries.
+        let warm = ranges
+            .iter()
+            .filter(|r| r.name == "postprocess_detections")
+            .count();
+        assert_eq!(warm, 1);
+    }
+    assert_eq!(queries, 6);
+}

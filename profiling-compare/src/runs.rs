@@ -41,6 +41,8 @@ pub enum ReadRunError {
     NoSuchPath(String),
     #[error("{}: not a run: it holds no manifest.yaml", .0.display())]
     NotARun(PathBuf),
+    #[error("{}: a load (`profile-cli load` wrote its load.yaml), not a run: its figures are in load.yaml and its page is load.html beside it", .0.display())]
+    ALoad(PathBuf),
     #[error("{}: not a run manifest: {reason}", .path.display())]
     NotAManifest { path: PathBuf, reason: String },
     #[error("{}: run `{run_id}` of `{profile}` was made before runs kept their samples (manifest schema version {schema}): re-run it to compare it", .manifest.display())]
@@ -184,6 +186,9 @@ pub fn resolve_path(
     let dir = runs.join(run);
     // A sweep's directory (`sweep.yaml`) for the commands that read sweeps.
     if !dir.join("manifest.yaml").is_file() && !dir.join("sweep.yaml").is_file() {
+        if dir.join("load.yaml").is_file() {
+            return Err(ReadRunError::ALoad(dir));
+        }
         return Err(ReadRunError::UnknownRun {
             profile: profile.to_owned(),
             run_id: run.to_owned(),
@@ -199,6 +204,9 @@ pub fn load(path: &Path) -> Result<LoadedRun, ReadRunError> {
     let (dir, manifest_path) = if path.is_dir() {
         let manifest = path.join("manifest.yaml");
         if !manifest.is_file() {
+            if path.join("load.yaml").is_file() {
+                return Err(ReadRunError::ALoad(path.to_path_buf()));
+            }
             return Err(ReadRunError::NotARun(path.to_path_buf()));
         }
         (path.to_path_buf(), manifest)
