@@ -443,6 +443,15 @@ pub(crate) fn load_command(
         Some(Err(error)) => return streams.refuse(&error.to_string(), EXIT_USAGE),
         None => LoadConfig::default(),
     };
+    if planned.config.batch_size > 1 {
+        return streams.refuse(
+            &format!(
+                "a load sends one record a query: workload.batch_size must be 1, not {} (a batch is a query of its own target)",
+                planned.config.batch_size
+            ),
+            EXIT_USAGE,
+        );
+    }
     let seed = planned.config.seed.unwrap_or(0);
     let spec = match spec_of(
         &args,

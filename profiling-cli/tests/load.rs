@@ -77,6 +77,29 @@ impl ProfileTarget for Stalling {
     }
 }
 
+/// Fails its fifth query.
+#[derive(Default)]
+struct Failing {
+    calls: u64,
+}
+
+#[profile_target(name = "load-failing")]
+impl ProfileTarget for Failing {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn prepare_batch(&mut self, _records: &[DataRecord], _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        self.calls += 1;
+        anyhow::ensure!(self.calls != 5, "no answer for call {}", self.calls);
+        Ok(())
+    }
+}
+
 fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -388,4 +411,53 @@ fn a_configs_load_section_is_the_default_the_options_override() {
     );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(document["load"]["request"]["concurrency"], 3);
+}
+
+/// A query that fails names its worker and its query, exits 1, and the
+/// record says the load failed and why.
+#[test]
+fn a_failing_query_is_named_and_the_record_says_the_load_failed() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, document, stderr) = load(
+        out.path(),
+        &["load-failing", "--queries", "20", "--warmup", "1"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    // The warmup's call was the first: the fifth call is query 3.
+    assert!(
+        stderr.contains("error: query 3 failed on worker 0: no answer for call 5"),
+        "{stderr}"
+    );
+    assert_eq!(document["status"], "failed");
+    let record = document["manifest_path"].as_str().unwrap();
+    let written: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    assert_eq!(written["status"], "failed");
+    assert_eq!(
+        written["error"],
+        "query 3 failed on worker 0: no answer for call 5"
+    );
+    // Batches are refused before anything runs (the target takes them in
+    // a run).
+    let runs = out.path().join("load-failing/runs");
+    let count = || std::fs::read_dir(&runs).unwrap().count();
+    let before = count();
+    let config = out.path().join("batched.yaml");
+    std::fs::write(&config, "target:\n  name: load-failing\nbatch_size: 2\n").unwrap();
+    let refused = cli(&[
+        "load",
+        "--config",
+        &path(&config),
+        "--output-dir",
+        &path(out.path()),
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("a load sends one record a query: workload.batch_size must be 1, not 2"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(count(), before, "nothing written");
 }
