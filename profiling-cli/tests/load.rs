@@ -69,7 +69,7 @@ impl ProfileTarget for Stalling {
             let _range = profiling_range("step");
             chain(10_000, self.calls)
         };
-        if self.calls % 25 == 0 {
+        if self.calls.is_multiple_of(25) {
             let _range = profiling_range("stall");
             return Ok(step ^ chain(200_000, step));
         }
