@@ -356,7 +356,10 @@ fn bound_check(bound_ns: u64, p99: &PercentileRecord, fell_behind: bool) -> Boun
 /// than the workers that opened ranges.
 fn ranges_under_load(log: &RangeLog, workers: u32) -> (Vec<RangeUnderLoad>, Vec<String>) {
     let worker_names: Vec<String> = (0..workers).map(worker_name).collect();
-    let mut by_name: BTreeMap<&str, (SampleSet, u32)> = BTreeMap::new();
+    // Per name: every recorded time (exact), what overflowed the event
+    // buffers (aggregates), and the threads other than workers.
+    #[allow(clippy::type_complexity)]
+    let mut by_name: BTreeMap<&str, (Vec<u64>, Vec<&SampleSet>, u32)> = BTreeMap::new();
     let mut elsewhere = Vec::new();
     for thread in &log.threads {
         let is_worker = worker_names.contains(&thread.thread_name);
@@ -379,21 +382,21 @@ fn ranges_under_load(log: &RangeLog, workers: u32) -> (Vec<RangeUnderLoad>, Vec<
             if values.is_empty() && overflow.is_none() {
                 continue;
             }
-            let entry = by_name
-                .entry(name.as_str())
-                .or_insert_with(|| (SampleSet::with_capacity(0), 0));
-            entry.0.absorb(&SampleSet::of_values(&values));
-            if let Some(overflow) = overflow {
-                entry.0.absorb(&overflow.inclusive);
-            }
+            let entry = by_name.entry(name.as_str()).or_default();
+            entry.0.extend(values);
+            entry.1.extend(overflow.map(|o| &o.inclusive));
             if !is_worker {
-                entry.1 += 1;
+                entry.2 += 1;
             }
         }
     }
     let ranges = by_name
         .into_iter()
-        .filter_map(|(name, (samples, other_threads))| {
+        .filter_map(|(name, (values, overflow, other_threads))| {
+            let mut samples = SampleSet::of_values(&values);
+            for set in overflow {
+                samples.absorb(set);
+            }
             let DurationStats {
                 count,
                 p50_ns,
