@@ -146,6 +146,51 @@ impl Chart<'_> {
     }
 }
 
+/// The p99 tail's parts as bars: each part's median over all queries
+/// beside its mean over the slowest, the owner first.
+fn tail_bars(tail: &profiling_core::driver::load::summary::TailBreakdown) -> String {
+    const ROW: f64 = 26.0;
+    const LABEL: f64 = 160.0;
+    let height = MARGIN + ROW * tail.parts.len() as f64 + 10.0;
+    let most = tail
+        .parts
+        .iter()
+        .map(|p| p.median_ns.max(p.tail_mean_ns))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let width = |ns: u64| ns as f64 / most * (WIDTH - LABEL - 90.0);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<figure id="tail"><figcaption>the p99 tail: each part of a query's time, its median (light) and its mean over the {} slowest queries (dark); `{}` owns the p99</figcaption><svg viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="the p99 tail">"#,
+        tail.tail_queries,
+        escape(&tail.owner)
+    );
+    for (index, part) in tail.parts.iter().enumerate() {
+        let y = 20.0 + ROW * index as f64;
+        let _ = write!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text><rect class="median" data-part="{}" x="{LABEL}" y="{y:.1}" width="{:.1}" height="9" fill="#9ecae1"><title>median {:.3} ms</title></rect><rect class="tail" data-part="{}" x="{LABEL}" y="{:.1}" width="{:.1}" height="9" fill="#08519c"><title>tail mean {:.3} ms</title></rect><text x="{:.1}" y="{:.1}" font-size="10">{:.3} ms</text>"##,
+            LABEL - 6.0,
+            y + 13.0,
+            escape(&part.component),
+            escape(&part.component),
+            width(part.median_ns).max(0.5),
+            ms(part.median_ns),
+            escape(&part.component),
+            y + 10.0,
+            width(part.tail_mean_ns).max(0.5),
+            ms(part.tail_mean_ns),
+            LABEL + width(part.tail_mean_ns).max(width(part.median_ns)) + 6.0,
+            y + 18.0,
+            ms(part.tail_mean_ns),
+        );
+    }
+    svg.push_str("</svg></figure>");
+    svg
+}
+
 /// A number short enough for a tick.
 fn short(value: f64) -> String {
     if value >= 100.0 {
@@ -183,13 +228,17 @@ pub(crate) fn load_page(manifest: &LoadManifest) -> String {
             .map_or_else(String::new, |e| format!(" — {}", escape(e)))
     );
     let request = &load.request;
+    let minimums = match (request.min_queries, request.min_duration_s) {
+        (0, seconds) => format!("{seconds} s"),
+        (queries, 0.0) => format!("{queries} queries"),
+        (queries, seconds) => format!("{queries} queries and {seconds} s"),
+    };
     let _ = write!(
         body,
-        "<p>scenario {}, {} worker(s), at least {} queries and {} s ({}); latency from each query's intended send</p>",
+        "<p>scenario {}, {} worker{}, at least {minimums} ({}); latency from each query's intended send</p>",
         escape(&request.scenario),
         request.workers,
-        request.min_queries,
-        request.min_duration_s,
+        if request.workers == 1 { "" } else { "s" },
         escape(&request.minimums_from)
     );
     let bound = request.p99_bound_ns.map(ms);
@@ -281,6 +330,18 @@ pub(crate) fn load_page(manifest: &LoadManifest) -> String {
             }
             .svg(),
         );
+    }
+    // The step the tables detail: what its slowest queries spent their
+    // time on, beside a typical query.
+    let detailed = match &load.peak {
+        Some(peak) => load
+            .steps
+            .iter()
+            .find(|s| s.offered_qps.is_some() && s.offered_qps == peak.peak_qps),
+        None => load.steps.first(),
+    };
+    if let Some(tail) = detailed.and_then(|step| step.tail.as_ref()) {
+        body.push_str(&tail_bars(tail));
     }
     if let Some(peak) = &load.peak {
         let _ = write!(

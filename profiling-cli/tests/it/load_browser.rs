@@ -69,6 +69,20 @@ fn the_load_page_draws_the_curve_the_ranges_and_the_queueing() {
         .tagged("line")
         .any(|i| dom.is_inside(i, curve) && dom.elements[i].has_class("bound")));
     assert!(rendered.dom.contains("id=\"peak\""));
+    // The peak's tail: a median and a tail bar for each part, queueing
+    // among them.
+    let tail = dom.by_id("figure", "tail");
+    let mut parts = dom.values_inside(tail, "rect", "data-part");
+    parts.sort();
+    parts.dedup();
+    assert!(
+        parts.contains(&"queueing".to_owned()) && parts.contains(&"work".to_owned()),
+        "{parts:?}"
+    );
+    assert_eq!(
+        dom.values_inside(tail, "rect", "data-part").len(),
+        2 * parts.len()
+    );
     let png = page.with_extension("png");
     let stderr = browser.screenshot(page, &png);
     assert_console_is_silent(page, &stderr);
