@@ -204,6 +204,32 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         "{ran}"
     );
 
+    // `load` runs in the workspace's binary, its snippet on worker
+    // threads, and writes its record and page beside the snippet's runs.
+    let loaded = profile_cli_in(
+        &ws,
+        &[
+            "load",
+            "head4",
+            "--queries",
+            "30",
+            "--warmup",
+            "1",
+            "--run-id",
+            "loaded",
+        ],
+    );
+    assert_eq!(loaded.code, Some(0), "{loaded}");
+    assert!(loaded.stderr.contains("profile-cli: running "), "{loaded}");
+    let load_dir = ws.join("inference_profiling/snippets/head4/runs/loaded");
+    let record: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(load_dir.join("load.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(record["status"], "completed");
+    assert_eq!(record["target"], "head4");
+    assert_eq!(record["load"]["steps"][0]["queries"], 30);
+    assert!(load_dir.join("load.html").is_file(), "{loaded}");
+
     // A baseline saved, then compared with, across the two binaries; and
     // `compare` finds PROFILE@RUN_ID where the workspace's binary says.
     let saved = profile_cli_in(
