@@ -56,8 +56,8 @@ pub(crate) struct LoadArgs {
     pub(crate) seed: Option<u64>,
     /// single-stream (the next query when the last answers), server (queries sent at --qps
     /// whether or not the workers keep up), concurrency (--concurrency N queries outstanding) or
-    /// offline (every query at once). Default: server with --qps or --find-peak, else
-    /// single-stream.
+    /// offline (every query at once). Default: server with --qps or --find-peak, concurrency
+    /// with --concurrency, else single-stream.
     #[arg(long, value_name = "SCENARIO")]
     pub(crate) scenario: Option<String>,
     /// The server scenario's offered rate, queries a second (above 0).
@@ -180,6 +180,9 @@ fn spec_of(
             }
         },
         None if qps.is_some() || find_peak => "server".to_owned(),
+        None if args.concurrency.is_some() || section.concurrency.is_some() => {
+            "concurrency".to_owned()
+        }
         None => "single-stream".to_owned(),
     };
     let workers = match pick!(workers, "--workers", "workers") {
@@ -259,6 +262,9 @@ fn spec_of(
         ));
     }
     let queries = pick!(queries, "--queries", "queries");
+    if let Some((0, at)) = &queries {
+        return Err(at.refuse("a load measures at least one query (got 0)"));
+    }
     let (min_queries, min_duration_s, minimums_from) = match (&queries, duration) {
         (None, None) => (
             loadgen_min_queries(&scenario_name),

@@ -368,6 +368,10 @@ fn bad_load_requests_are_refused_with_what_to_do() {
             "single-stream has one query outstanding: it runs on one worker, not 2",
         ),
         (
+            vec!["--queries", "0"],
+            "--queries: a load measures at least one query (got 0)",
+        ),
+        (
             vec!["--arrival", "gamma", "--qps", "5"],
             "--arrival: a gamma arrival needs its shape: gamma:0.5",
         ),

@@ -87,6 +87,8 @@ pub fn find_peak<E>(
     let mut missed: Option<f64> = None;
     let mut qps = search.start_qps;
     let mut unfinished = None;
+    // The p99 of the step before a halving, while no rate has held.
+    let mut halved_from: Option<u64> = None;
     loop {
         if steps.len() as u32 >= search.max_steps {
             unfinished = Some(format!(
@@ -99,12 +101,42 @@ pub fn find_peak<E>(
             unfinished = Some("stopped by a signal: the steps measured are kept".to_owned());
             break;
         };
+        // A query takes at least its service time: when that alone misses
+        // the bound, no rate holds it, however low.
+        let service_p99 = step
+            .service
+            .as_ref()
+            .and_then(|s| s.get("p99"))
+            .map(|p| p.value_ns);
+        let hopeless = service_p99.filter(|&p99| p99 > bound_ns);
+        let p99 = step.p99_ns();
         if held(&step) {
             best = Some(best.map_or(qps, |b: f64| b.max(qps)));
         } else {
             missed = Some(missed.map_or(qps, |m: f64| m.min(qps)));
         }
         steps.push(step);
+        if let (None, Some(service)) = (best, hopeless) {
+            unfinished = Some(format!(
+                "the target's own time alone misses the bound (its p99 {:.3} ms, the bound {:.3} ms): no rate holds it",
+                service as f64 / 1e6,
+                bound_ns as f64 / 1e6
+            ));
+            break;
+        }
+        // Halving the rate that did not lower the p99 by a tenth will not
+        // lower it further: what is left is the machine's, not the load's.
+        if let (None, Some(now), Some(before)) = (best, p99, halved_from) {
+            if now as f64 >= 0.9 * before as f64 {
+                unfinished = Some(format!(
+                    "halving the rate did not lower the p99 ({:.3} ms, then {:.3} ms): no lower rate holds the bound on this machine",
+                    before as f64 / 1e6,
+                    now as f64 / 1e6
+                ));
+                break;
+            }
+        }
+        halved_from = p99;
         qps = match (best, missed) {
             (Some(low), Some(high)) => {
                 if high / low <= 1.0 + search.tolerance {
@@ -271,6 +303,29 @@ mod tests {
             .all(|w| w[0].offered_qps < w[1].offered_qps));
     }
 
+    /// A bound below the target's own time ends the search at once: no
+    /// rate could hold it.
+    #[test]
+    fn a_bound_below_the_service_time_is_said_at_once() {
+        let search = PeakSearch {
+            start_qps: 100.0,
+            tolerance: 0.05,
+            max_steps: 12,
+        };
+        let (record, steps) = find_peak(&search, 10, |qps| {
+            let mut slow = step(qps, 50, 10);
+            slow.service = Distribution::of(vec![40; 400]);
+            Ok::<_, ()>(Some(slow))
+        })
+        .unwrap();
+        assert_eq!(steps.len(), 1);
+        assert_eq!(record.peak_qps, None);
+        assert!(record
+            .unfinished
+            .unwrap()
+            .contains("own time alone misses the bound"),);
+    }
+
     /// A first rate that misses halves until one holds; a bound nothing
     /// holds ends the search with no peak; a stop keeps what was measured.
     #[test]
@@ -280,8 +335,9 @@ mod tests {
             tolerance: 0.05,
             max_steps: 40,
         };
+        // Above 200 a second, the p99 falls with the rate but misses.
         let (record, _) = find_peak(&search, 10, |qps| {
-            let p99 = if qps <= 200.0 { 5 } else { 50 };
+            let p99 = if qps <= 200.0 { 5 } else { (qps / 10.0) as u64 };
             Ok::<_, ()>(Some(step(qps, p99, 10)))
         })
         .unwrap();
@@ -290,7 +346,12 @@ mod tests {
         let (never, steps) =
             find_peak(&search, 10, |qps| Ok::<_, ()>(Some(step(qps, 50, 10)))).unwrap();
         assert_eq!(never.peak_qps, None);
-        assert!(steps.len() <= 12, "{}", steps.len());
+        // Halving once did not lower the p99: the search says so and ends.
+        assert_eq!(steps.len(), 2);
+        assert!(never
+            .unfinished
+            .unwrap()
+            .contains("halving the rate did not lower the p99"));
         let mut calls = 0;
         let (stopped, steps) = find_peak(&search, 10, |qps| {
             calls += 1;
