@@ -658,7 +658,10 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
             .args(["bisect", "run"])
             .arg(env!("CARGO_BIN_EXE_profile-cli"))
             .args(["ab", "dbl", "--against", &good, "--accept", "p50<=+50%"])
-            .args(["--iterations", "40", "--block-passes", "2"])
+            // 200 block pairs of passes of a microsecond or two: enough for
+            // the unchanged commit's interval to sit inside the gate even
+            // on a machine whose other work preempts many of its passes.
+            .args(["--iterations", "400", "--block-passes", "2"])
             .current_dir(&ws),
     )
     .output()
