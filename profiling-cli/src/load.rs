@@ -707,15 +707,7 @@ pub(crate) fn write_tables(manifest: &LoadManifest, out: &mut dyn Write) -> std:
             }
         }
     }
-    // The step the tables detail: the only one, else the peak's.
-    let detailed = match &load.peak {
-        Some(peak) => load
-            .steps
-            .iter()
-            .find(|s| s.offered_qps.is_some() && s.offered_qps == peak.peak_qps),
-        None => load.steps.first(),
-    };
-    let Some(step) = detailed else {
+    let Some(step) = load.detailed_step() else {
         return Ok(());
     };
     writeln!(

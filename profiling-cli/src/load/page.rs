@@ -333,14 +333,7 @@ pub(crate) fn load_page(manifest: &LoadManifest) -> String {
     }
     // The step the tables detail: what its slowest queries spent their
     // time on, beside a typical query.
-    let detailed = match &load.peak {
-        Some(peak) => load
-            .steps
-            .iter()
-            .find(|s| s.offered_qps.is_some() && s.offered_qps == peak.peak_qps),
-        None => load.steps.first(),
-    };
-    if let Some(tail) = detailed.and_then(|step| step.tail.as_ref()) {
+    if let Some(tail) = load.detailed_step().and_then(|step| step.tail.as_ref()) {
         body.push_str(&tail_bars(tail));
     }
     if let Some(peak) = &load.peak {

@@ -83,6 +83,20 @@ pub struct LoadSection {
     pub peak: Option<PeakRecord>,
 }
 
+impl LoadSection {
+    /// The step the tables and the page detail: the peak's after a
+    /// search, else the only one.
+    pub fn detailed_step(&self) -> Option<&LoadStep> {
+        match &self.peak {
+            Some(peak) => self
+                .steps
+                .iter()
+                .find(|s| s.offered_qps.is_some() && s.offered_qps == peak.peak_qps),
+            None => self.steps.first(),
+        }
+    }
+}
+
 /// A load run's record: the provenance a run's manifest holds, and the
 /// `load` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
