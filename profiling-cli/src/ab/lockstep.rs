@@ -414,8 +414,9 @@ fn abort(base: &mut Side, candidate: &mut Side, opened: [bool; 2], why: &str) {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write;
     use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
 
     use profiling_core::driver::manifest::PairInfo;
     use profiling_core::driver::runner::PairSide;
@@ -430,9 +431,9 @@ mod tests {
         let die = die_after.map_or(String::new(), |n| {
             format!("  told=$((told + 1)); [ \"$told\" -ge {n} ] && exit 3\n")
         });
-        std::fs::write(
+        executable(
             &script,
-            format!(
+            &format!(
                 "#!/bin/sh\ntold=0\nsay() {{ printf '\\001ab %s\\n' \"$1\"; }}\n\
                  echo 'what a target prints'\nsay opened\n\
                  while read -r line; do\n  echo \"{name} $line\" >> '{log}'\n{die}\
@@ -440,10 +441,32 @@ mod tests {
                  say 'end {{\"Ended\":{{\"passes\":{{\"Ok\":{{\"pass_ns\":[],\"call_ns\":[],\"ranges\":{{}}}}}},\"interrupted\":null,\"write_error\":null}}}}'\n",
                 log = log.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         script
+    }
+
+    /// Writes a script and makes it executable from a child process, so
+    /// that no process that another test forks meanwhile inherits a
+    /// descriptor open for writing on it (which makes running it fail
+    /// with "Text file busy").
+    fn executable(path: &Path, text: &str) {
+        let mut writer = Command::new("sh")
+            .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+            .arg(path)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        writer
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        assert!(
+            writer.wait().unwrap().success(),
+            "cannot write {}",
+            path.display()
+        );
     }
 
     fn spec(side: &str) -> StepSpec {
@@ -557,12 +580,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
         let old = dir.path().join("old");
-        std::fs::write(
+        executable(
             &old,
             "#!/bin/sh\necho \"error: unrecognized subcommand 'step'\" >&2\nexit 2\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let sides = binaries(old, fake_side(dir.path(), "candidate", &log, None));
         let mut err = Vec::new();
         let refused = run(

@@ -107,3 +107,28 @@ impl Drop for RemoveOnDrop {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Writes a script and makes it executable from a child process, so that
+/// no process another test forks meanwhile inherits a descriptor open for
+/// writing on it (which makes running the script fail with "Text file
+/// busy").
+pub fn write_executable(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut writer = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writer
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    assert!(
+        writer.wait().unwrap().success(),
+        "cannot write {}",
+        path.display()
+    );
+}

@@ -385,7 +385,7 @@ fn a_failing_nsys_leaves_no_claim_and_no_partial_directory() {
     let bin = tempfile::tempdir().unwrap();
     let fake = bin.path().join("nsys");
     // The profiling command follows nsys's last option.
-    std::fs::write(
+    crate::common::write_executable(
         &fake,
         "#!/bin/sh\n\
          while [ \"$#\" -gt 0 ] && [ \"$1\" != --trace-fork-before-exec=true ]; do shift; done\n\
@@ -397,9 +397,7 @@ fn a_failing_nsys_leaves_no_claim_and_no_partial_directory() {
          wait \"$run\"\n\
          echo 'fake nsys: the collection stopped: lost connection to the target' >&2\n\
          exit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    );
     let out = tempfile::tempdir().unwrap();
     let runs = runs_of(out.path(), "spin-and-sleep");
     let mut command = profile_cli(&[

@@ -131,7 +131,15 @@ fn a_copy_outside_the_repository_starts_without_a_library_path() {
         .starts_with(&repository));
     let copy = elsewhere.path().join("bin/profile-cli");
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_profile-cli"), &copy).unwrap();
+    // Copied by a child process: a descriptor open for writing on the
+    // copy, inherited by a process another test forks meanwhile, would
+    // make running it fail with "Text file busy".
+    assert!(Command::new("cp")
+        .arg(env!("CARGO_BIN_EXE_profile-cli"))
+        .arg(&copy)
+        .status()
+        .unwrap()
+        .success());
 
     let output = Command::new(&copy)
         .arg("list")
