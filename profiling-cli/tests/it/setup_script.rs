@@ -265,16 +265,7 @@ fn chromium_dry_run(names: &str, path_first: &Path, apt_get: Option<&str>) -> Ou
 fn a_browser_that_answers_is_used_and_nothing_is_installed() {
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("fake-browser");
-    fs::write(
-        &fake,
-        "#!/bin/sh
-echo 'Fake Browser 1.0'
-",
-    )
-    .unwrap();
-    let mut permissions = fs::metadata(&fake).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    fs::set_permissions(&fake, permissions).unwrap();
+    fake_program(&fake, "Fake Browser 1.0");
     let output = chromium_dry_run("fake-browser", dir.path(), Some("/usr/bin/apt-get"));
     assert!(output.status.success());
     assert_eq!(
@@ -320,10 +311,7 @@ fn ffmpeg_dry_run(ffmpeg: &Path, apt_get: Option<&str>) -> Output {
 
 /// An executable script at `path` that prints `line`.
 fn fake_program(path: &Path, line: &str) {
-    fs::write(path, format!("#!/bin/sh\necho '{line}'\n")).unwrap();
-    let mut permissions = fs::metadata(path).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    fs::set_permissions(path, permissions).unwrap();
+    crate::common::write_executable(path, &format!("#!/bin/sh\necho '{line}'\n"));
 }
 
 #[test]
