@@ -199,6 +199,20 @@ fn a_fixed_service_time_reads_true_below_capacity_and_falls_behind_above() {
         let duration = step["duration_ns"].as_f64().unwrap();
         assert!(p99 > 0.25 * duration, "p99 {p99} of a run of {duration} ns");
         p99s.push(p99);
+        // And the timeline shows it: windows of 20 queries on average
+        // (20, then 40), the last with a longer queue and a slower median
+        // than the first.
+        let windows = step["timeline"].as_array().unwrap();
+        let count: usize = queries.parse().unwrap();
+        assert_eq!(windows.len(), count / 20, "{step}");
+        let (first, last) = (&windows[0], &windows[windows.len() - 1]);
+        let sent: u64 = windows.iter().map(|w| w["sent"].as_u64().unwrap()).sum();
+        assert_eq!(sent, count as u64);
+        assert!(
+            last["waiting_at_end"].as_u64() > first["waiting_at_end"].as_u64()
+                && last["latency_p50_ns"].as_u64() > first["latency_p50_ns"].as_u64(),
+            "{first} then {last}"
+        );
     }
     // Twice the queries, a longer queue.
     assert!(p99s[1] > p99s[0], "p99 {p99s:?}");

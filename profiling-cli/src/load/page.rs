@@ -146,6 +146,61 @@ impl Chart<'_> {
     }
 }
 
+/// A step's latency and queue over its length: each window's median and
+/// slowest query (against the bound), and the queries meant by its end
+/// that no worker had begun. Each point sits at its window's middle.
+fn timeline_charts(step: &LoadStep, bound: Option<f64>) -> String {
+    let at =
+        |w: &profiling_core::driver::load::latency::Window| (w.start_ns + w.end_ns) as f64 / 2e9;
+    let windows = &step.timeline;
+    let under = match step.offered_qps {
+        Some(qps) => format!(" at {} queries a second", short(qps)),
+        None => String::new(),
+    };
+    let mut charts = Chart {
+        id: "timeline",
+        title: &format!("latency over the load{under}: each window's median and slowest query"),
+        x_label: "seconds from the first intended send",
+        y_label: "latency, ms",
+        series: vec![
+            (
+                "median".to_owned(),
+                windows
+                    .iter()
+                    .map(|w| (at(w), ms(w.latency_p50_ns), true))
+                    .collect(),
+            ),
+            (
+                "slowest".to_owned(),
+                windows
+                    .iter()
+                    .map(|w| (at(w), ms(w.latency_max_ns), true))
+                    .collect(),
+            ),
+        ],
+        line: bound.map(|b| (b, format!("p99 bound {b} ms"))),
+    }
+    .svg();
+    charts.push_str(
+        &Chart {
+            id: "waiting",
+            title: "queries meant to be sent that no worker had begun, at each window's end",
+            x_label: "seconds from the first intended send",
+            y_label: "queries waiting",
+            series: vec![(
+                "waiting".to_owned(),
+                windows
+                    .iter()
+                    .map(|w| (w.end_ns as f64 / 1e9, w.waiting_at_end as f64, true))
+                    .collect(),
+            )],
+            line: None,
+        }
+        .svg(),
+    );
+    charts
+}
+
 /// The p99 tail's parts as bars: each part's median over all queries
 /// beside its mean over the slowest, the owner first.
 fn tail_bars(tail: &profiling_core::driver::load::summary::TailBreakdown) -> String {
@@ -335,6 +390,10 @@ pub(crate) fn load_page(manifest: &LoadManifest) -> String {
     // time on, beside a typical query.
     if let Some(tail) = load.detailed_step().and_then(|step| step.tail.as_ref()) {
         body.push_str(&tail_bars(tail));
+    }
+    // And how its latency and queue moved while it ran.
+    if let Some(step) = load.detailed_step().filter(|step| step.timeline.len() > 1) {
+        body.push_str(&timeline_charts(step, bound));
     }
     if let Some(peak) = &load.peak {
         let _ = write!(

@@ -2,7 +2,7 @@
 //! --find-peak` writes `load.html`; headless Chromium renders it, and the
 //! rendered page must hold the latency-throughput curve with the bound,
 //! a line per range (and the queueing) against load, the queueing share,
-//! the peak, run without a script error, draw something, and load nothing
+//! the peak and its step over time, run without a script error, draw something, and load nothing
 //! from the network. The page stays under `target/tmp/load_browser/`.
 
 use std::path::{Path, PathBuf};
@@ -83,6 +83,24 @@ fn the_load_page_draws_the_curve_the_ranges_and_the_queueing() {
         dom.values_inside(tail, "rect", "data-part").len(),
         2 * parts.len()
     );
+    // The peak's step over its length: the median and the slowest query
+    // of each window against the bound, and the queue at each window's
+    // end, a point a window.
+    let timeline = dom.by_id("figure", "timeline");
+    let mut lines = dom.values_inside(timeline, "polyline", "data-name");
+    lines.sort();
+    assert_eq!(lines, ["median", "slowest"]);
+    assert!(dom
+        .tagged("line")
+        .any(|i| dom.is_inside(i, timeline) && dom.elements[i].has_class("bound")));
+    let waiting = dom.by_id("figure", "waiting");
+    let points = |figure| {
+        dom.tagged("circle")
+            .filter(|&i| dom.is_inside(i, figure))
+            .count()
+    };
+    assert_eq!(points(timeline), 2 * points(waiting));
+    assert_eq!(points(waiting), 20, "400 queries, 20 a window");
     let png = page.with_extension("png");
     let stderr = browser.screenshot(page, &png);
     assert_console_is_silent(page, &stderr);

@@ -221,6 +221,76 @@ pub fn backlog(queries: &[Query], offered_qps: f64) -> Option<Backlog> {
     })
 }
 
+/// One stretch of a load's length: the queries meant to be sent in it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Window {
+    /// From the first intended send.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Queries meant to be sent in it.
+    pub sent: u64,
+    /// Their latencies' median and largest.
+    pub latency_p50_ns: u64,
+    pub latency_max_ns: u64,
+    /// Queries meant to be sent by its end that no worker had begun.
+    pub waiting_at_end: u64,
+}
+
+/// The load over its length: the span from the first intended send to
+/// the last cut into `windows` stretches of equal time (fewer when a
+/// stretch would hold fewer than `per_window` queries on average); the
+/// stretches no query was meant for are left out. How the latency and the
+/// queue moved while the load ran: a queue that grows window after window
+/// is a load the workers did not keep up with.
+pub fn timeline(queries: &[Query], windows: usize, per_window: usize) -> Vec<Window> {
+    let Some(first) = queries.iter().map(|q| q.intended_ns).min() else {
+        return Vec::new();
+    };
+    let last = queries.iter().map(|q| q.intended_ns).max().unwrap_or(first);
+    let count = windows.min(queries.len() / per_window.max(1)).max(1);
+    let span = (last - first).max(1);
+    let mut intended: Vec<u64> = queries.iter().map(|q| q.intended_ns - first).collect();
+    let mut started: Vec<u64> = queries
+        .iter()
+        .map(|q| q.started_ns.saturating_sub(first))
+        .collect();
+    intended.sort_unstable();
+    started.sort_unstable();
+    let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); count];
+    for query in queries {
+        let at = (query.intended_ns - first) as u128 * count as u128 / span as u128;
+        latencies[(at as usize).min(count - 1)].push(query.latency_ns());
+    }
+    latencies
+        .into_iter()
+        .enumerate()
+        .filter(|(_, window)| !window.is_empty())
+        .map(|(index, mut window)| {
+            let start_ns = (span as u128 * index as u128 / count as u128) as u64;
+            let end_ns = (span as u128 * (index as u128 + 1) / count as u128) as u64;
+            window.sort_unstable();
+            // Each window holds its start, not its end; the last holds the
+            // last query, meant for its end.
+            let (sent_by_end, begun_by_end) = if index + 1 == count {
+                (intended.len(), started.partition_point(|&t| t <= end_ns))
+            } else {
+                (
+                    intended.partition_point(|&t| t < end_ns),
+                    started.partition_point(|&t| t < end_ns),
+                )
+            };
+            Window {
+                start_ns,
+                end_ns,
+                sent: window.len() as u64,
+                latency_p50_ns: window[(window.len() - 1) / 2],
+                latency_max_ns: window[window.len() - 1],
+                waiting_at_end: sent_by_end.saturating_sub(begun_by_end) as u64,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +403,50 @@ mod tests {
             "{}",
             behind.describe()
         );
+    }
+
+    #[test]
+    fn the_timeline_shows_the_queue_growing_only_when_the_workers_fall_behind() {
+        // 1 ms of service, a query every 0.5 ms: query i is meant at
+        // 0.5 i ms, begins at i ms and ends at i + 1 ms.
+        let heavy: Vec<u64> = (0..1000).map(|i| i * 500_000).collect();
+        let windows = timeline(&served(&heavy, 1_000_000), 10, 25);
+        assert_eq!(windows.len(), 10);
+        // The first 49.95 ms: queries 0 to 99, latencies 1 to 50.5 ms;
+        // by its end 100 were meant and 50 begun.
+        assert_eq!(
+            windows[0],
+            Window {
+                start_ns: 0,
+                end_ns: 49_950_000,
+                sent: 100,
+                latency_p50_ns: 25_500_000,
+                latency_max_ns: 50_500_000,
+                waiting_at_end: 50,
+            }
+        );
+        // The last: every query meant, 500 begun.
+        let last = &windows[9];
+        assert_eq!(
+            (last.end_ns, last.sent, last.waiting_at_end),
+            (499_500_000, 100, 500)
+        );
+        assert!(windows
+            .windows(2)
+            .all(|pair| pair[1].waiting_at_end > pair[0].waiting_at_end
+                && pair[1].latency_p50_ns > pair[0].latency_p50_ns));
+
+        // A query every 3 ms: never a queue, every latency the service.
+        let light: Vec<u64> = (0..1000).map(|i| i * 3_000_000).collect();
+        let windows = timeline(&served(&light, 1_000_000), 10, 25);
+        assert_eq!(windows.len(), 10);
+        assert!(windows.iter().all(|w| w.waiting_at_end == 0
+            && w.latency_p50_ns == 1_000_000
+            && w.latency_max_ns == 1_000_000
+            && w.sent == 100));
+
+        // Too few queries for more than one window; none, none.
+        assert_eq!(timeline(&served(&light[..30], 1_000_000), 10, 25).len(), 1);
+        assert!(timeline(&[], 10, 25).is_empty());
     }
 }

@@ -260,6 +260,7 @@ mod tests {
             backlog: None,
             ranges: Vec::new(),
             tail: None,
+            timeline: Vec::new(),
             threads: ThreadsRecord {
                 workers: 1,
                 in_process: None,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::drive::{worker_name, LoadRun, Scenario};
-use super::latency::{backlog, percentile, Query};
+use super::latency::{backlog, percentile, timeline, Query, Window};
 use crate::stats::DurationStats;
 use crate::timing::{RangeLog, SampleSet};
 
@@ -215,6 +215,10 @@ pub struct LoadStep {
     pub ranges: Vec<RangeUnderLoad>,
     #[serde(default)]
     pub tail: Option<TailBreakdown>,
+    /// The load over its length, in windows of equal time: how the
+    /// latency and the queue moved while it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<Window>,
     pub threads: ThreadsRecord,
     /// A signal ended it: what completed is here.
     #[serde(default)]
@@ -235,6 +239,11 @@ impl LoadStep {
         self.backlog.as_ref().is_some_and(|b| b.fell_behind)
     }
 }
+
+/// The windows a load's timeline is cut into, at most, and the queries a
+/// window holds on average, at least.
+const TIMELINE_WINDOWS: usize = 50;
+const TIMELINE_QUERIES_A_WINDOW: usize = 20;
 
 /// What `run` measured under `scenario` on `workers` workers, against
 /// `bound_ns` when given.
@@ -299,6 +308,7 @@ pub fn summarize(
         backlog,
         ranges,
         tail,
+        timeline: timeline(queries, TIMELINE_WINDOWS, TIMELINE_QUERIES_A_WINDOW),
         threads: ThreadsRecord {
             workers,
             in_process: run.process_threads,
