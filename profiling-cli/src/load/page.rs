@@ -387,13 +387,15 @@ pub(crate) fn load_page(manifest: &LoadManifest) -> String {
         );
     }
     // The step the tables detail: what its slowest queries spent their
-    // time on, beside a typical query.
-    if let Some(tail) = load.detailed_step().and_then(|step| step.tail.as_ref()) {
-        body.push_str(&tail_bars(tail));
-    }
-    // And how its latency and queue moved while it ran.
-    if let Some(step) = load.detailed_step().filter(|step| step.timeline.len() > 1) {
-        body.push_str(&timeline_charts(step, bound));
+    // time on, beside a typical query, and how its latency and queue moved
+    // while it ran.
+    if let Some(step) = load.detailed_step() {
+        if let Some(tail) = &step.tail {
+            body.push_str(&tail_bars(tail));
+        }
+        if step.timeline.len() > 1 {
+            body.push_str(&timeline_charts(step, bound));
+        }
     }
     if let Some(peak) = &load.peak {
         let _ = write!(
