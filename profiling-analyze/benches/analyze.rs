@@ -84,6 +84,7 @@ fn one_million_kernels(bencher: divan::Bencher) {
     let request = Request {
         capture_range: "profile-target".to_owned(),
         kernels: 5,
+        time_limit: profiling_analyze::DEFAULT_TIME_LIMIT,
     };
     bencher.bench(|| black_box(analyze(&path, &request).unwrap()));
 }

@@ -25,12 +25,19 @@
 //! created lazily: a missing one means no such events (a CPU capture has no
 //! CUDA table at all). Columns are selected by name; a `globalTid` holds the
 //! process id above bit 24 and the thread id below.
+//!
+//! An export is read as untrusted input: only the tables above are looked
+//! at (no name from the file is ever part of a query), every query of one
+//! analysis stops at [`Request::time_limit`] and no value it makes may pass
+//! 16 MiB, and ranges nested more than [`MAX_NESTING_DEPTH`] deep are
+//! refused (each range's path names every range above it). Each refusal
+//! names the file.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use profiling_core::stats::DurationStats;
-use profiling_core::timing::tree::{depth_first, joined_path};
+use profiling_core::timing::tree::depth_first;
 use rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 
@@ -62,7 +69,28 @@ pub enum AnalyzeError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error("{}: reading the export ran past the analysis's time limit of {} s: a damaged or crafted export? (a real one of this size is read well within it)", .path.display(), .limit.as_secs())]
+    TimeLimit {
+        path: PathBuf,
+        limit: std::time::Duration,
+    },
+    #[error("{}: NVTX ranges nested more than {MAX_NESTING_DEPTH} deep on thread {thread} (under `{outermost}`): refused, since each range's path names every range above it; profile a shallower part of the program", .path.display())]
+    TooDeep {
+        path: PathBuf,
+        thread: i64,
+        outermost: String,
+    },
 }
+
+/// The deepest nesting of NVTX ranges analyzed: a range's path holds the
+/// names of every range above it, so their text grows with the square of
+/// the depth (10,000 nested ranges made 294 MB of paths). Deeper ranges
+/// are refused, naming the export and the thread.
+pub const MAX_NESTING_DEPTH: u32 = 1_000;
+
+/// How long the queries of one analysis may take before it is refused as
+/// a damaged or crafted export: far past what any real export needs.
+pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Which capture range to analyze, and how much to list.
 #[derive(Debug, Clone)]
@@ -71,6 +99,9 @@ pub struct Request {
     /// Kernels listed per range, by GPU time; OS calls and sampled
     /// functions listed per range, likewise.
     pub kernels: usize,
+    /// How long the export's queries may take, all together
+    /// ([`DEFAULT_TIME_LIMIT`]).
+    pub time_limit: std::time::Duration,
 }
 
 /// GPU work launched in a range, by kernel (or memcpy, memset) name.
@@ -193,6 +224,32 @@ fn yes() -> bool {
     true
 }
 
+/// Names kept once each, by index: an event refers to its name by
+/// number, so that attributing it to every range around it copies no
+/// text.
+struct Names<T> {
+    list: Vec<T>,
+    index: HashMap<T, usize>,
+}
+
+impl<T: std::hash::Hash + Eq + Clone> Names<T> {
+    fn new() -> Self {
+        Names {
+            list: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    fn id(&mut self, name: T) -> usize {
+        if let Some(&id) = self.index.get(&name) {
+            return id;
+        }
+        self.list.push(name.clone());
+        self.index.insert(name, self.list.len() - 1);
+        self.list.len() - 1
+    }
+}
+
 struct Range {
     name: String,
     start: i64,
@@ -205,7 +262,8 @@ struct Activity {
     correlation: i64,
     start: i64,
     end: i64,
-    name: String,
+    /// Index into the kernel names.
+    name: usize,
 }
 
 /// One range instance on its thread, with what was launched in it.
@@ -253,32 +311,79 @@ pub fn open(path: &Path) -> Result<Connection, AnalyzeError> {
     Ok(connection)
 }
 
-/// Every table and its columns.
+/// The tables this analysis reads: only these are looked at, so no name
+/// the export holds is ever part of a query.
+const KNOWN_TABLES: [&str; 12] = [
+    "StringIds",
+    "NVTX_EVENTS",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "ENUM_CUDA_MEMCPY_OPER",
+    "OSRT_API",
+    "COMPOSITE_EVENTS",
+    "SAMPLING_CALLCHAINS",
+    "ThreadNames",
+    "EXPORT_META_DATA",
+];
+
+/// The known tables the export has, and their columns (names bound as
+/// parameters: a table-valued `pragma_table_info(?1)`).
 fn tables(
     connection: &Connection,
     path: &Path,
 ) -> Result<HashMap<String, Vec<String>>, AnalyzeError> {
-    let mut statement = connection
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+    let mut exists = connection
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
         .map_err(sql(path))?;
-    let names: Vec<String> = statement
-        .query_map([], |row| row.get(0))
-        .map_err(sql(path))?
-        .collect::<Result<_, _>>()
+    let mut columns = connection
+        .prepare("SELECT name FROM pragma_table_info(?1)")
         .map_err(sql(path))?;
     let mut tables = HashMap::new();
-    for name in names {
-        let mut columns = connection
-            .prepare(&format!("SELECT name FROM pragma_table_info('{name}')"))
-            .map_err(sql(path))?;
-        let columns: Vec<String> = columns
-            .query_map([], |row| row.get(0))
+    for name in KNOWN_TABLES {
+        if !exists.exists([name]).map_err(sql(path))? {
+            continue;
+        }
+        let names: Vec<String> = columns
+            .query_map([name], |row| row.get(0))
             .map_err(sql(path))?
             .collect::<Result<_, _>>()
             .map_err(sql(path))?;
-        tables.insert(name, columns);
+        tables.insert(name.to_owned(), names);
     }
     Ok(tables)
+}
+
+/// The longest text or blob a query on an export may make: far past any
+/// name Nsight writes, short of what a crafted value could cost.
+const MAX_VALUE_BYTES: i32 = 16 << 20;
+
+/// Bounds every query on `connection` to end by `limit` from now (checked
+/// every thousand steps of SQLite's machine), and any value it makes to
+/// [`MAX_VALUE_BYTES`].
+fn bound_queries(
+    connection: &mut Connection,
+    path: &Path,
+    limit: std::time::Duration,
+) -> Result<(), AnalyzeError> {
+    let deadline = std::time::Instant::now().checked_add(limit);
+    connection
+        .progress_handler(
+            1_000,
+            Some(move || deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline)),
+        )
+        .map_err(sql(path))?;
+    connection
+        .set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        .map_err(sql(path))?;
+    Ok(())
+}
+
+/// Whether `error` is a query stopped by [`bound_queries`]'s handler.
+fn interrupted(error: &AnalyzeError) -> bool {
+    matches!(error, AnalyzeError::Sql { source, .. }
+        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))
 }
 
 /// The pid in a `globalTid` or `globalPid`.
@@ -289,8 +394,26 @@ fn pid_of(global: i64) -> u64 {
 /// Analyzes the capture range `request.capture_range` of the export at
 /// `path`.
 pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError> {
-    let connection = open(path)?;
-    let tables = tables(&connection, path)?;
+    let mut connection = open(path)?;
+    bound_queries(&mut connection, path, request.time_limit)?;
+    analyze_on(&connection, path, request).map_err(|error| {
+        if interrupted(&error) {
+            AnalyzeError::TimeLimit {
+                path: path.to_path_buf(),
+                limit: request.time_limit,
+            }
+        } else {
+            error
+        }
+    })
+}
+
+fn analyze_on(
+    connection: &Connection,
+    path: &Path,
+    request: &Request,
+) -> Result<Analysis, AnalyzeError> {
+    let tables = tables(connection, path)?;
     let has = |table: &str, column: &str| {
         tables
             .get(table)
@@ -300,7 +423,7 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         return Err(AnalyzeError::NoNvtx(path.to_path_buf()));
     }
     let ranges = nvtx_ranges(
-        &connection,
+        connection,
         path,
         has("NVTX_EVENTS", "textId"),
         has("NVTX_EVENTS", "text"),
@@ -347,23 +470,24 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         ));
     }
     let pid = pid_of(capture.tid);
-    let thread_names = thread_names(&connection, path, &tables)?;
+    let thread_names = thread_names(connection, path, &tables)?;
 
-    let (nodes, passes, mut instances) = capture_tree(&ranges, capture);
+    let (nodes, passes, mut instances) = capture_tree(&ranges, capture, path)?;
 
     // GPU work, by the thread and time of its launch.
-    let launches = runtime_launches(&connection, path, &tables, pid, capture)?;
-    let activities = gpu_activities(&connection, path, &tables, pid)?;
+    let launches = runtime_launches(connection, path, &tables, pid, capture)?;
+    let (activities, kernel_names) = gpu_activities(connection, path, &tables, pid)?;
     let (launched_in_capture, outside) = attribute_launches(&mut instances, &launches, &activities);
 
-    let os_calls = os_runtime_calls(&connection, path, &tables, pid, capture)?;
-    let samples = cpu_samples(&connection, path, &tables, pid, capture)?;
+    let os_calls = os_runtime_calls(connection, path, &tables, pid, capture)?;
+    let samples = cpu_samples(connection, path, &tables, pid, capture)?;
     let host = HostEvents::attribute(&nodes, &instances, &os_calls, &samples);
 
     let ranges = summarize_paths(
         &nodes,
         &instances,
         &activities,
+        &kernel_names,
         &thread_names,
         &host,
         request.kernels,
@@ -401,7 +525,7 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         export: path.to_path_buf(),
         capture_range: request.capture_range.clone(),
         process_id: pid,
-        capture_ns: (capture.end - capture.start).max(0) as u64,
+        capture_ns: span(capture.start, capture.end),
         largest_gpu_idle_ns: pass_analyses
             .iter()
             .map(|p| p.largest_gpu_idle_ns)
@@ -412,26 +536,31 @@ pub fn analyze(path: &Path, request: &Request) -> Result<Analysis, AnalyzeError>
         ranges,
         gpu_activities: launched_in_capture,
         gpu_activities_outside_ranges: outside,
-        nsys_version: export_version(&connection, &tables),
+        nsys_version: export_version(connection, &tables),
         cuda_traced,
         os_runtime_traced: tables.contains_key("OSRT_API"),
-        cpu_samples: samples.values().map(|list| list.len() as u64).sum(),
+        cpu_samples: samples.events.values().map(|list| list.len() as u64).sum(),
         notes,
     })
 }
 
 /// The ranges of `capture`, per thread, outer ones first: the paths they
 /// make, the capture's passes (name, start, end), and every instance of a
-/// path or a pass, by thread.
+/// path or a pass, by thread. Ranges nested deeper than
+/// [`MAX_NESTING_DEPTH`] are refused.
 #[allow(clippy::type_complexity)]
 fn capture_tree(
     ranges: &[Range],
     capture: &Range,
-) -> (
-    Vec<PathNode>,
-    Vec<(String, i64, i64)>,
-    BTreeMap<i64, Vec<Instance>>,
-) {
+    path: &Path,
+) -> Result<
+    (
+        Vec<PathNode>,
+        Vec<(String, i64, i64)>,
+        BTreeMap<i64, Vec<Instance>>,
+    ),
+    AnalyzeError,
+> {
     let pid = pid_of(capture.tid);
     let inside: Vec<&Range> = ranges
         .iter()
@@ -447,7 +576,7 @@ fn capture_tree(
         by_thread.entry(range.tid).or_default().push(range);
     }
     let mut nodes: Vec<PathNode> = Vec::new();
-    let mut node_index: HashMap<(Option<usize>, i64, String), usize> = HashMap::new();
+    let mut node_index: HashMap<(Option<usize>, i64, &str), usize> = HashMap::new();
     let mut passes: Vec<(String, i64, i64)> = Vec::new();
     let mut instances: BTreeMap<i64, Vec<Instance>> = BTreeMap::new();
     for (&tid, list) in &mut by_thread {
@@ -474,7 +603,18 @@ fn capture_tree(
             }
             let parent = stack.iter().rev().find_map(|&(_, node)| node);
             let depth = parent.map_or(0, |p| nodes[p].depth + 1);
-            let key = (parent, tid, range.name.clone());
+            if depth >= MAX_NESTING_DEPTH {
+                let mut outermost = parent.unwrap_or(0);
+                while let Some(above) = nodes[outermost].parent {
+                    outermost = above;
+                }
+                return Err(AnalyzeError::TooDeep {
+                    path: path.to_path_buf(),
+                    thread: tid & 0xFF_FFFF,
+                    outermost: nodes[outermost].name.clone(),
+                });
+            }
+            let key = (parent, tid, range.name.as_str());
             let node = *node_index.entry(key).or_insert_with(|| {
                 nodes.push(PathNode {
                     name: range.name.clone(),
@@ -496,7 +636,7 @@ fn capture_tree(
         }
     }
 
-    (nodes, passes, instances)
+    Ok((nodes, passes, instances))
 }
 
 /// Ties each GPU activity to the instances open on its launching thread
@@ -570,11 +710,11 @@ fn pass_figures(
         .iter()
         .map(|(name, start, end)| PassAnalysis {
             name: name.clone(),
-            start_ns: (start - capture.start).max(0) as u64,
-            duration_ns: (end - start).max(0) as u64,
+            start_ns: span(capture.start, *start),
+            duration_ns: span(*start, *end),
             gpu_busy_ns: 0,
             gpu_busy_fraction: 0.0,
-            largest_gpu_idle_ns: (end - start).max(0) as u64,
+            largest_gpu_idle_ns: span(*start, *end),
         })
         .collect();
     for list in instances.values() {
@@ -726,7 +866,7 @@ fn gpu_activities(
     path: &Path,
     tables: &HashMap<String, Vec<String>>,
     pid: u64,
-) -> Result<Vec<Activity>, AnalyzeError> {
+) -> Result<(Vec<Activity>, Vec<String>), AnalyzeError> {
     let has = |table: &str, column: &str| {
         tables
             .get(table)
@@ -771,29 +911,28 @@ fn gpu_activities(
         queries.push("SELECT start, end, correlationId, globalPid, '[CUDA memset]' FROM CUPTI_ACTIVITY_KIND_MEMSET".to_owned());
     }
     let mut activities = Vec::new();
+    let mut names = Names::new();
     for query in queries {
         let mut statement = connection.prepare(&query).map_err(sql(path))?;
-        let rows = statement
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                    Activity {
-                        correlation: row.get(2)?,
-                        start: row.get(0)?,
-                        end: row.get(1)?,
-                        name: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                    },
-                ))
-            })
-            .map_err(sql(path))?;
-        for row in rows {
-            let (global_pid, activity) = row.map_err(sql(path))?;
-            if pid_of(global_pid) == pid {
-                activities.push(activity);
+        let mut rows = statement.query([]).map_err(sql(path))?;
+        while let Some(row) = rows.next().map_err(sql(path))? {
+            let global_pid = row.get::<_, Option<i64>>(3).map_err(sql(path))?;
+            if pid_of(global_pid.unwrap_or(0)) != pid {
+                continue;
             }
+            let name = row
+                .get::<_, Option<String>>(4)
+                .map_err(sql(path))?
+                .unwrap_or_default();
+            activities.push(Activity {
+                correlation: row.get(2).map_err(sql(path))?,
+                start: row.get(0).map_err(sql(path))?,
+                end: row.get(1).map_err(sql(path))?,
+                name: names.id(name),
+            });
         }
     }
-    Ok(activities)
+    Ok((activities, names.list))
 }
 
 /// The Nsight Systems version the export names (`EXPORT_META_DATA`,
@@ -814,17 +953,26 @@ fn export_version(
         .ok()
 }
 
-/// An OS runtime call on a thread: start, end, name.
+/// An OS runtime call on a thread: start, end, name (an index into the
+/// calls' names).
 struct OsRuntimeCall {
     start: i64,
     end: i64,
-    name: String,
+    name: usize,
 }
 
-/// A CPU sample on a thread: its time and leaf function (name, module).
+/// A CPU sample on a thread: its time and leaf function (an index into
+/// the functions: name, module).
 struct Sample {
     time: i64,
-    function: (String, String),
+    function: usize,
+}
+
+/// What happened on each thread, sorted by time, and the names its
+/// entries refer to.
+struct ByThread<T, N> {
+    events: HashMap<i64, Vec<T>>,
+    names: Vec<N>,
 }
 
 /// The OS runtime calls of process `pid` inside the capture, by thread,
@@ -836,13 +984,17 @@ fn os_runtime_calls(
     tables: &HashMap<String, Vec<String>>,
     pid: u64,
     capture: &Range,
-) -> Result<HashMap<i64, Vec<OsRuntimeCall>>, AnalyzeError> {
+) -> Result<ByThread<OsRuntimeCall, String>, AnalyzeError> {
+    let none = || ByThread {
+        events: HashMap::new(),
+        names: Vec::new(),
+    };
     let Some(columns) = tables.get("OSRT_API") else {
-        return Ok(HashMap::new());
+        return Ok(none());
     };
     let has = |column: &str| columns.iter().any(|c| c == column);
     if !["start", "end", "globalTid"].iter().all(|c| has(c)) {
-        return Ok(HashMap::new());
+        return Ok(none());
     }
     let name = if has("nameId") {
         "COALESCE(s.value, '[unnamed]') FROM OSRT_API o LEFT JOIN StringIds s ON s.id = o.nameId"
@@ -858,29 +1010,36 @@ fn os_runtime_calls(
         "SELECT o.start, o.end, o.globalTid, {name} WHERE o.end > o.start AND o.start >= ?1 AND o.end <= ?2{outermost}"
     );
     let mut statement = connection.prepare(&query).map_err(sql(path))?;
-    let rows = statement
-        .query_map([capture.start, capture.end], |row| {
-            Ok((
-                row.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                OsRuntimeCall {
-                    start: row.get(0)?,
-                    end: row.get(1)?,
-                    name: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
-                },
-            ))
-        })
+    let mut rows = statement
+        .query([capture.start, capture.end])
         .map_err(sql(path))?;
     let mut by_thread: HashMap<i64, Vec<OsRuntimeCall>> = HashMap::new();
-    for row in rows {
-        let (tid, call) = row.map_err(sql(path))?;
-        if pid_of(tid) == pid {
-            by_thread.entry(tid).or_default().push(call);
+    let mut names = Names::new();
+    while let Some(row) = rows.next().map_err(sql(path))? {
+        let tid = row
+            .get::<_, Option<i64>>(2)
+            .map_err(sql(path))?
+            .unwrap_or(0);
+        if pid_of(tid) != pid {
+            continue;
         }
+        let name = row
+            .get::<_, Option<String>>(3)
+            .map_err(sql(path))?
+            .unwrap_or_default();
+        by_thread.entry(tid).or_default().push(OsRuntimeCall {
+            start: row.get(0).map_err(sql(path))?,
+            end: row.get(1).map_err(sql(path))?,
+            name: names.id(name),
+        });
     }
     for calls in by_thread.values_mut() {
         calls.sort_by_key(|call| call.start);
     }
-    Ok(by_thread)
+    Ok(ByThread {
+        events: by_thread,
+        names: names.list,
+    })
 }
 
 /// The CPU samples of process `pid` inside the capture, by thread, sorted
@@ -892,7 +1051,7 @@ fn cpu_samples(
     tables: &HashMap<String, Vec<String>>,
     pid: u64,
     capture: &Range,
-) -> Result<HashMap<i64, Vec<Sample>>, AnalyzeError> {
+) -> Result<ByThread<Sample, (String, String)>, AnalyzeError> {
     let has = |table: &str, column: &str| {
         tables
             .get(table)
@@ -907,7 +1066,10 @@ fn cpu_samples(
         ("SAMPLING_CALLCHAINS", "stackDepth"),
     ];
     if !needed.iter().all(|(table, column)| has(table, column)) {
-        return Ok(HashMap::new());
+        return Ok(ByThread {
+            events: HashMap::new(),
+            names: Vec::new(),
+        });
     }
     let (module, join) = if has("SAMPLING_CALLCHAINS", "module") {
         ("m.value", "LEFT JOIN StringIds m ON m.id = c.module")
@@ -921,32 +1083,39 @@ fn cpu_samples(
          WHERE e.start >= ?1 AND e.start <= ?2"
     );
     let mut statement = connection.prepare(&query).map_err(sql(path))?;
-    let rows = statement
-        .query_map([capture.start, capture.end], |row| {
-            Ok((
-                row.get::<_, Option<i64>>(1)?.unwrap_or(0),
-                Sample {
-                    time: row.get(0)?,
-                    function: (
-                        row.get::<_, Option<String>>(2)?
-                            .map_or_else(|| "[unresolved]".to_owned(), without_rust_hash),
-                        row.get::<_, Option<String>>(3)?.unwrap_or_default(),
-                    ),
-                },
-            ))
-        })
+    let mut rows = statement
+        .query([capture.start, capture.end])
         .map_err(sql(path))?;
     let mut by_thread: HashMap<i64, Vec<Sample>> = HashMap::new();
-    for row in rows {
-        let (tid, sample) = row.map_err(sql(path))?;
-        if pid_of(tid) == pid {
-            by_thread.entry(tid).or_default().push(sample);
+    let mut functions = Names::new();
+    while let Some(row) = rows.next().map_err(sql(path))? {
+        let tid = row
+            .get::<_, Option<i64>>(1)
+            .map_err(sql(path))?
+            .unwrap_or(0);
+        if pid_of(tid) != pid {
+            continue;
         }
+        let function = (
+            row.get::<_, Option<String>>(2)
+                .map_err(sql(path))?
+                .map_or_else(|| "[unresolved]".to_owned(), without_rust_hash),
+            row.get::<_, Option<String>>(3)
+                .map_err(sql(path))?
+                .unwrap_or_default(),
+        );
+        by_thread.entry(tid).or_default().push(Sample {
+            time: row.get(0).map_err(sql(path))?,
+            function: functions.id(function),
+        });
     }
     for samples in by_thread.values_mut() {
         samples.sort_by_key(|sample| sample.time);
     }
-    Ok(by_thread)
+    Ok(ByThread {
+        events: by_thread,
+        names: functions.list,
+    })
 }
 
 /// A Rust symbol as Nsight shows it (`crate::f::h937039e9c0874706`)
@@ -963,24 +1132,31 @@ fn without_rust_hash(symbol: String) -> String {
 
 /// What the host did inside each range path, over all its instances: OS
 /// runtime calls by name (count, time) and samples by function.
-struct HostEvents {
-    os_calls: Vec<HashMap<String, (u64, u64)>>,
-    samples: Vec<HashMap<(String, String), u64>>,
+struct HostEvents<'a> {
+    /// Per path, by index into `call_names`: count and time.
+    os_calls: Vec<HashMap<usize, (u64, u64)>>,
+    /// Per path, by index into `functions`: samples.
+    samples: Vec<HashMap<usize, u64>>,
+    call_names: &'a [String],
+    functions: &'a [(String, String)],
 }
 
-impl HostEvents {
+impl<'a> HostEvents<'a> {
     /// Each call and sample counts for every instance open around it on
     /// its thread: a call inside `resize` counts for `preprocess` too.
     fn attribute(
         nodes: &[PathNode],
         instances: &BTreeMap<i64, Vec<Instance>>,
-        os_calls: &HashMap<i64, Vec<OsRuntimeCall>>,
-        samples: &HashMap<i64, Vec<Sample>>,
-    ) -> HostEvents {
+        os_calls: &'a ByThread<OsRuntimeCall, String>,
+        samples: &'a ByThread<Sample, (String, String)>,
+    ) -> HostEvents<'a> {
         let mut events = HostEvents {
             os_calls: vec![HashMap::new(); nodes.len()],
             samples: vec![HashMap::new(); nodes.len()],
+            call_names: &os_calls.names,
+            functions: &samples.names,
         };
+        let (os_calls, samples) = (&os_calls.events, &samples.events);
         for (tid, list) in instances {
             for instance in list {
                 let Some(node) = instance.path else { continue };
@@ -993,9 +1169,9 @@ impl HostEvents {
                         .take_while(|call| call.start < instance.end)
                         .filter(|call| call.end <= instance.end)
                     {
-                        let entry = events.os_calls[node].entry(call.name.clone()).or_default();
+                        let entry = events.os_calls[node].entry(call.name).or_default();
                         entry.0 += 1;
-                        entry.1 += (call.end - call.start) as u64;
+                        entry.1 = entry.1.saturating_add(span(call.start, call.end));
                     }
                 }
                 if let Some(list) = samples.get(tid) {
@@ -1004,9 +1180,7 @@ impl HostEvents {
                         .iter()
                         .take_while(|sample| sample.time < instance.end)
                     {
-                        *events.samples[node]
-                            .entry(sample.function.clone())
-                            .or_default() += 1;
+                        *events.samples[node].entry(sample.function).or_default() += 1;
                     }
                 }
             }
@@ -1019,20 +1193,22 @@ impl HostEvents {
     fn of(&self, node: usize, listed: usize) -> (u64, Vec<OsCall>, u64, Vec<SampledFunction>) {
         let mut calls: Vec<OsCall> = self.os_calls[node]
             .iter()
-            .map(|(name, &(count, total_ns))| OsCall {
-                name: name.clone(),
+            .map(|(&name, &(count, total_ns))| OsCall {
+                name: self.call_names[name].clone(),
                 count,
                 total_ns,
             })
             .collect();
-        let os_ns = calls.iter().map(|call| call.total_ns).sum();
+        let os_ns = calls
+            .iter()
+            .fold(0u64, |sum, call| sum.saturating_add(call.total_ns));
         calls.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
         calls.truncate(listed);
         let mut functions: Vec<SampledFunction> = self.samples[node]
             .iter()
-            .map(|((name, module), &samples)| SampledFunction {
-                name: name.clone(),
-                module: module.clone(),
+            .map(|(&function, &samples)| SampledFunction {
+                name: self.functions[function].0.clone(),
+                module: self.functions[function].1.clone(),
                 samples,
             })
             .collect();
@@ -1041,6 +1217,12 @@ impl HostEvents {
         functions.truncate(listed);
         (os_ns, calls, sampled, functions)
     }
+}
+
+/// From `start` to `end` in nanoseconds; 0 when `end` is not after
+/// `start`, and no overflow on times a crafted export holds.
+fn span(start: i64, end: i64) -> u64 {
+    end.saturating_sub(start).max(0) as u64
 }
 
 /// The union of `intervals` within `[from, to]`, and the longest stretch of
@@ -1052,7 +1234,7 @@ fn busy_and_idle(intervals: &[(i64, i64)], from: i64, to: i64) -> (u64, u64) {
         .filter(|&(start, end)| end > start)
         .collect();
     clipped.sort_unstable();
-    let (mut busy, mut idle, mut cursor) = (0i64, 0i64, from);
+    let (mut busy, mut idle, mut cursor) = (0u64, 0u64, from);
     let mut current: Option<(i64, i64)> = None;
     for (start, end) in clipped {
         match &mut current {
@@ -1061,20 +1243,19 @@ fn busy_and_idle(intervals: &[(i64, i64)], from: i64, to: i64) -> (u64, u64) {
             }
             _ => {
                 if let Some((s, e)) = current.take() {
-                    busy += e - s;
+                    busy = busy.saturating_add(span(s, e));
                     cursor = e;
                 }
-                idle = idle.max(start - cursor);
+                idle = idle.max(span(cursor, start));
                 current = Some((start, end));
             }
         }
     }
     if let Some((s, e)) = current {
-        busy += e - s;
+        busy = busy.saturating_add(span(s, e));
         cursor = e;
     }
-    idle = idle.max(to - cursor);
-    (busy.max(0) as u64, idle.max(0) as u64)
+    (busy, idle.max(span(cursor, to)))
 }
 
 /// The union of `intervals`, unclipped.
@@ -1092,6 +1273,7 @@ fn summarize_paths(
     nodes: &[PathNode],
     instances: &BTreeMap<i64, Vec<Instance>>,
     activities: &[Activity],
+    kernel_names: &[String],
     thread_names: &HashMap<i64, String>,
     host_events: &HostEvents,
     kernels_listed: usize,
@@ -1102,7 +1284,8 @@ fn summarize_paths(
         span: Vec<u64>,
         count: u64,
         sum: u64,
-        kernels: HashMap<String, Vec<u64>>,
+        /// By index into `kernel_names`.
+        kernels: HashMap<usize, Vec<u64>>,
     }
     let mut totals: Vec<Totals> = (0..nodes.len())
         .map(|_| Totals {
@@ -1118,9 +1301,7 @@ fn summarize_paths(
         for instance in list {
             let Some(path) = instance.path else { continue };
             let total = &mut totals[path];
-            total
-                .host
-                .push((instance.end - instance.start).max(0) as u64);
+            total.host.push(span(instance.start, instance.end));
             if instance.activities.is_empty() {
                 continue;
             }
@@ -1130,23 +1311,32 @@ fn summarize_paths(
                 let activity = &activities[a];
                 intervals.push((activity.start, activity.end));
                 last_end = last_end.max(activity.end);
-                let duration = (activity.end - activity.start).max(0) as u64;
-                total.sum += duration;
+                let duration = span(activity.start, activity.end);
+                total.sum = total.sum.saturating_add(duration);
                 total.count += 1;
                 total
                     .kernels
-                    .entry(activity.name.clone())
+                    .entry(activity.name)
                     .or_default()
                     .push(duration);
             }
             total.busy.push(union_length(&intervals));
             if let Some(first) = instance.first_launch {
-                total.span.push((last_end - first).max(0) as u64);
+                total.span.push(span(first, last_end));
             }
         }
     }
     let parents: Vec<Option<usize>> = nodes.iter().map(|n| n.parent).collect();
-    let path_of = |node: usize| joined_path(&parents, |i| &nodes[i].name, node);
+    // Each path once, from its parent's (made before it): no walk up the
+    // tree per path.
+    let mut paths: Vec<String> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let path = match node.parent {
+            Some(parent) => format!("{}/{}", paths[parent], node.name),
+            None => node.name.clone(),
+        };
+        paths.push(path);
+    }
     // Depth-first, siblings by host time, largest first.
     let host_totals: Vec<u128> = totals
         .iter()
@@ -1164,9 +1354,9 @@ fn summarize_paths(
                     durations.sort_unstable();
                     KernelSummary {
                         count: durations.len() as u64,
-                        total_ns: durations.iter().sum(),
+                        total_ns: durations.iter().fold(0u64, |sum, &d| sum.saturating_add(d)),
                         median_ns: durations[(durations.len() - 1) / 2],
-                        name,
+                        name: kernel_names[name].clone(),
                     }
                 })
                 .collect();
@@ -1176,7 +1366,7 @@ fn summarize_paths(
             let (os_runtime_ns, os_calls, samples, sampled_functions) =
                 host_events.of(i, kernels_listed);
             Some(RangeAnalysis {
-                path: path_of(i),
+                path: std::mem::take(&mut paths[i]),
                 name: node.name.clone(),
                 depth: node.depth,
                 thread: thread_names
@@ -1213,6 +1403,16 @@ mod tests {
         assert_eq!(busy_and_idle(&[(-10, 5), (95, 120)], 0, 100), (10, 90));
         assert_eq!(busy_and_idle(&[], 0, 100), (0, 100));
         assert_eq!(union_length(&[(0, 10), (5, 20), (30, 31)]), 21);
+    }
+
+    #[test]
+    fn times_from_a_crafted_export_saturate_instead_of_overflowing() {
+        assert_eq!(span(i64::MIN, i64::MAX), i64::MAX as u64);
+        assert_eq!(span(10, 5), 0);
+        assert_eq!(
+            busy_and_idle(&[(i64::MIN, 0), (1, i64::MAX)], i64::MIN, i64::MAX),
+            (i64::MAX as u64 * 2 - 1, 1)
+        );
     }
 
     #[test]

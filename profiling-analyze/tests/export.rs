@@ -135,6 +135,7 @@ fn request() -> Request {
     Request {
         capture_range: "profile-target".to_owned(),
         kernels: 5,
+        time_limit: profiling_analyze::DEFAULT_TIME_LIMIT,
     }
 }
 

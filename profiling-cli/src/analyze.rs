@@ -262,6 +262,7 @@ pub fn analyze_command(
     let request = Request {
         capture_range,
         kernels: args.kernels,
+        time_limit: profiling_analyze::DEFAULT_TIME_LIMIT,
     };
     let analysis = match profiling_analyze::analyze(&located.export, &request) {
         Ok(analysis) => analysis,
@@ -287,10 +288,10 @@ pub fn analyze_command(
     let sorted = serde_json::to_value(&document)?;
     if let Some(run_dir) = &located.run_dir {
         let path = run_dir.join(ANALYSIS_FILE);
-        let text = serde_yaml::to_string(&sorted)?;
-        if let Err(error) =
-            profiling_core::driver::run_dir::write_atomically(&path, text.as_bytes())
-        {
+        let written = profiling_core::driver::files::write_atomically_with(&path, |file| {
+            serde_yaml::to_writer(file, &sorted).map_err(std::io::Error::other)
+        });
+        if let Err(error) = written {
             writeln!(err, "error: cannot write {}: {error}", path.display())?;
             return Ok(EXIT_TARGET_FAILED);
         }
@@ -325,11 +326,18 @@ pub fn analyze_command(
 /// has for the same path.
 fn document(analysis: &Analysis, manifest: Option<&Manifest>) -> Analysis {
     let mut document = analysis.clone();
+    // By path, looked up once per range: not a scan of the tree per range.
+    let medians: std::collections::HashMap<&str, u64> = manifest
+        .map(|m| {
+            m.timings
+                .range_tree
+                .iter()
+                .map(|r| (r.path.as_str(), r.inclusive.p50_ns))
+                .collect()
+        })
+        .unwrap_or_default();
     for range in &mut document.ranges {
-        range.manifest_host_p50_ns = manifest.and_then(|m| {
-            let tree = &m.timings.range_tree;
-            Some(tree.iter().find(|r| r.path == range.path)?.inclusive.p50_ns)
-        });
+        range.manifest_host_p50_ns = medians.get(range.path.as_str()).copied();
     }
     document
 }
