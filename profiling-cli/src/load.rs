@@ -61,25 +61,25 @@ pub(crate) struct LoadArgs {
     #[arg(long, value_name = "SCENARIO")]
     pub(crate) scenario: Option<String>,
     /// The server scenario's offered rate, queries a second (above 0).
-    #[arg(long, value_name = "Q")]
+    #[arg(long, value_name = "Q", value_parser = units::parse_rate)]
     pub(crate) qps: Option<f64>,
     /// The server scenario's arrivals, from the run's seed: poisson (default), constant, or
     /// gamma:SHAPE (below 1 burstier than Poisson, above 1 more even).
     #[arg(long, value_name = "ARRIVAL")]
     pub(crate) arrival: Option<String>,
     /// The concurrency scenario's queries outstanding.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = units::parse_count::<u32>)]
     pub(crate) concurrency: Option<u32>,
     /// Worker threads, each with its own target instance (the factory called once per worker;
     /// the records read once and shared).
-    #[arg(long, value_name = "W")]
+    #[arg(long, value_name = "W", value_parser = units::parse_count::<u32>)]
     pub(crate) workers: Option<u32>,
     /// Queries each worker serves before the measurement (default 10).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = units::parse_count::<u64>)]
     pub(crate) warmup: Option<u64>,
     /// The minimum query count. With neither this nor --duration, LoadGen's minimums: 600 s
     /// and 1,024 queries (server 270,336; offline 24,576); either one set replaces both.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = units::parse_count::<u64>)]
     pub(crate) queries: Option<u64>,
     /// The minimum duration: a number and a unit (500ms, 30s, 2m). A server load sends
     /// qps × duration queries; a closed loop sends until both minimums are reached.
@@ -198,10 +198,8 @@ fn spec_of(
         )));
     }
     let qps_value = match &qps {
-        Some((q, at)) if !(q.is_finite() && *q > 0.0) => {
-            return Err(at.refuse(format!(
-                "the offered rate must be above 0 queries a second (got {q})"
-            )))
+        Some((q, at)) if let Err(message) = units::check_rate(*q) => {
+            return Err(at.refuse(message))
         }
         Some((_, at)) if scenario_name != "server" => {
             return Err(at.refuse(format!(
@@ -252,7 +250,7 @@ fn spec_of(
         Some((text, from_config)) => {
             let at = origin("--p99-bound", "p99_bound", from_config);
             let bound = units::parse_duration(&text).map_err(|message| at.refuse(message))?;
-            Some(bound.as_nanos() as u64)
+            Some(units::nanos(bound))
         }
         None => None,
     };
@@ -298,6 +296,19 @@ fn spec_of(
         ("offline", _) => Some(min_queries),
         _ => None,
     };
+    // An open loop's count and length follow from its rate, and are
+    // refused as the rate's; a closed loop (or a search) sends at least
+    // the minimum count.
+    let sendable = match sent {
+        Some(sent) => check_sendable(sent, qps_value.filter(|_| scenario_name == "server")),
+        None => check_sendable(min_queries, None),
+    };
+    if let Err(message) = sendable {
+        return Err(match (&qps, sent) {
+            (Some((_, at)), Some(_)) => at.refuse(message),
+            _ => Refusal(message),
+        });
+    }
     if let (Some(sent), Some(_)) = (sent, bound_ns) {
         if sent < p99_needs {
             return Err(Refusal(format!(
@@ -359,6 +370,30 @@ fn spec_of(
             seed,
         },
     })
+}
+
+/// A load that sends `sent` queries (at `qps` a second, for an open loop)
+/// fits what a step records and what the clock holds, or is refused with
+/// its numbers before anything runs.
+fn check_sendable(sent: u64, qps: Option<f64>) -> Result<(), String> {
+    let most = profiling_core::driver::load::drive::MAX_QUERIES;
+    let rate = qps.map_or_else(String::new, |q| format!(" (at {q} a second)"));
+    if usize::try_from(sent).map_or(true, |sent| sent > most) {
+        return Err(format!(
+            "this load sends {sent} queries{rate}: more than a step records, at most {most} (each query's times and ranges are kept in memory): a lower --qps, a shorter --duration or fewer --queries"
+        ));
+    }
+    if let Some(qps) = qps {
+        let seconds = sent as f64 / qps;
+        let longest = profiling_core::units::MAX_DURATION;
+        if seconds > longest.as_secs_f64() {
+            return Err(format!(
+                "{sent} queries at {qps} a second take {seconds:.0} s to send, longer than a load runs (at most {} h): a higher --qps or fewer --queries",
+                longest.as_secs() / 3600
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An option's text, else the config's value (text, or a bare number that
@@ -493,7 +528,10 @@ pub(crate) fn load_command(
         let mut on_step = |step: &LoadStep| {
             let _ = writeln!(human, "  {}", step_line(step));
         };
-        let report = session::execute_load(&planned, &request, &spec, &stop, &mut on_step);
+        let render = |manifest: &LoadManifest| page::load_page(manifest);
+        let page = (!args.no_report && planned.config.write_report)
+            .then_some((page::LOAD_PAGE, &render as &dyn Fn(&LoadManifest) -> String));
+        let report = session::execute_load(&planned, &request, &spec, &stop, &mut on_step, page);
         finished.store(true, Ordering::SeqCst);
         report
     });
@@ -517,7 +555,7 @@ pub(crate) fn load_command(
         }
         (Ok(()), _) => EXIT_OK,
     };
-    let mut page_path = None;
+    let page_path = report.page_path.as_deref();
     match (&report.manifest_path, &report.write_error) {
         (Some(path), _) => {
             writeln!(
@@ -525,24 +563,17 @@ pub(crate) fn load_command(
                 "record: {}",
                 session::absolute(path).display()
             )?;
-            let write_page = !args.no_report && planned.config.write_report;
-            if write_page {
-                let path = path.with_file_name(page::LOAD_PAGE);
-                match std::fs::write(&path, page::load_page(manifest)) {
-                    Ok(()) => {
-                        writeln!(
-                            streams.human(),
-                            "report: {}",
-                            session::absolute(&path).display()
-                        )?;
-                        page_path = Some(path);
-                    }
-                    Err(error) => {
-                        writeln!(streams.err, "error: {}: {error}", path.display())?;
-                        if code == EXIT_OK {
-                            code = EXIT_TARGET_FAILED;
-                        }
-                    }
+            if let Some(path) = page_path {
+                writeln!(
+                    streams.human(),
+                    "report: {}",
+                    session::absolute(path).display()
+                )?;
+            }
+            if let Some(error) = &report.page_error {
+                writeln!(streams.err, "error: {error}")?;
+                if code == EXIT_OK {
+                    code = EXIT_TARGET_FAILED;
                 }
             }
         }
@@ -560,7 +591,7 @@ pub(crate) fn load_command(
     if streams.json {
         let document = serde_json::json!({
             "manifest_path": report.manifest_path.as_deref().map(session::absolute),
-            "report_path": page_path.as_deref().map(session::absolute),
+            "report_path": page_path.map(session::absolute),
             "status": manifest.status,
             "error": manifest.error,
             "load": manifest.load,
@@ -616,11 +647,22 @@ pub(crate) fn ms(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
 }
 
+/// The rate asked, where the schedule offered another (bursty arrivals
+/// over few queries): ` (50.0 asked)`.
+fn asked(step: &LoadStep) -> String {
+    match (step.scheduled_qps, step.offered_qps) {
+        (Some(scheduled), Some(asked)) if (scheduled / asked - 1.0).abs() > 0.01 => {
+            format!(" ({asked:.1} asked)")
+        }
+        _ => String::new(),
+    }
+}
+
 /// One step, in one line.
 fn step_line(step: &LoadStep) -> String {
     let offered = step
-        .offered_qps
-        .map_or_else(|| step.scenario.clone(), |q| format!("{q:.1} q/s offered"));
+        .offered()
+        .map_or_else(|| step.scenario.clone(), |q| format!("{q:.1} q/s offered{}", asked(step)));
     let p99 = step.p99_ns().map_or_else(|| "-".to_owned(), ms);
     let bound = step
         .bound
@@ -721,8 +763,8 @@ pub(crate) fn write_tables(manifest: &LoadManifest, out: &mut dyn Write) -> std:
         step.queries,
         step.duration_ns as f64 / 1e9,
         step.served_qps,
-        step.offered_qps
-            .map_or_else(String::new, |q| format!(" of {q:.1} offered")),
+        step.offered()
+            .map_or_else(String::new, |q| format!(" of {q:.1} offered{}", asked(step))),
     )?;
     writeln!(
         out,

@@ -362,7 +362,7 @@ fn bad_load_requests_are_refused_with_what_to_do() {
     for (args, expected) in [
         (
             vec!["--qps", "0"],
-            "--qps: the offered rate must be above 0 queries a second (got 0)",
+            "'--qps <Q>': the offered rate must be above 0 queries a second (got 0)",
         ),
         (vec!["--workers", "0", "--scenario", "offline", "--queries", "9"], "--workers: a load needs at least one worker (got 0)"),
         (
@@ -495,4 +495,136 @@ fn a_failing_query_is_named_and_the_record_says_the_load_failed() {
         refused.stderr
     );
     assert_eq!(count(), before, "nothing written");
+}
+
+/// Values no load can honour are refused with their numbers before
+/// anything runs: never wrapped into a schedule sent at once, truncated
+/// into another bound, or allocated until the process aborts.
+#[test]
+fn rates_durations_and_counts_past_what_a_load_holds_are_refused() {
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = path(out.path());
+    for (args, expected) in [
+        // Intended sends past the clock: once every query at once, p99 0.
+        (
+            vec!["--qps", "1e-12"],
+            "270336 queries at 0.000000000001 a second take 2703",
+        ),
+        // Once 0.447 ms.
+        (
+            vec!["--qps", "100", "--duration", "10s", "--p99-bound", "18446744073.71s"],
+            "--p99-bound: `18446744073.71s` is too long: a duration is at most 168 h (a week)",
+        ),
+        // Once a panic, exit 101.
+        (
+            vec!["--qps", "100", "--duration", "100000000000000000000s"],
+            "--duration: `100000000000000000000s` is too long",
+        ),
+        // Once 80 TB asked for and an abort.
+        (
+            vec!["--qps", "1e12", "--duration", "10s"],
+            "1000000000000 queries a second is more than one a nanosecond",
+        ),
+        (
+            vec!["--qps", "1e6", "--duration", "100s"],
+            "this load sends 100000000 queries (at 1000000 a second): more than a step records, at most 10000000",
+        ),
+        (
+            vec!["--queries", "18446744073709551615"],
+            "this load sends 18446744073709551615 queries: more than a step records",
+        ),
+        (
+            vec!["--workers", "4294967296"],
+            "`4294967296` is too large a count (at most 4294967295)",
+        ),
+    ] {
+        let mut argv = vec!["load", "load-busy", "--output-dir", &out_dir];
+        argv.extend(&args);
+        let refused = cli(&argv);
+        assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains(expected),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    // The same rate from a config names its key and place.
+    let config = out.path().join("slow.yaml");
+    std::fs::write(
+        &config,
+        "target:\n  name: load-busy\nload:\n  qps: 1.0e-12\n  queries: 10\n",
+    )
+    .unwrap();
+    let refused = cli(&["load", "--config", &path(&config), "--output-dir", &out_dir]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("slow.yaml:4:8: load.qps: 10 queries at 0.000000000001 a second take"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!out.path().join("load-busy").exists(), "nothing written");
+}
+
+/// Bursty arrivals over few queries offer a rate far from the one asked:
+/// the rate printed and recorded as offered is the schedule's own.
+#[test]
+fn the_rate_offered_is_the_one_the_schedule_sent() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, document, stderr) = load(
+        out.path(),
+        &[
+            "load-quick",
+            "--qps",
+            "50",
+            "--arrival",
+            "gamma:1e-3",
+            "--queries",
+            "400",
+            "--warmup",
+            "1",
+            "--seed",
+            "4",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let step = &document["load"]["steps"][0];
+    assert_eq!(step["offered_qps"], 50.0);
+    let scheduled = step["scheduled_qps"].as_f64().unwrap();
+    assert!((scheduled / 50.0 - 1.0).abs() > 0.2, "{scheduled}");
+    let line = format!("{scheduled:.1} q/s offered (50.0 asked)");
+    assert!(stderr.contains(&line), "{line}\n{stderr}");
+}
+
+/// `--force` replaces the run directory whole, whatever it held: nothing
+/// of an earlier run or page stays beside the new record.
+#[test]
+fn force_replaces_an_earlier_record_of_any_kind_whole() {
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = path(out.path());
+    let dir = out.path().join("load-busy/runs/same");
+    let ran = cli(&["run", "load-busy", "--run-id", "same", "--output-dir", &out_dir]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(dir.join("manifest.yaml").exists() && dir.join("samples.bin").exists());
+    let files = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let load_args = ["load", "load-busy", "--queries", "5", "--warmup", "0"];
+    let loaded = cli(&[&load_args[..], &["--run-id", "same", "--output-dir", &out_dir, "--force"]].concat());
+    assert_eq!(loaded.code, 0, "{}", loaded.stderr);
+    assert_eq!(files(&dir), ["load.html", "load.yaml"]);
+    let again = cli(&[&load_args[..], &["--run-id", "same", "--output-dir", &out_dir, "--force", "--no-report"]].concat());
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(files(&dir), ["load.yaml"]);
+    // Nothing stays beside the run directory either.
+    assert_eq!(files(&dir.parent().unwrap().to_path_buf()), ["same"]);
+    // And `report` no longer finds an earlier run's manifest there.
+    let report = cli(&["report", &path(&dir)]);
+    assert_ne!(report.code, 0, "{}", report.stdout);
 }

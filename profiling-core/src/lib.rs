@@ -55,6 +55,7 @@ pub mod tensor;
 pub mod stats;
 pub mod suggest;
 pub mod timing;
+pub mod units;
 pub mod yaml;
 
 // What lists, plans, runs and writes runs.

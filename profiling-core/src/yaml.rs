@@ -26,31 +26,13 @@ pub fn parse_size(value: &Value) -> Result<u64, String> {
     };
     let bytes = match value {
         Value::Number(number) => number.as_u64().ok_or_else(expected)?,
-        Value::String(text) => {
-            let text = text.trim();
-            let split = text
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(text.len());
-            let (number, unit) = (&text[..split], text[split..].trim());
-            let number: f64 = number.parse().map_err(|_| expected())?;
-            let scale: u64 = match unit.to_ascii_lowercase().as_str() {
-                "" | "b" => 1,
-                "kb" => 1_000,
-                "mb" => 1_000_000,
-                "gb" => 1_000_000_000,
-                "tb" => 1_000_000_000_000,
-                "kib" => 1 << 10,
-                "mib" => 1 << 20,
-                "gib" => 1 << 30,
-                "tib" => 1 << 40,
-                _ => return Err(expected()),
-            };
-            let bytes = (number * scale as f64).round();
-            if !(0.0..=u64::MAX as f64).contains(&bytes) {
-                return Err(expected());
+        Value::String(text) => crate::units::parse_size(text).map_err(|message| {
+            if message.starts_with("expected") {
+                expected()
+            } else {
+                message
             }
-            bytes as u64
-        }
+        })?,
         _ => return Err(expected()),
     };
     if bytes == 0 {

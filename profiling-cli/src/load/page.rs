@@ -153,7 +153,7 @@ fn timeline_charts(step: &LoadStep, bound: Option<f64>) -> String {
     let at =
         |w: &profiling_core::driver::load::latency::Window| (w.start_ns + w.end_ns) as f64 / 2e9;
     let windows = &step.timeline;
-    let under = match step.offered_qps {
+    let under = match step.offered() {
         Some(qps) => format!(" at {} queries a second", short(qps)),
         None => String::new(),
     };

@@ -13,6 +13,7 @@ pub mod baselines;
 pub mod canary;
 pub mod config;
 pub mod contention;
+pub mod files;
 pub mod interrupt;
 pub mod load;
 pub mod manifest;

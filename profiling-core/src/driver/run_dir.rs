@@ -502,27 +502,7 @@ pub(crate) fn write_manifest(manifest: &Manifest, run_dir: &Path) -> std::io::Re
     Ok(path)
 }
 
-/// Writes `bytes` to `path` so that `path` holds either its old content or
-/// all of the new, never a part.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let directory = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy());
-    let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
-    // Renamed into place or removed before a signal ends the process.
-    let _writing = crate::driver::interrupt::Hold::new();
-    let result = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
-}
+pub use crate::driver::files::write_atomically;
 
 /// Puts right what stopped writes left in `runs` (a profile's `runs/`):
 /// for every run id with leftovers or a lock file beside it, claims the id

@@ -38,6 +38,8 @@ pub enum ArrivalError {
     Rate(f64),
     #[error("a gamma arrival's shape must be above 0 (got {0})")]
     Shape(f64),
+    #[error("{queries} queries at {qps} a second are meant to be sent over {seconds:.0} s, past the longest load (a week): a higher rate or fewer queries")]
+    TooLong { queries: usize, qps: f64, seconds: f64 },
 }
 
 /// The intended send times of `count` queries offered at `qps` a second,
@@ -76,12 +78,37 @@ pub fn intended_ns(
     } else {
         gaps(&mut rng)
     };
+    // Every time fits the clock's arithmetic: a schedule that runs past
+    // the longest load is refused, never saturated or wrapped.
+    let longest_ns = crate::units::MAX_DURATION.as_nanos() as f64;
     let mut times = Vec::with_capacity(count);
     for _ in 0..count {
+        if !(at <= longest_ns) {
+            return Err(ArrivalError::TooLong {
+                queries: count,
+                qps,
+                seconds: at / 1e9,
+            });
+        }
         times.push(at.round() as u64);
         at += gaps(&mut rng);
     }
     Ok(times)
+}
+
+/// The rate a schedule actually offers, queries a second: the gaps it
+/// drew over their sum (from the start to the last intended send; the
+/// first send is a gap after the start except for [`Arrival::Constant`]).
+/// A few hundred bursty gaps can average far from the rate asked; this is
+/// what the workers were offered. `None` when every query is meant for
+/// the same instant, or there are none.
+pub fn scheduled_qps(arrival: Arrival, times: &[u64]) -> Option<f64> {
+    let last = *times.last()?;
+    let gaps = match arrival {
+        Arrival::Constant => times.len() - 1,
+        _ => times.len(),
+    };
+    (last > 0 && gaps > 0).then(|| gaps as f64 / (last as f64 / 1e9))
 }
 
 #[cfg(test)]
@@ -118,6 +145,32 @@ mod tests {
         assert!((mean / 5e6 - 1.0).abs() < 0.06, "{mean}");
         assert!((cv - 2.0).abs() < 0.1, "{cv}");
         assert!(bursty.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn a_schedule_past_a_week_is_refused_not_wrapped() {
+        // One query every 31,700 years: its time does not fit the clock.
+        let refused = intended_ns(Arrival::Poisson, 1e-12, 3, 0).unwrap_err();
+        assert!(matches!(refused, ArrivalError::TooLong { queries: 3, .. }), "{refused}");
+        assert!(refused.to_string().contains("past the longest load (a week)"));
+        // Constant at 1 a second: 604,801 queries end one second past it.
+        assert!(intended_ns(Arrival::Constant, 1.0, 604_801, 0).is_ok());
+        assert!(intended_ns(Arrival::Constant, 1.0, 604_802, 0).is_err());
+    }
+
+    #[test]
+    fn the_rate_offered_is_the_schedules_own() {
+        let constant = intended_ns(Arrival::Constant, 200.0, 101, 1).unwrap();
+        assert!((scheduled_qps(Arrival::Constant, &constant).unwrap() - 200.0).abs() < 1e-9);
+        // Gamma of shape 1e-3: a few gaps hold nearly all the time, so 400
+        // queries offer a rate far from the 50 asked.
+        let bursty = intended_ns(Arrival::Gamma { shape: 1e-3 }, 50.0, 400, 9).unwrap();
+        let offered = scheduled_qps(Arrival::Gamma { shape: 1e-3 }, &bursty).unwrap();
+        let expected = 400.0 / (*bursty.last().unwrap() as f64 / 1e9);
+        assert_eq!(offered, expected);
+        assert!((offered / 50.0 - 1.0).abs() > 0.2, "{offered}");
+        assert_eq!(scheduled_qps(Arrival::Poisson, &[0, 0]), None);
+        assert_eq!(scheduled_qps(Arrival::Poisson, &[]), None);
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub enum LoadError {
     SingleStreamWorkers(u32),
     #[error("concurrency needs at least one query outstanding")]
     NoConcurrency,
+    #[error("{queries} queries are more than a load records (at most {MAX_QUERIES} a step: each query's times and ranges are kept in memory)")]
+    TooManyQueries { queries: usize },
     #[error("worker {worker} could not be built: {source:#}")]
     Build { worker: u32, source: anyhow::Error },
     #[error("query {query} failed on worker {worker}: {source:#}")]
@@ -83,6 +85,12 @@ pub enum LoadError {
         source: anyhow::Error,
     },
 }
+
+/// The most queries a step measures: each one's times, and the ranges it
+/// opened, stay in memory until the step is summarized (a few hundred
+/// bytes a query). A request for more is refused before anything runs; a
+/// closed loop whose minimum duration would send more stops sending here.
+pub const MAX_QUERIES: usize = 10_000_000;
 
 /// What a load measured: every query, in the order they were meant to be
 /// sent, and whether a stop (a signal) cut it short.
@@ -96,9 +104,14 @@ pub struct LoadRun {
     /// The ranges every thread recorded while measuring, when the plan
     /// asked; worker `w`'s are on the thread named [`worker_name`]`(w)`.
     pub ranges: Option<crate::timing::RangeLog>,
-    /// Threads in the process at the end of the measurement, where the
-    /// system says (the workers, the target's own pools, the runtime's).
+    /// Threads in the process once every worker was built and warm, read
+    /// while every one of them is alive (before any can finish), where
+    /// the system says: the workers, the target's own pools, the
+    /// runtime's.
     pub process_threads: Option<u32>,
+    /// An open loop's rate as its schedule offered it
+    /// ([`arrivals::scheduled_qps`]).
+    pub scheduled_qps: Option<f64>,
 }
 
 /// The name of worker `worker`'s thread, as Nsight Systems and the
@@ -140,6 +153,11 @@ where
         Scenario::Concurrency(0) => return Err(LoadError::NoConcurrency),
         _ => {}
     }
+    if plan.queries > MAX_QUERIES {
+        return Err(LoadError::TooManyQueries {
+            queries: plan.queries,
+        });
+    }
     // The schedule of an open loop, fixed before anything runs.
     let intended = match plan.scenario {
         Scenario::Server { qps, arrival } => Some(arrivals::intended_ns(
@@ -150,6 +168,10 @@ where
         )?),
         _ => None,
     };
+    let scheduled_qps = match (plan.scenario, &intended) {
+        (Scenario::Server { arrival, .. }, Some(times)) => arrivals::scheduled_qps(arrival, times),
+        _ => None,
+    };
     let workers = plan.workers;
     // A closed loop's queries waiting for a worker: (query, when it was
     // sent); each answer sends the next query of its client.
@@ -158,9 +180,11 @@ where
         Scenario::Concurrency(n) => n as usize,
         _ => 0,
     };
-    // A closed loop sends while either minimum is still ahead.
-    let more =
-        |sent: usize, elapsed_ns: u64| sent < plan.queries || elapsed_ns < plan.min_duration_ns;
+    // A closed loop sends while either minimum is still ahead, and never
+    // more than a step records.
+    let more = |sent: usize, elapsed_ns: u64| {
+        sent < MAX_QUERIES && (sent < plan.queries || elapsed_ns < plan.min_duration_ns)
+    };
     let first = if plan.min_duration_ns > 0 {
         outstanding
     } else {
@@ -228,6 +252,12 @@ where
                     };
                     if let Some(state) = state.as_mut() {
                         for query in 0..plan.warmup {
+                            // A signal during a long warmup ends the load
+                            // before its measurement, which then measures
+                            // nothing.
+                            if stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
+                                break;
+                            }
                             if let Err(source) = serve(state, query) {
                                 fail(LoadError::Query {
                                     query,
@@ -262,7 +292,9 @@ where
                             }
                             match intended {
                                 Some(times) => {
-                                    wait_until(start + times[query]);
+                                    if !wait_until(start.saturating_add(times[query]), stop) {
+                                        break;
+                                    }
                                     (query, times[query])
                                 }
                                 None => (query, 0),
@@ -318,13 +350,14 @@ where
         *launched.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(true);
         launched.1.notify_all();
         ready.wait();
+        // Every worker built and warm, and none can have finished: each
+        // waits at the gate below. Their pools and the target's live.
+        threads = process_threads();
         drop(registration);
         let capture = plan.record_ranges.then(crate::timing::Capture::begin);
         let capture_range = crate::nvtx::PassRange::open(&capture_name);
         start_ns.store(now_ns() as usize, Ordering::SeqCst);
         started.wait();
-        // Every worker built and warm: their pools and the target's live.
-        threads = process_threads();
         // Every worker ends before the measurement closes.
         let mut ended = finished.0.lock().unwrap_or_else(|e| e.into_inner());
         while *ended < workers as usize {
@@ -349,6 +382,7 @@ where
         start_ns: start_ns.into_inner() as u64,
         ranges,
         process_threads: threads,
+        scheduled_qps,
     })
 }
 
@@ -405,22 +439,30 @@ fn take(waiting: &Mutex<Waiting>, wake: &Condvar, stop: &AtomicBool) -> Option<(
 }
 
 /// Sleeps until a little before `at_ns` (the clock of [`now_ns`]), then
-/// spins to it: a sleep alone wakes tens of microseconds late.
-fn wait_until(at_ns: u64) {
+/// spins to it: a sleep alone wakes tens of microseconds late. False when
+/// `stop` was set first: a wait for a send far ahead (a low rate) looks at
+/// it at least every [`STOP_POLL`].
+fn wait_until(at_ns: u64, stop: &AtomicBool) -> bool {
     const SPIN_NS: u64 = 200_000;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
         let now = now_ns();
         if now >= at_ns {
-            return;
+            return true;
         }
         let left = at_ns - now;
         if left > SPIN_NS {
-            std::thread::sleep(Duration::from_nanos(left - SPIN_NS));
+            std::thread::sleep(Duration::from_nanos(left - SPIN_NS).min(STOP_POLL));
         } else {
             std::hint::spin_loop();
         }
     }
 }
+
+/// How long a wait goes without looking at the stop flag, at most.
+const STOP_POLL: Duration = Duration::from_millis(20);
 
 #[cfg(test)]
 mod tests {
@@ -617,6 +659,118 @@ mod tests {
         counted.min_duration_ns = 1;
         let run = drive(&counted, |_| Ok(()), |_, _| Ok(()), &stop).unwrap();
         assert_eq!(run.queries.len(), 500);
+    }
+
+    #[test]
+    fn a_stop_wakes_a_wait_for_a_send_far_ahead() {
+        let stop = AtomicBool::new(false);
+        // One query every 1,000 s: the second is meant 1,000 s after the
+        // first, which signals.
+        let mut slow = plan(
+            Scenario::Server {
+                qps: 0.001,
+                arrival: Arrival::Constant,
+            },
+            3,
+            1,
+        );
+        slow.warmup = 0;
+        let run = drive(
+            &slow,
+            |_| Ok(()),
+            |_, _| {
+                stop.store(true, Ordering::SeqCst);
+                Ok(())
+            },
+            &stop,
+        )
+        .unwrap();
+        assert!(run.stopped);
+        assert_eq!(run.queries.len(), 1);
+    }
+
+    #[test]
+    fn a_stop_ends_a_long_warmup_before_the_measurement() {
+        let stop = AtomicBool::new(false);
+        let served = AtomicUsize::new(0);
+        let mut long = plan(Scenario::Offline, 10, 2);
+        long.warmup = usize::MAX;
+        let run = drive(
+            &long,
+            |_| Ok(()),
+            |_, _| {
+                if served.fetch_add(1, Ordering::SeqCst) == 4 {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                Ok(())
+            },
+            &stop,
+        )
+        .unwrap();
+        assert!(run.stopped);
+        assert!(run.queries.is_empty());
+        // Each worker ends its warmup at the query in progress.
+        assert!(served.load(Ordering::SeqCst) <= 6);
+    }
+
+    #[test]
+    fn the_thread_count_is_read_while_every_worker_is_alive() {
+        let stop = AtomicBool::new(false);
+        // One query for 64 workers: 63 have nothing to do and end at once.
+        let mut idle = plan(Scenario::Offline, 1, 64);
+        idle.warmup = 0;
+        let run = drive(&idle, |_| Ok(()), |_, _| Ok(()), &stop).unwrap();
+        assert_eq!(run.queries.len(), 1);
+        let threads = run.process_threads.expect("Linux says");
+        assert!(threads > 64, "{threads} threads: the workers and this one");
+    }
+
+    #[test]
+    fn more_queries_than_a_step_records_are_refused_before_anything_runs() {
+        let stop = AtomicBool::new(false);
+        let built = AtomicUsize::new(0);
+        let huge = plan(
+            Scenario::Server {
+                qps: 1e9,
+                arrival: Arrival::Poisson,
+            },
+            MAX_QUERIES + 1,
+            1,
+        );
+        let refused = drive(
+            &huge,
+            |_| {
+                built.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            },
+            |_, _| Ok(()),
+            &stop,
+        )
+        .unwrap_err();
+        assert!(matches!(refused, LoadError::TooManyQueries { queries } if queries == MAX_QUERIES + 1));
+        assert_eq!(built.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_open_loop_whose_sends_do_not_fit_the_clock_is_refused() {
+        let stop = AtomicBool::new(false);
+        let run = drive(
+            &plan(
+                Scenario::Server {
+                    qps: 1e-12,
+                    arrival: Arrival::Poisson,
+                },
+                3,
+                1,
+            ),
+            |_| Ok(()),
+            |_, _| Ok(()),
+            &stop,
+        );
+        assert!(matches!(
+            run,
+            Err(LoadError::Arrivals(ArrivalError::TooLong { .. }))
+        ));
     }
 
     #[test]

@@ -241,6 +241,7 @@ mod tests {
         LoadStep {
             scenario: "server".to_owned(),
             offered_qps: Some(qps),
+            scheduled_qps: None,
             arrival: Some("poisson".to_owned()),
             concurrency: None,
             workers: 1,

@@ -189,9 +189,16 @@ pub struct ThreadsRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadStep {
     pub scenario: String,
-    /// An open loop's queries a second.
+    /// An open loop's queries a second, as asked (the rate a peak search
+    /// tried).
     #[serde(default)]
     pub offered_qps: Option<f64>,
+    /// The rate the open loop's schedule actually offered: its queries
+    /// over the time from the start to the last intended send. Random
+    /// arrivals average near `offered_qps` over many queries; bursty ones
+    /// over few can be far from it, and this is the rate the workers got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_qps: Option<f64>,
     #[serde(default)]
     pub arrival: Option<String>,
     #[serde(default)]
@@ -234,6 +241,12 @@ impl LoadStep {
             .map(|p| p.value_ns)
     }
 
+    /// The rate offered, as the schedule had it where known, else as
+    /// asked.
+    pub fn offered(&self) -> Option<f64> {
+        self.scheduled_qps.or(self.offered_qps)
+    }
+
     /// Whether the workers fell behind the offered load.
     pub fn fell_behind(&self) -> bool {
         self.backlog.as_ref().is_some_and(|b| b.fell_behind)
@@ -268,7 +281,9 @@ pub fn summarize(
         Scenario::Concurrency(n) => (None, None, Some(n)),
         _ => (None, None, None),
     };
-    let backlog = offered_qps
+    let scheduled_qps = offered_qps.and(run.scheduled_qps);
+    let backlog = scheduled_qps
+        .or(offered_qps)
         .and_then(|qps| backlog(queries, qps))
         .map(|b| BacklogRecord {
             offered_qps: b.offered_qps,
@@ -295,6 +310,7 @@ pub fn summarize(
     LoadStep {
         scenario: scenario.name().to_owned(),
         offered_qps,
+        scheduled_qps,
         arrival,
         concurrency,
         workers,

@@ -139,23 +139,35 @@ pub struct LoadReport {
     pub manifest: LoadManifest,
     pub manifest_path: Option<PathBuf>,
     pub write_error: Option<String>,
+    /// The page written beside the record, when one was asked for.
+    pub page_path: Option<PathBuf>,
+    /// Why the page asked for could not be written (the record was).
+    pub page_error: Option<String>,
     /// The load's own failure (a worker that could not be built, a query
     /// that failed); what was measured before it is in the record.
     pub outcome: Result<(), LoadError>,
 }
+
+/// A page written beside a load's record: its file name and what renders
+/// it from the record.
+pub type LoadPage<'a> = (&'a str, &'a dyn Fn(&LoadManifest) -> String);
 
 /// Drives `planned`'s target as `spec` asks: the source read whole once,
 /// then one load (or, with `find_peak`, a single-stream calibration and a
 /// load per step of the search), each with one target a worker built on
 /// its own thread; `on_step` hears of each step as it ends. `stop` (a
 /// signal) ends the step in progress and the search, keeping what was
-/// measured.
+/// measured. The record, and `page` when given, are written into a new
+/// directory that then takes the run directory's place whole: an earlier
+/// record replaced with `--force`, of whatever kind, leaves nothing behind,
+/// and stays whole until the new one is in place.
 pub fn execute_load(
     planned: &Planned,
     request: &RunRequest,
     spec: &LoadSpec,
     stop: &AtomicBool,
     on_step: &mut dyn FnMut(&LoadStep),
+    page: Option<LoadPage<'_>>,
 ) -> Result<LoadReport, SessionError> {
     let (mut run_plan, description, _cache) = prepare(planned, None)?;
     if let Records::Unread(source) = run_plan.records {
@@ -217,10 +229,13 @@ pub fn execute_load(
         let (record, measured) = find_peak(&search, bound_ns, |qps| {
             let plan = LoadPlan {
                 scenario: Scenario::Server { qps, arrival },
+                // At most what a step records: a fast target's high
+                // rates over a long minimum duration would ask for more.
                 queries: spec
                     .plan
                     .queries
-                    .max((qps * min_duration_s).ceil() as usize),
+                    .max((qps * min_duration_s).ceil() as usize)
+                    .min(crate::driver::load::drive::MAX_QUERIES),
                 ..spec.plan.clone()
             };
             let step = measure(&plan)?;
@@ -292,33 +307,84 @@ pub fn execute_load(
             peak,
         },
     };
-    let (manifest_path, write_error) = if config.write_manifest {
-        match write_manifest(planned.write_dir(), &manifest) {
-            Ok(path) => (Some(path), None),
-            Err(error) => (None, Some(error)),
-        }
+    let written = if config.write_manifest {
+        write_record(planned.write_dir(), &manifest, page)
     } else {
-        (None, None)
+        Written::default()
     };
     drop(claim);
     Ok(LoadReport {
         manifest,
-        manifest_path,
-        write_error,
+        manifest_path: written.record,
+        write_error: written.error,
+        page_path: written.page,
+        page_error: written.page_error,
         outcome,
     })
 }
 
-/// Writes `load.yaml` into `dir` whole (a temporary file renamed).
-fn write_manifest(dir: &Path, manifest: &LoadManifest) -> Result<PathBuf, String> {
+/// What [`write_record`] wrote, and what it could not.
+#[derive(Default)]
+struct Written {
+    record: Option<PathBuf>,
+    error: Option<String>,
+    page: Option<PathBuf>,
+    page_error: Option<String>,
+}
+
+/// Writes `load.yaml` (and the page) into a staging directory beside
+/// `dir`, then puts it in `dir`'s place whole. A record that cannot be
+/// written leaves `dir` as it was (an earlier one kept, none made) and no
+/// staging behind; a page that cannot be written costs the page alone.
+fn write_record(dir: &Path, manifest: &LoadManifest, page: Option<LoadPage<'_>>) -> Written {
+    use crate::driver::{files, run_dir};
     let path = dir.join(LOAD_MANIFEST);
-    let text = serde_yaml::to_string(manifest).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let temporary = dir.join(format!(".{LOAD_MANIFEST}.partial"));
-    std::fs::write(&temporary, text)
-        .and_then(|()| std::fs::rename(&temporary, &path))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    let earlier = if dir.exists() {
+        format!("; the earlier record in {} is kept", dir.display())
+    } else {
+        String::new()
+    };
+    let failed = |what: &Path, error: &dyn std::fmt::Display| Written {
+        error: Some(format!("{}: {error}{earlier}", what.display())),
+        ..Written::default()
+    };
+    let text = match serde_yaml::to_string(manifest) {
+        Ok(text) => text,
+        Err(error) => return failed(&path, &error),
+    };
+    let parent = match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if let Err(error) = std::fs::create_dir_all(parent) {
+        return failed(parent, &error);
+    }
+    let staging = run_dir::staging_dir(dir);
+    let _ = std::fs::remove_dir_all(&staging);
+    if let Err(error) = std::fs::create_dir(&staging) {
+        return failed(&path, &error);
+    }
+    if let Err(error) = files::write_atomically(&staging.join(LOAD_MANIFEST), text.as_bytes()) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return failed(&path, &error);
+    }
+    let mut written = Written::default();
+    if let Some((name, render)) = page {
+        if let Err(error) = files::write_atomically(&staging.join(name), render(manifest).as_bytes())
+        {
+            written.page_error = Some(format!("{}: {error}", dir.join(name).display()));
+        } else {
+            written.page = Some(dir.join(name));
+        }
+    }
+    if let Err(error) = run_dir::move_into_place(&staging, dir) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return failed(dir, &error);
+    }
+    // The rename made durable; the record is in place whatever this says.
+    let _ = files::sync_directory(parent);
+    written.record = Some(path);
+    written
 }
 
 /// Reads a load run's record.
