@@ -15,7 +15,8 @@ use crate::{EXIT_OK, EXIT_USAGE};
 pub(crate) struct RemoveArgs {
     /// The snippet: its profile name, or its directory.
     pub(crate) name: String,
-    /// Remove it even though it holds runs or baselines: they go too.
+    /// Remove it even though it holds runs or baselines: they go too (never while a run of it is
+    /// in progress: refused, naming the run and its process).
     #[arg(long)]
     pub(crate) force: bool,
 }
@@ -74,6 +75,22 @@ pub(crate) fn remove(
             .map(|entries| entries.filter_map(Result::ok).count())
             .unwrap_or(0)
     };
+    // A run being written is never removed, `--force` or not: its
+    // process would go on writing into a directory that is gone.
+    if let Some(live) = live_runs(&directory).into_iter().next() {
+        writeln!(
+            err,
+            "error: {shown} is in use: run `{}` ({}) is running now in process {} ({} is locked): nothing removed; wait for it to end, or stop it",
+            live.run_id,
+            live.run_dir
+                .strip_prefix(&directory)
+                .unwrap_or(&live.run_dir)
+                .display(),
+            live.pid,
+            live.claim.display()
+        )?;
+        return Ok(EXIT_USAGE);
+    }
     let (runs, baselines) = (count("runs"), count("baselines"));
     if (runs > 0 || baselines > 0) && !args.force {
         writeln!(
@@ -106,6 +123,75 @@ pub(crate) fn remove(
         prune_lock(krate, &package, out)?;
     }
     Ok(EXIT_OK)
+}
+
+/// A run in progress under a snippet's directory: the claim its process
+/// holds locked.
+struct LiveRun {
+    run_id: String,
+    run_dir: std::path::PathBuf,
+    claim: std::path::PathBuf,
+    pid: String,
+}
+
+/// The runs in progress under `directory`, at any depth (a pair's sides
+/// and a sweep's points claim ids below `runs/`): each `.<id>.claim` whose
+/// lock another process holds ([`RunClaim`](profiling_core::driver::run_dir::RunClaim)
+/// keeps it locked while its run lasts; the kernel lets go of it when the
+/// process ends, however it ends). A claim this process can lock is a
+/// leftover, and is let go at once. Symbolic links are not followed.
+fn live_runs(directory: &Path) -> Vec<LiveRun> {
+    let mut live = Vec::new();
+    let mut pending = vec![directory.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(run_id) = name
+                .strip_prefix('.')
+                .and_then(|rest| rest.strip_suffix(".claim"))
+            else {
+                continue;
+            };
+            if !kind.is_file() {
+                continue;
+            }
+            let Ok(mut file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            if held_elsewhere(&file) {
+                let mut pid = String::new();
+                let _ = std::io::Read::read_to_string(&mut file, &mut pid);
+                live.push(LiveRun {
+                    run_id: run_id.to_owned(),
+                    run_dir: dir.join(run_id),
+                    claim: path,
+                    pid: pid.trim().to_owned(),
+                });
+            }
+        }
+    }
+    live.sort_by(|a, b| a.claim.cmp(&b.claim));
+    live
+}
+
+/// Whether another process holds `file`'s lock (as `RunClaim` takes it:
+/// `flock`, exclusive). Taken here, it is let go when `file` closes.
+fn held_elsewhere(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock(2) on a descriptor `file` keeps open for the call.
+    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    !taken && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
 /// Drops `package` from the workspace's Cargo.lock, which would list it

@@ -149,3 +149,66 @@ fn remove_drops_the_snippets_package_from_cargo_lock() {
     assert!(!lock().contains("snippet-used"), "{}", lock());
     assert!(lock().contains("name = \"snippet-kept\"\n"), "{}", lock());
 }
+
+/// A run in progress holds its id's claim (`.<id>.claim`, locked by its
+/// process): `--force` removes the runs a snippet has, never one that is
+/// being written. It refuses, naming the run and its process, and leaves
+/// everything as it was; once the run has ended, it removes the snippet.
+#[test]
+fn remove_force_refuses_while_a_run_of_the_snippet_is_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"inference_profiling\"]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("inference_profiling/src")).unwrap();
+    std::fs::write(root.join("inference_profiling/Cargo.toml"), PROFILING_CRATE).unwrap();
+    snippet(root, "kept", false);
+    snippet(root, "used", true);
+    snippet(root, "gone", false);
+    // A pair's side runs a level deeper than a run: found there too.
+    let runs = root.join("inference_profiling/snippets/used/runs/ab-1");
+    std::fs::create_dir_all(&runs).unwrap();
+    let claim_path = runs.join(".base.claim");
+    // The live run: this test's process holds the claim's lock, as a run
+    // does, with its process id in the file.
+    std::fs::write(&claim_path, std::process::id().to_string()).unwrap();
+    let claim = std::fs::File::open(&claim_path).unwrap();
+    // SAFETY: flock(2) on a descriptor `claim` keeps open.
+    let locked = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&claim),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(locked, 0, "{}", std::io::Error::last_os_error());
+
+    let refused = profile_cli_in(root, &["remove", "used", "--force"]);
+    assert_eq!(refused.code, Some(2), "{refused}");
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: inference_profiling/snippets/used is in use: run `base` (runs/ab-1/base) is running now in process {} ({} is locked): nothing removed; wait for it to end, or stop it\n",
+            std::process::id(),
+            claim_path.display()
+        ),
+        "{refused}"
+    );
+    assert!(root
+        .join("inference_profiling/snippets/used/runs/first")
+        .is_dir());
+    assert!(claim_path.is_file());
+    assert_eq!(
+        std::fs::read_to_string(root.join("inference_profiling/Cargo.toml")).unwrap(),
+        PROFILING_CRATE
+    );
+
+    // The run ended (its process let go of the lock, as a process that
+    // died does): removed.
+    drop(claim);
+    let forced = profile_cli_in(root, &["remove", "used", "--force"]);
+    assert_eq!(forced.code, Some(0), "{forced}");
+    assert!(!root.join("inference_profiling/snippets/used").exists());
+}
