@@ -12,15 +12,38 @@
 //! last build of that side compiled gets back the modification time it
 //! had then, so that cargo rebuilds only what changed between the two
 //! revisions (a checkout would otherwise make every file of the
-//! workspace new). Only one `--against` builds in a repository at a time.
+//! workspace new).
+//!
+//! One `--against` at a time builds in a repository (a lock in its git
+//! directory: the worktrees are the repository's) and with a target
+//! directory (a lock in `target/ab-against/`: the builds are the target
+//! directory's), each lock held until the pair is done: two pairs whose
+//! `CARGO_TARGET_DIR`s differ never check out over each other's build,
+//! nor do two repositories that share one target directory build over
+//! each other. The target directory's lock is taken first, the
+//! repository's second, always in that order. A side's worktree is checked before
+//! and after its build (its HEAD the revision's commit, no tracked file
+//! changed), and the commit a binary was built from is recorded beside it
+//! (`<binary>.built-from`) and read back before the binary is used.
+//!
+//! Every wait here wakes on Ctrl-C or SIGTERM: the lock's (polled), and
+//! each child's (cargo, `cp`), which is started in a process group of its
+//! own and passed the signal, so that a build stops at once and says so.
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
+use profiling_core::driver::files::write_atomically;
 use profiling_core::driver::interrupt;
+use profiling_core::driver::manifest::signal_name;
+
+/// How often a wait looks whether a signal asked this process to stop.
+const POLL: Duration = Duration::from_millis(25);
 
 /// What to build at a revision: the package and binary of the workspace's
 /// profiling program, with these features.
@@ -69,7 +92,7 @@ pub(crate) struct Built {
     pub base: (PathBuf, String),
     pub candidate: Option<(PathBuf, String)>,
     _worktrees: Vec<Worktree>,
-    _lock: Option<std::fs::File>,
+    _locks: Vec<std::fs::File>,
     _hold: interrupt::Hold,
 }
 
@@ -233,6 +256,9 @@ pub(crate) fn prepare(
     }
     let target = match target_directory(&workspace) {
         Ok(target) => target,
+        Err(_) if interrupt::received().is_some() => {
+            return interrupted(interrupt::received().unwrap_or(0), "base", err);
+        }
         Err(message) => {
             writeln!(err, "error: --against: {message}")?;
             return Ok(Err(crate::EXIT_USAGE));
@@ -241,7 +267,50 @@ pub(crate) fn prepare(
     let builds = target.join("ab-against");
     std::fs::create_dir_all(&builds)
         .map_err(|error| anyhow::anyhow!("{}: {error}", builds.display()))?;
-    let lock = lock(&builds.join("lock"), err)?;
+    let repository_lock = match git(
+        &top,
+        [
+            "rev-parse".into(),
+            "--path-format=absolute".into(),
+            "--git-common-dir".into(),
+        ],
+    ) {
+        Ok(output) if output.status.success() => {
+            PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+                .join("profile-cli-ab-against.lock")
+        }
+        Ok(output) => {
+            writeln!(
+                err,
+                "error: --against: `git rev-parse --git-common-dir` in {}: {}",
+                top.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            )?;
+            return Ok(Err(crate::EXIT_TARGET_FAILED));
+        }
+        Err(message) => {
+            writeln!(err, "error: --against: {message}")?;
+            return Ok(Err(crate::EXIT_TARGET_FAILED));
+        }
+    };
+    let mut locks = Vec::new();
+    for (path, whose) in [
+        (builds.join("lock"), "with this target directory"),
+        (repository_lock, "in this repository"),
+    ] {
+        match lock(&path, whose, err)? {
+            Ok(lock) => locks.push(lock),
+            Err(signal) => {
+                interrupt::acknowledge();
+                writeln!(
+                    err,
+                    "interrupted by {} while waiting for another `ab --against` to finish: nothing was built or run",
+                    signal_name(signal)
+                )?;
+                return Ok(Err(interrupt::exit_code(signal)));
+            }
+        }
+    }
     let name = top.file_name().map_or_else(
         || "repository".to_owned(),
         |n| n.to_string_lossy().into_owned(),
@@ -257,6 +326,9 @@ pub(crate) fn prepare(
     let mut binaries = Vec::new();
     for ((side, _, rev), commit) in revisions.into_iter().zip(&commits) {
         let tree = parent.join(format!(".{name}.ab-{side}"));
+        if let Some(signal) = interrupt::received() {
+            return interrupted(signal, side, err);
+        }
         let worktree = match Worktree::add(&top, &tree, commit) {
             Ok(worktree) => worktree,
             Err(message) => {
@@ -264,17 +336,36 @@ pub(crate) fn prepare(
                 return Ok(Err(crate::EXIT_TARGET_FAILED));
             }
         };
+        if let Err(message) = check_checkout(&tree, commit) {
+            writeln!(
+                err,
+                "error: --against: the {side}'s worktree {} is not {} as checked out: {message}",
+                tree.display(),
+                short(commit)
+            )?;
+            return Ok(Err(crate::EXIT_TARGET_FAILED));
+        }
         let side_dir = builds.join(side);
         // Only a release build is copied: a debug target directory holds
         // every test's build too, gigabytes, and a dev build is quick.
         if build.release {
-            seed(
+            if let Err(signal) = seed(
                 &target.join("release"),
                 &side_dir.join("target/release"),
                 side,
                 err,
-            )?;
+            )? {
+                return interrupted(signal, side, err);
+            }
         }
+        let binary = side_dir
+            .join("target")
+            .join(build.profile_dir())
+            .join(&build.bin);
+        let built_from = built_from_record(&binary);
+        // Written again only once this build is checked: until then, the
+        // binary there may be another revision's.
+        let _ = std::fs::remove_file(&built_from);
         let record = side_dir.join("sources.tsv");
         let entries = tree_entries(&tree).unwrap_or_default();
         restore_times(&tree, &entries, &record);
@@ -311,13 +402,17 @@ pub(crate) fn prepare(
         }
         let built = run_build(command, err)?;
         if let Some(signal) = interrupt::received() {
-            interrupt::acknowledge();
+            return interrupted(signal, side, err);
+        }
+        // What was built is the revision only if nothing changed the
+        // worktree meanwhile: else neither a verdict nor a binary.
+        if let Err(message) = check_checkout(&tree, commit) {
             writeln!(
                 err,
-                "interrupted by {} while building the {side}: nothing was run, and its worktree is removed",
-                profiling_core::driver::manifest::signal_name(signal)
+                "error: --against: the {side}'s worktree {} changed while it was built ({message}): what was built is not {label}, and is not used",
+                tree.display()
             )?;
-            return Ok(Err(interrupt::exit_code(signal)));
+            return Ok(Err(crate::EXIT_TARGET_FAILED));
         }
         if let Err(first_error) = built {
             writeln!(
@@ -330,26 +425,38 @@ pub(crate) fn prepare(
             return Ok(Err(crate::EXIT_USAGE));
         }
         write_times(&tree, &entries, &record);
+        if let Err(error) = write_atomically(&built_from, format!("{commit}\n").as_bytes()) {
+            writeln!(
+                err,
+                "error: --against: cannot record what the {side} was built from in {}: {error}",
+                built_from.display()
+            )?;
+            return Ok(Err(crate::EXIT_TARGET_FAILED));
+        }
         writeln!(
             err,
             "ab: built the {side} at {label} in {:.1} s",
             started.elapsed().as_secs_f64()
         )?;
-        binaries.push((
-            side_dir
-                .join("target")
-                .join(build.profile_dir())
-                .join(&build.bin),
-            label,
-        ));
+        binaries.push((binary, label, commit.clone()));
         worktrees.push(worktree);
     }
-    let mut binaries = binaries.into_iter();
+    // Each binary is the one its revision's build made, read back from
+    // its record before it is used.
+    for (binary, _, commit) in &binaries {
+        if let Err(message) = check_built_from(binary, commit) {
+            writeln!(err, "error: --against: {message}: not used")?;
+            return Ok(Err(crate::EXIT_TARGET_FAILED));
+        }
+    }
+    let mut binaries = binaries
+        .into_iter()
+        .map(|(binary, label, _)| (binary, label));
     Ok(Ok(Built {
         base: binaries.next().expect("the base is built"),
         candidate: binaries.next(),
         _worktrees: worktrees,
-        _lock: lock,
+        _locks: locks,
         _hold: hold,
     }))
 }
@@ -361,9 +468,16 @@ pub(crate) fn prepare(
 /// unchanged dependencies up to date, and older than the worktree's
 /// checked-out files, whose crates it rebuilds. A copy that fails leaves
 /// a cold build, which is slower, not wrong.
-fn seed(from: &Path, to: &Path, side: &str, err: &mut dyn Write) -> std::io::Result<()> {
+///
+/// `Err` with the signal that stopped the copy (the copy removed).
+fn seed(
+    from: &Path,
+    to: &Path,
+    side: &str,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<(), i32>> {
     if to.exists() || !from.join(".fingerprint").is_dir() {
-        return Ok(());
+        return Ok(Ok(()));
     }
     writeln!(
         err,
@@ -373,18 +487,33 @@ fn seed(from: &Path, to: &Path, side: &str, err: &mut dyn Write) -> std::io::Res
     let partial = to.with_extension("seeding");
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(&partial)?;
-    let copied = [".fingerprint", "build", "deps"]
-        .into_iter()
-        .filter(|dir| from.join(dir).is_dir())
-        .all(|dir| {
-            Command::new("cp")
-                .arg("-a")
-                .arg(from.join(dir))
-                .arg(partial.join(dir))
-                .stdin(Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success())
-        });
+    let mut copied = true;
+    for dir in [".fingerprint", "build", "deps"] {
+        if !from.join(dir).is_dir() {
+            continue;
+        }
+        let mut copy = Command::new("cp");
+        copy.arg("-a")
+            .arg(from.join(dir))
+            .arg(partial.join(dir))
+            .stdin(Stdio::null())
+            .process_group(0);
+        let status = match copy.spawn() {
+            Ok(mut child) => wait_for(&mut child)?,
+            Err(_) => Ok(None),
+        };
+        match status {
+            Ok(status) if status.is_some_and(|s| s.success()) => {}
+            Ok(_) => {
+                copied = false;
+                break;
+            }
+            Err(signal) => {
+                let _ = std::fs::remove_dir_all(&partial);
+                return Ok(Err(signal));
+            }
+        }
+    }
     if copied {
         std::fs::rename(&partial, to)?;
     } else {
@@ -395,12 +524,13 @@ fn seed(from: &Path, to: &Path, side: &str, err: &mut dyn Write) -> std::io::Res
             from.display()
         )?;
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// Where cargo builds the workspace: its target directory.
 fn target_directory(workspace: &Path) -> Result<PathBuf, String> {
-    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command
         .args([
             "metadata",
             "--no-deps",
@@ -408,11 +538,17 @@ fn target_directory(workspace: &Path) -> Result<PathBuf, String> {
             "1",
             "--manifest-path",
         ])
-        .arg(workspace.join("Cargo.toml"))
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|error| format!("cannot run cargo: {error}"))?;
+        .arg(workspace.join("Cargo.toml"));
+    // Cargo may wait for its package cache's lock: a signal ends the wait.
+    let output = match output_of(command).map_err(|error| format!("cannot run cargo: {error}"))? {
+        Ok(output) => output,
+        Err(signal) => {
+            return Err(format!(
+                "`cargo metadata` stopped by {}",
+                signal_name(signal)
+            ))
+        }
+    };
     if !output.status.success() {
         return Err(format!(
             "`cargo metadata` in {}: {}",
@@ -428,50 +564,248 @@ fn target_directory(workspace: &Path) -> Result<PathBuf, String> {
         .ok_or_else(|| "`cargo metadata` names no target directory".to_owned())
 }
 
-/// Holds `path` locked (another `--against` in this repository waits).
-fn lock(path: &Path, err: &mut dyn Write) -> anyhow::Result<Option<std::fs::File>> {
-    use std::os::fd::AsRawFd;
+/// Holds `path` locked (another `--against` that takes it waits; `whose`
+/// says where it builds); `Err` with the signal that ended the wait. The
+/// lock is tried again and again rather than waited for, so that a
+/// signal is acted on at once.
+fn lock(
+    path: &Path,
+    whose: &str,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<std::fs::File, i32>> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
         .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
-    // SAFETY: flock(2) on a descriptor this function owns.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    let taken = |file: &std::fs::File| -> anyhow::Result<bool> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock(2) on a descriptor `file` keeps open.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let error = std::io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EWOULDBLOCK) | Some(libc::EINTR) => Ok(false),
+            _ => anyhow::bail!("{}: {error}", path.display()),
+        }
+    };
+    if !taken(&file)? {
         writeln!(
             err,
-            "ab: another `ab --against` builds in this repository ({} is locked): waiting for it",
+            "ab: another `ab --against` builds {whose} ({} is locked): waiting for it",
             path.display()
         )?;
-        // SAFETY: as above.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            anyhow::bail!("{}: {}", path.display(), std::io::Error::last_os_error());
+        while !taken(&file)? {
+            if let Some(signal) = interrupt::received() {
+                return Ok(Err(signal));
+            }
+            std::thread::sleep(POLL);
         }
     }
-    Ok(Some(file))
+    Ok(Ok(file))
+}
+
+/// Says that `signal` stopped the build of `side` before anything ran;
+/// the exit code it asks for.
+fn interrupted(signal: i32, side: &str, err: &mut dyn Write) -> anyhow::Result<Result<Built, u8>> {
+    interrupt::acknowledge();
+    writeln!(
+        err,
+        "interrupted by {} while building the {side}: nothing was run, and its worktree is removed",
+        signal_name(signal)
+    )?;
+    Ok(Err(interrupt::exit_code(signal)))
+}
+
+/// Waits for `child`, started in a process group of its own: `Err` with
+/// the signal this process received meanwhile, passed on to the child's
+/// whole group (cargo and the compilers it runs), once the child ended.
+fn wait_for(child: &mut Child) -> std::io::Result<Result<Option<ExitStatus>, i32>> {
+    loop {
+        if let Some(signal) = interrupt::received() {
+            stop_group(child, signal);
+            let _ = child.wait();
+            return Ok(Err(signal));
+        }
+        if let Some(status) = child.try_wait()? {
+            return Ok(Ok(Some(status)));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Passes `signal` to the process group `child` leads.
+fn stop_group(child: &Child, signal: i32) {
+    if let Ok(group) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) on the group of a child not yet waited for, so
+        // that its id is not another process's.
+        unsafe { libc::kill(-group, signal) };
+    }
+}
+
+/// `command`'s output, as `Command::output` gives it, or the signal that
+/// stopped it (see [`wait_for`]).
+fn output_of(mut command: Command) -> std::io::Result<Result<std::process::Output, i32>> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let status = match wait_for(&mut child)? {
+        Ok(status) => status.expect("waited for"),
+        Err(signal) => return Ok(Err(signal)),
+    };
+    Ok(Ok(std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }))
 }
 
 /// Runs a build, its output shown as it comes; the compiler's first error
-/// when it fails.
+/// when it fails. A signal received meanwhile is passed on to cargo's
+/// process group, and the build is waited for no longer than it takes
+/// cargo to end (the caller sees the signal).
 fn run_build(mut command: Command, err: &mut dyn Write) -> anyhow::Result<Result<(), String>> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|error| anyhow::anyhow!("cannot run cargo: {error}"))?;
+    let (lines, said_lines) = mpsc::channel();
+    let stderr = child.stderr.take().expect("piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut said = Vec::new();
-    for line in BufReader::new(child.stderr.take().expect("piped")).lines() {
-        let Ok(line) = line else { break };
-        writeln!(err, "{line}")?;
-        said.push(line);
+    loop {
+        if let Some(signal) = interrupt::received() {
+            stop_group(&child, signal);
+            let _ = child.wait();
+            return Ok(Err(format!("stopped by {}", signal_name(signal))));
+        }
+        match said_lines.recv_timeout(POLL) {
+            Ok(line) => {
+                // The build goes on whether or not its output can be shown.
+                let _ = writeln!(err, "{line}");
+                said.push(line);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
     }
-    let status = child.wait()?;
+    let status = match wait_for(&mut child)? {
+        Ok(status) => status.expect("waited for"),
+        Err(signal) => return Ok(Err(format!("stopped by {}", signal_name(signal)))),
+    };
     if status.success() {
         return Ok(Ok(()));
     }
     Ok(Err(first_error(&said)))
+}
+
+/// Where the commit a binary was built from is recorded: beside it.
+fn built_from_record(binary: &Path) -> PathBuf {
+    let name = binary
+        .file_name()
+        .map_or_else(|| "binary".into(), |n| n.to_string_lossy());
+    binary.with_file_name(format!("{name}.built-from"))
+}
+
+/// Whether `binary` is there and its record says it was built from
+/// `commit`; why not.
+fn check_built_from(binary: &Path, commit: &str) -> Result<(), String> {
+    if !binary.is_file() {
+        return Err(format!("the build made no {}", binary.display()));
+    }
+    let record = built_from_record(binary);
+    match std::fs::read_to_string(&record) {
+        Ok(text) if text.trim() == commit => Ok(()),
+        Ok(text) => Err(format!(
+            "{} was built from {}, not {} ({})",
+            binary.display(),
+            short(text.trim()),
+            short(commit),
+            record.display()
+        )),
+        Err(error) => Err(format!("{}: {error}", record.display())),
+    }
+}
+
+/// Whether the worktree `tree` is `commit` as checked out: its HEAD that
+/// commit, and no tracked file changed (a `Cargo.lock` that cargo brought
+/// up to date aside: the build resolved what the revision's manifests
+/// say). Why not, naming what differs.
+fn check_checkout(tree: &Path, commit: &str) -> Result<(), String> {
+    let head = git(tree, ["rev-parse".into(), "--verify".into(), "HEAD".into()])?;
+    if !head.status.success() {
+        return Err(format!(
+            "`git rev-parse HEAD`: {}",
+            String::from_utf8_lossy(&head.stderr).trim()
+        ));
+    }
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    if head != commit {
+        return Err(format!(
+            "its HEAD is {}, not {}",
+            short(&head),
+            short(commit)
+        ));
+    }
+    let status = git(
+        tree,
+        ["status", "--porcelain=v1", "-z", "--untracked-files=no"].map(OsString::from),
+    )?;
+    if !status.status.success() {
+        return Err(format!(
+            "`git status`: {}",
+            String::from_utf8_lossy(&status.stderr).trim()
+        ));
+    }
+    let changed: Vec<String> = status
+        .stdout
+        .split(|&byte| byte == 0)
+        .filter_map(|entry| std::str::from_utf8(entry).ok())
+        .filter_map(|entry| entry.get(3..))
+        .filter(|path| {
+            !path.is_empty() && Path::new(path).file_name() != Some("Cargo.lock".as_ref())
+        })
+        .map(str::to_owned)
+        .collect();
+    if !changed.is_empty() {
+        return Err(format!("changed: {}", changed.join(", ")));
+    }
+    Ok(())
 }
 
 /// The first `error` of cargo's output and the lines under it, up to the
@@ -564,7 +898,7 @@ fn write_times(tree: &Path, entries: &[Entry], record: &Path) {
     if let Some(dir) = record.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let _ = profiling_core::driver::run_dir::write_atomically(record, text.as_bytes());
+    let _ = write_atomically(record, text.as_bytes());
 }
 
 #[cfg(test)]

@@ -235,3 +235,385 @@ fn a_sigterm_to_the_pair_alone_starts_no_further_block() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}\n{said}");
 }
+
+/// `ab --against` in a workspace of one's own whose cargo is a fake:
+/// `metadata` names the target directory (`CARGO_TARGET_DIR`, else the
+/// workspace's `target`), the working tree's build names a binary, and
+/// the base's build says it started (`fake.building` in its target
+/// directory: its process id and the manifest it builds), then waits for
+/// `go` to make its binary, recording any signal it gets
+/// (`fake.signalled`). The binaries exit 3: what these tests look at is
+/// over before the pair would run.
+struct Against {
+    dir: tempfile::TempDir,
+    /// The workspace, a git repository of its own with one commit.
+    ws: std::path::PathBuf,
+    cargo: std::path::PathBuf,
+    profile: std::path::PathBuf,
+    go: std::path::PathBuf,
+    commit: String,
+    /// Started here; killed, with the fake builds they started, if a
+    /// test ends before they do.
+    running: Vec<std::process::Child>,
+}
+
+const FAKE_CARGO: &str = r#"#!/bin/sh
+manifest=
+previous=
+for word in "$@"; do
+  if [ "$previous" = --manifest-path ]; then manifest=$word; fi
+  previous=$word
+done
+case "$1" in
+metadata)
+  printf '{"target_directory":"%s"}\n' "${CARGO_TARGET_DIR:-$(dirname "$manifest")/target}"
+  exit 0 ;;
+build) ;;
+*) echo "fake cargo: $*" >&2; exit 101 ;;
+esac
+case "$*" in
+*--message-format=json*)
+  printf '{"reason":"compiler-artifact","fresh":true,"target":{"name":"profile"},"executable":"%s"}\n' "$FAKE_PROFILE"
+  printf '{"reason":"build-finished","success":true}\n'
+  exit 0 ;;
+esac
+out=$CARGO_TARGET_DIR
+mkdir -p "$out"
+trap 'echo TERM >> "$out/fake.signalled"; exit 143' TERM
+trap 'echo INT >> "$out/fake.signalled"; exit 130' INT
+echo "   Compiling profiling-snippets (fake)" >&2
+printf '%s %s\n' "$$" "$manifest" > "$out/fake.building.tmp"
+mv "$out/fake.building.tmp" "$out/fake.building"
+while [ ! -e "$FAKE_GO" ]; do sleep 0.05; done
+if [ -n "$FAKE_DIRTY" ]; then echo '# changed while built' >> "$manifest"; fi
+mkdir -p "$out/release"
+cp "$FAKE_PROFILE" "$out/release/profile"
+exit 0
+"#;
+
+impl Against {
+    fn new() -> Against {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("inference_profiling/src")).unwrap();
+        std::fs::write(
+            ws.join("Cargo.toml"),
+            "[workspace]\nmembers = [\"inference_profiling\"]\nresolver = \"2\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            ws.join("inference_profiling/Cargo.toml"),
+            "[package]\nname = \"profiling-snippets\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"profile\"\npath = \"src/main.rs\"\n\n[dependencies]\nprofiling-cli = { path = \"../cli\" }\n",
+        )
+        .unwrap();
+        std::fs::write(ws.join("inference_profiling/src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(ws.join(".gitignore"), "/target/\n").unwrap();
+        let git = |args: &[&str]| {
+            let output = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(&ws)
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "git {args:?}: {output:?}");
+            String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        };
+        git(&["init", "-q"]);
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "first"]);
+        let commit = git(&["rev-parse", "HEAD"]);
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let cargo = bin.join("cargo");
+        crate::common::write_executable(&cargo, FAKE_CARGO);
+        let profile = bin.join("profile");
+        crate::common::write_executable(&profile, "#!/bin/sh\nexit 3\n");
+        let go = dir.path().join("go");
+        Against {
+            dir,
+            ws,
+            cargo,
+            profile,
+            go,
+            commit,
+            running: Vec::new(),
+        }
+    }
+
+    /// `profile-cli ab dbl --against HEAD` in the workspace, with
+    /// `CARGO_TARGET_DIR` as given (unset: the workspace's `target`):
+    /// its index among `running`, and its stderr as it comes.
+    fn start(
+        &mut self,
+        target: Option<&Path>,
+        dirty: bool,
+    ) -> (usize, std::sync::mpsc::Receiver<String>) {
+        use std::io::BufRead;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_profile-cli"));
+        command
+            .args(["ab", "dbl", "--against", "HEAD"])
+            .current_dir(&self.ws)
+            .env("CARGO", &self.cargo)
+            .env("FAKE_PROFILE", &self.profile)
+            .env("FAKE_GO", &self.go)
+            .env_remove("CARGO_TARGET_DIR")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if let Some(target) = target {
+            command.env("CARGO_TARGET_DIR", target);
+        }
+        if dirty {
+            command.env("FAKE_DIRTY", "1");
+        }
+        let mut child = command.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (lines, said) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        self.running.push(child);
+        (self.running.len() - 1, said)
+    }
+
+    /// The target directory of the base's build with `target`.
+    fn base_build(&self, target: &Path) -> std::path::PathBuf {
+        target.join("ab-against/base/target")
+    }
+
+    fn signal(&self, index: usize, signal: i32) {
+        let pid = i32::try_from(self.running[index].id()).unwrap();
+        // SAFETY: kill(2) on a child not yet waited for.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    }
+
+    /// Waits for `running[index]` to end: its exit code.
+    fn wait(&mut self, index: usize) -> Option<i32> {
+        let child = &mut self.running[index];
+        until("the command to end", || child.try_wait().unwrap().is_some());
+        child.wait().unwrap().code()
+    }
+}
+
+impl Drop for Against {
+    fn drop(&mut self) {
+        for child in &mut self.running {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        // The fake builds a test that failed left waiting.
+        let mut pending = vec![self.dir.path().to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    pending.push(path);
+                } else if path.file_name().is_some_and(|n| n == "fake.building") {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    if let Some(Ok(pid)) = text.split(' ').next().map(str::parse::<i32>) {
+                        // SAFETY: kill(2); the fake build's process id.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits until `done` says so, looking again and again: the guard only
+/// keeps a test that would wait forever from hanging.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(std::time::Instant::now() < guard, "waited 120 s for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The lines said so far.
+fn said(lines: &std::sync::mpsc::Receiver<String>, text: &mut String) {
+    while let Ok(line) = lines.try_recv() {
+        text.push_str(&line);
+        text.push('\n');
+    }
+}
+
+/// The lines said until the stream closed (the process has ended).
+fn said_to_the_end(lines: &std::sync::mpsc::Receiver<String>, text: &mut String) {
+    for line in lines.iter() {
+        text.push_str(&line);
+        text.push('\n');
+    }
+}
+
+/// SIGTERM to `ab --against` while the base builds: cargo gets it (its
+/// process group), the build is not waited for to its end, and the
+/// command ends with 143, saying so, its worktree removed and its lock
+/// let go.
+#[test]
+fn a_sigterm_during_the_base_build_stops_cargo_and_ends_at_once() {
+    let mut fake = Against::new();
+    let target = fake.ws.join("target");
+    let (pair, lines) = fake.start(None, false);
+    let build = fake.base_build(&target);
+    until("the base's build", || build.join("fake.building").exists());
+    fake.signal(pair, libc::SIGTERM);
+    let code = fake.wait(pair);
+    let mut text = String::new();
+    said_to_the_end(&lines, &mut text);
+    assert_eq!(code, Some(143), "{text}");
+    assert!(
+        text.contains(
+            "interrupted by SIGTERM while building the base: nothing was run, and its worktree is removed\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(build.join("fake.signalled")).unwrap(),
+        "TERM\n",
+        "{text}"
+    );
+    assert!(!fake.dir.path().join(".ws.ab-base").exists(), "{text}");
+    assert!(!text.contains("does not build"), "{text}");
+    // The lock is free: the next pair would not wait.
+    let lock = std::fs::File::open(target.join("ab-against/lock")).unwrap();
+    // SAFETY: flock(2) on a descriptor `lock` keeps open.
+    let taken = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&lock),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(taken, 0, "{text}");
+}
+
+/// A second `ab --against` waiting for the first's lock wakes on its
+/// first Ctrl-C: exit 130, saying so, nothing built.
+#[test]
+fn a_pair_waiting_for_the_lock_ends_at_its_first_ctrl_c() {
+    let mut fake = Against::new();
+    let target = fake.ws.join("target");
+    std::fs::create_dir_all(target.join("ab-against")).unwrap();
+    // The other pair: this test holds the lock.
+    let lock = std::fs::File::create(target.join("ab-against/lock")).unwrap();
+    // SAFETY: flock(2) on a descriptor `lock` keeps open.
+    let taken = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&lock),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(taken, 0);
+    let (pair, lines) = fake.start(None, false);
+    let mut text = String::new();
+    until("the pair to say that it waits", || {
+        said(&lines, &mut text);
+        text.contains("is locked): waiting for it\n")
+    });
+    fake.signal(pair, libc::SIGINT);
+    let code = fake.wait(pair);
+    said_to_the_end(&lines, &mut text);
+    assert_eq!(code, Some(130), "{text}");
+    assert!(
+        text.contains(
+            "interrupted by SIGINT while waiting for another `ab --against` to finish: nothing was built or run\n"
+        ),
+        "{text}"
+    );
+    assert!(!fake.base_build(&target).join("fake.building").exists());
+    assert!(!fake.dir.path().join(".ws.ab-base").exists(), "{text}");
+    drop(lock);
+}
+
+/// Two `ab --against` in one repository whose `CARGO_TARGET_DIR`s differ:
+/// the second waits for the first (their worktree is the repository's)
+/// rather than checking it out again under the first's build; each base
+/// is built from its commit, which is recorded beside its binary.
+#[test]
+fn two_pairs_with_different_target_directories_do_not_build_in_one_worktree() {
+    let mut fake = Against::new();
+    let (one, two) = (
+        fake.dir.path().join("target-one"),
+        fake.dir.path().join("target-two"),
+    );
+    let (first, first_lines) = fake.start(Some(&one), false);
+    until("the first base's build", || {
+        fake.base_build(&one).join("fake.building").exists()
+    });
+    let (second, second_lines) = fake.start(Some(&two), false);
+    let mut second_text = String::new();
+    let second_build = fake.base_build(&two).join("fake.building");
+    until("the second pair to wait, or to build", || {
+        said(&second_lines, &mut second_text);
+        second_text.contains("is locked): waiting for it\n") || second_build.exists()
+    });
+    assert!(
+        !second_build.exists(),
+        "the second pair builds while the first does:\n{second_text}"
+    );
+    assert!(
+        second_text.contains("ab: another `ab --against` builds in this repository ("),
+        "{second_text}"
+    );
+    // The first's worktree is still its commit, untouched.
+    let tree = fake.dir.path().join(".ws.ab-base");
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&tree)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&head.stdout).trim(),
+        fake.commit,
+        "{second_text}"
+    );
+
+    std::fs::write(&fake.go, "").unwrap();
+    fake.wait(first);
+    fake.wait(second);
+    let mut first_text = String::new();
+    said_to_the_end(&first_lines, &mut first_text);
+    said_to_the_end(&second_lines, &mut second_text);
+    for (text, target) in [(&first_text, &one), (&second_text, &two)] {
+        assert!(text.contains("ab: built the base at HEAD ("), "{text}");
+        assert!(!text.contains("does not build"), "{text}");
+        assert_eq!(
+            std::fs::read_to_string(fake.base_build(target).join("release/profile.built-from"))
+                .unwrap(),
+            format!("{}\n", fake.commit),
+            "{text}"
+        );
+    }
+}
+
+/// A tracked file of the base's worktree that changes while it builds:
+/// what was built is not the revision, and is neither used nor taken for
+/// a revision that does not build (exit 1, not 2).
+#[test]
+fn a_base_whose_worktree_changed_while_it_built_is_not_used() {
+    let mut fake = Against::new();
+    std::fs::write(&fake.go, "").unwrap();
+    let (pair, lines) = fake.start(None, true);
+    let code = fake.wait(pair);
+    let mut text = String::new();
+    said_to_the_end(&lines, &mut text);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(
+            "changed while it was built (changed: Cargo.toml): what was built is not HEAD ("
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("ab: built the base"), "{text}");
+    assert!(!fake
+        .base_build(&fake.ws.join("target"))
+        .join("release/profile.built-from")
+        .exists());
+}
