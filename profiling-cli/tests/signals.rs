@@ -52,6 +52,26 @@ impl ProfileTarget for LongSleeper {
     }
 }
 
+/// Says on stdout when each call ends, at once.
+#[derive(Default)]
+struct SaysDone;
+
+#[profile_target(name = "signal-says-done")]
+impl ProfileTarget for SaysDone {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        println!("{CALL_ENDED}");
+        Ok(())
+    }
+}
+
+/// What `signal-says-done` prints as each call ends.
+const CALL_ENDED: &str = "signals: a call ended";
+
 /// Takes 10 s to build (its factory sleeps): a signal lands while the run
 /// sets up, outside the passes.
 struct SlowToBuild;
@@ -98,7 +118,9 @@ fn main() -> ExitCode {
     an_interrupted_ab_keeps_the_earlier_pair_and_exits_130();
     two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it();
     ctrl_c_ends_a_load_with_what_it_measured_and_exits_130();
-    println!("signals: 11 checks passed");
+    sigterm_ends_a_load_waiting_for_a_send_far_ahead();
+    sigterm_ends_a_load_in_a_long_warmup();
+    println!("signals: 13 checks passed");
     ExitCode::SUCCESS
 }
 
@@ -655,4 +677,77 @@ fn ctrl_c_ends_a_load_with_what_it_measured_and_exits_130() {
     // The two calls that completed before the signal, and the one it
     // landed in, finished.
     assert!(step["queries"].as_u64().unwrap() >= 2, "{step:?}");
+}
+
+/// Starts `load TARGET EXTRA` as a child into `output` (run id `sig`),
+/// and waits until it has printed `line` `times` times.
+fn start_load(output: &Path, target: &str, extra: &[&str], line: &str, times: usize) -> Child {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "1")
+        .args(["load", target])
+        .args(extra)
+        .args(["--run-id", "sig", "--no-report", "--output-dir"])
+        .arg(output)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for _ in 0..times {
+        let said = lines.by_ref().map_while(Result::ok).any(|l| l == line);
+        assert!(said, "the child said `{line}`");
+    }
+    drain(lines);
+    child
+}
+
+/// The load's record, and the files left beside its directory.
+fn load_record(output: &Path, target: &str) -> (serde_yaml::Value, Vec<String>) {
+    let runs = output.join(target).join("runs");
+    let record = serde_yaml::from_str(
+        &std::fs::read_to_string(runs.join("sig/load.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    (record, left)
+}
+
+/// A query a thousand seconds away: the first SIGTERM ends the wait for
+/// it, and the load is recorded as interrupted with the query it served
+/// (once, the wait ignored every signal but a second one, which left no
+/// record and its claim).
+fn sigterm_ends_a_load_waiting_for_a_send_far_ahead() {
+    let output = tempfile::tempdir().unwrap();
+    let args = ["--qps", "0.001", "--arrival", "constant", "--queries", "3", "--warmup", "0"];
+    // The first query, sent at once, has ended: the next is 1,000 s away.
+    let mut child = start_load(output.path(), "signal-says-done", &args, CALL_ENDED, 1);
+    signal(&child, libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let (record, left) = load_record(output.path(), "signal-says-done");
+    assert_eq!(record["status"], "interrupted");
+    assert_eq!(record["interrupted_by"], "SIGTERM");
+    let step = &record["load"]["steps"][0];
+    assert_eq!(step["stopped"], true);
+    assert_eq!(step["queries"], 1, "{step:?}");
+    assert_eq!(left, ["sig"], "no claim or staging left");
+}
+
+/// A warmup of a billion queries: the first SIGTERM ends it, and the
+/// record says the load was interrupted before it measured anything.
+fn sigterm_ends_a_load_in_a_long_warmup() {
+    let output = tempfile::tempdir().unwrap();
+    let args = ["--queries", "5", "--warmup", "1000000000"];
+    let mut child = start_load(output.path(), "signal-sleeper", &args, CALL_STARTED, 2);
+    signal(&child, libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let (record, left) = load_record(output.path(), "signal-sleeper");
+    assert_eq!(record["status"], "interrupted");
+    let step = &record["load"]["steps"][0];
+    assert_eq!(step["stopped"], true);
+    assert_eq!(step["queries"], 0, "{step:?}");
+    assert_eq!(left, ["sig"], "no claim or staging left");
 }
