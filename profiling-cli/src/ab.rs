@@ -29,7 +29,9 @@ mod judge;
 #[cfg(feature = "full")]
 pub(crate) use judge::after_pair;
 #[cfg(feature = "full")]
-use judge::{agreed_gates, gate_results, judge_samples, read_samples};
+use judge::{
+    agreed_gates, gate_results, gates_source, judge_samples, read_samples, refuse_unmeasured,
+};
 mod lockstep;
 pub(crate) mod step;
 #[cfg(feature = "full")]
@@ -124,7 +126,9 @@ pub struct AbArgs {
     /// 'p50<=-3%, mean<=-3%, p99<=+2%, peak<=+2%'. Metrics: mean, p50, p90, p95, p99, max of the
     /// pass (or of a range: `p99[decode]`), allocations, bytes and peak per pass (with --memory),
     /// and parity. Thresholds: a change in % or with a unit (ns, us, ms, s; B, KiB, MiB, GiB).
-    /// The verdict: accept (exit 0), reject (a gate failed: exit 3) or inconclusive (exit 4).
+    /// The verdict: accept (exit 0), reject (a gate failed: exit 3) or inconclusive (exit 4). A
+    /// gate no pair could decide is refused (exit 2): a memory metric without --memory before
+    /// anything runs, a range the targets do not have once the first pair (or stage) has run.
     #[arg(long, value_name = "GATES")]
     pub accept: Option<String>,
     /// Repeat the whole pairing K times (ids AB_ID-1 ... AB_ID-K), each pair judged on its own; with
@@ -490,9 +494,26 @@ fn run_pair(
     // The gates, read before anything runs: `--accept`, else the base
     // config's `ab.accept`.
     #[cfg(feature = "full")]
-    if let Err(message) = agreed_gates(args.accept.as_deref(), base.config_path.as_deref()) {
-        writeln!(err, "error: {message}")?;
-        return Ok(Err(EXIT_USAGE));
+    let gates = match agreed_gates(args.accept.as_deref(), base.config_path.as_deref()) {
+        Ok(gates) => gates,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(Err(EXIT_USAGE));
+        }
+    };
+    // A gate on memory that this pair does not record could never decide.
+    #[cfg(feature = "full")]
+    if let Some(gates) = &gates {
+        if let Err(error) =
+            profiling_compare::gates::check_recorded(gates, base.config.memory.is_on())
+        {
+            writeln!(
+                err,
+                "error: {}: {error}",
+                gates_source(args.accept.as_deref(), base.config_path.as_deref())
+            )?;
+            return Ok(Err(EXIT_USAGE));
+        }
     }
     share_workload(&base, &mut candidate);
     if base.config.record_loading == profiling_core::driver::config::RecordLoading::Lazy {
@@ -691,6 +712,20 @@ fn run_pair(
     }
     std::mem::forget(staged);
     drop(claim);
+    // The ranges are known now: a gate on one the targets lack is refused
+    // before another repetition or stage runs.
+    #[cfg(feature = "full")]
+    if let Some(gates) = &gates {
+        if let Err(code) = refuse_unmeasured(
+            gates,
+            &samples,
+            (args.accept.as_deref(), base.config_path.as_deref()),
+            &dir,
+            err,
+        )? {
+            return Ok(Err(code));
+        }
+    }
     Ok(Ok(Paired {
         base_dir: base.run_dir.clone(),
         candidate_dir: candidate.run_dir.clone(),

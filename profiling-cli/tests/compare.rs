@@ -944,21 +944,28 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
         );
     }
 
-    let (code, document) = ab_json(
-        out.path(),
+    // A gate on what the pair does not record (memory, without
+    // --memory) could never decide: refused before a pass runs.
+    let config = path(&spin_config(out.path(), "unmeasured", "work_us: 10"));
+    let unmeasured = cli(&[
+        "ab",
+        "compare-spin",
+        "compare-spin",
+        "--config",
+        &config,
+        "--output-dir",
+        &path(out.path()),
+        "--ab-id",
         "unmeasured",
-        "work_us: 600",
-        "work_us: 300",
-        &["--accept", "p50<=-3%, peak<=+2%"],
-    );
-    assert_eq!(code, 4, "{document}");
-    let (verdict, results) = gates(&document);
-    assert_eq!(verdict, "inconclusive");
-    assert_eq!(results[1].1, "unclear");
+        "--accept",
+        "p50<=-3%, peak<=+2%",
+    ]);
+    assert_eq!(unmeasured.code, 2, "{}", unmeasured.stderr);
     assert_eq!(
-        document["gates"]["results"][1]["note"],
-        "`peak` was not measured on both sides (run with --memory)"
+        unmeasured.stderr,
+        "error: --accept: gate 2 `peak<=+2%`: `peak` is recorded only with memory on (--memory, or `memory: on` in the config): no pair without it can decide this gate\n"
     );
+    assert!(!out.path().join("compare-spin/runs/unmeasured").exists());
 
     // Refused before a pass runs: exit 2, the gate named, nothing written.
     let config = path(&spin_config(out.path(), "refused", "work_us: 10"));
@@ -1073,6 +1080,70 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
         )
     );
     assert!(!out.path().join("compare-spin/runs/bad-gates").exists());
+}
+
+/// A gate on a range the targets do not have can never decide. The
+/// ranges are what a target's code opens while it runs, so they are known
+/// once a pair has run: the first pair (of a single run, of
+/// `--repetitions`, or stage 1 of `--until-decided`) is the last to run,
+/// kept, and the gate refused naming the ranges there are; no further
+/// repetition or stage spends the budget on it.
+#[test]
+fn ab_gates_on_ranges_the_targets_lack_are_refused_after_the_first_pair() {
+    let _timed = TIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let config = path(&spin_config(out.path(), "ranges", "work_us: 100"));
+    let out_dir = path(out.path());
+    let refused = |id: &str, extra: &[&str]| {
+        let mut args = vec![
+            "ab",
+            "compare-spin",
+            "compare-spin",
+            "--config",
+            &config,
+            "--output-dir",
+            &out_dir,
+            "--ab-id",
+            id,
+            "--iterations",
+            "40",
+            "--block-passes",
+            "2",
+            "--accept",
+            "p50<=+5%, p99[nonexistent]<=+2%",
+        ];
+        args.extend_from_slice(extra);
+        let outcome = cli(&args);
+        assert_eq!(outcome.code, 2, "{}\n{}", outcome.stdout, outcome.stderr);
+        assert!(outcome.stdout.is_empty(), "{}", outcome.stdout);
+        let said = "error: --accept: gate 2 `p99[nonexistent]<=+2%`: the pair has no range `nonexistent`: no pair of these targets can decide this gate (the ranges there are: steady, work)";
+        assert!(
+            outcome.stderr.lines().any(|line| line.starts_with(said)),
+            "{}",
+            outcome.stderr
+        );
+        outcome
+    };
+    let runs = out.path().join("compare-spin/runs");
+
+    let single = refused("single", &[]);
+    assert!(
+        single.stderr.contains(&format!(
+            "(the pair is kept in {})",
+            runs.join("single").display()
+        )),
+        "{}",
+        single.stderr
+    );
+    assert!(runs.join("single/paired.json").is_file());
+
+    refused("repeated", &["--repetitions", "3"]);
+    assert!(runs.join("repeated-1/paired.json").is_file());
+    assert!(!runs.join("repeated-2").exists());
+
+    let staged = refused("staged", &["--until-decided", "--budget", "20s"]);
+    assert!(runs.join("staged-1/paired.json").is_file());
+    assert!(!runs.join("staged-2").exists(), "{}", staged.stderr);
 }
 
 /// `ab --until-decided`: stages pooled until a look decides. Twice the

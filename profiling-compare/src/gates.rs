@@ -305,6 +305,109 @@ fn parse_threshold(value: &str, unit: Unit) -> Result<Threshold, String> {
     Ok(Threshold::Absolute(parsed * scale))
 }
 
+/// A gate that reads but that no pair of these targets, run this way,
+/// can decide: it names what it needs and the pair does not record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("gate {index} `{text}`: {problem}")]
+pub struct UndecidableGate {
+    /// 1 for the first gate of the list.
+    pub index: usize,
+    pub text: String,
+    pub problem: String,
+}
+
+fn undecidable(index: usize, gate: &Gate, problem: String) -> UndecidableGate {
+    UndecidableGate {
+        index: index + 1,
+        text: gate.text.clone(),
+        problem,
+    }
+}
+
+fn needs_memory(metric: Metric) -> String {
+    format!(
+        "`{}` is recorded only with memory on (--memory, or `memory: on` in the config): no pair without it can decide this gate",
+        metric.name()
+    )
+}
+
+/// Before a pair runs: the first gate on memory when the pair records
+/// none (`memory` off). Ranges are checked once a pair has run
+/// ([`check_measured`]): a target's ranges are what its code opens while
+/// it runs.
+pub fn check_recorded(gates: &[Gate], memory: bool) -> Result<(), UndecidableGate> {
+    match gates
+        .iter()
+        .enumerate()
+        .find(|(_, gate)| gate.metric.is_memory() && !memory)
+    {
+        Some((index, gate)) => Err(undecidable(index, gate, needs_memory(gate.metric))),
+        None => Ok(()),
+    }
+}
+
+/// Once a pair has run (the first of several, or the first stage): the
+/// first gate on what its samples do not hold on both sides, a range
+/// (named with the ranges there are) or memory. Every later pair of the
+/// same targets, run the same way, would lack it too.
+pub fn check_measured(gates: &[Gate], samples: &PairedSamples) -> Result<(), UndecidableGate> {
+    for (index, gate) in gates.iter().enumerate() {
+        if gate.metric == Metric::Parity {
+            continue;
+        }
+        let has =
+            |side: &SidePasses| side_values(side, gate.metric, gate.range.as_deref()).is_some();
+        if has(&samples.base) && has(&samples.candidate) {
+            continue;
+        }
+        let Some(range) = gate.range.as_deref() else {
+            return Err(undecidable(index, gate, needs_memory(gate.metric)));
+        };
+        let names = |side: &SidePasses| -> Vec<String> {
+            let ranges = if gate.metric == Metric::Allocations {
+                &side.range_allocations
+            } else {
+                &side.ranges
+            };
+            ranges.keys().cloned().collect()
+        };
+        if gate.metric == Metric::Allocations
+            && samples.base.allocations.is_empty()
+            && samples.candidate.allocations.is_empty()
+        {
+            return Err(undecidable(index, gate, needs_memory(gate.metric)));
+        }
+        let (base, candidate) = (names(&samples.base), names(&samples.candidate));
+        let listed = |names: &[String]| {
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        let whose = match (has(&samples.base), has(&samples.candidate)) {
+            (false, false) => "the pair",
+            (false, true) => "the base",
+            (true, _) => "the candidate",
+        };
+        let ranges = if base == candidate {
+            format!("the ranges there are: {}", listed(&base))
+        } else {
+            format!(
+                "the base's ranges: {}; the candidate's: {}",
+                listed(&base),
+                listed(&candidate)
+            )
+        };
+        return Err(undecidable(
+            index,
+            gate,
+            format!("{whose} has no range `{range}`: no pair of these targets can decide this gate ({ranges})"),
+        ));
+    }
+    Ok(())
+}
+
 /// How one gate came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -781,6 +884,60 @@ mod tests {
             Threshold::Absolute(0.0)
         );
         assert_eq!(gate("parity").metric, Metric::Parity);
+    }
+
+    /// A memory gate on a pair that records no memory can never decide:
+    /// refused before anything runs, the gate and the option named.
+    #[test]
+    fn memory_gates_without_memory_are_refused_before_the_pair() {
+        let gates = parse_gates("p50<=-3%, peak<=+2%, allocations[step]<=+0").unwrap();
+        let refused = check_recorded(&gates, false).unwrap_err();
+        assert_eq!((refused.index, refused.text.as_str()), (2, "peak<=+2%"));
+        assert_eq!(
+            refused.to_string(),
+            "gate 2 `peak<=+2%`: `peak` is recorded only with memory on (--memory, or `memory: on` in the config): no pair without it can decide this gate"
+        );
+        assert_eq!(check_recorded(&gates, true), Ok(()));
+        assert_eq!(
+            check_recorded(&parse_gates("p99[x]<=+2%").unwrap(), false),
+            Ok(())
+        );
+    }
+
+    /// A gate on a range the pair does not have (on either side), or on
+    /// memory it did not record, is refused naming the ranges there are.
+    #[test]
+    fn a_gate_on_a_range_the_pair_lacks_names_the_ranges_there_are() {
+        let mut samples = samples(1.0);
+        for side in [&mut samples.base, &mut samples.candidate] {
+            side.ranges.insert("decode".into(), side.pass_ns.clone());
+            side.ranges
+                .insert("decode/nms".into(), side.pass_ns.clone());
+        }
+        let check = |list: &str, samples: &PairedSamples| {
+            check_measured(&parse_gates(list).unwrap(), samples)
+        };
+        assert_eq!(check("p50<=-3%, p99[decode/nms]<=+2%", &samples), Ok(()));
+        let refused = check("p50<=-3%, p99[nonexistent]<=+2%", &samples).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "gate 2 `p99[nonexistent]<=+2%`: the pair has no range `nonexistent`: no pair of these targets can decide this gate (the ranges there are: decode, decode/nms)"
+        );
+        samples
+            .candidate
+            .ranges
+            .insert("only-new".into(), samples.candidate.pass_ns.clone());
+        let check = |list: &str| check(list, &samples);
+        assert_eq!(
+            check("mean[only-new]<=+0%").unwrap_err().to_string(),
+            "gate 1 `mean[only-new]<=+0%`: the base has no range `only-new`: no pair of these targets can decide this gate (the base's ranges: decode, decode/nms; the candidate's: decode, decode/nms, only-new)"
+        );
+        assert_eq!(
+            check("bytes<=+0%").unwrap_err().to_string(),
+            "gate 1 `bytes<=+0%`: `bytes` is recorded only with memory on (--memory, or `memory: on` in the config): no pair without it can decide this gate"
+        );
+        // Parity is not measured: whether it was checked is the caller's.
+        assert_eq!(check("parity"), Ok(()));
     }
 
     #[test]

@@ -170,6 +170,21 @@ pub(super) fn judge_samples(
         compare::table_format(&args.decide)
     };
     let gates = match agreed_gates(args.accept.as_deref(), paired.config.as_deref()) {
+        Ok(Some(gates)) => {
+            if let Err(code) = refuse_unmeasured(
+                &gates,
+                samples,
+                (args.accept.as_deref(), paired.config.as_deref()),
+                &paired.dir,
+                err,
+            )? {
+                return Ok(Err(code));
+            }
+            Ok(Some(gates))
+        }
+        other => other,
+    };
+    let gates = match gates {
         Ok(gates) => gates.map(|gates| {
             let mut results = gate_results(&gates, samples, &options);
             if let Some(why) = alone {
@@ -292,6 +307,44 @@ pub(super) fn agreed_gates(
             .map_or(String::new(), |(line, column)| format!(":{line}:{column}"));
         format!("{}{at}: ab.accept: {error}", path.display())
     })
+}
+
+/// Where the gates agreed come from, as an error about one of them names
+/// it: `--accept`, else the base's config, its line and column.
+pub(super) fn gates_source(accept: Option<&str>, config: Option<&Path>) -> String {
+    match (accept, config) {
+        (None, Some(path)) => {
+            let at = profiling_core::driver::config::locate_key(path, "ab.accept")
+                .map_or(String::new(), |(line, column)| format!(":{line}:{column}"));
+            format!("{}{at}: ab.accept", path.display())
+        }
+        _ => "--accept".to_owned(),
+    }
+}
+
+/// After a pair (the first of several, or a stage): the first gate that
+/// no pair of these targets could decide, for want of what it names (a
+/// range, memory), said with where the gates come from and where the
+/// pair is kept; `Err` with the exit code then.
+pub(super) fn refuse_unmeasured(
+    gates: &[profiling_compare::gates::Gate],
+    samples: &PairedSamples,
+    (accept, config): (Option<&str>, Option<&Path>),
+    kept: &Path,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<(), u8>> {
+    match profiling_compare::gates::check_measured(gates, samples) {
+        Ok(()) => Ok(Ok(())),
+        Err(error) => {
+            writeln!(
+                err,
+                "error: {}: {error} (the pair is kept in {})",
+                gates_source(accept, config),
+                kept.display()
+            )?;
+            Ok(Err(EXIT_USAGE))
+        }
+    }
 }
 
 /// The gates' bootstrap: the comparison's seed and confidence, at most

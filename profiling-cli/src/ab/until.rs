@@ -31,7 +31,9 @@ use profiling_compare::gates::{self, Gate, GateVerdict};
 use profiling_compare::{Options, Verdict};
 use profiling_core::driver::run_samples::{PairedSamples, SidePasses, PAIRED_VERSION};
 
-use super::{agreed_gates, gate_results, judge_samples, read_samples, AbArgs, MAX_LOOKS};
+use super::{
+    agreed_gates, gate_results, judge_samples, read_samples, refuse_unmeasured, AbArgs, MAX_LOOKS,
+};
 use crate::experiment::{Protocol, Stages};
 use crate::outcome::Paired;
 use crate::{EXIT_INCONCLUSIVE, EXIT_USAGE};
@@ -319,6 +321,19 @@ pub(crate) fn until_decided(
                         return Ok(EXIT_USAGE);
                     }
                 };
+                // What no stage could decide is refused before the budget
+                // is spent on more stages.
+                if let Some(gates) = &gates {
+                    if let Err(code) = refuse_unmeasured(
+                        gates,
+                        &samples,
+                        (args.accept.as_deref(), paired.config.as_deref()),
+                        &paired.dir,
+                        err,
+                    )? {
+                        return Ok(code);
+                    }
+                }
                 let took = stage_started.elapsed();
                 let fixed = schedule(budget, took, &samples);
                 plan = Some(fixed);
