@@ -1251,6 +1251,11 @@ fn ab_until_decided_pools_stages_until_a_look_decides() {
             "`60` needs a unit",
         ),
         (&["--budget", "60s"][..], "--until-decided"),
+        // Refused, not a panic (exit 101) converting it.
+        (
+            &["--until-decided", "--budget", "100000000000000000000s"][..],
+            "`100000000000000000000s` is too long",
+        ),
     ] {
         let mut args = vec!["ab", "compare-spin", "compare-spin", "--config", &config];
         args.extend_from_slice(extra);
