@@ -10,10 +10,16 @@ use std::process::{Command, Stdio};
 use clap::Args;
 use profiling_analyze::{Analysis, RangeAnalysis, Request};
 use profiling_core::driver::manifest::Manifest;
-use profiling_core::driver::nsys::{report_dir, NsysCommand, REPORT_STEM};
+use profiling_core::driver::nsys::{report_dir, REPORT_STEM};
 
 use crate::summary::format_ns;
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+
+mod nsys;
+mod progress;
+
+pub use nsys::run_under_nsys;
+use progress::without_progress;
 
 /// The file beside the manifest.
 pub const ANALYSIS_FILE: &str = "analysis.yaml";
@@ -190,50 +196,6 @@ fn exported_events(said: &str) -> Option<u64> {
     let rest = &said[said.find("Exporting ")? + "Exporting ".len()..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
-}
-
-/// Whether `segment` (text between carriage returns) is a frame of one of
-/// nsys's progress bars: a bracket of `=`, spaces and a percentage, as in
-/// `[1/1] [=====78%      ] trace.nsys-rep` or
-/// `Exporting 1956 events: [==12%    ]`.
-fn is_progress_frame(segment: &str) -> bool {
-    segment.match_indices('[').any(|(at, _)| {
-        let inner = &segment[at + 1..];
-        let Some(close) = inner.find(']') else {
-            return false;
-        };
-        let bar = &inner[..close];
-        bar.contains('%')
-            && bar
-                .chars()
-                .all(|c| c == '=' || c == ' ' || c == '%' || c.is_ascii_digit())
-    })
-}
-
-/// `text` without the frames of nsys's progress bars: each line keeps
-/// what its carriage-return-separated parts say besides them.
-fn without_progress(text: &str) -> String {
-    let mut kept = String::new();
-    for line in text.split_inclusive('\n') {
-        let (body, newline) = match line.strip_suffix('\n') {
-            Some(body) => (body, "\n"),
-            None => (line, ""),
-        };
-        let parts: Vec<&str> = body
-            .split('\r')
-            .filter(|part| !part.trim().is_empty() && !is_progress_frame(part))
-            .collect();
-        if parts.is_empty() {
-            // A line that was only progress goes with it.
-            if body.trim().is_empty() && !body.contains('\r') {
-                kept.push_str(newline);
-            }
-            continue;
-        }
-        kept.push_str(&parts.join("\n"));
-        kept.push_str(newline);
-    }
-    kept
 }
 
 fn read_manifest(run_dir: Option<&Path>) -> Option<Manifest> {
@@ -538,150 +500,6 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
     Ok(())
 }
 
-/// `run --nsys`: the run under Nsight Systems (the command
-/// `--print-nsys-command` prints), then the analysis of its report, which
-/// moves it into the run directory. nsys's output (the run's own among it)
-/// goes to stderr without its progress bars; the analysis to stdout.
-///
-/// When nsys fails, its own message is above the error line, and what the
-/// run left is put right: the report directory, the run's claim and any
-/// half-written run directory go.
-pub fn run_under_nsys(
-    command: &NsysCommand,
-    json: bool,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> anyhow::Result<u8> {
-    let printed = command.render();
-    let run_dir = &command.run_dir;
-    if !on_path("nsys") {
-        writeln!(
-            err,
-            "error: --nsys needs Nsight Systems, and nsys is not on PATH (scripts/setup-nsys installs it): run this where it is:\n{printed}"
-        )?;
-        return Ok(EXIT_USAGE);
-    }
-    // A report left by an earlier attempt is not this run's.
-    let _ = std::fs::remove_dir_all(&command.report_dir);
-    if let Err(error) = std::fs::create_dir_all(&command.report_dir) {
-        writeln!(
-            err,
-            "error: cannot make {} for Nsight's report: {error}",
-            command.report_dir.display()
-        )?;
-        return Ok(EXIT_TARGET_FAILED);
-    }
-    writeln!(err, "running under Nsight Systems:\n{printed}")?;
-    out.flush()?;
-    // Ctrl-C reaches nsys and the run, which stop and say so; this process
-    // waits for them, then tidies up.
-    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let handlers: Vec<_> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
-        .into_iter()
-        .filter_map(|signal| signal_hook::flag::register(signal, interrupted.clone()).ok())
-        .collect();
-    let status = run_filtered(&command.lines, err);
-    for handler in handlers {
-        signal_hook::low_level::unregister(handler);
-    }
-    let status = match status {
-        Ok(status) => status,
-        Err(error) => {
-            tidy_after_failure(command);
-            writeln!(err, "error: cannot run nsys: {error}")?;
-            return Ok(EXIT_TARGET_FAILED);
-        }
-    };
-    let report = command.report_dir.join(format!("{REPORT_STEM}.nsys-rep"));
-    if !status.success() || !report.is_file() {
-        let why = if status.success() {
-            format!("nsys ended without writing {}", report.display())
-        } else {
-            format!("the run under Nsight Systems failed ({status})")
-        };
-        tidy_after_failure(command);
-        let kept = if run_dir.join("manifest.yaml").is_file() {
-            format!(
-                "; the run itself is in {}, without Nsight's report",
-                run_dir.display()
-            )
-        } else {
-            "; nothing of the run was kept".to_owned()
-        };
-        writeln!(err, "error: {why}: nsys's own message is above{kept}")?;
-        return Ok(status
-            .code()
-            .and_then(|c| u8::try_from(c).ok())
-            .filter(|&c| c != 0)
-            .unwrap_or(EXIT_TARGET_FAILED));
-    }
-    let args = AnalyzeArgs {
-        path: run_dir.clone(),
-        capture_range: None,
-        kernels: 3,
-        json,
-        force: false,
-        quiet: false,
-    };
-    analyze_command(args, out, err)
-}
-
-/// Runs `lines` as one command, its stdout and stderr (one pipe, so their
-/// order holds) to `err` line by line without nsys's progress bars.
-fn run_filtered(
-    lines: &[Vec<String>],
-    err: &mut dyn Write,
-) -> std::io::Result<std::process::ExitStatus> {
-    use std::io::Read;
-    let words: Vec<&String> = lines.iter().flatten().collect();
-    let (mut reader, writer) = std::io::pipe()?;
-    let mut child = {
-        let mut command = Command::new(words[0]);
-        command
-            .args(&words[1..])
-            .stdin(Stdio::null())
-            .stdout(writer.try_clone()?)
-            .stderr(writer);
-        // The command, and with it this process's end of the pipe, goes
-        // here: the reader sees the end when nsys and the run are done.
-        command.spawn()?
-    };
-    let mut pending: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let read = match reader.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(error);
-            }
-        };
-        pending.extend_from_slice(&chunk[..read]);
-        if let Some(end) = pending.iter().rposition(|&b| b == b'\n') {
-            let complete: Vec<u8> = pending.drain(..=end).collect();
-            let _ = err.write_all(without_progress(&String::from_utf8_lossy(&complete)).as_bytes());
-        }
-    }
-    if !pending.is_empty() {
-        let _ = err.write_all(without_progress(&String::from_utf8_lossy(&pending)).as_bytes());
-    }
-    child.wait()
-}
-
-/// After nsys failed: its report directory goes, and what the run under
-/// it left (its claim, a half-written run directory) is put right as the
-/// next run of the id would.
-fn tidy_after_failure(command: &NsysCommand) {
-    let _ = std::fs::remove_dir_all(&command.report_dir);
-    if let Ok(claim) = profiling_core::driver::run_dir::RunClaim::take(&command.run_dir) {
-        let _ = profiling_core::driver::run_dir::recover(&command.run_dir, &claim);
-        drop(claim);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -689,23 +507,11 @@ mod tests {
     /// A kernel named with an escape sequence (a crafted export) cannot
     /// recolour or clear the terminal: control characters are written as
     /// escapes, the rest as it is.
-    /// nsys draws its progress over one line with carriage returns: the
-    /// frames go, what it says around them stays, a line at a time.
     #[test]
-    fn progress_bars_are_dropped_and_messages_kept() {
-        let profile = "Capture range ended in the application.\n\
-            [1/1] [0%                          ] r1.nsys-rep\r[1/1] [=====34%               ] r1.nsys-rep\r[1/1] [========================100%] r1.nsys-rep\n\
-            Generated:\n    /r/.r1.nsys/trace.nsys-rep\n";
-        assert_eq!(
-            without_progress(profile),
-            "Capture range ended in the application.\nGenerated:\n    /r/.r1.nsys/trace.nsys-rep\n"
-        );
+    fn the_event_count_is_read_off_the_export_progress_line() {
         let export = "Exporting 1956 events: [1%        ]\rExporting 1956 events: [===100%]\n";
-        assert_eq!(without_progress(export), "");
         assert_eq!(exported_events(export), Some(1956));
-        // A run's own line with brackets and a percentage is not a bar.
-        let own = "step  [a] 12.5 % of a pass\n\nerror: [E0425] at 3 %\n";
-        assert_eq!(without_progress(own), own);
+        assert_eq!(exported_events("nothing said"), None);
     }
 
     #[test]

@@ -557,7 +557,7 @@ fn nsys_command_of(args: &RunArgs, planned: &session::Planned) -> NsysCommand {
     } else {
         "profile-cli".to_owned()
     };
-    profiling_core::driver::nsys::nsys_command(
+    let mut nsys = profiling_core::driver::nsys::nsys_command(
         &NsysCapture {
             run_dir: &run_dir,
             capture_range: &planned.config.capture_range,
@@ -566,7 +566,9 @@ fn nsys_command_of(args: &RunArgs, planned: &session::Planned) -> NsysCommand {
         },
         &command,
         &analyzer,
-    )
+    );
+    nsys.run_writes_manifest = planned.config.write_manifest;
+    nsys
 }
 
 /// `run --print-nsys-command`: the command, and nothing run.

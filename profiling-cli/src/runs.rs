@@ -20,9 +20,11 @@ enum RunsCommand {
     ///
     /// A run killed while replacing an earlier one (`--force`) can leave that earlier run moved
     /// aside as `.<run_id>.replaced-<pid>`, and any run killed while writing leaves
-    /// `.<run_id>.partial-<pid>` and its lock file `.<run_id>.claim`. For every run id with such
-    /// files, in every profile's runs/ directory: an earlier run with no run in its place is
-    /// restored, the rest removed. A run id a live run holds is left alone, and said. The next
+    /// `.<run_id>.partial-<pid>` and its lock file `.<run_id>.claim`; a run under Nsight Systems
+    /// (`run --nsys`) that stopped leaves its report in `.<run_id>.nsys/`. For every run id with
+    /// such files, in every profile's runs/ directory: an earlier run with no run in its place is
+    /// restored, Nsight's report goes into its run when the run is whole and has none, the rest
+    /// is removed. A run id a live run holds is left alone, and said. The next
     /// run with the same id does the same for its own id. A runs/ directory that is a symbolic
     /// link is not followed.
     ///

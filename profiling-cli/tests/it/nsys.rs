@@ -456,3 +456,372 @@ fn without_nsys_the_command_is_printed_and_nothing_runs() {
     assert!(stderr.contains("nsys profile \\"), "{stderr}");
     assert!(!runs_of(out.path(), "spin-and-sleep").exists());
 }
+
+/// The words of a fake nsys that reads `nsys profile`'s options: `$out`
+/// is the report's path without its extension, and "$@" the profiling
+/// command after them.
+const READ_OPTIONS: &str = "out=\n\
+     while [ \"$#\" -gt 0 ]; do\n\
+       case \"$1\" in\n\
+         -o) out=\"$2\"; shift 2 ;;\n\
+         --trace-fork-before-exec=true) shift; break ;;\n\
+         *) shift ;;\n\
+       esac\n\
+     done\n";
+
+/// `bin/nsys` in a new directory, a script of `body` after
+/// [`READ_OPTIONS`]; the directory to put first on PATH.
+fn fake_nsys(body: &str) -> tempfile::TempDir {
+    fake_nsys_script(&format!("#!/bin/sh\n{READ_OPTIONS}{body}"))
+}
+
+/// `bin/nsys` in a new directory, the script `script`.
+fn fake_nsys_script(script: &str) -> tempfile::TempDir {
+    let bin = tempfile::tempdir().unwrap();
+    crate::common::write_executable(&bin.path().join("nsys"), script);
+    bin
+}
+
+/// PATH with `bin` first.
+fn path_with(bin: &Path) -> String {
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// `run spin-and-sleep --nsys` into `out` as run `run_id`, under the fake
+/// nsys in `bin`.
+fn run_nsys_command(bin: &Path, out: &Path, run_id: &str) -> Command {
+    let mut command = profile_cli(&[
+        "run",
+        "spin-and-sleep",
+        "--nsys",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--run-id",
+        run_id,
+    ]);
+    command.env("PATH", path_with(bin));
+    command
+}
+
+/// Whether process `pid` still exists.
+fn alive(pid: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// A process started with its stderr read line by line as it comes; past
+/// [`HANG_LIMIT`] its process group (and `also`, when it names a pid file)
+/// is killed and reading ends.
+struct Watched {
+    child: std::process::Child,
+    stderr: std::io::BufReader<std::process::ChildStderr>,
+    seen: String,
+    done: std::sync::mpsc::Sender<()>,
+}
+
+impl Watched {
+    fn start(mut command: Command, also: Option<PathBuf>) -> Watched {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = command.spawn().unwrap();
+        let group = child.id() as i32;
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                finished.recv_timeout(HANG_LIMIT)
+            {
+                // SAFETY: kill(2) on the group this test started, and on
+                // the fake nsys it names.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
+                if let Some(pid) = also
+                    .and_then(|file| std::fs::read_to_string(file).ok())
+                    .and_then(|pid| pid.trim().parse::<i32>().ok())
+                {
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        });
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        Watched {
+            child,
+            stderr,
+            seen: String::new(),
+            done,
+        }
+    }
+
+    /// Reads stderr until a line holds `text`; fails the test if it ends first.
+    fn wait_for(&mut self, text: &str) {
+        loop {
+            let mut line = Vec::new();
+            let read = std::io::BufRead::read_until(&mut self.stderr, b'\n', &mut line).unwrap();
+            let line = String::from_utf8_lossy(&line);
+            self.seen.push_str(&line);
+            if line.contains(text) {
+                return;
+            }
+            assert_ne!(read, 0, "stderr ended without `{text}`:\n{}", self.seen);
+        }
+    }
+
+    /// The process's stderr, to read as it comes.
+    fn lines_source(&mut self) -> &mut impl std::io::Read {
+        &mut self.stderr
+    }
+
+    /// Reads stderr to its end and waits for the exit: code and what
+    /// stderr said since the last look.
+    fn finish(mut self) -> (Option<i32>, String) {
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut self.stderr, &mut rest).unwrap();
+        self.seen.push_str(&String::from_utf8_lossy(&rest));
+        let status = self.child.wait().unwrap();
+        let _ = self.done.send(());
+        (status.code(), self.seen)
+    }
+}
+
+/// A fake nsys that says it captures and waits; on SIGINT, as nsys does,
+/// it stops the run (which leaves its manifest, saying it was interrupted),
+/// says so and writes its report. It writes its pid to `$PIDFILE`.
+const STOPS_ON_SIGINT: &str = "echo $$ > \"$PIDFILE\"\n\
+     trap 'echo \"fake nsys: stopping the capture on SIGINT\" >&2; mkdir -p \"$RUN_DIR\" && echo \"status: interrupted\" > \"$RUN_DIR/manifest.yaml\"; echo report > \"$out.nsys-rep\"; exit 0' INT\n\
+     echo 'fake nsys: capturing' >&2\n\
+     while :; do sleep 0.05; done\n";
+
+/// A signal to `run --nsys` while nsys captures, sent to `target` (the
+/// process, or its group as Ctrl-C at a terminal does): nsys hears SIGINT,
+/// its output is read to its end, its report is kept beside the run, and
+/// the command says it was interrupted with the signal's exit code; nsys
+/// is not left running.
+fn interrupted_under_fake_nsys(signal: i32, to_group: bool) {
+    let bin = fake_nsys(STOPS_ON_SIGINT);
+    let out = tempfile::tempdir().unwrap();
+    let runs = runs_of(out.path(), "spin-and-sleep");
+    let pid_file = bin.path().join("nsys.pid");
+    let mut command = run_nsys_command(bin.path(), out.path(), "cut");
+    command
+        .env("PIDFILE", &pid_file)
+        .env("RUN_DIR", runs.join("cut"));
+    let mut watched = Watched::start(command, Some(pid_file.clone()));
+    watched.wait_for("fake nsys: capturing");
+    let target = watched.child.id() as i32;
+    // SAFETY: kill(2) on the process (or group) this test started.
+    unsafe { libc::kill(if to_group { -target } else { target }, signal) };
+    let (code, stderr) = watched.finish();
+    let nsys: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let still_running = alive(nsys);
+    if still_running {
+        // SAFETY: kill(2) on the fake nsys this test started.
+        unsafe { libc::kill(nsys, libc::SIGKILL) };
+    }
+    assert_eq!(code, Some(128 + signal), "{stderr}");
+    assert!(!still_running, "nsys was left running:\n{stderr}");
+    assert!(
+        stderr.contains("fake nsys: stopping the capture on SIGINT"),
+        "{stderr}"
+    );
+    let name = if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+    assert!(
+        stderr.contains(&format!("interrupted by {name}")),
+        "{stderr}"
+    );
+    assert!(runs.join("cut/trace.nsys-rep").is_file(), "{stderr}");
+    assert_eq!(leftovers(&runs), Vec::<String>::new(), "{stderr}");
+}
+
+/// Ctrl-C at a terminal reaches the whole process group: nsys is not
+/// killed by a pipe nobody reads any more, it stops on the SIGINT this
+/// process passes on, and its report is kept.
+#[test]
+fn ctrl_c_to_run_nsys_lets_nsys_finish_its_report_which_is_kept() {
+    interrupted_under_fake_nsys(libc::SIGINT, true);
+}
+
+/// A SIGTERM to `profile-cli` alone reaches nsys as SIGINT: nsys is not
+/// orphaned.
+#[test]
+fn a_sigterm_to_run_nsys_alone_reaches_nsys_as_sigint() {
+    interrupted_under_fake_nsys(libc::SIGTERM, false);
+}
+
+/// nsys's output is passed on as it comes: a long stretch without a
+/// newline is on stderr while nsys still runs (reading it whole first
+/// made 80 MB without a newline take more than 300 s).
+#[test]
+fn nsys_output_without_a_newline_is_passed_on_as_it_comes() {
+    let bin = fake_nsys(
+        "head -c 1000000 /dev/zero | tr '\\0' x >&2\n\
+         while [ ! -e \"$RELEASE\" ]; do sleep 0.05; done\n\
+         exit 0\n",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let release = bin.path().join("release");
+    let mut command = run_nsys_command(bin.path(), out.path(), "long");
+    command.env("RELEASE", &release);
+    let mut watched = Watched::start(command, None);
+    // Read as lines: the million x's end their line only when nsys has
+    // ended, and the fake ends only once the test saw them.
+    let mut partial = Vec::new();
+    let stderr = watched.lines_source();
+    while partial.iter().filter(|&&b| b == b'x').count() < 1_000_000 {
+        let mut chunk = [0u8; 65536];
+        let read = std::io::Read::read(stderr, &mut chunk).unwrap();
+        assert_ne!(read, 0, "stderr ended:\n{}", String::from_utf8_lossy(&partial));
+        partial.extend_from_slice(&chunk[..read]);
+    }
+    std::fs::write(&release, "").unwrap();
+    let (code, rest) = watched.finish();
+    let stderr = format!("{}{rest}", String::from_utf8_lossy(&partial));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.lines().any(|line| line == "x".repeat(1_000_000)),
+        "the million x's on a line of their own"
+    );
+    assert!(stderr.contains("nsys ended without writing"), "{stderr}");
+}
+
+/// `run --nsys` waits for nsys, not for the pipe to close: a process nsys
+/// left behind that holds its output open does not keep the command.
+#[test]
+fn run_nsys_ends_when_nsys_does_while_a_process_it_started_holds_the_pipe() {
+    let bin = fake_nsys(
+        "(while [ ! -e \"$RELEASE\" ]; do sleep 0.05; done) &\n\
+         echo 'fake nsys: done, a helper left running'\n\
+         exit 0\n",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let release = bin.path().join("release");
+    let mut command = run_nsys_command(bin.path(), out.path(), "held");
+    command.env("RELEASE", &release);
+    let output = finish(command, "run --nsys beside a process holding the pipe");
+    std::fs::write(&release, "").unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("fake nsys: done, a helper left running"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nsys ended without writing"), "{stderr}");
+    assert_eq!(
+        leftovers(&runs_of(out.path(), "spin-and-sleep")),
+        Vec::<String>::new()
+    );
+}
+
+/// An export of one pass holding `step`, as `nsys export` would write it.
+fn write_export(path: &Path) {
+    let db = rusqlite::Connection::open(path).unwrap();
+    db.execute_batch(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT, globalTid INTEGER, textId INTEGER);",
+    )
+    .unwrap();
+    let tid = (42i64 << 24) | 3;
+    for (start, end, text) in [
+        (0, 1_000, "profile-target"),
+        (0, 1_000, "iteration 0"),
+        (100, 600, "step"),
+    ] {
+        db.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (?1, ?2, 59, ?3, ?4)",
+            rusqlite::params![start, end, text, tid],
+        )
+        .unwrap();
+    }
+}
+
+/// A run that writes no manifest (`write_manifest: false`) under nsys:
+/// Nsight's report is kept in a run directory made for it and analyzed
+/// there, not left in the hidden report directory.
+#[test]
+fn a_run_without_a_manifest_keeps_nsights_report_in_its_run_directory() {
+    let bin = fake_nsys_script(&format!(
+        "#!/bin/sh\n\
+         if [ \"$1\" = export ]; then\n\
+           while [ \"$#\" -gt 0 ] && [ \"$1\" != --output ]; do shift; done\n\
+           cp \"$EXPORT\" \"$2\"; exit 0\n\
+         fi\n\
+         {READ_OPTIONS}\
+         \"$@\" || exit $?\n\
+         echo report > \"$out.nsys-rep\"\n"
+    ));
+    let out = tempfile::tempdir().unwrap();
+    let export = bin.path().join("fixture.sqlite");
+    write_export(&export);
+    let config = out.path().join("quiet.yaml");
+    std::fs::write(
+        &config,
+        "target: {name: spin-and-sleep}\nwrite_manifest: false\nwarmup: 0\niterations: 1\n",
+    )
+    .unwrap();
+    let mut command = profile_cli(&[
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--nsys",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "quiet",
+    ]);
+    command.env("PATH", path_with(bin.path())).env("EXPORT", &export);
+    let output = finish(command, "run --nsys without a manifest");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("no such file"), "{stderr}");
+    assert!(stdout.contains("capture `profile-target`"), "{stdout}");
+    let runs = runs_of(out.path(), "spin-and-sleep");
+    assert!(runs.join("quiet/trace.nsys-rep").is_file(), "{stderr}");
+    assert!(!runs.join("quiet/manifest.yaml").exists());
+    assert_eq!(leftovers(&runs), Vec::<String>::new(), "{stderr}");
+}
+
+/// `runs clean` puts right the report directories of runs under nsys that
+/// stopped: a report whose run is whole goes into it, one without a run is
+/// removed, and one a live `run --nsys` holds is left alone.
+#[test]
+fn runs_clean_keeps_or_removes_the_report_directories_runs_under_nsys_left() {
+    let out = tempfile::tempdir().unwrap();
+    let runs = runs_of(out.path(), "spin-and-sleep");
+    for id in ["whole", "gone", "live"] {
+        std::fs::create_dir_all(runs.join(format!(".{id}.nsys"))).unwrap();
+        std::fs::write(runs.join(format!(".{id}.nsys/trace.nsys-rep")), id).unwrap();
+    }
+    std::fs::create_dir_all(runs.join("whole")).unwrap();
+    std::fs::write(runs.join("whole/manifest.yaml"), "status: interrupted\n").unwrap();
+    let held = profiling_core::driver::nsys::ReportDirLock::try_take(&runs.join(".live.nsys"))
+        .unwrap()
+        .unwrap();
+    let output = finish(
+        profile_cli(&["runs", "clean", "--output-dir", out.path().to_str().unwrap()]),
+        "runs clean",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(runs.join("whole/trace.nsys-rep")).unwrap(),
+        "whole",
+        "{stdout}"
+    );
+    assert_eq!(leftovers(&runs), [".live.nsys"], "{stdout}");
+    assert!(stdout.contains("left alone"), "{stdout}");
+    drop(held);
+}

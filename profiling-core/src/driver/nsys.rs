@@ -32,6 +32,42 @@ pub fn report_dir(run_dir: &Path) -> PathBuf {
 /// What ends the name of [`report_dir`].
 pub const REPORT_DIR_SUFFIX: &str = ".nsys";
 
+/// The run id whose report directory `name` (a file name in `runs/`) is:
+/// `x` for `.x.nsys`.
+pub fn report_dir_id(name: &str) -> Option<&str> {
+    name.strip_prefix('.')?
+        .strip_suffix(REPORT_DIR_SUFFIX)
+        .filter(|id| !id.is_empty())
+}
+
+/// A report directory held by the `run --nsys` writing into it: an
+/// exclusive lock on the directory itself, which goes with the process
+/// however it ends. `runs clean` leaves a held one alone, and a second
+/// `run --nsys` of the same id does not take it over.
+#[derive(Debug)]
+pub struct ReportDirLock {
+    _dir: std::fs::File,
+}
+
+impl ReportDirLock {
+    /// Locks `dir` without waiting: `Ok(None)` when another process holds
+    /// it.
+    pub fn try_take(dir: &Path) -> std::io::Result<Option<ReportDirLock>> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(dir)?;
+        // SAFETY: flock(2) on a descriptor open for the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(Some(ReportDirLock { _dir: file }));
+        }
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(None)
+        } else {
+            Err(error)
+        }
+    }
+}
+
 /// The report's name, without its extension, in [`report_dir`] and in the
 /// run directory.
 pub const REPORT_STEM: &str = "trace";
@@ -62,6 +98,14 @@ pub struct NsysCommand {
     pub lines: Vec<Vec<String>>,
     /// After nsys ended well: `analyze RUN_DIR`, which moves the report in.
     pub finish: Vec<String>,
+    /// Whether the run writes its directory (`write_manifest`): without
+    /// one, `run --nsys` makes the run directory for Nsight's report.
+    #[serde(default = "yes")]
+    pub run_writes_manifest: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The nsys command around `command`, the profiling command with every
@@ -116,6 +160,7 @@ pub fn nsys_command(
         run_dir,
         report_dir,
         lines,
+        run_writes_manifest: true,
     }
 }
 
@@ -268,5 +313,18 @@ mod tests {
             report_dir(Path::new("/x/runs/20261203T101010Z")),
             Path::new("/x/runs/.20261203T101010Z.nsys")
         );
+        assert_eq!(report_dir_id(".20261203T101010Z.nsys"), Some("20261203T101010Z"));
+        assert_eq!(report_dir_id(".nsys"), None);
+        assert_eq!(report_dir_id("r1.nsys"), None);
+    }
+
+    #[test]
+    fn a_report_directory_is_held_by_one_lock_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = ReportDirLock::try_take(dir.path()).unwrap();
+        assert!(held.is_some());
+        assert!(ReportDirLock::try_take(dir.path()).unwrap().is_none());
+        drop(held);
+        assert!(ReportDirLock::try_take(dir.path()).unwrap().is_some());
     }
 }

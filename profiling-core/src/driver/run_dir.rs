@@ -481,6 +481,73 @@ fn recover_all(run_dir: &Path, _claim: &RunClaim) -> Cleaned {
     cleaned
 }
 
+/// The report directory a run under Nsight Systems left beside `run_dir`
+/// (`.<id>.nsys/`), while this process holds the id: its report goes into
+/// the run when the run is whole and has none, and the directory goes.
+/// One a live `run --nsys` holds is left alone, and said.
+fn report_dir_put_right(run_dir: &Path, _claim: &RunClaim) -> Cleaned {
+    use crate::driver::nsys::{report_dir, ReportDirLock, REPORT_STEM};
+    let mut cleaned = Cleaned::default();
+    let dir = report_dir(run_dir);
+    let Ok(metadata) = std::fs::symlink_metadata(&dir) else {
+        return cleaned;
+    };
+    let _lock = if metadata.is_dir() {
+        match ReportDirLock::try_take(&dir) {
+            Ok(Some(lock)) => Some(lock),
+            Ok(None) => {
+                cleaned.done.push(format!(
+                    "left alone: {} is held by a run under Nsight Systems now",
+                    dir.display()
+                ));
+                return cleaned;
+            }
+            Err(error) => {
+                cleaned
+                    .failed
+                    .push(format!("cannot clean {}: {error}", dir.display()));
+                return cleaned;
+            }
+        }
+    } else {
+        None
+    };
+    let name = format!("{REPORT_STEM}.nsys-rep");
+    let report = dir.join(&name);
+    let kept = run_dir.join(&name);
+    if metadata.is_dir()
+        && report.is_file()
+        && run_dir.join("manifest.yaml").is_file()
+        && !kept.exists()
+    {
+        match std::fs::rename(&report, &kept) {
+            Ok(()) => cleaned.done.push(format!(
+                "moved Nsight's report {} into its run, {} (its run under nsys stopped before the analysis)",
+                report.display(),
+                kept.display()
+            )),
+            Err(error) => {
+                cleaned.failed.push(format!(
+                    "cannot move Nsight's report {} into {}: {error}",
+                    report.display(),
+                    run_dir.display()
+                ));
+                return cleaned;
+            }
+        }
+    }
+    match remove_leftover(&dir) {
+        Ok(()) => cleaned.done.push(format!(
+            "removed {}, Nsight's report directory of a run under nsys that stopped",
+            dir.display()
+        )),
+        Err(error) => cleaned
+            .failed
+            .push(format!("cannot remove {}: {error}", dir.display())),
+    }
+    cleaned
+}
+
 /// Removes a leftover directory; a symbolic link in its place is removed
 /// itself, never followed.
 fn remove_leftover(path: &Path) -> std::io::Result<()> {
@@ -530,10 +597,13 @@ pub fn clean_leftovers(runs: &Path) -> Cleaned {
             let rest = name.strip_prefix('.')?;
             let id = match rest.strip_suffix(".claim") {
                 Some(id) => id,
-                None => {
-                    let at = rest.rfind(PARTIAL).or_else(|| rest.rfind(REPLACED))?;
-                    &rest[..at]
-                }
+                None => match crate::driver::nsys::report_dir_id(&name) {
+                    Some(id) => id,
+                    None => {
+                        let at = rest.rfind(PARTIAL).or_else(|| rest.rfind(REPLACED))?;
+                        &rest[..at]
+                    }
+                },
             };
             crate::driver::config::check_run_id(id).ok()?;
             Some(id.to_owned())
@@ -546,6 +616,9 @@ pub fn clean_leftovers(runs: &Path) -> Cleaned {
         match RunClaim::take(&run_dir) {
             Ok(claim) => {
                 let done = recover_all(&run_dir, &claim);
+                cleaned.done.extend(done.done);
+                cleaned.failed.extend(done.failed);
+                let done = report_dir_put_right(&run_dir, &claim);
                 cleaned.done.extend(done.done);
                 cleaned.failed.extend(done.failed);
             }
