@@ -85,7 +85,8 @@ pub(crate) struct Paired {
 /// Writes `outcome` to `file`.
 pub(crate) fn write(file: &Path, outcome: &Outcome) -> anyhow::Result<()> {
     let text = serde_json::to_string(outcome)?;
-    std::fs::write(file, text).map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))
+    profiling_core::driver::files::write_atomically(file, text.as_bytes())
+        .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))
 }
 
 /// The outcome in `file`, `None` when the binary left none (it stopped

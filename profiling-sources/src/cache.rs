@@ -322,33 +322,18 @@ impl ImageCache {
     }
 
     /// Writes an entry to a temporary file and renames it into place, so
-    /// that an entry is always whole.
+    /// that an entry is always whole (unflushed: an entry lost to a crash
+    /// costs only its decoding, and its header is checked when read).
     fn write_entry(&self, name: &str, header: &[u8], pixels: &[u8]) -> std::io::Result<()> {
-        static WRITES: AtomicU64 = AtomicU64::new(0);
         // A first signal waits for the rename (or the removal of the
         // temporary): a stopped load leaves no partial entry behind.
         let _writing = profiling_core::driver::interrupt::Hold::new();
         check_folder(&self.dir).map_err(std::io::Error::other)?;
         create_cache_dir(&self.dir)?;
-        let temporary = self.dir.join(format!(
-            ".{name}.{}.{}.tmp",
-            std::process::id(),
-            WRITES.fetch_add(1, Ordering::Relaxed)
-        ));
-        let result = (|| {
-            // A new file, never one a link points at.
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temporary)?;
+        profiling_core::driver::files::write_replaceable_with(&self.dir.join(name), |file| {
             file.write_all(header)?;
-            file.write_all(pixels)?;
-            std::fs::rename(&temporary, self.dir.join(name))
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&temporary);
-        }
-        result
+            file.write_all(pixels)
+        })
     }
 
     fn note_stored(&self, bytes: u64) {

@@ -180,15 +180,13 @@ impl SweepDocument {
         Ok(document)
     }
 
-    /// Writes `sweep.yaml` into `dir` through a temporary file and a rename.
+    /// Writes `sweep.yaml` into `dir` whole ([`files::write_atomically`]).
+    ///
+    /// [`files::write_atomically`]: profiling_core::driver::files::write_atomically
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let path = dir.join(SWEEP_FILE);
-        let temporary = dir.join(format!(".{SWEEP_FILE}.tmp"));
         let text = serde_yaml::to_string(self).map_err(std::io::Error::other)?;
-        // Renamed into place before a signal ends the process.
-        let _writing = profiling_core::driver::interrupt::Hold::new();
-        std::fs::write(&temporary, text)?;
-        std::fs::rename(&temporary, &path)?;
+        profiling_core::driver::files::write_atomically(&path, text.as_bytes())?;
         Ok(path)
     }
 

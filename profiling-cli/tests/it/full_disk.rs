@@ -306,3 +306,98 @@ fn a_forced_run_written_in_part_does_not_replace_the_earlier_run() {
         "no staging directory left"
     );
 }
+
+/// A load whose record does not fit says which file, exits 1 and leaves
+/// nothing: no run directory whose id is then taken, no partial record or
+/// staging directory; the same id runs once there is room. A record that
+/// fits with a page that does not keeps the record, whole.
+#[test]
+fn a_load_that_cannot_write_its_record_leaves_nothing_and_its_id_free() {
+    let out = tempfile::tempdir().unwrap();
+    let load = [
+        "load",
+        "detection-postprocess",
+        "--queries",
+        "20",
+        "--warmup",
+        "0",
+        "--run-id",
+        "l1",
+    ];
+    let mut command = profile_cli();
+    command.args(load).arg("--output-dir").arg(out.path());
+    limit_file_size(&mut command, 1024);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let run_dir = out.path().join("detection-postprocess/runs/l1");
+    assert!(
+        stderr.contains(&format!(
+            "error: the record was not written: {}: File too large (os error 27)",
+            run_dir.join("load.yaml").display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(files_under(out.path()), Vec::<String>::new(), "nothing is left");
+
+    // The record fits; the page does not. Their sizes, from the same load
+    // into a directory whose path is as long.
+    let sized = tempfile::tempdir().unwrap();
+    let unlimited = profile_cli()
+        .args(load)
+        .arg("--output-dir")
+        .arg(sized.path())
+        .output()
+        .unwrap();
+    assert_eq!(unlimited.status.code(), Some(0));
+    let size = |file: &str| {
+        std::fs::metadata(sized.path().join("detection-postprocess/runs/l1").join(file))
+            .unwrap()
+            .len()
+    };
+    let (record, page) = (size("load.yaml"), size("load.html"));
+    assert!(page > record + 400, "{record} {page}");
+    let mut command = profile_cli();
+    command.args(load).arg("--output-dir").arg(out.path());
+    limit_file_size(&mut command, (record + page) / 2);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: {}: File too large (os error 27)",
+            run_dir.join("load.html").display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        files_under(out.path()),
+        ["detection-postprocess/runs/l1/load.yaml"]
+    );
+    let record: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(run_dir.join("load.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(record["status"], "completed");
+
+    // With room, the id is free again once the partial one is replaced.
+    let again = profile_cli()
+        .args(load)
+        .args(["--force", "--output-dir"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(
+        files_under(out.path()),
+        [
+            "detection-postprocess/runs/l1/load.html",
+            "detection-postprocess/runs/l1/load.yaml"
+        ]
+    );
+}

@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Writes `bytes` to `path` atomically (see the module's doc).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -20,32 +21,50 @@ pub fn write_atomically_with(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let temporary = temporary_beside(path);
+    write_through_temporary(path, true, write)
+}
+
+/// Writes `path` atomically but without flushing it to the disk: for a
+/// cache, whose entries are checked when read and cost only time when
+/// lost, and which a flush per entry would make slower than no cache. A
+/// reader still sees the old file or all of the new one.
+pub fn write_replaceable_with(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    write_through_temporary(path, false, write)
+}
+
+fn write_through_temporary(
+    path: &Path,
+    durable: bool,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     // Renamed into place or removed before a signal ends the process.
     let _writing = crate::driver::interrupt::Hold::new();
+    // A new file, never one a link points at, nor another thread's.
+    let (temporary, file) = loop {
+        let temporary = temporary_beside(path);
+        match File::create_new(&temporary) {
+            Ok(file) => break (temporary, file),
+            // A leftover of a process that had this id: a later name.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+    };
     let result = (|| {
-        let mut file = BufWriter::new(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temporary)
-                .or_else(|error| {
-                    // A leftover of this same process id (a process that
-                    // died with it): ours to replace.
-                    if error.kind() == std::io::ErrorKind::AlreadyExists {
-                        std::fs::remove_file(&temporary)?;
-                        File::create_new(&temporary)
-                    } else {
-                        Err(error)
-                    }
-                })?,
-        );
+        let mut file = BufWriter::new(file);
         write(&mut file)?;
         let file = file.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         drop(file);
         std::fs::rename(&temporary, path)?;
-        sync_directory(directory_of(path))
+        if durable {
+            sync_directory(directory_of(path))?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -70,13 +89,20 @@ pub fn sync_directory(directory: &Path) -> std::io::Result<()> {
     }
 }
 
-/// The temporary file that becomes `path`: hidden, beside it (a rename
-/// within one directory is atomic), named for the process that writes it.
+/// A temporary file that becomes `path`: hidden, beside it (a rename
+/// within one directory is atomic), named for the process that writes it
+/// and a count of its writes, so that two threads never share one; what
+/// `runs clean` and a cache's cleaning recognize by its `.tmp` end.
 pub fn temporary_beside(path: &Path) -> PathBuf {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy());
-    directory_of(path).join(format!(".{name}.{}.tmp", std::process::id()))
+    directory_of(path).join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 fn directory_of(path: &Path) -> &Path {
@@ -116,15 +142,41 @@ mod tests {
         .unwrap_err();
         assert_eq!(error.kind(), std::io::ErrorKind::StorageFull);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old page");
-        assert!(!temporary_beside(&path).exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["load.html"]);
+    }
+
+    #[test]
+    fn threads_writing_one_path_never_share_a_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        std::thread::scope(|scope| {
+            for thread in 0..8u8 {
+                let path = &path;
+                scope.spawn(move || {
+                    for _ in 0..50 {
+                        write_replaceable_with(path, |f| f.write_all(&[thread; 4096])).unwrap();
+                    }
+                });
+            }
+        });
+        // Whole: one thread's bytes, never a mix.
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 4096);
+        assert!(bytes.iter().all(|&b| b == bytes[0]));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
     fn a_relative_path_without_a_directory_is_written_in_the_current_one() {
         assert_eq!(directory_of(Path::new("x.yaml")), Path::new("."));
-        assert_eq!(
-            temporary_beside(Path::new("x.yaml")),
-            Path::new(".").join(format!(".x.yaml.{}.tmp", std::process::id()))
-        );
+        let temporary = temporary_beside(Path::new("x.yaml"));
+        assert_eq!(temporary.parent(), Some(Path::new(".")));
+        let name = temporary.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with(&format!(".x.yaml.{}.", std::process::id())), "{name}");
+        assert!(name.ends_with(".tmp"), "{name}");
     }
 }

@@ -144,7 +144,7 @@ pub(crate) fn write_run_as(
     let mut late_failure = None;
     if let Some(bytes) = samples {
         let staged = staging.join(SAMPLES_FILE);
-        match std::fs::write(&staged, &bytes) {
+        match crate::driver::files::write_atomically(&staged, &bytes) {
             Ok(()) => kept.push(samples_path.clone()),
             Err(error) => {
                 let _ = std::fs::remove_file(&staged);
@@ -158,7 +158,7 @@ pub(crate) fn write_run_as(
     }
     if let (Some(bytes), None) = (rendered, &late_failure) {
         let staged = staging.join("trace.json");
-        if let Err(error) = std::fs::write(&staged, &bytes) {
+        if let Err(error) = crate::driver::files::write_atomically(&staged, &bytes) {
             let _ = std::fs::remove_file(&staged);
             // Say so in the manifest when there is room for that; else it
             // keeps naming a trace that is not there, and the error says so.
@@ -203,6 +203,17 @@ pub fn staging_dir(run_dir: &Path) -> PathBuf {
 /// cannot, it is moved aside first and removed only once the new one is in
 /// place (a process killed between the two leaves it for [`recover`]).
 pub fn move_into_place(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
+    move_staging(staging, run_dir)?;
+    // The rename made durable; what it moved is in place whatever this says.
+    let parent = match run_dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let _ = crate::driver::files::sync_directory(parent);
+    Ok(())
+}
+
+fn move_staging(staging: &Path, run_dir: &Path) -> std::io::Result<()> {
     if !run_dir.exists() {
         return std::fs::rename(staging, run_dir);
     }

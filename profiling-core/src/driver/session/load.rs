@@ -381,8 +381,6 @@ fn write_record(dir: &Path, manifest: &LoadManifest, page: Option<LoadPage<'_>>)
         let _ = std::fs::remove_dir_all(&staging);
         return failed(dir, &error);
     }
-    // The rename made durable; the record is in place whatever this says.
-    let _ = files::sync_directory(parent);
     written.record = Some(path);
     written
 }
