@@ -37,14 +37,14 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DEVICE", value_parser = parse_device)]
     pub(crate) device: Option<Device>,
     /// Passes run before the capture range opens.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::units::parse_count::<u32>)]
     pub(crate) warmup: Option<u32>,
     /// Measured passes inside the capture range (at least 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = crate::units::parse_nonzero_count::<u32>)]
     pub(crate) iterations: Option<u32>,
     /// Records per target call (workload.batch_size, at least 1): above 1, the records are grouped
     /// in order into batches, each prepared by the target's `prepare_batch` and run in one call.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::units::parse_count::<u32>)]
     pub(crate) batch_size: Option<u32>,
     /// The name of the NVTX range Nsight captures.
     #[arg(long, value_name = "NAME")]

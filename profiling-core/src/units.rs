@@ -127,6 +127,14 @@ pub fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
     })
 }
 
+/// A count of at least 1 ([`parse_count`] otherwise).
+pub fn parse_nonzero_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    if parse_count::<u64>(text)? == 0 {
+        return Err(format!("`{}`: at least 1", text.trim()));
+    }
+    parse_count(text)
+}
+
 /// The largest `u64` that fits `T`.
 fn max_of<T: TryFrom<u64>>() -> u64 {
     // A binary search over the bits: `T` is an integer type.
@@ -243,6 +251,8 @@ mod tests {
         for bad in ["-1", "1.5", "1e3", "", "_1", "1_", "ten"] {
             assert!(parse_count::<u64>(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse_nonzero_count::<u32>("0"), Err("`0`: at least 1".to_owned()));
+        assert_eq!(parse_nonzero_count::<u32>("3"), Ok(3));
     }
 
     #[test]
@@ -264,6 +274,7 @@ mod tests {
             let _ = parse_rate(&text);
             let _ = parse_count::<u64>(&text);
             let _ = parse_count::<u32>(&text);
+            let _ = parse_nonzero_count::<u32>(&text);
             let _ = parse_size(&text);
         }
 
