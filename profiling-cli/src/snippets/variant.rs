@@ -121,7 +121,8 @@ fn write_variant(from: &Path, directory: &Path, base: &str, name: &str) -> Resul
             ));
         }
         let target = directory.join(file);
-        std::fs::write(&target, renamed).map_err(|e| io(&target, e))?;
+        profiling_core::driver::files::write_atomically(&target, renamed.as_bytes())
+            .map_err(|e| io(&target, e))?;
     }
     let readme = format!(
         "# {name}\n\n\
@@ -132,7 +133,8 @@ fn write_variant(from: &Path, directory: &Path, base: &str, name: &str) -> Resul
          `docs/guide/comparing.md` says how to read what `ab` prints.\n"
     );
     let path = directory.join("README.md");
-    std::fs::write(&path, readme).map_err(|e| io(&path, e))
+    profiling_core::driver::files::write_atomically(&path, readme.as_bytes())
+        .map_err(|e| io(&path, e))
 }
 
 fn dir_name(path: &Path) -> String {
