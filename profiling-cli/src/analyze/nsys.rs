@@ -21,11 +21,11 @@ use std::process::{Command, ExitStatus, Stdio};
 use profiling_core::driver::interrupt;
 use profiling_core::driver::manifest::signal_name;
 use profiling_core::driver::nsys::{NsysCommand, ReportDirLock, REPORT_STEM};
-use profiling_core::driver::run_dir::{recover, ClaimError, RunClaim};
+use profiling_core::driver::run_dir::{recover, RunClaim};
 
 use super::progress::ProgressFilter;
 use super::{analyze_command, on_path, AnalyzeArgs};
-use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::{EXIT_TARGET_FAILED, EXIT_USAGE};
 
 /// After nsys exited, what a process it started still writes into the
 /// pipe is read up to this much, then left.
@@ -69,7 +69,11 @@ pub fn run_under_nsys(
     let _ = interrupt::install_handlers();
     let holding = interrupt::Hold::new();
     let ended = run_filtered(&command.lines, err);
-    interrupt::acknowledge();
+    // Acted on: passed to nsys. One that came after nsys ended ends this
+    // process as the hold ends, as anywhere else.
+    if ended.as_ref().is_ok_and(|ended| ended.interrupted.is_some()) {
+        interrupt::acknowledge();
+    }
     drop(holding);
     let ended = match ended {
         Ok(ended) => ended,
@@ -219,7 +223,7 @@ fn keep_without_manifest(
     let report_name = format!("{REPORT_STEM}.nsys-rep");
     let claim = match RunClaim::take(run_dir) {
         Ok(claim) => claim,
-        Err(error @ ClaimError::Busy { .. }) | Err(error @ ClaimError::Io { .. }) => {
+        Err(error) => {
             let _ = std::fs::remove_dir_all(&command.report_dir);
             writeln!(err, "error: Nsight's report cannot be kept: {error}")?;
             return Ok(EXIT_TARGET_FAILED);
@@ -256,7 +260,7 @@ fn keep_without_manifest(
             run_dir.display()
         )?;
     }
-    Ok(if code == EXIT_OK { EXIT_OK } else { code })
+    Ok(code)
 }
 
 /// Runs `lines` as one command in a process group of its own, its stdout
@@ -313,7 +317,12 @@ fn run_filtered(lines: &[Vec<String>], err: &mut dyn Write) -> std::io::Result<E
         let mut interrupted = None;
         let status = loop {
             if interrupted.is_none() {
-                let signal = received.load(std::sync::atomic::Ordering::SeqCst);
+                // Also one that came before these handlers, held off by
+                // the process's own.
+                let signal = match received.load(std::sync::atomic::Ordering::SeqCst) {
+                    0 => interrupt::received().unwrap_or(0) as usize,
+                    signal => signal,
+                };
                 if signal != 0 {
                     // SAFETY: kill(2) on the child this process started and
                     // has not reaped.

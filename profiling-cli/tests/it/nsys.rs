@@ -513,9 +513,9 @@ fn alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
-/// A process started with its stderr read line by line as it comes; past
-/// [`HANG_LIMIT`] its process group (and `also`, when it names a pid file)
-/// is killed and reading ends.
+/// A process started with its stderr read as it comes; past [`HANG_LIMIT`],
+/// or when the test fails first, its process group (and the process whose
+/// pid is in the file `also` names) is killed and reading ends.
 struct Watched {
     child: std::process::Child,
     stderr: std::io::BufReader<std::process::ChildStderr>,
@@ -534,9 +534,8 @@ impl Watched {
         let group = child.id() as i32;
         let (done, finished) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                finished.recv_timeout(HANG_LIMIT)
-            {
+            // Past the limit, or a test that failed before the end.
+            if finished.recv_timeout(HANG_LIMIT).is_err() {
                 // SAFETY: kill(2) on the group this test started, and on
                 // the fake nsys it names.
                 unsafe { libc::kill(-group, libc::SIGKILL) };
@@ -572,7 +571,7 @@ impl Watched {
     }
 
     /// The process's stderr, to read as it comes.
-    fn lines_source(&mut self) -> &mut impl std::io::Read {
+    fn stream(&mut self) -> &mut impl std::io::Read {
         &mut self.stderr
     }
 
@@ -674,7 +673,7 @@ fn nsys_output_without_a_newline_is_passed_on_as_it_comes() {
     // Read as lines: the million x's end their line only when nsys has
     // ended, and the fake ends only once the test saw them.
     let mut partial = Vec::new();
-    let stderr = watched.lines_source();
+    let stderr = watched.stream();
     while partial.iter().filter(|&&b| b == b'x').count() < 1_000_000 {
         let mut chunk = [0u8; 65536];
         let read = std::io::Read::read(stderr, &mut chunk).unwrap();
