@@ -81,6 +81,10 @@ impl Schedule {
     }
 }
 
+/// The most measured passes a side of a later stage runs: each pass's,
+/// call's and range's time is kept until the stages are pooled and judged.
+pub(crate) const MAX_STAGE_PASSES: u32 = 1_000_000;
+
 /// The schedule for `budget`, after a first stage that took `first` and
 /// measured `samples`: its time alone (the passes of both sides together,
 /// never their difference) fixes how many more stages of at least its size
@@ -115,9 +119,14 @@ pub(crate) fn schedule(budget: Duration, first: Duration, samples: &PairedSample
     }
     let later = fit.min(f64::from(MAX_LOOKS));
     let share = left / later;
+    // Never fewer passes than the first stage's, never more than a stage
+    // keeps in memory (a week's budget of microsecond passes would ask
+    // for billions).
+    let most = f64::from(MAX_STAGE_PASSES).max(passes as f64);
     let later_passes = ((share - overhead) / pass_pair)
         .floor()
-        .clamp(passes as f64, f64::from(u32::MAX)) as u32;
+        .max(passes as f64)
+        .min(most) as u32;
     Schedule {
         looks: later as u32,
         later_passes,
@@ -505,6 +514,19 @@ mod tests {
             (MAX_LOOKS, 3287),
             "{plan:?}"
         );
+    }
+
+    #[test]
+    fn a_long_budget_of_fast_passes_plans_no_more_than_a_stage_keeps() {
+        // A week of budget, passes of a microsecond: billions would fit.
+        let first = samples(100, 1_000, 1_000);
+        let week = Duration::from_secs(7 * 24 * 3600);
+        let plan = schedule(week, Duration::from_millis(10), &first);
+        assert_eq!(plan.later_passes, MAX_STAGE_PASSES, "{plan:?}");
+        // A first stage longer than the cap keeps its own count.
+        let big = samples(2_000_000, 1_000, 1_000);
+        let plan = schedule(week, Duration::from_secs(5), &big);
+        assert_eq!(plan.later_passes, 2_000_000, "{plan:?}");
     }
 
     #[test]
