@@ -375,7 +375,10 @@ fn bound_queries(
         )
         .map_err(sql(path))?;
     connection
-        .set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        .set_limit(
+            rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+            MAX_VALUE_BYTES,
+        )
         .map_err(sql(path))?;
     Ok(())
 }

@@ -107,8 +107,7 @@ fn queries_past_the_time_limit_are_refused_naming_the_export() {
     assert!(matches!(error, AnalyzeError::TimeLimit { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.starts_with(&format!("{}: ", path.display()))
-            && message.contains("time limit"),
+        message.starts_with(&format!("{}: ", path.display())) && message.contains("time limit"),
         "{message}"
     );
 }

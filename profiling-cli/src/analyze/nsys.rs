@@ -71,7 +71,10 @@ pub fn run_under_nsys(
     let ended = run_filtered(&command.lines, err);
     // Acted on: passed to nsys. One that came after nsys ended ends this
     // process as the hold ends, as anywhere else.
-    if ended.as_ref().is_ok_and(|ended| ended.interrupted.is_some()) {
+    if ended
+        .as_ref()
+        .is_ok_and(|ended| ended.interrupted.is_some())
+    {
         interrupt::acknowledge();
     }
     drop(holding);
@@ -192,8 +195,9 @@ fn after_interruption(
         let had_report = report.is_file();
         tidy_after_failure(command);
         match (had_report, run_dir.join("manifest.yaml").is_file()) {
-            (true, _) => "the run left no directory to keep Nsight's report in: it was removed"
-                .to_owned(),
+            (true, _) => {
+                "the run left no directory to keep Nsight's report in: it was removed".to_owned()
+            }
             (false, true) => format!(
                 "the run is in {}, without Nsight's report (nsys wrote none)",
                 run_dir.display()

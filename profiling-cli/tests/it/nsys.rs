@@ -631,7 +631,11 @@ fn interrupted_under_fake_nsys(signal: i32, to_group: bool) {
         stderr.contains("fake nsys: stopping the capture on SIGINT"),
         "{stderr}"
     );
-    let name = if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+    let name = if signal == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    };
     assert!(
         stderr.contains(&format!("interrupted by {name}")),
         "{stderr}"
@@ -677,7 +681,12 @@ fn nsys_output_without_a_newline_is_passed_on_as_it_comes() {
     while partial.iter().filter(|&&b| b == b'x').count() < 1_000_000 {
         let mut chunk = [0u8; 65536];
         let read = std::io::Read::read(stderr, &mut chunk).unwrap();
-        assert_ne!(read, 0, "stderr ended:\n{}", String::from_utf8_lossy(&partial));
+        assert_ne!(
+            read,
+            0,
+            "stderr ended:\n{}",
+            String::from_utf8_lossy(&partial)
+        );
         partial.extend_from_slice(&chunk[..read]);
     }
     std::fs::write(&release, "").unwrap();
@@ -775,7 +784,9 @@ fn a_run_without_a_manifest_keeps_nsights_report_in_its_run_directory() {
         "--run-id",
         "quiet",
     ]);
-    command.env("PATH", path_with(bin.path())).env("EXPORT", &export);
+    command
+        .env("PATH", path_with(bin.path()))
+        .env("EXPORT", &export);
     let output = finish(command, "run --nsys without a manifest");
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -805,7 +816,12 @@ fn runs_clean_keeps_or_removes_the_report_directories_runs_under_nsys_left() {
         .unwrap()
         .unwrap();
     let output = finish(
-        profile_cli(&["runs", "clean", "--output-dir", out.path().to_str().unwrap()]),
+        profile_cli(&[
+            "runs",
+            "clean",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+        ]),
         "runs clean",
     );
     let stdout = String::from_utf8_lossy(&output.stdout);

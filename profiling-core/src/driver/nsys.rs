@@ -313,7 +313,10 @@ mod tests {
             report_dir(Path::new("/x/runs/20261203T101010Z")),
             Path::new("/x/runs/.20261203T101010Z.nsys")
         );
-        assert_eq!(report_dir_id(".20261203T101010Z.nsys"), Some("20261203T101010Z"));
+        assert_eq!(
+            report_dir_id(".20261203T101010Z.nsys"),
+            Some("20261203T101010Z")
+        );
         assert_eq!(report_dir_id(".nsys"), None);
         assert_eq!(report_dir_id("r1.nsys"), None);
     }
