@@ -412,7 +412,9 @@ pub(crate) fn prepare(
                 "error: --against: the {side}'s worktree {} changed while it was built ({message}): what was built is not {label}, and is not used",
                 tree.display()
             )?;
-            return Ok(Err(crate::EXIT_TARGET_FAILED));
+            // Neither good nor bad: `git bisect run` skips the revision
+            // rather than take this for a verdict.
+            return Ok(Err(crate::EXIT_CANNOT_TEST));
         }
         if let Err(first_error) = built {
             writeln!(

@@ -604,7 +604,7 @@ fn a_base_whose_worktree_changed_while_it_built_is_not_used() {
     let code = fake.wait(pair);
     let mut text = String::new();
     said_to_the_end(&lines, &mut text);
-    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(code, Some(125), "{text}");
     assert!(
         text.contains(
             "changed while it was built (changed: Cargo.toml): what was built is not HEAD ("
