@@ -193,10 +193,12 @@ pub fn check_snippet(
     let made_crate = !manifest.is_file();
     if made_crate {
         let text = snippet_crate::manifest(krate, directory, profile)?;
-        std::fs::write(&manifest, text).map_err(|source| SnippetError::Write {
-            path: manifest.clone(),
-            source,
-        })?;
+        profiling_core::driver::files::write_atomically(&manifest, text.as_bytes()).map_err(
+            |source| SnippetError::Write {
+                path: manifest.clone(),
+                source,
+            },
+        )?;
     }
     let was_draft = draft_reason(directory);
     let was_included = snippet_crate::is_included(krate, directory)?;
@@ -205,7 +207,8 @@ pub fn check_snippet(
         if let Some(text) = &was_draft {
             set_included(krate, directory, false)?;
             let path = directory.join(snippet_crate::DRAFT_FILE);
-            std::fs::write(&path, text).map_err(|source| SnippetError::Write { path, source })?;
+            profiling_core::driver::files::write_atomically(&path, text.as_bytes())
+                .map_err(|source| SnippetError::Write { path, source })?;
         } else {
             set_included(krate, directory, was_included)?;
         }

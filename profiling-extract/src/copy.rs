@@ -506,8 +506,9 @@ pub(crate) fn copy_private_module(
     file: &std::path::Path,
     shown: &str,
     crate_ident: &str,
+    files: &crate::crate_files::CrateFiles,
 ) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = files.text(file).ok()?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let tokens = TokenStream::from_str(text).ok()?;
     // Byte ranges of spans are from the start of the text parsed.
@@ -962,6 +963,7 @@ fn f(x: &mut Vec<u32>) -> usize {
             modules: vec!["m".to_owned()],
             unreachable: None,
             lib_root: None,
+            files: crate::crate_files::CrateFiles::new(std::path::Path::new(".")),
         };
         let source = SourceFile::parse("m.rs".to_owned(), SOURCE.to_owned()).unwrap();
         let function = find(&source, &Selector::Lines { start, end }).unwrap();

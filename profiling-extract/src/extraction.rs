@@ -109,7 +109,6 @@ impl Extraction<'_> {
             self.location,
             &crates.visible,
             &crates.snippets_package,
-            self.root,
         );
         // Kept as possible traits, found unused by the compiler.
         imports
@@ -230,7 +229,9 @@ impl Extraction<'_> {
             };
             let shown = display_path(&file, self.root);
             let crate_name = location.crate_ident.clone().unwrap_or_default();
-            if let Some(text) = copy::copy_private_module(module, &file, &shown, &crate_name) {
+            if let Some(text) =
+                copy::copy_private_module(module, &file, &shown, &crate_name, &location.files)
+            {
                 copied.helpers.push(text);
                 helper_names.push(format!("module `{module}` ({shown})"));
             }
@@ -332,6 +333,7 @@ impl Extraction<'_> {
         // parameter's setting.
         let call_site = source::CargoManifest::of_file(self.path).and_then(|manifest| {
             scaffold::find_call_site(
+                &self.location.files,
                 &manifest.dir,
                 self.root,
                 &function.name(),
@@ -345,7 +347,11 @@ impl Extraction<'_> {
             &self.request.name,
             &self.request.type_args,
             call_site.as_ref(),
-            self.location.lib_root.as_deref().and_then(Path::parent),
+            self.location
+                .lib_root
+                .as_deref()
+                .and_then(Path::parent)
+                .map(|src| (src, &*self.location.files)),
         )
     }
 
@@ -451,6 +457,7 @@ impl Extraction<'_> {
             snippet_dependencies: Vec::new(),
             parity,
             move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
+            parsed: Vec::new(),
         }
     }
 

@@ -25,6 +25,7 @@ mod allocator;
 mod cfg;
 mod check;
 mod copy;
+mod crate_files;
 mod extraction;
 mod names;
 mod parity;
@@ -57,10 +58,11 @@ pub use snippet_crate::{
     DRAFT_FILE,
 };
 
+use crate_files::CrateFiles;
 use extraction::{add_serde_derive, named_dependencies, thin_wrapper, Extraction};
 use profiling_core::device::Device;
 use profiling_core::driver::config::check_profile_name;
-use source::{display_path, CargoManifest, ModuleLocation, SourceFile};
+use source::{display_path, CargoManifest, ModuleLocation};
 use write::{check_name_is_free, destination, leave_out_counting_allocator, write_all_or_nothing};
 
 /// `new --data-source custom`: the snippet gets a data source of its own,
@@ -286,6 +288,12 @@ pub struct Report {
     /// Where to move a snippet made outside every snippets directory for it
     /// to be compiled (the paths in its files name that place).
     pub move_to: Option<String>,
+    /// The production files `new` parsed, as shown from the workspace
+    /// root, with their sizes in bytes, in the order parsed: the copy's
+    /// own, the modules its names lead to, and those a search for its
+    /// production calls or its types found naming them. A file over 1 MB
+    /// is parsed only when the copy needs it, and none over 32 MB.
+    pub parsed: Vec<(String, u64)>,
 }
 
 /// A snippet ready to be written.
@@ -337,11 +345,13 @@ fn generate_with(
 
     let path = find_source(&request.from.file, &request.workspace_root)?;
     let display = display_path(&path, root);
-    let source = SourceFile::read(&path, display.clone())?;
+    // The crate's files are parsed as the resolution reaches them, once.
+    let files = CrateFiles::new(root);
+    let source = files.needed(&path)?;
     let function = select::find(&source, &request.from.selector)?;
     select::check_supported(&source, &function, &request.type_args)?;
 
-    let location = ModuleLocation::of_file(&path);
+    let location = ModuleLocation::of_file(&path, &files);
     let extraction = Extraction {
         request,
         directory: &directory,
@@ -398,10 +408,14 @@ fn generate_with(
             "the parameters of the snippet's own data source derive `serde::Deserialize`",
         );
     }
-    let files = extraction.files(&report, &copied, &target, target_rs, &crates)?;
+    let written = extraction.files(&report, &copied, &target, target_rs, &crates)?;
+    // A file the resolution needed and could not parse for its size left
+    // its questions unanswered: refused rather than guessed.
+    files.check()?;
+    report.parsed = files.parsed();
     Ok(Generated {
         directory,
-        files,
+        files: written,
         report,
     })
 }
@@ -463,7 +477,8 @@ pub fn rewrite_without_imports(
             continue;
         }
         let path = again.directory.join(name);
-        std::fs::write(&path, text).map_err(|source| SnippetError::Write { path, source })?;
+        profiling_core::driver::files::write_atomically(&path, text.as_bytes())
+            .map_err(|source| SnippetError::Write { path, source })?;
     }
     Ok(again)
 }

@@ -6,14 +6,13 @@
 //! export is listed as something to resolve.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use proc_macro2::{TokenStream, TokenTree};
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 
 use super::select::{type_name, Function};
-use super::source::{display_path, ModuleLocation, SourceFile};
+use super::source::{ModuleLocation, SourceFile};
 
 /// Something the copy needs that the snippet cannot reach as generated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -418,7 +417,6 @@ pub(crate) fn imports(
     location: &ModuleLocation,
     dependencies: &[String],
     snippets_package: &str,
-    root: &std::path::Path,
 ) -> Imports {
     let mut uses = Uses::default();
     for attr in function.attrs {
@@ -483,15 +481,7 @@ pub(crate) fn imports(
     for &index in &result.helpers {
         called.visit_item(&function.scope[index]);
     }
-    reach(
-        &mut result,
-        &mut chosen,
-        location,
-        crates,
-        root,
-        called.0,
-        &force,
-    );
+    reach(&mut result, &mut chosen, location, crates, called.0, &force);
     // What was copied from the copy's own file through another way in
     // (a method given back that calls a private helper of the file) is
     // one of its helpers: copied once.
@@ -597,13 +587,10 @@ fn private_fields_read(
         let Some(file) = location.module_file(&import.parent[1..]) else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(&file) else {
+        let Ok(parsed) = location.files.needed(&file) else {
             continue;
         };
-        let Ok(syntax) = syn::parse_file(&text) else {
-            continue;
-        };
-        for item in &syntax.items {
+        for item in &parsed.syntax.items {
             let syn::Item::Struct(definition) = item else {
                 continue;
             };
@@ -1262,7 +1249,7 @@ pub(crate) struct Request {
 pub(crate) struct ForeignModule {
     /// Below the crate root.
     pub modules: Vec<String>,
-    pub source: SourceFile,
+    pub source: std::rc::Rc<SourceFile>,
     pub location: ModuleLocation,
     /// Indices into the file's items of those copied, in source order.
     pub helpers: BTreeSet<usize>,
@@ -1304,20 +1291,15 @@ impl std::fmt::Debug for Foreign {
 
 impl Foreign {
     /// The module `modules` of the crate `location` is in, read once.
-    fn module(
-        &mut self,
-        location: &ModuleLocation,
-        modules: &[String],
-        root: &Path,
-    ) -> Option<usize> {
+    fn module(&mut self, location: &ModuleLocation, modules: &[String]) -> Option<usize> {
         if let Some(found) = self.modules.iter().position(|m| m.modules == modules) {
             return Some(found);
         }
         let file = location.module_file(modules)?;
-        let source = SourceFile::read(&file, display_path(&file, root)).ok()?;
+        let source = location.files.needed(&file).ok()?;
         self.modules.push(ForeignModule {
             modules: modules.to_vec(),
-            location: ModuleLocation::of_file(&file),
+            location: ModuleLocation::of_file(&file, &location.files),
             source,
             helpers: BTreeSet::new(),
         });
@@ -1393,7 +1375,6 @@ pub(crate) fn reach(
     chosen: &mut BTreeSet<ImportPath>,
     location: &ModuleLocation,
     crates: SnippetCrates<'_>,
-    root: &Path,
     mut called: BTreeSet<String>,
     force: &BTreeSet<String>,
 ) {
@@ -1408,21 +1389,19 @@ pub(crate) fn reach(
                 continue;
             }
             seen.push(request.clone());
-            let copied = foreign
-                .module(location, &request.modules, root)
-                .is_some_and(|m| {
-                    let names = BTreeSet::from([request.name.clone()]);
-                    resolve_in(
-                        &mut foreign,
-                        m,
-                        names,
-                        imports,
-                        chosen,
-                        crates,
-                        &mut called,
-                        force,
-                    )
-                });
+            let copied = foreign.module(location, &request.modules).is_some_and(|m| {
+                let names = BTreeSet::from([request.name.clone()]);
+                resolve_in(
+                    &mut foreign,
+                    m,
+                    names,
+                    imports,
+                    chosen,
+                    crates,
+                    &mut called,
+                    force,
+                )
+            });
             if !copied {
                 imports.unresolved.push(Unresolved {
                     name: request.import,
@@ -1430,7 +1409,7 @@ pub(crate) fn reach(
                 });
             }
         }
-        let added = private_methods(&mut foreign, location, &crate_ident, chosen, &called, root);
+        let added = private_methods(&mut foreign, location, &crate_ident, chosen, &called);
         for &(m, impl_index, method_index) in &added {
             let module = &foreign.modules[m];
             let syn::Item::Impl(imp) = &module.source.syntax.items[impl_index] else {
@@ -1544,7 +1523,6 @@ fn private_methods(
     crate_ident: &str,
     chosen: &BTreeSet<ImportPath>,
     called: &BTreeSet<String>,
-    root: &Path,
 ) -> Vec<(usize, usize, usize)> {
     let types: Vec<(Vec<String>, String)> = chosen
         .iter()
@@ -1554,7 +1532,7 @@ fn private_methods(
         .collect();
     let mut added = Vec::new();
     for (modules, name) in types {
-        let Some(m) = foreign.module(location, &modules, root) else {
+        let Some(m) = foreign.module(location, &modules) else {
             continue;
         };
         let items = &foreign.modules[m].source.syntax.items;

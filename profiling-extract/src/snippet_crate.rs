@@ -48,9 +48,11 @@ fn read_manifest(path: &Path) -> Result<DocumentMut, SnippetError> {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), SnippetError> {
-    std::fs::write(path, text).map_err(|source| SnippetError::Write {
-        path: path.to_path_buf(),
-        source,
+    profiling_core::driver::files::write_atomically(path, text.as_bytes()).map_err(|source| {
+        SnippetError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }
 

@@ -4,9 +4,11 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use proc_macro2::Span;
 
+use super::crate_files::CrateFiles;
 use super::SnippetError;
 
 /// A parsed source file.
@@ -235,6 +237,8 @@ pub(crate) struct ModuleLocation {
     pub unreachable: Option<String>,
     /// The library's root file.
     pub lib_root: Option<PathBuf>,
+    /// The crate's files, each parsed once for the whole extraction.
+    pub files: Rc<CrateFiles>,
 }
 
 impl ModuleLocation {
@@ -251,14 +255,16 @@ impl ModuleLocation {
     }
 
     /// Finds the crate and module of `file` and checks that every module
-    /// from the crate root down to it is declared `pub`.
-    pub fn of_file(file: &Path) -> ModuleLocation {
+    /// from the crate root down to it is declared `pub`; the module files
+    /// on the way are read through `files`.
+    pub fn of_file(file: &Path, files: &Rc<CrateFiles>) -> ModuleLocation {
         let Some(manifest) = CargoManifest::of_file(file) else {
             return ModuleLocation {
                 crate_ident: None,
                 modules: Vec::new(),
                 unreachable: Some("it belongs to no Cargo package".to_owned()),
                 lib_root: None,
+                files: files.clone(),
             };
         };
         let package = manifest.package.clone();
@@ -267,6 +273,7 @@ impl ModuleLocation {
             modules: Vec::new(),
             unreachable: Some(why),
             lib_root: None,
+            files: files.clone(),
         };
         let (Some(crate_ident), Some(root)) = (manifest.lib_ident(), manifest.lib_root()) else {
             return unreachable(format!(
@@ -292,12 +299,13 @@ impl ModuleLocation {
                 modules.push(last.trim_end_matches(".rs").to_owned());
             }
         }
-        let unreachable = check_declarations(&root, src, &modules);
+        let unreachable = check_declarations(files, &root, src, &modules);
         ModuleLocation {
             crate_ident: Some(crate_ident),
             modules,
             unreachable,
             lib_root: Some(root),
+            files: files.clone(),
         }
     }
 
@@ -309,11 +317,10 @@ impl ModuleLocation {
         let root = self.lib_root.as_deref()?;
         let src = root.parent()?;
         let (module, parent) = self.modules.split_last()?;
-        if check_declarations(root, src, parent).is_some() {
+        if check_declarations(&self.files, root, src, parent).is_some() {
             return None;
         }
-        let file =
-            syn::parse_file(&std::fs::read_to_string(module_file(root, src, parent)).ok()?).ok()?;
+        let file = self.files.needed(&module_file(root, src, parent)).ok()?;
         fn paths(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
             match tree {
                 syn::UseTree::Path(path) => {
@@ -340,7 +347,7 @@ impl ModuleLocation {
             }
         }
         let mut found = Vec::new();
-        for item in &file.items {
+        for item in &file.syntax.items {
             if let syn::Item::Use(item_use) = item {
                 if matches!(item_use.vis, syn::Visibility::Public(_)) {
                     paths(&item_use.tree, Vec::new(), &mut found);
@@ -370,8 +377,8 @@ impl ModuleLocation {
     /// copy whole.
     pub fn private_root_module(&self, name: &str) -> Option<PathBuf> {
         let root = self.lib_root.as_deref()?;
-        let file = syn::parse_file(&std::fs::read_to_string(root).ok()?).ok()?;
-        let private = file.items.iter().any(|item| {
+        let file = self.files.needed(root).ok()?;
+        let private = file.syntax.items.iter().any(|item| {
             matches!(item, syn::Item::Mod(m)
                 if m.ident == name
                     && m.content.is_none()
@@ -388,7 +395,7 @@ impl ModuleLocation {
         let root = self.lib_root.as_deref()?;
         let src = root.parent()?;
         let (_, modules) = path.split_last()?;
-        if let Some(why) = check_declarations(root, src, modules) {
+        if let Some(why) = check_declarations(&self.files, root, src, modules) {
             return Some(why);
         }
         let (_, public) = self.find_item(path)?;
@@ -410,8 +417,8 @@ impl ModuleLocation {
         let root = self.lib_root.as_deref()?;
         let (name, modules) = path.split_last()?;
         let file = module_file(root, root.parent()?, modules);
-        let syntax = syn::parse_file(&std::fs::read_to_string(file).ok()?).ok()?;
-        syntax.items.iter().find_map(|item| {
+        let file = self.files.needed(&file).ok()?;
+        file.syntax.items.iter().find_map(|item| {
             let (ident, kind, vis) = match item {
                 syn::Item::Fn(i) => (&i.sig.ident, "fn", &i.vis),
                 syn::Item::Struct(i) => (&i.ident, "struct", &i.vis),
@@ -452,17 +459,22 @@ fn display_below(file: &Path, src: &Path) -> String {
 
 /// Walks the `mod` declarations from the crate root to `modules`; says why
 /// the last module cannot be reached from outside the crate, if it cannot.
-fn check_declarations(root: &Path, src: &Path, modules: &[String]) -> Option<String> {
+fn check_declarations(
+    files: &CrateFiles,
+    root: &Path,
+    src: &Path,
+    modules: &[String],
+) -> Option<String> {
     for depth in 0..modules.len() {
         let parent = module_file(root, src, &modules[..depth]);
         let name = &modules[depth];
-        let Ok(text) = std::fs::read_to_string(&parent) else {
+        if !parent.is_file() {
             return Some(format!("cannot read {}", parent.display()));
-        };
-        let Ok(file) = syn::parse_file(&text) else {
+        }
+        let Ok(file) = files.needed(&parent) else {
             return Some(format!("cannot parse {}", parent.display()));
         };
-        let declaration = file.items.iter().find_map(|item| match item {
+        let declaration = file.syntax.items.iter().find_map(|item| match item {
             syn::Item::Mod(module) if module.ident == name.as_str() => Some(module),
             _ => None,
         });

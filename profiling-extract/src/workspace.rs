@@ -135,7 +135,10 @@ pub fn init(request: &InitRequest) -> Result<InitOutcome, SnippetError> {
             source,
         });
     }
-    if let Err(source) = std::fs::write(&manifest_path, manifest.to_string()) {
+    if let Err(source) = profiling_core::driver::files::write_atomically(
+        &manifest_path,
+        manifest.to_string().as_bytes(),
+    ) {
         let _ = std::fs::remove_dir_all(&directory);
         return Err(SnippetError::Write {
             path: manifest_path,

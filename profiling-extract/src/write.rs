@@ -166,7 +166,7 @@ pub(crate) fn leave_out_counting_allocator(
     let shown = display_path(&main, root);
     match allocator::without_counting(&text, &package, &declared) {
         Some(edited) => {
-            std::fs::write(&main, edited).map_err(|source| SnippetError::Write {
+            profiling_core::driver::files::write_atomically(&main, edited.as_bytes()).map_err(|source| SnippetError::Write {
                 path: main.clone(),
                 source,
             })?;

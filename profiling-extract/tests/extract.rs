@@ -1529,3 +1529,132 @@ fn a_missing_dependency_on_the_production_crate_is_added_once_keeping_the_manife
         format!("{original}fixture-ops = {{ path = \"../fixture\" }}\n")
     );
 }
+
+// What `new` parses: the copy's file and the modules its names lead to,
+// each once; a search over the crate parses only the files that name what
+// it looks for, and no large file the copy does not need.
+
+/// A generated module of about `bytes` bytes that names what the copies of
+/// OPS name (`f32`, `Vec`, `Settings`, `helper`, `odd_layout`) and
+/// defines `Table`, as code generators write them.
+fn generated_module(bytes: usize) -> String {
+    let mut text = String::from(
+        "//! Generated lookups.\n\nuse crate::ops::{helper, odd_layout, Settings};\n\n#[derive(Debug, Clone)]\npub struct Table(pub [f32; 4]);\n\n",
+    );
+    let mut index = 0;
+    while text.len() < bytes {
+        text.push_str(&format!(
+            "pub fn generated_{index:06}(values: &[f32], settings: &Settings) -> Vec<f32> {{\n    odd_layout(values, settings).iter().map(|v| helper(*v) + {index}.5).collect()\n}}\n\n"
+        ));
+        index += 1;
+    }
+    text
+}
+
+impl Fixture {
+    fn write(&self, path: &str, text: &str) {
+        std::fs::write(self.root().join(path), text).unwrap();
+    }
+
+    /// A request for `selector` in `file`, below `fixture/src/`.
+    fn request_in(&self, name: &str, file: &str, selector: &str) -> NewSnippet {
+        let mut request = self.request(name, selector);
+        request.from = format!(
+            "{}{selector}",
+            self.root().join("fixture/src").join(file).display()
+        )
+        .parse()
+        .unwrap();
+        request
+    }
+}
+
+fn parsed_names(generated: &Generated) -> Vec<&str> {
+    generated
+        .report
+        .parsed
+        .iter()
+        .map(|(file, _)| file.as_str())
+        .collect()
+}
+
+#[test]
+fn a_large_generated_module_the_copy_does_not_need_is_not_parsed() {
+    let fixture = Fixture::new();
+    let before = fixture.generate("kept", "::odd_layout");
+    fixture.write("fixture/src/lib.rs", &format!("{LIB}pub mod generated;\n"));
+    fixture.write("fixture/src/generated.rs", &generated_module(2_000_000));
+
+    let after = fixture.generate("kept", "::odd_layout");
+    let parsed = parsed_names(&after);
+    assert!(!parsed.contains(&"fixture/src/generated.rs"), "{parsed:?}");
+    assert!(parsed.contains(&"fixture/src/ops.rs"), "{parsed:?}");
+    assert_eq!(after.files, before.files, "the snippet is the same");
+}
+
+#[test]
+fn a_file_that_names_nothing_a_search_looks_for_is_not_parsed() {
+    let fixture = Fixture::new();
+    fixture.write("fixture/src/lib.rs", &format!("{LIB}pub mod unrelated;\n"));
+    fixture.write(
+        "fixture/src/unrelated.rs",
+        "pub fn unrelated(x: u8) -> u8 {\n    x + 1\n}\n",
+    );
+    let generated = fixture.generate("kept", "::odd_layout");
+    let parsed = parsed_names(&generated);
+    assert!(!parsed.contains(&"fixture/src/unrelated.rs"), "{parsed:?}");
+    // What names the function is searched: its production callers.
+    assert!(parsed.contains(&"fixture/src/ops.rs"), "{parsed:?}");
+}
+
+#[test]
+fn a_large_module_the_copys_names_lead_to_is_parsed_once() {
+    let fixture = Fixture::new();
+    fixture.write(
+        "fixture/src/lib.rs",
+        &format!("{LIB}pub mod generated;\npub mod tables;\n"),
+    );
+    fixture.write("fixture/src/generated.rs", &generated_module(2_000_000));
+    fixture.write(
+        "fixture/src/tables.rs",
+        "use crate::generated::Table;\n\npub fn first(table: &Table) -> f32 {\n    table.0[0]\n}\n",
+    );
+    let generated =
+        snippet::generate(&fixture.request_in("first", "tables.rs", "::first")).unwrap();
+    let parsed = parsed_names(&generated);
+    let times = parsed
+        .iter()
+        .filter(|file| **file == "fixture/src/generated.rs")
+        .count();
+    assert_eq!(times, 1, "{parsed:?}");
+    let target = generated.file("target.rs").unwrap();
+    assert!(
+        target.contains("use fixture_ops::generated::Table;\n"),
+        "{target}"
+    );
+}
+
+#[test]
+fn a_module_the_copy_needs_over_the_parse_limit_is_refused_by_name() {
+    let fixture = Fixture::new();
+    fixture.write(
+        "fixture/src/lib.rs",
+        &format!("{LIB}pub mod generated;\npub mod tables;\n"),
+    );
+    let mut huge = "// padding\n".repeat(3_000_000);
+    huge.push_str("pub struct Table(pub [f32; 4]);\n");
+    fixture.write("fixture/src/generated.rs", &huge);
+    fixture.write(
+        "fixture/src/tables.rs",
+        "use crate::generated::Table;\n\npub fn first(table: &Table) -> f32 {\n    table.0[0]\n}\n",
+    );
+    let error = snippet::generate(&fixture.request_in("first", "tables.rs", "::first"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(
+            "fixture/src/generated.rs is 33.0 MB, more than the 32.0 MB `new` parses in one file"
+        ),
+        "{error}"
+    );
+}

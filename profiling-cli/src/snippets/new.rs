@@ -181,7 +181,10 @@ fn prune_kept_imports(
         .iter()
         .find(|(n, _)| *n == snippet::DRAFT_FILE)
     {
-        std::fs::write(created.directory.join(snippet::DRAFT_FILE), draft)?;
+        profiling_core::driver::files::write_atomically(
+            &created.directory.join(snippet::DRAFT_FILE),
+            draft.as_bytes(),
+        )?;
     }
     snippet::set_included(krate, &created.directory, false)?;
     let unused = snippet::unused_kept_imports(&created, &first.build.in_snippet);

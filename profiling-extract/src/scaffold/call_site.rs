@@ -3,6 +3,7 @@
 
 use syn::visit::{self, Visit};
 
+use crate::crate_files::{names_word, CrateFiles};
 use crate::source::rust_files;
 
 /// A call of the copied function in production code, with the literal it
@@ -17,8 +18,10 @@ pub(crate) struct CallSite {
 
 /// The call of `name` with `inputs` inputs (a method's receiver counted) in
 /// the `.rs` files under `dir` (its `src`, `tests`, `benches`, `examples`)
-/// that passes the most literals; file names shown from `root`.
+/// that passes the most literals; file names shown from `root`. Only the
+/// files that name `name` are parsed, as `files` searches.
 pub(crate) fn find_call_site(
+    files: &CrateFiles,
     dir: &std::path::Path,
     root: &std::path::Path,
     name: &str,
@@ -100,29 +103,30 @@ pub(crate) fn find_call_site(
             visit::visit_expr_method_call(self, call);
         }
     }
-    let mut files = Vec::new();
+    let mut paths = Vec::new();
     for folder in ["src", "tests", "benches", "examples"] {
-        rust_files(&dir.join(folder), &mut files, 0);
+        rust_files(&dir.join(folder), &mut paths, 0);
     }
     // The calls passing the most literals; of those, the literals passed
     // most often.
     let mut seen: Vec<(Vec<Option<String>>, usize, String)> = Vec::new();
     let count = |literals: &[Option<String>]| literals.iter().filter(|l| l.is_some()).count();
-    for file in files.iter().take(2000) {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        let Ok(parsed) = syn::parse_file(&text) else {
-            continue;
-        };
-        let mut calls = Calls {
-            name,
-            inputs,
-            method,
-            found: Vec::new(),
-        };
-        calls.visit_file(&parsed);
-        for literals in calls.found {
+    for file in paths.iter().take(2000) {
+        let found = files.search(
+            file,
+            |text| names_word(text, name),
+            |parsed| {
+                let mut calls = Calls {
+                    name,
+                    inputs,
+                    method,
+                    found: Vec::new(),
+                };
+                calls.visit_file(parsed);
+                calls.found
+            },
+        );
+        for literals in found.into_iter().flatten() {
             if count(&literals) == 0 {
                 continue;
             }

@@ -15,6 +15,7 @@ use super::types::{
     borrows, is_named, last_segment, ndarray_numeric, numeric_values, scalar_elements,
     type_arguments, ImageKind, ModuleTypes, Shape, NUMERIC, PRIMITIVES,
 };
+use crate::crate_files::CrateFiles;
 use crate::select::{generic_params, Function, TypeArgs};
 use crate::source::SourceFile;
 
@@ -25,7 +26,7 @@ pub(crate) fn plan(
     profile_name: &str,
     type_args: &TypeArgs,
     call_site: Option<&CallSite>,
-    crate_src: Option<&std::path::Path>,
+    crate_src: Option<(&std::path::Path, &CrateFiles)>,
 ) -> Target {
     let generics = generic_params(source, &function.sig.generics);
     let planner = Planner::new(source, function, type_args, &generics, call_site, crate_src);
@@ -111,6 +112,31 @@ pub(crate) fn plan(
     }
 }
 
+/// The names the target is planned from: those in the function's
+/// signature, its impl block's type and the types given for its generics.
+/// Only facts about these types decide anything.
+fn signature_names(function: &Function<'_>, type_args: &TypeArgs) -> BTreeSet<String> {
+    // Identifiers, keywords (`fn`, `mut`) left out: every file has those.
+    #[derive(Default)]
+    struct Names(BTreeSet<String>);
+    impl<'ast> syn::visit::Visit<'ast> for Names {
+        fn visit_ident(&mut self, ident: &'ast syn::Ident) {
+            self.0.insert(ident.to_string());
+        }
+    }
+    let mut names = Names::default();
+    syn::visit::Visit::visit_signature(&mut names, function.sig);
+    if let Some(owner) = function.owner {
+        syn::visit::Visit::visit_type(&mut names, &owner.self_ty);
+    }
+    for (_, given) in type_args.iter() {
+        if let Ok(ty) = syn::parse_str::<syn::Type>(given) {
+            syn::visit::Visit::visit_type(&mut names, &ty);
+        }
+    }
+    names.0
+}
+
 /// The trait that names `parameter::assoc` for the type given for
 /// `parameter`: implemented for every type with production's bounds on
 /// the parameter, which is where the associated type is found (a struct
@@ -191,14 +217,18 @@ impl<'a> Planner<'a> {
         type_args: &TypeArgs,
         generics: &[crate::select::GenericParam],
         call_site: Option<&'a CallSite>,
-        crate_src: Option<&std::path::Path>,
+        crate_src: Option<(&std::path::Path, &CrateFiles)>,
     ) -> Planner<'a> {
         let owner = function.owner_name();
         let mut substitutions: Vec<(String, String)> = generics
             .iter()
             .filter_map(|p| Some((p.name.clone(), type_args.get(&p.name)?.to_owned())))
             .collect();
-        let types = ModuleTypes::of(function.scope, crate_src);
+        let types = ModuleTypes::of(
+            function.scope,
+            crate_src,
+            &signature_names(function, type_args),
+        );
         if let Some(owner) = &owner {
             substitutions.push((
                 "Self".to_owned(),

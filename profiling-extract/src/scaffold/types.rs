@@ -2,8 +2,11 @@
 //! goes: what its types implement, and the kinds of type the record can
 //! feed (images, numeric arrays and values, scalars).
 
+use std::collections::BTreeSet;
+
 use syn::visit::Visit;
 
+use crate::crate_files::{names_word, CrateFiles};
 use crate::select::type_name;
 use crate::source::rust_files;
 
@@ -118,9 +121,17 @@ pub(super) struct ModuleTypes {
 }
 
 impl ModuleTypes {
-    /// The module's types, and whether those of the rest of the crate
-    /// (the `.rs` files under `src`, when given) are `Clone` or `Copy`.
-    pub(super) fn of(scope: &[syn::Item], src: Option<&std::path::Path>) -> ModuleTypes {
+    /// The module's types, and what the rest of the crate (the `.rs` files
+    /// under `src`, when given, searched through `files`) says of the
+    /// types named `names`: whether they are `Clone`, unit-only enums,
+    /// aliases of numbers, or have lifetimes. Every fact is of a type by
+    /// its name, so a file that does not name one has none to give and
+    /// is not parsed.
+    pub(super) fn of(
+        scope: &[syn::Item],
+        src: Option<(&std::path::Path, &CrateFiles)>,
+        names: &BTreeSet<String>,
+    ) -> ModuleTypes {
         let mut types = ModuleTypes {
             defaults: Vec::new(),
             copies: Vec::new(),
@@ -132,16 +143,12 @@ impl ModuleTypes {
             scalar_aliases: Vec::new(),
         };
         types.add(scope, true);
-        let mut files = Vec::new();
-        if let Some(src) = src {
-            rust_files(src, &mut files, 0);
-        }
-        for file in files.iter().take(2000) {
-            let Ok(text) = std::fs::read_to_string(file) else {
-                continue;
-            };
-            if let Ok(parsed) = syn::parse_file(&text) {
-                types.add(&parsed.items, false);
+        if let Some((src, files)) = src {
+            let mut paths = Vec::new();
+            rust_files(src, &mut paths, 0);
+            let named = |text: &str| names.iter().any(|name| names_word(text, name));
+            for file in paths.iter().take(2000) {
+                files.search(file, named, |parsed| types.add(&parsed.items, false));
             }
         }
         types
