@@ -125,9 +125,12 @@ pub fn init(request: &InitRequest) -> Result<InitOutcome, SnippetError> {
     let written = files.iter().try_for_each(|(name, text)| {
         let path = staging.join(name);
         std::fs::create_dir_all(path.parent().unwrap_or(&staging))?;
-        std::fs::write(path, text)
+        profiling_core::driver::files::write_atomically(&path, text.as_bytes())
     });
     let placed = written.and_then(|()| std::fs::rename(&staging, &directory));
+    if placed.is_ok() {
+        let _ = profiling_core::driver::files::sync_directory(root);
+    }
     if let Err(source) = placed {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(SnippetError::Write {

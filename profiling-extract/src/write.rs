@@ -127,13 +127,16 @@ pub(crate) fn write_all_or_nothing(
     let mut staging = Staging(Some(staging_path.clone()));
     for (file, text) in files {
         let path = staging_path.join(file);
-        std::fs::write(&path, text).map_err(write_error(&directory.join(file)))?;
+        profiling_core::driver::files::write_atomically(&path, text.as_bytes())
+            .map_err(write_error(&directory.join(file)))?;
     }
     if directory.exists() {
         return Err(SnippetError::Exists(directory.to_path_buf()));
     }
     std::fs::rename(&staging_path, directory).map_err(write_error(directory))?;
     staging.0 = None;
+    // The rename made durable; the snippet is in place whatever this says.
+    let _ = profiling_core::driver::files::sync_directory(parent);
     Ok(())
 }
 
