@@ -29,12 +29,14 @@
 //! An export is read as untrusted input: only the tables above are looked
 //! at (no name from the file is ever part of a query), every query of one
 //! analysis stops at [`Request::time_limit`] and no value it makes may pass
-//! 16 MiB, and ranges nested more than [`MAX_NESTING_DEPTH`] deep are
-//! refused (each range's path names every range above it). Each refusal
-//! names the file.
+//! 16 MiB, range names are kept once each however many ranges have them,
+//! and ranges nested more than [`MAX_NESTING_DEPTH`] deep, or whose paths
+//! would make more than [`MAX_PATH_TEXT`] bytes, are refused (each range's
+//! path names every range above it). Each refusal names the file.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use profiling_core::stats::DurationStats;
 use profiling_core::timing::tree::depth_first;
@@ -80,7 +82,14 @@ pub enum AnalyzeError {
         thread: i64,
         outermost: String,
     },
+    #[error("{}: the paths of the NVTX ranges would take more than {} MiB (long range names, or many nested ones): refused", .path.display(), MAX_PATH_TEXT >> 20)]
+    PathsTooLong { path: PathBuf },
 }
+
+/// The most text the paths of an export's ranges may make, names with
+/// them: a name nsys stores once may be the text of every range, and every
+/// range below it names it again in its path.
+pub const MAX_PATH_TEXT: usize = 64 << 20;
 
 /// The deepest nesting of NVTX ranges analyzed: a range's path holds the
 /// names of every range above it, so their text grows with the square of
@@ -251,7 +260,8 @@ impl<T: std::hash::Hash + Eq + Clone> Names<T> {
 }
 
 struct Range {
-    name: String,
+    /// Shared by every range with the same text: one copy each.
+    name: Rc<str>,
     start: i64,
     end: i64,
     tid: i64,
@@ -278,7 +288,7 @@ struct Instance {
 }
 
 struct PathNode {
-    name: String,
+    name: Rc<str>,
     parent: Option<usize>,
     depth: u32,
     tid: i64,
@@ -436,7 +446,7 @@ fn analyze_on(
     }
     let mut captures: Vec<&Range> = ranges
         .iter()
-        .filter(|r| r.name == request.capture_range)
+        .filter(|r| *r.name == *request.capture_range)
         .collect();
     captures.sort_by_key(|r| r.start);
     // A capture that started inside the range itself may lack its push:
@@ -455,10 +465,11 @@ fn analyze_on(
         ));
     }
     let Some(capture) = captures.first().copied() else {
-        let mut names: Vec<String> = ranges.iter().map(|r| r.name.clone()).collect();
-        names.sort();
+        let mut names: Vec<&str> = ranges.iter().map(|r| &*r.name).collect();
+        names.sort_unstable();
         names.dedup();
         names.truncate(20);
+        let names = names.into_iter().map(shortened).collect();
         return Err(AnalyzeError::NoCapture {
             path: path.to_path_buf(),
             name: request.capture_range.clone(),
@@ -580,6 +591,9 @@ fn capture_tree(
     }
     let mut nodes: Vec<PathNode> = Vec::new();
     let mut node_index: HashMap<(Option<usize>, i64, &str), usize> = HashMap::new();
+    // Each node's path length, and all of them with the names.
+    let mut path_lengths: Vec<usize> = Vec::new();
+    let mut path_text = 0usize;
     let mut passes: Vec<(String, i64, i64)> = Vec::new();
     let mut instances: BTreeMap<i64, Vec<Instance>> = BTreeMap::new();
     for (&tid, list) in &mut by_thread {
@@ -592,7 +606,7 @@ fn capture_tree(
             }
             let is_pass = tid == capture.tid && stack.is_empty() && is_pass_name(&range.name);
             if is_pass {
-                passes.push((range.name.clone(), range.start, range.end));
+                passes.push((range.name.to_string(), range.start, range.end));
                 thread_instances.push(Instance {
                     start: range.start,
                     end: range.end,
@@ -614,19 +628,33 @@ fn capture_tree(
                 return Err(AnalyzeError::TooDeep {
                     path: path.to_path_buf(),
                     thread: tid & 0xFF_FFFF,
-                    outermost: nodes[outermost].name.clone(),
+                    outermost: shortened(&nodes[outermost].name),
                 });
             }
-            let key = (parent, tid, range.name.as_str());
-            let node = *node_index.entry(key).or_insert_with(|| {
-                nodes.push(PathNode {
-                    name: range.name.clone(),
-                    parent,
-                    depth,
-                    tid,
-                });
-                nodes.len() - 1
-            });
+            let key = (parent, tid, &*range.name);
+            let node = match node_index.get(&key) {
+                Some(&node) => node,
+                None => {
+                    // The path names the parent's path, then this name;
+                    // the name is kept beside it.
+                    let length = parent.map_or(0, |p| path_lengths[p] + 1) + range.name.len();
+                    path_lengths.push(length);
+                    path_text = path_text.saturating_add(length + range.name.len());
+                    if path_text > MAX_PATH_TEXT {
+                        return Err(AnalyzeError::PathsTooLong {
+                            path: path.to_path_buf(),
+                        });
+                    }
+                    nodes.push(PathNode {
+                        name: range.name.clone(),
+                        parent,
+                        depth,
+                        tid,
+                    });
+                    node_index.insert(key, nodes.len() - 1);
+                    nodes.len() - 1
+                }
+            };
             thread_instances.push(Instance {
                 start: range.start,
                 end: range.end,
@@ -751,7 +779,7 @@ fn pass_span(ranges: &[Range]) -> Option<Range> {
     let tid = first.tid;
     let on_thread = passes.iter().filter(|r| r.tid == tid);
     let span = Range {
-        name: String::new(),
+        name: Rc::from(""),
         start: on_thread.clone().map(|r| r.start).min()?,
         end: on_thread.map(|r| r.end).max()?,
         tid,
@@ -761,6 +789,14 @@ fn pass_span(ranges: &[Range]) -> Option<Range> {
         r.tid == tid && !is_pass_name(&r.name) && r.start <= span.start && r.end >= span.end
     });
     (!enclosed).then_some(span)
+}
+
+/// `name` as an error may quote it: its first 200 characters.
+fn shortened(name: &str) -> String {
+    match name.char_indices().nth(200) {
+        Some((at, _)) => format!("{}...", &name[..at]),
+        None => name.to_owned(),
+    }
 }
 
 /// `iteration <i>`: the runner's pass ranges.
@@ -791,17 +827,42 @@ fn nvtx_ranges(
          WHERE e.eventType = {NVTX_PUSH_POP} AND e.end IS NOT NULL AND e.end >= e.start"
     );
     let mut statement = connection.prepare(&query).map_err(sql(path))?;
-    let rows = statement
-        .query_map([], |row| {
-            Ok(Range {
-                start: row.get(0)?,
-                end: row.get(1)?,
-                tid: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                name: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
-            })
-        })
-        .map_err(sql(path))?;
-    rows.collect::<Result<_, _>>().map_err(sql(path))
+    let mut rows = statement.query([]).map_err(sql(path))?;
+    // One copy of each text, however many ranges have it.
+    let mut names: std::collections::HashSet<Rc<str>> = std::collections::HashSet::new();
+    let mut ranges = Vec::new();
+    while let Some(row) = rows.next().map_err(sql(path))? {
+        let text = row
+            .get_ref(3)
+            .map_err(sql(path))?
+            .as_str_or_null()
+            .map_err(|error| {
+                sql(path)(rusqlite::Error::FromSqlConversionFailure(
+                    3,
+                    rusqlite::types::Type::Text,
+                    Box::new(error),
+                ))
+            })?
+            .unwrap_or_default();
+        let name = match names.get(text) {
+            Some(name) => name.clone(),
+            None => {
+                let name: Rc<str> = Rc::from(text);
+                names.insert(name.clone());
+                name
+            }
+        };
+        ranges.push(Range {
+            start: row.get(0).map_err(sql(path))?,
+            end: row.get(1).map_err(sql(path))?,
+            tid: row
+                .get::<_, Option<i64>>(2)
+                .map_err(sql(path))?
+                .unwrap_or(0),
+            name,
+        });
+    }
+    Ok(ranges)
 }
 
 fn thread_names(
@@ -1336,7 +1397,7 @@ fn summarize_paths(
     for node in nodes {
         let path = match node.parent {
             Some(parent) => format!("{}/{}", paths[parent], node.name),
-            None => node.name.clone(),
+            None => node.name.to_string(),
         };
         paths.push(path);
     }
@@ -1345,7 +1406,7 @@ fn summarize_paths(
         .iter()
         .map(|t| t.host.iter().map(|&v| u128::from(v)).sum())
         .collect();
-    let order = depth_first(&parents, |i| host_totals[i], |i| &nodes[i].name);
+    let order = depth_first(&parents, |i| host_totals[i], |i| &*nodes[i].name);
     order
         .into_iter()
         .filter_map(|i| {
@@ -1370,7 +1431,7 @@ fn summarize_paths(
                 host_events.of(i, kernels_listed);
             Some(RangeAnalysis {
                 path: std::mem::take(&mut paths[i]),
-                name: node.name.clone(),
+                name: node.name.to_string(),
                 depth: node.depth,
                 thread: thread_names
                     .get(&node.tid)

@@ -9,7 +9,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use profiling_analyze::{analyze, Analysis, AnalyzeError, Request, MAX_NESTING_DEPTH};
+use profiling_analyze::{
+    analyze, Analysis, AnalyzeError, Request, MAX_NESTING_DEPTH, MAX_PATH_TEXT,
+};
 use rusqlite::{params, Connection};
 
 const TID: i64 = (42 << 24) | 3;
@@ -168,4 +170,43 @@ fn ranges_nested_up_to_the_limit_are_analyzed() {
     let deepest = analysis.ranges.iter().map(|r| r.depth).max().unwrap();
     assert_eq!(deepest, MAX_NESTING_DEPTH - 1);
     assert_eq!(analysis.ranges.len(), MAX_NESTING_DEPTH as usize + 1);
+}
+
+/// One long name, stored once in `StringIds`, as the text of ranges nested
+/// in each other: each path names it again for every range above, so the
+/// paths' text would grow far past the file. Refused past
+/// [`MAX_PATH_TEXT`], naming the file.
+#[test]
+fn paths_past_the_text_limit_are_refused_naming_the_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long-names.sqlite");
+    let db = Connection::open(&path).unwrap();
+    write_minimal(&db);
+    // 1 MiB, 20 deep: 210 MiB of paths from a 1 MiB file.
+    let name = "n".repeat(1 << 20);
+    db.execute("INSERT INTO StringIds (id, value) VALUES (1, ?1)", [&name])
+        .unwrap();
+    for level in 0..20i64 {
+        db.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, textId, globalTid) VALUES (?1, ?2, 59, 1, ?3)",
+            params![110 + level, 590 - level, TID],
+        )
+        .unwrap();
+    }
+    drop(db);
+    // Not printed when analyzed: the paths alone are hundreds of MiB.
+    let error = match analyze_or_hang(&path, request()) {
+        Err(error) => error,
+        Ok(analysis) => panic!("analyzed, {} ranges", analysis.ranges.len()),
+    };
+    assert!(
+        matches!(error, AnalyzeError::PathsTooLong { .. }),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!("{}: ", path.display()))
+            && message.contains(&format!("more than {} MiB", MAX_PATH_TEXT >> 20)),
+        "{message}"
+    );
 }

@@ -176,7 +176,11 @@ fn after_interruption(
     signal: i32,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let name = signal_name(signal);
+    let name = if signal == libc::SIGHUP {
+        "SIGHUP".to_owned()
+    } else {
+        signal_name(signal)
+    };
     let report = command.report_dir.join(format!("{REPORT_STEM}.nsys-rep"));
     let run_dir = &command.run_dir;
     let kept = if report.is_file() && run_dir.join("manifest.yaml").is_file() {
@@ -269,8 +273,8 @@ fn keep_without_manifest(
 
 /// Runs `lines` as one command in a process group of its own, its stdout
 /// and stderr (one pipe, so their order holds) to `err` as they come,
-/// without nsys's progress bars, until the command itself exits. A SIGINT
-/// or SIGTERM to this process is passed on to it as SIGINT, once.
+/// without nsys's progress bars, until the command itself exits. A SIGINT,
+/// SIGTERM or SIGHUP to this process is passed on to it as SIGINT, once.
 fn run_filtered(lines: &[Vec<String>], err: &mut dyn Write) -> std::io::Result<Ended> {
     let words: Vec<&String> = lines.iter().flatten().collect();
     let Some((program, args)) = words.split_first() else {
@@ -284,7 +288,10 @@ fn run_filtered(lines: &[Vec<String>], err: &mut dyn Write) -> std::io::Result<E
     let (signal_reader, signal_writer) = std::io::pipe()?;
     let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut handlers = Vec::new();
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    // SIGHUP too: nsys is no longer in the terminal's foreground group,
+    // and a closed terminal would leave it capturing into a pipe nobody
+    // reads.
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         handlers.push(signal_hook::flag::register_usize(
             signal,
             received.clone(),

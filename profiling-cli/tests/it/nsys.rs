@@ -631,10 +631,10 @@ fn interrupted_under_fake_nsys(signal: i32, to_group: bool) {
         stderr.contains("fake nsys: stopping the capture on SIGINT"),
         "{stderr}"
     );
-    let name = if signal == libc::SIGINT {
-        "SIGINT"
-    } else {
-        "SIGTERM"
+    let name = match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "SIGHUP",
     };
     assert!(
         stderr.contains(&format!("interrupted by {name}")),
@@ -657,6 +657,13 @@ fn ctrl_c_to_run_nsys_lets_nsys_finish_its_report_which_is_kept() {
 #[test]
 fn a_sigterm_to_run_nsys_alone_reaches_nsys_as_sigint() {
     interrupted_under_fake_nsys(libc::SIGTERM, false);
+}
+
+/// A closed terminal (SIGHUP) does not leave nsys capturing into a pipe
+/// nobody reads: it hears SIGINT, and its report is kept.
+#[test]
+fn a_sighup_to_run_nsys_reaches_nsys_as_sigint() {
+    interrupted_under_fake_nsys(libc::SIGHUP, false);
 }
 
 /// nsys's output is passed on as it comes: a long stretch without a
