@@ -168,9 +168,7 @@ pub struct AbArgs {
 #[cfg(feature = "full")]
 pub(crate) use against::{prepare as prepare_against, BuildTarget};
 
-/// Looks of `--until-decided` at most (one after each stage from the
-/// second): each more one narrows every look's confidence level.
-pub const MAX_LOOKS: u32 = 8;
+pub use profiling_compare::sequential::MAX_LOOKS;
 
 /// `--budget`: a number and a unit (ms, s, m, h).
 fn parse_budget(text: &str) -> Result<std::time::Duration, String> {

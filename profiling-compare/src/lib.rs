@@ -12,6 +12,7 @@ pub mod gates;
 pub mod memory;
 pub mod paired;
 pub mod runs;
+pub mod sequential;
 pub mod statistics;
 
 use serde::{Deserialize, Serialize};

@@ -149,17 +149,7 @@ pub(super) fn judge_samples(
         profiling_compare::paired::compare_paired(&base, &candidate, samples, &options);
     let alone = protocol.unlooked();
     if let Some(why) = alone {
-        for row in &mut comparison.rows {
-            if matches!(
-                row.verdict,
-                profiling_compare::Verdict::Faster
-                    | profiling_compare::Verdict::Slower
-                    | profiling_compare::Verdict::NoChange
-            ) {
-                row.verdict = profiling_compare::Verdict::Unclear;
-                row.note = Some(why.to_owned());
-            }
-        }
+        profiling_compare::sequential::demote(&mut comparison, why);
     }
     let comparisons = [comparison];
     let format = if args.json {
@@ -188,12 +178,7 @@ pub(super) fn judge_samples(
         Ok(gates) => gates.map(|gates| {
             let mut results = gate_results(&gates, samples, &options);
             if let Some(why) = alone {
-                for result in &mut results {
-                    if result.outcome != profiling_compare::gates::GateOutcome::Unclear {
-                        result.outcome = profiling_compare::gates::GateOutcome::Unclear;
-                        result.note = Some(why.to_owned());
-                    }
-                }
+                profiling_compare::sequential::demote_gates(&mut results, why);
             }
             results
         }),
