@@ -51,11 +51,12 @@ pub struct SyntheticBatch {
 /// one batch.
 ///
 /// ```
-/// use profiling_core::data::{dummy::DummySource, DataSource};
+/// use profiling_core::data::{self, dummy::DummySource};
 /// use profiling_examples::synthetic::{predictions_for_batch, predictions_for_record};
 ///
 /// profiling_core::random::seed_run(Some(0));
-/// let records = DummySource { record_count: 3, ..DummySource::default() }.read_all().unwrap();
+/// let dummy = DummySource { record_count: 3, ..DummySource::default() };
+/// let records = data::named("dummy", dummy).read_all().unwrap();
 /// let batch = predictions_for_batch(&records).unwrap();
 /// assert_eq!(batch.raw.shape(), &[3, 8400, 84]);
 /// assert_eq!(batch.raw.index_axis(ndarray::Axis(0), 2), predictions_for_record(&records[2]).unwrap().raw);
@@ -188,7 +189,7 @@ mod tests {
     use super::*;
     use crate::postprocess::{decode_predictions, postprocess_detections, PostprocessParams};
     use profiling_core::data::dummy::DummySource;
-    use profiling_core::data::DataSource;
+    use profiling_core::data::RecordSource;
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 

@@ -301,7 +301,7 @@ fn sequence(values: impl IntoIterator<Item = Value>) -> Value {
 mod tests {
     use super::*;
     use profiling_core::data::dummy::DummySource;
-    use profiling_core::data::DataSource;
+    use profiling_core::data::{self, RecordSource};
 
     fn dummy_record() -> DataRecord {
         DummySource::default().read(0).unwrap()
@@ -405,12 +405,11 @@ mod tests {
     #[test]
     fn detection_postprocess_finds_in_a_batch_what_it_finds_record_by_record() {
         profiling_core::random::seed_run(Some(0));
-        let records = DummySource {
+        let dummy = DummySource {
             record_count: 3,
             ..DummySource::default()
-        }
-        .read_all()
-        .unwrap();
+        };
+        let records = data::named("dummy", dummy).read_all().unwrap();
         let mut target = DetectionPostprocess::default();
         let batch = target.prepare_batch(&records, Device::Cpu).unwrap();
         assert_eq!(batch.raw.shape(), &[3, 8400, 84]);

@@ -56,7 +56,7 @@ pub fn array_to_tensor(array: &ndarray::ArrayD<f32>, device: Device) -> Tensor {
 mod tests {
     use super::*;
     use crate::data::dummy::DummySource;
-    use crate::data::DataSource;
+    use crate::data::RecordSource;
 
     fn record() -> DataRecord {
         let mapping: serde_yaml::Mapping =

@@ -231,9 +231,10 @@ struct CountingReads {
     reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
-impl data::DataSource for CountingReads {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl data::RecordSource for CountingReads {
+    type Parameters = ();
+    fn open(_: ()) -> anyhow::Result<Self> {
+        anyhow::bail!("opened by the test, not by a config")
     }
     fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
         self.inner.describe()
@@ -241,24 +242,27 @@ impl data::DataSource for CountingReads {
     fn len(&self) -> usize {
         self.inner.len()
     }
-    fn estimated_bytes(&self) -> Result<u64, DataError> {
-        self.inner.estimated_bytes()
+    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
+        Ok(Some(self.inner.estimated_bytes()?))
     }
-    fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
         self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.read(index)
+        Ok(self.inner.read(index)?)
     }
 }
 
 fn an_unread_source_is_refused_after_reading_only_its_first_record() {
     let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut plan = plan(0);
-    let source = CountingReads {
-        inner: data::build("dummy", &plan.config.data_source.parameters).unwrap(),
-        reads: reads.clone(),
-    };
-    let estimate = data::eager_bytes(&source).unwrap();
-    plan.records = Records::Unread(Box::new(source));
+    let source = data::named(
+        "dummy",
+        CountingReads {
+            inner: data::build("dummy", &plan.config.data_source.parameters).unwrap(),
+            reads: reads.clone(),
+        },
+    );
+    let estimate = data::eager_bytes(&*source).unwrap();
+    plan.records = Records::Unread(source);
     plan.memory = Some(AvailableMemory::plain(2 * estimate));
     let error = run_target(&plan, || {
         Ok(Expanding {

@@ -220,9 +220,10 @@ impl WatchedSource {
     }
 }
 
-impl data::DataSource for WatchedSource {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl data::RecordSource for WatchedSource {
+    type Parameters = ();
+    fn open(_: ()) -> anyhow::Result<Self> {
+        anyhow::bail!("opened by the test, not by a config")
     }
     fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
         self.inner.describe()
@@ -230,13 +231,13 @@ impl data::DataSource for WatchedSource {
     fn len(&self) -> usize {
         self.inner.len()
     }
-    fn estimated_bytes(&self) -> Result<u64, data::DataError> {
-        self.inner.estimated_bytes()
+    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
+        Ok(Some(self.inner.estimated_bytes()?))
     }
-    fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
         self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         std::thread::sleep(self.sleep);
-        self.inner.read(index)
+        Ok(self.inner.read(index)?)
     }
 }
 
@@ -265,7 +266,8 @@ fn phase_times_hold_what_their_calls_slept() {
             "target: {{name: t}}\n{TWO_RECORDS}\nwarmup: 2\niterations: 3"
         ));
         if unread {
-            plan.records = Records::Unread(Box::new(WatchedSource::dummy(2, READ_SLEEP)));
+            plan.records =
+                Records::Unread(data::named("dummy", WatchedSource::dummy(2, READ_SLEEP)));
         }
         assert_eq!(plan.records.len(), 2);
         assert!(!plan.records.is_empty());
@@ -334,13 +336,16 @@ fn lazy_reads_and_prepares_inside_every_pass() {
         panic!("a lazy plan");
     };
     let logged = reads.clone();
-    plan.records = Records::Lazy(Box::new(HookedReads {
-        inner: source,
-        before_read: move |index| {
-            logged.lock().unwrap().push(index);
-            Ok(())
+    plan.records = Records::Lazy(data::named(
+        "dummy",
+        HookedReads {
+            inner: source,
+            before_read: move |index| {
+                logged.lock().unwrap().push(index);
+                Ok(())
+            },
         },
-    }));
+    ));
     run_target(&plan, || Ok(Logging::default())).unwrap();
     assert_eq!(*reads.lock().unwrap(), [0, 1, 0, 1, 0, 1, 0, 1]);
 }
@@ -352,12 +357,13 @@ struct HookedReads<F> {
     before_read: F,
 }
 
-impl<F> data::DataSource for HookedReads<F>
+impl<F> data::RecordSource for HookedReads<F>
 where
-    F: Fn(usize) -> Result<(), data::DataError> + Send + Sync,
+    F: Fn(usize) -> Result<(), data::DataError> + Send + Sync + 'static,
 {
-    fn name(&self) -> &str {
-        self.inner.name()
+    type Parameters = ();
+    fn open(_: ()) -> anyhow::Result<Self> {
+        anyhow::bail!("opened by the test, not by a config")
     }
     fn describe(&self) -> std::collections::BTreeMap<String, serde_yaml::Value> {
         self.inner.describe()
@@ -365,12 +371,12 @@ where
     fn len(&self) -> usize {
         self.inner.len()
     }
-    fn estimated_bytes(&self) -> Result<u64, data::DataError> {
-        self.inner.estimated_bytes()
+    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
+        Ok(Some(self.inner.estimated_bytes()?))
     }
-    fn read(&self, index: usize) -> Result<DataRecord, data::DataError> {
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
         (self.before_read)(index)?;
-        self.inner.read(index)
+        Ok(self.inner.read(index)?)
     }
 }
 
@@ -810,19 +816,22 @@ fn a_record_that_cannot_be_read_mid_run_is_a_data_error() {
     };
     // The second record cannot be read from the third read on.
     let reads = std::sync::atomic::AtomicUsize::new(0);
-    plan.records = Records::Lazy(Box::new(HookedReads {
-        inner: source,
-        before_read: move |index| {
-            let count = reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if index == 1 && count >= 2 {
-                return Err(data::DataError::Io {
-                    path: "/data/b.png".into(),
-                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
-                });
-            }
-            Ok(())
+    plan.records = Records::Lazy(data::named(
+        "dummy",
+        HookedReads {
+            inner: source,
+            before_read: move |index| {
+                let count = reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if index == 1 && count >= 2 {
+                    return Err(data::DataError::Io {
+                        path: "/data/b.png".into(),
+                        source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+                    });
+                }
+                Ok(())
+            },
         },
-    }));
+    ));
     let error = run_target(&plan, || Ok(Logging::default())).unwrap_err();
     assert_eq!(error.phase, Phase::Load);
     assert_eq!(error.pass, Pass::Measured(0));
@@ -849,7 +858,7 @@ fn eager_loading_reads_each_record_once() {
     let mut plan = plan("target: {name: t}\ndata_source: {name: dummy, record_count: 5, include_image: false}\nwarmup: 1\niterations: 2");
     let source = WatchedSource::dummy(5, std::time::Duration::ZERO);
     let reads = source.reads.clone();
-    plan.records = Records::Unread(Box::new(source));
+    plan.records = Records::Unread(data::named("dummy", source));
     let outcome = run_target(&plan, || Ok(Sleeping)).unwrap();
     assert_eq!(outcome.record_ids.len(), 5);
     assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 5);

@@ -184,6 +184,8 @@ pub(crate) fn data_source(
                     line: #line,
                     doc: #doc,
                     parameters: __profiling_parameters,
+                    image_parameter: <#self_ty as #krate::data::RecordSource>::IMAGE_PARAMETER,
+                    directory_option: <#self_ty as #krate::data::RecordSource>::DIRECTORY_OPTION,
                     build: #krate::__private::build_source::<#self_ty>,
                 }
             }

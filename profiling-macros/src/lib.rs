@@ -229,8 +229,10 @@ pub fn profile_target(args: TokenStream, item: TokenStream) -> TokenStream {
 /// next to it the attribute adds an entry in the link-time registry
 /// (`profiling_core::data::sources()`) with the source's name, where it is
 /// defined, a one-line description, the keys of its parameters (the fields
-/// of its `Parameters` struct) and a function that deserializes them from
-/// the config and opens the source. `profile-cli list --sources` shows it.
+/// of its `Parameters` struct), what its `IMAGE_PARAMETER` and
+/// `DIRECTORY_OPTION` constants say, and a function that deserializes the
+/// parameters from the config and opens the source. `profile-cli list
+/// --sources` shows it.
 ///
 /// ```
 /// use profiling_core::data::{DataRecord, RecordSource};

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use divan::counter::ItemsCount;
-use profiling_core::data::DataSource;
+use profiling_core::data::{self, DataSource};
 use profiling_sources::cache::{ImageCache, DEFAULT_MAX_BYTES};
 use profiling_sources::images::{self, ImageSource};
 
@@ -59,6 +59,11 @@ fn image_source() -> ImageSource {
     ImageSource::from_parameters(&mapping).unwrap()
 }
 
+/// `source` as the runner reads it.
+fn as_run(source: ImageSource) -> Box<dyn DataSource> {
+    data::named("images", source)
+}
+
 /// `f` on a rayon pool of `threads` threads, or on the global pool (one
 /// thread per core) for 0.
 fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
@@ -91,7 +96,7 @@ fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
 /// one per core (`0`, rayon's default pool).
 #[divan::bench(sample_count = 10, args = [1, 0])]
 fn eager_load_64_jpegs(bencher: divan::Bencher, threads: usize) {
-    let source = image_source();
+    let source = as_run(image_source());
     bencher
         .counter(ItemsCount::new(IMAGES))
         .bench_local(|| on_threads(threads, || source.read_all().unwrap()));
@@ -127,7 +132,7 @@ fn decode_64_jpegs_one_thread(bencher: divan::Bencher, decoder: &str) {
 fn eager_load_64_jpegs_cached(bencher: divan::Bencher, cache: &str) {
     let root = tempfile::tempdir().unwrap();
     let cached = |root: &Path| {
-        image_source().with_cache(Arc::new(ImageCache::under(root, DEFAULT_MAX_BYTES)))
+        as_run(image_source().with_cache(Arc::new(ImageCache::under(root, DEFAULT_MAX_BYTES))))
     };
     match cache {
         "cold" => bencher
@@ -166,10 +171,12 @@ fn pixel_checksum(bencher: divan::Bencher, (width, height): (usize, usize)) {
 fn estimate_64_jpegs(bencher: divan::Bencher, cache: &str) {
     let root = tempfile::tempdir().unwrap();
     let source = match cache {
-        "none" => image_source(),
+        "none" => as_run(image_source()),
         _ => {
-            let source = image_source()
-                .with_cache(Arc::new(ImageCache::under(root.path(), DEFAULT_MAX_BYTES)));
+            let source = as_run(
+                image_source()
+                    .with_cache(Arc::new(ImageCache::under(root.path(), DEFAULT_MAX_BYTES))),
+            );
             source.read_all().unwrap();
             source
         }

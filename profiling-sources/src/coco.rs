@@ -284,7 +284,7 @@ impl CocoSource {
             ));
         }
         // Opened, a FIFO would wait for a writer for ever.
-        if let Some(what) = crate::tensors::not_a_regular_file(&params.annotations) {
+        if let Some(what) = crate::files::not_a_regular_file(&params.annotations) {
             return Err(parameter_error(
                 "annotations",
                 format!(

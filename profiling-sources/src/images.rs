@@ -17,11 +17,12 @@ use serde::Deserialize;
 use serde_yaml::Value;
 
 use crate::cache::{FileKey, ImageCache};
+use crate::files::{parameter_error, FileKind};
 use profiling_core::data::{
-    human_bytes, in_order, parse_parameters, CacheStats, DataError, DataRecord, DataSource,
+    human_bytes, in_order, parse_parameters, CacheStats, DataError, DataRecord, RecordSource,
     SourceContext,
 };
-use profiling_core::yaml::{check_literal_path, parse_size};
+use profiling_core::yaml::parse_size;
 
 /// The file extensions read, compared without regard to case.
 pub const EXTENSIONS: &[&str] = &["bmp", "jpeg", "jpg", "png", "tif", "tiff", "webp"];
@@ -78,11 +79,31 @@ fn default_decode() -> bool {
 }
 
 /// Where the files came from, for the manifest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ImageOrigin {
-    Directory(PathBuf),
-    Paths,
-}
+pub use crate::files::FileOrigin as ImageOrigin;
+
+/// Image files, as `directory` or `paths` list them: a directory that
+/// cannot be listed or holds none, and an entry of `paths` that is not a
+/// file, are said in the images source's own words.
+const IMAGE_FILES: FileKind = FileKind {
+    source: "images",
+    file: "image file",
+    keeps: has_image_extension,
+    unlisted: |directory, source| {
+        if directory.is_dir() {
+            DataError::Io {
+                path: directory.to_path_buf(),
+                source,
+            }
+        } else {
+            DataError::MissingDirectory(directory.to_path_buf())
+        }
+    },
+    no_files: |directory, _| DataError::EmptyDirectory {
+        directory: directory.to_path_buf(),
+        looked_for: EXTENSIONS.join(", "),
+    },
+    unreadable: |path| (!path.is_file()).then(|| format!("{} is not a file", path.display())),
+};
 
 /// Image files; see the module docs.
 #[derive(Debug, Clone)]
@@ -97,13 +118,6 @@ pub struct ImageSource {
     max_file_bytes: u64,
     /// Files left out for being larger than `max_file_bytes`.
     skipped: Vec<PathBuf>,
-}
-
-fn parameter_error(key: &str, message: impl Into<String>) -> DataError {
-    DataError::Parameter {
-        key: key.to_owned(),
-        message: message.into(),
-    }
 }
 
 /// True for a file name with one of [`EXTENSIONS`].
@@ -122,44 +136,8 @@ impl ImageSource {
 
     /// [`from_parameters`](Self::from_parameters) once they are parsed.
     pub fn from_parsed(params: ImageParameters) -> Result<Self, DataError> {
-        let (origin, mut files) =
-            match (params.directory, params.paths) {
-                (Some(_), Some(_)) => {
-                    return Err(parameter_error(
-                        "paths",
-                        "give either `directory` or `paths`, not both",
-                    ))
-                }
-                (None, None) => return Err(parameter_error(
-                    "directory",
-                    "missing: the images source needs `directory` (or `paths`, a list of files)",
-                )),
-                (Some(directory), None) => {
-                    check_literal_path(&directory.to_string_lossy())
-                        .map_err(|m| parameter_error("directory", m))?;
-                    let files = list_directory(&directory)?;
-                    (ImageOrigin::Directory(directory), files)
-                }
-                (None, Some(paths)) => {
-                    if paths.is_empty() {
-                        return Err(parameter_error(
-                            "paths",
-                            "is empty: list at least one image file",
-                        ));
-                    }
-                    for path in &paths {
-                        check_literal_path(&path.to_string_lossy())
-                            .map_err(|m| parameter_error("paths", m))?;
-                        if !path.is_file() {
-                            return Err(parameter_error(
-                                "paths",
-                                format!("{} is not a file", path.display()),
-                            ));
-                        }
-                    }
-                    (ImageOrigin::Paths, paths)
-                }
-            };
+        let listed = IMAGE_FILES.list(params.directory, None, params.paths)?;
+        let (origin, mut files) = (listed.origin, listed.files);
         files.sort();
         let max_file_bytes = match &params.max_file_bytes {
             Some(value) => parse_size(value).map_err(|m| parameter_error("max_file_bytes", m))?,
@@ -317,34 +295,6 @@ impl ImageSource {
     }
 }
 
-fn list_directory(directory: &Path) -> Result<Vec<PathBuf>, DataError> {
-    if !directory.is_dir() {
-        return Err(DataError::MissingDirectory(directory.to_path_buf()));
-    }
-    let entries = std::fs::read_dir(directory).map_err(|source| DataError::Io {
-        path: directory.to_path_buf(),
-        source,
-    })?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| DataError::Io {
-            path: directory.to_path_buf(),
-            source,
-        })?;
-        let path = entry.path();
-        if path.is_file() && has_image_extension(&path) {
-            files.push(path);
-        }
-    }
-    if files.is_empty() {
-        return Err(DataError::EmptyDirectory {
-            directory: directory.to_path_buf(),
-            looked_for: EXTENSIONS.join(", "),
-        });
-    }
-    Ok(files)
-}
-
 /// The most one decoded image may take, as the `image` crate's default
 /// limits allow: a file that claims more is refused before any allocation.
 pub const MAX_DECODED_BYTES: u64 = 512 << 20;
@@ -481,13 +431,46 @@ pub fn image_dimensions_bytes(bytes: &[u8]) -> Result<(u32, u32), String> {
         .map_err(|error| error.to_string())
 }
 
-impl DataSource for ImageSource {
-    fn name(&self) -> &str {
-        "images"
+/// Registered as `images`.
+#[profiling_core::data_source(
+    name = "images",
+    description = "Image files from a directory or a list, decoded to RGB."
+)]
+impl RecordSource for ImageSource {
+    type Parameters = ImageParameters;
+
+    const IMAGE_PARAMETER: Option<&'static str> = Some("decode: true");
+
+    const DIRECTORY_OPTION: bool = true;
+
+    fn open(parameters: ImageParameters) -> anyhow::Result<Self> {
+        Ok(ImageSource::from_parsed(parameters)?)
+    }
+
+    fn open_in(parameters: ImageParameters, context: &SourceContext) -> anyhow::Result<Self> {
+        let max_bytes = match &parameters.cache_max_bytes {
+            Some(value) => parse_size(value).map_err(|m| parameter_error("cache_max_bytes", m))?,
+            None => crate::cache::DEFAULT_MAX_BYTES,
+        };
+        let cache = match (parameters.cache, &context.cache_root) {
+            (true, Some(root)) => Some(Arc::new(ImageCache::under(root, max_bytes))),
+            _ => None,
+        };
+        let source = ImageSource::from_parsed(parameters)?;
+        Ok(match cache {
+            Some(cache) => source.with_cache(cache),
+            None => source,
+        })
+    }
+
+    fn cache(&self) -> Option<Arc<dyn CacheStats>> {
+        self.cache
+            .clone()
+            .map(|cache| -> Arc<dyn CacheStats> { cache })
     }
 
     fn record_id(&self, index: usize) -> Option<String> {
-        (index < DataSource::len(self)).then(|| self.id(index))
+        (index < self.len()).then(|| self.id(index))
     }
 
     fn describe(&self) -> BTreeMap<String, Value> {
@@ -539,9 +522,9 @@ impl DataSource for ImageSource {
     /// Width × height × 3 of every record from the file headers, a file
     /// counted once per record it gives (eager loading holds a copy of the
     /// image per repeat); 0 without `decode`.
-    fn estimated_bytes(&self) -> Result<u64, DataError> {
+    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
         if !self.decode || self.files.is_empty() || self.is_empty() {
-            return Ok(0);
+            return Ok(Some(0));
         }
         let records = self.len() as u64;
         let files = self.files.len() as u64;
@@ -559,16 +542,12 @@ impl DataSource for ImageSource {
                     .saturating_mul(copies))
             })
             .collect::<Vec<Result<u64, DataError>>>();
-        Ok(in_order(sizes)?.into_iter().fold(0, u64::saturating_add))
+        Ok(Some(
+            in_order(sizes)?.into_iter().fold(0, u64::saturating_add),
+        ))
     }
 
-    fn read(&self, index: usize) -> Result<DataRecord, DataError> {
-        if index >= self.len() {
-            return Err(DataError::OutOfRange {
-                index,
-                len: self.len(),
-            });
-        }
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
         let image = if self.decode {
             Some(self.load(self.position(index).0)?)
         } else {
@@ -577,7 +556,7 @@ impl DataSource for ImageSource {
         Ok(self.record(index, image))
     }
 
-    fn read_rest(&self, known: Vec<DataRecord>) -> Result<Vec<DataRecord>, DataError> {
+    fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
         let len = self.len();
         let mut records = known;
         records.truncate(len);
@@ -629,65 +608,5 @@ impl DataSource for ImageSource {
             records.push(self.record(index, image));
         }
         Ok(records)
-    }
-}
-
-// Registered as `images`: what it reads is what its `DataSource` impl
-// reads, in parallel.
-#[profiling_core::data_source(
-    name = "images",
-    description = "Image files from a directory or a list, decoded to RGB."
-)]
-impl profiling_core::data::RecordSource for ImageSource {
-    type Parameters = ImageParameters;
-
-    fn open(parameters: ImageParameters) -> anyhow::Result<Self> {
-        Ok(ImageSource::from_parsed(parameters)?)
-    }
-
-    fn open_in(parameters: ImageParameters, context: &SourceContext) -> anyhow::Result<Self> {
-        let max_bytes = match &parameters.cache_max_bytes {
-            Some(value) => parse_size(value).map_err(|m| parameter_error("cache_max_bytes", m))?,
-            None => crate::cache::DEFAULT_MAX_BYTES,
-        };
-        let cache = match (parameters.cache, &context.cache_root) {
-            (true, Some(root)) => Some(Arc::new(ImageCache::under(root, max_bytes))),
-            _ => None,
-        };
-        let source = ImageSource::from_parsed(parameters)?;
-        Ok(match cache {
-            Some(cache) => source.with_cache(cache),
-            None => source,
-        })
-    }
-
-    fn cache(&self) -> Option<Arc<dyn CacheStats>> {
-        self.cache
-            .clone()
-            .map(|cache| -> Arc<dyn CacheStats> { cache })
-    }
-
-    fn len(&self) -> usize {
-        DataSource::len(self)
-    }
-
-    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
-        Ok(DataSource::read(self, index)?)
-    }
-
-    fn describe(&self) -> BTreeMap<String, Value> {
-        DataSource::describe(self)
-    }
-
-    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
-        Ok(Some(DataSource::estimated_bytes(self)?))
-    }
-
-    fn read_rest(&self, known: Vec<DataRecord>) -> anyhow::Result<Vec<DataRecord>> {
-        Ok(DataSource::read_rest(self, known)?)
-    }
-
-    fn record_id(&self, index: usize) -> Option<String> {
-        DataSource::record_id(self, index)
     }
 }

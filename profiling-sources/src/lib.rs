@@ -1,9 +1,9 @@
 //! The data sources that read files: `images` (with its decoded-image
 //! cache), `tensors` (`.npy`, `.npz`, `.safetensors`), `video` (frames by
-//! FFmpeg) and `coco` (a COCO dataset). Each registers at link time, as a
-//! source of one's own does; the contract they implement (`DataRecord`,
-//! `DataSource`, `RecordSource`, the registry, `select`, `dummy`) is
-//! `profiling_core::data`.
+//! FFmpeg) and `coco` (a COCO dataset). Each implements
+//! `profiling_core::data::RecordSource` and registers at link time, as a
+//! source of one's own does; `images` and `tensors` take their file lists
+//! (`directory`, `pattern`, `paths`) from one module, `files`.
 //!
 //! A binary that runs configs naming these sources links this crate:
 //!
@@ -18,6 +18,7 @@
 
 pub mod cache;
 pub mod coco;
+mod files;
 pub mod images;
 mod tensor_files;
 pub mod tensors;

@@ -27,9 +27,9 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use serde_yaml::Value;
 
+use crate::files::{not_a_regular_file, parameter_error, FileKind, FileOrigin};
 use crate::tensor_files::{self, has_tensor_extension, TensorHeader};
 use profiling_core::data::{DataError, DataRecord, RecordSource, TensorData, TypedTensor};
-use profiling_core::yaml::check_literal_path;
 
 /// The tensors of a file named `file_name` (its extension says the
 /// format) holding `bytes`, as the source reads them; the error says what
@@ -83,77 +83,45 @@ pub struct TensorSource {
     skipped: Vec<String>,
 }
 
-/// A `pattern` given without `directory`: its directory (every component
-/// but the last, which must hold no glob character) and the glob of the
-/// file names (the last). `outputs/*.npz` is `outputs` and `*.npz`.
-fn split_pattern(pattern: &str) -> Result<(PathBuf, String), DataError> {
-    let path = Path::new(pattern);
-    let (Some(directory), Some(names)) = (path.parent(), path.file_name()) else {
-        return Err(parameter_error(
-            "directory",
-            "missing: the tensors source needs `directory` (or `paths`, a list of files, or a `pattern` that names its directory, such as `/data/outputs/*.npz`)",
-        ));
-    };
-    if directory.as_os_str().is_empty() {
-        return Err(parameter_error(
-            "directory",
-            format!("missing: `pattern: {pattern}` names no directory; give `directory`, or write the directory into the pattern (`/data/outputs/{pattern}`)"),
-        ));
-    }
-    let text = directory.to_string_lossy();
-    if text.contains(['*', '?', '[']) {
-        return Err(parameter_error(
-            "pattern",
-            format!("`{pattern}`: only the file name may be a glob; `{text}` names more than one directory (the files of one directory are read)"),
-        ));
-    }
-    check_literal_path(&text).map_err(|m| parameter_error("pattern", m))?;
-    Ok((
-        directory.to_path_buf(),
-        names.to_string_lossy().into_owned(),
-    ))
-}
-
-/// What kind of entry `path` is when it is not a file that can be read:
-/// `Some("a FIFO")`, `Some("a symbolic link that loops")`; `None` for a
-/// regular file (through symbolic links) and for a path that is not there
-/// (which reading it then says).
-pub(crate) fn not_a_regular_file(path: &Path) -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = match std::fs::metadata(path) {
-        Ok(metadata) => metadata.file_type(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return std::fs::symlink_metadata(path)
-                .is_ok()
-                .then(|| "a symbolic link to nothing".to_owned());
-        }
-        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
-            return Some("a symbolic link that loops".to_owned());
-        }
-        Err(error) => return Some(format!("not readable ({error})")),
-    };
-    let what = if kind.is_file() {
-        return None;
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    };
-    Some(what.to_owned())
-}
-
-fn parameter_error(key: &str, message: impl Into<String>) -> DataError {
-    DataError::Parameter {
-        key: key.to_owned(),
-        message: message.into(),
-    }
-}
+/// Tensor files, as `directory` (with `pattern`), a `pattern` alone or
+/// `paths` list them, a directory or file that cannot be read said in the
+/// tensors source's own words.
+const TENSOR_FILES: FileKind = FileKind {
+    source: "tensors",
+    file: "tensor file",
+    keeps: has_tensor_extension,
+    unlisted: |directory, source| match source.kind() {
+        std::io::ErrorKind::NotFound => DataError::Source {
+            source_name: "tensors".to_owned(),
+            record: None,
+            message: format!("directory {} does not exist", directory.display()),
+        },
+        _ => DataError::Io {
+            path: directory.to_path_buf(),
+            source,
+        },
+    },
+    no_files: |directory, pattern| DataError::Source {
+        source_name: "tensors".to_owned(),
+        record: None,
+        message: format!(
+            "directory {} holds no {}",
+            directory.display(),
+            match pattern {
+                Some(pattern) => format!("file matching `{pattern}`"),
+                None => format!(
+                    "tensor files (looked for {})",
+                    tensor_files::EXTENSIONS.join(", ")
+                ),
+            }
+        ),
+    },
+    // Opened, a FIFO would wait for a writer for ever.
+    unreadable: |path| {
+        not_a_regular_file(path)
+            .map(|what| format!("{} is {what}, not a tensor file", path.display()))
+    },
+};
 
 fn file_error(path: &Path, message: impl std::fmt::Display) -> DataError {
     DataError::Source {
@@ -165,80 +133,13 @@ fn file_error(path: &Path, message: impl std::fmt::Display) -> DataError {
 
 impl TensorSource {
     /// Lists the files and reads their headers.
-    pub fn from_parsed(mut params: TensorParameters) -> Result<TensorSource, DataError> {
-        if let (None, None, Some(pattern)) = (&params.directory, &params.paths, &params.pattern) {
-            let (directory, names) = split_pattern(pattern)?;
-            params.directory = Some(directory);
-            params.pattern = Some(names);
-        }
-        let (origin, mut paths, skipped) =
-            match (params.directory, params.paths) {
-                (Some(_), Some(_)) => {
-                    return Err(parameter_error(
-                        "paths",
-                        "give either `directory` or `paths`, not both",
-                    ))
-                }
-                (None, None) => return Err(parameter_error(
-                    "directory",
-                    "missing: the tensors source needs `directory` (or `paths`, a list of files)",
-                )),
-                (Some(directory), None) => {
-                    check_literal_path(&directory.to_string_lossy())
-                        .map_err(|m| parameter_error("directory", m))?;
-                    let pattern = match &params.pattern {
-                        Some(text) => Some(glob::Pattern::new(text).map_err(|error| {
-                            parameter_error("pattern", format!("`{text}` is not a glob: {error}"))
-                        })?),
-                        None => None,
-                    };
-                    let (files, skipped) = list_directory(&directory, pattern.as_ref())?;
-                    if files.is_empty() {
-                        return Err(DataError::Source {
-                            source_name: "tensors".to_owned(),
-                            record: None,
-                            message: format!(
-                                "directory {} holds no {}",
-                                directory.display(),
-                                match &params.pattern {
-                                    Some(pattern) => format!("file matching `{pattern}`"),
-                                    None => format!(
-                                        "tensor files (looked for {})",
-                                        tensor_files::EXTENSIONS.join(", ")
-                                    ),
-                                }
-                            ),
-                        });
-                    }
-                    (directory.display().to_string(), files, skipped)
-                }
-                (None, Some(paths)) => {
-                    if params.pattern.is_some() {
-                        return Err(parameter_error(
-                            "pattern",
-                            "filters `directory`; `paths` lists the files itself",
-                        ));
-                    }
-                    if paths.is_empty() {
-                        return Err(parameter_error(
-                            "paths",
-                            "is empty: list at least one tensor file",
-                        ));
-                    }
-                    for path in &paths {
-                        check_literal_path(&path.to_string_lossy())
-                            .map_err(|m| parameter_error("paths", m))?;
-                        // Opened, a FIFO would wait for a writer for ever.
-                        if let Some(what) = not_a_regular_file(path) {
-                            return Err(parameter_error(
-                                "paths",
-                                format!("{} is {what}, not a tensor file", path.display()),
-                            ));
-                        }
-                    }
-                    ("paths".to_owned(), paths, Vec::new())
-                }
-            };
+    pub fn from_parsed(params: TensorParameters) -> Result<TensorSource, DataError> {
+        let listed = TENSOR_FILES.list(params.directory, params.pattern, params.paths)?;
+        let origin = match listed.origin {
+            FileOrigin::Directory(directory) => directory.display().to_string(),
+            FileOrigin::Paths => "paths".to_owned(),
+        };
+        let (mut paths, skipped) = (listed.files, listed.skipped);
         if let Some(limit) = params.limit {
             if limit == 0 {
                 return Err(parameter_error("limit", "must be >= 1"));
@@ -382,53 +283,6 @@ impl TensorSource {
     fn len(&self) -> usize {
         self.repeat.unwrap_or(self.distinct)
     }
-}
-
-/// The files of `directory` with a tensor extension (and matching
-/// `pattern` when given), sorted; and the entries that would have been
-/// kept by their name but are not files that can be read
-/// (`name (a FIFO)`), sorted.
-fn list_directory(
-    directory: &Path,
-    pattern: Option<&glob::Pattern>,
-) -> Result<(Vec<PathBuf>, Vec<String>), DataError> {
-    let entries = std::fs::read_dir(directory).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => DataError::Source {
-            source_name: "tensors".to_owned(),
-            record: None,
-            message: format!("directory {} does not exist", directory.display()),
-        },
-        _ => DataError::Io {
-            path: directory.to_path_buf(),
-            source,
-        },
-    })?;
-    let mut files = Vec::new();
-    let mut skipped = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| DataError::Io {
-            path: directory.to_path_buf(),
-            source,
-        })?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let keep = match pattern {
-            Some(pattern) => pattern.matches(&name),
-            None => has_tensor_extension(&path),
-        };
-        if !keep {
-            continue;
-        }
-        match not_a_regular_file(&path) {
-            None => files.push(path),
-            // A directory named like a tensor file is not worth a note.
-            Some(what) if what == "a directory" => {}
-            Some(what) => skipped.push(format!("{name} ({what})")),
-        }
-    }
-    files.sort();
-    skipped.sort();
-    Ok((files, skipped))
 }
 
 /// `path`'s headers, and how many records it gives.

@@ -145,7 +145,7 @@ mod tests {
     use super::*;
     use ndarray::array;
     use profiling_core::data::dummy::DummySource;
-    use profiling_core::data::DataSource;
+    use profiling_core::data::RecordSource;
     use profiling_examples::postprocess;
     use rand::SeedableRng;
 

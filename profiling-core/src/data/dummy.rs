@@ -20,7 +20,7 @@ use ndarray::{ArrayD, IxDyn};
 use serde::Deserialize;
 use serde_yaml::Value;
 
-use super::{parse_parameters, DataError, DataRecord, DataSource};
+use super::{parse_parameters, DataError, DataRecord, RecordSource};
 
 /// Parameters of the dummy source as the config writes them; see the
 /// module docs for what each means and [`DummySource::default`] for the
@@ -387,9 +387,19 @@ fn shape_value(shape: &[usize]) -> Value {
     Value::Sequence(shape.iter().map(|&d| Value::from(d as u64)).collect())
 }
 
-impl DataSource for DummySource {
-    fn name(&self) -> &str {
-        "dummy"
+/// Registered as `dummy`.
+#[profiling_macros::data_source(
+    name = "dummy",
+    description = "Deterministic synthetic records: an image and tensors, or a detector's boxes before NMS.",
+    crate = crate
+)]
+impl RecordSource for DummySource {
+    type Parameters = DummyParameters;
+
+    const IMAGE_PARAMETER: Option<&'static str> = Some("include_image: true");
+
+    fn open(parameters: DummyParameters) -> anyhow::Result<Self> {
+        Ok(DummySource::from_parsed(parameters)?)
     }
 
     fn record_id(&self, index: usize) -> Option<String> {
@@ -427,7 +437,7 @@ impl DataSource for DummySource {
         self.record_count
     }
 
-    fn estimated_bytes(&self) -> Result<u64, DataError> {
+    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
         let [height, width, channels] = self.image_shape.map(|d| d as u64);
         let image = if self.include_image {
             height.saturating_mul(width).saturating_mul(channels)
@@ -446,16 +456,12 @@ impl DataSource for DummySource {
         };
         let values = elements.saturating_add(rows.saturating_mul(5));
         let tensors = values.saturating_mul(std::mem::size_of::<f32>() as u64);
-        Ok((self.record_count as u64).saturating_mul(image.saturating_add(tensors)))
+        Ok(Some(
+            (self.record_count as u64).saturating_mul(image.saturating_add(tensors)),
+        ))
     }
 
-    fn read(&self, index: usize) -> Result<DataRecord, DataError> {
-        if index >= self.record_count {
-            return Err(DataError::OutOfRange {
-                index,
-                len: self.record_count,
-            });
-        }
+    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
         let image = self.include_image.then(|| self.image(index));
         let mut metadata = BTreeMap::from([
             ("index".to_owned(), Value::from(index as u64)),
@@ -476,40 +482,6 @@ impl DataSource for DummySource {
                 ("index".to_owned(), Value::from(index as u64)),
             ]),
         })
-    }
-}
-
-// Registered as `dummy`: what it reads is what its `DataSource` impl reads.
-#[profiling_macros::data_source(
-    name = "dummy",
-    description = "Deterministic synthetic records: an image and tensors, or a detector's boxes before NMS.",
-    crate = crate
-)]
-impl super::RecordSource for DummySource {
-    type Parameters = DummyParameters;
-
-    fn open(parameters: DummyParameters) -> anyhow::Result<Self> {
-        Ok(DummySource::from_parsed(parameters)?)
-    }
-
-    fn len(&self) -> usize {
-        DataSource::len(self)
-    }
-
-    fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
-        Ok(DataSource::read(self, index)?)
-    }
-
-    fn describe(&self) -> BTreeMap<String, Value> {
-        DataSource::describe(self)
-    }
-
-    fn estimated_bytes(&self) -> anyhow::Result<Option<u64>> {
-        Ok(Some(DataSource::estimated_bytes(self)?))
-    }
-
-    fn record_id(&self, index: usize) -> Option<String> {
-        DataSource::record_id(self, index)
     }
 }
 

@@ -1,12 +1,12 @@
 //! Data records and the sources that produce them.
 //!
-//! A source is named in the config (`data_source.name`) with its parameters
-//! beside the name; [`build`] turns that into a [`DataSource`]. Every source
-//! is registered at link time ([`sources`]): `dummy` here, those that read
-//! files (`images`, `tensors`, `video`, `coco`) in the `profiling-sources`
-//! crate, and those a crate defines with `#[data_source(name = "...")]` on
-//! an `impl RecordSource` block. Eager runs read every record once before
-//! any pass; lazy runs read them afresh in each pass.
+//! A source is one trait, [`RecordSource`], registered at link time with
+//! `#[data_source(name = "...")]` on its impl block ([`sources`]): `dummy`
+//! here, those that read files in the `profiling-sources` crate, and those
+//! a crate defines. A source is named in the config (`data_source.name`)
+//! with its parameters beside the name; [`build`] turns that into a
+//! [`DataSource`], the adapter the runner reads. Eager runs read every
+//! record once before any pass; lazy runs read them afresh in each pass.
 //! [`check_fits_in_memory`] refuses an eager run whose decoded records would
 //! not fit in memory, before any of them is read. A source may keep what it
 //! reads across runs in a cache ([`SourceContext`], [`CacheStats`]).
@@ -25,7 +25,8 @@ use serde_yaml::Value;
 
 pub use caching::{CacheStats, CacheSummary, SourceContext, CACHE_DIR};
 pub use registry::{
-    build_source, find_source, parameter_fields, source_names, sources, RecordSource, SourceEntry,
+    build_source, directory_source, find_source, named, parameter_fields, source_names, sources,
+    RecordSource, SourceEntry,
 };
 pub use select::{select, Selection};
 pub use typed::{element_count, Dtype, TensorData, TypedTensor};
@@ -52,13 +53,23 @@ pub struct DataRecord {
 }
 
 impl DataRecord {
-    /// The decoded image, or an error that names the record.
+    /// The decoded image, or an error that names the record and, for each
+    /// source that can leave images out, the parameter that keeps them
+    /// ([`RecordSource::IMAGE_PARAMETER`]).
     pub fn image(&self) -> anyhow::Result<&image::RgbImage> {
         self.image.as_ref().ok_or_else(|| {
-            anyhow::anyhow!(
-                "record `{}` has no decoded image (dummy: set `include_image: true`; images: set `decode: true`)",
-                self.id
-            )
+            let switches: Vec<String> = sources()
+                .into_iter()
+                .filter_map(|entry| {
+                    Some(format!("{}: set `{}`", entry.name, entry.image_parameter?))
+                })
+                .collect();
+            let hint = if switches.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", switches.join("; "))
+            };
+            anyhow::anyhow!("record `{}` has no decoded image{hint}", self.id)
         })
     }
 
@@ -254,9 +265,11 @@ fn memory_refusal(
     )
 }
 
-/// A producer of records.
-pub trait DataSource: Send + Sync {
-    /// The source's name (`dummy`, `images`).
+/// A source as the runner reads it: a [`RecordSource`] under the name it
+/// was built by, its errors [`DataError`]s that name it. What [`build`] and
+/// [`named`] give; a source implements [`RecordSource`], never this.
+pub trait DataSource: Send + Sync + sealed::Adapter {
+    /// The source's name (`data_source.name`).
     fn name(&self) -> &str;
     /// The source's own summary of what it reads, for the manifest.
     fn describe(&self) -> BTreeMap<String, Value>;
@@ -310,6 +323,11 @@ pub trait DataSource: Send + Sync {
         }
         Ok(records)
     }
+}
+
+/// Keeps [`DataSource`] to the registry's adapter.
+mod sealed {
+    pub trait Adapter {}
 }
 
 /// Builds the source named `name` from its parameters (every key of the
@@ -470,20 +488,15 @@ mod tests {
     /// A source with `len` records and only what the trait requires.
     struct Counted(usize);
 
-    impl DataSource for Counted {
-        fn name(&self) -> &str {
-            "sized"
-        }
-        fn describe(&self) -> BTreeMap<String, Value> {
-            BTreeMap::new()
+    impl RecordSource for Counted {
+        type Parameters = ();
+        fn open(_: ()) -> anyhow::Result<Self> {
+            Ok(Counted(0))
         }
         fn len(&self) -> usize {
             self.0
         }
-        fn estimated_bytes(&self) -> Result<u64, DataError> {
-            Ok(0)
-        }
-        fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+        fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
             Ok(DataRecord {
                 id: format!("r{index}"),
                 ..DataRecord::default()
@@ -504,9 +517,9 @@ mod tests {
 
     #[test]
     fn a_source_is_empty_when_a_pass_reads_nothing() {
-        assert!(Counted(0).is_empty());
-        assert!(!Counted(2).is_empty());
-        let ids: Vec<String> = Counted(2)
+        assert!(named("counted", Counted(0)).is_empty());
+        assert!(!named("counted", Counted(2)).is_empty());
+        let ids: Vec<String> = named("counted", Counted(2))
             .read_all()
             .unwrap()
             .into_iter()

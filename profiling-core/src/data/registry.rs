@@ -1,12 +1,15 @@
-//! The link-time registry of data sources, and the trait a source of one's
-//! own implements.
+//! The link-time registry of data sources, and the one trait a source
+//! implements.
 //!
 //! `#[data_source(name = "...")]` on an `impl RecordSource for T` block
 //! submits one [`SourceEntry`] through `inventory`, as `#[profile_target]`
-//! does for targets; the built-in sources (`dummy`, `images`) register the
-//! same way. `data_source.name` in a config picks an entry by name, and the
-//! entry builds the source from the rest of the `data_source` mapping,
-//! deserialized into the source's [`RecordSource::Parameters`].
+//! does for targets; the built-in `dummy` and the sources of
+//! `profiling-sources` register the same way. `data_source.name` in a
+//! config picks an entry by name, and the entry builds the source from the
+//! rest of the `data_source` mapping, deserialized into the source's
+//! [`RecordSource::Parameters`], and hands it to the runner as a
+//! [`DataSource`]: the adapter that names it and makes its errors
+//! [`DataError`]s, which no source implements itself.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -87,6 +90,18 @@ pub trait RecordSource: Send + Sync + Sized + 'static {
     /// `data_source` mapping. A struct deriving `serde::Deserialize` lists
     /// its keys in `list --sources` and in sweeps.
     type Parameters: DeserializeOwned;
+
+    /// The parameter, as a config sets it, that gives records a decoded
+    /// image, for a source that can leave images out (`dummy`'s
+    /// `include_image: true`): what the error of a record without one
+    /// ([`DataRecord::image`]) suggests. `None` (the default): none.
+    const IMAGE_PARAMETER: Option<&'static str> = None;
+
+    /// True for the source that `run --directory DIR` reads: DIR becomes
+    /// its `directory` parameter, in place of its `paths`, and a config of
+    /// another source gives way to it. One source of a build says so (the
+    /// `profiling-sources` crate's image files). `false` (the default).
+    const DIRECTORY_OPTION: bool = false;
 
     /// Builds the source: find its files, check what the parameters ask
     /// for. An error refuses the run before any pass, naming the source; a
@@ -199,6 +214,10 @@ pub struct SourceEntry {
     pub doc: &'static str,
     /// The keys of its parameters ([`parameter_fields`] of its type).
     pub parameters: fn() -> Vec<&'static str>,
+    /// Its [`RecordSource::IMAGE_PARAMETER`].
+    pub image_parameter: Option<&'static str>,
+    /// Its [`RecordSource::DIRECTORY_OPTION`].
+    pub directory_option: bool,
     /// Builds the source from its `data_source` mapping.
     pub build: BuildSource,
 }
@@ -252,10 +271,25 @@ pub fn source_names() -> Vec<&'static str> {
     names
 }
 
-/// The sources of the `profiling-sources` crate: a build that does not
-/// link it is told where they are.
+/// The sources of the `profiling-sources` crate, the one place the core
+/// names sources: a build that does not link the crate cannot learn them
+/// from its registry, and is told where they are.
 const FILE_SOURCES: [&str; 4] = ["coco", "images", "tensors", "video"];
 const FILE_SOURCES_CRATE: &str = "profiling-sources";
+/// Of them, the one with [`RecordSource::DIRECTORY_OPTION`], for the same
+/// reason.
+const FILE_DIRECTORY_SOURCE: &str = "images";
+
+/// The name of the source `run --directory DIR` reads: the registered one
+/// with [`RecordSource::DIRECTORY_OPTION`], or, in a build without
+/// `profiling-sources`, that crate's, which [`find_source`] then says is
+/// not linked.
+pub fn directory_source() -> &'static str {
+    sources()
+        .into_iter()
+        .find(|entry| entry.directory_option)
+        .map_or(FILE_DIRECTORY_SOURCE, |entry| entry.name)
+}
 
 /// The source registered as `name`: refused when none is, or when two
 /// are (naming where each is defined).
@@ -304,14 +338,34 @@ pub fn build_source<S: RecordSource>(
     let parameters: S::Parameters = parse_parameters(name, parameters)?;
     let source =
         S::open_in(parameters, context).map_err(|error| source_error(name, None, error))?;
-    Ok(Box::new(Registered { name, source }))
+    Ok(named(name, source))
+}
+
+/// `source`, opened by hand rather than built from a config, as the runner
+/// reads it: under `name`, with its errors as [`DataError`]s that name it,
+/// and an index past its end refused before it is asked. What a registered
+/// source is built into, for a test or a tool that opens one itself (or
+/// wraps one) and hands it to a [`RunPlan`](crate::driver::runner::RunPlan).
+///
+/// ```
+/// use profiling_core::data::{self, dummy::DummySource};
+///
+/// let source = data::named("dummy", DummySource { record_count: 2, ..DummySource::default() });
+/// let ids: Vec<String> = source.read_all().unwrap().into_iter().map(|r| r.id).collect();
+/// assert_eq!(ids, ["dummy-0", "dummy-1"]);
+/// assert!(source.read(2).unwrap_err().to_string().contains("record 2 asked of a source of 2"));
+/// ```
+pub fn named<S: RecordSource>(name: &'static str, source: S) -> Box<dyn DataSource> {
+    Box::new(Registered { name, source })
 }
 
 /// A [`RecordSource`] as the runner reads it.
-pub(crate) struct Registered<S> {
-    pub(crate) name: &'static str,
-    pub(crate) source: S,
+struct Registered<S> {
+    name: &'static str,
+    source: S,
 }
+
+impl<S> super::sealed::Adapter for Registered<S> {}
 
 impl<S: RecordSource> DataSource for Registered<S> {
     fn name(&self) -> &str {
@@ -487,6 +541,28 @@ mod tests {
                 "tensor_shape",
                 "detections"
             ]
+        );
+    }
+
+    /// `run --directory` and the hint of a record without an image come
+    /// from the entries: the dummy source's own, and where no source that
+    /// reads a directory is linked (as in this crate's own tests), the
+    /// file sources' one, which the build is then told it does not link.
+    #[test]
+    fn the_entries_say_which_source_reads_a_directory_and_which_keeps_images() {
+        assert_eq!(
+            find_source("dummy").unwrap().image_parameter,
+            Some("include_image: true")
+        );
+        assert!(!find_source("dummy").unwrap().directory_option);
+        assert_eq!(directory_source(), "images");
+        let record = DataRecord {
+            id: "r".into(),
+            ..DataRecord::default()
+        };
+        assert_eq!(
+            record.image().unwrap_err().to_string(),
+            "record `r` has no decoded image (dummy: set `include_image: true`)"
         );
     }
 

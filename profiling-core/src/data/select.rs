@@ -151,6 +151,8 @@ struct Selected {
     order: Vec<usize>,
 }
 
+impl super::sealed::Adapter for Selected {}
+
 impl DataSource for Selected {
     fn name(&self) -> &str {
         self.inner.name()
@@ -232,6 +234,7 @@ impl DataSource for Selected {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::{named, RecordSource};
 
     fn dummy(count: usize) -> Box<dyn DataSource> {
         super::super::build(
@@ -274,20 +277,15 @@ mod tests {
         reads: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
     }
 
-    impl DataSource for Streamed {
-        fn name(&self) -> &str {
-            "streamed"
-        }
-        fn describe(&self) -> BTreeMap<String, Value> {
-            BTreeMap::new()
+    impl RecordSource for Streamed {
+        type Parameters = ();
+        fn open(_: ()) -> anyhow::Result<Self> {
+            anyhow::bail!("opened by the test")
         }
         fn len(&self) -> usize {
             self.len
         }
-        fn estimated_bytes(&self) -> Result<u64, DataError> {
-            Ok(0)
-        }
-        fn read(&self, index: usize) -> Result<DataRecord, DataError> {
+        fn read(&self, index: usize) -> anyhow::Result<DataRecord> {
             self.reads.lock().unwrap().push(index);
             Ok(DataRecord {
                 id: format!("r{index}"),
@@ -305,10 +303,13 @@ mod tests {
     #[test]
     fn a_source_that_reads_in_order_is_read_in_its_order_and_given_in_the_order_asked() {
         let reads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let source = Box::new(Streamed {
-            len: 40,
-            reads: reads.clone(),
-        });
+        let source = named(
+            "streamed",
+            Streamed {
+                len: 40,
+                reads: reads.clone(),
+            },
+        );
         let shuffled = select(source, &selection("shuffle: true"), 3).unwrap();
         let first = shuffled.read(0).unwrap();
         let records = shuffled.read_rest(vec![first]).unwrap();

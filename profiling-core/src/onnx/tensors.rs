@@ -91,7 +91,7 @@ pub fn on_device(tensor: Tensor<f32>, device: Device) -> anyhow::Result<DynValue
 mod tests {
     use super::*;
     use crate::data::dummy::DummySource;
-    use crate::data::DataSource;
+    use crate::data::RecordSource;
 
     fn record() -> DataRecord {
         let mapping: serde_yaml::Mapping =

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use profiling_core::data::{DataError, DataRecord, DataSource, SourceContext};
+use profiling_core::data::{self, DataError, DataRecord, DataSource, SourceContext};
 use profiling_sources::cache::{self, ImageCache, DEFAULT_MAX_BYTES};
 use profiling_sources::images::ImageSource;
 
@@ -31,14 +31,17 @@ fn write_pattern(path: &Path, width: u32, height: u32, seed: u8) {
 
 /// The images of `dir`, twice over (`repeat`), with a cache under `root`
 /// when one is given.
-fn source(dir: &Path, root: Option<&Path>) -> ImageSource {
+fn source(dir: &Path, root: Option<&Path>) -> Box<dyn DataSource> {
     let mapping: serde_yaml::Mapping =
         serde_yaml::from_str(&format!("{{directory: {}, repeat: 6}}", dir.display())).unwrap();
     let source = ImageSource::from_parameters(&mapping).unwrap();
-    match root {
-        Some(root) => source.with_cache(Arc::new(ImageCache::under(root, DEFAULT_MAX_BYTES))),
-        None => source,
-    }
+    data::named(
+        "images",
+        match root {
+            Some(root) => source.with_cache(Arc::new(ImageCache::under(root, DEFAULT_MAX_BYTES))),
+            None => source,
+        },
+    )
 }
 
 /// Reads every record through a fresh cache under `root`, returning them
@@ -50,7 +53,7 @@ fn read_cached(dir: &Path, root: &Path) -> (Vec<DataRecord>, u64, u64) {
     let source = ImageSource::from_parameters(&mapping)
         .unwrap()
         .with_cache(cache.clone());
-    let records = source.read_all().unwrap();
+    let records = data::named("images", source).read_all().unwrap();
     let summary = cache.summary();
     (records, summary.hits, summary.misses)
 }

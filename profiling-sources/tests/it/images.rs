@@ -12,9 +12,18 @@ fn write_image(path: &Path, width: u32, height: u32, shade: u8) {
         .unwrap();
 }
 
-fn source(yaml: &str) -> Result<ImageSource, data::DataError> {
+/// The source as a run builds it, or why it cannot be.
+fn source(yaml: &str) -> Result<Box<dyn DataSource>, String> {
+    data::build("images", &serde_yaml::from_str(yaml).unwrap()).map_err(|error| error.to_string())
+}
+
+/// The files the source lists.
+fn files(yaml: &str) -> Vec<PathBuf> {
     let mapping: serde_yaml::Mapping = serde_yaml::from_str(yaml).unwrap();
     ImageSource::from_parameters(&mapping)
+        .unwrap()
+        .files()
+        .to_vec()
 }
 
 /// A directory with b.png (8x4), a.JPG (6x3), c.bmp (2x2) and a text file.
@@ -35,8 +44,8 @@ fn ids(records: &[profiling_core::data::DataRecord]) -> Vec<&str> {
 fn lists_images_sorted_by_path_any_case() {
     let dir = fixture();
     let source = source(&format!("directory: {}", dir.path().display())).unwrap();
-    let names: Vec<_> = source
-        .files()
+    let listed = files(&format!("directory: {}", dir.path().display()));
+    let names: Vec<_> = listed
         .iter()
         .map(|p| p.file_name().unwrap().to_str().unwrap())
         .collect();
@@ -139,7 +148,8 @@ fn parallel_decoding_keeps_order() {
 #[test]
 fn a_missing_directory_is_named() {
     let error = source("directory: /no/such/images")
-        .unwrap_err()
+        .err()
+        .unwrap()
         .to_string();
     assert_eq!(error, "image directory /no/such/images does not exist");
 }
@@ -149,7 +159,8 @@ fn an_empty_directory_is_named() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("readme.md"), "x").unwrap();
     let error = source(&format!("directory: {}", dir.path().display()))
-        .unwrap_err()
+        .err()
+        .unwrap()
         .to_string();
     assert!(
         error.starts_with(&format!(
@@ -162,7 +173,7 @@ fn an_empty_directory_is_named() {
 
 #[test]
 fn a_tilde_directory_is_refused() {
-    let error = source("directory: ~/images").unwrap_err().to_string();
+    let error = source("directory: ~/images").err().unwrap().to_string();
     assert_eq!(error, "data_source.directory: `~/images` starts with `~`, which is not expanded: write the absolute path instead");
 }
 
@@ -208,7 +219,7 @@ fn bad_parameters_name_their_key() {
             "data_source (images): unknown field `recursive`",
         ),
     ] {
-        let error = source(&yaml).unwrap_err().to_string();
+        let error = source(&yaml).err().unwrap().to_string();
         assert!(error.starts_with(expected), "{yaml}: {error}");
     }
 }
@@ -328,7 +339,8 @@ fn an_image_file_past_the_size_bound_is_refused_or_skipped_unread() {
         .set_len(6 << 30)
         .unwrap();
     let refused = source(&format!("{{directory: {}}}", dir.path().display()))
-        .unwrap_err()
+        .err()
+        .unwrap()
         .to_string();
     assert_eq!(
         refused,
@@ -337,12 +349,12 @@ fn an_image_file_past_the_size_bound_is_refused_or_skipped_unread() {
             huge.display()
         )
     );
-    let skipped = source(&format!(
+    let yaml = format!(
         "{{directory: {}, oversized: skip, max_file_bytes: 1 MiB}}",
         dir.path().display()
-    ))
-    .unwrap();
-    assert_eq!(skipped.files().len(), 3);
+    );
+    let skipped = source(&yaml).unwrap();
+    assert_eq!(files(&yaml).len(), 3);
     let description = skipped.describe();
     assert_eq!(description["max_file_bytes"], 1u64 << 20);
     assert_eq!(

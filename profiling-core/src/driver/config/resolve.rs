@@ -517,23 +517,25 @@ fn resolve_data_source(
     Ok(config)
 }
 
-/// `--directory DIR`: the `images` source reads DIR. Without
-/// `--data-source`, a config's other source gives way to `images` (with
-/// none of its parameters, which were that source's); `--data-source`
-/// naming another source is refused.
+/// `--directory DIR`: the source that reads it
+/// ([`crate::data::directory_source`]) reads DIR. Without
+/// `--data-source`, a config's other source gives way to it (with none of
+/// its parameters, which were that source's); `--data-source` naming
+/// another source is refused.
 fn apply_directory(
     data_source: &mut DataSourceConfig,
     raw: Option<&Mapping>,
     overrides: &Overrides,
     directory: &Path,
 ) -> Result<(), String> {
-    if data_source.name != "images" {
+    let reader = crate::data::directory_source();
+    if data_source.name != reader {
         if let Some(named) = &overrides.data_source {
             return Err(format!(
-                "only the images source reads a directory, and --data-source is `{named}`: use --data-source images"
+                "only the {reader} source reads a directory, and --data-source is `{named}`: use --data-source {reader}"
             ));
         }
-        *data_source = resolve_data_source(raw, Some("images"))
+        *data_source = resolve_data_source(raw, Some(reader))
             .map_err(|(key, message)| format!("{key}: {message}"))?;
     }
     check_literal_path(&directory.to_string_lossy())?;

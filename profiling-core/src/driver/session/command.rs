@@ -30,7 +30,7 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
         option("--config", absolute(path).to_string_lossy().into_owned());
     }
     option("--data-source", config.data_source.name.clone());
-    if config.data_source.name == "images" {
+    if config.data_source.name == crate::data::directory_source() {
         if let Some(dir) = config
             .data_source
             .parameters
