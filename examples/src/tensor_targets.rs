@@ -386,13 +386,13 @@ impl ProfileTarget for MatmulRepeat {
                 product = a.matmul(b);
             }
         }
-        profiling_core::device::synchronize(self.device);
+        profiling_core::backend::synchronize(self.device);
         {
             let _range = profiling_range("matmul k, synchronized");
             for _ in 0..repeats {
                 product = a.matmul(b);
             }
-            profiling_core::device::synchronize(self.device);
+            profiling_core::backend::synchronize(self.device);
         }
         Ok(product)
     }

@@ -1,5 +1,6 @@
 //! Where a target runs. `Device` is the one word the config, the CLI, the
-//! runner and targets use for it; tensor backends convert to and from it.
+//! runner and targets use for it; the backends ([`crate::backend`]) convert
+//! to and from their own devices, and wait for one.
 
 use std::fmt;
 use std::str::FromStr;
@@ -101,67 +102,6 @@ impl<T: DeviceKind + ?Sized> DeviceKind for &T {
     }
 }
 
-/// Waits for the work queued on `device` to finish. On the CPU, and with
-/// ONNX Runtime alone (a model run returns with its outputs in host memory,
-/// see [`crate::onnx`]), there is nothing to wait for.
-#[inline]
-pub fn synchronize(device: Device) {
-    #[cfg(feature = "tch")]
-    if let Device::Cuda(index) = device {
-        tch::Cuda::synchronize(index as i64);
-    }
-    #[cfg(not(feature = "tch"))]
-    let _ = device;
-}
-
-#[cfg(feature = "tch")]
-mod tch_conversions {
-    use super::{Device, DeviceKind};
-
-    impl From<Device> for tch::Device {
-        fn from(device: Device) -> Self {
-            match device {
-                Device::Cpu => tch::Device::Cpu,
-                Device::Cuda(index) => tch::Device::Cuda(index),
-            }
-        }
-    }
-
-    /// A `tch` device the profiler does not run on (MPS, Vulkan).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-    #[error("unsupported device {0:?}: the profiler runs on `cpu` and `cuda:N`")]
-    pub struct UnsupportedDevice(pub tch::Device);
-
-    impl TryFrom<tch::Device> for Device {
-        type Error = UnsupportedDevice;
-
-        fn try_from(device: tch::Device) -> Result<Self, Self::Error> {
-            match device {
-                tch::Device::Cpu => Ok(Device::Cpu),
-                tch::Device::Cuda(index) => Ok(Device::Cuda(index)),
-                other => Err(UnsupportedDevice(other)),
-            }
-        }
-    }
-
-    impl DeviceKind for tch::Device {
-        #[inline]
-        fn is_cuda_device(&self) -> bool {
-            matches!(self, tch::Device::Cuda(_))
-        }
-    }
-
-    impl DeviceKind for tch::Tensor {
-        #[inline]
-        fn is_cuda_device(&self) -> bool {
-            self.device().is_cuda_device()
-        }
-    }
-}
-
-#[cfg(feature = "tch")]
-pub use tch_conversions::UnsupportedDevice;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,21 +130,6 @@ mod tests {
         assert!(!Device::Cpu.is_cuda_device());
         let by_reference: &Device = &Device::Cuda(1);
         assert!(DeviceKind::is_cuda_device(&by_reference));
-    }
-
-    #[cfg(feature = "tch")]
-    #[test]
-    fn converts_to_and_from_tch() {
-        for device in [Device::Cpu, Device::Cuda(0), Device::Cuda(3)] {
-            let converted: tch::Device = device.into();
-            assert_eq!(Device::try_from(converted), Ok(device));
-        }
-        assert_eq!(
-            Device::try_from(tch::Device::Mps),
-            Err(UnsupportedDevice(tch::Device::Mps))
-        );
-        assert!(tch::Device::Cuda(0).is_cuda_device());
-        assert!(!tch::Tensor::zeros([2], (tch::Kind::Float, tch::Device::Cpu)).is_cuda_device());
     }
 
     #[test]

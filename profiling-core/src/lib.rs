@@ -38,6 +38,7 @@
 #![warn(unreachable_pub)]
 
 // What a target or a data source author uses, beside the prelude.
+pub mod backend;
 pub mod data;
 pub mod device;
 pub mod memory;

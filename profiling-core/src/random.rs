@@ -14,16 +14,13 @@ static SEEDED: AtomicBool = AtomicBool::new(false);
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 /// Sets (or with `None` clears) the seed every later [`rng`] derives from;
-/// with the `tch` feature, also seeds libtorch's generators (CPU and every
-/// CUDA device).
+/// a seed also seeds the backends' own generators ([`crate::backend`]:
+/// libtorch's, CPU and every CUDA device, with the `tch` feature).
 pub fn seed_run(seed: Option<u64>) {
     SEED.store(seed.unwrap_or(0), Ordering::SeqCst);
     SEEDED.store(seed.is_some(), Ordering::SeqCst);
-    #[cfg(feature = "tch")]
     if let Some(seed) = seed {
-        // libtorch takes the seed as a signed 64-bit value; the bits are what count.
-        tch::manual_seed(seed as i64);
-        tch::Cuda::manual_seed_all(seed);
+        crate::backend::seed(seed);
     }
 }
 

@@ -438,7 +438,7 @@ fn the_trace_has_a_gpu_track_beside_the_host_threads() {
 #[cfg(feature = "tch")]
 #[test]
 fn the_cuda_backend_says_when_there_is_no_driver() {
-    match profiling_core::timing::gpu::CudaEvents::new(0) {
+    match profiling_core::backend::CudaEvents::new(0) {
         Ok(events) => {
             assert!(events
                 .stream()

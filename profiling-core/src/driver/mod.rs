@@ -8,7 +8,6 @@
 //! [`run_dir`] writes the [`manifest`], the [`run_samples`] and the
 //! [`trace`]; the rest are what those record or guard.
 
-pub mod backends;
 pub mod baselines;
 pub mod canary;
 pub mod config;

@@ -11,6 +11,8 @@ use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::formatting::Formattable;
 use time::OffsetDateTime;
 
+use crate::backend;
+
 /// The machine a run happened on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostInfo {
@@ -71,7 +73,8 @@ fn read_trimmed(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// The tensor backend compiled in, and what it can reach on this machine.
+/// The tensor backend compiled in, and what it can reach on this machine:
+/// what [`crate::backend`] says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendInfo {
     /// `libtorch` with the `tch` feature, `onnxruntime` with the `ort`
@@ -96,104 +99,25 @@ pub struct GpuInfo {
 }
 
 impl BackendInfo {
-    /// The backend of this build, probed now.
+    /// The backends of this build ([`crate::backend`]), probed now: the
+    /// primary one's name, devices and GPUs, and the version each loaded.
     pub fn current() -> BackendInfo {
-        #[cfg(feature = "tch")]
-        {
-            let cuda_available = tch::Cuda::is_available();
-            let count = if cuda_available {
-                usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
-            } else {
-                0
-            };
-            BackendInfo {
-                name: "libtorch".to_owned(),
-                onnxruntime: onnxruntime(),
-                libtorch_version: loaded_libtorch_version(),
-                cuda_available,
-                gpus: (0..count)
-                    .map(|index| GpuInfo {
-                        index,
-                        name: cuda_device_name(index).unwrap_or_else(|| "unknown".to_owned()),
-                    })
-                    .collect(),
-            }
-        }
-        #[cfg(not(feature = "tch"))]
+        let primary = backend::primary();
         BackendInfo {
-            name: if cfg!(feature = "ort") {
-                "onnxruntime"
-            } else {
-                "none"
-            }
-            .to_owned(),
-            libtorch_version: None,
-            cuda_available: crate::driver::backends::cuda_backend_available(),
-            gpus: Vec::new(),
-            onnxruntime: onnxruntime(),
+            name: primary.name().to_owned(),
+            libtorch_version: backend::version_of("libtorch"),
+            cuda_available: primary.cuda_available(),
+            gpus: (0..primary.device_count())
+                .map(|index| GpuInfo {
+                    index,
+                    name: primary
+                        .device_name(index)
+                        .unwrap_or_else(|| "unknown".to_owned()),
+                })
+                .collect(),
+            onnxruntime: backend::version_of("onnxruntime"),
         }
     }
-}
-
-/// `1.32.0 (/path/libonnxruntime.so.1.32.0)` when a target loaded ONNX
-/// Runtime; the manifest is written after the run, so it has.
-fn onnxruntime() -> Option<String> {
-    #[cfg(feature = "ort")]
-    {
-        crate::onnx::runtime::loaded().map(|r| format!("{} ({})", r.version, r.library.display()))
-    }
-    #[cfg(not(feature = "ort"))]
-    None
-}
-
-/// The version of the libtorch this process loaded: read from the
-/// `version.py` beside the `lib/` directory `libtorch_cpu.so` was mapped
-/// from, which is right even when the library comes from another install
-/// than the one built against.
-#[cfg(feature = "tch")]
-fn loaded_libtorch_version() -> Option<String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let library = maps
-        .lines()
-        .filter_map(|line| line.split_whitespace().nth(5))
-        .find(|path| path.ends_with("/libtorch_cpu.so"))?;
-    let torch_dir = Path::new(library).parent()?.parent()?;
-    let text = std::fs::read_to_string(torch_dir.join("version.py")).ok()?;
-    text.lines()
-        .find_map(|line| line.strip_prefix("__version__ = "))
-        .map(|v| v.trim().trim_matches('\'').trim_matches('"').to_owned())
-}
-
-/// CUDA's name for GPU `index`, asked of the CUDA runtime libtorch loaded
-/// (`cudaGetDeviceProperties`: the name is the first field of the struct).
-#[cfg(feature = "tch")]
-fn cuda_device_name(index: usize) -> Option<String> {
-    use std::ffi::{c_char, c_int, c_void, CStr};
-
-    extern "C" {
-        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-    }
-    type GetProperties = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
-    // Larger than every cudaDeviceProp so far (about 1 KiB); zeroed so the
-    // name is NUL-terminated even if the runtime wrote less.
-    let mut properties = vec![0u8; 8192];
-    for symbol in [c"cudaGetDeviceProperties_v2", c"cudaGetDeviceProperties"] {
-        // SAFETY: RTLD_DEFAULT (null) searches the libraries already loaded;
-        // the symbol, when found, has this C signature in every CUDA runtime.
-        let function = unsafe { dlsym(std::ptr::null_mut(), symbol.as_ptr()) };
-        if function.is_null() {
-            continue;
-        }
-        let function: GetProperties = unsafe { std::mem::transmute(function) };
-        let status =
-            unsafe { function(properties.as_mut_ptr().cast(), c_int::try_from(index).ok()?) };
-        if status != 0 {
-            return None;
-        }
-        let name = CStr::from_bytes_until_nul(&properties[..256]).ok()?;
-        return Some(name.to_string_lossy().into_owned());
-    }
-    None
 }
 
 /// `debug` or `release`: timings of a debug build say little about
@@ -531,5 +455,29 @@ mod tests {
         assert!(host.cores >= 1);
         assert!(!host.name.is_empty());
         assert!(!host.os.is_empty());
+    }
+
+    #[cfg(not(any(feature = "tch", feature = "ort")))]
+    #[test]
+    fn a_build_without_a_backend_records_none_and_no_gpu() {
+        assert_eq!(
+            BackendInfo::current(),
+            BackendInfo {
+                name: "none".to_owned(),
+                libtorch_version: None,
+                cuda_available: false,
+                gpus: Vec::new(),
+                onnxruntime: None,
+            }
+        );
+    }
+
+    #[cfg(feature = "tch")]
+    #[test]
+    fn a_libtorch_build_records_the_libtorch_it_loaded() {
+        let backend = BackendInfo::current();
+        assert_eq!(backend.name, "libtorch");
+        assert!(backend.libtorch_version.is_some(), "{backend:?}");
+        assert_eq!(backend.cuda_available, tch::Cuda::is_available());
     }
 }

@@ -10,16 +10,16 @@
 //!
 //! # What the events are recorded on
 //!
-//! The CUDA backend (`CudaEvents`, `tch` feature) records on the legacy
-//! default stream (the NULL stream) of the run's device, in its primary
-//! context: the stream libtorch queues on unless code sets another (tch
-//! has no stream API, so tch code always queues there). Work on blocking
-//! streams is ordered with the legacy default stream, so a range's events
-//! also wait for it; work on non-blocking streams (PyTorch's stream pool,
-//! NCCL, a TorchScript model that opens its own streams) runs beside the
-//! events and is not covered. Events of ranges on other host threads go on
-//! the same stream: their elapsed time spans whatever any thread queued
-//! there in between.
+//! The CUDA backend (`CudaEvents` in `backend/tch.rs`, `tch` feature)
+//! records on the legacy default stream (the NULL stream) of the run's
+//! device, in its primary context: the stream libtorch queues on unless
+//! code sets another (tch has no stream API, so tch code always queues
+//! there). Work on blocking streams is ordered with the legacy default
+//! stream, so a range's events also wait for it; work on non-blocking
+//! streams (PyTorch's stream pool, NCCL, a TorchScript model that opens its
+//! own streams) runs beside the events and is not covered. Events of ranges
+//! on other host threads go on the same stream: their elapsed time spans
+//! whatever any thread queued there in between.
 //!
 //! # Cost and allocation
 //!
@@ -73,8 +73,10 @@ const COST_SAMPLES: usize = 301;
 /// Device events, as the recorder uses them: created ahead, recorded on
 /// the stream the work is queued on, read after the capture.
 ///
-/// `CudaEvents` (the `tch` feature) is the real one; [`FakeEvents`]
-/// stamps events from a stream clock that tests advance.
+/// A backend that times on the GPU implements it (`CudaEvents` in
+/// `backend/tch.rs`, the `tch` feature, through
+/// [`Backend::gpu_events`](crate::backend::Backend::gpu_events));
+/// [`FakeEvents`] stamps events from a stream clock that tests advance.
 pub trait EventBackend: Send + Sync {
     /// What the events are recorded on, for the manifest.
     fn stream(&self) -> String;
@@ -706,105 +708,5 @@ impl EventBackend for FakeEvents {
             *stamp = None;
         }
         state.destroyed += 1;
-    }
-}
-
-#[cfg(feature = "tch")]
-pub use cuda::CudaEvents;
-
-/// CUDA events through the driver API, loaded at run time (`libcuda.so`):
-/// nothing CUDA is needed to build, and a machine without a driver still
-/// runs CPU work.
-#[cfg(feature = "tch")]
-mod cuda {
-    use cudarc::driver::{result, sys};
-
-    use super::EventBackend;
-
-    /// Events on the legacy default stream of one device, in its primary
-    /// context: the context and stream libtorch uses.
-    #[derive(Debug)]
-    pub struct CudaEvents {
-        index: usize,
-        context: usize,
-    }
-
-    impl CudaEvents {
-        /// The events of GPU `index`; an error when the driver cannot be
-        /// loaded or has no such device.
-        pub fn new(index: usize) -> anyhow::Result<CudaEvents> {
-            // SAFETY: only looks for the library.
-            if !unsafe { sys::is_culib_present() } {
-                anyhow::bail!("the CUDA driver library (libcuda.so) cannot be loaded");
-            }
-            result::init().map_err(|e| anyhow::anyhow!("cuInit failed: {e:?}"))?;
-            let ordinal = i32::try_from(index)?;
-            let device = result::device::get(ordinal)
-                .map_err(|e| anyhow::anyhow!("no CUDA device {index}: {e:?}"))?;
-            // SAFETY: `device` came from the driver; the primary context is
-            // retained for the process (libtorch shares it).
-            let context = unsafe { result::primary_ctx::retain(device) }.map_err(|e| {
-                anyhow::anyhow!("cannot retain the primary context of cuda:{index}: {e:?}")
-            })?;
-            Ok(CudaEvents {
-                index,
-                context: context as usize,
-            })
-        }
-
-        fn context(&self) -> sys::CUcontext {
-            self.context as sys::CUcontext
-        }
-    }
-
-    impl EventBackend for CudaEvents {
-        fn stream(&self) -> String {
-            format!(
-                "legacy default stream of cuda:{}, primary context (libtorch's current stream unless code sets another)",
-                self.index
-            )
-        }
-
-        fn bind_thread(&self) -> anyhow::Result<()> {
-            let current = result::ctx::get_current()
-                .map_err(|e| anyhow::anyhow!("cuCtxGetCurrent failed: {e:?}"))?;
-            if current != Some(self.context()) {
-                // SAFETY: a context retained by `new` and never released.
-                unsafe { result::ctx::set_current(self.context()) }
-                    .map_err(|e| anyhow::anyhow!("cuCtxSetCurrent failed: {e:?}"))?;
-            }
-            Ok(())
-        }
-
-        fn create(&self) -> anyhow::Result<u64> {
-            let event = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
-                .map_err(|e| anyhow::anyhow!("cuEventCreate failed: {e:?}"))?;
-            Ok(event as u64)
-        }
-
-        #[inline]
-        fn record(&self, event: u64) -> bool {
-            // SAFETY: `event` was made by `create` and not destroyed; the
-            // NULL stream is the current context's legacy default stream.
-            unsafe { result::event::record(event as sys::CUevent, std::ptr::null_mut()) }.is_ok()
-        }
-
-        fn synchronize(&self, event: u64) -> anyhow::Result<()> {
-            // SAFETY: as in `record`.
-            unsafe { result::event::synchronize(event as sys::CUevent) }
-                .map_err(|e| anyhow::anyhow!("cuEventSynchronize failed: {e:?}"))
-        }
-
-        fn elapsed_ns(&self, start: u64, end: u64) -> anyhow::Result<f64> {
-            // SAFETY: both made by `create`, recorded and completed.
-            let ms = unsafe { result::event::elapsed(start as sys::CUevent, end as sys::CUevent) }
-                .map_err(|e| anyhow::anyhow!("cuEventElapsedTime failed: {e:?}"))?;
-            Ok(f64::from(ms) * 1e6)
-        }
-
-        fn destroy(&self, event: u64) {
-            // SAFETY: made by `create`, destroyed once (the pool forgets it).
-            let _ = unsafe { result::event::destroy(event as sys::CUevent) };
-        }
     }
 }

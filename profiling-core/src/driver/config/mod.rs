@@ -320,7 +320,7 @@ impl GpuTiming {
     /// on a CUDA device of a build with a CUDA backend. `on` where that
     /// cannot be is refused, saying why.
     pub fn resolve(self, device: Device) -> Result<bool, String> {
-        let backend = cfg!(feature = "tch");
+        let backend = crate::backend::has_gpu_events();
         match (self, device.is_cuda(), backend) {
             (GpuTiming::Off, _, _) => Ok(false),
             (GpuTiming::Auto, cuda, backend) => Ok(cuda && backend),

@@ -28,8 +28,9 @@ pub(crate) use stepped::{run_alone, run_paired};
 use std::ffi::CString;
 use std::sync::Arc;
 
+use crate::backend::synchronize;
 use crate::data::{AvailableMemory, DataError, DataRecord, DataSource};
-use crate::device::{synchronize, Device};
+use crate::device::Device;
 use crate::driver::config::{Batches, Config, RecordLoading};
 use crate::driver::interrupt;
 use crate::driver::panics::guard;
@@ -45,7 +46,7 @@ pub struct RunPlan {
     pub config: Config,
     pub records: Records,
     /// Waits for a CUDA device at the synchronization points of the config;
-    /// [`crate::device::synchronize`] unless a test observes them.
+    /// [`crate::backend::synchronize`] unless a test observes them.
     pub synchronize: fn(Device),
     /// Told how far the warmup and measured phases are, between passes
     /// (never inside a pass's timed window).

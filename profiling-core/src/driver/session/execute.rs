@@ -298,8 +298,8 @@ pub(super) fn prepare(
     Ok((run_plan, description, cache))
 }
 
-/// The device events of a run with GPU timing on: the CUDA backend of its
-/// device (`tch` feature); none otherwise.
+/// The device events of a run with GPU timing on: those of its device's
+/// backend ([`crate::backend::gpu_events`]); none otherwise.
 fn gpu_events(
     config: &Config,
 ) -> Result<Option<std::sync::Arc<dyn crate::timing::EventBackend>>, SessionError> {
@@ -307,21 +307,19 @@ fn gpu_events(
         .gpu_timing
         .resolve(config.device)
         .map_err(|reason| SessionError::Usage(format!("gpu_timing: {reason}")))?;
-    match (on, config.device) {
-        #[cfg(feature = "tch")]
-        (true, crate::device::Device::Cuda(index)) => {
-            match crate::timing::gpu::CudaEvents::new(index) {
-                Ok(events) => Ok(Some(std::sync::Arc::new(events))),
-                // `auto` times on the GPU when it can, and says nothing when
-                // it cannot; `on` refuses.
-                Err(_) if config.gpu_timing == crate::driver::config::GpuTiming::Auto => Ok(None),
-                Err(error) => Err(SessionError::DeviceUnavailable {
-                    device: config.device,
-                    reason: format!("gpu_timing: on: {error:#}"),
-                }),
-            }
-        }
-        _ => Ok(None),
+    let (true, crate::device::Device::Cuda(index)) = (on, config.device) else {
+        return Ok(None);
+    };
+    match crate::backend::gpu_events(index) {
+        None => Ok(None),
+        Some(Ok(events)) => Ok(Some(events)),
+        // `auto` times on the GPU when it can, and says nothing when it
+        // cannot; `on` refuses.
+        Some(Err(_)) if config.gpu_timing == crate::driver::config::GpuTiming::Auto => Ok(None),
+        Some(Err(error)) => Err(SessionError::DeviceUnavailable {
+            device: config.device,
+            reason: format!("gpu_timing: on: {error:#}"),
+        }),
     }
 }
 

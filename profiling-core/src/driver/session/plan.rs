@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::backend;
 use crate::data::{self, DataError};
-use crate::driver::backends;
 use crate::driver::config::{self, Batches, Config, ConfigError, ConfigFile, LastBatch};
 use crate::driver::provenance::UtcTime;
 use crate::driver::registry::{self, Lookup, TargetEntry};
@@ -66,7 +66,7 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
             config_path.as_deref(),
         )?;
     }
-    backends::check_available(config.device).map_err(|reason| SessionError::DeviceUnavailable {
+    backend::check_device(config.device).map_err(|reason| SessionError::DeviceUnavailable {
         device: config.device,
         reason,
     })?;
