@@ -241,7 +241,7 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
             );
             Some(ab_in_stages(&executable, &forwarded, args))
         }
-        Some("run" | "sweep" | "ab") => {
+        Some("run" | "sweep" | "ab" | "load") => {
             eprintln!("profile-cli: running {}", executable.display());
             Some(run_then_finish(&executable, &forwarded, args))
         }

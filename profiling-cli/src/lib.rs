@@ -380,10 +380,16 @@ pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
     std::process::ExitCode::from(code)
 }
 
-/// After a workspace's profiling binary ran `run` or `sweep` with the
-/// arguments `args`: what it left to do (the comparison, the pages, the
-/// baseline saved, Nsight's capture and analysis), on this process's
-/// streams; the exit code.
+/// What writes a sweep's pages: `report/`, where the build has it.
+#[cfg(feature = "full")]
+const SWEEP_PAGES: Option<sweep::SweepPages> = Some(report::write_sweep_pages);
+#[cfg(not(feature = "full"))]
+const SWEEP_PAGES: Option<sweep::SweepPages> = None;
+
+/// After a workspace's profiling binary ran `run`, `sweep`, `ab` or `load`
+/// with the arguments `args`: what it left to do (the comparison, the
+/// pages, the baseline saved, Nsight's capture and analysis), on this
+/// process's streams; the exit code.
 #[cfg(feature = "full")]
 pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> u8 {
     let mut out = ClosedQuietly::new(std::io::stdout().lock());
@@ -413,10 +419,19 @@ pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> 
         }
         (Command::Sweep(sweep_args), outcome::Outcome::Sweep(swept)) => sweep::after_sweep(
             swept,
+            SWEEP_PAGES,
             &mut Streams {
                 out: &mut out,
                 err: &mut err,
                 json: sweep_args.json,
+            },
+        ),
+        (Command::Load(load_args), outcome::Outcome::Load(loaded)) => load::after_load(
+            loaded,
+            &mut Streams {
+                out: &mut out,
+                err: &mut err,
+                json: load_args.json,
             },
         ),
         _ => Err(anyhow::anyhow!(
@@ -632,7 +647,7 @@ fn main_in(
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
         Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out, err),
         Command::Sweep(sweep_args) => {
-            sweep::sweep_command(sweep_args, &args, workspace_root, out, err)
+            sweep::sweep_command(sweep_args, &args, workspace_root, SWEEP_PAGES, out, err)
         }
         Command::Ab(ab_args) => ab::ab_command(ab_args, workspace_root, &args, out, err),
         Command::Load(load_args) => load::load_command(load_args, &args, workspace_root, out, err),

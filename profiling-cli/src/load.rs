@@ -20,9 +20,8 @@ use profiling_core::driver::session::{
     self, LoadManifest, LoadRequestRecord, LoadSpec, LoadStatus, RunRequest,
 };
 
+use crate::outcome::{self, Loaded};
 use crate::{units, Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
-
-mod page;
 
 /// LoadGen's minimum duration of a performance run.
 pub(crate) const LOADGEN_MIN_DURATION_S: f64 = 600.0;
@@ -112,6 +111,10 @@ pub(crate) struct LoadArgs {
     /// output goes to stderr.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Where a profiling binary leaves what is left to do after the load (the page, the `--json`
+    /// document), for the `profile-cli` that ran it.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub(crate) outcome: Option<PathBuf>,
 }
 
 /// A usage error, with where it came from (an option or a config key).
@@ -509,6 +512,7 @@ pub(crate) fn load_command(
     }
     announce(&planned, &spec, &mut streams)?;
     crate::warn_of_a_debug_build(streams.err)?;
+    let wants_page = !args.no_report && planned.config.write_report;
     // A signal ends the step in progress; what was measured is written.
     let stop = AtomicBool::new(false);
     let finished = AtomicBool::new(false);
@@ -528,9 +532,18 @@ pub(crate) fn load_command(
         let mut on_step = |step: &LoadStep| {
             let _ = writeln!(human, "  {}", step_line(step));
         };
-        let render = |manifest: &LoadManifest| page::load_page(manifest);
-        let page = (!args.no_report && planned.config.write_report)
-            .then_some((page::LOAD_PAGE, &render as &dyn Fn(&LoadManifest) -> String));
+        // The page is drawn with the record, when this build draws pages
+        // and no `profile-cli` will (a profiling binary's load).
+        #[cfg(feature = "full")]
+        let render =
+            |manifest: &LoadManifest| crate::report::load_page(manifest, &tables_text(manifest));
+        #[cfg(feature = "full")]
+        let page = (wants_page && args.outcome.is_none()).then_some((
+            crate::report::LOAD_PAGE_FILE,
+            &render as &dyn Fn(&LoadManifest) -> String,
+        ));
+        #[cfg(not(feature = "full"))]
+        let page = None;
         let report = session::execute_load(&planned, &request, &spec, &stop, &mut on_step, page);
         finished.store(true, Ordering::SeqCst);
         report
@@ -555,28 +568,12 @@ pub(crate) fn load_command(
         }
         (Ok(()), _) => EXIT_OK,
     };
-    let page_path = report.page_path.as_deref();
     match (&report.manifest_path, &report.write_error) {
-        (Some(path), _) => {
-            writeln!(
-                streams.human(),
-                "record: {}",
-                session::absolute(path).display()
-            )?;
-            if let Some(path) = page_path {
-                writeln!(
-                    streams.human(),
-                    "report: {}",
-                    session::absolute(path).display()
-                )?;
-            }
-            if let Some(error) = &report.page_error {
-                writeln!(streams.err, "error: {error}")?;
-                if code == EXIT_OK {
-                    code = EXIT_TARGET_FAILED;
-                }
-            }
-        }
+        (Some(path), _) => writeln!(
+            streams.human(),
+            "record: {}",
+            session::absolute(path).display()
+        )?,
         (None, Some(error)) => {
             writeln!(streams.err, "error: the record was not written: {error}")?;
             if code == EXIT_OK {
@@ -588,17 +585,78 @@ pub(crate) fn load_command(
             "record: not written (write_manifest: false)"
         )?,
     }
-    if streams.json {
-        let document = serde_json::json!({
-            "manifest_path": report.manifest_path.as_deref().map(session::absolute),
-            "report_path": page_path.map(session::absolute),
+    let record = report.manifest_path.as_deref().map(session::absolute);
+    let document = streams.json.then(|| {
+        serde_json::json!({
+            "manifest_path": record,
             "status": manifest.status,
             "error": manifest.error,
             "load": manifest.load,
-        });
+        })
+    });
+    let loaded = Loaded {
+        code,
+        page_to_draw: wants_page && report.page_path.is_none() && report.page_error.is_none(),
+        record,
+        page_path: report.page_path.as_deref().map(session::absolute),
+        page_error: report.page_error.clone(),
+        document,
+    };
+    if let Some(file) = &args.outcome {
+        outcome::write(file, &outcome::Outcome::Load(loaded))?;
+        return Ok(code);
+    }
+    after_load(loaded, &mut streams)
+}
+
+/// What follows a load that ran: its page, drawn here when the process
+/// that ran the load did not (a profiling binary's), its path or why it
+/// was not written, and the `--json` document; as the load's own process
+/// or the `profile-cli` that ran a profiling binary does them.
+pub(crate) fn after_load(loaded: Loaded, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+    #[cfg(feature = "full")]
+    let loaded = draw_page(loaded);
+    let mut code = loaded.code;
+    if loaded.record.is_some() {
+        if let Some(path) = &loaded.page_path {
+            writeln!(streams.human(), "report: {}", path.display())?;
+        }
+        if let Some(error) = &loaded.page_error {
+            writeln!(streams.err, "error: {error}")?;
+            if code == EXIT_OK {
+                code = EXIT_TARGET_FAILED;
+            }
+        }
+    }
+    if let Some(mut document) = loaded.document {
+        document["report_path"] = serde_json::json!(loaded.page_path);
         writeln!(streams.out, "{document}")?;
     }
     Ok(code)
+}
+
+/// `load.html` drawn from the record, when it is still to be drawn.
+#[cfg(feature = "full")]
+fn draw_page(mut loaded: Loaded) -> Loaded {
+    if let (true, Some(record)) = (loaded.page_to_draw, &loaded.record) {
+        let dir = record.parent().unwrap_or(Path::new("."));
+        let written = session::read_load_manifest(record).and_then(|manifest| {
+            crate::report::write_load_page(dir, &manifest, &tables_text(&manifest))
+        });
+        match written {
+            Ok(path) => loaded.page_path = Some(path),
+            Err(error) => loaded.page_error = Some(error),
+        }
+    }
+    loaded
+}
+
+/// The tables of `manifest` as [`write_tables`] prints them, for the page.
+#[cfg(feature = "full")]
+fn tables_text(manifest: &LoadManifest) -> String {
+    let mut tables = Vec::new();
+    let _ = write_tables(manifest, &mut tables);
+    String::from_utf8_lossy(&tables).into_owned()
 }
 
 /// The line that says what is loaded, how, and for how long.

@@ -1,8 +1,8 @@
 //! What a profiling binary hands back to the `profile-cli` that ran it.
 //!
 //! A workspace's `profile` binary links what lists and runs targets, not
-//! what reads runs back: after `run` (and `sweep`), the comparison with a
-//! baseline, the pages and Nsight's analysis are done by the installed
+//! what reads runs back: after `run` (and `sweep`, `load`), the comparison
+//! with a baseline, the pages and Nsight's analysis are done by the installed
 //! `profile-cli` on the files the run wrote. The binary, given the hidden
 //! `--outcome FILE`, writes there what is left to do; `profile-cli` reads it
 //! once the binary has exited. `profiles` tells `compare`, `report` and
@@ -52,6 +52,26 @@ pub(crate) struct Swept {
     pub document: Option<serde_json::Value>,
 }
 
+/// A load that ran: what comes after it (its page, the `--json`
+/// document), done by the process that read the arguments or by the
+/// `profile-cli` that ran a profiling binary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Loaded {
+    /// The exit code so far.
+    pub code: u8,
+    /// `load.yaml`, when it was written.
+    pub record: Option<PathBuf>,
+    /// Whether `load.html` is wanted and still to be drawn from the record
+    /// (the process that ran the load draws no pages).
+    pub page_to_draw: bool,
+    /// `load.html`, once written.
+    pub page_path: Option<PathBuf>,
+    /// Why the page wanted was not written.
+    pub page_error: Option<String>,
+    /// The `--json` document so far, with `--json`.
+    pub document: Option<serde_json::Value>,
+}
+
 /// What is left to do after a profiling binary exits.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,6 +85,8 @@ pub(crate) enum Outcome {
     },
     /// After `sweep`.
     Sweep(Swept),
+    /// After `load`.
+    Load(Loaded),
     /// After `ab`: each repetition's pair.
     Paired(Vec<Paired>),
 }

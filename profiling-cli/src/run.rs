@@ -137,24 +137,6 @@ pub(crate) fn parse_memory(text: &str) -> Result<MemoryMode, String> {
     text.parse()
 }
 
-/// Writes `report.html` into `run_dir` from what the run wrote there, with
-/// the comparison with its baseline when there is one.
-#[cfg(feature = "full")]
-pub(crate) fn write_run_page(
-    run_dir: &Path,
-    compared: Option<&(profiling_compare::Comparison, profiling_compare::Options)>,
-) -> Result<PathBuf, String> {
-    let (manifest, samples) = report::read_run(run_dir).map_err(|e| e.to_string())?;
-    let html = report::run_page(&report::RunPage {
-        dir: run_dir,
-        manifest: &manifest,
-        samples: samples.as_ref(),
-        comparison: compared.map(|(comparison, options)| (comparison, options)),
-    });
-    let path = run_dir.join(report::REPORT_FILE);
-    report::write_page(&path, &html).map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// Why `run` refuses `name`, when it is a draft's target.
 fn draft_refusal(name: &str) -> Option<String> {
     let draft = registry::drafts().into_iter().find(|d| d.target == name)?;
@@ -251,7 +233,7 @@ pub(crate) fn after_run(
     // The page, beside the manifest of a run that measured something.
     let mut page_path = None;
     if ran.page && ran.measured {
-        match write_run_page(&ran.run_dir, compared.as_ref()) {
+        match report::write_run_page(&ran.run_dir, compared.as_ref()) {
             Ok(path) => {
                 writeln!(streams.human(), "report: {}", path.display())?;
                 page_path = Some(path);

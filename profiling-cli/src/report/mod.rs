@@ -1,5 +1,5 @@
-//! The pages: `report.html` of a run or of a comparison of runs, and
-//! `sweep.html` of a sweep. Each page is a typed view of what it shows
+//! The pages: `report.html` of a run or of a comparison of runs,
+//! `sweep.html` of a sweep and `load.html` of a load. Each page is a typed view of what it shows
 //! (built from the manifest, the comparison or `sweep.yaml`), rendered as
 //! HTML by `maud`, which escapes every value by its type: text is escaped
 //! unless it is wrapped as markup on purpose. Plots are inline SVG
@@ -11,11 +11,11 @@
 mod charts;
 mod command;
 mod comparison;
+mod load;
+mod pages;
 mod ranges;
 mod run;
 mod sweep;
-
-use std::path::{Path, PathBuf};
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
@@ -23,6 +23,8 @@ use crate::summary::format_ns;
 
 pub use command::{report_command, ReportArgs};
 pub use comparison::{comparison_page, judged_comparison_page};
+pub use load::{load_page, LOAD_PAGE_FILE};
+pub use pages::{write_load_page, write_page, write_run_page, write_sweep_pages};
 pub use run::{read_run, run_page, RunPage};
 pub use sweep::{sweep_page, write_sweep_page, SWEEP_PAGE_FILE};
 
@@ -34,12 +36,6 @@ const STYLE: &str = include_str!("style.css");
 /// Sorts a table by the column whose header is clicked, by each cell's
 /// `data-sort` (numbers) or its text.
 const SCRIPT: &str = include_str!("sort.js");
-
-/// Writes `page` into `path` through a temporary file and a rename.
-pub fn write_page(path: &Path, page: &str) -> std::io::Result<PathBuf> {
-    profiling_core::driver::run_dir::write_atomically(path, page.as_bytes())?;
-    Ok(path.to_path_buf())
-}
 
 /// The whole page: `body` under `title`, with the style and the script.
 fn layout(title: &str, body: Markup) -> String {

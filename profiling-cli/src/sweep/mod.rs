@@ -87,6 +87,7 @@ pub fn sweep_command(
     args: SweepArgs,
     argv: &[OsString],
     root: &Path,
+    pages: Option<SweepPages>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
@@ -227,6 +228,7 @@ pub fn sweep_command(
         sweep_dir,
         signal,
         &point_pages,
+        pages,
         &mut streams,
     )
 }
@@ -239,6 +241,7 @@ fn finish(
     sweep_dir: PathBuf,
     signal: Option<i32>,
     point_pages: &[bool],
+    pages: Option<SweepPages>,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
     document.finished_at = Some(UtcTime::now().rfc3339());
@@ -325,36 +328,42 @@ fn finish(
         crate::outcome::write(file, &crate::outcome::Outcome::Sweep(swept))?;
         return Ok(code);
     }
-    after_sweep(swept, streams)
+    after_sweep(swept, pages, streams)
 }
 
+/// What writes a sweep's pages, handed to the command by the program's
+/// root: `report::write_sweep_pages` where the build draws pages, none in a
+/// profiling binary's (the `profile-cli` that ran it writes them). The
+/// pages draw `sweep.yaml`, so `report` reads this module's document and
+/// this module never calls `report`. Given the run directories of the
+/// points whose page is wanted and the sweep's directory, it returns the
+/// points whose page was not written, each with why, and `sweep.html`'s
+/// path or why it was not written.
+pub type SweepPages = fn(&[PathBuf], &Path) -> (Vec<(PathBuf, String)>, Result<PathBuf, String>);
+
 /// The pages of a sweep that ran (each completed point's, then the
-/// sweep's) and its `--json` document.
-#[cfg(feature = "full")]
+/// sweep's), when `pages` draws them, and its `--json` document.
 pub(crate) fn after_sweep(
     swept: crate::outcome::Swept,
+    pages: Option<SweepPages>,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
     let mut code = swept.code;
     let mut page = None;
-    if swept.pages {
-        for run_dir in &swept.point_pages {
-            if let Err(message) = crate::run::write_run_page(run_dir, None) {
-                writeln!(
-                    streams.err,
-                    "error: {}: report.html not written: {message}",
-                    run_dir.display()
-                )?;
-                if code == EXIT_OK {
-                    code = EXIT_TARGET_FAILED;
-                }
+    if let (true, Some(write_pages)) = (swept.pages, pages) {
+        let (failed, sweep_page) = write_pages(&swept.point_pages, &swept.sweep_dir);
+        for (run_dir, message) in failed {
+            writeln!(
+                streams.err,
+                "error: {}: report.html not written: {message}",
+                run_dir.display()
+            )?;
+            if code == EXIT_OK {
+                code = EXIT_TARGET_FAILED;
             }
         }
-        let read = SweepDocument::read(&swept.sweep_dir).map_err(|error| error.to_string());
-        match read.and_then(|document| {
-            write_page(&swept.sweep_dir, &document).map_err(|error| error.to_string())
-        }) {
-            Ok(path) => page = path,
+        match sweep_page {
+            Ok(path) => page = Some(path),
             Err(error) if swept.written => {
                 writeln!(streams.err, "error: sweep.html not written: {error}")?;
                 code = EXIT_TARGET_FAILED;
@@ -370,20 +379,6 @@ pub(crate) fn after_sweep(
         writeln!(streams.out, "{json}")?;
     }
     Ok(code)
-}
-
-/// A profiling binary's sweep run by itself: its `--json` document; the
-/// pages are `profile-cli`'s.
-#[cfg(not(feature = "full"))]
-pub(crate) fn after_sweep(
-    swept: crate::outcome::Swept,
-    streams: &mut Streams<'_>,
-) -> anyhow::Result<u8> {
-    if let Some(mut json) = swept.document {
-        json["report_path"] = serde_json::Value::Null;
-        writeln!(streams.out, "{json}")?;
-    }
-    Ok(swept.code)
 }
 
 /// The sweep `--resume ID` continues: its document, checked against the
@@ -822,12 +817,6 @@ fn estimate(series: &Series) -> Option<Estimate> {
         high_ns,
         samples: series.count,
     })
-}
-
-/// `sweep.html` in the sweep's directory.
-#[cfg(feature = "full")]
-fn write_page(sweep_dir: &Path, document: &SweepDocument) -> std::io::Result<Option<PathBuf>> {
-    crate::report::write_sweep_page(sweep_dir, document).map(Some)
 }
 
 /// A median and its interval, as the table shows it.

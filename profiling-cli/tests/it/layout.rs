@@ -220,6 +220,105 @@ fn the_runtime_s_root_imports_nothing_of_the_driver_but_what_the_architecture_pa
     }
 }
 
+/// A module of profiling-cli by its top folder or file: `report::sweep::view`
+/// is part of `report`.
+fn top_level(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
+/// The modules of profiling-cli whose files import, or lead through other
+/// modules to, `to`, as `module -> named` edges that start the way there.
+fn ways_from(graph: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> Vec<String> {
+    // What each top-level module reaches, through any of its files.
+    let mut edges: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (module, named) in graph {
+        for target in named {
+            if top_level(module) != top_level(target) {
+                edges
+                    .entry(top_level(module))
+                    .or_default()
+                    .insert(top_level(target));
+            }
+        }
+    }
+    let reaches = |start: &str| {
+        let mut seen = BTreeSet::from([start]);
+        let mut todo = vec![start];
+        while let Some(module) = todo.pop() {
+            for next in edges.get(module).into_iter().flatten() {
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        seen.contains(to)
+    };
+    graph
+        .iter()
+        .filter(|(module, _)| top_level(module) == from)
+        .flat_map(|(module, named)| {
+            named
+                .iter()
+                .filter(|target| top_level(target) != from && reaches(top_level(target)))
+                .map(move |target| format!("{module} -> {target}"))
+        })
+        .collect()
+}
+
+/// `report` draws what `sweep` writes (`sweep.yaml`), so it imports the
+/// sweep's document; the sweep is handed its page writer by the
+/// program's root and never reaches `report` back.
+#[test]
+fn the_page_engine_and_the_sweep_do_not_import_each_other() {
+    let graph = dependencies(&workspace_root().join("profiling-cli/src"));
+    let there = ways_from(&graph, "report", "sweep");
+    let back = ways_from(&graph, "sweep", "report");
+    assert!(
+        there.is_empty() || back.is_empty(),
+        "report and sweep reach each other:\n{}\n{}",
+        there.join("\n"),
+        back.join("\n")
+    );
+}
+
+/// The page engine is `report/`: a page is drawn by its templates and
+/// charts and written by its writers, and the rest of the CLI names only
+/// what `report/mod.rs` exports. No other module draws HTML or SVG.
+#[test]
+fn pages_are_drawn_and_written_only_through_report_s_entry() {
+    let src = workspace_root().join("profiling-cli/src");
+    let graph = dependencies(&src);
+    let mut found: Vec<String> = graph
+        .iter()
+        .filter(|(module, _)| top_level(module) != "report")
+        .flat_map(|(module, named)| {
+            named
+                .iter()
+                .filter(|target| target.starts_with("report::"))
+                .map(move |target| format!("{module} -> {target}"))
+        })
+        .collect();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    for file in files {
+        let module = module_name(&src, &file);
+        if top_level(&module) == "report" {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        for marker in ["maud::", "plotters::", "html!", "<!DOCTYPE", "<svg"] {
+            if code.contains(marker) {
+                found.push(format!("{module} draws a page itself: `{marker}`"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "pages drawn or reached outside report/'s entry (draw them under report/, export from report/mod.rs):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn a_ring_is_found_and_named() {
     let graph: BTreeMap<String, BTreeSet<String>> = [

@@ -9,7 +9,7 @@ use maud::{html, Markup};
 use plotters::coord::ranged1d::{AsRangedCoord, DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 
-use super::{plot, unit_for, Area, Drawn};
+use super::{colour, dashed, plot, short, unit_for, Area, Drawn};
 use crate::report::sweep::view::{Chart, Interval, Layout, Quantity, XAxis};
 
 /// A chart's drawing size; two stand side by side on the page.
@@ -22,30 +22,6 @@ const RIGHT_MARGIN: u32 = 30;
 /// Axis labels are drawn at this size; about this wide per character.
 const LABEL_FONT: u32 = 13;
 const LABEL_CHAR_WIDTH: f64 = 6.0;
-
-/// One colour per line (Tableau 10); past ten lines, the colours come round
-/// again with dashed lines.
-pub(crate) const PALETTE: [(u8, u8, u8); 10] = [
-    (31, 119, 180),
-    (255, 127, 14),
-    (44, 160, 44),
-    (214, 39, 40),
-    (148, 103, 189),
-    (140, 86, 75),
-    (227, 119, 194),
-    (127, 127, 127),
-    (188, 189, 34),
-    (23, 190, 207),
-];
-
-pub(crate) fn colour(line: usize) -> RGBColor {
-    let (r, g, b) = PALETTE[line % PALETTE.len()];
-    RGBColor(r, g, b)
-}
-
-pub(crate) fn dashed(line: usize) -> bool {
-    line / PALETTE.len() % 2 == 1
-}
 
 // ---------------------------------------------------------------------------
 // Axes: where the labels go.
@@ -133,20 +109,6 @@ impl<R: Ranged<ValueType = f64>> Ranged for Ticked<R> {
 
     fn axis_pixel_range(&self, limit: (i32, i32)) -> std::ops::Range<i32> {
         self.inner.axis_pixel_range(limit)
-    }
-}
-
-/// `value` in three significant digits at most, without trailing zeros.
-pub(crate) fn short(value: f64) -> String {
-    if value == 0.0 || !value.is_finite() {
-        return "0".to_owned();
-    }
-    let digits = (2 - value.abs().log10().floor() as i32).max(0) as usize;
-    let text = format!("{value:.digits$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
     }
 }
 

@@ -12,7 +12,8 @@ use maud::{html, Markup};
 use plotters::style::RGBColor;
 use profiling_compare::one_line;
 
-use super::charts::sweep::{chart_svg, colour, dashed, short};
+use super::charts::sweep::chart_svg;
+use super::charts::{colour, dashed, short};
 use super::{facts, layout as page_layout, missing_cell, write_page, Fact};
 use crate::summary::format_ns;
 use crate::sweep::document::{Estimate, PointResult, PointStatus, SweepDocument, SweepStatus};
@@ -477,7 +478,7 @@ pub fn sweep_page(document: &SweepDocument) -> String {
 mod tests {
     use super::view::spans_more_than_tenfold;
     use super::*;
-    use crate::report::charts::sweep::PALETTE;
+    use crate::report::charts::PALETTE;
     use crate::sweep::document::{Axis, RangeEstimate, SWEEP_SCHEMA_VERSION};
     use serde_yaml::Mapping;
     use serde_yaml::Value;
