@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::source::{display_path, SourceFile};
+use crate::source_file::{display_path, SourceFile};
 use crate::SnippetError;
 
 /// The largest file a search over the crate parses, unless the resolution

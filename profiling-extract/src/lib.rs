@@ -36,6 +36,7 @@ mod scaffold;
 mod select;
 mod snippet_crate;
 mod source;
+mod source_file;
 mod text;
 pub mod workspace;
 mod write;
