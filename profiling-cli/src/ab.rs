@@ -168,7 +168,7 @@ pub struct AbArgs {
 #[cfg(feature = "full")]
 pub(crate) use against::{prepare as prepare_against, BuildTarget};
 
-pub use profiling_compare::sequential::MAX_LOOKS;
+pub use profiling_core::driver::run_samples::MAX_LOOKS;
 
 /// `--budget`: a number and a unit (ms, s, m, h).
 fn parse_budget(text: &str) -> Result<std::time::Duration, String> {

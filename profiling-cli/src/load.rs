@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use profiling_core::device::Device;
-use profiling_core::driver::config::{locate_key, ConfigFile, LoadConfig, Overrides};
+use profiling_core::driver::config::{locate_key, LoadConfig, Overrides};
 use profiling_core::driver::interrupt;
 use profiling_core::driver::load::arrivals::Arrival;
 use profiling_core::driver::load::drive::{LoadPlan, Scenario};
@@ -482,11 +482,7 @@ pub(crate) fn load_command(
         Ok(planned) => planned,
         Err(error) => return streams.fail(&error),
     };
-    let section = match planned.config_path.as_deref().map(ConfigFile::load) {
-        Some(Ok(file)) => file.load_section().cloned().unwrap_or_default(),
-        Some(Err(error)) => return streams.refuse(&error.to_string(), EXIT_USAGE),
-        None => LoadConfig::default(),
-    };
+    let section = planned.sections.load.clone().unwrap_or_default();
     if planned.config.batch_size > 1 {
         return streams.refuse(
             &format!(

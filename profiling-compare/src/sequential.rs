@@ -20,9 +20,7 @@ use profiling_core::driver::run_samples::{PairedSamples, SidePasses, PAIRED_VERS
 use crate::gates::{GateOutcome, GateResult};
 use crate::{Comparison, Options, Verdict};
 
-/// Looks at most (one after each stage from the second): each more one
-/// narrows every look's confidence level.
-pub const MAX_LOOKS: u32 = 8;
+pub use profiling_core::driver::run_samples::MAX_LOOKS;
 
 /// The looks and the later stages' size, fixed after the first stage.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -12,7 +12,7 @@ use std::time::Instant;
 use clap::Args;
 use serde_yaml::Value;
 
-use profiling_core::driver::config::{check_run_id, ConfigFile};
+use profiling_core::driver::config::check_run_id;
 use profiling_core::driver::interrupt;
 use profiling_core::driver::manifest::{Manifest, Status, SweepPoint};
 use profiling_core::driver::provenance::UtcTime;
@@ -459,11 +459,7 @@ fn started(
 /// each key and value checked against the base config.
 fn grid_of(args: &SweepArgs, base: &Planned) -> Result<(Vec<Axis>, bool), String> {
     let (axes, zip) = if args.set.is_empty() {
-        let file = match &base.config_path {
-            Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
-            None => ConfigFile::for_target(&base.config.target.name),
-        };
-        match file.sweep() {
+        match &base.sections.sweep {
             Some(sweep) => {
                 let (axes, zip) = grid::from_config(sweep).map_err(|message| match &base.config_path {
                     Some(path) => format!("{}: {message}", path.display()),

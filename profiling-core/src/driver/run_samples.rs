@@ -252,6 +252,14 @@ impl MemorySeries {
 /// beside the two sides' run directories.
 pub const PAIRED_FILE: &str = "paired.json";
 
+/// Looks of `ab --until-decided` at most, one after each stage from the
+/// second (so at most `MAX_LOOKS + 1` stages, `AB_ID-1` ...): each more one
+/// narrows every look's confidence level. Here, where a pair's stages are
+/// recorded, so that a profiling binary that runs one stage names it as
+/// `profile-cli`, which schedules them (`profiling_compare::sequential`),
+/// does.
+pub const MAX_LOOKS: u32 = 8;
+
 /// The layout of [`PAIRED_FILE`].
 pub const PAIRED_VERSION: u32 = 1;
 

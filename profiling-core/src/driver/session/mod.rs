@@ -95,6 +95,21 @@ pub struct Planned {
     /// directory, which moves into place whole with both sides. What the
     /// manifest records is still `run_dir`'s.
     pub staged_in: Option<PathBuf>,
+    /// The sections of the config file that commands other than `run`
+    /// read (`load:`, `sweep:`, `ab.accept`), from the one reading of it.
+    pub sections: ConfigSections,
+}
+
+/// What a config file holds for the commands beside `run`: read with the
+/// rest of it by [`plan()`], so that no command reads the file again.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigSections {
+    /// `load:`, the defaults of `profile-cli load`.
+    pub load: Option<crate::driver::config::LoadConfig>,
+    /// `sweep:`, the axes of `profile-cli sweep` without `--set`.
+    pub sweep: Option<Value>,
+    /// `ab.accept`, the gates of `profile-cli ab` without `--accept`.
+    pub ab_accept: Option<String>,
 }
 
 impl Planned {

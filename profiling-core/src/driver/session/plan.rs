@@ -9,7 +9,7 @@ use crate::driver::config::{self, Batches, Config, ConfigError, ConfigFile, Last
 use crate::driver::provenance::UtcTime;
 use crate::driver::registry::{self, Lookup, TargetEntry};
 
-use super::{absolute, ConfigOrigin, Planned, RunRequest, SessionError};
+use super::{absolute, ConfigOrigin, ConfigSections, Planned, RunRequest, SessionError};
 
 /// Resolves and checks everything about a run without running or writing
 /// anything.
@@ -56,6 +56,11 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
     if config.output_dir.is_none() && origin != ConfigOrigin::Explicit {
         config.output_dir = request.default_output_dir.clone();
     }
+    let sections = file.as_ref().map_or_else(ConfigSections::default, |file| ConfigSections {
+        load: file.load_section().cloned(),
+        sweep: file.sweep().cloned(),
+        ab_accept: file.ab_accept().map(str::to_owned),
+    });
     let config_path = file.and_then(|f| f.path);
 
     if let Some(import_path) = &config.target.import_path {
@@ -100,6 +105,7 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
         force: request.force,
         run_root,
         staged_in: None,
+        sections,
     };
     check_batches(&planned)?;
     Ok(planned)
