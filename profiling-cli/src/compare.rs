@@ -13,12 +13,8 @@ use profiling_core::driver::provenance::NOT_A_CHECKOUT_NOTE;
 use profiling_core::driver::session::ProfileRuns;
 
 use crate::decide::DecideArgs;
+use crate::exit::{EXIT_OK, EXIT_REGRESSION, EXIT_USAGE};
 use crate::summary::format_ns;
-use crate::{EXIT_OK, EXIT_USAGE};
-
-/// Exit code: with `--fail-on-regression`, some row is `slower` beyond the
-/// noise threshold.
-pub const EXIT_REGRESSION: u8 = 3;
 
 impl DecideArgs {
     pub(crate) fn options(&self) -> Options {

@@ -18,18 +18,10 @@ use profiling_core::driver::session::SessionError;
 #[cfg(feature = "sources")]
 use profiling_sources as _;
 
-/// Exit code: the run finished.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: the target failed (or results could not be written).
-pub const EXIT_TARGET_FAILED: u8 = 1;
-/// Exit code: bad usage, config or data.
-pub const EXIT_USAGE: u8 = 2;
-/// Exit code: `ab --accept`'s gates could not decide (an interval
-/// straddles a threshold); a gate that failed is `compare::EXIT_REGRESSION`.
-pub const EXIT_INCONCLUSIVE: u8 = 4;
-/// Exit code: `ab --against`'s candidate, the working tree, does not
-/// build; what `git bisect run` takes as "skip this revision".
-pub const EXIT_CANNOT_TEST: u8 = 125;
+mod exit;
+pub use exit::{
+    EXIT_CANNOT_TEST, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_TARGET_FAILED, EXIT_USAGE,
+};
 
 mod ab;
 #[cfg(feature = "full")]

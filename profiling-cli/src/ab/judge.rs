@@ -65,7 +65,7 @@ pub(crate) fn after_pair(
     }
     Ok(match together {
         Some(GateVerdict::Accept) => EXIT_OK,
-        Some(GateVerdict::Reject) => crate::compare::EXIT_REGRESSION,
+        Some(GateVerdict::Reject) => crate::exit::EXIT_REGRESSION,
         Some(GateVerdict::Inconclusive) => crate::EXIT_INCONCLUSIVE,
         None => judged.iter().map(|j| j.code).max().unwrap_or(EXIT_OK),
     })

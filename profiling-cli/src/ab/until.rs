@@ -300,7 +300,7 @@ pub(crate) fn until_decided(
     }
     Ok(match judged.verdict {
         Some(GateVerdict::Accept) => crate::EXIT_OK,
-        Some(GateVerdict::Reject) => crate::compare::EXIT_REGRESSION,
+        Some(GateVerdict::Reject) => crate::exit::EXIT_REGRESSION,
         Some(GateVerdict::Inconclusive) => EXIT_INCONCLUSIVE,
         None if decided => judged.code,
         None => EXIT_INCONCLUSIVE,
