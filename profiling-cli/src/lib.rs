@@ -14,14 +14,16 @@ use clap::{Parser, Subcommand};
 // without them.
 #[cfg(feature = "full")]
 use profiling_core::driver::session;
-use profiling_core::driver::session::SessionError;
 #[cfg(feature = "sources")]
 use profiling_sources as _;
 
 mod exit;
+mod streams;
 pub use exit::{
     EXIT_CANNOT_TEST, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_TARGET_FAILED, EXIT_USAGE,
 };
+pub use streams::ClosedQuietly;
+use streams::Streams;
 
 mod ab;
 #[cfg(feature = "full")]
@@ -505,52 +507,6 @@ pub(crate) fn read_delegated(
     exit_code(result, &mut err)
 }
 
-/// A terminal stream whose reader may go away (`profile-cli run ... | head
-/// -2`): from the first broken pipe on, what is printed goes nowhere and the
-/// command goes on, so that a run still writes its files, page and
-/// baseline, and exits as it would have; as cargo and ripgrep do.
-pub struct ClosedQuietly<W> {
-    inner: W,
-    closed: bool,
-}
-
-impl<W: Write> ClosedQuietly<W> {
-    pub fn new(inner: W) -> Self {
-        ClosedQuietly {
-            inner,
-            closed: false,
-        }
-    }
-
-    fn absorb<T>(&mut self, result: std::io::Result<T>, ok: T) -> std::io::Result<T> {
-        match result {
-            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.closed = true;
-                Ok(ok)
-            }
-            other => other,
-        }
-    }
-}
-
-impl<W: Write> Write for ClosedQuietly<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.closed {
-            return Ok(buf.len());
-        }
-        let result = self.inner.write(buf);
-        self.absorb(result, buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
-        let result = self.inner.flush();
-        self.absorb(result, ())
-    }
-}
-
 /// Runs `profile-cli` with `args` (the program name first), writing to
 /// `out` and `err`; returns the exit code. Runs go where the config and
 /// options say, else under `workspace_root`.
@@ -715,54 +671,6 @@ fn user_workspace(given: Option<&Path>) -> Result<PathBuf, String> {
             start.display()
         )
     })
-}
-
-/// Where `run` writes: human text on stdout, or on stderr with `--json`,
-/// which keeps stdout for the one JSON document.
-pub(crate) struct Streams<'a> {
-    pub(crate) out: &'a mut dyn Write,
-    pub(crate) err: &'a mut dyn Write,
-    pub(crate) json: bool,
-}
-
-impl Streams<'_> {
-    pub(crate) fn human(&mut self) -> &mut dyn Write {
-        if self.json {
-            &mut *self.err
-        } else {
-            &mut *self.out
-        }
-    }
-
-    /// A refusal or failure: one `error:` line on stderr, and with `--json`
-    /// the document saying so.
-    pub(crate) fn fail(&mut self, error: &SessionError) -> anyhow::Result<u8> {
-        self.refuse(&error.to_string(), error.exit_code())
-    }
-
-    pub(crate) fn refuse(&mut self, message: &str, code: u8) -> anyhow::Result<u8> {
-        writeln!(self.err, "error: {message}")?;
-        if self.json {
-            let document = serde_json::json!({
-                "manifest_path": null,
-                "status": "refused",
-                "error": message,
-            });
-            writeln!(self.out, "{document}")?;
-        }
-        Ok(code)
-    }
-}
-
-/// Says so on `err` when this is a debug build, whose timings mislead.
-pub(crate) fn warn_of_a_debug_build(err: &mut dyn Write) -> std::io::Result<()> {
-    if profiling_core::driver::provenance::build_profile() == "debug" {
-        writeln!(
-            err,
-            "warning: this is a debug build: its timings say little about optimized code (build with --release)"
-        )?;
-    }
-    Ok(())
 }
 
 /// `docs/reference/cli.md` is every command's long help (`--help`) at 100

@@ -507,7 +507,7 @@ pub(crate) fn load_command(
         return streams.fail(&error);
     }
     announce(&planned, &spec, &mut streams)?;
-    crate::warn_of_a_debug_build(streams.err)?;
+    crate::streams::warn_of_a_debug_build(streams.err)?;
     let wants_page = !args.no_report && planned.config.write_report;
     // A signal ends the step in progress; what was measured is written.
     let stop = AtomicBool::new(false);

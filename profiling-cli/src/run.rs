@@ -14,7 +14,8 @@ use profiling_core::driver::nsys::{NsysCapture, NsysCommand};
 use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
-use crate::{cache, decide, outcome, summary, warn_of_a_debug_build, Streams};
+use crate::streams::{warn_of_a_debug_build, Streams};
+use crate::{cache, decide, outcome, summary};
 #[cfg(feature = "full")]
 use crate::{compare, report};
 use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};

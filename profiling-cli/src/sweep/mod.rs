@@ -201,7 +201,7 @@ pub fn sweep_command(
         document.sweep_id
     )?;
 
-    crate::warn_of_a_debug_build(streams.err)?;
+    crate::streams::warn_of_a_debug_build(streams.err)?;
     interrupt::defer(true);
     // A first signal stops the sweep after its point, not the process.
     let points_hold = interrupt::Hold::new();
