@@ -36,8 +36,8 @@ mod lockstep;
 pub(crate) mod step;
 #[cfg(feature = "full")]
 mod until;
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::outcome::{self, Outcome, Paired};
-use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 #[cfg(feature = "full")]
 pub(crate) use until::until_decided;
 

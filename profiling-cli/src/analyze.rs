@@ -12,8 +12,8 @@ use profiling_analyze::{Analysis, RangeAnalysis, Request};
 use profiling_core::driver::manifest::Manifest;
 use profiling_core::driver::nsys::{report_dir, REPORT_STEM};
 
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::summary::format_ns;
-use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
 mod nsys;
 mod progress;

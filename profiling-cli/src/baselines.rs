@@ -11,8 +11,8 @@ use profiling_core::driver::session::ProfileRuns;
 use serde::Serialize;
 
 use crate::compare::usage_error;
+use crate::exit::EXIT_OK;
 use crate::summary::format_ns;
-use crate::EXIT_OK;
 
 #[derive(Debug, Args)]
 pub struct BaselinesArgs {

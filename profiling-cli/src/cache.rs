@@ -93,7 +93,7 @@ pub fn cache_command(
                             dir.display()
                         )?;
                     }
-                    Ok(crate::EXIT_OK)
+                    Ok(crate::exit::EXIT_OK)
                 }
                 Err(error) => {
                     writeln!(
@@ -101,7 +101,7 @@ pub fn cache_command(
                         "error: cannot empty the image cache {}: {error}",
                         dir.display()
                     )?;
-                    Ok(crate::EXIT_TARGET_FAILED)
+                    Ok(crate::exit::EXIT_TARGET_FAILED)
                 }
             }
         }
@@ -128,14 +128,14 @@ pub fn cache_command(
                     "error: {} holds what a build with the `sources` feature kept; this binary is built without it (profiling-sources) and keeps no cache: turn the feature on to clean it, or remove the folder",
                     dir.display()
                 )?;
-                Ok(crate::EXIT_TARGET_FAILED)
+                Ok(crate::exit::EXIT_TARGET_FAILED)
             } else {
                 writeln!(
                     out,
                     "the image cache is empty: this binary is built without the `sources` feature and keeps none ({})",
                     dir.display()
                 )?;
-                Ok(crate::EXIT_OK)
+                Ok(crate::exit::EXIT_OK)
             }
         }
     }

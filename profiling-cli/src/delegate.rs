@@ -123,7 +123,7 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
                 entry.directory()
             );
         }
-        return Some(crate::EXIT_USAGE);
+        return Some(crate::exit::EXIT_USAGE);
     }
     eprintln!(
         "profile-cli: {} has its own profiling crate ({}): building and running its `profile` binary (--no-delegate runs this one)",
@@ -166,9 +166,9 @@ pub fn delegate(args: &[OsString], build_root: &Path) -> Option<u8> {
         if crate::ab::against_of(args).is_some() {
             eprintln!(
                 "note: the working tree does not build: exit {} (`git bisect run` skips this revision)",
-                crate::EXIT_CANNOT_TEST
+                crate::exit::EXIT_CANNOT_TEST
             );
-            return Some(crate::EXIT_CANNOT_TEST);
+            return Some(crate::exit::EXIT_CANNOT_TEST);
         }
         return Some(1);
     };
@@ -272,7 +272,7 @@ fn run_then_finish(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -
 /// run of it (`--stage K`, the passes the schedule gives), judged here.
 fn ab_in_stages(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u8 {
     let Some(crate::Command::Ab(ab)) = crate::parse_command(args) else {
-        return crate::EXIT_USAGE;
+        return crate::exit::EXIT_USAGE;
     };
     let words = without_options(
         forwarded,
@@ -280,8 +280,8 @@ fn ab_in_stages(executable: &Path, forwarded: &[&OsStr], args: &[OsString]) -> u
         &["--until-decided"],
     );
     let mut id = ab.ab_id.clone();
-    let mut out = crate::ClosedQuietly::new(std::io::stdout().lock());
-    let mut err = crate::ClosedQuietly::new(std::io::stderr().lock());
+    let mut out = crate::streams::ClosedQuietly::new(std::io::stdout().lock());
+    let mut err = crate::streams::ClosedQuietly::new(std::io::stderr().lock());
     let result = crate::ab::until_decided(
         &ab,
         &mut |stage, size, _err| {

@@ -23,6 +23,7 @@ pub use exit::{
     EXIT_CANNOT_TEST, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_TARGET_FAILED, EXIT_USAGE,
 };
 pub use streams::ClosedQuietly;
+#[cfg(feature = "full")]
 use streams::Streams;
 
 mod ab;

@@ -9,7 +9,7 @@ use std::path::Path;
 use profiling_core::driver::registry::{self, Draft, TargetEntry, UnavailableTarget};
 use serde::Serialize;
 
-use crate::EXIT_OK;
+use crate::exit::EXIT_OK;
 
 /// One registered target, as the table and the JSON array show it.
 #[derive(Debug, Serialize)]

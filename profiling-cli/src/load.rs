@@ -20,8 +20,10 @@ use profiling_core::driver::session::{
     self, LoadManifest, LoadRequestRecord, LoadSpec, LoadStatus, RunRequest,
 };
 
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::outcome::{self, Loaded};
-use crate::{units, Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::streams::Streams;
+use crate::units;
 
 /// LoadGen's minimum duration of a performance run.
 pub(crate) const LOADGEN_MIN_DURATION_S: f64 = 600.0;

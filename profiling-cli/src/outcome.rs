@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::EXIT_OK;
+use crate::exit::EXIT_OK;
 
 /// A run that got as far as running: what comes after it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

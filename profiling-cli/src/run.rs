@@ -14,11 +14,11 @@ use profiling_core::driver::nsys::{NsysCapture, NsysCommand};
 use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::streams::{warn_of_a_debug_build, Streams};
 use crate::{cache, decide, outcome, summary};
 #[cfg(feature = "full")]
 use crate::{compare, report};
-use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {

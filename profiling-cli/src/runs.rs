@@ -90,10 +90,10 @@ pub fn runs_command(
         )?;
     }
     if failed.is_empty() {
-        return Ok(crate::EXIT_OK);
+        return Ok(crate::exit::EXIT_OK);
     }
     for line in &failed {
         writeln!(err, "error: {line}")?;
     }
-    Ok(crate::EXIT_TARGET_FAILED)
+    Ok(crate::exit::EXIT_TARGET_FAILED)
 }

@@ -216,7 +216,7 @@ pub(crate) fn prepare(
                 "error: --against: {} is not in a git checkout (a revision is a git commit)",
                 workspace.display()
             )?;
-            return Ok(Err(crate::EXIT_USAGE));
+            return Ok(Err(crate::exit::EXIT_USAGE));
         }
     };
     let top = top.canonicalize().unwrap_or(top);
@@ -246,11 +246,11 @@ pub(crate) fn prepare(
                     "error: {option} {rev}: no such revision in {} (a commit, branch or tag that `git rev-parse` knows)",
                     top.display()
                 )?;
-                return Ok(Err(crate::EXIT_USAGE));
+                return Ok(Err(crate::exit::EXIT_USAGE));
             }
             Err(message) => {
                 writeln!(err, "error: {option} {rev}: {message}")?;
-                return Ok(Err(crate::EXIT_USAGE));
+                return Ok(Err(crate::exit::EXIT_USAGE));
             }
         }
     }
@@ -261,7 +261,7 @@ pub(crate) fn prepare(
         }
         Err(message) => {
             writeln!(err, "error: --against: {message}")?;
-            return Ok(Err(crate::EXIT_USAGE));
+            return Ok(Err(crate::exit::EXIT_USAGE));
         }
     };
     let builds = target.join("ab-against");
@@ -286,11 +286,11 @@ pub(crate) fn prepare(
                 top.display(),
                 String::from_utf8_lossy(&output.stderr).trim()
             )?;
-            return Ok(Err(crate::EXIT_TARGET_FAILED));
+            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
         }
         Err(message) => {
             writeln!(err, "error: --against: {message}")?;
-            return Ok(Err(crate::EXIT_TARGET_FAILED));
+            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
         }
     };
     let mut locks = Vec::new();
@@ -333,7 +333,7 @@ pub(crate) fn prepare(
             Ok(worktree) => worktree,
             Err(message) => {
                 writeln!(err, "error: --against: {message}")?;
-                return Ok(Err(crate::EXIT_TARGET_FAILED));
+                return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
             }
         };
         if let Err(message) = check_checkout(&tree, commit) {
@@ -343,7 +343,7 @@ pub(crate) fn prepare(
                 tree.display(),
                 short(commit)
             )?;
-            return Ok(Err(crate::EXIT_TARGET_FAILED));
+            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
         }
         let side_dir = builds.join(side);
         // Only a release build is copied: a debug target directory holds
@@ -414,7 +414,7 @@ pub(crate) fn prepare(
             )?;
             // Neither good nor bad: `git bisect run` skips the revision
             // rather than take this for a verdict.
-            return Ok(Err(crate::EXIT_CANNOT_TEST));
+            return Ok(Err(crate::exit::EXIT_CANNOT_TEST));
         }
         if let Err(first_error) = built {
             writeln!(
@@ -424,7 +424,7 @@ pub(crate) fn prepare(
                 build.package,
                 build.bin
             )?;
-            return Ok(Err(crate::EXIT_USAGE));
+            return Ok(Err(crate::exit::EXIT_USAGE));
         }
         write_times(&tree, &entries, &record);
         if let Err(error) = write_atomically(&built_from, format!("{commit}\n").as_bytes()) {
@@ -433,7 +433,7 @@ pub(crate) fn prepare(
                 "error: --against: cannot record what the {side} was built from in {}: {error}",
                 built_from.display()
             )?;
-            return Ok(Err(crate::EXIT_TARGET_FAILED));
+            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
         }
         writeln!(
             err,
@@ -448,7 +448,7 @@ pub(crate) fn prepare(
     for (binary, _, commit) in &binaries {
         if let Err(message) = check_built_from(binary, commit) {
             writeln!(err, "error: --against: {message}: not used")?;
-            return Ok(Err(crate::EXIT_TARGET_FAILED));
+            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
         }
     }
     let mut binaries = binaries

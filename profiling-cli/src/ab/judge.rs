@@ -9,8 +9,8 @@ use profiling_core::driver::run_samples::{PairedSamples, PAIRED_FILE};
 use profiling_core::driver::{run_dir, session};
 
 use super::AbArgs;
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::outcome::Paired;
-use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
 /// After the paired runs (one, or `--repetitions` of them): each pair's
 /// comparison from its `paired.json`, printed as `compare` prints one, and
@@ -66,7 +66,7 @@ pub(crate) fn after_pair(
     Ok(match together {
         Some(GateVerdict::Accept) => EXIT_OK,
         Some(GateVerdict::Reject) => crate::exit::EXIT_REGRESSION,
-        Some(GateVerdict::Inconclusive) => crate::EXIT_INCONCLUSIVE,
+        Some(GateVerdict::Inconclusive) => crate::exit::EXIT_INCONCLUSIVE,
         None => judged.iter().map(|j| j.code).max().unwrap_or(EXIT_OK),
     })
 }

@@ -207,7 +207,7 @@ impl Side {
                     Some(
                         serde_json::from_str(end).unwrap_or_else(|error| StepEnd::Refused {
                             message: format!("{} said what cannot be read: {error}", self.named),
-                            code: crate::EXIT_TARGET_FAILED,
+                            code: crate::exit::EXIT_TARGET_FAILED,
                         }),
                     );
                 return Said::End;
@@ -223,7 +223,7 @@ impl Side {
                 message: format!(
                     "it ended before it said a word of the pair's protocol ({status}): a binary built before `ab --against` existed cannot be a side of one"
                 ),
-                code: crate::EXIT_USAGE,
+                code: crate::exit::EXIT_USAGE,
             });
             return Said::End;
         }
@@ -593,7 +593,7 @@ mod tests {
             &mut err,
         )
         .unwrap();
-        assert_eq!(refused.err(), Some(crate::EXIT_USAGE));
+        assert_eq!(refused.err(), Some(crate::exit::EXIT_USAGE));
         let said = String::from_utf8(err).unwrap();
         assert!(
             said.contains("error: the base (base): it ended before it said a word of the pair's protocol (exit status: 2): a binary built before `ab --against` existed cannot be a side of one"),

@@ -75,7 +75,7 @@ pub(crate) fn step_command(spec: &str, workspace_root: &Path) -> u8 {
         Ok(spec) => run_side(&spec, workspace_root, &mut std::io::stdin().lock(), &stdout),
         Err(message) => StepEnd::Refused {
             message,
-            code: crate::EXIT_USAGE,
+            code: crate::exit::EXIT_USAGE,
         },
     };
     let line = serde_json::to_string(&end).unwrap_or_default();
@@ -84,7 +84,7 @@ pub(crate) fn step_command(spec: &str, workspace_root: &Path) -> u8 {
     match (said, end) {
         (Err(_), _) => 1,
         (Ok(()), StepEnd::Refused { code, .. }) => code,
-        (Ok(()), StepEnd::Ended(_)) => crate::EXIT_OK,
+        (Ok(()), StepEnd::Ended(_)) => crate::exit::EXIT_OK,
     }
 }
 
@@ -103,7 +103,7 @@ fn run_side(
         Err(message) => {
             return StepEnd::Refused {
                 message: format!("memory: {message}"),
-                code: crate::EXIT_USAGE,
+                code: crate::exit::EXIT_USAGE,
             }
         }
     };

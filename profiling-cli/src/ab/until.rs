@@ -27,9 +27,9 @@ use profiling_compare::{Options, Verdict};
 use profiling_core::driver::run_samples::PairedSamples;
 
 use super::{agreed_gates, gate_results, judge_samples, read_samples, refuse_unmeasured, AbArgs};
+use crate::exit::{EXIT_INCONCLUSIVE, EXIT_USAGE};
 use crate::experiment::{Protocol, Stages};
 use crate::outcome::Paired;
-use crate::{EXIT_INCONCLUSIVE, EXIT_USAGE};
 
 /// The budget without `--budget`.
 pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
@@ -299,7 +299,7 @@ pub(crate) fn until_decided(
         writeln!(out, "\nuntil decided: {sentence}")?;
     }
     Ok(match judged.verdict {
-        Some(GateVerdict::Accept) => crate::EXIT_OK,
+        Some(GateVerdict::Accept) => crate::exit::EXIT_OK,
         Some(GateVerdict::Reject) => crate::exit::EXIT_REGRESSION,
         Some(GateVerdict::Inconclusive) => EXIT_INCONCLUSIVE,
         None if decided => judged.code,
@@ -311,4 +311,3 @@ fn trim(value: f64) -> String {
     let text = format!("{value:.3}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
-

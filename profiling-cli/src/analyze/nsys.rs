@@ -25,7 +25,7 @@ use profiling_core::driver::run_dir::{recover, RunClaim};
 
 use super::progress::ProgressFilter;
 use super::{analyze_command, on_path, AnalyzeArgs};
-use crate::{EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::exit::{EXIT_TARGET_FAILED, EXIT_USAGE};
 
 /// After nsys exited, what a process it started still writes into the
 /// pipe is read up to this much, then left.

@@ -12,7 +12,7 @@ use profiling_core::driver::session::ProfileRuns;
 
 use crate::compare::{checked_options, resolve_all, usage_error};
 use crate::decide::DecideArgs;
-use crate::{EXIT_OK, EXIT_USAGE};
+use crate::exit::{EXIT_OK, EXIT_USAGE};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -152,7 +152,7 @@ pub fn report_command(
     };
     if let Err(error) = super::write_page(&path, &html) {
         writeln!(err, "error: cannot write {}: {error}", path.display())?;
-        return Ok(crate::EXIT_TARGET_FAILED);
+        return Ok(crate::exit::EXIT_TARGET_FAILED);
     }
     let path = profiling_core::driver::session::absolute(&path);
     writeln!(out, "report: {}", path.display())?;

@@ -8,7 +8,7 @@ use clap::Args;
 use profiling_extract::SnippetsCrate;
 
 use super::{check_and_report, profile_name, smoke_check, snippet_directory, Command};
-use crate::{EXIT_OK, EXIT_USAGE};
+use crate::exit::{EXIT_OK, EXIT_USAGE};
 
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {

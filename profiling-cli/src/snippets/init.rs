@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::EXIT_OK;
+use crate::exit::EXIT_OK;
 
 #[derive(Debug, Args)]
 pub(crate) struct InitArgs {

@@ -17,7 +17,7 @@ use profiling_extract::{
     self as snippet, Diagnostic, ParityOutcome, SnippetCheck, SnippetState, SnippetsCrate,
 };
 
-use crate::{EXIT_OK, EXIT_TARGET_FAILED};
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED};
 
 /// The snippet directory `name` means: a directory holding a `target.rs`,
 /// else `inference_profiling/snippets/<name with - as _>`, else the

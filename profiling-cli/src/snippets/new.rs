@@ -9,7 +9,8 @@ use profiling_core::device::Device;
 use profiling_extract::{self as snippet, Instrumentation, NewSnippet, SourceSpec, TypeArgs};
 
 use super::{check_and_report, smoke_check, tool, Command};
-use crate::{run, EXIT_OK, EXIT_TARGET_FAILED};
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED};
+use crate::run;
 
 #[derive(Debug, Args)]
 pub(crate) struct NewArgs {

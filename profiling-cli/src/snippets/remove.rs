@@ -9,7 +9,7 @@ use clap::Args;
 use profiling_extract::{self as snippet, SnippetsCrate};
 
 use super::snippet_directory;
-use crate::{EXIT_OK, EXIT_USAGE};
+use crate::exit::{EXIT_OK, EXIT_USAGE};
 
 #[derive(Debug, Args)]
 pub(crate) struct RemoveArgs {

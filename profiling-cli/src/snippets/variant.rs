@@ -9,7 +9,7 @@ use std::path::Path;
 use profiling_extract::SnippetsCrate;
 
 use super::{check_and_report, profile_name, snippet_directory, tool, Command};
-use crate::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 
 /// The files of BASE's snippet a variant starts from.
 const COPIED: [&str; 3] = ["target.rs", "config.yaml", "Cargo.toml"];

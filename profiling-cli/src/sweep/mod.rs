@@ -20,8 +20,9 @@ use profiling_core::driver::run_samples::{RunSamples, Series, SAMPLES_FILE};
 use profiling_core::driver::session::{self, Planned, RunRequest};
 use profiling_core::stats::median_interval;
 
+use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::streams::Streams;
 use crate::summary::format_ns;
-use crate::{Streams, EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use document::{
     Estimate, PointMemory, PointResult, PointStatus, RangeAllocations, RangeEstimate,
     SweepDocument, SweepStatus, SWEEP_SCHEMA_VERSION,
