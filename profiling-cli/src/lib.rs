@@ -45,6 +45,7 @@ mod outcome;
 #[cfg(feature = "full")]
 pub mod report;
 mod run;
+mod run_dir;
 mod runs;
 #[cfg(feature = "full")]
 mod snippets;
@@ -643,10 +644,10 @@ fn outside_the_workspace(workspace_root: &Path) -> Option<PathBuf> {
 /// `output_dir`; the others as if given `--output-dir`.
 fn runs_here(command: &mut Command, here: PathBuf) {
     match command {
-        Command::Run(args) => args.default_output_dir = Some(here),
+        Command::Run(args) => args.run_dir.default_output_dir = Some(here),
         Command::Sweep(args) => args.default_output_dir = Some(here),
         Command::Ab(args) => args.default_output_dir = Some(here),
-        Command::Load(args) => args.default_output_dir = Some(here),
+        Command::Load(args) => args.run_dir.default_output_dir = Some(here),
         #[cfg(feature = "full")]
         Command::Compare(args) => args.default_output_dir(here),
         #[cfg(feature = "full")]

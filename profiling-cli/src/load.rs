@@ -22,6 +22,7 @@ use profiling_core::driver::session::{
 
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::outcome::{self, Loaded};
+use crate::run_dir::RunDirArgs;
 use crate::streams::Streams;
 use crate::units;
 
@@ -95,14 +96,8 @@ pub(crate) struct LoadArgs {
     /// bracket, then bisected to 5 %; each step a full measurement, the curve printed.
     #[arg(long)]
     pub(crate) find_peak: bool,
-    /// The run's directory name under runs/ (default: UTC time, YYYYMMDDTHHMMSSZ).
-    #[arg(long, value_name = "ID")]
-    pub(crate) run_id: Option<String>,
-    /// Put the run in DIR/<profile_name>/runs/<run_id>/.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) output_dir: Option<PathBuf>,
-    #[arg(skip)]
-    pub(crate) default_output_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) run_dir: RunDirArgs,
     /// Replace an earlier run with the same --run-id.
     #[arg(long)]
     pub(crate) force: bool,
@@ -449,13 +444,13 @@ fn request_of(args: &LoadArgs, argv: &[OsString], root: &Path) -> RunRequest {
             data_source: args.data_source.clone(),
             device: args.device,
             seed: args.seed,
-            output_dir: args.output_dir.clone(),
+            output_dir: args.run_dir.output_dir.clone(),
             ..Overrides::default()
         },
-        run_id: args.run_id.clone(),
+        run_id: args.run_dir.run_id.clone(),
         force: args.force,
         workspace_root: root.to_path_buf(),
-        default_output_dir: args.default_output_dir.clone(),
+        default_output_dir: args.run_dir.default_output_dir.clone(),
         command_line: argv
             .iter()
             .map(|a| a.to_string_lossy().into_owned())

@@ -15,6 +15,7 @@ use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::run_dir::RunDirArgs;
 use crate::streams::{warn_of_a_debug_build, Streams};
 use crate::{cache, decide, outcome, summary};
 #[cfg(feature = "full")]
@@ -72,16 +73,8 @@ pub(crate) struct RunArgs {
     /// Decode every image, whatever the config's `data_source.cache` says.
     #[arg(long)]
     pub(crate) no_cache: bool,
-    /// The run's directory name under runs/ (default: UTC time, YYYYMMDDTHHMMSSZ).
-    #[arg(long, value_name = "ID")]
-    pub(crate) run_id: Option<String>,
-    /// Put the run in DIR/<profile_name>/runs/<run_id>/.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) output_dir: Option<PathBuf>,
-    /// Where the run goes when neither --output-dir nor the config says: set
-    /// outside the workspace (the current directory).
-    #[arg(skip)]
-    pub(crate) default_output_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) run_dir: RunDirArgs,
     /// Print the nsys command that captures this run, and run nothing.
     #[arg(long)]
     pub(crate) print_nsys_command: bool,
@@ -405,7 +398,7 @@ fn request_of(args: &RunArgs, argv: &[OsString], root: &Path) -> RunRequest {
             capture_range: args.capture_range.clone(),
             record_loading: args.record_loading,
             seed: args.seed,
-            output_dir: args.output_dir.clone(),
+            output_dir: args.run_dir.output_dir.clone(),
             gpu_timing: args.gpu_timing,
             memory: args.memory,
             cache: match (args.cache, args.no_cache) {
@@ -415,10 +408,10 @@ fn request_of(args: &RunArgs, argv: &[OsString], root: &Path) -> RunRequest {
             },
             directory: args.directory.clone(),
         },
-        run_id: args.run_id.clone(),
+        run_id: args.run_dir.run_id.clone(),
         force: args.force,
         workspace_root: root.to_path_buf(),
-        default_output_dir: args.default_output_dir.clone(),
+        default_output_dir: args.run_dir.default_output_dir.clone(),
         command_line: argv
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
