@@ -1,8 +1,17 @@
-//! One command everywhere: `profile-cli list`, `run`, `compare`, `baselines`,
-//! `report` and `cache`, run inside another workspace that has its own
-//! profiling crate (`profile-cli init` made it), build that workspace's
-//! `profile` binary and run it with the same arguments, so that they list
-//! and run that workspace's targets and find its runs and image cache.
+//! One command everywhere: the ten commands of `DELEGATED` (`list`,
+//! `run`, `compare`, `baselines`, `report`, `cache`, `runs`, `sweep`, `ab`
+//! and `load`), run inside another workspace that has its own profiling
+//! crate (`profile-cli init` made it), build that workspace's `profile`
+//! binary and go through it, so that they list and run that workspace's
+//! targets and find its runs and image cache:
+//!
+//! - `list`, `cache` and `runs` are run by the binary, with the same arguments;
+//! - `run`, `sweep`, `ab` and `load` are run by the binary, and what it
+//!   leaves to do (the comparison, the pages, the baseline saved) is done
+//!   here; `ab --against` builds the base here first, and `ab
+//!   --until-decided` runs the binary a stage at a time;
+//! - `compare`, `baselines` and `report` ask the binary where its profiles'
+//!   runs are, and read them here.
 //!
 //! Inside the workspace this binary was built from, and with
 //! `--no-delegate`, nothing is delegated.
