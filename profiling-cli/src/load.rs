@@ -198,9 +198,7 @@ fn spec_of(
         )));
     }
     let qps_value = match &qps {
-        Some((q, at)) if let Err(message) = units::check_rate(*q) => {
-            return Err(at.refuse(message))
-        }
+        Some((q, at)) if let Err(message) = units::check_rate(*q) => return Err(at.refuse(message)),
         Some((_, at)) if scenario_name != "server" => {
             return Err(at.refuse(format!(
                 "an offered rate is the server scenario's, not {scenario_name}'s"
@@ -711,9 +709,10 @@ fn asked(step: &LoadStep) -> String {
 
 /// One step, in one line.
 fn step_line(step: &LoadStep) -> String {
-    let offered = step
-        .offered()
-        .map_or_else(|| step.scenario.clone(), |q| format!("{q:.1} q/s offered{}", asked(step)));
+    let offered = step.offered().map_or_else(
+        || step.scenario.clone(),
+        |q| format!("{q:.1} q/s offered{}", asked(step)),
+    );
     let p99 = step.p99_ns().map_or_else(|| "-".to_owned(), ms);
     let bound = step
         .bound
@@ -814,8 +813,10 @@ pub(crate) fn write_tables(manifest: &LoadManifest, out: &mut dyn Write) -> std:
         step.queries,
         step.duration_ns as f64 / 1e9,
         step.served_qps,
-        step.offered()
-            .map_or_else(String::new, |q| format!(" of {q:.1} offered{}", asked(step))),
+        step.offered().map_or_else(String::new, |q| format!(
+            " of {q:.1} offered{}",
+            asked(step)
+        )),
     )?;
     writeln!(
         out,

@@ -604,7 +604,14 @@ fn force_replaces_an_earlier_record_of_any_kind_whole() {
     let out = tempfile::tempdir().unwrap();
     let out_dir = path(out.path());
     let dir = out.path().join("load-busy/runs/same");
-    let ran = cli(&["run", "load-busy", "--run-id", "same", "--output-dir", &out_dir]);
+    let ran = cli(&[
+        "run",
+        "load-busy",
+        "--run-id",
+        "same",
+        "--output-dir",
+        &out_dir,
+    ]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert!(dir.join("manifest.yaml").exists() && dir.join("samples.bin").exists());
     let files = |dir: &Path| {
@@ -616,14 +623,29 @@ fn force_replaces_an_earlier_record_of_any_kind_whole() {
         names
     };
     let load_args = ["load", "load-busy", "--queries", "5", "--warmup", "0"];
-    let loaded = cli(&[&load_args[..], &["--run-id", "same", "--output-dir", &out_dir, "--force"]].concat());
+    let loaded = cli(&[
+        &load_args[..],
+        &["--run-id", "same", "--output-dir", &out_dir, "--force"],
+    ]
+    .concat());
     assert_eq!(loaded.code, 0, "{}", loaded.stderr);
     assert_eq!(files(&dir), ["load.html", "load.yaml"]);
-    let again = cli(&[&load_args[..], &["--run-id", "same", "--output-dir", &out_dir, "--force", "--no-report"]].concat());
+    let again = cli(&[
+        &load_args[..],
+        &[
+            "--run-id",
+            "same",
+            "--output-dir",
+            &out_dir,
+            "--force",
+            "--no-report",
+        ],
+    ]
+    .concat());
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(files(&dir), ["load.yaml"]);
     // Nothing stays beside the run directory either.
-    assert_eq!(files(&dir.parent().unwrap().to_path_buf()), ["same"]);
+    assert_eq!(files(dir.parent().unwrap()), ["same"]);
     // And `report` no longer finds an earlier run's manifest there.
     let report = cli(&["report", &path(&dir)]);
     assert_ne!(report.code, 0, "{}", report.stdout);

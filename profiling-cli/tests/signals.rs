@@ -704,10 +704,9 @@ fn start_load(output: &Path, target: &str, extra: &[&str], line: &str, times: us
 /// The load's record, and the files left beside its directory.
 fn load_record(output: &Path, target: &str) -> (serde_yaml::Value, Vec<String>) {
     let runs = output.join(target).join("runs");
-    let record = serde_yaml::from_str(
-        &std::fs::read_to_string(runs.join("sig/load.yaml")).unwrap(),
-    )
-    .unwrap();
+    let record =
+        serde_yaml::from_str(&std::fs::read_to_string(runs.join("sig/load.yaml")).unwrap())
+            .unwrap();
     let mut left: Vec<String> = std::fs::read_dir(&runs)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -722,7 +721,16 @@ fn load_record(output: &Path, target: &str) -> (serde_yaml::Value, Vec<String>) 
 /// record and its claim).
 fn sigterm_ends_a_load_waiting_for_a_send_far_ahead() {
     let output = tempfile::tempdir().unwrap();
-    let args = ["--qps", "0.001", "--arrival", "constant", "--queries", "3", "--warmup", "0"];
+    let args = [
+        "--qps",
+        "0.001",
+        "--arrival",
+        "constant",
+        "--queries",
+        "3",
+        "--warmup",
+        "0",
+    ];
     // The first query, sent at once, has ended: the next is 1,000 s away.
     let mut child = start_load(output.path(), "signal-says-done", &args, CALL_ENDED, 1);
     signal(&child, libc::SIGTERM);

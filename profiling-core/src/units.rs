@@ -53,7 +53,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         }
     };
     let seconds = number * seconds_per_unit;
-    if !(seconds > 0.0) {
+    if seconds.is_nan() || seconds <= 0.0 {
         return Err(format!("`{text}`: a duration is more than nothing"));
     }
     if seconds > MAX_DURATION.as_secs_f64() {
@@ -119,12 +119,8 @@ pub fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
     let value: u64 = digits
         .parse()
         .map_err(|_| format!("`{text}` is too large a count"))?;
-    T::try_from(value).map_err(|_| {
-        format!(
-            "`{text}` is too large a count (at most {})",
-            max_of::<T>()
-        )
-    })
+    T::try_from(value)
+        .map_err(|_| format!("`{text}` is too large a count (at most {})", max_of::<T>()))
 }
 
 /// A count of at least 1 ([`parse_count`] otherwise).
@@ -214,10 +210,21 @@ mod tests {
             parse_duration("10").unwrap_err(),
             "`10` needs a unit: 10s, 10ms or 10us"
         );
-        assert!(parse_duration("0s").unwrap_err().contains("more than nothing"));
-        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration("0.1ns").unwrap_err().contains("less than a nanosecond"));
-        for absurd in ["100000000000000000000s", "18446744073.71s", "169h", "1e400s"] {
+        assert!(parse_duration("0s")
+            .unwrap_err()
+            .contains("more than nothing"));
+        assert!(parse_duration("5 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_duration("0.1ns")
+            .unwrap_err()
+            .contains("less than a nanosecond"));
+        for absurd in [
+            "100000000000000000000s",
+            "18446744073.71s",
+            "169h",
+            "1e400s",
+        ] {
             assert!(parse_duration(absurd).is_err(), "{absurd}");
         }
     }
@@ -251,7 +258,10 @@ mod tests {
         for bad in ["-1", "1.5", "1e3", "", "_1", "1_", "ten"] {
             assert!(parse_count::<u64>(bad).is_err(), "{bad}");
         }
-        assert_eq!(parse_nonzero_count::<u32>("0"), Err("`0`: at least 1".to_owned()));
+        assert_eq!(
+            parse_nonzero_count::<u32>("0"),
+            Err("`0`: at least 1".to_owned())
+        );
         assert_eq!(parse_nonzero_count::<u32>("3"), Ok(3));
     }
 

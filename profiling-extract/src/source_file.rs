@@ -146,4 +146,3 @@ pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
         }
     }
 }
-

@@ -339,7 +339,11 @@ fn a_load_that_cannot_write_its_record_leaves_nothing_and_its_id_free() {
         )),
         "{stderr}"
     );
-    assert_eq!(files_under(out.path()), Vec::<String>::new(), "nothing is left");
+    assert_eq!(
+        files_under(out.path()),
+        Vec::<String>::new(),
+        "nothing is left"
+    );
 
     // The record fits; the page does not. Their sizes, from the same load
     // into a directory whose path is as long.
@@ -352,9 +356,14 @@ fn a_load_that_cannot_write_its_record_leaves_nothing_and_its_id_free() {
         .unwrap();
     assert_eq!(unlimited.status.code(), Some(0));
     let size = |file: &str| {
-        std::fs::metadata(sized.path().join("detection-postprocess/runs/l1").join(file))
-            .unwrap()
-            .len()
+        std::fs::metadata(
+            sized
+                .path()
+                .join("detection-postprocess/runs/l1")
+                .join(file),
+        )
+        .unwrap()
+        .len()
     };
     let (record, page) = (size("load.yaml"), size("load.html"));
     assert!(page > record + 400, "{record} {page}");
@@ -376,8 +385,7 @@ fn a_load_that_cannot_write_its_record_leaves_nothing_and_its_id_free() {
         ["detection-postprocess/runs/l1/load.yaml"]
     );
     let record: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(run_dir.join("load.yaml")).unwrap())
-            .unwrap();
+        serde_yaml::from_str(&std::fs::read_to_string(run_dir.join("load.yaml")).unwrap()).unwrap();
     assert_eq!(record["status"], "completed");
 
     // With room, the id is free again once the partial one is replaced.

@@ -137,7 +137,10 @@ mod tests {
         std::fs::write(&path, "old page").unwrap();
         let error = write_atomically_with(&path, |file| {
             file.write_all(b"half a page")?;
-            Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full"))
+            Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "disk full",
+            ))
         })
         .unwrap_err();
         assert_eq!(error.kind(), std::io::ErrorKind::StorageFull);
@@ -175,8 +178,15 @@ mod tests {
         assert_eq!(directory_of(Path::new("x.yaml")), Path::new("."));
         let temporary = temporary_beside(Path::new("x.yaml"));
         assert_eq!(temporary.parent(), Some(Path::new(".")));
-        let name = temporary.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(name.starts_with(&format!(".x.yaml.{}.", std::process::id())), "{name}");
+        let name = temporary
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            name.starts_with(&format!(".x.yaml.{}.", std::process::id())),
+            "{name}"
+        );
         assert!(name.ends_with(".tmp"), "{name}");
     }
 }

@@ -39,7 +39,11 @@ pub enum ArrivalError {
     #[error("a gamma arrival's shape must be above 0 (got {0})")]
     Shape(f64),
     #[error("{queries} queries at {qps} a second are meant to be sent over {seconds:.0} s, past the longest load (a week): a higher rate or fewer queries")]
-    TooLong { queries: usize, qps: f64, seconds: f64 },
+    TooLong {
+        queries: usize,
+        qps: f64,
+        seconds: f64,
+    },
 }
 
 /// The intended send times of `count` queries offered at `qps` a second,
@@ -83,7 +87,7 @@ pub fn intended_ns(
     let longest_ns = crate::units::MAX_DURATION.as_nanos() as f64;
     let mut times = Vec::with_capacity(count);
     for _ in 0..count {
-        if !(at <= longest_ns) {
+        if at.is_nan() || at > longest_ns {
             return Err(ArrivalError::TooLong {
                 queries: count,
                 qps,
@@ -151,8 +155,13 @@ mod tests {
     fn a_schedule_past_a_week_is_refused_not_wrapped() {
         // One query every 31,700 years: its time does not fit the clock.
         let refused = intended_ns(Arrival::Poisson, 1e-12, 3, 0).unwrap_err();
-        assert!(matches!(refused, ArrivalError::TooLong { queries: 3, .. }), "{refused}");
-        assert!(refused.to_string().contains("past the longest load (a week)"));
+        assert!(
+            matches!(refused, ArrivalError::TooLong { queries: 3, .. }),
+            "{refused}"
+        );
+        assert!(refused
+            .to_string()
+            .contains("past the longest load (a week)"));
         // Constant at 1 a second: 604,801 queries end one second past it.
         assert!(intended_ns(Arrival::Constant, 1.0, 604_801, 0).is_ok());
         assert!(intended_ns(Arrival::Constant, 1.0, 604_802, 0).is_err());

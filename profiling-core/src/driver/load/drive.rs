@@ -747,7 +747,9 @@ mod tests {
             &stop,
         )
         .unwrap_err();
-        assert!(matches!(refused, LoadError::TooManyQueries { queries } if queries == MAX_QUERIES + 1));
+        assert!(
+            matches!(refused, LoadError::TooManyQueries { queries } if queries == MAX_QUERIES + 1)
+        );
         assert_eq!(built.load(Ordering::SeqCst), 0);
     }
 

@@ -370,7 +370,8 @@ fn write_record(dir: &Path, manifest: &LoadManifest, page: Option<LoadPage<'_>>)
     }
     let mut written = Written::default();
     if let Some((name, render)) = page {
-        if let Err(error) = files::write_atomically(&staging.join(name), render(manifest).as_bytes())
+        if let Err(error) =
+            files::write_atomically(&staging.join(name), render(manifest).as_bytes())
         {
             written.page_error = Some(format!("{}: {error}", dir.join(name).display()));
         } else {

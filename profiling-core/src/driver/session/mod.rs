@@ -16,8 +16,8 @@ mod profiles;
 pub use command::explicit_command;
 pub use execute::{execute, execute_pair, execute_stepped, execute_with_progress, RunReport};
 pub use load::{
-    execute_load, read_load_manifest, LoadManifest, LoadPage, LoadReport, LoadRequestRecord, LoadSection,
-    LoadSpec, LoadStatus, LOAD_MANIFEST,
+    execute_load, read_load_manifest, LoadManifest, LoadPage, LoadReport, LoadRequestRecord,
+    LoadSection, LoadSpec, LoadStatus, LOAD_MANIFEST,
 };
 pub use plan::{check_batches, check_run_dir_free, plan, run_root};
 pub use profiles::{profiles, ProfileRuns};

@@ -56,11 +56,13 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
     if config.output_dir.is_none() && origin != ConfigOrigin::Explicit {
         config.output_dir = request.default_output_dir.clone();
     }
-    let sections = file.as_ref().map_or_else(ConfigSections::default, |file| ConfigSections {
-        load: file.load_section().cloned(),
-        sweep: file.sweep().cloned(),
-        ab_accept: file.ab_accept().map(str::to_owned),
-    });
+    let sections = file
+        .as_ref()
+        .map_or_else(ConfigSections::default, |file| ConfigSections {
+            load: file.load_section().cloned(),
+            sweep: file.sweep().cloned(),
+            ab_accept: file.ab_accept().map(str::to_owned),
+        });
     let config_path = file.and_then(|f| f.path);
 
     if let Some(import_path) = &config.target.import_path {
