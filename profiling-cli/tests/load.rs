@@ -129,6 +129,24 @@ fn percentile(step: &Value, distribution: &str, name: &str) -> f64 {
         .unwrap()
 }
 
+/// `load` with `args` (after `load-busy`, unless they name a config) into
+/// `out_dir` exits 2 saying `expected`.
+fn assert_refused(out_dir: &str, args: &[&str], expected: &str) {
+    let mut argv = vec!["load"];
+    if args.first() != Some(&"--config") {
+        argv.push("load-busy");
+    }
+    argv.extend(["--output-dir", out_dir]);
+    argv.extend(args);
+    let refused = cli(&argv);
+    assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
+    assert!(
+        refused.stderr.contains(expected),
+        "{args:?}: {}",
+        refused.stderr
+    );
+}
+
 /// The target's own time a query, single-stream.
 fn service_ns(out: &Path, target: &str) -> f64 {
     let (code, document, stderr) = load(out, &[target, "--queries", "200", "--warmup", "20"]);
@@ -390,15 +408,7 @@ fn bad_load_requests_are_refused_with_what_to_do() {
             "--arrival: a gamma arrival needs its shape: gamma:0.5",
         ),
     ] {
-        let mut argv = vec!["load", "load-busy", "--output-dir", &out_dir];
-        argv.extend(&args);
-        let refused = cli(&argv);
-        assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
-        assert!(
-            refused.stderr.contains(expected),
-            "{args:?}: {}",
-            refused.stderr
-        );
+        assert_refused(&out_dir, &args, expected);
     }
     // A config's key is named with its place in the file.
     let config = out.path().join("load.yaml");
@@ -407,15 +417,13 @@ fn bad_load_requests_are_refused_with_what_to_do() {
         "target:\n  name: load-busy\nload:\n  scenario: server\n  qps: 50\n  duration: 30\n",
     )
     .unwrap();
-    let refused = cli(&["load", "--config", &path(&config), "--output-dir", &out_dir]);
-    assert_eq!(refused.code, 2, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains(&format!(
+    assert_refused(
+        &out_dir,
+        &["--config", &path(&config)],
+        &format!(
             "{}:6:13: load.duration: `30` needs a unit",
             config.display()
-        )),
-        "{}",
-        refused.stderr
+        ),
     );
     assert!(!out.path().join("load-busy").exists(), "nothing written");
 }
@@ -538,15 +546,7 @@ fn rates_durations_and_counts_past_what_a_load_holds_are_refused() {
             "`4294967296` is too large a count (at most 4294967295)",
         ),
     ] {
-        let mut argv = vec!["load", "load-busy", "--output-dir", &out_dir];
-        argv.extend(&args);
-        let refused = cli(&argv);
-        assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
-        assert!(
-            refused.stderr.contains(expected),
-            "{args:?}: {}",
-            refused.stderr
-        );
+        assert_refused(&out_dir, &args, expected);
     }
     // The same rate from a config names its key and place.
     let config = out.path().join("slow.yaml");
@@ -555,14 +555,10 @@ fn rates_durations_and_counts_past_what_a_load_holds_are_refused() {
         "target:\n  name: load-busy\nload:\n  qps: 1.0e-12\n  queries: 10\n",
     )
     .unwrap();
-    let refused = cli(&["load", "--config", &path(&config), "--output-dir", &out_dir]);
-    assert_eq!(refused.code, 2, "{}", refused.stderr);
-    assert!(
-        refused
-            .stderr
-            .contains("slow.yaml:4:8: load.qps: 10 queries at 0.000000000001 a second take"),
-        "{}",
-        refused.stderr
+    assert_refused(
+        &out_dir,
+        &["--config", &path(&config)],
+        "slow.yaml:4:8: load.qps: 10 queries at 0.000000000001 a second take",
     );
     assert!(!out.path().join("load-busy").exists(), "nothing written");
 }

@@ -116,6 +116,14 @@ fn directory_of(path: &Path) -> &Path {
 mod tests {
     use super::*;
 
+    /// The names of the entries of `dir`.
+    fn names_in(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect()
+    }
+
     #[test]
     fn replaces_the_old_content_whole_and_leaves_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
@@ -123,11 +131,7 @@ mod tests {
         std::fs::write(&path, "old").unwrap();
         write_atomically(&path, b"new content").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new content");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert_eq!(names, ["load.yaml"]);
+        assert_eq!(names_in(dir.path()), ["load.yaml"]);
     }
 
     #[test]
@@ -145,11 +149,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(error.kind(), std::io::ErrorKind::StorageFull);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old page");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert_eq!(names, ["load.html"]);
+        assert_eq!(names_in(dir.path()), ["load.html"]);
     }
 
     #[test]

@@ -374,8 +374,9 @@ pub struct Overrides {
     pub memory: Option<MemoryMode>,
     /// `--cache` (true) or `--no-cache` (false).
     pub cache: Option<bool>,
-    /// `--directory`: the `images` source's directory (the source is
-    /// `images` when no other is named; its `paths` are dropped).
+    /// `--directory`: the directory of the source that reads one
+    /// (`data::directory_source`), which is the source when no other is
+    /// named; its `paths` are dropped.
     pub directory: Option<PathBuf>,
 }
 
