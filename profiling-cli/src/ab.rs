@@ -14,11 +14,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use profiling_core::driver::manifest::PairInfo;
-use profiling_core::driver::run_dir;
-use profiling_core::driver::run_samples::{PairedSamples, SidePasses, PAIRED_FILE, PAIRED_VERSION};
-use profiling_core::driver::runner::{paired_blocks, PairSide};
-use profiling_core::driver::session::{self, Planned, RunReport, RunRequest};
+use profiling_core::driver::runner::PairSide;
+use profiling_core::driver::session::{self, pair, RunRequest};
 
 use crate::decide::DecideArgs;
 
@@ -30,23 +27,17 @@ mod judge;
 pub(crate) use judge::after_pair;
 #[cfg(feature = "full")]
 use judge::{
-    agreed_gates, gate_results, gates_source, judge_samples, read_samples, refuse_unmeasured,
+    agreed_gates, gate_results, gates_of, gates_source, judge_samples, read_samples,
+    refuse_unmeasured,
 };
 mod lockstep;
 pub(crate) mod step;
 #[cfg(feature = "full")]
 mod until;
-use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::exit::{EXIT_OK, EXIT_USAGE};
 use crate::outcome::{self, Outcome, Paired};
 #[cfg(feature = "full")]
 pub(crate) use until::until_decided;
-
-/// Passes a side when neither `--iterations` nor the config asks for at
-/// least this many: fewer give too few block pairs for a verdict.
-pub const MIN_PASSES: u32 = 40;
-
-/// Block pairs a run is cut into unless `--block-passes` says.
-const TARGET_PAIRS: u32 = 20;
 
 #[derive(Debug, Clone, Args)]
 pub struct AbArgs {
@@ -227,28 +218,8 @@ pub(crate) fn ab_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    #[cfg(feature = "full")]
-    if let Err(message) = crate::compare::check_options(&args.decide) {
-        writeln!(err, "error: {message}")?;
-        return Ok(EXIT_USAGE);
-    }
-    if let Some(id) = &args.ab_id {
-        if let Err(message) = profiling_core::driver::config::check_run_id(id) {
-            writeln!(
-                err,
-                "error: --ab-id: {}",
-                message.replace("run id", "ab id")
-            )?;
-            return Ok(EXIT_USAGE);
-        }
-    }
-    #[cfg(not(feature = "full"))]
-    if args.until_decided {
-        writeln!(
-            err,
-            "error: --until-decided: this binary does not judge pairs; run it through `profile-cli ab ... --until-decided`, which judges each stage"
-        )?;
-        return Ok(EXIT_USAGE);
+    if let Some(code) = refuse_options(&args, err)? {
+        return Ok(code);
     }
     // Stages are AB_ID-1, AB_ID-2, ...: a default id is one none of whose
     // stages is taken.
@@ -267,32 +238,9 @@ pub(crate) fn ab_command(
     };
     // The two binaries, when the sides are two builds: built (and held)
     // until the pairs are done; their worktree removed after.
-    let binaries = match (&args.against, &args.base_binary) {
-        #[cfg(feature = "full")]
-        (Some(rev), _) => match against::prepare(
-            rev,
-            args.candidate_rev.as_deref(),
-            workspace_root,
-            &against::BuildTarget::this_program(),
-            err,
-        )? {
-            Ok(built) => Some(built.into_binaries()?),
-            Err(code) => return Ok(code),
-        },
-        #[cfg(not(feature = "full"))]
-        (Some(_), _) => {
-            writeln!(
-                err,
-                "error: --against: this binary does not build revisions; run it through `profile-cli ab ... --against REV`, which builds both"
-            )?;
-            return Ok(EXIT_USAGE);
-        }
-        (None, Some(binary)) => Some(lockstep::Binaries::given(
-            binary.clone(),
-            args.candidate_binary.clone(),
-            (args.base_label.clone(), args.candidate_label.clone()),
-        )?),
-        (None, None) => None,
+    let binaries = match binaries_of(&args, workspace_root, err)? {
+        Ok(binaries) => binaries,
+        Err(code) => return Ok(code),
     };
     #[cfg(feature = "full")]
     if args.until_decided {
@@ -304,12 +252,14 @@ pub(crate) fn ab_command(
                     stage_args.iterations = Some(size.passes);
                     stage_args.block_passes = size.block_passes.or(args.block_passes);
                 }
+                let stage_id = format!("{id}-{stage}");
+                let across = binaries.as_ref();
                 run_pair(
                     &stage_args,
-                    &format!("{id}-{stage}"),
+                    &stage_id,
                     workspace_root,
                     command_line,
-                    binaries.as_ref(),
+                    across,
                     err,
                 )
             },
@@ -329,26 +279,20 @@ pub(crate) fn ab_command(
         if ids.len() > 1 {
             writeln!(err, "ab: repetition {k} of {}", ids.len())?;
         }
-        match run_pair(
-            &args,
-            pair_id,
-            workspace_root,
-            command_line,
-            binaries.as_ref(),
-            err,
-        )? {
+        let across = binaries.as_ref();
+        match run_pair(&args, pair_id, workspace_root, command_line, across, err)? {
             Ok(paired) => pairs.push(paired),
             Err(code) => {
                 if !pairs.is_empty() {
+                    let kept: Vec<String> = pairs
+                        .iter()
+                        .map(|p: &Paired| p.dir.display().to_string())
+                        .collect();
                     writeln!(
                         err,
                         "note: the {} repetition(s) before it are kept: {}",
                         pairs.len(),
-                        pairs
-                            .iter()
-                            .map(|p: &Paired| p.dir.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        kept.join(", ")
                     )?;
                 }
                 return Ok(code);
@@ -361,6 +305,73 @@ pub(crate) fn ab_command(
         return Ok(EXIT_OK);
     }
     after_pair(pairs, &args, out, err)
+}
+
+/// Options refused before anything is planned, said; their exit code.
+fn refuse_options(args: &AbArgs, err: &mut dyn Write) -> std::io::Result<Option<u8>> {
+    #[cfg(feature = "full")]
+    if let Err(message) = crate::compare::check_options(&args.decide) {
+        writeln!(err, "error: {message}")?;
+        return Ok(Some(EXIT_USAGE));
+    }
+    if let Some(id) = &args.ab_id {
+        if let Err(message) = profiling_core::driver::config::check_run_id(id) {
+            writeln!(
+                err,
+                "error: --ab-id: {}",
+                message.replace("run id", "ab id")
+            )?;
+            return Ok(Some(EXIT_USAGE));
+        }
+    }
+    #[cfg(not(feature = "full"))]
+    if args.until_decided {
+        writeln!(
+            err,
+            "error: --until-decided: this binary does not judge pairs; run it through `profile-cli ab ... --until-decided`, which judges each stage"
+        )?;
+        return Ok(Some(EXIT_USAGE));
+    }
+    Ok(None)
+}
+
+/// The sides' binaries when they are two builds: built at `--against`'s
+/// revisions (and held until dropped), or given; `None` for two targets
+/// of this build. `Err` with the exit code after saying why.
+fn binaries_of(
+    args: &AbArgs,
+    workspace_root: &Path,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<Option<lockstep::Binaries>, u8>> {
+    #[cfg(not(feature = "full"))]
+    let _ = workspace_root;
+    Ok(match (&args.against, &args.base_binary) {
+        #[cfg(feature = "full")]
+        (Some(rev), _) => match against::prepare(
+            rev,
+            args.candidate_rev.as_deref(),
+            workspace_root,
+            &against::BuildTarget::this_program(),
+            err,
+        )? {
+            Ok(built) => Ok(Some(built.into_binaries()?)),
+            Err(code) => Err(code),
+        },
+        #[cfg(not(feature = "full"))]
+        (Some(_), _) => {
+            writeln!(
+                err,
+                "error: --against: this binary does not build revisions; run it through `profile-cli ab ... --against REV`, which builds both"
+            )?;
+            Err(EXIT_USAGE)
+        }
+        (None, Some(binary)) => Ok(Some(lockstep::Binaries::given(
+            binary.clone(),
+            args.candidate_binary.clone(),
+            (args.base_label.clone(), args.candidate_label.clone()),
+        )?)),
+        (None, None) => Ok(None),
+    })
 }
 
 /// `ab-` and the UTC time; when a pair in the base profile's runs has it
@@ -422,7 +433,7 @@ pub(crate) fn after_pair(
         writeln!(
             err,
             "ab: {} (`profile-cli ab` with the same arguments prints the comparison and writes its page)",
-            paired.dir.join(PAIRED_FILE).display()
+            paired.dir.join(profiling_core::driver::run_samples::PAIRED_FILE).display()
         )?;
     }
     Ok(EXIT_OK)
@@ -438,6 +449,72 @@ fn run_pair(
     across: Option<&lockstep::Binaries>,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Paired, u8>> {
+    let request = pair_request(args, ab_id, workspace_root, command_line);
+    let planned = match pair::plan_pair(request) {
+        Ok(planned) => planned,
+        Err(error) => return say_pair_error(&error, err),
+    };
+    for line in &planned.notes {
+        writeln!(err, "note: {line}")?;
+    }
+    // The gates, read before anything runs: `--accept`, else the base
+    // config's `ab.accept`.
+    #[cfg(feature = "full")]
+    let gates = match gates_before_pairing(args, &planned, err)? {
+        Ok(gates) => gates,
+        Err(code) => return Ok(Err(code)),
+    };
+    let claimed = match pair::claim_pair(&planned) {
+        Ok(claimed) => claimed,
+        Err(error) => return say_pair_error(&error, err),
+    };
+    for line in &claimed.recovered {
+        writeln!(err, "note: {line}")?;
+    }
+    writeln!(
+        err,
+        "ab: {} against {}, {} passes each in blocks of {}, alternated",
+        planned.base.entry.name,
+        planned.candidate.entry.name,
+        planned.iterations,
+        planned.block_passes
+    )?;
+    // From here a first signal lets the pair's process end the sides and
+    // say so, whenever it comes.
+    let _held = across.map(|_| profiling_core::driver::interrupt::Hold::new());
+    let ran = match across {
+        None => pair::in_process(&planned),
+        Some(binaries) => run_across(&planned, binaries, err)?,
+    };
+    let processes = if across.is_some() { 2 } else { 1 };
+    let report = match ran.and_then(|ran| claimed.finish(&planned, ran, processes)) {
+        Ok(report) => report,
+        Err(error) => return say_pair_error(&error, err),
+    };
+    // The ranges are known now: a gate on one the targets lack is refused
+    // before another repetition or stage runs.
+    #[cfg(feature = "full")]
+    if let Some(gates) = &gates {
+        let source = (args.accept.as_deref(), planned.base.config_path.as_deref());
+        if let Err(code) = refuse_unmeasured(gates, &report.samples, source, &report.dir, err)? {
+            return Ok(Err(code));
+        }
+    }
+    Ok(Ok(Paired {
+        base_dir: report.base_dir,
+        candidate_dir: report.candidate_dir,
+        dir: report.dir,
+        config: report.config,
+    }))
+}
+
+/// The pair `args` ask for, with the id `ab_id`: each side's run request.
+fn pair_request(
+    args: &AbArgs,
+    ab_id: &str,
+    workspace_root: &Path,
+    command_line: &[OsString],
+) -> pair::PairRequest {
     let request = |target: &str, config: Option<&PathBuf>| RunRequest {
         target: Some(target.to_owned()),
         config_path: config.cloned(),
@@ -460,39 +537,32 @@ fn run_pair(
         program_version: env!("CARGO_PKG_VERSION").to_owned(),
         ..Default::default()
     };
-    let mut base_request = request(&args.base, args.config.as_ref());
     // The same target on both sides: the candidate is the base's target
     // section unless a config of its own is given.
-    let candidate_config =
-        args.candidate_config
-            .as_ref()
-            .or(if args.candidate_target() == args.base {
-                args.config.as_ref()
-            } else {
-                None
-            });
-    let mut candidate_request = request(args.candidate_target(), candidate_config);
-    let planned = session::plan(&base_request)
-        .and_then(|base| session::plan(&candidate_request).map(|candidate| (base, candidate)));
-    let (mut base, mut candidate) = match planned {
-        Ok(planned) => planned,
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(Err(error.exit_code()));
-        }
-    };
-    if args.iterations.is_none() && base.config.iterations < MIN_PASSES {
-        writeln!(
-            err,
-            "note: {MIN_PASSES} measured passes a side (the config's {} give too few block pairs); --iterations N sets it",
-            base.config.iterations
-        )?;
-        base.config.iterations = MIN_PASSES;
+    let same_target = args.candidate_target() == args.base;
+    let candidate_config = args
+        .candidate_config
+        .as_ref()
+        .or(args.config.as_ref().filter(|_| same_target));
+    pair::PairRequest {
+        base: request(&args.base, args.config.as_ref()),
+        candidate: request(args.candidate_target(), candidate_config),
+        block_passes: args.block_passes,
     }
-    // The gates, read before anything runs: `--accept`, else the base
-    // config's `ab.accept`.
-    #[cfg(feature = "full")]
-    let gates = match agreed_gates(args.accept.as_deref(), base.config_path.as_deref()) {
+}
+
+/// The gates agreed, before the pair runs: `--accept`, else the base
+/// config's `ab.accept`; refused (`Err` with the exit code, said) when
+/// one does not parse, or names memory that this pair does not record.
+#[cfg(feature = "full")]
+fn gates_before_pairing(
+    args: &AbArgs,
+    planned: &pair::PlannedPair,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<Option<Vec<profiling_compare::gates::Gate>>, u8>> {
+    let config = planned.base.config_path.as_deref();
+    let accept = args.accept.as_deref();
+    let gates = match gates_of(accept, config, planned.base.sections.ab_accept.as_deref()) {
         Ok(gates) => gates,
         Err(message) => {
             writeln!(err, "error: {message}")?;
@@ -500,354 +570,55 @@ fn run_pair(
         }
     };
     // A gate on memory that this pair does not record could never decide.
-    #[cfg(feature = "full")]
     if let Some(gates) = &gates {
-        if let Err(error) =
-            profiling_compare::gates::check_recorded(gates, base.config.memory.is_on())
-        {
-            writeln!(
-                err,
-                "error: {}: {error}",
-                gates_source(args.accept.as_deref(), base.config_path.as_deref())
-            )?;
+        let memory = planned.base.config.memory.is_on();
+        if let Err(error) = profiling_compare::gates::check_recorded(gates, memory) {
+            writeln!(err, "error: {}: {error}", gates_source(accept, config))?;
             return Ok(Err(EXIT_USAGE));
         }
     }
-    share_workload(&base, &mut candidate);
-    if base.config.record_loading == profiling_core::driver::config::RecordLoading::Lazy {
-        writeln!(
-            err,
-            "error: {}record_loading: lazy: a paired run reads its records before its passes, so that both sides run the same ones; use eager",
-            base.config_path
-                .as_ref()
-                .map_or(String::new(), |path| format!("{}: ", path.display()))
-        )?;
-        return Ok(Err(EXIT_USAGE));
-    }
-    let dir = base.run_dir.clone();
-    let ab_id = base.run_id.clone();
-    // Looked at before the claim, and again holding it: a pair may have
-    // landed between the two.
-    let taken = |err: &mut dyn Write| -> std::io::Result<bool> {
-        if dir.exists() && !args.force {
-            writeln!(
-                err,
-                "error: {} exists: give --force to replace it, or another --ab-id",
-                dir.display()
-            )?;
-            return Ok(true);
-        }
-        Ok(false)
-    };
-    if taken(err)? {
-        return Ok(Err(EXIT_USAGE));
-    }
-    // The pair's id is held while it runs; it is written beside its
-    // directory and moves into place whole, both sides and paired.json,
-    // or not at all: an earlier pair stays as it was until then.
-    let claim = match run_dir::RunClaim::take(&dir) {
-        Ok(claim) => claim,
-        Err(run_dir::ClaimError::Busy { pid, claim, .. }) => {
-            writeln!(
-                err,
-                "error: ab id `{ab_id}` is in use: process {pid} is running it now ({} is locked); choose another --ab-id, or wait for it",
-                claim.display()
-            )?;
-            return Ok(Err(EXIT_USAGE));
-        }
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(Err(EXIT_TARGET_FAILED));
-        }
-    };
-    for line in run_dir::recover(&dir, &claim) {
-        writeln!(err, "note: {line}")?;
-    }
-    if taken(err)? {
-        return Ok(Err(EXIT_USAGE));
-    }
-    let staging = run_dir::staging_dir(&dir);
-    let _ = std::fs::remove_dir_all(&staging);
-    if let Err(error) = std::fs::create_dir(&staging) {
-        writeln!(
-            err,
-            "error: cannot write the pair to {}: {error}",
-            staging.display()
-        )?;
-        return Ok(Err(EXIT_TARGET_FAILED));
-    }
-    let staged = Staged(staging.clone());
-    base.staged_in = Some(staging.join("base"));
-    candidate.staged_in = Some(staging.join("candidate"));
-    base.run_dir = dir.join("base");
-    candidate.run_dir = dir.join("candidate");
-    let iterations = base.config.iterations;
-    let size = args
-        .block_passes
-        .unwrap_or_else(|| (iterations / TARGET_PAIRS).max(1));
-    let blocks = paired_blocks(iterations, size, base.config.seed.unwrap_or(0));
-    let words: Vec<(String, u32)> = blocks
-        .iter()
-        .map(|&(side, passes)| (side.word().to_owned(), passes))
-        .collect();
-    let pair = |side: PairSide, other: &Planned| PairInfo {
-        id: ab_id.clone(),
-        side: side.word().to_owned(),
-        other_target: other.entry.name.to_owned(),
-        blocks: words.clone(),
-    };
-    base_request.pair = Some(pair(PairSide::Base, &candidate));
-    candidate_request.pair = Some(pair(PairSide::Candidate, &base));
+    Ok(Ok(gates))
+}
+
+/// Both sides of `planned`, each run by its own binary in a process of
+/// its own, paced in lock-step.
+fn run_across(
+    planned: &pair::PlannedPair,
+    binaries: &lockstep::Binaries,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<pair::SidesRan, pair::PairError>> {
     writeln!(
         err,
-        "ab: {} against {}, {iterations} passes each in blocks of {size}, alternated",
-        base.entry.name, candidate.entry.name
+        "ab: the base is {}, the candidate {}: each a process of its own, in lock-step",
+        binaries.base_named(),
+        binaries.candidate_named()
     )?;
-    // From here a first signal lets the pair's process end the sides and
-    // say so, whenever it comes.
-    let _held = across.map(|_| profiling_core::driver::interrupt::Hold::new());
-    if let Some(binaries) = across {
-        writeln!(
-            err,
-            "ab: the base is {}, the candidate {}: each a process of its own, in lock-step",
-            binaries.base_named(),
-            binaries.candidate_named()
-        )?;
-    }
-    let (ends, between) = match across {
-        None => match session::execute_pair(
-            (&base, &base_request),
-            (&candidate, &candidate_request),
-            &blocks,
-        ) {
-            Ok(reports) => {
-                // The canary between block pairs, read by the run of both.
-                let between = reports[0]
-                    .outcome
-                    .as_ref()
-                    .ok()
-                    .and_then(|outcome| outcome.timings.machine.as_ref())
-                    .and_then(|machine| machine.canary.as_ref())
-                    .map(|canary| canary.between.clone())
-                    .unwrap_or_default();
-                (reports.map(|report| SideEnd::of(&report)), between)
-            }
-            Err(error) => {
-                // Refused before anything was written: nothing is left.
-                drop(staged);
-                writeln!(err, "error: {error}")?;
-                return Ok(Err(error.exit_code()));
-            }
+    let specs = [
+        (&planned.base, &planned.base_request, PairSide::Base),
+        (
+            &planned.candidate,
+            &planned.candidate_request,
+            PairSide::Candidate,
+        ),
+    ]
+    .map(|(side, request, word)| lockstep::spec(side, request, word, &planned.base));
+    Ok(
+        match lockstep::run(binaries, specs, &planned.blocks, err)? {
+            Ok(ran) => Ok(ran),
+            Err(code) => Err(pair::PairError::Said(code)),
         },
-        Some(binaries) => {
-            let specs = [
-                (&base, &base_request, PairSide::Base),
-                (&candidate, &candidate_request, PairSide::Candidate),
-            ]
-            .map(|(planned, request, side)| lockstep::spec(planned, request, side, &base));
-            match lockstep::run(binaries, specs, &blocks, err)? {
-                Ok(ran) => (ran.ends, ran.between),
-                Err(code) => {
-                    drop(staged);
-                    return Ok(Err(code));
-                }
-            }
-        }
-    };
-    let earlier = if dir.exists() {
-        format!("; the earlier pair in {} is as it was", dir.display())
-    } else {
-        String::new()
-    };
-    if let Some((signal, completed)) = ends.iter().find_map(|end| end.interrupted) {
-        writeln!(
-            err,
-            "interrupted by {} after {completed} of {iterations} measured passes a side: the pair is not kept (a pair is kept whole or not at all){earlier}",
-            profiling_core::driver::manifest::signal_name(signal),
-        )?;
-        return Ok(Err(profiling_core::driver::interrupt::exit_code(signal)));
-    }
-    for (word, end) in ["base", "candidate"].into_iter().zip(&ends) {
-        if let Some(failure) = &end.write_error {
-            writeln!(
-                err,
-                "error: the {word} could not be written whole: {failure}; the pair is not kept{earlier}"
-            )?;
-            return Ok(Err(EXIT_TARGET_FAILED));
-        }
-    }
-    let [base_passes, candidate_passes] = ends.map(|end| end.passes);
-    let (base_passes, candidate_passes) = match (base_passes, candidate_passes) {
-        (Ok(base), Ok(candidate)) => (base, candidate),
-        (base, candidate) => {
-            say_side_failures([("base", base), ("candidate", candidate)], err)?;
-            return Ok(Err(EXIT_TARGET_FAILED));
-        }
-    };
-    let samples = PairedSamples {
-        processes: if across.is_some() { 2 } else { 1 },
-        format_version: PAIRED_VERSION,
-        blocks: words,
-        base: base_passes,
-        candidate: candidate_passes,
-        stages: Vec::new(),
-        canary: between,
-    };
-    let text = serde_json::to_string(&samples)?;
-    let landed = {
-        // Whole before a signal ends the process.
-        let _writing = profiling_core::driver::interrupt::Hold::new();
-        run_dir::write_atomically(&staging.join(PAIRED_FILE), text.as_bytes())
-            .and_then(|()| run_dir::move_into_place(&staging, &dir))
-    };
-    if let Err(error) = landed {
-        writeln!(
-            err,
-            "error: cannot put the pair in place at {}: {error}; the pair is not kept{earlier}",
-            dir.display()
-        )?;
-        return Ok(Err(EXIT_TARGET_FAILED));
-    }
-    std::mem::forget(staged);
-    drop(claim);
-    // The ranges are known now: a gate on one the targets lack is refused
-    // before another repetition or stage runs.
-    #[cfg(feature = "full")]
-    if let Some(gates) = &gates {
-        if let Err(code) = refuse_unmeasured(
-            gates,
-            &samples,
-            (args.accept.as_deref(), base.config_path.as_deref()),
-            &dir,
-            err,
-        )? {
-            return Ok(Err(code));
-        }
-    }
-    Ok(Ok(Paired {
-        base_dir: base.run_dir.clone(),
-        candidate_dir: candidate.run_dir.clone(),
-        dir,
-        config: base.config_path.clone(),
-    }))
-}
-
-/// A pair's staging directory, removed with what it holds unless it
-/// moved into place.
-struct Staged(PathBuf);
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Gives the candidate the base's records and workload: what differs
-/// between the two sides is their target, nothing else.
-fn share_workload(base: &Planned, candidate: &mut Planned) {
-    let (from, to) = (&base.config, &mut candidate.config);
-    to.data_source = from.data_source.clone();
-    to.device = from.device;
-    to.warmup = from.warmup;
-    to.iterations = from.iterations;
-    to.batch_size = from.batch_size;
-    to.last_batch = from.last_batch;
-    to.record_loading = from.record_loading;
-    to.seed = from.seed;
-    to.capture_range = from.capture_range.clone();
-    to.cuda = from.cuda;
-    to.gpu_timing = from.gpu_timing;
-    to.memory = from.memory;
-}
-
-/// Why the sides of a pair failed: first each side's own error, then each
-/// side that did not run because of the other's, as a note.
-fn say_side_failures(
-    sides: [(&str, Result<SidePasses, SideFailure>); 2],
-    err: &mut dyn Write,
-) -> std::io::Result<()> {
-    let failures: Vec<(&str, SideFailure)> = sides
-        .into_iter()
-        .filter_map(|(word, side)| side.err().map(|failure| (word, failure)))
-        .collect();
-    for (word, failure) in &failures {
-        if !failure.not_run {
-            writeln!(err, "error: the {word} failed: {}", failure.message)?;
-        }
-    }
-    for (word, failure) in &failures {
-        if failure.not_run {
-            writeln!(err, "note: the {word} did {}", failure.message)?;
-        }
-    }
-    Ok(())
-}
-
-/// Why a side of a pair has no passes: its error, and whether it is only
-/// that the other side failed first.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct SideFailure {
-    message: String,
-    not_run: bool,
-}
-
-/// How one side of a pair ended, as the pair needs it: its passes (or
-/// why it has none), the signal that cut it with the passes it completed,
-/// and what of its run could not be written. A side run in a process of
-/// its own (`--against`) sends it to the pair's process.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct SideEnd {
-    passes: Result<SidePasses, SideFailure>,
-    interrupted: Option<(i32, u32)>,
-    write_error: Option<String>,
-}
-
-impl SideEnd {
-    fn of(report: &RunReport) -> SideEnd {
-        SideEnd {
-            passes: side_passes(report),
-            interrupted: report
-                .outcome
-                .as_ref()
-                .ok()
-                .and_then(|outcome| Some((outcome.interrupted?, outcome.completed_iterations))),
-            write_error: report.write_error.as_ref().map(ToString::to_string),
-        }
-    }
-}
-
-/// A side's passes in the order they ran, from what it measured; why
-/// not, when it failed.
-fn side_passes(report: &RunReport) -> Result<SidePasses, SideFailure> {
-    let outcome = report.outcome.as_ref().map_err(|error| {
-        let not_run = match error {
-            session::SessionError::Target(error) => error.as_not_run().map(ToString::to_string),
-            _ => None,
-        };
-        match not_run {
-            Some(message) => SideFailure {
-                message,
-                not_run: true,
-            },
-            None => SideFailure {
-                message: error.to_string(),
-                not_run: false,
-            },
-        }
-    })?;
-    let capture = &outcome.capture;
-    let inputs = outcome
-        .record_batches
-        .last()
-        .map_or(outcome.record_ids.len(), |&last| last as usize + 1);
-    Ok(SidePasses::of(
-        &capture.samples.passes.kept,
-        &capture.samples.calls.kept,
-        inputs,
-        &capture.passes,
-        &capture.ranges,
     )
-    .with_memory(capture.samples.memory.as_ref()))
+}
+
+/// Says why a pair did not run or was not kept; its exit code.
+fn say_pair_error(
+    error: &pair::PairError,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<Paired, u8>> {
+    for line in error.lines() {
+        writeln!(err, "{line}")?;
+    }
+    Ok(Err(error.exit_code()))
 }
 
 #[cfg(test)]

@@ -2,5 +2,5 @@
 //! family ([`profiling_core::units`]), in clap's shape.
 
 pub(crate) use profiling_core::units::{
-    check_rate, nanos, parse_count, parse_duration, parse_nonzero_count, parse_rate,
+    parse_count, parse_duration, parse_nonzero_count, parse_rate,
 };

@@ -273,25 +273,37 @@ pub(super) fn agreed_gates(
     accept: Option<&str>,
     config: Option<&Path>,
 ) -> Result<Option<Vec<profiling_compare::gates::Gate>>, String> {
-    use profiling_compare::gates::parse_gates;
-    if let Some(list) = accept {
-        return parse_gates(list)
-            .map(Some)
-            .map_err(|error| format!("--accept: {error}"));
+    if accept.is_some() {
+        return gates_of(accept, config, None);
     }
     let Some(path) = config else {
         return Ok(None);
     };
     let file = profiling_core::driver::config::ConfigFile::load(path)
         .map_err(|error| error.to_string())?;
-    let Some(list) = file.ab_accept() else {
+    gates_of(None, config, file.ab_accept())
+}
+
+/// The gates agreed: `accept` (`--accept`), else `from_config`, the
+/// config's `ab.accept` as read with the rest of `config`; an error names
+/// where the gate that does not parse came from.
+pub(super) fn gates_of(
+    accept: Option<&str>,
+    config: Option<&Path>,
+    from_config: Option<&str>,
+) -> Result<Option<Vec<profiling_compare::gates::Gate>>, String> {
+    use profiling_compare::gates::parse_gates;
+    if let Some(list) = accept {
+        return parse_gates(list)
+            .map(Some)
+            .map_err(|error| format!("--accept: {error}"));
+    }
+    let Some(list) = from_config else {
         return Ok(None);
     };
-    parse_gates(list).map(Some).map_err(|error| {
-        let at = profiling_core::driver::config::locate_key(path, "ab.accept")
-            .map_or(String::new(), |(line, column)| format!(":{line}:{column}"));
-        format!("{}{at}: ab.accept: {error}", path.display())
-    })
+    parse_gates(list)
+        .map(Some)
+        .map_err(|error| format!("{}: {error}", gates_source(None, config)))
 }
 
 /// Where the gates agreed come from, as an error about one of them names

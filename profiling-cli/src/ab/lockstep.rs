@@ -9,13 +9,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use profiling_core::driver::canary::{self, Canary};
+use profiling_core::driver::canary;
 use profiling_core::driver::interrupt;
 use profiling_core::driver::runner::PairSide;
 use profiling_core::driver::session::{Planned, RunRequest};
 
 use super::step::{StepEnd, StepSpec, MARK};
-use super::SideEnd;
+use profiling_core::driver::session::pair::{SideEnd, SideFailure, SidesRan};
 
 /// The two binaries of a pair run as two processes, and what they are
 /// called when said.
@@ -228,7 +228,7 @@ impl Side {
             return Said::End;
         }
         self.end = Some(StepEnd::Ended(SideEnd {
-            passes: Err(super::SideFailure {
+            passes: Err(SideFailure {
                 message: format!("{} ended without saying how ({status})", self.named),
                 not_run: false,
             }),
@@ -278,7 +278,7 @@ pub(super) fn run(
     [base_spec, candidate_spec]: [StepSpec; 2],
     blocks: &[(PairSide, u32)],
     err: &mut dyn Write,
-) -> anyhow::Result<Result<Ran, u8>> {
+) -> anyhow::Result<Result<SidesRan, u8>> {
     // A first signal reaches the sides from the terminal: they stop after
     // the call in progress, and this process waits to hear it.
     let _hold = interrupt::Hold::new();
@@ -387,20 +387,13 @@ pub(super) fn run(
     if let Some(code) = refused {
         return Ok(Err(code));
     }
-    Ok(Ok(Ran {
+    Ok(Ok(SidesRan {
         ends: ends.map(|(_, _, end)| match end {
             StepEnd::Ended(end) => end,
             StepEnd::Refused { .. } => unreachable!("said above"),
         }),
         between,
     }))
-}
-
-/// How both sides of a pair in lock-step ended, and the machine-speed
-/// canary read between their block pairs.
-pub(super) struct Ran {
-    pub ends: [SideEnd; 2],
-    pub between: Vec<Canary>,
 }
 
 /// Tells the side that opened that the other could not be built.

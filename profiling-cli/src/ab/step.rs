@@ -18,7 +18,7 @@ use profiling_core::driver::runner::{Next, PairSide, Step};
 use profiling_core::driver::session::{self, RunRequest};
 use serde::{Deserialize, Serialize};
 
-use super::SideEnd;
+use profiling_core::driver::session::pair::{share_workload, SideEnd};
 
 /// What every line of the protocol starts with.
 pub(crate) const MARK: &str = "\u{1}ab ";
@@ -134,7 +134,7 @@ fn run_side(
     };
     if let Some((target, config)) = &spec.workload {
         match session::plan(&request(target, config.as_ref())) {
-            Ok(base) => super::share_workload(&base, &mut planned),
+            Ok(base) => share_workload(&base, &mut planned),
             Err(error) => return refused(error),
         }
     }

@@ -1,36 +1,24 @@
 //! `profile-cli sweep`: one ordinary run per point of a grid of config
-//! values, and `sweep.yaml` with every point's medians.
-
-pub mod document;
-pub mod grid;
+//! values, and `sweep.yaml` with every point's medians. The runtime plans
+//! and runs the points ([`profiling_core::driver::sweep`]); this command
+//! reads its arguments, says each point as it ends, and prints the table.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::Args;
-use serde_yaml::Value;
 
-use profiling_core::driver::config::check_run_id;
 use profiling_core::driver::interrupt;
-use profiling_core::driver::manifest::{Manifest, Status, SweepPoint};
-use profiling_core::driver::provenance::UtcTime;
-use profiling_core::driver::run_samples::{RunSamples, Series, SAMPLES_FILE};
-use profiling_core::driver::session::{self, Planned, RunRequest};
-use profiling_core::stats::median_interval;
+use profiling_core::driver::session::RunRequest;
+use profiling_core::driver::sweep::{self, describe_point, PlannedSweep, SweepRequest};
 
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::streams::Streams;
 use crate::summary::format_ns;
-use document::{
-    Estimate, PointMemory, PointResult, PointStatus, RangeAllocations, RangeEstimate,
-    SweepDocument, SweepStatus, SWEEP_SCHEMA_VERSION,
-};
-use grid::Axis;
 
-/// The confidence of the intervals `sweep.yaml` gives.
-pub const CONFIDENCE: f64 = 0.95;
+use document::{Estimate, PointStatus, SweepDocument};
+pub use profiling_core::driver::sweep::{document, grid, CONFIDENCE};
 
 /// Ranges the terminal table shows beside the pass and the call.
 const TABLE_RANGES: usize = 4;
@@ -97,140 +85,124 @@ pub fn sweep_command(
         err,
         json: args.json,
     };
-    let command_line: Vec<String> = argv
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let base_request = RunRequest {
-        target: args.name.clone(),
-        config_path: args.config.clone(),
-        overrides: profiling_core::driver::config::Overrides {
-            output_dir: args.output_dir.clone(),
-            ..Default::default()
-        },
-        workspace_root: root.to_path_buf(),
-        default_output_dir: args.default_output_dir.clone(),
-        command_line: command_line.clone(),
-        program_version: env!("CARGO_PKG_VERSION").to_owned(),
-        ..RunRequest::default()
-    };
-    let base = match session::plan(&base_request) {
+    let mut planned = match sweep::plan_sweep(&request_of(&args, argv, root)) {
         Ok(planned) => planned,
-        Err(error) => return streams.refuse(&error.to_string(), EXIT_USAGE),
-    };
-    let runs_dir = base
-        .run_dir
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-
-    // The grid: from sweep.yaml on --resume, else --set, else the config.
-    let begun = match &args.resume {
-        Some(id) => resumed(id, &base, &runs_dir),
-        None => started(&args, &base, &runs_dir, &command_line),
-    };
-    let (document, sweep_dir) = match begun {
-        Ok(begun) => begun,
         Err(message) => return streams.refuse(&message, EXIT_USAGE),
     };
-    let axes = document.grid.clone();
-
-    // Every point is planned (and checked) before any runs.
-    let mut planned_points = Vec::with_capacity(document.points.len());
-    for point in &document.points {
-        let edits = edits_of(&axes, point);
-        let request = point_request(&base_request, &edits, &document, point);
-        match plan_point(&request, &sweep_dir, point) {
-            Ok(planned) => planned_points.push((request, planned)),
-            Err(message) => {
-                return streams.refuse(
-                    &format!(
-                        "point {} ({}): {message}",
-                        point.index,
-                        describe_point(point)
-                    ),
-                    EXIT_USAGE,
-                )
-            }
-        }
-    }
-
-    let mut document = document;
-    if let Err(error) =
-        std::fs::create_dir_all(&sweep_dir).and_then(|()| document.write(&sweep_dir))
-    {
+    let dir = planned.dir.clone();
+    if let Err(error) = std::fs::create_dir_all(&dir).and_then(|()| planned.document.write(&dir)) {
         writeln!(
             streams.err,
             "error: cannot write the sweep to {}: {error}",
-            sweep_dir.display()
+            dir.display()
         )?;
         return Ok(EXIT_TARGET_FAILED);
     }
+    announce(&planned, &mut streams)?;
+    crate::streams::warn_of_a_debug_build(streams.err)?;
+    let human = streams.human();
+    let ran = sweep::run_points(
+        &mut planned,
+        args.fail_fast,
+        &mut |document, index, seconds| say_point(document, index, seconds, human),
+    )?;
+    if ran.stopped_at_failure {
+        writeln!(streams.err, "stopping at the failed point (--fail-fast)")?;
+    }
+    let PlannedSweep { document, .. } = planned;
+    finish(&args, document, dir, ran, pages, &mut streams)
+}
+
+/// The request `args` make.
+fn request_of(args: &SweepArgs, argv: &[OsString], root: &Path) -> SweepRequest {
+    SweepRequest {
+        base: RunRequest {
+            target: args.name.clone(),
+            config_path: args.config.clone(),
+            overrides: profiling_core::driver::config::Overrides {
+                output_dir: args.output_dir.clone(),
+                ..Default::default()
+            },
+            workspace_root: root.to_path_buf(),
+            default_output_dir: args.default_output_dir.clone(),
+            command_line: argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            program_version: env!("CARGO_PKG_VERSION").to_owned(),
+            ..RunRequest::default()
+        },
+        set: args.set.clone(),
+        zip: args.zip,
+        resume: args.resume.clone(),
+        sweep_id: args.sweep_id.clone(),
+        yes: args.yes,
+    }
+}
+
+/// What the sweep runs, where, and how to stop and resume it.
+fn announce(planned: &PlannedSweep, streams: &mut Streams<'_>) -> std::io::Result<()> {
+    let document = &planned.document;
     let to_run = document
         .points
         .iter()
         .filter(|p| matches!(p.status, PointStatus::Pending | PointStatus::Running))
         .count();
+    let axes = document
+        .grid
+        .iter()
+        .map(|a| {
+            let values: Vec<String> = a.values.iter().map(grid::show).collect();
+            format!("{} = {}", a.key, values.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(if document.zip { " alongside " } else { " × " });
+    let left = if to_run == document.points.len() {
+        String::new()
+    } else {
+        format!(", {to_run} left to run")
+    };
     writeln!(
         streams.human(),
-        "sweeping `{}` over {} ({} points{}): {}",
+        "sweeping `{}` over {axes} ({} points{left}): {}",
         document.target,
-        document
-            .grid
-            .iter()
-            .map(|a| format!(
-                "{} = {}",
-                a.key,
-                a.values
-                    .iter()
-                    .map(grid::show)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .collect::<Vec<_>>()
-            .join(if document.zip { " alongside " } else { " × " }),
         document.points.len(),
-        if to_run == document.points.len() {
-            String::new()
-        } else {
-            format!(", {to_run} left to run")
-        },
-        sweep_dir.display()
+        planned.dir.display()
     )?;
     writeln!(
         streams.human(),
         "Ctrl-C stops the sweep after the current point (twice: at once); `--resume {}` runs the rest",
         document.sweep_id
-    )?;
+    )
+}
 
-    crate::streams::warn_of_a_debug_build(streams.err)?;
-    interrupt::defer(true);
-    // A first signal stops the sweep after its point, not the process.
-    let points_hold = interrupt::Hold::new();
-    // Which points this process ran whose config wants a page.
-    let mut point_pages = vec![false; document.points.len()];
-    let result = run_points(
-        &args,
-        &mut document,
-        planned_points,
-        &sweep_dir,
-        &mut streams,
-        &mut point_pages,
-    );
-    interrupt::defer(false);
-    let signal = result?;
-    if signal.is_some() {
-        interrupt::acknowledge();
-    }
-    drop(points_hold);
-
-    finish(
-        &args,
-        document,
-        sweep_dir,
-        signal,
-        &point_pages,
-        pages,
-        &mut streams,
+/// The line of a point that ended: how, in how long, and its pass.
+fn say_point(
+    document: &SweepDocument,
+    index: usize,
+    seconds: f64,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let point = &document.points[index];
+    let line = match (&point.status, &point.pass, &point.error) {
+        (PointStatus::Completed, Some(pass), _) => format!(
+            "completed in {seconds:.1} s: pass {}{}",
+            format_ns(pass.median_ns),
+            point
+                .time_per_record_ns
+                .filter(|_| document.batched())
+                .map(|ns| format!(", {} per record", format_ns(ns.round() as u64)))
+                .unwrap_or_default()
+        ),
+        (_, _, Some(error)) => format!("failed: {error}"),
+        _ => "done".to_owned(),
+    };
+    writeln!(
+        out,
+        "[{}/{}] {}: {line}",
+        index + 1,
+        document.points.len(),
+        describe_point(point)
     )
 }
 
@@ -240,25 +212,13 @@ fn finish(
     args: &SweepArgs,
     mut document: SweepDocument,
     sweep_dir: PathBuf,
-    signal: Option<i32>,
-    point_pages: &[bool],
+    ran: sweep::PointsRan,
     pages: Option<SweepPages>,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
-    document.finished_at = Some(UtcTime::now().rfc3339());
-    document.status = match signal {
-        Some(_) => SweepStatus::Interrupted,
-        None if document
-            .points
-            .iter()
-            .any(|p| p.status != PointStatus::Completed && p.status != PointStatus::Failed) =>
-        {
-            SweepStatus::Stopped
-        }
-        None => SweepStatus::Completed,
-    };
+    let signal = ran.signal;
     let mut code = EXIT_OK;
-    if let Err(error) = document.write(&sweep_dir) {
+    if let Err(error) = sweep::finish(&mut document, &sweep_dir, signal) {
         writeln!(streams.err, "error: sweep.yaml not written: {error}")?;
         code = EXIT_TARGET_FAILED;
     }
@@ -318,7 +278,7 @@ fn finish(
         point_pages: document
             .points
             .iter()
-            .zip(point_pages)
+            .zip(&ran.wants_page)
             .filter(|(point, wanted)| **wanted && point.status == PointStatus::Completed)
             .filter_map(|(point, _)| point.run_dir.clone())
             .collect(),
@@ -382,440 +342,6 @@ pub(crate) fn after_sweep(
     Ok(code)
 }
 
-/// The sweep `--resume ID` continues: its document, checked against the
-/// base the arguments give, and its directory.
-fn resumed(id: &str, base: &Planned, runs_dir: &Path) -> Result<(SweepDocument, PathBuf), String> {
-    if let Err(message) = check_run_id(id) {
-        return Err(format!("--resume: {message}"));
-    }
-    let dir = runs_dir.join(id);
-    if !dir.is_dir() {
-        return Err(format!(
-            "--resume {id}: no sweep at {} (a sweep's id is its directory under the profile's runs/)",
-            dir.display()
-        ));
-    }
-    let document = match SweepDocument::read(&dir) {
-        Ok(document) => document,
-        Err(message) => return Err(format!("--resume {id}: {message}")),
-    };
-    let base_config = base.config_path.as_deref().map(session::absolute);
-    if document.config_path != base_config {
-        let given = |path: &Option<PathBuf>| {
-            path.as_ref().map_or_else(
-                || "the built-in defaults".to_owned(),
-                |p| format!("config {}", p.display()),
-            )
-        };
-        return Err(format!(
-            "--resume {id}: the sweep started from {}, not {}: resume it with the same config",
-            given(&document.config_path),
-            given(&base_config)
-        ));
-    }
-    if document.target != base.config.target.name {
-        return Err(format!(
-            "--resume {id}: the sweep ran target `{}`, not `{}`",
-            document.target, base.config.target.name
-        ));
-    }
-    Ok((document, dir))
-}
-
-/// A new sweep's document, from `--set` or the config's grid, and its
-/// directory, not yet written.
-fn started(
-    args: &SweepArgs,
-    base: &Planned,
-    runs_dir: &Path,
-    command_line: &[String],
-) -> Result<(SweepDocument, PathBuf), String> {
-    let (axes, zip) = grid_of(args, base)?;
-    let count = grid::point_count(&axes, zip);
-    if count > grid::MAX_POINTS_WITHOUT_YES && !args.yes {
-        return Err(format!(
-            "the grid has {count} points, more than {}: give --yes to run them all",
-            grid::MAX_POINTS_WITHOUT_YES
-        ));
-    }
-    let id = args
-        .sweep_id
-        .clone()
-        .unwrap_or_else(|| UtcTime::now().compact());
-    if let Err(message) = check_run_id(&id) {
-        return Err(format!("--sweep-id: {message}"));
-    }
-    let dir = runs_dir.join(&id);
-    if dir.exists() {
-        return Err(format!(
-            "sweep id `{id}` is already used: {} exists; choose another --sweep-id, or run what is left of it with --resume {id}",
-            dir.display()
-        ));
-    }
-    let document = new_document(&id, base, &axes, zip, command_line);
-    Ok((document, dir))
-}
-
-/// The axes of a new sweep: `--set`, else the config's `sweep:` mapping,
-/// each key and value checked against the base config.
-fn grid_of(args: &SweepArgs, base: &Planned) -> Result<(Vec<Axis>, bool), String> {
-    let (axes, zip) = if args.set.is_empty() {
-        match &base.sections.sweep {
-            Some(sweep) => {
-                let (axes, zip) = grid::from_config(sweep).map_err(|message| match &base.config_path {
-                    Some(path) => format!("{}: {message}", path.display()),
-                    None => message,
-                })?;
-                (axes, zip || args.zip)
-            }
-            None => {
-                return Err("nothing to sweep: give --set KEY=V1,V2,... (for example --set workload.batch_size=1,2,4), or a `sweep:` mapping in the config".to_owned())
-            }
-        }
-    } else {
-        let axes = args
-            .set
-            .iter()
-            .map(|text| grid::parse_set(text))
-            .collect::<Result<Vec<_>, _>>()?;
-        (axes, args.zip)
-    };
-    grid::check_axes(&axes, zip)?;
-    for axis in &axes {
-        grid::check_key(&axis.key, &base.config.data_source.name)
-            .map_err(|message| format!("--set {}: {message}", axis.key))?;
-        let like = config_value(base, &axis.key);
-        for value in &axis.values {
-            if let (Some(like), true) = (&like, axis.key.starts_with("target.parameters.")) {
-                if !grid::same_kind(value, like) {
-                    return Err(format!(
-                        "--set {}: value `{}` is not of the type of the config's `{}` ({})",
-                        axis.key,
-                        grid::show(value),
-                        grid::show(like),
-                        profiling_core::driver::config::describe_value(like)
-                    ));
-                }
-            }
-        }
-    }
-    Ok((axes, zip))
-}
-
-/// The value the base config gives `key`, when it gives one.
-fn config_value(base: &Planned, key: &str) -> Option<Value> {
-    let parameter = key.strip_prefix("target.parameters.")?;
-    let mut value = Value::Mapping(base.config.target.parameters.clone());
-    for segment in parameter.split('.') {
-        value = value.get(segment)?.clone();
-    }
-    Some(value)
-}
-
-fn new_document(
-    id: &str,
-    base: &Planned,
-    axes: &[Axis],
-    zip: bool,
-    command_line: &[String],
-) -> SweepDocument {
-    let grid_points = grid::points(axes, zip);
-    let count = grid_points.len();
-    SweepDocument {
-        schema_version: SWEEP_SCHEMA_VERSION,
-        sweep_id: id.to_owned(),
-        profile_name: base.config.profile_name.clone(),
-        target: base.config.target.name.clone(),
-        config_path: base.config_path.as_deref().map(session::absolute),
-        command_line: command_line.join(" "),
-        started_at: UtcTime::now().rfc3339(),
-        finished_at: None,
-        status: SweepStatus::Running,
-        zip,
-        confidence: CONFIDENCE,
-        grid: axes.to_vec(),
-        points: grid_points
-            .iter()
-            .enumerate()
-            .map(|(index, point)| PointResult {
-                index,
-                point: grid::point_name(index, count, axes, point),
-                values: grid::values_of(axes, point),
-                status: PointStatus::Pending,
-                run_dir: None,
-                error: None,
-                batch_size: 1,
-                records_per_pass: None,
-                pass: None,
-                call: None,
-                time_per_record_ns: None,
-                records_per_second: None,
-                ranges: Vec::new(),
-                memory: None,
-            })
-            .collect(),
-    }
-}
-
-/// The config edits of a point: each axis's key and the point's value.
-fn edits_of(axes: &[Axis], point: &PointResult) -> Vec<(String, Value)> {
-    axes.iter()
-        .filter_map(|axis| {
-            point
-                .values
-                .get(axis.key.as_str())
-                .map(|value| (axis.key.clone(), value.clone()))
-        })
-        .collect()
-}
-
-fn describe_point(point: &PointResult) -> String {
-    point
-        .values
-        .iter()
-        .map(|(k, v)| format!("{}={}", grid::show(k), grid::show(v)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn point_request(
-    base: &RunRequest,
-    edits: &[(String, Value)],
-    document: &SweepDocument,
-    point: &PointResult,
-) -> RunRequest {
-    RunRequest {
-        config_edits: edits.to_vec(),
-        run_id: Some(point.point.clone()),
-        sweep: Some(SweepPoint {
-            id: document.sweep_id.clone(),
-            index: point.index,
-            point: point.point.clone(),
-            values: point.values.clone(),
-        }),
-        ..base.clone()
-    }
-}
-
-/// Plans a point into its directory under the sweep's, with the checks
-/// that a run makes before it starts, and builds its data source to check
-/// its parameters (without reading records).
-fn plan_point(
-    request: &RunRequest,
-    sweep_dir: &Path,
-    point: &PointResult,
-) -> Result<Planned, String> {
-    let mut planned = session::plan(request).map_err(|error| error.to_string())?;
-    planned.run_dir = session::absolute(&sweep_dir.join(&point.point));
-    // A point that started and was killed is run again from the start.
-    planned.force = point.status == PointStatus::Running;
-    profiling_core::data::build(
-        &planned.config.data_source.name,
-        &planned.config.data_source.parameters,
-    )
-    .map_err(|error| format!("data_source: {error}"))?;
-    Ok(planned)
-}
-
-/// Runs the points that have not run, in grid order; returns the signal
-/// that stopped the sweep, if one did.
-fn run_points(
-    args: &SweepArgs,
-    document: &mut SweepDocument,
-    planned_points: Vec<(RunRequest, Planned)>,
-    sweep_dir: &Path,
-    streams: &mut Streams<'_>,
-    point_pages: &mut [bool],
-) -> anyhow::Result<Option<i32>> {
-    let total = document.points.len();
-    let batched = document.batched();
-    for (index, (request, planned)) in planned_points.into_iter().enumerate() {
-        if !matches!(
-            document.points[index].status,
-            PointStatus::Pending | PointStatus::Running
-        ) {
-            continue;
-        }
-        if let Some(signal) = interrupt::received() {
-            return Ok(Some(signal));
-        }
-        document.points[index].status = PointStatus::Running;
-        document.points[index].run_dir = Some(planned.run_dir.clone());
-        document.write(sweep_dir)?;
-        let started = Instant::now();
-        point_pages[index] = planned.config.write_report;
-        let outcome = run_point(&planned, &request);
-        let point = &mut document.points[index];
-        match outcome {
-            Ok(()) => match summarize(&planned.run_dir, point) {
-                Ok(()) => point.status = PointStatus::Completed,
-                Err(message) => {
-                    point.status = PointStatus::Failed;
-                    point.error = Some(message);
-                }
-            },
-            Err(message) => {
-                point.status = PointStatus::Failed;
-                point.error = Some(message);
-            }
-        }
-        let point = &document.points[index];
-        let seconds = started.elapsed().as_secs_f64();
-        let line = match (&point.status, &point.pass, &point.error) {
-            (PointStatus::Completed, Some(pass), _) => format!(
-                "completed in {seconds:.1} s: pass {}{}",
-                format_ns(pass.median_ns),
-                point
-                    .time_per_record_ns
-                    .filter(|_| batched)
-                    .map(|ns| format!(", {} per record", format_ns(ns.round() as u64)))
-                    .unwrap_or_default()
-            ),
-            (_, _, Some(error)) => format!("failed: {error}"),
-            _ => "done".to_owned(),
-        };
-        writeln!(
-            streams.human(),
-            "[{}/{total}] {}: {line}",
-            index + 1,
-            describe_point(point)
-        )?;
-        document.write(sweep_dir)?;
-        if point.status == PointStatus::Failed && args.fail_fast {
-            writeln!(streams.err, "stopping at the failed point (--fail-fast)")?;
-            return Ok(None);
-        }
-    }
-    Ok(interrupt::received())
-}
-
-/// Runs one point as `profile-cli run` would, without the terminal
-/// summary; `Err` says why it failed.
-fn run_point(planned: &Planned, request: &RunRequest) -> Result<(), String> {
-    let report = session::execute(planned, request).map_err(|e| e.to_string())?;
-    if let Some(failure) = &report.write_error {
-        return Err(failure.to_string());
-    }
-    if let Err(error) = &report.outcome {
-        return Err(error.to_string());
-    }
-    if report.manifest.status != Status::Completed {
-        return Err(format!("the run ended {:?}", report.manifest.status).to_lowercase());
-    }
-    Ok(())
-}
-
-/// A point's run read back: its manifest and samples.
-struct PointRun {
-    manifest: Manifest,
-    samples: RunSamples,
-}
-
-fn read_point(run_dir: &Path) -> Result<PointRun, String> {
-    let manifest =
-        Manifest::read(&run_dir.join("manifest.yaml")).map_err(|error| error.to_string())?;
-    let samples_path = run_dir.join(SAMPLES_FILE);
-    let bytes =
-        std::fs::read(&samples_path).map_err(|e| format!("{}: {e}", samples_path.display()))?;
-    let samples =
-        RunSamples::decode(&bytes).map_err(|e| format!("{}: {e}", samples_path.display()))?;
-    Ok(PointRun { manifest, samples })
-}
-
-/// Fills a completed point's figures from its run directory.
-fn summarize(run_dir: &Path, point: &mut PointResult) -> Result<(), String> {
-    let run = read_point(run_dir)?;
-    let manifest = &run.manifest;
-    let batch_size = manifest.workload.batch_size;
-    let passes = u64::from(manifest.completed_iterations).max(1);
-    let records_per_pass = manifest
-        .timings
-        .per_record
-        .as_ref()
-        .map(|p| p.records_per_pass)
-        .or(Some(manifest.record_ids.len() as u64))
-        .filter(|&n| n > 0);
-    point.batch_size = batch_size;
-    point.records_per_pass = records_per_pass;
-    point.pass = estimate(&run.samples.passes);
-    point.call = estimate(&run.samples.calls);
-    point.time_per_record_ns = match (&point.pass, records_per_pass) {
-        (Some(pass), Some(records)) => Some(pass.median_ns as f64 / records as f64),
-        _ => None,
-    };
-    point.records_per_second = point
-        .time_per_record_ns
-        .filter(|&ns| ns > 0.0)
-        .map(|ns| 1e9 / ns);
-    let mut ranges: Vec<RangeEstimate> = run
-        .samples
-        .ranges
-        .iter()
-        .filter_map(|range| {
-            let inclusive = estimate(&range.inclusive)?;
-            let calls_per_pass = range.inclusive.count as f64 / passes as f64;
-            Some(RangeEstimate {
-                name: range.name.clone(),
-                inclusive,
-                calls_per_pass,
-                time_per_record_ns: records_per_pass
-                    .map(|records| inclusive.median_ns as f64 * calls_per_pass / records as f64),
-            })
-        })
-        .collect();
-    ranges.sort_by(|a, b| {
-        b.inclusive
-            .median_ns
-            .cmp(&a.inclusive.median_ns)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    point.ranges = ranges;
-    point.memory = run.samples.memory.as_ref().and_then(point_memory);
-    point.error = None;
-    Ok(())
-}
-
-/// The medians of a run's memory series.
-fn point_memory(memory: &profiling_core::driver::run_samples::MemorySeries) -> Option<PointMemory> {
-    let median = |series: &Series| {
-        let sorted = series.sorted_values();
-        profiling_core::stats::lower_median(&sorted)
-    };
-    let mut ranges: Vec<RangeAllocations> = memory
-        .ranges
-        .iter()
-        .filter_map(|range| {
-            Some(RangeAllocations {
-                name: range.name.clone(),
-                allocations_per_pass: median(&range.allocations)?,
-            })
-        })
-        .collect();
-    ranges.sort_by(|a, b| {
-        b.allocations_per_pass
-            .cmp(&a.allocations_per_pass)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    Some(PointMemory {
-        allocations_per_pass: median(&memory.allocations)?,
-        allocated_bytes_per_pass: median(&memory.allocated_bytes)?,
-        peak_bytes_per_pass: median(&memory.peak_bytes)?,
-        exact: memory.allocations.min == memory.allocations.max,
-        ranges,
-    })
-}
-
-fn estimate(series: &Series) -> Option<Estimate> {
-    let sorted = series.sorted_values();
-    let (median_ns, low_ns, high_ns) = median_interval(&sorted, CONFIDENCE)?;
-    Some(Estimate {
-        median_ns,
-        low_ns,
-        high_ns,
-        samples: series.count,
-    })
-}
-
 /// A median and its interval, as the table shows it.
 fn show_estimate(estimate: &Estimate) -> String {
     format!(
@@ -830,7 +356,57 @@ fn show_estimate(estimate: &Estimate) -> String {
 /// call, time per record where batching is in play, and the largest
 /// ranges (medians with their intervals).
 pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Result<()> {
-    let batched = document.batched();
+    let columns = Columns {
+        batched: document.batched(),
+        memory: document.points.iter().any(|p| p.memory.is_some()),
+        ranges: largest_ranges(document),
+    };
+    let mut header: Vec<String> = document.grid.iter().map(|a| a.key.clone()).collect();
+    header.push("status".to_owned());
+    header.push("pass p50 [95% CI]".to_owned());
+    header.push("call p50 [95% CI]".to_owned());
+    if columns.batched {
+        header.push("per record".to_owned());
+        header.push("records/s".to_owned());
+    }
+    if columns.memory {
+        header.push("allocations/pass".to_owned());
+        header.push("bytes/pass".to_owned());
+    }
+    header.extend(columns.ranges.iter().cloned());
+    let mut rows = vec![header];
+    rows.extend(
+        document
+            .points
+            .iter()
+            .map(|point| columns.row(document, point)),
+    );
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    for point in document.points.iter().filter(|p| p.error.is_some()) {
+        writeln!(
+            out,
+            "point {} ({}) failed: {}",
+            point.index,
+            describe_point(point),
+            point.error.as_deref().unwrap_or_default()
+        )?;
+    }
+    Ok(())
+}
+
+/// The largest ranges of the completed points, by their largest median,
+/// at most [`TABLE_RANGES`].
+fn largest_ranges(document: &SweepDocument) -> Vec<String> {
     let mut largest: Vec<(String, u64)> = Vec::new();
     for point in document.completed() {
         for range in &point.ranges {
@@ -842,23 +418,20 @@ pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Re
     }
     largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     largest.truncate(TABLE_RANGES);
+    largest.into_iter().map(|(name, _)| name).collect()
+}
 
-    let mut header: Vec<String> = document.grid.iter().map(|a| a.key.clone()).collect();
-    header.push("status".to_owned());
-    header.push("pass p50 [95% CI]".to_owned());
-    header.push("call p50 [95% CI]".to_owned());
-    if batched {
-        header.push("per record".to_owned());
-        header.push("records/s".to_owned());
-    }
-    let memory = document.points.iter().any(|p| p.memory.is_some());
-    if memory {
-        header.push("allocations/pass".to_owned());
-        header.push("bytes/pass".to_owned());
-    }
-    header.extend(largest.iter().map(|(name, _)| name.clone()));
-    let mut rows = vec![header];
-    for point in &document.points {
+/// Which columns the table has beside the swept values and the pass and
+/// call.
+struct Columns {
+    batched: bool,
+    memory: bool,
+    ranges: Vec<String>,
+}
+
+impl Columns {
+    /// A point's row.
+    fn row(&self, document: &SweepDocument, point: &document::PointResult) -> Vec<String> {
         let mut row: Vec<String> = document
             .grid
             .iter()
@@ -881,7 +454,7 @@ pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Re
         );
         row.push(point.pass.as_ref().map(show_estimate).unwrap_or_default());
         row.push(point.call.as_ref().map(show_estimate).unwrap_or_default());
-        if batched {
+        if self.batched {
             row.push(
                 point
                     .time_per_record_ns
@@ -895,7 +468,7 @@ pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Re
                     .unwrap_or_default(),
             );
         }
-        if memory {
+        if self.memory {
             let figures = point.memory.as_ref();
             row.push(figures.map_or_else(String::new, |m| {
                 let exact = if m.exact { "" } else { " (varies)" };
@@ -905,7 +478,7 @@ pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Re
                 profiling_core::memory::human_bytes(m.allocated_bytes_per_pass)
             }));
         }
-        for (name, _) in &largest {
+        for name in &self.ranges {
             row.push(
                 point
                     .ranges
@@ -915,28 +488,6 @@ pub fn write_table(document: &SweepDocument, out: &mut dyn Write) -> std::io::Re
                     .unwrap_or_default(),
             );
         }
-        rows.push(row);
+        row
     }
-    let columns = rows[0].len();
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        writeln!(out, "{}", line.join("  ").trim_end())?;
-    }
-    for point in document.points.iter().filter(|p| p.error.is_some()) {
-        writeln!(
-            out,
-            "point {} ({}) failed: {}",
-            point.index,
-            describe_point(point),
-            point.error.as_deref().unwrap_or_default()
-        )?;
-    }
-    Ok(())
 }

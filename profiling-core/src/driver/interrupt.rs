@@ -136,6 +136,32 @@ pub fn received() -> Option<i32> {
     }
 }
 
+/// Runs `work` with a flag that a first signal (SIGINT, SIGTERM) sets,
+/// looked for every 20 ms by a watcher thread, and acknowledged: the work
+/// stops when it sees the flag and returns what it has, and the process
+/// does not end at the signal (the caller says it was interrupted and
+/// exits with the signal's code). A second signal still ends it at once.
+pub fn stop_on_signal<R>(work: impl FnOnce(&AtomicBool) -> R) -> R {
+    let stop = AtomicBool::new(false);
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let _hold = Hold::new();
+        scope.spawn(|| {
+            while !finished.load(Ordering::SeqCst) {
+                if received().is_some() {
+                    acknowledge();
+                    stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let result = work(&stop);
+        finished.store(true, Ordering::SeqCst);
+        result
+    })
+}
+
 /// Keeps a first signal from runs (`requested` says none) until `false`
 /// again: the caller looks at [`received`] between runs. A second signal
 /// still ends the process at once.

@@ -6,7 +6,9 @@
 //! From the top down: a [`session`] plans a run from its [`config`] and
 //! executes it with the [`runner`] on a target of the [`registry`], then
 //! [`run_dir`] writes the [`manifest`], the [`run_samples`] and the
-//! [`trace`]; the rest are what those record or guard.
+//! [`trace`]; [`sweep`] and [`load`] plan and run many runs of one target
+//! (a grid of configs; a target driven as a service); the rest are what
+//! those record or guard.
 
 pub mod baselines;
 pub mod canary;
@@ -24,4 +26,5 @@ pub mod run_dir;
 pub mod run_samples;
 pub mod runner;
 pub mod session;
+pub mod sweep;
 pub mod trace;

@@ -6,11 +6,13 @@
 //! picked it up, so a queue that builds behind a slow worker shows in the
 //! latency instead of hiding in the gaps between sends (coordinated
 //! omission, as wrk2 and HdrHistogram name it), and says whether the
-//! offered load was more than the workers could serve.
+//! offered load was more than the workers could serve. [`spec`] resolves
+//! what a load asks for from its options and the config's `load:` section.
 
 pub mod arrivals;
 pub mod drive;
 pub mod latency;
 pub mod peak;
+pub mod spec;
 pub mod summary;
 pub mod target;

@@ -14,53 +14,14 @@ use super::execute::{claim_run_dir, prepare, quoted};
 use super::{Planned, RunRequest, SessionError};
 use crate::device::Device;
 use crate::driver::load::drive::{LoadError, LoadPlan, Scenario};
-use crate::driver::load::peak::{find_peak, PeakRecord, PeakSearch};
+use crate::driver::load::peak::{find_peak, PeakRecord};
+pub use crate::driver::load::spec::{LoadRequestRecord, LoadSpec};
 use crate::driver::load::summary::{summarize, LoadStep};
 use crate::driver::provenance::{build_profile, git_state, GitState, HostInfo, UtcTime};
 use crate::driver::runner::Records;
 
 /// The file a load run writes in its run directory.
 pub const LOAD_MANIFEST: &str = "load.yaml";
-
-/// What `load` was asked to do.
-#[derive(Debug, Clone)]
-pub struct LoadSpec {
-    pub plan: LoadPlan,
-    /// `--p99-bound`.
-    pub bound_ns: Option<u64>,
-    /// `--find-peak`: search the rate (a server scenario's `qps`, when
-    /// given, is the first tried).
-    pub find_peak: Option<PeakSearch>,
-    /// How the request reads in the record.
-    pub request: LoadRequestRecord,
-}
-
-/// The request as the record keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoadRequestRecord {
-    pub scenario: String,
-    #[serde(default)]
-    pub qps: Option<f64>,
-    #[serde(default)]
-    pub arrival: Option<String>,
-    #[serde(default)]
-    pub concurrency: Option<u32>,
-    pub workers: u32,
-    /// Queries each worker served before the measurement.
-    pub warmup: u64,
-    /// The minimum query count (LoadGen's `min_query_count`).
-    pub min_queries: u64,
-    /// The minimum duration (LoadGen's `min_duration`), seconds.
-    pub min_duration_s: f64,
-    /// Where the minimums came from: `LoadGen's defaults`, the command
-    /// line or the config.
-    pub minimums_from: String,
-    #[serde(default)]
-    pub p99_bound_ns: Option<u64>,
-    #[serde(default)]
-    pub find_peak: bool,
-    pub seed: u64,
-}
 
 /// How a load run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

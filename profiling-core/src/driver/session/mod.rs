@@ -10,6 +10,7 @@
 mod command;
 mod execute;
 mod load;
+pub mod pair;
 mod plan;
 mod profiles;
 

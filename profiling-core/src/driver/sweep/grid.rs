@@ -4,9 +4,9 @@
 
 use serde_yaml::{Mapping, Value};
 
-use profiling_core::data::parameter_names;
-use profiling_core::driver::config::{describe_value, WORKLOAD_KEYS};
-use profiling_core::suggest::near_matches;
+use crate::data::parameter_names;
+use crate::driver::config::{describe_value, WORKLOAD_KEYS};
+use crate::suggest::near_matches;
 
 /// Past this many points a sweep needs `--yes`.
 pub const MAX_POINTS_WITHOUT_YES: usize = 1000;

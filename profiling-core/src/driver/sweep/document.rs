@@ -174,7 +174,7 @@ impl SweepDocument {
         // Point names become directories when a sweep resumes: each one
         // path component, whoever wrote the file.
         for point in &document.points {
-            profiling_core::driver::config::check_run_id(&point.point)
+            crate::driver::config::check_run_id(&point.point)
                 .map_err(|reason| format!("{}: points: point: {reason}", path.display()))?;
         }
         Ok(document)
@@ -182,11 +182,11 @@ impl SweepDocument {
 
     /// Writes `sweep.yaml` into `dir` whole ([`files::write_atomically`]).
     ///
-    /// [`files::write_atomically`]: profiling_core::driver::files::write_atomically
+    /// [`files::write_atomically`]: crate::driver::files::write_atomically
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let path = dir.join(SWEEP_FILE);
         let text = serde_yaml::to_string(self).map_err(std::io::Error::other)?;
-        profiling_core::driver::files::write_atomically(&path, text.as_bytes())?;
+        crate::driver::files::write_atomically(&path, text.as_bytes())?;
         Ok(path)
     }
 
