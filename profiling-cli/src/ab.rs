@@ -26,10 +26,7 @@ mod judge;
 #[cfg(feature = "full")]
 pub(crate) use judge::after_pair;
 #[cfg(feature = "full")]
-use judge::{
-    agreed_gates, gate_results, gates_of, gates_source, judge_samples, read_samples,
-    refuse_unmeasured,
-};
+use judge::{gate_results, gates_of, gates_source, judge_samples, read_samples, refuse_unmeasured};
 mod lockstep;
 pub(crate) mod step;
 #[cfg(feature = "full")]
@@ -505,6 +502,7 @@ fn run_pair(
         candidate_dir: report.candidate_dir,
         dir: report.dir,
         config: report.config,
+        accept: planned.base.sections.ab_accept.clone(),
     }))
 }
 

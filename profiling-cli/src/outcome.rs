@@ -102,6 +102,10 @@ pub(crate) struct Paired {
     /// The base's config file, whose `ab.accept` applies without `--accept`.
     #[serde(default)]
     pub config: Option<PathBuf>,
+    /// That config's `ab.accept`, as read with the rest of it when the
+    /// pair was planned.
+    #[serde(default)]
+    pub accept: Option<String>,
 }
 
 /// Writes `outcome` to `file`.

@@ -206,7 +206,96 @@ pub(crate) fn prepare(
     let workspace = workspace
         .canonicalize()
         .unwrap_or_else(|_| workspace.to_path_buf());
-    let top = match git(&workspace, ["rev-parse".into(), "--show-toplevel".into()]) {
+    let mut revisions = vec![("base", "--against", against)];
+    if let Some(rev) = candidate_rev {
+        revisions.push(("candidate", "--candidate-rev", rev));
+    }
+    let (top, commits) = match resolve(&workspace, &revisions, err)? {
+        Ok(resolved) => resolved,
+        Err(code) => return Ok(Err(code)),
+    };
+    let target = match target_directory(&workspace) {
+        Ok(target) => target,
+        Err(_) if interrupt::received().is_some() => {
+            let signal = interrupt::received().unwrap_or(0);
+            return Ok(Err(interrupted(signal, "base", err)?));
+        }
+        Err(message) => {
+            writeln!(err, "error: --against: {message}")?;
+            return Ok(Err(crate::exit::EXIT_USAGE));
+        }
+    };
+    let builds = target.join("ab-against");
+    std::fs::create_dir_all(&builds)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", builds.display()))?;
+    let locks = match take_locks(&top, &builds, err)? {
+        Ok(locks) => locks,
+        Err(code) => return Ok(Err(code)),
+    };
+    if !build.release {
+        writeln!(
+            err,
+            "note: this program is a debug build: the base is built as one too, so that the two sides are built alike (a release build, as `cargo build --release` makes, times what ships)"
+        )?;
+    }
+    let place = Place {
+        inside: workspace
+            .strip_prefix(&top)
+            .unwrap_or(Path::new(""))
+            .to_path_buf(),
+        top,
+        target,
+        builds,
+    };
+    let mut worktrees = Vec::new();
+    let mut binaries = Vec::new();
+    for ((side, _, rev), commit) in revisions.into_iter().zip(&commits) {
+        match build_side(&place, (side, rev, commit), build, err)? {
+            Ok((worktree, binary, label)) => {
+                binaries.push((binary, label, commit.clone()));
+                worktrees.push(worktree);
+            }
+            Err(code) => return Ok(Err(code)),
+        }
+    }
+    // Each binary is the one its revision's build made, read back from
+    // its record before it is used.
+    for (binary, _, commit) in &binaries {
+        if let Err(message) = check_built_from(binary, commit) {
+            writeln!(err, "error: --against: {message}: not used")?;
+            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
+        }
+    }
+    let mut binaries = binaries
+        .into_iter()
+        .map(|(binary, label, _)| (binary, label));
+    Ok(Ok(Built {
+        base: binaries.next().expect("the base is built"),
+        candidate: binaries.next(),
+        _worktrees: worktrees,
+        _locks: locks,
+        _hold: hold,
+    }))
+}
+
+/// Where the sides are built: the repository's top, the workspace inside
+/// it, the workspace's target directory and `ab-against/` in it.
+struct Place {
+    top: PathBuf,
+    inside: PathBuf,
+    target: PathBuf,
+    builds: PathBuf,
+}
+
+/// The top of the git checkout `workspace` is in, and the commit of each
+/// revision (`(side, option, rev)`); `Err` with the exit code, said, when
+/// there is no checkout or a revision is not one.
+fn resolve(
+    workspace: &Path,
+    revisions: &[(&str, &str, &str)],
+    err: &mut dyn Write,
+) -> std::io::Result<Result<(PathBuf, Vec<String>), u8>> {
+    let top = match git(workspace, ["rev-parse".into(), "--show-toplevel".into()]) {
         Ok(output) if output.status.success() => {
             PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
         }
@@ -220,13 +309,8 @@ pub(crate) fn prepare(
         }
     };
     let top = top.canonicalize().unwrap_or(top);
-    let inside = workspace.strip_prefix(&top).unwrap_or(Path::new(""));
-    let mut revisions = vec![("base", "--against", against)];
-    if let Some(rev) = candidate_rev {
-        revisions.push(("candidate", "--candidate-rev", rev));
-    }
     let mut commits = Vec::new();
-    for &(_, option, rev) in &revisions {
+    for &(_, option, rev) in revisions {
         match git(
             &top,
             [
@@ -254,21 +338,19 @@ pub(crate) fn prepare(
             }
         }
     }
-    let target = match target_directory(&workspace) {
-        Ok(target) => target,
-        Err(_) if interrupt::received().is_some() => {
-            return interrupted(interrupt::received().unwrap_or(0), "base", err);
-        }
-        Err(message) => {
-            writeln!(err, "error: --against: {message}")?;
-            return Ok(Err(crate::exit::EXIT_USAGE));
-        }
-    };
-    let builds = target.join("ab-against");
-    std::fs::create_dir_all(&builds)
-        .map_err(|error| anyhow::anyhow!("{}: {error}", builds.display()))?;
+    Ok(Ok((top, commits)))
+}
+
+/// One build at a time with this target directory (`builds`), and one
+/// in this repository (a lock in its git directory), taken in that order;
+/// `Err` with the exit code, said, when a signal came while waiting.
+fn take_locks(
+    top: &Path,
+    builds: &Path,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<Vec<std::fs::File>, u8>> {
     let repository_lock = match git(
-        &top,
+        top,
         [
             "rev-parse".into(),
             "--path-format=absolute".into(),
@@ -311,156 +393,158 @@ pub(crate) fn prepare(
             }
         }
     }
-    let name = top.file_name().map_or_else(
+    Ok(Ok(locks))
+}
+
+/// Builds one side (`side` at `rev`, which is `commit`) in a worktree of
+/// its own beside the repository, into `ab-against/<side>/target`, the
+/// worktree checked before and after and the commit recorded beside the
+/// binary: the worktree, the binary and how the side is named. `Err` with
+/// the exit code, said, when it cannot be.
+fn build_side(
+    place: &Place,
+    (side, rev, commit): (&str, &str, &str),
+    build: &BuildTarget,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<(Worktree, PathBuf, String), u8>> {
+    if let Some(signal) = interrupt::received() {
+        return Ok(Err(interrupted(signal, side, err)?));
+    }
+    let (worktree, tree) = match add_worktree(place, side, commit, err)? {
+        Ok(added) => added,
+        Err(code) => return Ok(Err(code)),
+    };
+    let side_dir = place.builds.join(side);
+    // Only a release build is copied: a debug target directory holds
+    // every test's build too, gigabytes, and a dev build is quick.
+    if build.release {
+        let from = place.target.join("release");
+        if let Err(signal) = seed(&from, &side_dir.join("target/release"), side, err)? {
+            return Ok(Err(interrupted(signal, side, err)?));
+        }
+    }
+    let binary = side_dir
+        .join("target")
+        .join(build.profile_dir())
+        .join(&build.bin);
+    let built_from = built_from_record(&binary);
+    // Written again only once this build is checked: until then, the
+    // binary there may be another revision's.
+    let _ = std::fs::remove_file(&built_from);
+    let record = side_dir.join("sources.tsv");
+    let entries = tree_entries(&tree).unwrap_or_default();
+    restore_times(&tree, &entries, &record);
+    // Rewritten once this build succeeds: until then, the target
+    // directory may hold what a build of other files made.
+    let _ = std::fs::remove_file(&record);
+    // A commit named by its id is named once.
+    let label = if commit.starts_with(&rev.to_ascii_lowercase()) {
+        short(commit).to_owned()
+    } else {
+        format!("{rev} ({})", short(commit))
+    };
+    writeln!(
+        err,
+        "ab: building the {side} at {label} in {} (cargo's output in {})",
+        tree.display(),
+        side_dir.join("target").display()
+    )?;
+    let started = Instant::now();
+    let built = run_build(build.command(&tree.join(&place.inside), &side_dir), err)?;
+    if let Some(signal) = interrupt::received() {
+        return Ok(Err(interrupted(signal, side, err)?));
+    }
+    // What was built is the revision only if nothing changed the
+    // worktree meanwhile: else neither a verdict nor a binary.
+    if let Err(message) = check_checkout(&tree, commit) {
+        writeln!(
+            err,
+            "error: --against: the {side}'s worktree {} changed while it was built ({message}): what was built is not {label}, and is not used",
+            tree.display()
+        )?;
+        // Neither good nor bad: `git bisect run` skips the revision
+        // rather than take this for a verdict.
+        return Ok(Err(crate::exit::EXIT_CANNOT_TEST));
+    }
+    if let Err(first_error) = built {
+        writeln!(
+            err,
+            "error: the {side} at {label} does not build (`cargo build{} -p {} --bin {}`): {first_error}",
+            if build.release { " --release" } else { "" },
+            build.package,
+            build.bin
+        )?;
+        return Ok(Err(crate::exit::EXIT_USAGE));
+    }
+    write_times(&tree, &entries, &record);
+    if let Err(error) = write_atomically(&built_from, format!("{commit}\n").as_bytes()) {
+        writeln!(
+            err,
+            "error: --against: cannot record what the {side} was built from in {}: {error}",
+            built_from.display()
+        )?;
+        return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
+    }
+    writeln!(
+        err,
+        "ab: built the {side} at {label} in {:.1} s",
+        started.elapsed().as_secs_f64()
+    )?;
+    Ok(Ok((worktree, binary, label)))
+}
+
+/// The worktree of `side` beside the repository, `commit` checked out
+/// and checked; `Err` with the exit code, said, when it cannot be.
+fn add_worktree(
+    place: &Place,
+    side: &str,
+    commit: &str,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<(Worktree, PathBuf), u8>> {
+    let name = place.top.file_name().map_or_else(
         || "repository".to_owned(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let parent = top.parent().unwrap_or(&top).to_path_buf();
-    if !build.release {
-        writeln!(
-            err,
-            "note: this program is a debug build: the base is built as one too, so that the two sides are built alike (a release build, as `cargo build --release` makes, times what ships)"
-        )?;
-    }
-    let mut worktrees = Vec::new();
-    let mut binaries = Vec::new();
-    for ((side, _, rev), commit) in revisions.into_iter().zip(&commits) {
-        let tree = parent.join(format!(".{name}.ab-{side}"));
-        if let Some(signal) = interrupt::received() {
-            return interrupted(signal, side, err);
-        }
-        let worktree = match Worktree::add(&top, &tree, commit) {
-            Ok(worktree) => worktree,
-            Err(message) => {
-                writeln!(err, "error: --against: {message}")?;
-                return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
-            }
-        };
-        if let Err(message) = check_checkout(&tree, commit) {
-            writeln!(
-                err,
-                "error: --against: the {side}'s worktree {} is not {} as checked out: {message}",
-                tree.display(),
-                short(commit)
-            )?;
+    let beside = place.top.parent().unwrap_or(&place.top);
+    let tree = beside.join(format!(".{name}.ab-{side}"));
+    let worktree = match Worktree::add(&place.top, &tree, commit) {
+        Ok(worktree) => worktree,
+        Err(message) => {
+            writeln!(err, "error: --against: {message}")?;
             return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
         }
-        let side_dir = builds.join(side);
-        // Only a release build is copied: a debug target directory holds
-        // every test's build too, gigabytes, and a dev build is quick.
-        if build.release {
-            if let Err(signal) = seed(
-                &target.join("release"),
-                &side_dir.join("target/release"),
-                side,
-                err,
-            )? {
-                return interrupted(signal, side, err);
-            }
-        }
-        let binary = side_dir
-            .join("target")
-            .join(build.profile_dir())
-            .join(&build.bin);
-        let built_from = built_from_record(&binary);
-        // Written again only once this build is checked: until then, the
-        // binary there may be another revision's.
-        let _ = std::fs::remove_file(&built_from);
-        let record = side_dir.join("sources.tsv");
-        let entries = tree_entries(&tree).unwrap_or_default();
-        restore_times(&tree, &entries, &record);
-        // Rewritten once this build succeeds: until then, the target
-        // directory may hold what a build of other files made.
-        let _ = std::fs::remove_file(&record);
-        // A commit named by its id is named once.
-        let label = if commit.starts_with(&rev.to_ascii_lowercase()) {
-            short(commit).to_owned()
-        } else {
-            format!("{rev} ({})", short(commit))
-        };
+    };
+    if let Err(message) = check_checkout(&tree, commit) {
         writeln!(
             err,
-            "ab: building the {side} at {label} in {} (cargo's output in {})",
+            "error: --against: the {side}'s worktree {} is not {} as checked out: {message}",
             tree.display(),
-            side_dir.join("target").display()
+            short(commit)
         )?;
-        let started = Instant::now();
-        let manifest = tree.join(inside).join("Cargo.toml");
-        let krate = tree
-            .join(inside)
-            .join(profiling_extract::workspace::PROFILING_DIR);
+        return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
+    }
+    Ok(Ok((worktree, tree)))
+}
+
+impl BuildTarget {
+    /// The cargo command that builds this binary from the workspace
+    /// `workspace` (a side's worktree) into `side_dir/target`.
+    fn command(&self, workspace: &Path, side_dir: &Path) -> Command {
+        let manifest = workspace.join("Cargo.toml");
+        let krate = workspace.join(profiling_extract::workspace::PROFILING_DIR);
         let mut command = profiling_extract::workspace::cargo_for_snippets(&krate);
         command
             .arg("build")
-            .args(build.release.then_some("--release"))
-            .args(["-p", &build.package, "--bin", &build.bin])
+            .args(self.release.then_some("--release"))
+            .args(["-p", &self.package, "--bin", &self.bin])
             .arg("--manifest-path")
             .arg(&manifest)
             .env("CARGO_TARGET_DIR", side_dir.join("target"));
-        if !build.features.is_empty() {
-            command.args(["--features", &build.features.join(",")]);
+        if !self.features.is_empty() {
+            command.args(["--features", &self.features.join(",")]);
         }
-        let built = run_build(command, err)?;
-        if let Some(signal) = interrupt::received() {
-            return interrupted(signal, side, err);
-        }
-        // What was built is the revision only if nothing changed the
-        // worktree meanwhile: else neither a verdict nor a binary.
-        if let Err(message) = check_checkout(&tree, commit) {
-            writeln!(
-                err,
-                "error: --against: the {side}'s worktree {} changed while it was built ({message}): what was built is not {label}, and is not used",
-                tree.display()
-            )?;
-            // Neither good nor bad: `git bisect run` skips the revision
-            // rather than take this for a verdict.
-            return Ok(Err(crate::exit::EXIT_CANNOT_TEST));
-        }
-        if let Err(first_error) = built {
-            writeln!(
-                err,
-                "error: the {side} at {label} does not build (`cargo build{} -p {} --bin {}`): {first_error}",
-                if build.release { " --release" } else { "" },
-                build.package,
-                build.bin
-            )?;
-            return Ok(Err(crate::exit::EXIT_USAGE));
-        }
-        write_times(&tree, &entries, &record);
-        if let Err(error) = write_atomically(&built_from, format!("{commit}\n").as_bytes()) {
-            writeln!(
-                err,
-                "error: --against: cannot record what the {side} was built from in {}: {error}",
-                built_from.display()
-            )?;
-            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
-        }
-        writeln!(
-            err,
-            "ab: built the {side} at {label} in {:.1} s",
-            started.elapsed().as_secs_f64()
-        )?;
-        binaries.push((binary, label, commit.clone()));
-        worktrees.push(worktree);
+        command
     }
-    // Each binary is the one its revision's build made, read back from
-    // its record before it is used.
-    for (binary, _, commit) in &binaries {
-        if let Err(message) = check_built_from(binary, commit) {
-            writeln!(err, "error: --against: {message}: not used")?;
-            return Ok(Err(crate::exit::EXIT_TARGET_FAILED));
-        }
-    }
-    let mut binaries = binaries
-        .into_iter()
-        .map(|(binary, label, _)| (binary, label));
-    Ok(Ok(Built {
-        base: binaries.next().expect("the base is built"),
-        candidate: binaries.next(),
-        _worktrees: worktrees,
-        _locks: locks,
-        _hold: hold,
-    }))
 }
 
 /// The first build of a side starts from what the workspace's own
@@ -611,14 +695,14 @@ fn lock(
 
 /// Says that `signal` stopped the build of `side` before anything ran;
 /// the exit code it asks for.
-fn interrupted(signal: i32, side: &str, err: &mut dyn Write) -> anyhow::Result<Result<Built, u8>> {
+fn interrupted(signal: i32, side: &str, err: &mut dyn Write) -> std::io::Result<u8> {
     interrupt::acknowledge();
     writeln!(
         err,
         "interrupted by {} while building the {side}: nothing was run, and its worktree is removed",
         signal_name(signal)
     )?;
-    Ok(Err(interrupt::exit_code(signal)))
+    Ok(interrupt::exit_code(signal))
 }
 
 /// Waits for `child`, started in a process group of its own: `Err` with

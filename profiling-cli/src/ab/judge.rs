@@ -11,6 +11,7 @@ use profiling_core::driver::{run_dir, session};
 use super::AbArgs;
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::outcome::Paired;
+use profiling_compare::gates::GateResult;
 
 /// After the paired runs (one, or `--repetitions` of them): each pair's
 /// comparison from its `paired.json`, printed as `compare` prints one, and
@@ -133,7 +134,6 @@ pub(super) fn judge_samples(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Judged, u8>> {
-    use crate::compare::{self, Format};
     use profiling_compare::runs;
 
     let options = *options;
@@ -152,80 +152,11 @@ pub(super) fn judge_samples(
         profiling_compare::sequential::demote(&mut comparison, why);
     }
     let comparisons = [comparison];
-    let format = if args.json {
-        Format::Json
-    } else if args.markdown {
-        Format::Markdown
-    } else {
-        compare::table_format(&args.decide)
+    let gates = match judged_gates(paired, samples, &options, alone, args, err)? {
+        Ok(gates) => gates,
+        Err(code) => return Ok(Err(code)),
     };
-    let gates = match agreed_gates(args.accept.as_deref(), paired.config.as_deref()) {
-        Ok(Some(gates)) => {
-            if let Err(code) = refuse_unmeasured(
-                &gates,
-                samples,
-                (args.accept.as_deref(), paired.config.as_deref()),
-                &paired.dir,
-                err,
-            )? {
-                return Ok(Err(code));
-            }
-            Ok(Some(gates))
-        }
-        other => other,
-    };
-    let gates = match gates {
-        Ok(gates) => gates.map(|gates| {
-            let mut results = gate_results(&gates, samples, &options);
-            if let Some(why) = alone {
-                profiling_compare::sequential::demote_gates(&mut results, why);
-            }
-            results
-        }),
-        Err(message) => {
-            writeln!(
-                err,
-                "error: {message} (the pair is kept in {})",
-                paired.dir.display()
-            )?;
-            return Ok(Err(EXIT_USAGE));
-        }
-    };
-    let tails = profiling_compare::gates::paired_tails(samples, gate_bootstrap(&options));
-    let mut json_document = None;
-    match (&gates, format) {
-        (_, Format::Json) => {
-            let mut document = compare::json_document(&comparisons, &options);
-            if let Some(object) = document.as_object_mut() {
-                let tails: serde_json::Map<String, serde_json::Value> = tails
-                    .iter()
-                    .map(|(metric, tail)| (metric.name().to_owned(), serde_json::json!(tail)))
-                    .collect();
-                object.insert("tails".to_owned(), tails.into());
-                if let Some(results) = &gates {
-                    object.insert(
-                        "gates".to_owned(),
-                        serde_json::json!({
-                            "verdict": profiling_compare::gates::verdict(results),
-                            "results": results,
-                        }),
-                    );
-                }
-            }
-            json_document = Some(document);
-        }
-        (Some(_), Format::Markdown) => {}
-        (gates, _) => {
-            compare::write_comparisons(&comparisons, &options, format, out)?;
-            if !args.markdown {
-                write_tails(&tails, out)?;
-            }
-            if let Some(results) = gates {
-                writeln!(out)?;
-                write!(out, "{}", profiling_compare::gates::render(results))?;
-            }
-        }
-    }
+    let document = render(&comparisons, samples, gates.as_deref(), &options, args, out)?;
     // Judged by gates: the experiment's record beside the pair, which
     // `--markdown` prints.
     if let Some(results) = &gates {
@@ -260,28 +191,107 @@ pub(super) fn judge_samples(
         }
     }
     Ok(Ok(Judged {
-        document: json_document,
+        document,
         verdict: gates.as_deref().map(profiling_compare::gates::verdict),
-        code: compare::regression_code(&comparisons, &options, args.decide.fail_on_regression),
+        code: crate::compare::regression_code(
+            &comparisons,
+            &options,
+            args.decide.fail_on_regression,
+        ),
     }))
 }
 
-/// The gates the pair is judged by: `--accept`, else `ab.accept` of the
-/// base's config file; `None` without either. Why not, naming the option
-/// or the file, line and column, when they cannot be read.
-pub(super) fn agreed_gates(
-    accept: Option<&str>,
-    config: Option<&Path>,
-) -> Result<Option<Vec<profiling_compare::gates::Gate>>, String> {
-    if accept.is_some() {
-        return gates_of(accept, config, None);
-    }
-    let Some(path) = config else {
-        return Ok(None);
+/// Each gate agreed (`--accept`, else the config's `ab.accept`) judged
+/// on `samples`, demoted when the protocol's looks do not allow a verdict
+/// (`alone` says why); `None` without gates. `Err` with the exit code,
+/// said, when the gates do not parse or name what the pair lacks.
+fn judged_gates(
+    paired: &Paired,
+    samples: &PairedSamples,
+    options: &profiling_compare::Options,
+    alone: Option<&str>,
+    args: &AbArgs,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<Option<Vec<GateResult>>, u8>> {
+    let accept = args.accept.as_deref();
+    let config = paired.config.as_deref();
+    let gates = match gates_of(accept, config, paired.accept.as_deref()) {
+        Ok(Some(gates)) => gates,
+        Ok(None) => return Ok(Ok(None)),
+        Err(message) => {
+            writeln!(
+                err,
+                "error: {message} (the pair is kept in {})",
+                paired.dir.display()
+            )?;
+            return Ok(Err(EXIT_USAGE));
+        }
     };
-    let file = profiling_core::driver::config::ConfigFile::load(path)
-        .map_err(|error| error.to_string())?;
-    gates_of(None, config, file.ab_accept())
+    if let Err(code) = refuse_unmeasured(&gates, samples, (accept, config), &paired.dir, err)? {
+        return Ok(Err(code));
+    }
+    let mut results = gate_results(&gates, samples, options);
+    if let Some(why) = alone {
+        profiling_compare::sequential::demote_gates(&mut results, why);
+    }
+    Ok(Ok(Some(results)))
+}
+
+/// The comparison as `args` ask: the `--json` document (returned, not
+/// printed), Markdown (the experiment's record prints it when judged by
+/// gates), or the tables with the tails and the gates.
+fn render(
+    comparisons: &[profiling_compare::Comparison],
+    samples: &PairedSamples,
+    gates: Option<&[GateResult]>,
+    options: &profiling_compare::Options,
+    args: &AbArgs,
+    out: &mut dyn Write,
+) -> std::io::Result<Option<serde_json::Value>> {
+    use crate::compare::{self, Format};
+
+    let format = if args.json {
+        Format::Json
+    } else if args.markdown {
+        Format::Markdown
+    } else {
+        compare::table_format(&args.decide)
+    };
+    let tails = profiling_compare::gates::paired_tails(samples, gate_bootstrap(options));
+    match (gates, format) {
+        (_, Format::Json) => {
+            let mut document = compare::json_document(comparisons, options);
+            if let Some(object) = document.as_object_mut() {
+                let tails: serde_json::Map<String, serde_json::Value> = tails
+                    .iter()
+                    .map(|(metric, tail)| (metric.name().to_owned(), serde_json::json!(tail)))
+                    .collect();
+                object.insert("tails".to_owned(), tails.into());
+                if let Some(results) = gates {
+                    object.insert(
+                        "gates".to_owned(),
+                        serde_json::json!({
+                            "verdict": profiling_compare::gates::verdict(results),
+                            "results": results,
+                        }),
+                    );
+                }
+            }
+            return Ok(Some(document));
+        }
+        (Some(_), Format::Markdown) => {}
+        (gates, _) => {
+            compare::write_comparisons(comparisons, options, format, out)?;
+            if !args.markdown {
+                write_tails(&tails, out)?;
+            }
+            if let Some(results) = gates {
+                writeln!(out)?;
+                write!(out, "{}", profiling_compare::gates::render(results))?;
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The gates agreed: `accept` (`--accept`), else `from_config`, the

@@ -323,40 +323,7 @@ pub(super) fn run(
             anyhow::bail!("cannot run {}: {error}", binaries.candidate.display());
         }
     };
-    let mut blocks_run = 0;
-    let read_after = canary::between_blocks(blocks.len());
-    let mut between = Vec::with_capacity(read_after.len());
-    // Both open; then each warms up alone, the base first.
-    let opened = [base.hear(err), candidate.hear(err)];
-    let opened = opened.map(|said| matches!(said, Said::Step(word) if word == "opened"));
-    if opened != [true, true] {
-        abort(&mut base, &mut candidate, opened, "built");
-    } else if !base.ask("warmup", "warmed", err) {
-        candidate.tell("abort base warmup");
-    } else if !candidate.ask("warmup", "warmed", err) {
-        base.tell("abort candidate warmup");
-    } else {
-        for (index, &(side, passes)) in blocks.iter().enumerate() {
-            // A signal this process alone was sent (a SIGTERM to it, not
-            // to the terminal's group): no further block is started.
-            if interrupt::received().is_some() {
-                break;
-            }
-            // The machine's speed between block pairs, read here while
-            // both sides wait.
-            if index > 0 && read_after.contains(&(index - 1)) {
-                between.push(canary::read());
-            }
-            let running = match side {
-                PairSide::Base => &mut base,
-                PairSide::Candidate => &mut candidate,
-            };
-            if !running.ask(&format!("passes {passes}"), "ran", err) {
-                break;
-            }
-            blocks_run += 1;
-        }
-    }
+    let (blocks_run, between) = pace(&mut base, &mut candidate, blocks, err);
     let ends = [base, candidate].map(|side| (side.word, side.named.clone(), side.finish(err)));
     // A signal that ended a side before its passes (while it read its
     // records, say): nothing of the pair is kept.
@@ -394,6 +361,56 @@ pub(super) fn run(
         }),
         between,
     }))
+}
+
+/// Both sides opened, then each warmed up alone (the base first), then
+/// their blocks in order, the machine-speed canary read between some
+/// block pairs while both wait: the blocks run and the canary's readings.
+/// A side that fails ends the pacing, the other told why.
+fn pace(
+    base: &mut Side,
+    candidate: &mut Side,
+    blocks: &[(PairSide, u32)],
+    err: &mut dyn Write,
+) -> (usize, Vec<canary::Canary>) {
+    let mut blocks_run = 0;
+    let read_after = canary::between_blocks(blocks.len());
+    let mut between = Vec::with_capacity(read_after.len());
+    let opened = [base.hear(err), candidate.hear(err)];
+    let opened = opened.map(|said| matches!(said, Said::Step(word) if word == "opened"));
+    if opened != [true, true] {
+        abort(base, candidate, opened, "built");
+        return (blocks_run, between);
+    }
+    if !base.ask("warmup", "warmed", err) {
+        candidate.tell("abort base warmup");
+        return (blocks_run, between);
+    }
+    if !candidate.ask("warmup", "warmed", err) {
+        base.tell("abort candidate warmup");
+        return (blocks_run, between);
+    }
+    for (index, &(side, passes)) in blocks.iter().enumerate() {
+        // A signal this process alone was sent (a SIGTERM to it, not to
+        // the terminal's group): no further block is started.
+        if interrupt::received().is_some() {
+            break;
+        }
+        // The machine's speed between block pairs, read here while both
+        // sides wait.
+        if index > 0 && read_after.contains(&(index - 1)) {
+            between.push(canary::read());
+        }
+        let running = match side {
+            PairSide::Base => &mut *base,
+            PairSide::Candidate => &mut *candidate,
+        };
+        if !running.ask(&format!("passes {passes}"), "ran", err) {
+            break;
+        }
+        blocks_run += 1;
+    }
+    (blocks_run, between)
 }
 
 /// Tells the side that opened that the other could not be built.

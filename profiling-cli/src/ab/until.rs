@@ -26,7 +26,7 @@ use profiling_compare::sequential::{at_look, pool, schedule, Schedule};
 use profiling_compare::{Options, Verdict};
 use profiling_core::driver::run_samples::PairedSamples;
 
-use super::{agreed_gates, gate_results, judge_samples, read_samples, refuse_unmeasured, AbArgs};
+use super::{gate_results, gates_of, judge_samples, read_samples, refuse_unmeasured, AbArgs};
 use crate::exit::{EXIT_INCONCLUSIVE, EXIT_USAGE};
 use crate::experiment::{Protocol, Stages};
 use crate::outcome::Paired;
@@ -117,30 +117,20 @@ pub(crate) fn until_decided(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let budget = args.budget.unwrap_or(DEFAULT_BUDGET);
-    let options = args.decide.options();
-    let started = Instant::now();
-    let mut stages: Vec<(Paired, PairedSamples)> = Vec::new();
-    let mut plan: Option<Schedule> = None;
-    let mut gates: Option<Vec<Gate>> = None;
-    let mut decided;
+    let mut run = Staged {
+        budget: args.budget.unwrap_or(DEFAULT_BUDGET),
+        options: args.decide.options(),
+        started: Instant::now(),
+        stages: Vec::new(),
+        plan: None,
+        gates: None,
+        decided: false,
+    };
     loop {
-        let stage = stages.len() as u32 + 1;
-        match plan {
-            None => writeln!(
-                err,
-                "ab: stage 1, until decided within {:.0} s (its time fixes how many looks the budget allows)",
-                budget.as_secs_f64()
-            )?,
-            Some(plan) => writeln!(
-                err,
-                "ab: stage {stage} of at most {}: {} passes a side",
-                plan.looks + 1,
-                plan.later_passes
-            )?,
-        }
+        let stage = run.stages.len() as u32 + 1;
+        run.say_stage(stage, err)?;
         let stage_started = Instant::now();
-        let size = plan.map(|plan| Size {
+        let size = run.plan.map(|plan| Size {
             passes: plan.later_passes,
             block_passes: args
                 .block_passes
@@ -149,18 +139,7 @@ pub(crate) fn until_decided(
         let paired = match run_stage(stage, size, err)? {
             Ok(paired) => paired,
             Err(code) => {
-                if !stages.is_empty() {
-                    writeln!(
-                        err,
-                        "note: the {} stage(s) before it are kept, not judged: {}",
-                        stages.len(),
-                        stages
-                            .iter()
-                            .map(|(p, _)| p.dir.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )?;
-                }
+                run.say_kept(err)?;
                 return Ok(code);
             }
         };
@@ -168,69 +147,148 @@ pub(crate) fn until_decided(
             Ok(samples) => samples,
             Err(code) => return Ok(code),
         };
-        let plan = match plan {
-            Some(plan) => plan,
-            None => {
-                gates = match agreed_gates(args.accept.as_deref(), paired.config.as_deref()) {
-                    Ok(gates) => gates,
-                    Err(message) => {
-                        writeln!(err, "error: {message}")?;
-                        return Ok(EXIT_USAGE);
-                    }
-                };
-                // What no stage could decide is refused before the budget
-                // is spent on more stages.
-                if let Some(gates) = &gates {
-                    if let Err(code) = refuse_unmeasured(
-                        gates,
-                        &samples,
-                        (args.accept.as_deref(), paired.config.as_deref()),
-                        &paired.dir,
-                        err,
-                    )? {
-                        return Ok(code);
-                    }
-                }
-                let took = stage_started.elapsed();
-                let fixed = schedule(budget, took, &samples);
-                plan = Some(fixed);
-                stages.push((paired, samples));
-                decided = false;
-                if fixed.looks == 0 {
-                    writeln!(
-                        err,
-                        "ab: stage 1 took {:.1} s; the budget of {:.0} s holds no second stage, and one stage gives no verdict (each stage builds both sides anew, and where their data lands differs from one to the next): give a larger --budget, or fewer --passes",
-                        took.as_secs_f64(),
-                        budget.as_secs_f64()
-                    )?;
-                    break;
-                }
-                writeln!(
-                    err,
-                    "ab: stage 1 took {:.1} s: at most {} more, of {} passes a side, each followed by a look at the stages so far (no verdict from one stage: each builds both sides anew, and where their data lands differs from one to the next)",
-                    took.as_secs_f64(),
-                    fixed.looks,
-                    fixed.later_passes
-                )?;
-                continue;
+        let next = match run.plan {
+            None => run.fix_plan(args, (paired, samples), stage_started.elapsed(), err)?,
+            Some(plan) => run.look(plan, stage, (paired, samples), err)?,
+        };
+        match next {
+            Next::Stage => {}
+            Next::Judge => break,
+            Next::Exit(code) => return Ok(code),
+        }
+    }
+    run.judge(args, out, err)
+}
+
+/// What follows a stage.
+enum Next {
+    Stage,
+    Judge,
+    Exit(u8),
+}
+
+/// The stages run so far, and what the first fixed: the looks and the
+/// gates.
+struct Staged {
+    budget: Duration,
+    options: Options,
+    started: Instant,
+    stages: Vec<(Paired, PairedSamples)>,
+    plan: Option<Schedule>,
+    gates: Option<Vec<Gate>>,
+    decided: bool,
+}
+
+impl Staged {
+    /// The line that starts stage `stage`.
+    fn say_stage(&self, stage: u32, err: &mut dyn Write) -> std::io::Result<()> {
+        match self.plan {
+            None => writeln!(
+                err,
+                "ab: stage 1, until decided within {:.0} s (its time fixes how many looks the budget allows)",
+                self.budget.as_secs_f64()
+            ),
+            Some(plan) => writeln!(
+                err,
+                "ab: stage {stage} of at most {}: {} passes a side",
+                plan.looks + 1,
+                plan.later_passes
+            ),
+        }
+    }
+
+    /// After a stage that failed: the stages before it, kept unjudged.
+    fn say_kept(&self, err: &mut dyn Write) -> std::io::Result<()> {
+        if self.stages.is_empty() {
+            return Ok(());
+        }
+        let kept: Vec<String> = self
+            .stages
+            .iter()
+            .map(|(p, _)| p.dir.display().to_string())
+            .collect();
+        writeln!(
+            err,
+            "note: the {} stage(s) before it are kept, not judged: {}",
+            self.stages.len(),
+            kept.join(", ")
+        )
+    }
+
+    /// After the first stage (which `took` so long): the gates read and
+    /// checked against what it measured, and the looks the budget allows
+    /// fixed.
+    fn fix_plan(
+        &mut self,
+        args: &AbArgs,
+        (paired, samples): (Paired, PairedSamples),
+        took: Duration,
+        err: &mut dyn Write,
+    ) -> anyhow::Result<Next> {
+        let config = paired.config.as_deref();
+        self.gates = match gates_of(args.accept.as_deref(), config, paired.accept.as_deref()) {
+            Ok(gates) => gates,
+            Err(message) => {
+                writeln!(err, "error: {message}")?;
+                return Ok(Next::Exit(EXIT_USAGE));
             }
         };
-        stages.push((paired, samples));
-        let pooled = pool(&stages.iter().map(|(_, s)| s).collect::<Vec<_>>());
-        let level = at_look(&options, plan.looks);
-        let looked = look(&pooled, gates.as_deref(), &level);
-        decided = looked.decided;
-        let spent = started.elapsed().as_secs_f64();
-        let next_fits = spent + plan.stage_seconds() <= budget.as_secs_f64() * SLACK;
+        // What no stage could decide is refused before the budget is
+        // spent on more stages.
+        if let Some(gates) = &self.gates {
+            let source = (args.accept.as_deref(), config);
+            if let Err(code) = refuse_unmeasured(gates, &samples, source, &paired.dir, err)? {
+                return Ok(Next::Exit(code));
+            }
+        }
+        let fixed = schedule(self.budget, took, &samples);
+        self.plan = Some(fixed);
+        self.stages.push((paired, samples));
+        if fixed.looks == 0 {
+            writeln!(
+                err,
+                "ab: stage 1 took {:.1} s; the budget of {:.0} s holds no second stage, and one stage gives no verdict (each stage builds both sides anew, and where their data lands differs from one to the next): give a larger --budget, or fewer --passes",
+                took.as_secs_f64(),
+                self.budget.as_secs_f64()
+            )?;
+            return Ok(Next::Judge);
+        }
+        writeln!(
+            err,
+            "ab: stage 1 took {:.1} s: at most {} more, of {} passes a side, each followed by a look at the stages so far (no verdict from one stage: each builds both sides anew, and where their data lands differs from one to the next)",
+            took.as_secs_f64(),
+            fixed.looks,
+            fixed.later_passes
+        )?;
+        Ok(Next::Stage)
+    }
+
+    /// The look after stage `stage`, over every stage so far pooled, at
+    /// its share of the error rate: decided, out of looks or budget, or
+    /// another stage.
+    fn look(
+        &mut self,
+        plan: Schedule,
+        stage: u32,
+        ran: (Paired, PairedSamples),
+        err: &mut dyn Write,
+    ) -> std::io::Result<Next> {
+        self.stages.push(ran);
+        let pooled = pool(&self.stages.iter().map(|(_, s)| s).collect::<Vec<_>>());
+        let level = at_look(&self.options, plan.looks);
+        let looked = look(&pooled, self.gates.as_deref(), &level);
+        self.decided = looked.decided;
+        let spent = self.started.elapsed().as_secs_f64();
+        let budget = self.budget.as_secs_f64();
+        let next_fits = spent + plan.stage_seconds() <= budget * SLACK;
         let look_number = stage - 1;
-        let then = if decided {
+        let then = if self.decided {
             "decided".to_owned()
         } else if look_number >= plan.looks {
             "not decided, and no look is left".to_owned()
         } else if !next_fits {
             format!(
-                "not decided, and another stage would end past the budget ({spent:.0} s of {:.0} s spent)",
-                budget.as_secs_f64()
+                "not decided, and another stage would end past the budget ({spent:.0} s of {budget:.0} s spent)"
             )
         } else {
             "not yet: another stage".to_owned()
@@ -243,70 +301,77 @@ pub(crate) fn until_decided(
             pooled.base.pass_ns.len(),
             looked.said
         )?;
-        if decided || look_number >= plan.looks || !next_fits {
-            break;
-        }
+        Ok(if self.decided || look_number >= plan.looks || !next_fits {
+            Next::Judge
+        } else {
+            Next::Stage
+        })
     }
-    let looks = plan.map_or(0, |p| p.looks);
-    let level = at_look(&options, looks);
-    let pooled = pool(&stages.iter().map(|(_, s)| s).collect::<Vec<_>>());
-    let described = Stages {
-        ids: stages
-            .iter()
-            .map(|(p, _)| {
-                p.dir
-                    .file_name()
-                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-            })
-            .collect(),
-        looks,
-        budget,
-        passes: pooled.base.pass_ns.len(),
-        confidence: options.bootstrap.confidence,
-        significance: options.significance,
-        decided,
-    };
-    let sentence = described.describe();
-    let (last, _) = stages.last().expect("a stage ran");
-    let judged = match judge_samples(
-        last,
-        &pooled,
-        &level,
-        Protocol::Stages(described),
-        args,
-        out,
-        err,
-    )? {
-        Ok(judged) => judged,
-        Err(code) => return Ok(code),
-    };
-    if let Some(mut document) = judged.document {
-        if let Some(object) = document.as_object_mut() {
-            object.insert(
-                "until_decided".to_owned(),
-                serde_json::json!({
-                    "stages": stages.iter().map(|(p, _)| p.dir.display().to_string()).collect::<Vec<_>>(),
-                    "looks": looks,
-                    "budget_s": budget.as_secs_f64(),
-                    "decided": decided,
-                    "confidence": level.bootstrap.confidence,
-                    "significance": level.significance,
-                }),
-            );
+
+    /// The stages pooled and judged beside the last one, at the last
+    /// look's level; the exit code.
+    fn judge(self, args: &AbArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+        let looks = self.plan.map_or(0, |p| p.looks);
+        let level = at_look(&self.options, looks);
+        let pooled = pool(&self.stages.iter().map(|(_, s)| s).collect::<Vec<_>>());
+        let described = Stages {
+            ids: self
+                .stages
+                .iter()
+                .map(|(p, _)| {
+                    p.dir
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                })
+                .collect(),
+            looks,
+            budget: self.budget,
+            passes: pooled.base.pass_ns.len(),
+            confidence: self.options.bootstrap.confidence,
+            significance: self.options.significance,
+            decided: self.decided,
+        };
+        let sentence = described.describe();
+        let (last, _) = self.stages.last().expect("a stage ran");
+        let protocol = Protocol::Stages(described);
+        let judged = match judge_samples(last, &pooled, &level, protocol, args, out, err)? {
+            Ok(judged) => judged,
+            Err(code) => return Ok(code),
+        };
+        if let Some(mut document) = judged.document {
+            if let Some(object) = document.as_object_mut() {
+                let stages: Vec<String> = self
+                    .stages
+                    .iter()
+                    .map(|(p, _)| p.dir.display().to_string())
+                    .collect();
+                object.insert(
+                    "until_decided".to_owned(),
+                    serde_json::json!({
+                        "stages": stages,
+                        "looks": looks,
+                        "budget_s": self.budget.as_secs_f64(),
+                        "decided": self.decided,
+                        "confidence": level.bootstrap.confidence,
+                        "significance": level.significance,
+                    }),
+                );
+            }
+            writeln!(out, "{document}")?;
+        } else if !args.markdown {
+            writeln!(out, "\nuntil decided: {sentence}")?;
         }
-        writeln!(out, "{document}")?;
-    } else if !args.markdown {
-        writeln!(out, "\nuntil decided: {sentence}")?;
+        Ok(match judged.verdict {
+            Some(GateVerdict::Accept) => crate::exit::EXIT_OK,
+            Some(GateVerdict::Reject) => crate::exit::EXIT_REGRESSION,
+            Some(GateVerdict::Inconclusive) => EXIT_INCONCLUSIVE,
+            None if self.decided => judged.code,
+            None => EXIT_INCONCLUSIVE,
+        })
     }
-    Ok(match judged.verdict {
-        Some(GateVerdict::Accept) => crate::exit::EXIT_OK,
-        Some(GateVerdict::Reject) => crate::exit::EXIT_REGRESSION,
-        Some(GateVerdict::Inconclusive) => EXIT_INCONCLUSIVE,
-        None if decided => judged.code,
-        None => EXIT_INCONCLUSIVE,
-    })
 }
 
+/// A percentage with its trailing zeros trimmed.
 fn trim(value: f64) -> String {
     let text = format!("{value:.3}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
