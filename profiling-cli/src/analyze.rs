@@ -320,8 +320,51 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
+/// A column of the table: what one range shows under it, given the number
+/// of passes.
+type Cell = fn(&RangeAnalysis, u64) -> String;
+
+/// The analysis as a terminal shows it: the capture's line, one row per
+/// range, the ranges' details, then the notes.
 fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
     let passes = analysis.passes.len().max(1) as u64;
+    write_capture_line(analysis, out)?;
+    let columns = columns(analysis);
+    let header: Vec<&str> = std::iter::once("range path")
+        .chain(columns.iter().map(|(name, _)| *name))
+        .collect();
+    let rows: Vec<Vec<String>> = analysis
+        .ranges
+        .iter()
+        .map(|range| {
+            std::iter::once(format!(
+                "{}{}",
+                "  ".repeat(range.depth as usize),
+                printable(&range.path)
+            ))
+            .chain(columns.iter().map(|(_, cell)| cell(range, passes)))
+            .collect()
+        })
+        .collect();
+    write_aligned(&header, &rows, out)?;
+    write_range_details(analysis, passes, out)?;
+    if analysis.gpu_activities_outside_ranges > 0 {
+        writeln!(
+            out,
+            "note: {} of {} GPU activities were launched outside every range of the capture",
+            analysis.gpu_activities_outside_ranges, analysis.gpu_activities
+        )?;
+    }
+    for note in &analysis.notes {
+        writeln!(out, "note: {}", printable(note))?;
+    }
+    Ok(())
+}
+
+/// The table's first line: the capture range, its process, the Nsight
+/// Systems version, the capture's length and passes, and the GPU's
+/// occupancy where CUDA was traced.
+fn write_capture_line(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
     let version = analysis
         .nsys_version
         .as_deref()
@@ -342,10 +385,13 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
         analysis.process_id,
         format_ns(analysis.capture_ns),
         analysis.passes.len(),
-    )?;
-    // Columns: what every capture has, then the GPU's where CUDA was
-    // traced, then the OS runtime's where it was.
-    type Cell = fn(&RangeAnalysis, u64) -> String;
+    )
+}
+
+/// The columns after the range path: what every capture has, then the
+/// GPU's where CUDA was traced, then the OS runtime's where it was, and
+/// last the top kernel (or, without CUDA, the top OS call).
+fn columns(analysis: &Analysis) -> Vec<(&'static str, Cell)> {
     let mut columns: Vec<(&str, Cell)> = vec![
         ("calls", |r, _| r.count.to_string()),
         ("host p50", |r, _| format_ns(r.host.p50_ns)),
@@ -372,7 +418,7 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
             format_ns(r.os_runtime_ns / passes)
         }));
     }
-    let last: (&str, Cell) = if analysis.cuda_traced {
+    columns.push(if analysis.cuda_traced {
         ("top kernel", |r, _| {
             r.kernels.first().map_or("-".to_owned(), |k| {
                 format!("{} ×{}", printable(&k.name), k.count)
@@ -384,25 +430,17 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
                 format!("{} ×{}", printable(&c.name), c.count)
             })
         })
-    };
-    let header: Vec<&str> = std::iter::once("range path")
-        .chain(columns.iter().map(|(name, _)| *name))
-        .chain([last.0])
-        .collect();
-    let rows: Vec<Vec<String>> = analysis
-        .ranges
-        .iter()
-        .map(|range| {
-            std::iter::once(format!(
-                "{}{}",
-                "  ".repeat(range.depth as usize),
-                printable(&range.path)
-            ))
-            .chain(columns.iter().map(|(_, cell)| cell(range, passes)))
-            .chain([(last.1)(range, passes)])
-            .collect()
-        })
-        .collect();
+    });
+    columns
+}
+
+/// `header` and `rows` as aligned lines: the first column to the left,
+/// the middle ones to the right, the last as it is (a name of any length).
+fn write_aligned(
+    header: &[&str],
+    rows: &[Vec<String>],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
@@ -421,11 +459,21 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
         text.push_str(cells[cells.len() - 1]);
         text
     };
-    writeln!(out, "{}", line(&header))?;
-    for row in &rows {
+    writeln!(out, "{}", line(header))?;
+    for row in rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         writeln!(out, "{}", line(&cells))?;
     }
+    Ok(())
+}
+
+/// One line per range for what the table has no room for: its kernels
+/// where it has more than one, its OS calls, and its sampled functions.
+fn write_range_details(
+    analysis: &Analysis,
+    passes: u64,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     for range in analysis.ranges.iter().filter(|r| r.kernels.len() > 1) {
         let kernels: Vec<String> = range
             .kernels
@@ -486,16 +534,6 @@ fn write_table(analysis: &Analysis, out: &mut dyn Write) -> std::io::Result<()> 
             range.samples,
             functions.join("; ")
         )?;
-    }
-    if analysis.gpu_activities_outside_ranges > 0 {
-        writeln!(
-            out,
-            "note: {} of {} GPU activities were launched outside every range of the capture",
-            analysis.gpu_activities_outside_ranges, analysis.gpu_activities
-        )?;
-    }
-    for note in &analysis.notes {
-        writeln!(out, "note: {}", printable(note))?;
     }
     Ok(())
 }

@@ -109,14 +109,44 @@ pub(crate) fn record(
     for result in results {
         let _ = writeln!(text, "- `{}`", result.gate.text);
     }
+    write_protocol(&mut text, base, candidate, comparison, protocol);
+    write_results(&mut text, results, options);
+    let _ = writeln!(
+        text,
+        "\n{}\n",
+        gates::render(results)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .replacen("verdict: ", "Verdict: ", 1)
+    );
+    text.push_str("## Every row\n\n");
+    let mut rows = Vec::new();
+    if crate::compare::write_comparisons(
+        std::slice::from_ref(comparison),
+        options,
+        crate::compare::Format::Markdown,
+        &mut rows,
+    )
+    .is_ok()
+    {
+        text.push_str(&String::from_utf8_lossy(&rows));
+    }
+    text
+}
+
+/// The protocol's section: a table of what ran against what, on which
+/// records and device, how many passes in which blocks and repetitions or
+/// stages, with which build on which machine.
+fn write_protocol(
+    text: &mut String,
+    base: &LoadedRun,
+    candidate: &LoadedRun,
+    comparison: &Comparison,
+    protocol: &Protocol,
+) {
+    let (b, c) = (&base.typed, &candidate.typed);
     text.push_str("\n## Protocol\n\n| | |\n|---|---|\n");
-    let git = |run: &LoadedRun| match (&run.typed.git_commit, run.typed.git_dirty) {
-        (Some(commit), Some(true)) => {
-            format!("{}, with uncommitted changes", short(commit))
-        }
-        (Some(commit), _) => short(commit).to_owned(),
-        (None, _) => "no git commit".to_owned(),
-    };
     let mut row = |key: &str, value: String| {
         let _ = writeln!(text, "| {key} | {} |", cell(&value));
     };
@@ -190,6 +220,22 @@ pub(crate) fn record(
             row(&format!("during the {side}"), machine.summary());
         }
     }
+}
+
+/// The commit `run` was built from, and whether it had uncommitted changes.
+fn git(run: &LoadedRun) -> String {
+    match (&run.typed.git_commit, run.typed.git_dirty) {
+        (Some(commit), Some(true)) => {
+            format!("{}, with uncommitted changes", short(commit))
+        }
+        (Some(commit), _) => short(commit).to_owned(),
+        (None, _) => "no git commit".to_owned(),
+    }
+}
+
+/// The results' section: a table of each gate's figures, its change with
+/// its interval at the options' confidence, and whether it holds.
+fn write_results(text: &mut String, results: &[GateResult], options: &Options) {
     let _ = write!(
         text,
         "\n## Results\n\n| gate | base | candidate | change | {} % interval | result |\n|---|---:|---:|---:|---:|---|\n",
@@ -228,28 +274,6 @@ pub(crate) fn record(
             cell(&outcome)
         );
     }
-    let _ = writeln!(
-        text,
-        "\n{}\n",
-        gates::render(results)
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .replacen("verdict: ", "Verdict: ", 1)
-    );
-    text.push_str("## Every row\n\n");
-    let mut rows = Vec::new();
-    if crate::compare::write_comparisons(
-        std::slice::from_ref(comparison),
-        options,
-        crate::compare::Format::Markdown,
-        &mut rows,
-    )
-    .is_ok()
-    {
-        text.push_str(&String::from_utf8_lossy(&rows));
-    }
-    text
 }
 
 /// A gate's figure of one side in its metric's unit.

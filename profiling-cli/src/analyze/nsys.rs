@@ -287,6 +287,21 @@ fn run_filtered(lines: &[Vec<String>], err: &mut dyn Write) -> std::io::Result<E
     // below whenever it comes (no window between a check and the wait).
     let (signal_reader, signal_writer) = std::io::pipe()?;
     let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let handlers = register_signals(&received, &signal_writer)?;
+    drop(signal_writer);
+    let result = spawn_and_follow(program, args, &signal_reader, &received, err);
+    for handler in handlers {
+        signal_hook::low_level::unregister(handler);
+    }
+    result
+}
+
+/// Handlers for SIGINT, SIGTERM and SIGHUP that store the signal's number
+/// in `received` and write a byte to `wake`.
+fn register_signals(
+    received: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    wake: &std::io::PipeWriter,
+) -> std::io::Result<Vec<signal_hook::SigId>> {
     let mut handlers = Vec::new();
     // SIGHUP too: nsys is no longer in the terminal's foreground group,
     // and a closed terminal would leave it capturing into a pipe nobody
@@ -299,97 +314,135 @@ fn run_filtered(lines: &[Vec<String>], err: &mut dyn Write) -> std::io::Result<E
         )?);
         handlers.push(signal_hook::low_level::pipe::register(
             signal,
-            signal_writer.try_clone()?,
+            wake.try_clone()?,
         )?);
     }
-    drop(signal_writer);
-    let result = (|| {
-        let (mut reader, writer) = std::io::pipe()?;
-        let mut child = {
-            let mut command = Command::new(program);
-            command
-                .args(args)
-                .stdin(Stdio::null())
-                .stdout(writer.try_clone()?)
-                .stderr(writer)
-                // Ctrl-C at a terminal reaches this process only; nsys
-                // hears it from here, once.
-                .process_group(0);
-            // The command, and with it this process's end of the pipe,
-            // goes here.
-            command.spawn()?
-        };
-        set_nonblocking(reader.as_fd())?;
-        set_nonblocking(signal_reader.as_fd())?;
-        let exited = pidfd_of(child.id());
-        let mut filter = ProgressFilter::default();
-        let mut chunk = vec![0u8; 64 * 1024];
-        let mut pipe_open = true;
-        let mut interrupted = None;
-        let status = loop {
-            if interrupted.is_none() {
-                // Also one that came before these handlers, held off by
-                // the process's own.
-                let signal = match received.load(std::sync::atomic::Ordering::SeqCst) {
-                    0 => interrupt::received().unwrap_or(0) as usize,
-                    signal => signal,
-                };
-                if signal != 0 {
-                    // SAFETY: kill(2) on the child this process started and
-                    // has not reaped.
-                    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-                    interrupted = Some(signal as i32);
-                }
-            }
-            if let Some(status) = child.try_wait()? {
-                // What it wrote before it ended is in the pipe: read that,
-                // not what a process it left behind goes on writing.
-                if pipe_open {
-                    let _ = read_available(&mut reader, &mut chunk, READ_AFTER_EXIT, |bytes| {
-                        filter.feed(bytes, err)
-                    });
-                }
-                break status;
-            }
-            let mut polled = vec![poll_entry(signal_reader.as_fd())];
-            if let Some(pidfd) = &exited {
-                polled.push(poll_entry(pidfd.as_fd()));
-            }
+    Ok(handlers)
+}
+
+/// Starts `program` with `args` and passes its output through the progress
+/// filter to `err` until it exits, passing on as SIGINT the first signal
+/// that `received` holds (or that came before its handlers).
+fn spawn_and_follow(
+    program: &str,
+    args: &[&String],
+    signal_reader: &std::io::PipeReader,
+    received: &std::sync::atomic::AtomicUsize,
+    err: &mut dyn Write,
+) -> std::io::Result<Ended> {
+    let (mut reader, writer) = std::io::pipe()?;
+    let mut child = spawn_in_own_group(program, args, writer)?;
+    set_nonblocking(reader.as_fd())?;
+    set_nonblocking(signal_reader.as_fd())?;
+    let exited = pidfd_of(child.id());
+    let mut filter = ProgressFilter::default();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut pipe_open = true;
+    let mut interrupted = None;
+    let status = loop {
+        if interrupted.is_none() {
+            interrupted = pass_on_signal(received, &child);
+        }
+        if let Some(status) = child.try_wait()? {
+            // What it wrote before it ended is in the pipe: read that,
+            // not what a process it left behind goes on writing.
             if pipe_open {
-                polled.push(poll_entry(reader.as_fd()));
-            }
-            // Without a pidfd (a kernel before 5.3), the child's end is
-            // looked at ten times a second.
-            let timeout = if exited.is_some() { -1 } else { 100 };
-            // SAFETY: poll(2) on descriptors that live through the call.
-            let ready =
-                unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
-            if ready < 0 {
-                let error = std::io::Error::last_os_error();
-                if error.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(error);
-            }
-            // The signal pipe only wakes the loop; what came is in `received`.
-            let _ = read_available(&mut &signal_reader, &mut chunk, usize::MAX, |_| Ok(()));
-            if pipe_open {
-                let more = read_available(&mut reader, &mut chunk, usize::MAX, |bytes| {
+                let _ = read_available(&mut reader, &mut chunk, READ_AFTER_EXIT, |bytes| {
                     filter.feed(bytes, err)
-                })?;
-                pipe_open = more;
+                });
             }
-        };
-        filter.finish_line(err)?;
-        Ok(Ended {
-            status,
-            interrupted,
-        })
-    })();
-    for handler in handlers {
-        signal_hook::low_level::unregister(handler);
+            break status;
+        }
+        let output = pipe_open.then(|| reader.as_fd());
+        if !wait_for_any(signal_reader.as_fd(), exited.as_ref(), output)? {
+            continue;
+        }
+        // The signal pipe only wakes the loop; what came is in `received`.
+        let _ = read_available(&mut &*signal_reader, &mut chunk, usize::MAX, |_| Ok(()));
+        if pipe_open {
+            let more = read_available(&mut reader, &mut chunk, usize::MAX, |bytes| {
+                filter.feed(bytes, err)
+            })?;
+            pipe_open = more;
+        }
+    };
+    filter.finish_line(err)?;
+    Ok(Ended {
+        status,
+        interrupted,
+    })
+}
+
+/// Starts `program` with `args` in a process group of its own, stdin
+/// closed, stdout and stderr both to `output`.
+fn spawn_in_own_group(
+    program: &str,
+    args: &[&String],
+    output: std::io::PipeWriter,
+) -> std::io::Result<std::process::Child> {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(output.try_clone()?)
+        .stderr(output)
+        // Ctrl-C at a terminal reaches this process only; nsys
+        // hears it from here, once.
+        .process_group(0);
+    // The command, and with it this process's end of the pipe,
+    // goes here.
+    command.spawn()
+}
+
+/// The signal this process received, if any, after sending SIGINT to
+/// `child` for it.
+fn pass_on_signal(
+    received: &std::sync::atomic::AtomicUsize,
+    child: &std::process::Child,
+) -> Option<i32> {
+    // Also one that came before these handlers, held off by
+    // the process's own.
+    let signal = match received.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => interrupt::received().unwrap_or(0) as usize,
+        signal => signal,
+    };
+    if signal == 0 {
+        return None;
     }
-    result
+    // SAFETY: kill(2) on the child this process started and
+    // has not reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    Some(signal as i32)
+}
+
+/// Waits until `signals` has a byte, `exited` (the child's pidfd) says it
+/// ended or `output` has more; false when a signal broke the wait off
+/// before any of these.
+fn wait_for_any(
+    signals: BorrowedFd<'_>,
+    exited: Option<&OwnedFd>,
+    output: Option<BorrowedFd<'_>>,
+) -> std::io::Result<bool> {
+    let mut polled = vec![poll_entry(signals)];
+    if let Some(pidfd) = exited {
+        polled.push(poll_entry(pidfd.as_fd()));
+    }
+    if let Some(output) = output {
+        polled.push(poll_entry(output));
+    }
+    // Without a pidfd (a kernel before 5.3), the child's end is
+    // looked at ten times a second.
+    let timeout = if exited.is_some() { -1 } else { 100 };
+    // SAFETY: poll(2) on descriptors that live through the call.
+    let ready = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
+    if ready < 0 {
+        let error = std::io::Error::last_os_error();
+        if error.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(error);
+    }
+    Ok(true)
 }
 
 /// Reads what `source` has now, up to `limit` bytes, handing each chunk to

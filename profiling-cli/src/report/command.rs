@@ -47,6 +47,16 @@ impl ReportArgs {
     }
 }
 
+/// A page, and the path it goes to unless `-o` names another.
+struct Page {
+    html: String,
+    default_path: PathBuf,
+}
+
+/// A page, or the exit code once what kept it from being made was said
+/// on stderr.
+type Built = anyhow::Result<Result<Page, u8>>;
+
 /// `profile-cli report`.
 pub fn report_command(
     args: ReportArgs,
@@ -62,95 +72,25 @@ pub fn report_command(
         Ok(paths) => paths,
         Err(error) => return usage_error(err, &error),
     };
-    let dir_of = |path: &Path| -> PathBuf {
-        if path.is_dir() {
-            path.to_path_buf()
-        } else {
-            path.parent().unwrap_or(Path::new(".")).to_path_buf()
-        }
-    };
     let sweep_dir = (paths.len() == 1).then(|| dir_of(&paths[0])).filter(|dir| {
         dir.join(crate::sweep::document::SWEEP_FILE).is_file()
             && !dir.join("manifest.yaml").is_file()
     });
-    let (html, default_path) = if let Some(dir) = sweep_dir {
-        // A sweep's directory: its page.
-        let document = match crate::sweep::document::SweepDocument::read(&dir) {
-            Ok(document) => document,
-            Err(message) => {
-                writeln!(err, "error: {message}")?;
-                return Ok(EXIT_USAGE);
-            }
-        };
-        (
-            super::sweep_page(&document),
-            dir.join(super::SWEEP_PAGE_FILE),
-        )
+    let built = if let Some(dir) = sweep_dir {
+        sweep_page(&dir, err)?
     } else if paths.len() == 1 {
-        let dir = dir_of(&paths[0]);
-        let (manifest, samples) = match super::read_run(&dir) {
-            Ok(read) => read,
-            Err(error) => return usage_error(err, &error),
-        };
-        if samples.is_none() {
-            writeln!(
-                err,
-                "note: {} has no samples.bin: the page leaves out the plots that need them",
-                dir.display()
-            )?;
-        }
-        let html = super::run_page(&super::RunPage {
-            dir: &dir,
-            manifest: &manifest,
-            samples: samples.as_ref(),
-            comparison: None,
-        });
-        (html, dir.join(super::REPORT_FILE))
+        run_page(&dir_of(&paths[0]), err)?
     } else {
-        let mut loaded = Vec::new();
-        for path in &paths {
-            match runs::load(path) {
-                Ok(run) => loaded.push(run),
-                Err(error) => return usage_error(err, &error),
-            }
-        }
-        let mut comparisons = Vec::new();
-        for candidate in &loaded[1..] {
-            match compare::compare(
-                &loaded[0],
-                candidate,
-                &options,
-                args.allow_different_targets,
-            ) {
-                Ok(comparison) => comparisons.push(comparison),
-                Err(error) => {
-                    writeln!(err, "error: {error}")?;
-                    return Ok(EXIT_USAGE);
-                }
-            }
-        }
-        let runs: Vec<&LoadedRun> = loaded.iter().collect();
-        let html = super::comparison_page(&runs, &comparisons, &options);
-        let path = loaded[1]
-            .dir
-            .join(format!("report-vs-{}.html", loaded[0].run_id));
-        (html, path)
+        comparison_page(&paths, &options, args.allow_different_targets, err)?
     };
-    let path = match args.output {
-        Some(path) => {
-            if path.exists() && !args.force {
-                writeln!(
-                    err,
-                    "error: {} exists: give --force to replace it, or another -o FILE",
-                    path.display()
-                )?;
-                return Ok(EXIT_USAGE);
-            }
-            path
-        }
-        None => default_path,
+    let page = match built {
+        Ok(page) => page,
+        Err(code) => return Ok(code),
     };
-    if let Err(error) = super::write_page(&path, &html) {
+    let Some(path) = output_path(args.output, args.force, page.default_path, err)? else {
+        return Ok(EXIT_USAGE);
+    };
+    if let Err(error) = super::write_page(&path, &page.html) {
         writeln!(err, "error: cannot write {}: {error}", path.display())?;
         return Ok(crate::exit::EXIT_TARGET_FAILED);
     }
@@ -160,6 +100,113 @@ pub fn report_command(
         open_page(&path, err)?;
     }
     Ok(EXIT_OK)
+}
+
+/// The directory `path` names, or the one its file is in.
+fn dir_of(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.to_path_buf()
+    } else {
+        path.parent().unwrap_or(Path::new(".")).to_path_buf()
+    }
+}
+
+/// The page of the sweep in `dir`.
+fn sweep_page(dir: &Path, err: &mut dyn Write) -> Built {
+    let document = match crate::sweep::document::SweepDocument::read(dir) {
+        Ok(document) => document,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(Err(EXIT_USAGE));
+        }
+    };
+    Ok(Ok(Page {
+        html: super::sweep_page(&document),
+        default_path: dir.join(super::SWEEP_PAGE_FILE),
+    }))
+}
+
+/// The page of the run in `dir`, without the plots that need its samples
+/// when it has none (and a note saying so).
+fn run_page(dir: &Path, err: &mut dyn Write) -> Built {
+    let (manifest, samples) = match super::read_run(dir) {
+        Ok(read) => read,
+        Err(error) => return usage_error(err, &error).map(Err),
+    };
+    if samples.is_none() {
+        writeln!(
+            err,
+            "note: {} has no samples.bin: the page leaves out the plots that need them",
+            dir.display()
+        )?;
+    }
+    let html = super::run_page(&super::RunPage {
+        dir,
+        manifest: &manifest,
+        samples: samples.as_ref(),
+        comparison: None,
+    });
+    Ok(Ok(Page {
+        html,
+        default_path: dir.join(super::REPORT_FILE),
+    }))
+}
+
+/// The page comparing each candidate of `paths` (all but the first) with
+/// the base (the first), for the first candidate's directory.
+fn comparison_page(
+    paths: &[PathBuf],
+    options: &compare::Options,
+    allow_different_targets: bool,
+    err: &mut dyn Write,
+) -> Built {
+    let mut loaded = Vec::new();
+    for path in paths {
+        match runs::load(path) {
+            Ok(run) => loaded.push(run),
+            Err(error) => return usage_error(err, &error).map(Err),
+        }
+    }
+    let mut comparisons = Vec::new();
+    for candidate in &loaded[1..] {
+        match compare::compare(&loaded[0], candidate, options, allow_different_targets) {
+            Ok(comparison) => comparisons.push(comparison),
+            Err(error) => {
+                writeln!(err, "error: {error}")?;
+                return Ok(Err(EXIT_USAGE));
+            }
+        }
+    }
+    let runs: Vec<&LoadedRun> = loaded.iter().collect();
+    let html = super::comparison_page(&runs, &comparisons, options);
+    let default_path = loaded[1]
+        .dir
+        .join(format!("report-vs-{}.html", loaded[0].run_id));
+    Ok(Ok(Page { html, default_path }))
+}
+
+/// Where the page goes: `output` where given, which is refused (None, said
+/// on stderr) when it exists and `force` is not; else `default_path`.
+fn output_path(
+    output: Option<PathBuf>,
+    force: bool,
+    default_path: PathBuf,
+    err: &mut dyn Write,
+) -> std::io::Result<Option<PathBuf>> {
+    match output {
+        Some(path) => {
+            if path.exists() && !force {
+                writeln!(
+                    err,
+                    "error: {} exists: give --force to replace it, or another -o FILE",
+                    path.display()
+                )?;
+                return Ok(None);
+            }
+            Ok(Some(path))
+        }
+        None => Ok(Some(default_path)),
+    }
 }
 
 /// Opens `path` with the desktop's opener, or says there is none.

@@ -51,6 +51,9 @@ pub(crate) struct NewArgs {
     pub(crate) follow: bool,
 }
 
+/// `profile-cli new`: a variant of a snippet, or a new snippet copied from
+/// `--from`, then (unless `--no-check`) built and linked in, and what to
+/// do next.
 pub(crate) fn new(
     args: NewArgs,
     root: &Path,
@@ -60,6 +63,41 @@ pub(crate) fn new(
     if let Some(base) = &args.variant_of {
         return super::variant::new_variant(&args.name, base, root, args.no_check, out, err);
     }
+    let (no_check, smoke) = (args.no_check, args.smoke);
+    let request = match request_of(args, root, err)? {
+        Ok(request) => request,
+        Err(code) => return Ok(code),
+    };
+    let mut created = match snippet::create(&request) {
+        Ok(created) => created,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(error.exit_code());
+        }
+    };
+    if !no_check {
+        match prune_kept_imports(&request, created) {
+            Ok(pruned) => created = pruned,
+            Err(error) => {
+                writeln!(err, "error: {error}")?;
+                return Ok(EXIT_TARGET_FAILED);
+            }
+        }
+    }
+    tell_what_was_written(&created, out, err)?;
+    let code = check_created(&created, no_check, smoke, out, err)?;
+    tell_what_is_next(&created.report, code, no_check, out)?;
+    Ok(code)
+}
+
+/// What `args` ask `new` to create in the workspace at `root`, or the exit
+/// code once what is wrong with `--from` or `--type-args` was said on
+/// stderr.
+fn request_of(
+    args: NewArgs,
+    root: &Path,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<NewSnippet, u8>> {
     let from = match args
         .from
         .as_deref()
@@ -69,7 +107,7 @@ pub(crate) fn new(
         Ok(from) => from,
         Err(error) => {
             writeln!(err, "error: {error}")?;
-            return Ok(error.exit_code());
+            return Ok(Err(error.exit_code()));
         }
     };
     let type_args = match args.type_args.as_deref().map(str::parse::<TypeArgs>) {
@@ -77,10 +115,10 @@ pub(crate) fn new(
         Some(Ok(type_args)) => type_args,
         Some(Err(error)) => {
             writeln!(err, "error: {error}")?;
-            return Ok(error.exit_code());
+            return Ok(Err(error.exit_code()));
         }
     };
-    let request = NewSnippet {
+    Ok(Ok(NewSnippet {
         name: args.name,
         from,
         data_source: args.data_source,
@@ -89,29 +127,23 @@ pub(crate) fn new(
         workspace_root: root.to_path_buf(),
         type_args,
         follow: args.follow,
-    };
-    let mut created = match snippet::create(&request) {
-        Ok(created) => created,
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(error.exit_code());
-        }
-    };
-    if !args.no_check {
-        match prune_kept_imports(&request, created) {
-            Ok(pruned) => created = pruned,
-            Err(error) => {
-                writeln!(err, "error: {error}")?;
-                return Ok(EXIT_TARGET_FAILED);
-            }
-        }
-    }
+    }))
+}
+
+/// Builds the snippet `created` and links it in (then runs it once when
+/// `smoke`), or says it is a draft (`no_check`) or outside every snippets
+/// crate; the exit code of what was done.
+fn check_created(
+    created: &snippet::Generated,
+    no_check: bool,
+    smoke: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
     let report = &created.report;
     let shown = &report.directory_display;
-    tell_what_was_written(&created, out, err)?;
-
     let mut code = EXIT_OK;
-    match (&report.snippets_crate, args.no_check) {
+    match (&report.snippets_crate, no_check) {
         (None, _) => writeln!(
             err,
             "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
@@ -131,32 +163,43 @@ pub(crate) fn new(
                 out,
                 err,
             )?;
-            if args.smoke && code == EXIT_OK {
+            if smoke && code == EXIT_OK {
                 code = smoke_check(krate, &created.directory, out, err)?;
             }
         }
     }
+    Ok(code)
+}
+
+/// The `next:` line: where to move the snippet, or what to edit and the
+/// command to run after (`check` while it is not built, `run` once it is).
+fn tell_what_is_next(
+    report: &snippet::Report,
+    code: u8,
+    no_check: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let shown = &report.directory_display;
     match &report.move_to {
         Some(place) => writeln!(
             out,
             "next: mv {shown} {place}, edit {place}/target.rs, then: {} run --config {} --run-id smoke",
             tool(report.snippets_crate.as_ref()),
             report.config_display
-        )?,
-        None if code != EXIT_OK || args.no_check => writeln!(
+        ),
+        None if code != EXIT_OK || no_check => writeln!(
             out,
             "next: edit {shown}/target.rs, then: {} check {}",
             tool(report.snippets_crate.as_ref()),
             report.target_name
-        )?,
+        ),
         None => writeln!(
             out,
             "next: edit {shown}/target.rs, then: {} run --config {} --run-id smoke",
             tool(report.snippets_crate.as_ref()),
             report.config_display
-        )?,
+        ),
     }
-    Ok(code)
 }
 
 /// Imports kept in case they are traits the copy calls methods of: a

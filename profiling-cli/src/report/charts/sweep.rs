@@ -208,6 +208,71 @@ pub(crate) fn chart_svg(
     }
 }
 
+/// The time axis of a chart: its unit, its bounds and where it is labelled.
+struct TimeAxis {
+    /// Nanoseconds per unit: 1 on a log axis, whose labels each carry
+    /// their own unit.
+    divisor: f64,
+    unit: &'static str,
+    low: f64,
+    high: f64,
+    ticks: Vec<f64>,
+}
+
+/// The time axis for `drawn`: from 0, or on a log scale around the
+/// intervals; a linear one in one unit, a log one in ns.
+fn time_axis(chart: &Chart, drawn: &[(usize, f64, Interval)]) -> TimeAxis {
+    let high_ns = drawn.iter().map(|d| d.2.high).fold(0.0, f64::max);
+    let (divisor, unit) = if chart.log {
+        (1.0, "")
+    } else {
+        unit_for(high_ns.round() as u64)
+    };
+    let top = high_ns / divisor;
+    let low_ns = drawn
+        .iter()
+        .map(|d| if d.2.low > 0.0 { d.2.low } else { d.2.median })
+        .fold(f64::INFINITY, f64::min);
+    let (low, high) = if chart.log {
+        (low_ns / divisor / 1.2, top * 1.2)
+    } else {
+        (0.0, if top > 0.0 { top * 1.08 } else { 1.0 })
+    };
+    let ticks = if chart.log {
+        log_ticks(low, high)
+    } else {
+        linear_ticks(high)
+    };
+    TimeAxis {
+        divisor,
+        unit,
+        low,
+        high,
+        ticks,
+    }
+}
+
+/// What the x axis (the swept key) and the time axis say they show.
+fn axis_descriptions(chart: &Chart, layout: &Layout, unit: &str) -> (String, String) {
+    let x_desc = match layout.axis {
+        XAxis::Numeric { log: true } => format!("{} (log scale)", layout.key),
+        _ => layout.key.clone(),
+    };
+    let median = if chart.per_record {
+        "median per record"
+    } else {
+        "median"
+    };
+    let y_desc = if chart.log {
+        format!("{median} (log scale)")
+    } else {
+        format!("{median}, {unit}")
+    };
+    (x_desc, y_desc)
+}
+
+/// Draws `chart` on `root`: the swept values along x with a little room
+/// either side, labelled where their labels fit, and the time axis up.
 fn draw_chart(
     root: &Area<'_>,
     chart: &Chart,
@@ -216,17 +281,8 @@ fn draw_chart(
     caption: &str,
     confidence: f64,
 ) -> Drawn {
-    let high_ns = drawn.iter().map(|d| d.2.high).fold(0.0, f64::max);
-    // A linear time axis in one unit; a log one in ns, each label in its own.
-    let (divisor, unit) = if chart.log {
-        (1.0, "")
-    } else {
-        unit_for(high_ns.round() as u64)
-    };
-    let top = high_ns / divisor;
+    let y = time_axis(chart, drawn);
     let plot_width = f64::from(CHART_SIZE.0 - Y_LABEL_AREA - MARGIN - RIGHT_MARGIN);
-
-    // x: the swept values, with a little room either side.
     let tick_values: Vec<f64> = layout.ticks.iter().map(|t| t.0).collect();
     let (x_low, x_high) = (
         tick_values.iter().copied().fold(f64::INFINITY, f64::min),
@@ -246,55 +302,15 @@ fn draw_chart(
             .cloned()
             .unwrap_or_else(|| short(*v))
     };
-    let x_desc = match layout.axis {
-        XAxis::Numeric { log: true } => format!("{} (log scale)", layout.key),
-        _ => layout.key.clone(),
-    };
-    let median = if chart.per_record {
-        "median per record"
-    } else {
-        "median"
-    };
-    let y_desc = if chart.log {
-        format!("{median} (log scale)")
-    } else {
-        format!("{median}, {unit}")
-    };
-
-    // y: from 0, or on a log scale around the intervals.
-    let y_low_ns = drawn
-        .iter()
-        .map(|d| if d.2.low > 0.0 { d.2.low } else { d.2.median })
-        .fold(f64::INFINITY, f64::min);
-    let (y_low, y_high) = if chart.log {
-        (y_low_ns / divisor / 1.2, top * 1.2)
-    } else {
-        (0.0, if top > 0.0 { top * 1.08 } else { 1.0 })
-    };
-    let y_ticks = if chart.log {
-        log_ticks(y_low, y_high)
-    } else {
-        linear_ticks(y_high)
-    };
-
+    let (x_desc, y_desc) = axis_descriptions(chart, layout, y.unit);
     let caption = format!("{caption}: median, {:.0} % interval", confidence * 100.0);
     let mesh = Mesh {
         x_desc: &x_desc,
         y_desc: &y_desc,
         x_label: &x_label,
         chart,
-        divisor,
-        y_floor: y_low,
-    };
-    let builder = || {
-        let mut builder = ChartBuilder::on(root);
-        builder
-            .caption(caption.as_str(), ("sans-serif", 16))
-            .margin(MARGIN)
-            .margin_right(RIGHT_MARGIN)
-            .x_label_area_size(46)
-            .y_label_area_size(Y_LABEL_AREA);
-        builder
+        divisor: y.divisor,
+        y_floor: y.low,
     };
     match &layout.axis {
         XAxis::Numeric { log: true } => {
@@ -303,12 +319,7 @@ fn draw_chart(
                 (v / low).ln() / (high / low).ln()
             });
             let x = (low..high).log_scale().ticked(ticks);
-            if chart.log {
-                let y = (y_low..y_high).log_scale().ticked(y_ticks);
-                mesh.draw(builder().build_cartesian_2d(x, y)?)
-            } else {
-                mesh.draw(builder().build_cartesian_2d(x, (y_low..y_high).ticked(y_ticks))?)
-            }
+            mesh.build_and_draw(root, &caption, x, y)
         }
         axis => {
             let (low, high) = match axis {
@@ -323,13 +334,7 @@ fn draw_chart(
                 XAxis::Categories(_) => every_kth(&layout.ticks, plot_width, position),
                 _ => thinned(&layout.ticks, plot_width, position),
             };
-            let x = (low..high).ticked(ticks);
-            if chart.log {
-                let y = (y_low..y_high).log_scale().ticked(y_ticks);
-                mesh.draw(builder().build_cartesian_2d(x, y)?)
-            } else {
-                mesh.draw(builder().build_cartesian_2d(x, (y_low..y_high).ticked(y_ticks))?)
-            }
+            mesh.build_and_draw(root, &caption, (low..high).ticked(ticks), y)
         }
     }
 }
@@ -347,6 +352,26 @@ struct Mesh<'a> {
 }
 
 impl Mesh<'_> {
+    /// Builds the chart on `root` under `caption`, with `x` across and the
+    /// time axis `y` up (log or linear as the chart is), and draws on it.
+    fn build_and_draw<X>(&self, root: &Area<'_>, caption: &str, x: X, y: TimeAxis) -> Drawn
+    where
+        X: Ranged<ValueType = f64, FormatOption = DefaultFormatting>,
+    {
+        let mut builder = ChartBuilder::on(root);
+        builder
+            .caption(caption, ("sans-serif", 16))
+            .margin(MARGIN)
+            .margin_right(RIGHT_MARGIN)
+            .x_label_area_size(46)
+            .y_label_area_size(Y_LABEL_AREA);
+        if self.chart.log {
+            let y_axis = (y.low..y.high).log_scale().ticked(y.ticks);
+            self.draw(builder.build_cartesian_2d(x, y_axis)?)
+        } else {
+            self.draw(builder.build_cartesian_2d(x, (y.low..y.high).ticked(y.ticks))?)
+        }
+    }
     fn draw<'a, X, Y>(
         &self,
         mut context: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,

@@ -53,6 +53,8 @@ pub(crate) fn number(value: &Value) -> Option<f64> {
 }
 
 impl Layout {
+    /// The layout of `document`'s charts: the first key that varies along
+    /// x, one line per combination of the other varying keys' values.
     pub(crate) fn of(document: &SweepDocument) -> Layout {
         // A key given one value splits no line: the x axis is the first
         // key that varies, the lines the others that do.
@@ -63,52 +65,15 @@ impl Layout {
             .collect();
         let first = varying.first().copied().or(document.grid.first());
         let Some(first) = first else {
-            // No grid (a hand-made file): the points side by side.
-            let ticks: Vec<(f64, String)> = document
-                .points
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (i as f64, p.point.clone()))
-                .collect();
-            return Layout {
-                key: "point".to_owned(),
-                axis: XAxis::Categories(ticks.iter().map(|(_, l)| l.clone()).collect()),
-                lines: vec![Line {
-                    label: String::new(),
-                    points: (0..document.points.len()).map(|i| (i as f64, i)).collect(),
-                }],
-                ticks,
-            };
+            return Layout::side_by_side(document);
         };
-        let numbers: Option<Vec<f64>> = first.values.iter().map(number).collect();
         let mut distinct: Vec<&Value> = Vec::new();
         for value in &first.values {
             if !distinct.contains(&value) {
                 distinct.push(value);
             }
         }
-        let (axis, ticks) = match numbers.filter(|n| !n.is_empty()) {
-            Some(numbers) => {
-                let low = numbers.iter().copied().fold(f64::INFINITY, f64::min);
-                let high = numbers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let mut ticks: Vec<(f64, String)> = first
-                    .values
-                    .iter()
-                    .zip(&numbers)
-                    .map(|(value, &x)| (x, one_line(value)))
-                    .collect();
-                ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
-                ticks.dedup_by(|a, b| a.0 == b.0);
-                let log = spans_more_than_tenfold(low, high);
-                (XAxis::Numeric { log }, ticks)
-            }
-            None => {
-                let labels: Vec<String> = distinct.iter().map(|v| one_line(v)).collect();
-                let ticks = labels.iter().cloned().enumerate();
-                let ticks = ticks.map(|(i, l)| (i as f64, l)).collect();
-                (XAxis::Categories(labels), ticks)
-            }
-        };
+        let (axis, ticks) = x_axis(first, &distinct);
         let x_of = |value: &Value| match axis {
             XAxis::Numeric { .. } => number(value),
             XAxis::Categories(_) => distinct.iter().position(|v| *v == value).map(|i| i as f64),
@@ -122,41 +87,7 @@ impl Layout {
                 .filter(|axis| axis.key != first.key)
                 .collect()
         };
-        // One line per combination of the other keys' values, in the order
-        // of their values in the grid.
-        let mut lines: BTreeMap<Vec<usize>, Line> = BTreeMap::new();
-        for (index, point) in document.points.iter().enumerate() {
-            let Some(x) = value_of(point, &first.key).and_then(&x_of) else {
-                continue;
-            };
-            let mut order = Vec::with_capacity(others.len());
-            let mut label = Vec::with_capacity(others.len());
-            for axis in &others {
-                let value = value_of(point, &axis.key);
-                order.push(
-                    value
-                        .and_then(|v| axis.values.iter().position(|a| a == v))
-                        .unwrap_or(usize::MAX),
-                );
-                label.push(format!(
-                    "{} = {}",
-                    axis.key,
-                    value.map_or("-".to_owned(), one_line)
-                ));
-            }
-            lines
-                .entry(order)
-                .or_insert_with(|| Line {
-                    label: label.join(", "),
-                    points: Vec::new(),
-                })
-                .points
-                .push((x, index));
-        }
-        let mut lines: Vec<Line> = lines.into_values().collect();
-        for line in &mut lines {
-            line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
+        let lines = lines_of(document, first, &others, &x_of);
         Layout {
             key: first.key.clone(),
             axis,
@@ -164,6 +95,100 @@ impl Layout {
             lines,
         }
     }
+
+    /// The layout of a document without a grid (a hand-made file): its
+    /// points side by side, on one line.
+    fn side_by_side(document: &SweepDocument) -> Layout {
+        let ticks: Vec<(f64, String)> = document
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i as f64, p.point.clone()))
+            .collect();
+        Layout {
+            key: "point".to_owned(),
+            axis: XAxis::Categories(ticks.iter().map(|(_, l)| l.clone()).collect()),
+            lines: vec![Line {
+                label: String::new(),
+                points: (0..document.points.len()).map(|i| (i as f64, i)).collect(),
+            }],
+            ticks,
+        }
+    }
+}
+
+/// The x axis of `first` and its ticks: numbers at their value (on a log
+/// scale when they span more than tenfold), else its `distinct` values as
+/// categories in grid order.
+fn x_axis(first: &Axis, distinct: &[&Value]) -> (XAxis, Vec<(f64, String)>) {
+    let numbers: Option<Vec<f64>> = first.values.iter().map(number).collect();
+    match numbers.filter(|n| !n.is_empty()) {
+        Some(numbers) => {
+            let low = numbers.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = numbers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let mut ticks: Vec<(f64, String)> = first
+                .values
+                .iter()
+                .zip(&numbers)
+                .map(|(value, &x)| (x, one_line(value)))
+                .collect();
+            ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+            ticks.dedup_by(|a, b| a.0 == b.0);
+            let log = spans_more_than_tenfold(low, high);
+            (XAxis::Numeric { log }, ticks)
+        }
+        None => {
+            let labels: Vec<String> = distinct.iter().map(|v| one_line(v)).collect();
+            let ticks = labels.iter().cloned().enumerate();
+            let ticks = ticks.map(|(i, l)| (i as f64, l)).collect();
+            (XAxis::Categories(labels), ticks)
+        }
+    }
+}
+
+/// One line per combination of the `others` keys' values, in the order of
+/// their values in the grid, each with its points at `x_of` their value of
+/// `first`, in x order; a point without such an x is on none.
+fn lines_of(
+    document: &SweepDocument,
+    first: &Axis,
+    others: &[&Axis],
+    x_of: &dyn Fn(&Value) -> Option<f64>,
+) -> Vec<Line> {
+    let mut lines: BTreeMap<Vec<usize>, Line> = BTreeMap::new();
+    for (index, point) in document.points.iter().enumerate() {
+        let Some(x) = value_of(point, &first.key).and_then(x_of) else {
+            continue;
+        };
+        let mut order = Vec::with_capacity(others.len());
+        let mut label = Vec::with_capacity(others.len());
+        for axis in others {
+            let value = value_of(point, &axis.key);
+            order.push(
+                value
+                    .and_then(|v| axis.values.iter().position(|a| a == v))
+                    .unwrap_or(usize::MAX),
+            );
+            label.push(format!(
+                "{} = {}",
+                axis.key,
+                value.map_or("-".to_owned(), one_line)
+            ));
+        }
+        lines
+            .entry(order)
+            .or_insert_with(|| Line {
+                label: label.join(", "),
+                points: Vec::new(),
+            })
+            .points
+            .push((x, index));
+    }
+    let mut lines: Vec<Line> = lines.into_values().collect();
+    for line in &mut lines {
+        line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    lines
 }
 
 /// True when `high` is more than ten times `low`, both above zero: such
