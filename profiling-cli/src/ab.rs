@@ -484,8 +484,8 @@ fn run_pair(
         Some(binaries) => run_across(&planned, binaries, err)?,
     };
     let processes = if across.is_some() { 2 } else { 1 };
-    let report = match ran.and_then(|ran| claimed.finish(&planned, ran, processes)) {
-        Ok(report) => report,
+    let kept = match ran.and_then(|ran| claimed.finish(&planned, ran, processes)) {
+        Ok(kept) => kept,
         Err(error) => return say_pair_error(&error, err),
     };
     // The ranges are known now: a gate on one the targets lack is refused
@@ -493,15 +493,15 @@ fn run_pair(
     #[cfg(feature = "full")]
     if let Some(gates) = &gates {
         let source = (args.accept.as_deref(), planned.base.config_path.as_deref());
-        if let Err(code) = refuse_unmeasured(gates, &report.samples, source, &report.dir, err)? {
+        if let Err(code) = refuse_unmeasured(gates, &kept.samples, source, &kept.dir, err)? {
             return Ok(Err(code));
         }
     }
     Ok(Ok(Paired {
-        base_dir: report.base_dir,
-        candidate_dir: report.candidate_dir,
-        dir: report.dir,
-        config: report.config,
+        base_dir: kept.base_dir,
+        candidate_dir: kept.candidate_dir,
+        dir: kept.dir,
+        config: kept.config,
         accept: planned.base.sections.ab_accept.clone(),
     }))
 }

@@ -189,7 +189,7 @@ pub(crate) fn load_command(
     crate::streams::warn_of_a_debug_build(streams.err)?;
     let wants_page = !args.no_report && planned.config.write_report;
     // A signal ends the step in progress; what was measured is written.
-    let report = interrupt::stop_on_signal(|stop| {
+    let ended = interrupt::stop_on_signal(|stop| {
         let human = streams.human();
         let mut on_step = |step: &LoadStep| {
             let _ = writeln!(human, "  {}", step_line(step));
@@ -209,11 +209,11 @@ pub(crate) fn load_command(
         let page = None;
         session::execute_load(&planned, &request, &spec, stop, &mut on_step, page)
     });
-    let report = match report {
-        Ok(report) => report,
+    let ended = match ended {
+        Ok(ended) => ended,
         Err(error) => return streams.fail(&error),
     };
-    let loaded = conclude(&report, wants_page, &mut streams)?;
+    let loaded = conclude(&ended, wants_page, &mut streams)?;
     let code = loaded.code;
     if let Some(file) = &args.outcome {
         outcome::write(file, &outcome::Outcome::Load(loaded))?;
@@ -226,13 +226,13 @@ pub(crate) fn load_command(
 /// record is or why it was not written, and what follows (the page to
 /// draw, the `--json` document).
 fn conclude(
-    report: &session::LoadReport,
+    ended: &session::LoadEnd,
     wants_page: bool,
     streams: &mut Streams<'_>,
 ) -> std::io::Result<Loaded> {
-    let manifest = &report.manifest;
+    let manifest = &ended.manifest;
     tables::write_tables(manifest, streams.human())?;
-    let mut code = match (&report.outcome, manifest.status) {
+    let mut code = match (&ended.outcome, manifest.status) {
         (Err(error), _) => {
             writeln!(streams.err, "error: {error}")?;
             EXIT_TARGET_FAILED
@@ -246,7 +246,7 @@ fn conclude(
         }
         (Ok(()), _) => EXIT_OK,
     };
-    match (&report.manifest_path, &report.write_error) {
+    match (&ended.manifest_path, &ended.write_error) {
         (Some(path), _) => writeln!(
             streams.human(),
             "record: {}",
@@ -263,7 +263,7 @@ fn conclude(
             "record: not written (write_manifest: false)"
         )?,
     }
-    let record = report.manifest_path.as_deref().map(session::absolute);
+    let record = ended.manifest_path.as_deref().map(session::absolute);
     let document = streams.json.then(|| {
         serde_json::json!({
             "manifest_path": record,
@@ -274,10 +274,10 @@ fn conclude(
     });
     Ok(Loaded {
         code,
-        page_to_draw: wants_page && report.page_path.is_none() && report.page_error.is_none(),
+        page_to_draw: wants_page && ended.page_path.is_none() && ended.page_error.is_none(),
         record,
-        page_path: report.page_path.as_deref().map(session::absolute),
-        page_error: report.page_error.clone(),
+        page_path: ended.page_path.as_deref().map(session::absolute),
+        page_error: ended.page_error.clone(),
         document,
     })
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use profiling_core::device::Device;
-use profiling_core::driver::config::{GpuTiming, MemoryMode, Overrides, RecordLoading};
+use profiling_core::driver::config::{GpuTiming, MemoryMode, Overrides, RecordReading};
 use profiling_core::driver::nsys::{NsysCapture, NsysCommand};
 use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
@@ -53,7 +53,7 @@ pub(crate) struct RunArgs {
     pub(crate) capture_range: Option<String>,
     /// eager (read records once) or lazy (read them in every pass; needs target.profile_prepare).
     #[arg(long, value_name = "MODE", value_parser = parse_record_loading)]
-    pub(crate) record_loading: Option<RecordLoading>,
+    pub(crate) record_loading: Option<RecordReading>,
     /// Seeds every random generator the run uses.
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
@@ -119,7 +119,7 @@ pub(crate) fn parse_device(text: &str) -> Result<Device, String> {
         .map_err(|e: profiling_core::device::ParseDeviceError| e.to_string())
 }
 
-fn parse_record_loading(text: &str) -> Result<RecordLoading, String> {
+fn parse_record_loading(text: &str) -> Result<RecordReading, String> {
     text.parse()
 }
 
@@ -471,31 +471,31 @@ pub(crate) fn run(
     undo_the_umask_of_nsys();
     announce(&planned, root, &mut streams)?;
     let progress = std::io::stderr().is_terminal().then(summary::progress_bar);
-    let report = match session::execute_with_progress(&planned, &request, progress) {
-        Ok(report) => report,
+    let ended = match session::execute_with_progress(&planned, &request, progress) {
+        Ok(ended) => ended,
         Err(error) => return fail_on_own_config(&mut streams, &error, own_config.as_ref()),
     };
     let config = &planned.config;
-    let manifest = &report.manifest;
-    let (code, error) = tell_how_it_ended(&report, config, &mut streams)?;
-    let manifest_path = report.manifest_path.as_deref().map(session::absolute);
+    let manifest = &ended.manifest;
+    let (code, error) = tell_how_it_ended(&ended, config, &mut streams)?;
+    let manifest_path = ended.manifest_path.as_deref().map(session::absolute);
     let mut document = streams
         .json
         .then(|| summary::json_document(manifest, manifest_path.as_deref(), error.as_deref()));
-    if let (Some(document), Some(summary)) = (&mut document, &report.image_cache) {
+    if let (Some(document), Some(summary)) = (&mut document, &ended.image_cache) {
         document["image_cache"] = cache::json(summary);
     }
     let ran = outcome::Ran {
         code,
         run_dir: planned.run_dir.clone(),
-        manifest_written: report.manifest_path.is_some(),
+        manifest_written: ended.manifest_path.is_some(),
         measured: manifest.status != profiling_core::driver::manifest::Status::Failed,
         completed: manifest.status == profiling_core::driver::manifest::Status::Completed,
         // Not after a write that failed: what did not fit is said above.
         page: config.write_report
             && !args.no_report
-            && report.manifest_path.is_some()
-            && report.write_error.is_none(),
+            && ended.manifest_path.is_some()
+            && ended.write_error.is_none(),
         document,
     };
     if let Some(file) = &args.outcome {
@@ -623,23 +623,23 @@ fn announce(
 /// The terminal summary of a run that ran, and how it ended: the exit code
 /// and the error the `--json` document names.
 fn tell_how_it_ended(
-    report: &session::RunReport,
+    ended: &session::RunEnd,
     config: &profiling_core::driver::config::Config,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<(u8, Option<String>)> {
-    let manifest = &report.manifest;
-    for note in &report.recovered {
+    let manifest = &ended.manifest;
+    for note in &ended.recovered {
         writeln!(streams.err, "note: {note}")?;
     }
     warn_of_a_debug_build(streams.err)?;
     summary::write_summary(manifest, streams.human())?;
-    if let Some(summary) = &report.image_cache {
+    if let Some(summary) = &ended.image_cache {
         writeln!(streams.human(), "{}", cache::summary_line(summary))?;
         if let Some(warning) = cache::failure_line(summary) {
             writeln!(streams.err, "{warning}")?;
         }
     }
-    let (mut code, mut error) = match &report.outcome {
+    let (mut code, mut error) = match &ended.outcome {
         Ok(outcome) => match outcome.interrupted {
             Some(signal) => {
                 writeln!(
@@ -658,8 +658,8 @@ fn tell_how_it_ended(
             (error.exit_code(), Some(error.to_string()))
         }
     };
-    let manifest_path = report.manifest_path.as_deref().map(session::absolute);
-    match (&manifest_path, &report.write_error) {
+    let manifest_path = ended.manifest_path.as_deref().map(session::absolute);
+    match (&manifest_path, &ended.write_error) {
         (Some(path), _) => writeln!(streams.human(), "manifest: {}", path.display())?,
         (None, Some(_)) => writeln!(streams.human(), "manifest: not written (below)")?,
         (None, None) => writeln!(
@@ -667,7 +667,7 @@ fn tell_how_it_ended(
             "manifest: not written (write_manifest: false)"
         )?,
     }
-    if let Some(failure) = &report.write_error {
+    if let Some(failure) = &ended.write_error {
         writeln!(streams.err, "error: {failure}")?;
         if code == EXIT_OK {
             code = EXIT_TARGET_FAILED;

@@ -238,11 +238,11 @@ fn write_passes_and_calls(manifest: &Manifest, out: &mut dyn Write) -> std::io::
             spread(calls)
         )?;
     }
-    if timings.load_ns > 0 {
+    if timings.read_ns > 0 {
         writeln!(
             out,
             "load:   {} to read the records before the passes (eager loading)",
-            format_ns(timings.load_ns)
+            format_ns(timings.read_ns)
         )?;
     }
     if let Some(per_record) = batched {

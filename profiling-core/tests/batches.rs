@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use profiling_core::data;
-use profiling_core::driver::config::{ConfigFile, Overrides, RecordLoading};
+use profiling_core::driver::config::{ConfigFile, Overrides, RecordReading};
 use profiling_core::driver::runner::{
     run_target, Pass, Phase, Records, RunError, RunOutcome, RunPlan,
 };
@@ -73,8 +73,8 @@ fn plan(yaml: &str) -> RunPlan {
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let records = match config.record_loading {
-        RecordLoading::Eager => Records::Eager(source.read_all().unwrap()),
-        RecordLoading::Lazy => Records::Lazy(source),
+        RecordReading::Eager => Records::Eager(source.read_all().unwrap()),
+        RecordReading::Lazy => Records::Lazy(source),
     };
     RunPlan::new(config, records)
 }

@@ -62,10 +62,10 @@ fn plan(yaml: &str) -> RunPlan {
         .unwrap();
     let source = data::build(&config.data_source.name, &config.data_source.parameters).unwrap();
     let records = match config.record_loading {
-        profiling_core::driver::config::RecordLoading::Eager => {
+        profiling_core::driver::config::RecordReading::Eager => {
             Records::Eager(source.read_all().unwrap())
         }
-        profiling_core::driver::config::RecordLoading::Lazy => Records::Lazy(source),
+        profiling_core::driver::config::RecordReading::Lazy => Records::Lazy(source),
     };
     RunPlan::new(config, records)
 }
@@ -280,7 +280,7 @@ fn phase_times_hold_what_their_calls_slept() {
         // prepare keeps), the other after it.
         let reads = if unread { 2 } else { 0 };
         let phases = [
-            ("load", timings.load_ns, at_least(READ_SLEEP, reads)),
+            ("load", timings.read_ns, at_least(READ_SLEEP, reads)),
             ("prepare", timings.prepare_ns, at_least(PREPARE_SLEEP, 2)),
             ("warmup", timings.warmup_ns, at_least(RUN_SLEEP, 4)),
             ("capture", timings.capture_ns, at_least(RUN_SLEEP, 6)),
@@ -292,12 +292,12 @@ fn phase_times_hold_what_their_calls_slept() {
             );
         }
         if !unread {
-            assert_eq!(timings.load_ns, 0, "records given read take no loading");
+            assert_eq!(timings.read_ns, 0, "records given read take no loading");
         }
         // Loading leaves out the first record's prepare, which it brackets:
         // no phase counts another's time.
         assert!(
-            timings.load_ns + timings.prepare_ns + timings.warmup_ns + timings.capture_ns <= wall
+            timings.read_ns + timings.prepare_ns + timings.warmup_ns + timings.capture_ns <= wall
         );
         assert_eq!(outcome.completed_warmup, 2);
         assert_eq!(outcome.completed_iterations, 3);

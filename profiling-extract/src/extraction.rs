@@ -1,6 +1,6 @@
 //! A function being copied into a snippet, and the snippet's parts worked
 //! out from it: the crates it can name, its imports, the helpers copied
-//! beside it, its target, its report and its files.
+//! beside it, its target, what was extracted ([`Extracted`]) and its files.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,7 @@ use crate::select::{self, Selector, SourceSpec};
 use crate::snippet_crate::{self, AddedDependency, DRAFT_FILE};
 use crate::source::{self, display_path, ModuleLocation, SourceFile};
 use crate::{cfg, copy, names, production, render, scaffold};
-use crate::{NewSnippet, Report, SnippetError, SnippetsCrate};
+use crate::{Extracted, NewSnippet, SnippetError, SnippetsCrate};
 
 /// The crates a snippet can name, and the production crate it copies from.
 pub(crate) struct Crates {
@@ -379,14 +379,14 @@ impl Extraction<'_> {
 
     /// What `new` makes and what it could not do for the user, all but the
     /// crates the snippet's own Cargo.toml adds.
-    pub fn report(
+    pub fn extracted(
         &self,
         crates: &Crates,
         copied: &copy::Copied,
         imports: &names::Imports,
         target: &scaffold::Target,
         mut warnings: Vec<String>,
-    ) -> Report {
+    ) -> Extracted {
         let (request, function, root) = (self.request, self.function, self.root);
         let module = self.location.path(&function.inline_modules);
         let item = format!("{module}::{}", function.label);
@@ -407,7 +407,7 @@ impl Extraction<'_> {
         let home = move_to.as_deref().unwrap_or(self.directory);
         let config_path = home.join("config.yaml");
         let target_path = home.join("target.rs");
-        Report {
+        Extracted {
             target_name: request.name.clone(),
             type_name: target.type_name.clone(),
             source: self.display.to_owned(),
@@ -465,7 +465,7 @@ impl Extraction<'_> {
     /// `README.md`, and in a snippets crate its `Cargo.toml` and `DRAFT`.
     pub fn files(
         &self,
-        report: &Report,
+        extracted: &Extracted,
         copied: &copy::Copied,
         target: &scaffold::Target,
         target_rs: String,
@@ -473,11 +473,11 @@ impl Extraction<'_> {
     ) -> Result<Vec<(&'static str, String)>, SnippetError> {
         let mut files = vec![
             ("target.rs", target_rs),
-            ("config.yaml", render::config_yaml(report, target)),
-            ("README.md", render::readme(report, copied, target)),
+            ("config.yaml", render::config_yaml(extracted, target)),
+            ("README.md", render::readme(extracted, copied, target)),
         ];
         // In a snippets crate: a crate of its own, a draft until checked.
-        if let Some(krate) = &report.snippets_crate {
+        if let Some(krate) = &extracted.snippets_crate {
             files.push((
                 "Cargo.toml",
                 snippet_crate::manifest_with(
@@ -485,7 +485,7 @@ impl Extraction<'_> {
                     self.directory,
                     &self.request.name,
                     crates.added_dependency.as_ref(),
-                    &report.snippet_dependencies,
+                    &extracted.snippet_dependencies,
                 )?,
             ));
             files.push((
@@ -520,8 +520,8 @@ pub(crate) fn named_dependencies(
 /// For a snippet whose settings struct derives `serde::Deserialize`: the
 /// `derive` feature on the serde its Cargo.toml takes from production, or
 /// in a snippets crate without serde (`dependencies`) serde on its own.
-pub(crate) fn add_serde_derive(report: &mut Report, dependencies: &[String], why: &str) {
-    if let Some(serde) = report
+pub(crate) fn add_serde_derive(extracted: &mut Extracted, dependencies: &[String], why: &str) {
+    if let Some(serde) = extracted
         .snippet_dependencies
         .iter_mut()
         .find(|d| d.ident == "serde")
@@ -546,18 +546,18 @@ pub(crate) fn add_serde_derive(report: &mut Report, dependencies: &[String], why
         serde.reason = format!("{why} (as {} declares it)", serde.declared_by);
     }
     let serde_needed = !dependencies.iter().any(|d| d == "serde")
-        && !report
+        && !extracted
             .snippet_dependencies
             .iter()
             .any(|d| d.ident == "serde");
-    if let (true, Some(_)) = (serde_needed, &report.snippets_crate) {
+    if let (true, Some(_)) = (serde_needed, &extracted.snippets_crate) {
         let mut spec = toml_edit::InlineTable::new();
         spec.insert("version", "1".into());
         spec.insert(
             "features",
             toml_edit::Value::Array(std::iter::once("derive").collect()),
         );
-        report.snippet_dependencies.push(ProductionDependency {
+        extracted.snippet_dependencies.push(ProductionDependency {
             key: "serde".to_owned(),
             ident: "serde".to_owned(),
             spec,

@@ -217,7 +217,7 @@ impl SnippetsCrate {
 
 /// What `new` made, and what it could not do for the user.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct Extracted {
     /// The target's (and profile's) name.
     pub target_name: String,
     /// The target's type in `target.rs`.
@@ -304,7 +304,7 @@ pub struct Generated {
     pub directory: PathBuf,
     /// File names and contents.
     pub files: Vec<(&'static str, String)>,
-    pub report: Report,
+    pub extracted: Extracted,
 }
 
 impl Generated {
@@ -323,7 +323,7 @@ pub fn generate(request: &NewSnippet) -> Result<Generated, SnippetError> {
     generate_with(request, &[], true)
 }
 
-/// [`generate`]; `leave_out` are imports (as [`Report::kept_for_traits`]
+/// [`generate`]; `leave_out` are imports (as [`Extracted::kept_for_traits`]
 /// shows them) not to keep after all; `fresh`: the snippet must not exist
 /// yet.
 fn generate_with(
@@ -376,7 +376,7 @@ fn generate_with(
     if let Some(callee) = thin_wrapper(&function) {
         if let Some((followed, note)) = extraction.follow(&callee) {
             let mut generated = generate_with(&followed, leave_out, fresh)?;
-            generated.report.warnings.insert(0, note);
+            generated.extracted.warnings.insert(0, note);
             return Ok(generated);
         }
         warnings.push(extraction.delegation_warning(&callee));
@@ -384,40 +384,40 @@ fn generate_with(
     let mut copied = copy::copy(&source, &function, &location, lines, indent, features);
     extraction.copy_helpers(&mut copied, &imports, features);
     let target = extraction.plan_target();
-    let mut report = extraction.report(&crates, &copied, &imports, &target, warnings);
-    let mut target_rs = render::target_rs(&report, &copied, &imports, &target);
+    let mut extracted = extraction.extracted(&crates, &copied, &imports, &target, warnings);
+    let mut target_rs = render::target_rs(&extracted, &copied, &imports, &target);
     if request.data_source == CUSTOM_SOURCE {
-        target_rs.push_str(&render::custom_source(&report, &target));
+        target_rs.push_str(&render::custom_source(&extracted, &target));
     }
-    if let (Some(_), Some(production)) = (&report.snippets_crate, &crates.production) {
-        report.snippet_dependencies =
+    if let (Some(_), Some(production)) = (&extracted.snippets_crate, &crates.production) {
+        extracted.snippet_dependencies =
             named_dependencies(production, &crates.dependencies, &target_rs);
     }
     // The settings struct derives serde's `Deserialize`: production's serde
     // gets the `derive` feature, or serde comes on its own.
     if target.settings_name().is_some() {
         add_serde_derive(
-            &mut report,
+            &mut extracted,
             &crates.dependencies,
             "the settings struct of the copy's scalar parameters derives `serde::Deserialize`",
         );
     }
     if request.data_source == CUSTOM_SOURCE {
         add_serde_derive(
-            &mut report,
+            &mut extracted,
             &crates.dependencies,
             "the parameters of the snippet's own data source derive `serde::Deserialize`",
         );
     }
-    let written = extraction.files(&report, &copied, &target, target_rs, &crates)?;
+    let written = extraction.files(&extracted, &copied, &target, target_rs, &crates)?;
     // A file the resolution needed and could not parse for its size left
     // its questions unanswered: refused rather than guessed.
     files.check()?;
-    report.parsed = files.parsed();
+    extracted.parsed = files.parsed();
     Ok(Generated {
         directory,
         files: written,
-        report,
+        extracted,
     })
 }
 
@@ -435,7 +435,7 @@ fn check_request(request: &NewSnippet) -> Result<(), SnippetError> {
 }
 
 /// The imports `new` kept as possible traits (`created`'s
-/// [`Report::kept_for_traits`]) that the compiler found unused in the
+/// [`Extracted::kept_for_traits`]) that the compiler found unused in the
 /// snippet's first build (its unused-import warnings in `diagnostics`):
 /// they were not traits the copy needs.
 pub fn unused_kept_imports(created: &Generated, diagnostics: &[Diagnostic]) -> Vec<String> {
@@ -449,7 +449,7 @@ pub fn unused_kept_imports(created: &Generated, diagnostics: &[Diagnostic]) -> V
             continue;
         };
         let named: Vec<&str> = names.split('`').skip(1).step_by(2).collect();
-        for kept in &created.report.kept_for_traits {
+        for kept in &created.extracted.kept_for_traits {
             let binding = kept.rsplit("::").next().unwrap_or(kept);
             let binding = binding.rsplit(" as ").next().unwrap_or(binding);
             if named.iter().any(|n| *n == kept || *n == binding) && !unused.contains(kept) {
@@ -470,9 +470,9 @@ pub fn rewrite_without_imports(
     leave_out: &[String],
 ) -> Result<Generated, SnippetError> {
     let mut again = generate_with(request, leave_out, false)?;
-    again.report.warnings = created.report.warnings.clone();
+    again.extracted.warnings = created.extracted.warnings.clone();
     // `create` added it; said as it was.
-    again.report.added_dependency = created.report.added_dependency.clone();
+    again.extracted.added_dependency = created.extracted.added_dependency.clone();
     for (name, text) in &again.files {
         if *name == DRAFT_FILE {
             continue;
@@ -491,13 +491,14 @@ pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
     let mut generated = generate(request)?;
     write_all_or_nothing(&generated.directory, &generated.files)?;
     if let (Some(krate), Some(added)) = (
-        &generated.report.snippets_crate,
-        &generated.report.added_dependency,
+        &generated.extracted.snippets_crate,
+        &generated.extracted.added_dependency,
     ) {
         snippet_crate::add_dependency(krate, added)?;
     }
-    if let Some(note) = leave_out_counting_allocator(&generated.report, &request.workspace_root)? {
-        generated.report.warnings.push(note);
+    if let Some(note) = leave_out_counting_allocator(&generated.extracted, &request.workspace_root)?
+    {
+        generated.extracted.warnings.push(note);
     }
     Ok(generated)
 }

@@ -8,19 +8,19 @@ use super::copy::{Copied, Instrumentation};
 use super::names::{render_uses, ImportPath, Imports};
 use super::scaffold::{Target, ValueSource};
 use super::text::{hanging, sentence_case, wrap};
-use super::{Parity, Report};
+use super::{Extracted, Parity};
 use profiling_core::driver::provenance::GitState;
 
 /// `target.rs`.
 pub(crate) fn target_rs(
-    report: &Report,
+    extracted: &Extracted,
     copied: &Copied,
     imports: &Imports,
     target: &Target,
 ) -> String {
     let provenance = format!(
         "{}:{}-{}",
-        report.source, copied.first_line, copied.last_line
+        extracted.source, copied.first_line, copied.last_line
     );
     let range = match &copied.instrumentation {
         Instrumentation::Statements { name, .. } => {
@@ -33,7 +33,7 @@ pub(crate) fn target_rs(
             "Snippet `{}`: a copy of `{}` ({provenance}), made by `profile-cli new` {range}. \
              Its calls into `{}` run the production code. README.md says where it came from and \
              what is left to do.",
-            report.target_name, report.item, report.module
+            extracted.target_name, extracted.item, extracted.module
         ),
         80,
         "//!",
@@ -61,11 +61,11 @@ pub(crate) fn target_rs(
         text.push('\n');
     }
 
-    let doc = format!("Copy of `{}` ({provenance}).", report.item);
+    let doc = format!("Copy of `{}` ({provenance}).", extracted.item);
     match (
         &target.trait_name,
         &copied.trait_signature,
-        report.owner.as_deref(),
+        extracted.owner.as_deref(),
     ) {
         (Some(trait_name), Some(signature), Some(owner)) => {
             text.push_str(&wrap(
@@ -99,29 +99,29 @@ pub(crate) fn target_rs(
         text.push('\n');
     }
     text.push_str(&target.render(&provenance));
-    if let Parity::Test { production } = &report.parity {
+    if let Parity::Test { production } = &extracted.parity {
         text.push_str(&target.render_parity(production));
     }
     text
 }
 
 /// `config.yaml`.
-pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
+pub(crate) fn config_yaml(extracted: &Extracted, target: &Target) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
         "# Profile of the copy of `{}` in target.rs.\n# Run from the workspace root:\n#   {} run --config {} --run-id smoke\n",
-        target.function, report.runner, report.config_display
+        target.function, extracted.runner, extracted.config_display
     );
     let _ = writeln!(
         text,
         "# Names the run directory's manifest and the profile; defaults to target.name.\nprofile_name: {}\n",
-        report.target_name
+        extracted.target_name
     );
     let _ = writeln!(
         text,
         "target:\n  # The name the target registers with #[profile_target].\n  name: {}\n  # The file that defines it; the run refuses to start if it does not match.\n  import_path: {}\n  # false: prepare runs once per record before any pass, outside every range.\n  profile_prepare: false\n",
-        report.target_name, report.target_display
+        extracted.target_name, extracted.target_display
     );
     if let Some(settings) = target.settings_name() {
         let _ = writeln!(
@@ -136,16 +136,16 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
         text.push('\n');
     }
     text.push_str("data_source:\n");
-    if report.data_source == crate::CUSTOM_SOURCE {
+    if extracted.data_source == crate::CUSTOM_SOURCE {
         let _ = writeln!(
             text,
             "  # The snippet's own source, `{}` at the end of target.rs: its keys\n  \
              # are the fields of `{}`.\n  name: {}\n  record_count: 1",
-            custom_source_type(report),
-            custom_parameters_type(report),
-            custom_source_name(report)
+            custom_source_type(extracted),
+            custom_parameters_type(extracted),
+            custom_source_name(extracted)
         );
-    } else if report.data_source == "images" {
+    } else if extracted.data_source == "images" {
         text.push_str(
             "  # Image files decoded to RGB, in path order.\n  name: images\n  \
              # The directory of images: an absolute path (`~` is not expanded).\n  \
@@ -175,7 +175,11 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
             );
         }
     }
-    let _ = writeln!(text, "\n# cpu, cuda or cuda:N.\ndevice: {}", report.device);
+    let _ = writeln!(
+        text,
+        "\n# cpu, cuda or cuda:N.\ndevice: {}",
+        extracted.device
+    );
     text.push_str(
         "# Unmeasured passes first; their outputs are validated.\n\
          warmup: 10\n\
@@ -208,22 +212,22 @@ pub(crate) fn config_yaml(report: &Report, target: &Target) -> String {
 }
 
 /// `README.md`.
-pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> String {
-    let mut text = format!("# {}\n\n", report.target_name);
-    let summary = match &report.production_doc {
+pub(crate) fn readme(extracted: &Extracted, copied: &Copied, target: &Target) -> String {
+    let mut text = format!("# {}\n\n", extracted.target_name);
+    let summary = match &extracted.production_doc {
         Some(doc) => format!(
             "Profiles a copy of `{}`, made by `profile-cli new`. Production says of it: \"{doc}\"",
-            report.item
+            extracted.item
         ),
         None => format!(
             "Profiles a copy of `{}`, made by `profile-cli new`.",
-            report.item
+            extracted.item
         ),
     };
     text.push_str(&wrap(&summary, 78, ""));
 
     text.push_str("\n## Provenance\n\n| | |\n| --- | --- |\n");
-    let _ = writeln!(text, "| source file | `{}` |", report.source);
+    let _ = writeln!(text, "| source file | `{}` |", extracted.source);
     let doc_note = copied
         .doc_line
         .map(|line| format!("; its doc comment starts at line {line}"))
@@ -233,8 +237,8 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
         "| lines | {}-{} (`{}`{doc_note}) |",
         copied.first_line, copied.last_line, target.function
     );
-    let _ = writeln!(text, "| item | `{}` |", report.item);
-    let git = match &report.git {
+    let _ = writeln!(text, "| item | `{}` |", extracted.item);
+    let git = match &extracted.git {
         GitState::Commit {
             commit,
             dirty: false,
@@ -253,47 +257,47 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
     let copied_into = match &target.trait_name {
         Some(trait_name) => format!(
             "`target.rs`, method `{}` of trait `{trait_name}`",
-            report.function_name
+            extracted.function_name
         ),
-        None => format!("`target.rs`, function `{}`", report.function_name),
+        None => format!("`target.rs`, function `{}`", extracted.function_name),
     };
     let _ = writeln!(text, "| copied into | {copied_into} |");
-    let _ = writeln!(text, "| made by | `{}` |", report.command);
+    let _ = writeln!(text, "| made by | `{}` |", extracted.command);
 
     text.push_str("\nHow it was made:\n\n");
-    let made = how_it_was_made(report, copied, target);
+    let made = how_it_was_made(extracted, copied, target);
     for line in made {
         text.push_str(&hanging(&line, 78, "- ", "  "));
     }
 
     text.push_str("\n## To do\n\n");
-    let todo = to_do(report, target);
+    let todo = to_do(extracted, target);
     for line in todo {
         text.push_str(&hanging(&line, 78, "- [ ] ", "  "));
     }
 
     text.push_str("\n## Assumptions and differences from production\n\n");
     text.push_str("To fill in. What `profile-cli new` knows:\n\n");
-    let facts = known_facts(report, target);
+    let facts = known_facts(extracted, target);
     for fact in facts {
         text.push_str(&hanging(&fact, 78, "- ", "  "));
     }
 
     text.push_str("\n## Parity with production\n\n");
-    let parity = parity_text(report);
+    let parity = parity_text(extracted);
     text.push_str(&wrap(&parity, 78, ""));
 
     text.push_str("\n## Requirements\n\n");
-    if report.data_source == crate::CUSTOM_SOURCE {
+    if extracted.data_source == crate::CUSTOM_SOURCE {
         text.push_str(&wrap(
             &format!(
                 "The snippet's own data source, `{}` at the end of target.rs, gives the dummy source's records until its `read` is written: make it read what production feeds the copy. To fill in: any model, file or environment variable the copied code needs.",
-                custom_source_type(report)
+                custom_source_type(extracted)
             ),
             78,
             "",
         ));
-    } else if report.data_source == "images" {
+    } else if extracted.data_source == "images" {
         text.push_str(&wrap(
             "Set `data_source.directory` in config.yaml to a directory of images (an absolute path). To fill in: any model, file or environment variable the copied code needs.",
             78,
@@ -310,24 +314,24 @@ pub(crate) fn readme(report: &Report, copied: &Copied, target: &Target) -> Strin
     let _ = write!(
         text,
         "\n## Smoke run (no Nsight)\n\nFrom the workspace root:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke\n```\n",
-        report.runner, report.config_display
+        extracted.runner, extracted.config_display
     );
     let _ = write!(
         text,
         "\n## Nsight Systems\n\nAdding `--print-nsys-command` prints the full `nsys profile` command instead\nof running; paste it to record the trace:\n\n```sh\n{} run \\\n  --config {} \\\n  --run-id smoke \\\n  --print-nsys-command\n```\n\nIt prints (`<repo>` is the absolute path of the workspace root):\n\n```text\n{}\n```\n",
-        report.runner, report.config_display, report.nsys_command
+        extracted.runner, extracted.config_display, extracted.nsys_command
     );
     let _ = write!(
         text,
         "\n## Where runs go\n\n`runs/<run-id>/manifest.yaml` beside config.yaml, with the trace beside it as\n`trace.nsys-rep` when recorded with Nsight. A run id is used once.\n\n## Regenerate\n\nFrom the workspace root (into a new directory: `new` never overwrites):\n\n```sh\n{}\n```\n",
-        report.command
+        extracted.command
     );
     text
 }
 
 /// The README's "How it was made": what the copy is and how it differs
 /// from the source's text.
-fn how_it_was_made(report: &Report, copied: &Copied, target: &Target) -> Vec<String> {
+fn how_it_was_made(extracted: &Extracted, copied: &Copied, target: &Target) -> Vec<String> {
     let mut made = vec![format!(
         "The function was copied byte for byte from the source file, with its comments and layout (lines {}-{}).",
         copied.first_line, copied.last_line
@@ -354,13 +358,13 @@ fn how_it_was_made(report: &Report, copied: &Copied, target: &Target) -> Vec<Str
             .iter()
             .map(|change| format!("{}.", sentence_case(change))),
     );
-    if report.module_items.is_empty() {
+    if extracted.module_items.is_empty() {
         made.push("It names no other item of its module.".to_owned());
     } else {
         made.push(format!(
             "The items of `{}` it names are not copied but imported from production, so the copy runs the production code: {}.",
-            report.module,
-            report
+            extracted.module,
+            extracted
                 .module_items
                 .iter()
                 .map(|i| format!("`{i}`"))
@@ -368,10 +372,10 @@ fn how_it_was_made(report: &Report, copied: &Copied, target: &Target) -> Vec<Str
                 .join(", ")
         ));
     }
-    if !report.left_out.is_empty() {
+    if !extracted.left_out.is_empty() {
         made.push(format!(
             "The imports of the source module that the copy does not name are left out. These could be traits whose methods it calls, which it would need back: {}.",
-            report
+            extracted
                 .left_out
                 .iter()
                 .map(|i| format!("`{i}`"))
@@ -380,7 +384,7 @@ fn how_it_was_made(report: &Report, copied: &Copied, target: &Target) -> Vec<Str
         ));
     }
     if let (Some(trait_name), Some(receiver), Some(owner)) =
-        (&target.trait_name, &target.receiver, &report.owner)
+        (&target.trait_name, &target.receiver, &extracted.owner)
     {
         let built = if receiver.default {
             format!("built with `{owner}::default()`")
@@ -397,7 +401,7 @@ fn how_it_was_made(report: &Report, copied: &Copied, target: &Target) -> Vec<Str
         made.push(format!(
             "`self`: the method is copied unchanged into `impl {trait_name} for {owner}`, a trait `target.rs` declares, so its `self` is still a `{owner}` and its body reads fields and calls methods as production does. The target holds that `{owner}` in its field `receiver`, {built}; {how}."
         ));
-    } else if let (Some(trait_name), Some(owner)) = (&target.trait_name, &report.owner) {
+    } else if let (Some(trait_name), Some(owner)) = (&target.trait_name, &extracted.owner) {
         made.push(format!(
             "The associated function is copied unchanged into `impl {trait_name} for {owner}`, a trait `target.rs` declares, so `Self` is still `{owner}`."
         ));
@@ -406,9 +410,9 @@ fn how_it_was_made(report: &Report, copied: &Copied, target: &Target) -> Vec<Str
 }
 
 /// The README's to-do list.
-fn to_do(report: &Report, target: &Target) -> Vec<String> {
+fn to_do(extracted: &Extracted, target: &Target) -> Vec<String> {
     let mut todo = Vec::new();
-    for unresolved in &report.unresolved {
+    for unresolved in &extracted.unresolved {
         todo.push(format!(
             "Resolve `{}`: {}. Make it reachable in production, or copy it into `target.rs`.",
             unresolved.name, unresolved.reason
@@ -425,7 +429,7 @@ fn to_do(report: &Report, target: &Target) -> Vec<String> {
     }
     todo.push("Place ranges (`profiling_range`) around the meaningful operations inside the copied body: decoding, model calls, filtering, NMS.".to_owned());
     todo.push("Fill in `validate` (what production promises of the output) and `summarize` (a few values that say what came out).".to_owned());
-    if let Parity::Unavailable { .. } = &report.parity {
+    if let Parity::Unavailable { .. } = &extracted.parity {
         todo.push(
             "Compare the copy against production by hand, in a unit test in `target.rs`: no parity test could be made (see Parity with production)."
                 .to_owned(),
@@ -435,7 +439,7 @@ fn to_do(report: &Report, target: &Target) -> Vec<String> {
 }
 
 /// What `new` knows of the snippet's assumptions.
-fn known_facts(report: &Report, target: &Target) -> Vec<String> {
+fn known_facts(extracted: &Extracted, target: &Target) -> Vec<String> {
     let mut facts = Vec::new();
     for parameter in &target.parameters {
         if parameter.source != ValueSource::Unmapped {
@@ -513,22 +517,22 @@ fn known_facts(report: &Report, target: &Target) -> Vec<String> {
     }
     facts.push(format!(
         "The config runs it on the `{}` data source, on `{}`.",
-        report.data_source, report.device
+        extracted.data_source, extracted.device
     ));
     facts
 }
 
 /// The README's "Parity with production".
-fn parity_text(report: &Report) -> String {
-    match &report.parity {
+fn parity_text(extracted: &Extracted) -> String {
+    match &extracted.parity {
         Parity::Test { production } => format!(
             "`target.rs` ends with a parity test (`mod parity`): for each record of the data source of `config.yaml`, `prepare` makes the inputs once, then the copy and `{production}` run on them, and their outputs must be equal (`==` when the output type is `PartialEq`, else the target's `summarize` of each). An edit that changes what the copy computes fails it. `profile-cli check {}` runs it, as does `cargo test -p {}`.",
-            report.target_name,
-            report
+            extracted.target_name,
+            extracted
                 .snippets_crate
                 .as_ref()
                 .map(|_| crate::snippet_crate::package_name(
-                    std::path::Path::new(&report.directory_display)
+                    std::path::Path::new(&extracted.directory_display)
                         .file_name()
                         .map(|name| name.to_string_lossy())
                         .unwrap_or_default()
@@ -543,19 +547,19 @@ fn parity_text(report: &Report) -> String {
 }
 
 /// The registered name of a snippet's own source (`new --data-source custom`).
-fn custom_source_name(report: &Report) -> String {
-    crate::custom_source_name(&report.target_name)
+fn custom_source_name(extracted: &Extracted) -> String {
+    crate::custom_source_name(&extracted.target_name)
 }
 
-fn custom_source_type(report: &Report) -> String {
+fn custom_source_type(extracted: &Extracted) -> String {
     format!(
         "{}Records",
-        crate::scaffold::pascal_case(&report.target_name)
+        crate::scaffold::pascal_case(&extracted.target_name)
     )
 }
 
-fn custom_parameters_type(report: &Report) -> String {
-    format!("{}Parameters", custom_source_type(report))
+fn custom_parameters_type(extracted: &Extracted) -> String {
+    format!("{}Parameters", custom_source_type(extracted))
 }
 
 /// The data source of a snippet's own that `new --data-source custom`
@@ -563,10 +567,10 @@ fn custom_parameters_type(report: &Report) -> String {
 /// parameters a struct deriving `Deserialize`, its records the dummy
 /// source's (with the keys the copy's parameters need) until `read` is
 /// written.
-pub(crate) fn custom_source(report: &Report, target: &Target) -> String {
-    let source = custom_source_type(report);
-    let parameters = custom_parameters_type(report);
-    let name = custom_source_name(report);
+pub(crate) fn custom_source(extracted: &Extracted, target: &Target) -> String {
+    let source = custom_source_type(extracted);
+    let parameters = custom_parameters_type(extracted);
+    let name = custom_source_name(extracted);
     let mut stand_in = vec!["record_count: {}".to_owned()];
     if target.takes_detections() {
         stand_in.push("detections: {{count: 1000}}".to_owned());
@@ -618,7 +622,7 @@ impl ::profiling_core::data::RecordSource for {source} {{
     }}
 }}
 "#,
-        target_name = report.target_name,
+        target_name = extracted.target_name,
         stand_in = stand_in.join(", "),
     )
 }

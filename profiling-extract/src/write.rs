@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::allocator;
 use crate::source::{self, display_path};
-use crate::{NewSnippet, Report, SnippetError, SnippetsCrate};
+use crate::{Extracted, NewSnippet, SnippetError, SnippetsCrate};
 
 /// The snippet directory: `--directory`, else the profile's place among the
 /// workspace's snippets; for a new snippet, one that does not exist yet.
@@ -145,10 +145,10 @@ pub(crate) fn write_all_or_nothing(
 /// the binary's `main.rs` (the block `init` wrote) and says so, or says
 /// what to change when `main.rs` is not as `init` wrote it.
 pub(crate) fn leave_out_counting_allocator(
-    report: &Report,
+    extracted: &Extracted,
     workspace_root: &Path,
 ) -> Result<Option<String>, SnippetError> {
-    let (Some(krate), Some(src)) = (&report.snippets_crate, &report.production_src) else {
+    let (Some(krate), Some(src)) = (&extracted.snippets_crate, &extracted.production_src) else {
         return Ok(None);
     };
     let Some((file, line)) = allocator::declared_in(src) else {

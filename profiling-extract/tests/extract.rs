@@ -245,12 +245,12 @@ fn the_copy_is_the_source_text_byte_for_byte_with_a_range_added() {
         "the production doc is not copied"
     );
     assert_eq!(
-        generated.report.instrumentation,
+        generated.extracted.instrumentation,
         Instrumentation::AddedAttribute
     );
     let first = line_of("pub fn odd_layout(values: &[f32],   settings: &Settings) -> Vec<f32> {");
-    assert_eq!(generated.report.lines, (first, first + 7));
-    assert_eq!(generated.report.item, "fixture_ops::ops::odd_layout");
+    assert_eq!(generated.extracted.lines, (first, first + 7));
+    assert_eq!(generated.extracted.item, "fixture_ops::ops::odd_layout");
 }
 
 #[test]
@@ -263,12 +263,12 @@ fn items_of_the_module_are_imported_from_production_not_copied() {
     );
     assert!(!target.contains("pub fn helper"), "helpers are not copied");
     assert_eq!(
-        generated.report.module_items,
+        generated.extracted.module_items,
         vec!["Settings", "THRESHOLD", "helper"]
     );
     // `PRIVATE_LIMIT`, in a format string, is private: copied beside it,
     // marked, with where it comes from; nothing is out of reach.
-    assert!(generated.report.unresolved.is_empty());
+    assert!(generated.extracted.unresolved.is_empty());
     let line = line_of("const PRIVATE_LIMIT: usize = 8;");
     assert!(
         target.contains(&format!(
@@ -295,7 +295,7 @@ fn module_imports_are_carried_when_named_and_listed_when_not() {
         "trait imports as `_` always come along: {target}"
     );
     assert_eq!(
-        generated.report.left_out,
+        generated.extracted.left_out,
         vec!["std::collections::BTreeMap"]
     );
 }
@@ -328,11 +328,11 @@ fn a_public_type_whose_private_fields_the_copy_reads_is_copied_too() {
     assert!(target.contains("impl Grid {\n    pub fn new("), "{target}");
     assert!(!target.contains("use fixture_ops::grid::Grid"), "{target}");
     assert!(
-        generated.report.unresolved.is_empty(),
+        generated.extracted.unresolved.is_empty(),
         "{:?}",
-        generated.report.unresolved
+        generated.extracted.unresolved
     );
-    match &generated.report.parity {
+    match &generated.extracted.parity {
         snippet::Parity::Unavailable { why } => assert!(
             why.contains("the copy takes the snippet's own copy of `Grid` (copied because it reads its private fields `cells`)"),
             "{why}"
@@ -366,9 +366,9 @@ fn a_private_macro_is_copied_before_the_copy() {
         "a macro is in scope after its definition: {target}"
     );
     assert!(
-        generated.report.unresolved.is_empty(),
+        generated.extracted.unresolved.is_empty(),
         "{:?}",
-        generated.report.unresolved
+        generated.extracted.unresolved
     );
 }
 
@@ -387,9 +387,9 @@ fn an_alias_of_a_number_is_read_as_the_number() {
         "{target}"
     );
     assert!(
-        generated.report.unmapped.is_empty(),
+        generated.extracted.unmapped.is_empty(),
         "{:?}",
-        generated.report.unmapped
+        generated.extracted.unmapped
     );
 }
 
@@ -481,7 +481,7 @@ fn what_production_does_not_export_is_listed_with_where_it_is() {
     let fixture = Fixture::new();
     let generated = fixture.generate("extract-private", "::uses_private");
     let reasons: Vec<(String, String)> = generated
-        .report
+        .extracted
         .unresolved
         .iter()
         .map(|u| (u.name.clone(), u.reason.clone()))
@@ -523,9 +523,9 @@ fn private_helpers_are_copied_transitively_and_reexports_resolve() {
     let generated = fixture.generate("extract-transitive", "::accumulate");
     let target = generated.file("target.rs").unwrap();
     assert!(
-        generated.report.unresolved.is_empty(),
+        generated.extracted.unresolved.is_empty(),
         "{:?}",
-        generated.report.unresolved
+        generated.extracted.unresolved
     );
     for copied in [
         "\nstruct Acc(f32);\n",
@@ -549,7 +549,7 @@ fn crate_self_and_super_paths_are_written_from_the_crate_name() {
         "{target}"
     );
     assert!(generated
-        .report
+        .extracted
         .changes
         .iter()
         .any(|c| c.contains("`crate::`")));
@@ -582,7 +582,7 @@ fn a_method_is_copied_unchanged_into_a_trait_impl_and_keeps_its_self() {
         "{target}"
     );
     let unresolved: Vec<&str> = generated
-        .report
+        .extracted
         .unresolved
         .iter()
         .map(|u| u.name.as_str())
@@ -657,9 +657,9 @@ fn private_items_of_other_modules_are_copied_and_private_methods_given_back() {
     let generated = fixture.generate("extract-foreign", "::span");
     let target = generated.file("target.rs").unwrap();
     assert!(
-        generated.report.unresolved.is_empty(),
+        generated.extracted.unresolved.is_empty(),
         "{:?}",
-        generated.report.unresolved
+        generated.extracted.unresolved
     );
     // The private function, and the one it calls, copied as written; the
     // renamed import names the copy; what they name that production
@@ -731,7 +731,7 @@ fn whole_statements_of_a_line_range_get_a_range_named_after_them() {
     );
     assert!(!target.contains("#[nvtx_range]\npub fn statements"));
     assert_eq!(
-        generated.report.instrumentation,
+        generated.extracted.instrumentation,
         Instrumentation::Statements {
             name,
             first: first + 1,
@@ -746,11 +746,11 @@ fn lines_that_are_not_whole_statements_instrument_the_whole_function() {
     let line = line_of("total += v;");
     let generated = fixture.generate("extract-part", &format!(":{}-{}", line, line + 1));
     assert_eq!(
-        generated.report.instrumentation,
+        generated.extracted.instrumentation,
         Instrumentation::AddedAttribute
     );
     assert_eq!(
-        generated.report.range_note.as_deref(),
+        generated.extracted.range_note.as_deref(),
         Some(&*format!("lines {}-{} are not whole statements of one block of `statements`: the whole function is instrumented", line, line + 1))
     );
 }
@@ -768,7 +768,7 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
     ] {
         assert!(target.contains(line), "{line} missing from {target}");
     }
-    assert!(generated.report.unmapped.is_empty());
+    assert!(generated.extracted.unmapped.is_empty());
     // `scores` is taken: the dummy source makes detector-like records.
     let config = generated.file("config.yaml").unwrap();
     assert!(
@@ -792,7 +792,7 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
     // production call passes (suffix dropped), else a neutral value.
     let generated = fixture.generate("extract-setting", "::helper");
     let target = generated.file("target.rs").unwrap();
-    assert!(generated.report.unmapped.is_empty());
+    assert!(generated.extracted.unmapped.is_empty());
     assert!(
         target.contains("#[derive(Debug, Clone, serde::Deserialize)]\n#[serde(default, deny_unknown_fields)]\npub struct ExtractSettingSettings {\n    pub x: f32,\n}\n"),
         "{target}"
@@ -815,7 +815,7 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
     // Tuples and arrays of scalars too, from a call's literals.
     let generated = fixture.generate("extract-tuple", "::resize_to");
     let target = generated.file("target.rs").unwrap();
-    assert!(generated.report.unmapped.is_empty());
+    assert!(generated.extracted.unmapped.is_empty());
     assert!(
         target.contains(
             "    pub size: (u32, u32),\n    pub weights: [f32; 3],\n    pub flags: (bool,),\n"
@@ -851,7 +851,7 @@ fn prepare_maps_what_the_types_make_clear_and_names_the_rest() {
 
     let generated = fixture.generate("extract-unmapped", "::opaque");
     let target = generated.file("target.rs").unwrap();
-    assert_eq!(generated.report.unmapped, vec!["o: Opaque"]);
+    assert_eq!(generated.extracted.unmapped, vec!["o: Opaque"]);
     assert!(
         target.contains("        // Neither Clone nor Copy: a function that makes one for each call,\n        // such as `Some(|| Opaque::...)`.\n        let o: Option<fn() -> Opaque> = None;\n        let Some(o) = o else {\n            anyhow::bail!(\n                \"{}: prepare does not map these parameters of `opaque` yet: \\\n                 `o: Opaque`\",\n                file!()\n            );\n        };\n"),
         "{target}"
@@ -881,7 +881,7 @@ fn production_features_decide_cfg_and_its_dependencies_go_into_the_snippet() {
         "{target}"
     );
     assert!(!target.contains("feature"), "{target}");
-    let changes = generated.report.changes.join("\n");
+    let changes = generated.extracted.changes.join("\n");
     assert!(
         changes.contains("`cfg` attributes that production's features turn on are removed (line "),
         "{changes}"
@@ -896,7 +896,7 @@ fn production_features_decide_cfg_and_its_dependencies_go_into_the_snippet() {
         "{manifest}"
     );
     let added: Vec<String> = generated
-        .report
+        .extracted
         .snippet_dependencies
         .iter()
         .map(|d| format!("{d}: {}", d.reason))
@@ -919,7 +919,7 @@ fn a_thin_wrapper_is_said_with_the_command_for_its_callee() {
     let fixture = Fixture::new();
     let generated = fixture.generate("extract-thin", "::quarter");
     assert_eq!(
-        generated.report.warnings,
+        generated.extracted.warnings,
         [format!(
             "`quarter` only prepares its arguments and delegates to `helper`: the profile times one call into production code, not a body; to profile its body instead: profile-cli new helper --from fixture/src/ops.rs::helper (defined at line {}), or `--follow`",
             line_of("pub fn helper(x: f32) -> f32 {")
@@ -929,9 +929,9 @@ fn a_thin_wrapper_is_said_with_the_command_for_its_callee() {
     let mut request = fixture.request("extract-followed", "::quarter");
     request.follow = true;
     let followed = snippet::generate(&request).unwrap();
-    assert_eq!(followed.report.item, "fixture_ops::ops::helper");
+    assert_eq!(followed.extracted.item, "fixture_ops::ops::helper");
     assert_eq!(
-        followed.report.warnings[0],
+        followed.extracted.warnings[0],
         format!(
             "`quarter` only prepares its arguments and delegates to `helper`: followed, the snippet copies `helper` (fixture/src/ops.rs:{})",
             line_of("pub fn helper(x: f32) -> f32 {")
@@ -944,9 +944,9 @@ fn a_thin_wrapper_is_said_with_the_command_for_its_callee() {
     for body in ["::helper", "::with_paths", "::statements"] {
         let generated = fixture.generate("extract-body", body);
         assert!(
-            generated.report.warnings.is_empty(),
+            generated.extracted.warnings.is_empty(),
             "{body}: {:?}",
-            generated.report.warnings
+            generated.extracted.warnings
         );
     }
 }
@@ -1267,7 +1267,7 @@ fn a_parity_test_is_written_when_the_snippet_can_call_production() {
     let fixture = Fixture::new();
     let generated = fixture.generate("doubled", "::helper");
     assert_eq!(
-        generated.report.parity,
+        generated.extracted.parity,
         snippet::Parity::Test {
             production: "fixture_ops::ops::helper".to_owned()
         }
@@ -1298,7 +1298,7 @@ fn without_a_way_to_call_production_the_readme_says_why_there_is_no_parity_test(
     ] {
         let generated = fixture.generate("no-parity", selector);
         assert_eq!(
-            generated.report.parity,
+            generated.extracted.parity,
             snippet::Parity::Unavailable { why: why.to_owned() },
             "{selector}"
         );
@@ -1342,9 +1342,9 @@ fn a_unit_only_enum_of_the_crate_is_a_setting_by_variant_name() {
     let config = generated.file("config.yaml").unwrap();
     assert!(config.contains("    mode: Exact\n"), "{config}");
     assert!(
-        generated.report.unresolved.is_empty(),
+        generated.extracted.unresolved.is_empty(),
         "{:?}",
-        generated.report.unresolved
+        generated.extracted.unresolved
     );
 }
 
@@ -1434,9 +1434,12 @@ fn a_generic_function_is_called_with_the_type_args_given() {
         "the parity test calls production with the same types: {target}"
     );
     assert!(
-        generated.report.command.contains("--type-args S=f32,N=3"),
+        generated
+            .extracted
+            .command
+            .contains("--type-args S=f32,N=3"),
         "{}",
-        generated.report.command
+        generated.extracted.command
     );
 
     let mut request = fixture.request("first-three", "::first");
@@ -1496,19 +1499,19 @@ fn a_missing_dependency_on_the_production_crate_is_added_once_keeping_the_manife
 
     let created = snippet::create(&fixture.request("doubled", "::helper")).unwrap();
     assert_eq!(
-        created.report.added_dependency,
+        created.extracted.added_dependency,
         Some(snippet::AddedDependency {
             package: "fixture-ops".to_owned(),
             path: "../fixture".to_owned(),
         })
     );
     assert!(
-        created.report.unresolved.is_empty(),
+        created.extracted.unresolved.is_empty(),
         "{:?}",
-        created.report.unresolved
+        created.extracted.unresolved
     );
     assert!(matches!(
-        created.report.parity,
+        created.extracted.parity,
         snippet::Parity::Test { .. }
     ));
     assert_eq!(
@@ -1523,7 +1526,7 @@ fn a_missing_dependency_on_the_production_crate_is_added_once_keeping_the_manife
     );
 
     let again = snippet::create(&fixture.request("doubled-again", "::helper")).unwrap();
-    assert_eq!(again.report.added_dependency, None);
+    assert_eq!(again.extracted.added_dependency, None);
     assert_eq!(
         std::fs::read_to_string(&host).unwrap(),
         format!("{original}fixture-ops = {{ path = \"../fixture\" }}\n")
@@ -1571,7 +1574,7 @@ impl Fixture {
 
 fn parsed_names(generated: &Generated) -> Vec<&str> {
     generated
-        .report
+        .extracted
         .parsed
         .iter()
         .map(|(file, _)| file.as_str())

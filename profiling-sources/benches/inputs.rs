@@ -232,7 +232,7 @@ fn video_frames(bencher: divan::Bencher) {
 }
 
 /// The same, the source built (the video probed) before the timing: the
-/// frames alone, as an eager run's `load_ns` counts them.
+/// frames alone, as an eager run's `read_ns` counts them.
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn video_frames_read(bencher: divan::Bencher) {
     let Some(video) = video() else { return };

@@ -86,7 +86,7 @@ pub(crate) fn new(
     }
     tell_what_was_written(&created, out, err)?;
     let code = check_created(&created, no_check, smoke, out, err)?;
-    tell_what_is_next(&created.report, code, no_check, out)?;
+    tell_what_is_next(&created.extracted, code, no_check, out)?;
     Ok(code)
 }
 
@@ -140,10 +140,10 @@ fn check_created(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let report = &created.report;
-    let shown = &report.directory_display;
+    let extracted = &created.extracted;
+    let shown = &extracted.directory_display;
     let mut code = EXIT_OK;
-    match (&report.snippets_crate, no_check) {
+    match (&extracted.snippets_crate, no_check) {
         (None, _) => writeln!(
             err,
             "note: {shown} is not in the snippets/ directory of a crate, so nothing compiles it: it was not built, and `list` and `run` do not know it until it is moved there"
@@ -151,14 +151,14 @@ fn check_created(
         (Some(_), true) => writeln!(
             out,
             "  a draft, not compiled, until `profile-cli check {}` builds it and links it in",
-            report.target_name
+            extracted.target_name
         )?,
         (Some(krate), false) => {
             code = check_and_report(
                 krate,
                 &created.directory,
                 shown,
-                &report.target_name,
+                &extracted.target_name,
                 Command::New,
                 out,
                 err,
@@ -174,30 +174,30 @@ fn check_created(
 /// The `next:` line: where to move the snippet, or what to edit and the
 /// command to run after (`check` while it is not built, `run` once it is).
 fn tell_what_is_next(
-    report: &snippet::Report,
+    extracted: &snippet::Extracted,
     code: u8,
     no_check: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let shown = &report.directory_display;
-    match &report.move_to {
+    let shown = &extracted.directory_display;
+    match &extracted.move_to {
         Some(place) => writeln!(
             out,
             "next: mv {shown} {place}, edit {place}/target.rs, then: {} run --config {} --run-id smoke",
-            tool(report.snippets_crate.as_ref()),
-            report.config_display
+            tool(extracted.snippets_crate.as_ref()),
+            extracted.config_display
         ),
         None if code != EXIT_OK || no_check => writeln!(
             out,
             "next: edit {shown}/target.rs, then: {} check {}",
-            tool(report.snippets_crate.as_ref()),
-            report.target_name
+            tool(extracted.snippets_crate.as_ref()),
+            extracted.target_name
         ),
         None => writeln!(
             out,
             "next: edit {shown}/target.rs, then: {} run --config {} --run-id smoke",
-            tool(report.snippets_crate.as_ref()),
-            report.config_display
+            tool(extracted.snippets_crate.as_ref()),
+            extracted.config_display
         ),
     }
 }
@@ -210,8 +210,8 @@ fn prune_kept_imports(
     created: snippet::Generated,
 ) -> anyhow::Result<snippet::Generated> {
     let (Some(krate), false) = (
-        &created.report.snippets_crate,
-        created.report.kept_for_traits.is_empty(),
+        &created.extracted.snippets_crate,
+        created.extracted.kept_for_traits.is_empty(),
     ) else {
         return Ok(created);
     };
@@ -246,11 +246,11 @@ fn tell_what_was_written(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let report = &created.report;
-    let shown = &report.directory_display;
+    let extracted = &created.extracted;
+    let shown = &extracted.directory_display;
     let files: Vec<&str> = created.files.iter().map(|(name, _)| *name).collect();
     writeln!(out, "created {shown}/: {}", files.join(", "))?;
-    let range = match &report.instrumentation {
+    let range = match &extracted.instrumentation {
         Instrumentation::KeptAttribute => "its #[nvtx_range] kept".to_owned(),
         Instrumentation::AddedAttribute => "#[nvtx_range] added".to_owned(),
         Instrumentation::Statements { name, first, last } => {
@@ -260,9 +260,9 @@ fn tell_what_was_written(
     writeln!(
         out,
         "  copied `{}` ({}:{}-{}), {range}",
-        report.item, report.source, report.lines.0, report.lines.1
+        extracted.item, extracted.source, extracted.lines.0, extracted.lines.1
     )?;
-    if let (Some(added), Some(krate)) = (&report.added_dependency, &report.snippets_crate) {
+    if let (Some(added), Some(krate)) = (&extracted.added_dependency, &extracted.snippets_crate) {
         writeln!(
             out,
             "  added `{added}` to {}/Cargo.toml: {} did not depend on the crate it copies from",
@@ -274,48 +274,48 @@ fn tell_what_was_written(
             krate.package
         )?;
     }
-    for dependency in &report.snippet_dependencies {
+    for dependency in &extracted.snippet_dependencies {
         writeln!(
             out,
             "  added `{dependency}` to {}/Cargo.toml: {}",
-            report.directory_display, dependency.reason
+            extracted.directory_display, dependency.reason
         )?;
     }
-    for (parameter, source) in &report.mapped {
+    for (parameter, source) in &extracted.mapped {
         writeln!(out, "  prepare: `{parameter}` is {source}")?;
     }
-    for warning in &report.warnings {
+    for warning in &extracted.warnings {
         writeln!(err, "warning: {warning}")?;
     }
-    if let Some(note) = &report.range_note {
+    if let Some(note) = &extracted.range_note {
         writeln!(err, "note: {note}")?;
     }
-    if !report.kept_for_traits.is_empty() {
+    if !extracted.kept_for_traits.is_empty() {
         writeln!(
             err,
             "note: kept imports of the source module the copy does not name, as they may be traits whose methods it calls (remove those the compiler says are unused): {}",
-            report.kept_for_traits.join(", ")
+            extracted.kept_for_traits.join(", ")
         )?;
     }
-    if !report.left_out.is_empty() {
+    if !extracted.left_out.is_empty() {
         writeln!(
             err,
             "note: left out imports of the source module the copy does not name; add back any of these that is a trait whose methods it calls: {}",
-            report.left_out.join(", ")
+            extracted.left_out.join(", ")
         )?;
     }
-    let mut todo: Vec<String> = report
+    let mut todo: Vec<String> = extracted
         .unresolved
         .iter()
         .map(|u| format!("`{}`: {}", u.name, u.reason))
         .collect();
     todo.extend(
-        report
+        extracted
             .unmapped
             .iter()
             .map(|p| format!("map `{p}` in prepare: the types do not say where it comes from")),
     );
-    if report.needs_factory {
+    if extracted.needs_factory {
         todo.push("write build_target: it makes the `self` of the copied method".to_owned());
     }
     if !todo.is_empty() {

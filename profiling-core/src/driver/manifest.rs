@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
 use crate::device::Device;
-use crate::driver::config::{CudaPolicy, LastBatch, RecordLoading};
+use crate::driver::config::{CudaPolicy, LastBatch, RecordReading};
 pub use crate::driver::contention::MachineState;
 use crate::driver::provenance::{BackendInfo, HostInfo};
 use crate::driver::runner::{CallCounts, OutputSummary, Pass, Phase, Timings, Validation};
@@ -188,7 +188,7 @@ pub struct Workload {
     pub batch_size: u32,
     /// What a short last batch did.
     pub last_batch: LastBatch,
-    pub record_loading: RecordLoading,
+    pub record_loading: RecordReading,
     pub seed: Option<u64>,
     /// `shuffle` and `records`, when the config set them.
     #[serde(flatten)]
@@ -303,7 +303,7 @@ impl Manifest {
                 iterations: 1,
                 batch_size: 1,
                 last_batch: LastBatch::Keep,
-                record_loading: RecordLoading::Eager,
+                record_loading: RecordReading::Eager,
                 seed: None,
                 selection: Default::default(),
                 validate_output: true,
@@ -401,7 +401,7 @@ mod tests {
         let manifest = Manifest::from_value(value).unwrap();
         assert!(manifest.record_batches.is_empty());
         assert_eq!(manifest.timings.per_record, None);
-        assert_eq!(manifest.timings.load_ns, 0);
+        assert_eq!(manifest.timings.read_ns, 0);
         assert!(manifest.timings.range_tree.is_empty());
     }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use profiling_core::device::Device;
 use profiling_core::driver::config::{
-    Config, ConfigError, ConfigFile, CudaPolicy, LastBatch, Overrides, RecordLoading,
+    Config, ConfigError, ConfigFile, CudaPolicy, LastBatch, Overrides, RecordReading,
     DEFAULT_CAPTURE_RANGE,
 };
 
@@ -31,7 +31,7 @@ fn defaults_follow_the_reference() {
     assert_eq!(config.device, Device::Cpu);
     assert_eq!((config.warmup, config.iterations), (1, 1));
     assert_eq!((config.batch_size, config.last_batch), (1, LastBatch::Keep));
-    assert_eq!(config.record_loading, RecordLoading::Eager);
+    assert_eq!(config.record_loading, RecordReading::Eager);
     assert_eq!(config.seed, None);
     assert!(config.validate_output);
     assert_eq!(config.capture_range, DEFAULT_CAPTURE_RANGE);
@@ -129,7 +129,7 @@ fn overrides_win_over_the_file() {
         warmup: Some(0),
         iterations: Some(9),
         capture_range: Some("cap".into()),
-        record_loading: Some(RecordLoading::Lazy),
+        record_loading: Some(RecordReading::Lazy),
         seed: Some(11),
         ..Overrides::default()
     };
@@ -142,7 +142,7 @@ fn overrides_win_over_the_file() {
         (0, 9, Some(11))
     );
     assert_eq!(config.capture_range, "cap");
-    assert_eq!(config.record_loading, RecordLoading::Lazy);
+    assert_eq!(config.record_loading, RecordReading::Lazy);
     assert_eq!(config.data_source.parameters["record_count"], 3);
 }
 
@@ -173,7 +173,7 @@ fn lazy_loading_needs_profile_prepare() {
         "{message}"
     );
     let config = resolve("target: {name: t, profile_prepare: true}\nrecord_loading: lazy").unwrap();
-    assert_eq!(config.record_loading, RecordLoading::Lazy);
+    assert_eq!(config.record_loading, RecordReading::Lazy);
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub struct Config {
     pub batch_size: u32,
     /// What a short last batch does (`workload.last_batch`).
     pub last_batch: LastBatch,
-    pub record_loading: RecordLoading,
+    pub record_loading: RecordReading,
     pub seed: Option<u64>,
     /// `workload.shuffle` and `workload.records`: which of the source's
     /// records a pass reads, and in what order.
@@ -105,27 +105,27 @@ impl DataSourceConfig {
 /// When records are read: once before the passes, or afresh in each pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum RecordLoading {
+pub enum RecordReading {
     #[default]
     Eager,
     Lazy,
 }
 
-impl fmt::Display for RecordLoading {
+impl fmt::Display for RecordReading {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            RecordLoading::Eager => "eager",
-            RecordLoading::Lazy => "lazy",
+            RecordReading::Eager => "eager",
+            RecordReading::Lazy => "lazy",
         })
     }
 }
 
-impl std::str::FromStr for RecordLoading {
+impl std::str::FromStr for RecordReading {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "eager" => Ok(RecordLoading::Eager),
-            "lazy" => Ok(RecordLoading::Lazy),
+            "eager" => Ok(RecordReading::Eager),
+            "lazy" => Ok(RecordReading::Lazy),
             other => Err(format!(
                 "unknown record loading `{other}`: expected `eager` or `lazy`"
             )),
@@ -366,7 +366,7 @@ pub struct Overrides {
     /// `--batch-size`.
     pub batch_size: Option<u32>,
     pub capture_range: Option<String>,
-    pub record_loading: Option<RecordLoading>,
+    pub record_loading: Option<RecordReading>,
     pub seed: Option<u64>,
     pub output_dir: Option<PathBuf>,
     pub gpu_timing: Option<GpuTiming>,

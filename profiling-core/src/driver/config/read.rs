@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
-use super::{ConfigError, ConfigFile, CudaPolicy, GpuTiming, LastBatch, MemoryMode, RecordLoading};
+use super::{ConfigError, ConfigFile, CudaPolicy, GpuTiming, LastBatch, MemoryMode, RecordReading};
 
 /// Opens `path` for reading without waiting for a writer, should it have
 /// become a FIFO since it was looked at.
@@ -94,7 +94,7 @@ pub(super) struct RawConfig {
     pub(super) iterations: Option<i64>,
     pub(super) batch_size: Option<i64>,
     pub(super) last_batch: Option<LastBatch>,
-    pub(super) record_loading: Option<RecordLoading>,
+    pub(super) record_loading: Option<RecordReading>,
     pub(super) seed: Option<u64>,
     pub(super) shuffle: Option<bool>,
     pub(super) records: Option<Vec<Value>>,
@@ -166,7 +166,7 @@ pub(super) struct RawWorkload {
     pub(super) iterations: Option<i64>,
     pub(super) batch_size: Option<i64>,
     pub(super) last_batch: Option<LastBatch>,
-    pub(super) record_loading: Option<RecordLoading>,
+    pub(super) record_loading: Option<RecordReading>,
     pub(super) seed: Option<u64>,
     pub(super) shuffle: Option<bool>,
     pub(super) records: Option<Vec<Value>>,

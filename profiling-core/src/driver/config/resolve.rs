@@ -10,7 +10,7 @@ use super::names::{check_capture_range, check_profile_name};
 use super::read::RawConfig;
 use super::{
     check_literal_path, describe_value, parse_size, Config, ConfigError, ConfigFile,
-    DataSourceConfig, GpuTiming, Overrides, RecordLoading, TargetConfig, DEFAULT_CAPTURE_RANGE,
+    DataSourceConfig, GpuTiming, Overrides, RecordReading, TargetConfig, DEFAULT_CAPTURE_RANGE,
 };
 use crate::device::Device;
 
@@ -349,7 +349,7 @@ impl Resolving<'_> {
             .map_err(|_| self.invalid(&key, format!("must be at most {}, got {value}", u32::MAX)))
     }
 
-    fn record_loading(&self, profile_prepare: bool) -> Result<RecordLoading, ConfigError> {
+    fn record_loading(&self, profile_prepare: bool) -> Result<RecordReading, ConfigError> {
         let (raw, overrides) = (self.raw, self.overrides);
         let workload = raw.workload.as_ref();
         let record_loading = overrides
@@ -357,7 +357,7 @@ impl Resolving<'_> {
             .or(raw.record_loading)
             .or(workload.and_then(|w| w.record_loading))
             .unwrap_or_default();
-        if record_loading == RecordLoading::Lazy && !profile_prepare {
+        if record_loading == RecordReading::Lazy && !profile_prepare {
             let message = "`lazy` needs `target.profile_prepare: true`: lazy loading keeps no records to prepare ahead of the passes"
                 .to_owned();
             return Err(if overrides.record_loading.is_some() {

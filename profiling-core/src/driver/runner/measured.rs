@@ -285,7 +285,7 @@ impl<O> Measured<O> {
             gpu: None,
             host_timing_note: host_timing_note(plan.config.device, &plan.config.cuda),
             sketch_note,
-            load_ns: 0,
+            read_ns: 0,
             prepare_ns: 0,
             warmup_ns,
             capture_ns: self.capture_ns,

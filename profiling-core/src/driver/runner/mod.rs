@@ -31,7 +31,7 @@ use std::sync::Arc;
 use crate::backend::synchronize;
 use crate::data::{AvailableMemory, DataError, DataRecord, DataSource};
 use crate::device::Device;
-use crate::driver::config::{Batches, Config, RecordLoading};
+use crate::driver::config::{Batches, Config, RecordReading};
 use crate::driver::interrupt;
 use crate::driver::panics::guard;
 use crate::target::ProfileTarget;
@@ -149,14 +149,14 @@ where
     }
     let loaded: Vec<DataRecord>;
     let mut first_input = None;
-    let mut load_ns = 0;
+    let mut read_ns = 0;
     let records = match &plan.records {
         Records::Unread(source) => {
             let (records, first, ns) =
                 read_eager(&mut target, source.as_ref(), plan, batched, &mut tally)?;
             loaded = records;
             first_input = first;
-            load_ns = ns;
+            read_ns = ns;
             Some(&loaded[..batches.records])
         }
         Records::Eager(records) => Some(&records[..batches.records]),
@@ -239,13 +239,13 @@ where
         (None, _, _) => {
             let source = anyhow::anyhow!(
                 "record_loading: {} needs target.profile_prepare: true",
-                RecordLoading::Lazy
+                RecordReading::Lazy
             );
             Err(tally.error(Pass::Setup, Failure::new(Phase::Load, None, source)))
         }
     };
     let mut outcome = outcome?;
-    outcome.timings.load_ns = load_ns;
+    outcome.timings.read_ns = read_ns;
     // Parameters the target never asked for (in its factory or any method)
     // configure nothing: a typo of another target's settings, or a target
     // that takes none. Refused like an unknown key, once the run has shown
@@ -316,8 +316,8 @@ fn read_eager<T: ProfileTarget>(
         .read_rest(first_records)
         .map_err(|e| load_error(e, tally))?;
     let preparing = first_input.as_ref().map_or(0, |(_, ns)| *ns);
-    let load_ns = (now_ns() - reading).saturating_sub(preparing);
-    Ok((records, first_input, load_ns))
+    let read_ns = (now_ns() - reading).saturating_sub(preparing);
+    Ok((records, first_input, read_ns))
 }
 
 /// Prepares one input outside every range: `records` holds one record, or

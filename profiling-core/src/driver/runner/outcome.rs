@@ -108,7 +108,9 @@ pub struct Timings {
     /// Reading an eager run's records from its source (each file read
     /// and decoded), before the passes and outside `prepare_ns`; 0 when
     /// the records came already read or are read inside the passes.
-    pub load_ns: u64,
+    /// Written `load_ns` in the manifest, the name it has always had there.
+    #[serde(rename = "load_ns")]
+    pub read_ns: u64,
     /// Eager `prepare` of every record, before the passes.
     pub prepare_ns: u64,
     /// All warmup passes together.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_yaml::Value;
 
 use crate::data::{self, CacheStats, CacheSummary, DataError, SourceContext};
-use crate::driver::config::{Config, RecordLoading};
+use crate::driver::config::{Config, RecordReading};
 use crate::driver::manifest::{
     Manifest, ManifestDataSource, ManifestError, ManifestTarget, Status, Workload,
 };
@@ -30,7 +30,7 @@ use super::{Planned, RunRequest, SessionError};
 /// The result of [`execute()`]: the manifest (written when the config asks
 /// for it), and how the run ended.
 #[derive(Debug)]
-pub struct RunReport {
+pub struct RunEnd {
     pub manifest: Manifest,
     /// Where the manifest is, when it was written (also when the trace
     /// beside it could not be).
@@ -49,7 +49,7 @@ pub struct RunReport {
 /// writes the manifest. Errors before the target starts (data that cannot
 /// be read) return `Err` and leave nothing behind; a target that fails
 /// still gets a manifest, with `status: failed`.
-pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunReport, SessionError> {
+pub fn execute(planned: &Planned, request: &RunRequest) -> Result<RunEnd, SessionError> {
     execute_with_progress(planned, request, None)
 }
 
@@ -59,7 +59,7 @@ pub fn execute_with_progress(
     planned: &Planned,
     request: &RunRequest,
     progress: Option<Box<dyn Fn(crate::driver::runner::Progress)>>,
-) -> Result<RunReport, SessionError> {
+) -> Result<RunEnd, SessionError> {
     check_takes_batches(planned)?;
     let (run_plan, description, cache) = prepare(planned, progress)?;
     // Held until the run is written: a second run with this id is refused.
@@ -75,18 +75,18 @@ pub fn execute_with_progress(
 }
 
 /// A launched run written (its manifest, and its trace and samples when it
-/// measured something), its claim on the run directory let go: the report.
+/// measured something), its claim on the run directory let go: how it ended.
 fn written(
     (planned, request): (&Planned, &RunRequest),
     description: BTreeMap<String, Value>,
     cache: Option<Arc<dyn CacheStats>>,
     (claim, recovered): (Option<RunClaim>, Vec<String>),
     ran: Ran,
-) -> RunReport {
+) -> RunEnd {
     let mut manifest = manifest_of(planned, request, description, &ran);
     let (manifest_path, write_error) = write(planned, &mut manifest, &ran.result);
     drop(claim);
-    RunReport {
+    RunEnd {
         recovered,
         manifest,
         manifest_path,
@@ -106,7 +106,7 @@ pub fn execute_pair(
     base: (&Planned, &RunRequest),
     candidate: (&Planned, &RunRequest),
     blocks: &[(crate::driver::runner::PairSide, u32)],
-) -> Result<[RunReport; 2], SessionError> {
+) -> Result<[RunEnd; 2], SessionError> {
     let sides = [base, candidate];
     let mut prepared = Vec::with_capacity(2);
     for (planned, _) in sides {
@@ -153,7 +153,7 @@ pub fn execute_pair(
     // both before anything is written.
     let base_result = refusal_of(base.0, base_result)?;
     let candidate_result = refusal_of(candidate.0, candidate_result)?;
-    let mut reports = Vec::with_capacity(2);
+    let mut ends = Vec::with_capacity(2);
     for (((planned, request), result), ((_, description, cache), (claim, recovered))) in sides
         .into_iter()
         .zip([base_result, candidate_result])
@@ -164,7 +164,7 @@ pub fn execute_pair(
             started_at: started_at.clone(),
             finished_at: finished_at.clone(),
         };
-        reports.push(written(
+        ends.push(written(
             (planned, request),
             description,
             cache,
@@ -172,8 +172,8 @@ pub fn execute_pair(
             ran,
         ));
     }
-    let candidate = reports.pop().expect("two reports");
-    let base = reports.pop().expect("two reports");
+    let candidate = ends.pop().expect("two ends");
+    let base = ends.pop().expect("two ends");
     Ok([base, candidate])
 }
 
@@ -186,7 +186,7 @@ pub fn execute_stepped(
     request: &RunRequest,
     side: crate::driver::runner::PairSide,
     pace: &mut dyn FnMut(crate::driver::runner::Step) -> crate::driver::runner::Next,
-) -> Result<RunReport, SessionError> {
+) -> Result<RunEnd, SessionError> {
     check_takes_batches(planned)?;
     let (mut run_plan, description, cache) = prepare(planned, None)?;
     if let Records::Unread(source) = run_plan.records {
@@ -266,13 +266,13 @@ pub(super) fn prepare(
     let description = source.describe();
     // Read before the records take their share of it.
     let memory = match config.record_loading {
-        RecordLoading::Eager => data::memory_budget(),
-        RecordLoading::Lazy => None,
+        RecordReading::Eager => data::memory_budget(),
+        RecordReading::Lazy => None,
     };
     if source.is_empty() {
         return Err(DataError::NoRecords.into());
     }
-    if let (RecordLoading::Eager, Some(reason)) =
+    if let (RecordReading::Eager, Some(reason)) =
         (config.record_loading, source.needs_lazy_loading())
     {
         let message = format!("eager, but the {} source {reason}", source.name());
@@ -280,7 +280,7 @@ pub(super) fn prepare(
     }
     check_whole_batch(planned, source.len())?;
     let records = match config.record_loading {
-        RecordLoading::Eager => {
+        RecordReading::Eager => {
             // Refused before decoding anything when it would not fit; the
             // runner reads the records, after checking again with the
             // first record's prepared input measured.
@@ -289,7 +289,7 @@ pub(super) fn prepare(
             }
             Records::Unread(source)
         }
-        RecordLoading::Lazy => Records::Lazy(source),
+        RecordReading::Lazy => Records::Lazy(source),
     };
     let mut run_plan = RunPlan::new(config.clone(), records);
     run_plan.events = gpu_events(config)?;

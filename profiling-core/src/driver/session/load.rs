@@ -96,7 +96,7 @@ pub struct LoadManifest {
 /// What [`execute_load`] did: the record (written when the config asks),
 /// where it is, and how the load ended.
 #[derive(Debug)]
-pub struct LoadReport {
+pub struct LoadEnd {
     pub manifest: LoadManifest,
     pub manifest_path: Option<PathBuf>,
     pub write_error: Option<String>,
@@ -129,7 +129,7 @@ pub fn execute_load(
     stop: &AtomicBool,
     on_step: &mut dyn FnMut(&LoadStep),
     page: Option<LoadPage<'_>>,
-) -> Result<LoadReport, SessionError> {
+) -> Result<LoadEnd, SessionError> {
     let (mut run_plan, description, _cache) = prepare(planned, None)?;
     if let Records::Unread(source) = run_plan.records {
         run_plan.records = Records::Eager(source.read_all()?);
@@ -274,7 +274,7 @@ pub fn execute_load(
         Written::default()
     };
     drop(claim);
-    Ok(LoadReport {
+    Ok(LoadEnd {
         manifest,
         manifest_path: written.record,
         write_error: written.error,

@@ -15,9 +15,9 @@ mod plan;
 mod profiles;
 
 pub use command::explicit_command;
-pub use execute::{execute, execute_pair, execute_stepped, execute_with_progress, RunReport};
+pub use execute::{execute, execute_pair, execute_stepped, execute_with_progress, RunEnd};
 pub use load::{
-    execute_load, read_load_manifest, LoadManifest, LoadPage, LoadReport, LoadRequestRecord,
+    execute_load, read_load_manifest, LoadEnd, LoadManifest, LoadPage, LoadRequestRecord,
     LoadSection, LoadSpec, LoadStatus, LOAD_MANIFEST,
 };
 pub use plan::{check_batches, check_run_dir_free, plan, run_root};

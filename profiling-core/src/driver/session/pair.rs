@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{execute_pair, plan, Planned, RunReport, RunRequest, SessionError};
+use super::{execute_pair, plan, Planned, RunEnd, RunRequest, SessionError};
 use crate::driver::canary::Canary;
-use crate::driver::config::RecordLoading;
+use crate::driver::config::RecordReading;
 use crate::driver::manifest::PairInfo;
 use crate::driver::run_dir;
 use crate::driver::run_samples::{PairedSamples, SidePasses, PAIRED_FILE, PAIRED_VERSION};
@@ -184,15 +184,15 @@ pub struct SideEnd {
 
 impl SideEnd {
     /// How the side that `report` tells of ended.
-    pub fn of(report: &RunReport) -> SideEnd {
+    pub fn of(ended: &RunEnd) -> SideEnd {
         SideEnd {
-            passes: side_passes(report),
-            interrupted: report
+            passes: side_passes(ended),
+            interrupted: ended
                 .outcome
                 .as_ref()
                 .ok()
                 .and_then(|outcome| Some((outcome.interrupted?, outcome.completed_iterations))),
-            write_error: report.write_error.as_ref().map(ToString::to_string),
+            write_error: ended.write_error.as_ref().map(ToString::to_string),
         }
     }
 }
@@ -207,7 +207,7 @@ pub struct SidesRan {
 
 /// A pair written whole and in place.
 #[derive(Debug)]
-pub struct PairReport {
+pub struct PairEnd {
     pub dir: PathBuf,
     pub base_dir: PathBuf,
     pub candidate_dir: PathBuf,
@@ -238,7 +238,7 @@ pub fn plan_pair(request: PairRequest) -> Result<PlannedPair, PairError> {
         base.config.iterations = MIN_PASSES;
     }
     share_workload(&base, &mut candidate);
-    if base.config.record_loading == RecordLoading::Lazy {
+    if base.config.record_loading == RecordReading::Lazy {
         return Err(PairError::LazyRecords {
             config: base.config_path.clone(),
         });
@@ -286,13 +286,13 @@ fn block_words(blocks: &[(PairSide, u32)]) -> Vec<(String, u32)> {
 /// Runs both sides of `planned` in this process, their targets built
 /// side by side and their blocks alternated.
 pub fn in_process(planned: &PlannedPair) -> Result<SidesRan, PairError> {
-    let reports = execute_pair(
+    let ends = execute_pair(
         (&planned.base, &planned.base_request),
         (&planned.candidate, &planned.candidate_request),
         &planned.blocks,
     )?;
     // The canary between block pairs, read by the run of both.
-    let between = reports[0]
+    let between = ends[0]
         .outcome
         .as_ref()
         .ok()
@@ -301,7 +301,7 @@ pub fn in_process(planned: &PlannedPair) -> Result<SidesRan, PairError> {
         .map(|canary| canary.between.clone())
         .unwrap_or_default();
     Ok(SidesRan {
-        ends: reports.map(|report| SideEnd::of(&report)),
+        ends: ends.map(|ended| SideEnd::of(&ended)),
         between,
     })
 }
@@ -363,7 +363,7 @@ impl ClaimedPair {
         planned: &PlannedPair,
         ran: SidesRan,
         processes: u32,
-    ) -> Result<PairReport, PairError> {
+    ) -> Result<PairEnd, PairError> {
         let dir = &planned.dir;
         let samples = samples_of(planned, ran, processes)?;
         let not_in_place = |source| PairError::NotInPlace {
@@ -384,7 +384,7 @@ impl ClaimedPair {
         let ClaimedPair { claim, staged, .. } = self;
         std::mem::forget(staged);
         drop(claim);
-        Ok(PairReport {
+        Ok(PairEnd {
             dir: dir.clone(),
             base_dir: planned.base.run_dir.clone(),
             candidate_dir: planned.candidate.run_dir.clone(),
@@ -492,8 +492,8 @@ pub fn share_workload(base: &Planned, candidate: &mut Planned) {
 
 /// A side's passes in the order they ran, from what it measured; why
 /// not, when it failed.
-fn side_passes(report: &RunReport) -> Result<SidePasses, SideFailure> {
-    let outcome = report.outcome.as_ref().map_err(|error| {
+fn side_passes(ended: &RunEnd) -> Result<SidePasses, SideFailure> {
+    let outcome = ended.outcome.as_ref().map_err(|error| {
         let not_run = match error {
             SessionError::Target(error) => error.as_not_run().map(ToString::to_string),
             _ => None,

@@ -449,15 +449,15 @@ fn plan_point(
 /// Runs one point as `profile-cli run` would, without the terminal
 /// summary; `Err` says why it failed.
 fn run_point(planned: &Planned, request: &RunRequest) -> Result<(), String> {
-    let report = session::execute(planned, request).map_err(|e| e.to_string())?;
-    if let Some(failure) = &report.write_error {
+    let ended = session::execute(planned, request).map_err(|e| e.to_string())?;
+    if let Some(failure) = &ended.write_error {
         return Err(failure.to_string());
     }
-    if let Err(error) = &report.outcome {
+    if let Err(error) = &ended.outcome {
         return Err(error.to_string());
     }
-    if report.manifest.status != Status::Completed {
-        return Err(format!("the run ended {:?}", report.manifest.status).to_lowercase());
+    if ended.manifest.status != Status::Completed {
+        return Err(format!("the run ended {:?}", ended.manifest.status).to_lowercase());
     }
     Ok(())
 }
