@@ -37,7 +37,7 @@ pub(crate) mod step;
 #[cfg(feature = "full")]
 mod until;
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
-use crate::outcome::{self, Outcome, Paired};
+use crate::handoff::{self, Handoff, Paired};
 #[cfg(feature = "full")]
 pub(crate) use until::until_decided;
 
@@ -157,7 +157,7 @@ pub struct AbArgs {
     pub decide: DecideArgs,
     /// Write what is left to do after the paired run into FILE (for the
     /// `profile-cli` that ran this binary), instead of doing it.
-    #[arg(long, value_name = "FILE", hide = true)]
+    #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
     pub outcome: Option<PathBuf>,
     /// Where runs go when neither --output-dir nor the config says (the
     /// current directory outside the workspace).
@@ -166,7 +166,7 @@ pub struct AbArgs {
 }
 
 #[cfg(feature = "full")]
-pub(crate) use against::{prepare as prepare_against, BuildTarget};
+pub(crate) use against::{prepare as prepare_against, BuildTarget, Built};
 
 pub use profiling_core::driver::run_samples::MAX_LOOKS;
 
@@ -175,11 +175,11 @@ fn parse_budget(text: &str) -> Result<std::time::Duration, String> {
     crate::units::parse_duration(text)
 }
 
-/// `--against REV` and `--candidate-rev REV` of an `ab` command line.
+/// `--against REV` and `--candidate-rev REV` of an `ab` command.
 #[cfg(feature = "full")]
-pub(crate) fn against_of(args: &[OsString]) -> Option<(String, Option<String>)> {
-    match crate::parse_command(args)? {
-        crate::Command::Ab(ab) => Some((ab.against?, ab.candidate_rev)),
+pub(crate) fn against_of(command: &crate::Command) -> Option<(String, Option<String>)> {
+    match command {
+        crate::Command::Ab(ab) => Some((ab.against.clone()?, ab.candidate_rev.clone())),
         _ => None,
     }
 }
@@ -357,7 +357,7 @@ pub(crate) fn ab_command(
     }
     drop(binaries);
     if let Some(file) = &args.outcome {
-        outcome::write(file, &Outcome::Paired(pairs))?;
+        handoff::write(file, &Handoff::Paired(pairs))?;
         return Ok(EXIT_OK);
     }
     after_pair(pairs, &args, out, err)

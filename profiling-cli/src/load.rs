@@ -21,7 +21,7 @@ use profiling_core::driver::session::{
 };
 
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
-use crate::outcome::{self, Loaded};
+use crate::handoff::{self, Loaded};
 use crate::run_dir::RunDirArgs;
 use crate::streams::Streams;
 use crate::units;
@@ -110,7 +110,7 @@ pub(crate) struct LoadArgs {
     pub(crate) json: bool,
     /// Where a profiling binary leaves what is left to do after the load (the page, the `--json`
     /// document), for the `profile-cli` that ran it.
-    #[arg(long, value_name = "FILE", hide = true)]
+    #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
     pub(crate) outcome: Option<PathBuf>,
 }
 
@@ -594,7 +594,7 @@ pub(crate) fn load_command(
         document,
     };
     if let Some(file) = &args.outcome {
-        outcome::write(file, &outcome::Outcome::Load(loaded))?;
+        handoff::write(file, &handoff::Handoff::Load(loaded))?;
         return Ok(code);
     }
     after_load(loaded, &mut streams)

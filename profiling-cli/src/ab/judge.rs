@@ -10,7 +10,7 @@ use profiling_core::driver::{run_dir, session};
 
 use super::AbArgs;
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
-use crate::outcome::Paired;
+use crate::handoff::Paired;
 
 /// After the paired runs (one, or `--repetitions` of them): each pair's
 /// comparison from its `paired.json`, printed as `compare` prints one, and
