@@ -32,7 +32,7 @@ pub(crate) mod step;
 #[cfg(feature = "full")]
 mod until;
 use crate::exit::{EXIT_OK, EXIT_USAGE};
-use crate::outcome::{self, Outcome, Paired};
+use crate::handoff::{self, Handoff, Paired};
 #[cfg(feature = "full")]
 pub(crate) use until::until_decided;
 
@@ -145,8 +145,8 @@ pub struct AbArgs {
     pub decide: DecideArgs,
     /// Write what is left to do after the paired run into FILE (for the
     /// `profile-cli` that ran this binary), instead of doing it.
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub outcome: Option<PathBuf>,
+    #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
+    pub handoff: Option<PathBuf>,
     /// Where runs go when neither --output-dir nor the config says (the
     /// current directory outside the workspace).
     #[arg(skip)]
@@ -154,7 +154,7 @@ pub struct AbArgs {
 }
 
 #[cfg(feature = "full")]
-pub(crate) use against::{prepare as prepare_against, BuildTarget};
+pub(crate) use against::{prepare as prepare_against, BuildTarget, Built};
 
 pub use profiling_core::driver::run_samples::MAX_LOOKS;
 
@@ -163,11 +163,11 @@ fn parse_budget(text: &str) -> Result<std::time::Duration, String> {
     crate::units::parse_duration(text)
 }
 
-/// `--against REV` and `--candidate-rev REV` of an `ab` command line.
+/// `--against REV` and `--candidate-rev REV` of an `ab` command.
 #[cfg(feature = "full")]
-pub(crate) fn against_of(args: &[OsString]) -> Option<(String, Option<String>)> {
-    match crate::parse_command(args)? {
-        crate::Command::Ab(ab) => Some((ab.against?, ab.candidate_rev)),
+pub(crate) fn against_of(command: &crate::Command) -> Option<(String, Option<String>)> {
+    match command {
+        crate::Command::Ab(ab) => Some((ab.against.clone()?, ab.candidate_rev.clone())),
         _ => None,
     }
 }
@@ -297,8 +297,8 @@ pub(crate) fn ab_command(
         }
     }
     drop(binaries);
-    if let Some(file) = &args.outcome {
-        outcome::write(file, &Outcome::Paired(pairs))?;
+    if let Some(file) = &args.handoff {
+        handoff::write(file, &Handoff::Paired(pairs))?;
         return Ok(EXIT_OK);
     }
     after_pair(pairs, &args, out, err)

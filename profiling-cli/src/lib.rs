@@ -23,8 +23,6 @@ pub use exit::{
     EXIT_CANNOT_TEST, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_TARGET_FAILED, EXIT_USAGE,
 };
 pub use streams::ClosedQuietly;
-#[cfg(feature = "full")]
-use streams::Streams;
 
 mod ab;
 #[cfg(feature = "full")]
@@ -39,9 +37,9 @@ pub mod decide;
 mod delegate;
 #[cfg(feature = "full")]
 mod experiment;
+mod handoff;
 mod list;
 mod load;
-mod outcome;
 #[cfg(feature = "full")]
 pub mod report;
 mod run;
@@ -303,44 +301,32 @@ pub(crate) enum Command {
     },
 }
 
-/// The whole `profile-cli` program as its `main` runs it: the signal
-/// handlers, the panic hook, the workspace it was built from, and
-/// [`main_with`] on the process's arguments and standard streams. A binary
-/// that links targets of its own (a test's, say) gets the same program by
-/// calling it from its `main`.
+/// The whole `profile-cli` program as its `main` runs it: the command line
+/// parsed once; in another workspace with a profiling crate of its own,
+/// the command run through that workspace's binary (`delegate`); else the
+/// signal handlers, the panic hook, the workspace it was built from, and
+/// [`main_with`] on the process's standard streams. A binary that links
+/// targets of its own (a test's, say) gets the same program by calling it
+/// from its `main`.
 pub fn run_main() -> std::process::ExitCode {
     // The workspace this binary was built from: relative source files of
     // targets and the default run directories are found from it.
     let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap_or(Path::new("."));
-    // `list` and `run` in a workspace with a profiling crate of its own run
-    // that workspace's binary.
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let parsed = Cli::try_parse_from(&args);
+    // `list`, `run` and the others in a workspace with a profiling crate of
+    // its own run that workspace's binary.
     #[cfg(feature = "full")]
-    {
-        let args: Vec<OsString> = std::env::args_os().collect();
-        if let Some(code) = delegate::delegate(&args, workspace_root) {
-            return std::process::ExitCode::from(code);
-        }
-    }
-    run_main_for(workspace_root)
-}
-
-/// For a `run` command line: the target it names and the config it gives,
-/// as `run` reads them; `None` for other commands or arguments `run`
-/// refuses.
-#[cfg(feature = "full")]
-pub(crate) fn run_selection(args: &[OsString]) -> Option<(Option<String>, Option<PathBuf>)> {
-    match Cli::try_parse_from(args).ok()?.command {
-        Command::Run(run) => Some((run.name, run.config)),
-        _ => None,
-    }
-}
-
-/// The command a command line asks for, when it parses.
-#[cfg(feature = "full")]
-pub(crate) fn parse_command(args: &[OsString]) -> Option<Command> {
-    Cli::try_parse_from(args).ok().map(|cli| cli.command)
+    let parsed = match parsed {
+        Ok(cli) => match delegate::delegated(&cli, workspace_root) {
+            Some(to) => return std::process::ExitCode::from(delegate::delegate(cli, to, &args)),
+            None => Ok(cli),
+        },
+        Err(error) => Err(error),
+    };
+    run_parsed(parsed, &args, workspace_root)
 }
 
 /// [`run_main`] for a profiling binary of another workspace, built from
@@ -355,6 +341,18 @@ pub(crate) fn parse_command(args: &[OsString]) -> Option<Command> {
 /// }
 /// ```
 pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    run_parsed(Cli::try_parse_from(&args), &args, workspace_root)
+}
+
+/// The program on the command line `args` as parsed, in this process: the
+/// signal handlers, the panic hook, and the command on the standard
+/// streams.
+fn run_parsed(
+    parsed: Result<Cli, clap::Error>,
+    args: &[OsString],
+    workspace_root: &Path,
+) -> std::process::ExitCode {
     // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
     // a second one ends the process at once.
     if let Err(error) = profiling_core::driver::interrupt::install_handlers() {
@@ -366,13 +364,19 @@ pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
     // The standard streams are locked a write at a time, not for the
     // whole command: the targets of a load run on threads of their own,
     // and one that prints would wait for the lock forever.
-    let code = main_in(
-        std::env::args_os().collect(),
-        workspace_root,
-        outside_the_workspace(workspace_root),
-        &mut ClosedQuietly::new(std::io::stdout()),
-        &mut ClosedQuietly::new(std::io::stderr()),
-    );
+    let mut out = ClosedQuietly::new(std::io::stdout());
+    let mut err = ClosedQuietly::new(std::io::stderr());
+    let code = match parsed {
+        Ok(cli) => main_in(
+            cli,
+            args,
+            workspace_root,
+            outside_the_workspace(workspace_root),
+            &mut out,
+            &mut err,
+        ),
+        Err(error) => said_by_clap(error, &mut out, &mut err),
+    };
     std::process::ExitCode::from(code)
 }
 
@@ -381,133 +385,6 @@ pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
 const SWEEP_PAGES: Option<sweep::SweepPages> = Some(report::write_sweep_pages);
 #[cfg(not(feature = "full"))]
 const SWEEP_PAGES: Option<sweep::SweepPages> = None;
-
-/// After a workspace's profiling binary ran `run`, `sweep`, `ab` or `load`
-/// with the arguments `args`: what it left to do (the comparison, the
-/// pages, the baseline saved, Nsight's capture and analysis), on this
-/// process's streams; the exit code.
-#[cfg(feature = "full")]
-pub(crate) fn finish_delegated(args: &[OsString], outcome: outcome::Outcome) -> u8 {
-    let mut out = ClosedQuietly::new(std::io::stdout().lock());
-    let mut err = ClosedQuietly::new(std::io::stderr().lock());
-    let command = match Cli::try_parse_from(args) {
-        Ok(cli) => cli.command,
-        Err(_) => return EXIT_USAGE,
-    };
-    let result = match (command, outcome) {
-        (Command::Run(run_args), outcome::Outcome::Run(ran)) => {
-            let json = run_args.json;
-            run::after_run(
-                ran,
-                &run_args,
-                &mut Streams {
-                    out: &mut out,
-                    err: &mut err,
-                    json,
-                },
-            )
-        }
-        (Command::Run(run_args), outcome::Outcome::Nsys { command }) => {
-            analyze::run_under_nsys(&command, run_args.json, &mut out, &mut err)
-        }
-        (Command::Ab(ab_args), outcome::Outcome::Paired(pairs)) => {
-            ab::after_pair(pairs, &ab_args, &mut out, &mut err)
-        }
-        (Command::Sweep(sweep_args), outcome::Outcome::Sweep(swept)) => sweep::after_sweep(
-            swept,
-            SWEEP_PAGES,
-            &mut Streams {
-                out: &mut out,
-                err: &mut err,
-                json: sweep_args.json,
-            },
-        ),
-        (Command::Load(load_args), outcome::Outcome::Load(loaded)) => load::after_load(
-            loaded,
-            &mut Streams {
-                out: &mut out,
-                err: &mut err,
-                json: load_args.json,
-            },
-        ),
-        _ => Err(anyhow::anyhow!(
-            "the profiling binary left an outcome of another command"
-        )),
-    };
-    exit_code(result, &mut err)
-}
-
-/// Before a workspace's profiling binary runs `args`: a refusal of what
-/// this process will do after it (options of the comparison out of range),
-/// said as `run` says it; `None` when the binary may run.
-#[cfg(feature = "full")]
-pub(crate) fn refuse_before_delegating(args: &[OsString]) -> Option<u8> {
-    let run_args = match Cli::try_parse_from(args) {
-        Ok(Cli {
-            command: Command::Run(run_args),
-            ..
-        }) => run_args,
-        // The gates are read here: the workspace's binary cannot.
-        #[cfg(feature = "full")]
-        Ok(Cli {
-            command: Command::Ab(ab_args),
-            ..
-        }) => {
-            let error = ab_args
-                .accept
-                .as_deref()
-                .map(profiling_compare::gates::parse_gates)?
-                .err()?;
-            eprintln!("error: --accept: {error}");
-            return Some(EXIT_USAGE);
-        }
-        _ => return None,
-    };
-    if run_args.baseline.is_none() && run_args.save_baseline.is_none() {
-        return None;
-    }
-    let message = compare::check_options(&run_args.decide).err()?;
-    let mut out = ClosedQuietly::new(std::io::stdout().lock());
-    let mut err = ClosedQuietly::new(std::io::stderr().lock());
-    let mut streams = Streams {
-        out: &mut out,
-        err: &mut err,
-        json: run_args.json,
-    };
-    Some(streams.refuse(&message, EXIT_USAGE).unwrap_or(EXIT_USAGE))
-}
-
-/// `compare`, `report` and `baselines` for a workspace whose profiling
-/// binary said where its profiles' runs are.
-#[cfg(feature = "full")]
-pub(crate) fn read_delegated(
-    args: Vec<OsString>,
-    workspace_root: &Path,
-    profiles: &[session::ProfileRuns],
-) -> u8 {
-    let mut out = ClosedQuietly::new(std::io::stdout().lock());
-    let mut err = ClosedQuietly::new(std::io::stderr().lock());
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
-        Err(error) => {
-            let _ = write!(err, "{}", error.render());
-            return EXIT_USAGE;
-        }
-    };
-    let result = match cli.command {
-        Command::Compare(compare_args) => {
-            compare::compare_command(compare_args, profiles, &mut out, &mut err)
-        }
-        Command::Baselines(baselines_args) => {
-            baselines::baselines_command(baselines_args, profiles, &mut out, &mut err)
-        }
-        Command::Report(report_args) => {
-            report::report_command(report_args, profiles, &mut out, &mut err)
-        }
-        _ => return main_in(args, workspace_root, None, &mut out, &mut err),
-    };
-    exit_code(result, &mut err)
-}
 
 /// Runs `profile-cli` with `args` (the program name first), writing to
 /// `out` and `err`; returns the exit code. Runs go where the config and
@@ -518,33 +395,39 @@ pub fn main_with(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    main_in(args, workspace_root, None, out, err)
+    match Cli::try_parse_from(&args) {
+        Ok(cli) => main_in(cli, &args, workspace_root, None, out, err),
+        Err(error) => said_by_clap(error, out, err),
+    }
 }
 
-/// [`main_with`], with runs going to `runs_default` (and looked for there)
-/// when neither the config, `--output-dir` nor `--workspace` says: what
-/// the program does when started outside `workspace_root`.
+/// A command line clap refused, or `--help` and `--version`: what clap
+/// says, on `err` for an error (exit 2) and on `out` for the help or the
+/// version (exit 0).
+fn said_by_clap(error: clap::Error, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let code = if error.use_stderr() {
+        EXIT_USAGE
+    } else {
+        EXIT_OK
+    };
+    let text = error.render().to_string();
+    let stream: &mut dyn Write = if error.use_stderr() { err } else { out };
+    let _ = write!(stream, "{text}");
+    code
+}
+
+/// [`main_with`] on the parsed command line `cli` (`args` as given), with
+/// runs going to `runs_default` (and looked for there) when neither the
+/// config, `--output-dir` nor `--workspace` says: what the program does
+/// when started outside `workspace_root`.
 fn main_in(
-    args: Vec<OsString>,
+    cli: Cli,
+    args: &[OsString],
     workspace_root: &Path,
     runs_default: Option<PathBuf>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
-        Err(error) => {
-            let code = if error.use_stderr() {
-                EXIT_USAGE
-            } else {
-                EXIT_OK
-            };
-            let text = error.render().to_string();
-            let stream: &mut dyn Write = if error.use_stderr() { err } else { out };
-            let _ = write!(stream, "{text}");
-            return code;
-        }
-    };
     // The workspace the user works in, for the commands that write to it.
     // The commands that write to the workspace the user works in find it
     // first; without one they stop here.
@@ -575,7 +458,7 @@ fn main_in(
                 list::list(json, workspace_root, out, err)
             }
         }
-        Command::Run(run_args) => run::run(run_args, &args, workspace_root, out, err),
+        Command::Run(run_args) => run::run(run_args, args, workspace_root, out, err),
         #[cfg(feature = "full")]
         Command::Compare(compare_args) => {
             let profiles = session::profiles(workspace_root);
@@ -593,14 +476,14 @@ fn main_in(
         }
         #[cfg(feature = "full")]
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
-        Command::Profiles => outcome::write_profiles(workspace_root, out),
+        Command::Profiles => handoff::write_profiles(workspace_root, out),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
         Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out, err),
         Command::Sweep(sweep_args) => {
-            sweep::sweep_command(sweep_args, &args, workspace_root, SWEEP_PAGES, out, err)
+            sweep::sweep_command(sweep_args, args, workspace_root, SWEEP_PAGES, out, err)
         }
-        Command::Ab(ab_args) => ab::ab_command(ab_args, workspace_root, &args, out, err),
-        Command::Load(load_args) => load::load_command(load_args, &args, workspace_root, out, err),
+        Command::Ab(ab_args) => ab::ab_command(ab_args, workspace_root, args, out, err),
+        Command::Load(load_args) => load::load_command(load_args, args, workspace_root, out, err),
         Command::Step { spec } => Ok(ab::step::step_command(&spec, workspace_root)),
         #[cfg(feature = "full")]
         Command::New(new_args) => snippets::new::new(new_args, user, out, err),

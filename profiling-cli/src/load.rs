@@ -16,7 +16,7 @@ use profiling_core::driver::load::summary::LoadStep;
 use profiling_core::driver::session::{self, LoadSpec, LoadStatus, RunRequest};
 
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
-use crate::outcome::{self, Loaded};
+use crate::handoff::{self, Loaded};
 use crate::run_dir::RunDirArgs;
 use crate::streams::Streams;
 use crate::units;
@@ -94,8 +94,8 @@ pub(crate) struct LoadArgs {
     pub(crate) json: bool,
     /// Where a profiling binary leaves what is left to do after the load (the page, the `--json`
     /// document), for the `profile-cli` that ran it.
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub(crate) outcome: Option<PathBuf>,
+    #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
+    pub(crate) handoff: Option<PathBuf>,
 }
 
 impl LoadArgs {
@@ -201,7 +201,7 @@ pub(crate) fn load_command(
             crate::report::load_page(manifest, &tables_text(manifest))
         };
         #[cfg(feature = "full")]
-        let page = (wants_page && args.outcome.is_none()).then_some((
+        let page = (wants_page && args.handoff.is_none()).then_some((
             crate::report::LOAD_PAGE_FILE,
             &render as &dyn Fn(&session::LoadManifest) -> String,
         ));
@@ -215,8 +215,8 @@ pub(crate) fn load_command(
     };
     let loaded = conclude(&ended, wants_page, &mut streams)?;
     let code = loaded.code;
-    if let Some(file) = &args.outcome {
-        outcome::write(file, &outcome::Outcome::Load(loaded))?;
+    if let Some(file) = &args.handoff {
+        handoff::write(file, &handoff::Handoff::Load(loaded))?;
         return Ok(code);
     }
     after_load(loaded, &mut streams)

@@ -1,7 +1,7 @@
 //! `profile-cli run`: plans a run from its arguments and config, runs it,
 //! says how it went, and does what follows it (the comparison with a
 //! baseline, the page, the baseline saved, the `--json` document): here,
-//! or in the `profile-cli` that ran a profiling binary (`outcome`).
+//! or in the `profile-cli` that ran a profiling binary (`handoff`).
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -17,7 +17,7 @@ use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionErr
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::run_dir::RunDirArgs;
 use crate::streams::{warn_of_a_debug_build, Streams};
-use crate::{cache, decide, outcome, summary};
+use crate::{cache, decide, handoff, summary};
 #[cfg(feature = "full")]
 use crate::{compare, report};
 
@@ -110,8 +110,8 @@ pub(crate) struct RunArgs {
     pub(crate) decide: decide::DecideArgs,
     /// Where a profiling binary leaves what is left to do after the run (the comparison with
     /// the baseline, the page, the baseline saved), for the `profile-cli` that ran it.
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub(crate) outcome: Option<PathBuf>,
+    #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
+    pub(crate) handoff: Option<PathBuf>,
 }
 
 pub(crate) fn parse_device(text: &str) -> Result<Device, String> {
@@ -147,7 +147,7 @@ fn check_baselines(args: &RunArgs, planned: &session::Planned) -> Result<(), Str
     let runs_dir = planned.run_dir.parent().unwrap_or(Path::new("."));
     let profile = &planned.config.profile_name;
     #[cfg(feature = "full")]
-    if args.outcome.is_none() {
+    if args.handoff.is_none() {
         compare::check_options(&args.decide)?;
         return crate::baselines::check_run_baselines(
             runs_dir,
@@ -159,7 +159,7 @@ fn check_baselines(args: &RunArgs, planned: &session::Planned) -> Result<(), Str
         .map_err(|error| error.to_string());
     }
     #[cfg(not(feature = "full"))]
-    if args.outcome.is_none() && args.baseline.is_some() {
+    if args.handoff.is_none() && args.baseline.is_some() {
         return Err("comparing with a baseline is profile-cli's, not this profiling binary's: run it through `profile-cli run ... --baseline NAME`".to_owned());
     }
     // The `profile-cli` that reads the outcome compares; here, the files.
@@ -181,7 +181,7 @@ fn check_baselines(args: &RunArgs, planned: &session::Planned) -> Result<(), Str
 /// does them.
 #[cfg(feature = "full")]
 pub(crate) fn after_run(
-    ran: outcome::Ran,
+    ran: handoff::Ran,
     args: &RunArgs,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
@@ -258,7 +258,7 @@ pub(crate) fn after_run(
 /// `profile-cli`'s, on the files the run wrote), the baseline saved.
 #[cfg(not(feature = "full"))]
 pub(crate) fn after_run(
-    ran: outcome::Ran,
+    ran: handoff::Ran,
     args: &RunArgs,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
@@ -283,7 +283,7 @@ pub(crate) fn after_run(
 
 /// `--save-baseline NAME` once the run completed: where it was saved.
 fn save_baseline(
-    ran: &outcome::Ran,
+    ran: &handoff::Ran,
     args: &RunArgs,
     streams: &mut Streams<'_>,
     code: &mut u8,
@@ -485,7 +485,7 @@ pub(crate) fn run(
     if let (Some(document), Some(summary)) = (&mut document, &ended.image_cache) {
         document["image_cache"] = cache::json(summary);
     }
-    let ran = outcome::Ran {
+    let ran = handoff::Ran {
         code,
         run_dir: planned.run_dir.clone(),
         manifest_written: ended.manifest_path.is_some(),
@@ -498,8 +498,8 @@ pub(crate) fn run(
             && ended.write_error.is_none(),
         document,
     };
-    if let Some(file) = &args.outcome {
-        outcome::write(file, &outcome::Outcome::Run(ran))?;
+    if let Some(file) = &args.handoff {
+        handoff::write(file, &handoff::Handoff::Run(ran))?;
         return Ok(code);
     }
     after_run(ran, &args, &mut streams)
@@ -575,8 +575,8 @@ fn under_nsys(
         return streams.fail(&error);
     }
     let command = nsys_command_of(args, planned);
-    if let Some(file) = &args.outcome {
-        outcome::write(file, &outcome::Outcome::Nsys { command })?;
+    if let Some(file) = &args.handoff {
+        handoff::write(file, &handoff::Handoff::Nsys { command })?;
         return Ok(EXIT_OK);
     }
     #[cfg(feature = "full")]

@@ -10,7 +10,7 @@ use profiling_core::driver::{run_dir, session};
 
 use super::AbArgs;
 use crate::exit::{EXIT_OK, EXIT_TARGET_FAILED, EXIT_USAGE};
-use crate::outcome::Paired;
+use crate::handoff::Paired;
 use profiling_compare::gates::GateResult;
 
 /// After the paired runs (one, or `--repetitions` of them): each pair's

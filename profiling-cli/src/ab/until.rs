@@ -29,7 +29,7 @@ use profiling_core::driver::run_samples::PairedSamples;
 use super::{gate_results, gates_of, judge_samples, read_samples, refuse_unmeasured, AbArgs};
 use crate::exit::{EXIT_INCONCLUSIVE, EXIT_USAGE};
 use crate::experiment::{Protocol, Stages};
-use crate::outcome::Paired;
+use crate::handoff::Paired;
 
 /// The budget without `--budget`.
 pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_secs(60);

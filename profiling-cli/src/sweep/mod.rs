@@ -67,8 +67,8 @@ pub struct SweepArgs {
     pub no_report: bool,
     /// Where a profiling binary leaves what is left to do after the sweep (the pages), for the
     /// `profile-cli` that ran it.
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub outcome: Option<PathBuf>,
+    #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
+    pub handoff: Option<PathBuf>,
 }
 
 /// `profile-cli sweep`.
@@ -271,7 +271,7 @@ fn finish(
         }
         false => None,
     };
-    let swept = crate::outcome::Swept {
+    let swept = crate::handoff::Swept {
         code,
         written,
         pages: !args.no_report,
@@ -285,8 +285,8 @@ fn finish(
         sweep_dir,
         document: json,
     };
-    if let Some(file) = &args.outcome {
-        crate::outcome::write(file, &crate::outcome::Outcome::Sweep(swept))?;
+    if let Some(file) = &args.handoff {
+        crate::handoff::write(file, &crate::handoff::Handoff::Sweep(swept))?;
         return Ok(code);
     }
     after_sweep(swept, pages, streams)
@@ -305,7 +305,7 @@ pub type SweepPages = fn(&[PathBuf], &Path) -> (Vec<(PathBuf, String)>, Result<P
 /// The pages of a sweep that ran (each completed point's, then the
 /// sweep's), when `pages` draws them, and its `--json` document.
 pub(crate) fn after_sweep(
-    swept: crate::outcome::Swept,
+    swept: crate::handoff::Swept,
     pages: Option<SweepPages>,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {

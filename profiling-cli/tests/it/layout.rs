@@ -319,6 +319,30 @@ fn pages_are_drawn_and_written_only_through_report_s_entry() {
     );
 }
 
+/// Delegation (`delegate/`) is the program's root's to call: it runs a
+/// command through another workspace's binary, or leaves it to the root.
+/// No command reaches into it; what a command hands back to it is
+/// `handoff`, below the commands.
+#[test]
+fn only_the_program_s_root_goes_through_delegate() {
+    let graph = dependencies(&workspace_root().join("profiling-cli/src"));
+    let found: Vec<String> = graph
+        .iter()
+        .filter(|(module, _)| !module.is_empty() && top_level(module) != "delegate")
+        .flat_map(|(module, named)| {
+            named
+                .iter()
+                .filter(|target| top_level(target) == "delegate")
+                .map(move |target| format!("{module} -> {target}"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "modules that import from delegate/ (only lib.rs calls it; what a command hands back belongs in handoff.rs):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn a_ring_is_found_and_named() {
     let graph: BTreeMap<String, BTreeSet<String>> = [

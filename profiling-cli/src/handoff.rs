@@ -1,11 +1,12 @@
 //! What a profiling binary hands back to the `profile-cli` that ran it.
 //!
 //! A workspace's `profile` binary links what lists and runs targets, not
-//! what reads runs back: after `run` (and `sweep`, `load`), the comparison
-//! with a baseline, the pages and Nsight's analysis are done by the installed
-//! `profile-cli` on the files the run wrote. The binary, given the hidden
-//! `--outcome FILE`, writes there what is left to do; `profile-cli` reads it
-//! once the binary has exited. `profiles` tells `compare`, `report` and
+//! what reads runs back: after `run` (and `sweep`, `ab`, `load`), the
+//! comparison with a baseline, the pages and Nsight's analysis are done by
+//! the installed `profile-cli` on the files the run wrote. The binary, given
+//! the hidden `--handoff FILE` (`--outcome FILE`, its first name, still
+//! works), writes there what is left to do; `profile-cli` reads it once the
+//! binary has exited (`delegate/`). `profiles` tells `compare`, `report` and
 //! `baselines` where the binary's profiles keep their runs.
 
 use std::io::Write;
@@ -75,7 +76,7 @@ pub(crate) struct Loaded {
 /// What is left to do after a profiling binary exits.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Outcome {
+pub(crate) enum Handoff {
     /// After `run`.
     Run(Ran),
     /// `run --nsys`: the command that runs the profiling binary under
@@ -108,17 +109,17 @@ pub(crate) struct Paired {
     pub accept: Option<String>,
 }
 
-/// Writes `outcome` to `file`.
-pub(crate) fn write(file: &Path, outcome: &Outcome) -> anyhow::Result<()> {
-    let text = serde_json::to_string(outcome)?;
+/// Writes `handoff` to `file`.
+pub(crate) fn write(file: &Path, handoff: &Handoff) -> anyhow::Result<()> {
+    let text = serde_json::to_string(handoff)?;
     profiling_core::driver::files::write_atomically(file, text.as_bytes())
         .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))
 }
 
-/// The outcome in `file`, `None` when the binary left none (it stopped
+/// The handoff in `file`, `None` when the binary left none (it stopped
 /// before running, and said why).
 #[cfg(feature = "full")]
-pub(crate) fn read(file: &Path) -> anyhow::Result<Option<Outcome>> {
+pub(crate) fn read(file: &Path) -> anyhow::Result<Option<Handoff>> {
     let text = match std::fs::read_to_string(file) {
         Ok(text) if text.is_empty() => return Ok(None),
         Ok(text) => text,
