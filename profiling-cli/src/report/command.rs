@@ -73,7 +73,8 @@ pub fn report_command(
         Err(error) => return usage_error(err, &error),
     };
     let sweep_dir = (paths.len() == 1).then(|| dir_of(&paths[0])).filter(|dir| {
-        dir.join(crate::sweep::document::SWEEP_FILE).is_file()
+        dir.join(profiling_core::driver::sweep::document::SWEEP_FILE)
+            .is_file()
             && !dir.join("manifest.yaml").is_file()
     });
     let built = if let Some(dir) = sweep_dir {
@@ -113,7 +114,7 @@ fn dir_of(path: &Path) -> PathBuf {
 
 /// The page of the sweep in `dir`.
 fn sweep_page(dir: &Path, err: &mut dyn Write) -> Built {
-    let document = match crate::sweep::document::SweepDocument::read(dir) {
+    let document = match profiling_core::driver::sweep::document::SweepDocument::read(dir) {
         Ok(document) => document,
         Err(message) => {
             writeln!(err, "error: {message}")?;

@@ -9,7 +9,7 @@ use profiling_core::driver::session::LoadManifest;
 use super::{
     load_page, read_run, run_page, write_sweep_page, RunPage, LOAD_PAGE_FILE, REPORT_FILE,
 };
-use crate::sweep::document::SweepDocument;
+use profiling_core::driver::sweep::document::SweepDocument;
 
 /// Writes `page` into `path` through a temporary file and a rename.
 pub fn write_page(path: &Path, page: &str) -> std::io::Result<PathBuf> {

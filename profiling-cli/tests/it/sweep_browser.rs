@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use profiling_cli::report::write_sweep_page;
-use profiling_cli::sweep::document::{
+use profiling_core::driver::sweep::document::{
     Axis, Estimate, PointResult, PointStatus, RangeEstimate, SweepDocument, SweepStatus,
     SWEEP_SCHEMA_VERSION,
 };
@@ -423,7 +423,7 @@ fn real_sweep() -> &'static (SweepDocument, PathBuf) {
         let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         let page = PathBuf::from(json["report_path"].as_str().unwrap());
         let dir = page.parent().unwrap();
-        let document = profiling_cli::sweep::document::SweepDocument::read(dir).unwrap();
+        let document = profiling_core::driver::sweep::document::SweepDocument::read(dir).unwrap();
         (document, page)
     })
 }

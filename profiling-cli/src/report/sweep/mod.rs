@@ -16,7 +16,9 @@ use super::charts::sweep::chart_svg;
 use super::charts::{colour, dashed, short};
 use super::{facts, layout as page_layout, missing_cell, write_page, Fact};
 use crate::summary::format_ns;
-use crate::sweep::document::{Estimate, PointResult, PointStatus, SweepDocument, SweepStatus};
+use profiling_core::driver::sweep::document::{
+    Estimate, PointResult, PointStatus, SweepDocument, SweepStatus,
+};
 use view::{charts, number, quantities, value_of, Chart, Layout, Quantity, XAxis};
 
 /// The page's file name, beside `sweep.yaml`.
@@ -479,7 +481,7 @@ mod tests {
     use super::view::spans_more_than_tenfold;
     use super::*;
     use crate::report::charts::PALETTE;
-    use crate::sweep::document::{Axis, RangeEstimate, SWEEP_SCHEMA_VERSION};
+    use profiling_core::driver::sweep::document::{Axis, RangeEstimate, SWEEP_SCHEMA_VERSION};
     use serde_yaml::Mapping;
     use serde_yaml::Value;
     use std::path::PathBuf;

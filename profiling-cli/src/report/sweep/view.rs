@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use profiling_compare::one_line;
 use serde_yaml::Value;
 
-use crate::sweep::document::{Axis, Estimate, PointResult, PointStatus, SweepDocument};
+use profiling_core::driver::sweep::document::{
+    Axis, Estimate, PointResult, PointStatus, SweepDocument,
+};
 
 /// How the first key's values sit on the x axis.
 #[derive(Debug, Clone, PartialEq)]
