@@ -251,7 +251,9 @@ fn waiting_for_a_worker_is_in_the_latency_and_its_own_column() {
             "--concurrency",
             "4",
             "--queries",
-            "200",
+            "40",
+            "--warmup",
+            "1",
         ],
     );
     assert_eq!(code, 0, "{stderr}");
@@ -573,7 +575,7 @@ fn the_rate_offered_is_the_one_the_schedule_sent() {
         &[
             "load-quick",
             "--qps",
-            "50",
+            "500",
             "--arrival",
             "gamma:1e-3",
             "--queries",
@@ -586,10 +588,10 @@ fn the_rate_offered_is_the_one_the_schedule_sent() {
     );
     assert_eq!(code, 0, "{stderr}");
     let step = &document["load"]["steps"][0];
-    assert_eq!(step["offered_qps"], 50.0);
+    assert_eq!(step["offered_qps"], 500.0);
     let scheduled = step["scheduled_qps"].as_f64().unwrap();
-    assert!((scheduled / 50.0 - 1.0).abs() > 0.2, "{scheduled}");
-    let line = format!("{scheduled:.1} q/s offered (50.0 asked)");
+    assert!((scheduled / 500.0 - 1.0).abs() > 0.2, "{scheduled}");
+    let line = format!("{scheduled:.1} q/s offered (500.0 asked)");
     assert!(stderr.contains(&line), "{line}\n{stderr}");
 }
 
