@@ -122,7 +122,9 @@ fn spin_run_with(out: &Path, run_id: &str, parameters: &str, extra: &[&str]) -> 
 /// samples are then replaced by what the target was asked to spend: 200
 /// passes of `work` and `steady` in the target's fixed jitter sequence,
 /// and 500 ns of the pass outside both, as a machine with no noise would
-/// measure them.
+/// measure them. What of the live run's machine could explain a change
+/// away goes with them: its canaries are not read, and its measuring
+/// thread was never off the CPU, as on a machine with no noise.
 fn asked_run(out: &Path, run_id: &str, work_us: u64) -> PathBuf {
     let dir = spin_run(out, run_id, work_us, &[]);
     std::fs::write(
@@ -130,6 +132,14 @@ fn asked_run(out: &Path, run_id: &str, work_us: u64) -> PathBuf {
         asked_samples(work_us, steady_default()).encode(),
     )
     .unwrap();
+    let manifest = dir.join("manifest.yaml");
+    let mut document: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let machine = document["timings"]["machine"].as_mapping_mut().unwrap();
+    machine.remove("canary");
+    machine.insert("off_cpu".into(), 0.0.into());
+    machine.insert("involuntary_switches".into(), 0.into());
+    std::fs::write(&manifest, serde_yaml::to_string(&document).unwrap()).unwrap();
     dir
 }
 
@@ -406,7 +416,9 @@ fn baselines_are_saved_listed_compared_with_and_never_replaced_without_force() {
     );
 
     // Compared with after a run: the table follows the run's summary.
-    let slow_config = spin_config(out.path(), "slow", "work_us: 1300");
+    // Three times the work: a change no drift of the machine's speed
+    // between the live runs (their canaries) explains away.
+    let slow_config = spin_config(out.path(), "slow", "work_us: 3000");
     let run = |run_id: &str, extra: &[&str]| run_config(&slow_config, out.path(), run_id, extra);
     let compared = run("slow", &["--baseline", "main", "--color", "never"]);
     assert_eq!(compared.code, 0, "{}", compared.stderr);

@@ -132,7 +132,10 @@ fn a_schedule_of_tens_of_thousands_of_blocks_reaches_both_sides() {
     .unwrap();
     let blocks = &paired["blocks"];
     assert_eq!(blocks.as_array().unwrap().len(), 10_000);
-    assert!(blocks.to_string().len() > 128 * 1024, "longer than an argument");
+    assert!(
+        blocks.to_string().len() > 128 * 1024,
+        "longer than an argument"
+    );
     assert_eq!(
         paired["candidate"]["pass_ns"].as_array().unwrap().len(),
         5_000
