@@ -348,7 +348,7 @@ pub fn claim_pair(planned: &PlannedPair) -> Result<ClaimedPair, PairError> {
     })?;
     Ok(ClaimedPair {
         claim,
-        staged: Staged(staging),
+        staged: Staged(Some(staging)),
         recovered,
     })
 }
@@ -373,7 +373,7 @@ impl ClaimedPair {
         };
         let text = serde_json::to_string(&samples)
             .map_err(|error| not_in_place(std::io::Error::other(error)))?;
-        let staging = &self.staged.0;
+        let staging = self.staged.path();
         let landed = {
             // Whole before a signal ends the process.
             let _writing = crate::driver::interrupt::Hold::new();
@@ -382,7 +382,7 @@ impl ClaimedPair {
         };
         landed.map_err(not_in_place)?;
         let ClaimedPair { claim, staged, .. } = self;
-        std::mem::forget(staged);
+        staged.keep();
         drop(claim);
         Ok(PairEnd {
             dir: dir.clone(),
@@ -463,12 +463,25 @@ fn samples_of(
 }
 
 /// A pair's staging directory, removed with what it holds unless it
-/// moved into place.
-struct Staged(PathBuf);
+/// moved into place ([`Staged::keep`]).
+struct Staged(Option<PathBuf>);
+
+impl Staged {
+    fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// The directory moved into place: nothing is left to remove.
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_dir_all(path);
+        }
     }
 }
 
