@@ -863,3 +863,111 @@ fn eager_loading_reads_each_record_once() {
     assert_eq!(outcome.record_ids.len(), 5);
     assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 5);
 }
+
+/// Opens `name` around every call, and tells `tell` of each. With
+/// `in_capture`, its first measured call (the one after `warmup` calls)
+/// tells `started`, then waits up to `patience` to hear that the other run
+/// built its target and warmed up.
+struct Stepping {
+    name: &'static str,
+    calls: u32,
+    tell: Option<std::sync::mpsc::Sender<()>>,
+    in_capture: Option<InCapture>,
+}
+
+struct InCapture {
+    warmup: u32,
+    started: std::sync::mpsc::Sender<()>,
+    other: std::sync::mpsc::Receiver<()>,
+    patience: std::time::Duration,
+    heard: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ProfileTarget for Stepping {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        let _step = profiling_range(self.name);
+        self.calls += 1;
+        if let Some(tell) = &self.tell {
+            let _ = tell.send(());
+        }
+        if let Some(wait) = self
+            .in_capture
+            .as_ref()
+            .filter(|w| self.calls == w.warmup + 1)
+        {
+            wait.started.send(()).unwrap();
+            // Built, then its two warmup calls.
+            let until = std::time::Instant::now() + wait.patience;
+            let heard = (0..3).all(|_| {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                wait.other.recv_timeout(left).is_ok()
+            });
+            wait.heard.store(heard, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+fn ranges_of(outcome: &profiling_core::driver::runner::RunOutcome) -> Vec<(String, u64)> {
+    outcome
+        .timings
+        .ranges
+        .iter()
+        .map(|r| (r.name.clone(), r.count))
+        .collect()
+}
+
+/// The recorder is the process's: a second run started while the first
+/// captures waits for it, rather than building its target, warming up and
+/// putting its ranges in the first one's capture.
+#[test]
+fn a_second_run_in_the_process_waits_and_neither_counts_the_others_ranges() {
+    use std::sync::{atomic::AtomicBool, atomic::Ordering, mpsc, Arc};
+    let yaml = "target: {name: t}\ndata_source: {name: dummy, record_count: 1}\nwarmup: 2\niterations: 3\n";
+    let (started, first_is_capturing) = mpsc::channel();
+    let (tell, other) = mpsc::channel();
+    let heard = Arc::new(AtomicBool::new(false));
+    let in_capture = InCapture {
+        warmup: 2,
+        started,
+        other,
+        // Long enough for the second run to build its target and warm up
+        // where nothing keeps it out; only the passing test waits it out.
+        patience: std::time::Duration::from_millis(500),
+        heard: Arc::clone(&heard),
+    };
+    let first = std::thread::spawn(move || {
+        let outcome = run_target(&plan(yaml), || {
+            Ok(Stepping {
+                name: "first",
+                calls: 0,
+                tell: None,
+                in_capture: Some(in_capture),
+            })
+        });
+        ranges_of(&outcome.unwrap())
+    });
+    first_is_capturing.recv().unwrap();
+    let second = run_target(&plan(yaml), || {
+        // Heard by the first only while it still captures.
+        let _ = tell.send(());
+        Ok(Stepping {
+            name: "second",
+            calls: 0,
+            tell: Some(tell.clone()),
+            in_capture: None,
+        })
+    })
+    .unwrap();
+    assert_eq!(first.join().unwrap(), [("first".to_owned(), 3)]);
+    assert_eq!(ranges_of(&second), [("second".to_owned(), 3)]);
+    assert!(
+        !heard.load(Ordering::SeqCst),
+        "the second run built its target and warmed up while the first captured"
+    );
+}

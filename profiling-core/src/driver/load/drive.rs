@@ -215,6 +215,9 @@ where
     let query_name = c"query";
     let mut ranges = None;
     let mut threads = None;
+    // One run at a time in the process: its workers' ranges alone in its
+    // capture (see `runner::exclusive`).
+    let _exclusive = crate::driver::runner::exclusive();
     // Threads and names register while the workers warm up, so that the
     // measurement allocates nothing for them.
     let registration = plan.record_ranges.then(crate::timing::Registration::begin);

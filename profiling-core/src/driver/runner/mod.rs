@@ -5,6 +5,7 @@
 //! monomorphized for it: no boxing or dynamic dispatch between the clock
 //! reads, and nothing there allocates, logs or validates.
 
+mod exclusive;
 mod inputs;
 mod iteration_name;
 mod measured;
@@ -18,6 +19,7 @@ pub use outcome::{
 };
 pub use per_record::{PerRecord, Throughput};
 
+pub(crate) use exclusive::exclusive;
 use inputs::{EagerBatches, EagerRecords, Inputs, LazyBatches, LazyRecords, Prepared};
 use iteration_name::IterationName;
 use measured::{capture, pass_calls, Measured, MeasuredMemory, Switch};
@@ -131,6 +133,9 @@ where
     T: ProfileTarget,
     F: FnOnce() -> anyhow::Result<T>,
 {
+    // No other run's ranges in this one's capture, nor this one's in
+    // another's (see `exclusive`).
+    let _exclusive = exclusive::exclusive();
     let config = &plan.config;
     let mut tally = Tally::default();
     crate::target::set_parameters(&config.target.parameters);

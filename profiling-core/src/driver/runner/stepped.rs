@@ -12,6 +12,7 @@
 
 use std::ffi::{CStr, CString};
 
+use super::exclusive::{exclusive, Exclusive};
 use super::{
     conclude, guard, now_ns, pass_calls, readings_to_ns, synchronizes_each_call, unread_parameters,
     warmup, Batches, EagerBatches, EagerRecords, Failure, Inputs, IterationName, Measured, Pass,
@@ -57,6 +58,7 @@ where
     T: ProfileTarget + 'p,
     F: FnOnce() -> anyhow::Result<T>,
 {
+    let exclusive = exclusive();
     let config = &plan.config;
     let tally = Tally::default();
     super::check_memory_attribution(config)
@@ -99,6 +101,7 @@ where
         warmed: None,
         prepare_ns: 0,
         expected: 0,
+        _exclusive: exclusive,
     };
     let stepped: Box<dyn SteppedRun + 'p> = match (config.target.profile_prepare, batched) {
         (false, _) => {
@@ -150,6 +153,9 @@ struct Side<'p> {
     warmed: Option<Warmed>,
     prepare_ns: u64,
     expected: usize,
+    /// The process's one run, held from the target's construction until
+    /// the side is dropped.
+    _exclusive: Exclusive,
 }
 
 struct Stepped<'p, T: ProfileTarget, I> {
