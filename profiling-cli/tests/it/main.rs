@@ -2,7 +2,8 @@
 //! browser) as a process and link no targets of their own, in one binary.
 //! Tests that link targets and run the command line in-process, and those
 //! that are their own program (`harness = false`), have binaries of their
-//! own (the other files of `tests/`).
+//! own (the other files of `tests/`), and `tch_cli` holds what only a
+//! build with the `tch` feature runs.
 
 #[path = "../common/browser.rs"]
 mod browser;
@@ -25,4 +26,3 @@ mod remove;
 mod report_browser;
 mod setup_script;
 mod sweep_browser;
-mod tch;

@@ -258,22 +258,3 @@ mod cuda {
 }
 
 pub use cuda::CudaEvents;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn converts_to_and_from_tch() {
-        for device in [Device::Cpu, Device::Cuda(0), Device::Cuda(3)] {
-            let converted: tch::Device = device.into();
-            assert_eq!(Device::try_from(converted), Ok(device));
-        }
-        assert_eq!(
-            Device::try_from(tch::Device::Mps),
-            Err(UnsupportedDevice(tch::Device::Mps))
-        );
-        assert!(tch::Device::Cuda(0).is_cuda_device());
-        assert!(!tch::Tensor::zeros([2], (tch::Kind::Float, tch::Device::Cpu)).is_cuda_device());
-    }
-}

@@ -471,13 +471,4 @@ mod tests {
             }
         );
     }
-
-    #[cfg(feature = "tch")]
-    #[test]
-    fn a_libtorch_build_records_the_libtorch_it_loaded() {
-        let backend = BackendInfo::current();
-        assert_eq!(backend.name, "libtorch");
-        assert!(backend.libtorch_version.is_some(), "{backend:?}");
-        assert_eq!(backend.cuda_available, tch::Cuda::is_available());
-    }
 }

@@ -1,6 +1,5 @@
 //! `profile-cli` built with the `tch` feature: the libtorch targets end to
 //! end, with no library path set by hand.
-#![cfg(feature = "tch")]
 
 use std::process::Command;
 
