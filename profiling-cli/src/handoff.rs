@@ -33,6 +33,25 @@ pub(crate) struct Ran {
     pub page: bool,
     /// The `--json` document so far, with `--json`.
     pub document: Option<serde_json::Value>,
+    /// The history store the run goes into once it is in place: what
+    /// `$PROFILING_STORE` says, else the SQLite file beside the run
+    /// directories (see `profile-cli history`).
+    #[serde(default)]
+    pub store: Option<String>,
+}
+
+/// The environment variable that names the history store (`off`: none).
+pub(crate) const STORE_ENV: &str = "PROFILING_STORE";
+/// The history store's file beside the run directories.
+pub(crate) const STORE_FILE: &str = "history.sqlite";
+
+/// The store a run under `run_root` goes into, as [`Ran::store`] holds it.
+pub(crate) fn store_of(run_root: &Path) -> String {
+    std::env::var(STORE_ENV).unwrap_or_else(|_| {
+        profiling_core::driver::session::absolute(&run_root.join(STORE_FILE))
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 /// A sweep that ran its points: what comes after it (the pages, the

@@ -38,6 +38,8 @@ mod delegate;
 #[cfg(feature = "full")]
 mod experiment;
 mod handoff;
+#[cfg(feature = "full")]
+mod history;
 mod list;
 mod load;
 #[cfg(feature = "full")]
@@ -214,6 +216,20 @@ pub(crate) enum Command {
     Cache(cache::CacheArgs),
     /// Run directories: what runs that stopped while writing left beside them.
     Runs(runs::RunsArgs),
+    /// Every run kept in a store, each range's metric per commit, and the commits where one shifted.
+    ///
+    /// Each run that measured something is also written into the history store once its
+    /// directory is complete: history.sqlite beside the run directories (the workspace's
+    /// inference_profiling/, or the output directory), or the SQLite file $PROFILING_STORE names
+    /// (`off` writes none). `history TARGET` shows each range's metric (--metric, p50 by default)
+    /// per commit of HEAD's first-parent line, one table per machine and config: a series never
+    /// mixes them. `--changes` lists the commits where a range shifted for good (E-Divisive means
+    /// with a permutation test), attributed to the innermost range that moved.
+    ///
+    /// Exit codes: 0 shown; 2 no store, no such target, range, machine or config; 3 with
+    /// --changes --fail-on, a change made a range slower by at least that much.
+    #[cfg(feature = "full")]
+    History(history::HistoryArgs),
     /// Run a target once per point of a grid of config values: how each range scales.
     ///
     /// Each --set KEY=V1,V2,... names a config key (dotted: workload.batch_size,
@@ -444,11 +460,27 @@ fn main_in(
         }
         _ => None,
     };
+    // `history` reads the store of the workspace it is run in, where that
+    // workspace's runs went; outside one, this one's.
+    #[cfg(feature = "full")]
+    let history_workspace = match &cli.command {
+        Command::History(_) => user_workspace(cli.workspace.as_deref()).ok(),
+        _ => None,
+    };
+    #[cfg(feature = "full")]
+    let history_root = history_workspace.as_deref().unwrap_or(workspace_root);
     #[cfg(feature = "full")]
     let user = user.as_deref().unwrap_or(workspace_root);
     let mut command = cli.command;
     if let (None, Some(here)) = (&cli.workspace, runs_default) {
-        runs_here(&mut command, here);
+        // In a workspace of one's own, `history` reads where its runs went.
+        #[cfg(feature = "full")]
+        let in_own_workspace = history_workspace.is_some();
+        #[cfg(not(feature = "full"))]
+        let in_own_workspace = false;
+        if !(in_own_workspace && matches!(command, Command::History(_))) {
+            runs_here(&mut command, here);
+        }
     }
     let result = match command {
         Command::List { json, sources } => {
@@ -479,6 +511,10 @@ fn main_in(
         Command::Profiles => handoff::write_profiles(workspace_root, out),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
         Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out, err),
+        #[cfg(feature = "full")]
+        Command::History(history_args) => {
+            history::history_command(history_args, history_root, out, err)
+        }
         Command::Sweep(sweep_args) => {
             sweep::sweep_command(sweep_args, args, workspace_root, SWEEP_PAGES, out, err)
         }
@@ -539,6 +575,8 @@ fn runs_here(command: &mut Command, here: PathBuf) {
         Command::Report(args) => args.default_output_dir(here),
         Command::Cache(args) => args.default_output_dir(here),
         Command::Runs(args) => args.default_output_dir(here),
+        #[cfg(feature = "full")]
+        Command::History(args) => args.default_output_dir(here),
         _ => {}
     }
 }

@@ -186,6 +186,11 @@ pub(crate) fn after_run(
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
     let mut code = ran.code;
+    // Into the history store first, once the run is in place: a failure
+    // there is a warning, and the run directory stays.
+    if let (Some(store), true, true) = (&ran.store, ran.manifest_written, ran.measured) {
+        crate::history::record_text(store, &ran.run_dir, streams.err)?;
+    }
     // The baseline, compared with and saved, once the run is in place.
     let mut compared = None;
     if let (Some(name), true, true) = (&args.baseline, ran.manifest_written, ran.measured) {
@@ -497,6 +502,12 @@ pub(crate) fn run(
             && ended.manifest_path.is_some()
             && ended.write_error.is_none(),
         document,
+        store: planned.config.write_manifest.then(|| {
+            handoff::store_of(&session::run_root(
+                planned.config.output_dir.as_deref(),
+                root,
+            ))
+        }),
     };
     if let Some(file) = &args.handoff {
         handoff::write(file, &handoff::Handoff::Run(ran))?;

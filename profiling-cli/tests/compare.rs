@@ -1514,3 +1514,309 @@ fn noise_floor() {
     }
     println!("{repeats} pairs of runs at the same duration, jitter {jitter}: {counts:#?}");
 }
+
+/// Every run that measured something goes into the history store beside
+/// the run directories once its directory is complete; `history` reads it
+/// back per commit, `history import` writes runs already on disk once, and
+/// a store that cannot be written costs a warning, never the run.
+#[test]
+fn runs_go_into_the_history_store_and_history_reads_them_back() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = path(out.path());
+    let first = spin_run(out.path(), "h1", 100, &[]);
+    spin_run(out.path(), "h2", 100, &[]);
+    let store = out.path().join("history.sqlite");
+    assert!(store.is_file(), "no store beside {}", first.display());
+
+    // The runs of this checkout, dirty or not: --dirty keeps them.
+    let history = |extra: &[&str]| {
+        let mut args = vec![
+            "history",
+            "compare-spin",
+            "--output-dir",
+            dir.as_str(),
+            "--dirty",
+        ];
+        args.extend(extra);
+        cli(&args)
+    };
+    let shown = history(&["--json"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let document: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(document["metric"], "p50");
+    let groups = document["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "one machine, one config: {document}");
+    let series = groups[0]["series"].as_array().unwrap();
+    let paths: Vec<&str> = series.iter().map(|s| s["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["pass", "steady", "work"]);
+    // Both runs, at the one commit they were made on.
+    let commits = series[2]["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 1, "{document}");
+    let runs: Vec<&str> = commits[0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["h1", "h2"]);
+    let work = commits[0]["value"].as_u64().unwrap();
+    assert!((96_000..1_000_000).contains(&work), "work p50 {work} ns");
+    assert!(
+        groups[0]["machine"]["cores"].as_u64().unwrap() >= 1,
+        "{document}"
+    );
+
+    let table = history(&[]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table
+            .stdout
+            .starts_with("compare-spin: p50 per commit; machine "),
+        "{}",
+        table.stdout
+    );
+    // A row per range under the commits' and their runs' counts.
+    let first_words: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().take(2).collect())
+        .collect();
+    assert_eq!(first_words[0][0], "commit");
+    assert_eq!(first_words[1], ["runs", "2"]);
+    let rows: Vec<&str> = first_words[2..].iter().map(|w| w[0]).collect();
+    assert_eq!(rows, ["pass", "steady", "work"], "{}", table.stdout);
+
+    // Two runs are no history to find a change in.
+    let changes = history(&["--changes"]);
+    assert_eq!(changes.code, 0, "{}", changes.stderr);
+    assert!(
+        changes
+            .stdout
+            .starts_with("compare-spin: no change in 3 series"),
+        "{}",
+        changes.stdout
+    );
+
+    // Importing what the store holds writes nothing new.
+    let imported = cli(&[
+        "history",
+        "import",
+        dir.as_str(),
+        "--output-dir",
+        dir.as_str(),
+    ]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    assert_eq!(
+        imported.stdout,
+        format!("{}: 0 runs written, 2 there already\n", store.display())
+    );
+    // Into a store of its own, both are written.
+    let elsewhere = out.path().join("elsewhere.sqlite");
+    let (first_dir, elsewhere_path) = (path(&first), path(&elsewhere));
+    let copied = cli(&[
+        "history",
+        "import",
+        first_dir.as_str(),
+        "--store",
+        elsewhere_path.as_str(),
+    ]);
+    assert_eq!(
+        copied.stdout,
+        format!("{}: 1 run written, 0 there already\n", elsewhere.display())
+    );
+
+    // What is not there is named.
+    let unknown = cli(&["history", "no-such-target", "--output-dir", dir.as_str()]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown
+            .stderr
+            .contains("no completed runs of `no-such-target`"),
+        "{}",
+        unknown.stderr
+    );
+    let no_range = history(&["--range", "nope"]);
+    assert_eq!(no_range.code, 2);
+    assert_eq!(
+        no_range.stderr,
+        "error: no range `nope` in the runs of that target: it has pass, steady, work\n"
+    );
+
+    // A store that cannot be opened: the run stands, and says so.
+    let blocked = tempfile::tempdir().unwrap();
+    std::fs::create_dir(blocked.path().join("history.sqlite")).unwrap();
+    let config = spin_config(blocked.path(), "b1", "work_us: 10");
+    let ran = run_config(&config, blocked.path(), "b1", &[]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("warning: the run is not in the history store: ")
+            && ran.stderr.contains("`profile-cli history import "),
+        "{}",
+        ran.stderr
+    );
+    assert!(blocked
+        .path()
+        .join("compare-spin/runs/b1/manifest.yaml")
+        .is_file());
+}
+
+/// The commits of this repository's first-parent line, newest `n`, oldest
+/// first.
+fn last_commits(n: usize) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let output = std::process::Command::new("git")
+        .args(["rev-list", "--first-parent", "-n", &n.to_string(), "HEAD"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let mut commits: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    commits.reverse();
+    commits
+}
+
+/// How long `history-spin`'s range takes: what a change of its code
+/// would change, outside its config.
+static HISTORY_WORK_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(100);
+
+/// Busy-waits in one range, `work`, for [`HISTORY_WORK_US`].
+#[derive(Default)]
+struct HistorySpin;
+
+#[profile_target(name = "history-spin")]
+impl ProfileTarget for HistorySpin {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        let _work = profiling_range("work");
+        let us = HISTORY_WORK_US.load(std::sync::atomic::Ordering::Relaxed);
+        spin_for(Duration::from_micros(us));
+        Ok(())
+    }
+}
+
+/// Runs made at twelve commits, the later six with the `work` range 30 %
+/// slower (the same config: as a change of the code would make it): `history --changes` names the commit where it began and the
+/// range, folds the pass into it, and `--fail-on` exits 3 on it (not for a
+/// larger threshold, nor when it began before `--since`).
+#[test]
+fn history_finds_the_commit_where_a_range_got_slower() {
+    let commits = last_commits(12);
+    if commits.len() < 12 {
+        eprintln!(
+            "skipped: this checkout has {} commits, the test needs 12",
+            commits.len()
+        );
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let _timed = TIMED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir_text = path(out.path());
+    for (k, commit) in commits.iter().enumerate() {
+        let work_us = if k < 6 { 100 } else { 130 };
+        HISTORY_WORK_US.store(work_us, std::sync::atomic::Ordering::Relaxed);
+        let run_id = format!("c{k:02}");
+        let ran = cli(&[
+            "run",
+            "history-spin",
+            "--output-dir",
+            dir_text.as_str(),
+            "--run-id",
+            run_id.as_str(),
+            "--warmup",
+            "2",
+            "--iterations",
+            "40",
+        ]);
+        assert_eq!(ran.code, 0, "{}", ran.stderr);
+        let dir = out.path().join("history-spin/runs").join(&run_id);
+        // Made here, on this checkout: recorded as made at `commit`.
+        let manifest_path = dir.join("manifest.yaml");
+        let mut manifest: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+        manifest["git_commit"] = serde_yaml::Value::from(commit.as_str());
+        manifest["git_dirty"] = serde_yaml::Value::from(false);
+        std::fs::write(&manifest_path, serde_yaml::to_string(&manifest).unwrap()).unwrap();
+    }
+    drop(_timed);
+    let store = out.path().join("edited.sqlite");
+    let (runs, store_text) = (path(&out.path().join("history-spin/runs")), path(&store));
+    let imported = cli(&[
+        "history",
+        "import",
+        runs.as_str(),
+        "--store",
+        store_text.as_str(),
+    ]);
+    assert_eq!(
+        imported.stdout,
+        format!("{}: 12 runs written, 0 there already\n", store.display()),
+        "{}",
+        imported.stderr
+    );
+    let changes = |extra: &[&str]| {
+        let mut args = vec![
+            "history",
+            "history-spin",
+            "--store",
+            store_text.as_str(),
+            "--changes",
+        ];
+        args.extend(extra);
+        cli(&args)
+    };
+    let found = changes(&["--json"]);
+    assert_eq!(found.code, 0, "{}", found.stderr);
+    let document: serde_json::Value = serde_json::from_str(&found.stdout).unwrap();
+    let work = document["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == "work")
+        .unwrap_or_else(|| panic!("no change of work: {document}"));
+    assert_eq!(work["commit"], commits[6].as_str(), "{document}");
+    assert_eq!(work["index"], 6);
+    assert_eq!(work["also"], serde_json::json!(["pass"]), "{document}");
+    let ratio = work["ratio"].as_f64().unwrap();
+    assert!((1.2..1.4).contains(&ratio), "{ratio}");
+    assert!(work["low"].as_f64().unwrap() > 1.0);
+    // No change of its own for the pass: the work's explains it.
+    assert!(
+        !document["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["path"] == "pass"),
+        "{document}"
+    );
+
+    let text = changes(&[]);
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.contains("  work  "))
+        .unwrap_or_else(|| panic!("{}", text.stdout));
+    assert!(line.trim_start().starts_with(&commits[6][..10]), "{line}");
+    assert!(line.ends_with("; moved with it: pass"), "{line}");
+
+    assert_eq!(changes(&["--fail-on", "+20%"]).code, 3);
+    assert_eq!(changes(&["--fail-on", "50%"]).code, 0);
+    let since = &commits[8][..12];
+    assert_eq!(changes(&["--fail-on", "20%", "--since", since]).code, 0);
+    let unknown = changes(&["--fail-on", "20%", "--since", "0000000"]);
+    assert_eq!(unknown.code, 2);
+    assert_eq!(
+        unknown.stderr,
+        "error: --since 0000000: not a commit of HEAD's first-parent line\n"
+    );
+}

@@ -215,8 +215,8 @@ pub fn cargo_for_snippets(krate_dir: &Path) -> std::process::Command {
 
 /// The profiling crate's `.gitignore`: everything runs write under it (run
 /// directories with their sweeps and pages, saved baselines, the image
-/// cache), none of which belongs in the repository.
-const GITIGNORE: &str = "# What runs write: run directories, saved baselines, the decoded-image cache.\n/snippets/*/runs/\n/snippets/*/baselines/\n/.cache/\n";
+/// cache, the history store), none of which belongs in the repository.
+const GITIGNORE: &str = "# What runs write: run directories, saved baselines, the decoded-image cache, the history store.\n/snippets/*/runs/\n/snippets/*/baselines/\n/.cache/\n/history.sqlite*\n";
 
 /// The profiling crate of `workspace` that `init` made, with its package
 /// name: `None` when it has none.

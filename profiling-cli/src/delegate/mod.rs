@@ -70,6 +70,7 @@ impl Command {
             | Command::Remove(_)
             | Command::Init(_)
             | Command::Analyze(_)
+            | Command::History(_)
             | Command::Profiles
             | Command::Step { .. } => Delegation::NotDelegated,
         }

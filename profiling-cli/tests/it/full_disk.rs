@@ -71,13 +71,19 @@ fn assert_kept_the_manifest(output: &Output, out_dir: &Path, reason: &str) {
         )],
         "{stderr}"
     );
+    // The history store could not be made either: said, and none left
+    // half made.
+    assert!(
+        stderr.contains("warning: the run is not in the history store: "),
+        "{stderr}"
+    );
     assert_eq!(
         files_under(out_dir),
         [
             "detection-postprocess/runs/r1/manifest.yaml",
             "detection-postprocess/runs/r1/samples.bin"
         ],
-        "no staging directory or partial trace is left"
+        "no staging directory, partial trace or store is left"
     );
     let manifest: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(run_dir.join("manifest.yaml")).unwrap())
@@ -248,7 +254,9 @@ fn a_forced_run_that_cannot_be_written_leaves_the_earlier_run_whole() {
             "detection-postprocess/runs/r1/manifest.yaml",
             "detection-postprocess/runs/r1/report.html",
             "detection-postprocess/runs/r1/samples.bin",
-            "detection-postprocess/runs/r1/trace.json"
+            "detection-postprocess/runs/r1/trace.json",
+            // The store the first run went into.
+            "history.sqlite"
         ]
     );
 }

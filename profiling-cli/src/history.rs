@@ -1,0 +1,903 @@
+//! `profile-cli history`: every run kept in a store (`profiling_history`),
+//! each range's metric per commit, and the commits where one shifted.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use profiling_core::driver::session;
+use profiling_history::changes::{self, Change, Detector};
+use profiling_history::series::{by_commit, CommitPoint};
+use profiling_history::{Location, Metric, Record, Series, SeriesQuery, Store};
+
+use crate::exit::{EXIT_OK, EXIT_REGRESSION, EXIT_TARGET_FAILED, EXIT_USAGE};
+use crate::summary::format_ns;
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    command: Option<HistoryCommand>,
+    #[command(flatten)]
+    show: ShowArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum HistoryCommand {
+    /// Write run directories already on disk into the store.
+    ///
+    /// Each DIR is a run directory (or its manifest.yaml), or a directory holding run
+    /// directories at any depth (a target's runs/, the workspace's inference_profiling/). A run
+    /// the store holds already is left as it is: importing twice writes nothing new. Failed
+    /// runs measured nothing and are skipped.
+    ///
+    /// Exit codes: 0 every run found was written or was there already; 1 some could not be read
+    /// or written (each named); 2 the store cannot be opened.
+    Import(ImportArgs),
+}
+
+/// Where the store is.
+#[derive(Debug, Args)]
+struct StoreArgs {
+    /// The store: an SQLite file (a path, or sqlite:PATH). Else $PROFILING_STORE, else
+    /// history.sqlite beside the run directories (the workspace's inference_profiling/, or
+    /// --output-dir).
+    #[arg(long, value_name = "LOCATION")]
+    store: Option<String>,
+    /// The store of runs made with --output-dir DIR instead of the workspace's.
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    /// Run directories, or directories holding them.
+    #[arg(required = true, value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+struct ShowArgs {
+    /// The target (profile name) whose history to show; without one, the profiles the store
+    /// holds.
+    target: Option<String>,
+    /// The figure to follow: p50, p90, p99, mean, min, max, alloc-bytes, peak (the last two need
+    /// runs with memory: on).
+    #[arg(long, default_value = "p50", value_parser = parse_metric)]
+    metric: Metric,
+    /// Only this range path (`preprocess/resize`; `pass` for the measured pass); repeatable.
+    #[arg(long = "range", value_name = "PATH")]
+    ranges: Vec<String>,
+    /// Only runs of this machine (its fingerprint, or the first digits of it).
+    #[arg(long, value_name = "FINGERPRINT")]
+    machine: Option<String>,
+    /// Only runs of this config (its hash, or the first digits of it).
+    #[arg(long, value_name = "HASH")]
+    config: Option<String>,
+    /// List the changes found in every series instead of the table: the commit where each
+    /// lasting shift began, its size with an interval, the innermost range it moved.
+    #[arg(long)]
+    changes: bool,
+    /// With --changes: exit 3 when a change makes a range slower (or larger) by at least this
+    /// much, as `5%` or `+5%`.
+    #[arg(long, value_name = "PERCENT", requires = "changes", value_parser = parse_percent)]
+    fail_on: Option<f64>,
+    /// With --fail-on: only changes that began after this commit count.
+    #[arg(long, value_name = "COMMIT", requires = "fail_on")]
+    since: Option<String>,
+    /// Keep runs of a dirty tree, placed at the commit they were made on.
+    #[arg(long)]
+    dirty: bool,
+    /// The table shows this many commits, the newest (--json has them all).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    last: u32,
+    /// Print one JSON document instead.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+fn parse_metric(text: &str) -> Result<Metric, String> {
+    text.parse()
+}
+
+/// `5%`, `+5%` or `5`: a fraction (0.05).
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_start_matches('+').trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value / 100.0),
+        _ => Err(format!(
+            "`{text}`: a positive percentage, such as 5% or +5%"
+        )),
+    }
+}
+
+impl HistoryArgs {
+    /// Reads the store under `dir` when `--output-dir` does not say.
+    pub(crate) fn default_output_dir(&mut self, dir: PathBuf) {
+        let store = match &mut self.command {
+            Some(HistoryCommand::Import(import)) => &mut import.store,
+            None => &mut self.show.store,
+        };
+        store.output_dir.get_or_insert(dir);
+    }
+}
+
+impl StoreArgs {
+    fn location(&self, workspace_root: &Path) -> Result<Location, String> {
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        location(
+            self.store.as_deref(),
+            self.output_dir.as_deref(),
+            workspace_root,
+            &here,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// The store: `given`, else `$PROFILING_STORE`, else beside the run
+/// directories of `output_dir` or the workspace. A relative path is taken
+/// from `here`.
+pub(crate) fn location(
+    given: Option<&str>,
+    output_dir: Option<&Path>,
+    workspace_root: &Path,
+    here: &Path,
+) -> Result<Location, profiling_history::StoreError> {
+    let from_env = std::env::var(profiling_history::store::ENV).ok();
+    match given.or(from_env.as_deref()) {
+        Some(text) => Location::parse(text, here),
+        None => Ok(Location::beside_runs(&session::absolute(
+            &session::run_root(output_dir, workspace_root),
+        ))),
+    }
+}
+
+/// `profile-cli history ...`.
+pub fn history_command(
+    args: HistoryArgs,
+    workspace_root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    match args.command {
+        Some(HistoryCommand::Import(import)) => import_command(import, workspace_root, out, err),
+        None => show(args.show, workspace_root, out, err),
+    }
+}
+
+/// Opens the store at `location` to write.
+fn open_to_write(location: &Location) -> Result<Option<Store>, profiling_history::StoreError> {
+    match location {
+        Location::Off => Ok(None),
+        Location::Sqlite(path) => Store::open(path).map(Some),
+    }
+}
+
+/// [`record_run`] into the store `text` names (as `$PROFILING_STORE` or
+/// [`crate::handoff::Ran::store`] holds it).
+pub(crate) fn record_text(text: &str, run_dir: &Path, err: &mut dyn Write) -> std::io::Result<()> {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match Location::parse(text, &here) {
+        Ok(location) => record_run(&location, run_dir, err),
+        Err(error) => writeln!(
+            err,
+            "warning: the run is not in the history store: {error}; its directory is kept, and `profile-cli history import {}` writes it later",
+            run_dir.display()
+        ),
+    }
+}
+
+/// Writes the run in `run_dir` into the store at `location`, after the
+/// run directory is complete; a failure is a warning (the run directory
+/// stays, and `history import` writes it later), never the run's.
+pub(crate) fn record_run(
+    location: &Location,
+    run_dir: &Path,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let Location::Sqlite(path) = location else {
+        return Ok(());
+    };
+    // A store this write makes and cannot finish (a full disk) is not
+    // left behind half made.
+    let existed = path.exists();
+    let written = Store::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|mut store| {
+            let record = Record::read(run_dir).map_err(|e| e.to_string())?;
+            store.record(&record).map(|_| ()).map_err(|e| e.to_string())
+        });
+    if let Err(message) = written {
+        if !existed {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut file = path.as_os_str().to_owned();
+                file.push(suffix);
+                let _ = std::fs::remove_file(PathBuf::from(file));
+            }
+        }
+        writeln!(
+            err,
+            "warning: the run is not in the history store: {message}; its directory is kept, and `profile-cli history import {}` writes it later",
+            run_dir.display()
+        )?;
+    }
+    Ok(())
+}
+
+fn import_command(
+    args: ImportArgs,
+    workspace_root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let location = match args.store.location(workspace_root) {
+        Ok(location) => location,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let mut store = match open_to_write(&location) {
+        Ok(Some(store)) => store,
+        Ok(None) => {
+            writeln!(
+                err,
+                "error: the history store is off ({}=off): nothing to import into",
+                profiling_history::store::ENV
+            )?;
+            return Ok(EXIT_USAGE);
+        }
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let mut runs = Vec::new();
+    for dir in &args.dirs {
+        if !dir.exists() {
+            writeln!(err, "error: {}: no such file or directory", dir.display())?;
+            return Ok(EXIT_USAGE);
+        }
+        find_runs(dir, &mut runs);
+    }
+    runs.sort();
+    runs.dedup();
+    let (mut written, mut there, mut skipped, mut failed) = (0, 0, 0, 0);
+    for run in &runs {
+        match Record::read(run) {
+            Ok(record) => match store.record(&record) {
+                Ok(recorded) if recorded.inserted => written += 1,
+                Ok(_) => there += 1,
+                Err(error) => {
+                    writeln!(err, "error: {}: {error}", run.display())?;
+                    failed += 1;
+                }
+            },
+            Err(profiling_history::record::RecordError::Read(
+                profiling_compare::runs::ReadRunError::Failed { .. },
+            )) => skipped += 1,
+            Err(error) => {
+                writeln!(err, "error: {}: {error}", run.display())?;
+                failed += 1;
+            }
+        }
+    }
+    writeln!(
+        out,
+        "{}: {written} {} written, {there} there already{}{}",
+        store.path().display(),
+        if written == 1 { "run" } else { "runs" },
+        if skipped > 0 {
+            format!(", {skipped} failed (nothing measured) skipped")
+        } else {
+            String::new()
+        },
+        if failed > 0 {
+            format!(", {failed} not readable or not written (above)")
+        } else {
+            String::new()
+        }
+    )?;
+    Ok(if failed > 0 {
+        EXIT_TARGET_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// Every run directory at or below `path` (a directory holding a
+/// manifest.yaml, or the manifest itself), symbolic links not followed.
+fn find_runs(path: &Path, runs: &mut Vec<PathBuf>) {
+    if path.is_file() {
+        if path.file_name().is_some_and(|n| n == "manifest.yaml") {
+            runs.push(path.parent().unwrap_or(Path::new(".")).to_path_buf());
+        }
+        return;
+    }
+    if path.join("manifest.yaml").is_file() {
+        runs.push(path.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    let mut children: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    children.sort();
+    for child in children {
+        find_runs(&child, runs);
+    }
+}
+
+/// The commits of HEAD's first-parent line in `dir`'s repository, oldest
+/// first; none outside git.
+fn first_parent_line(dir: &Path) -> Vec<String> {
+    let output = std::process::Command::new("git")
+        .args(["rev-list", "--first-parent", "--reverse", "HEAD"])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output();
+    match output {
+        Ok(output) if output.status.success() => String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The series' groups: per machine and config, the series of each range
+/// path, the pass first.
+struct Group<'a> {
+    machine: &'a str,
+    config: &'a str,
+    series: Vec<(&'a Series, Vec<CommitPoint>)>,
+    dirty: usize,
+    off_line: usize,
+}
+
+fn show(
+    args: ShowArgs,
+    workspace_root: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let location = match args.store.location(workspace_root) {
+        Ok(location) => location,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let Location::Sqlite(path) = &location else {
+        writeln!(
+            err,
+            "error: the history store is off ({}=off)",
+            profiling_history::store::ENV
+        )?;
+        return Ok(EXIT_USAGE);
+    };
+    let store = match Store::open_existing(path) {
+        Ok(store) => store,
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let Some(target) = &args.target else {
+        let profiles = store.profiles()?;
+        if args.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "store": path, "profiles": profiles })
+            )?;
+        } else if profiles.is_empty() {
+            writeln!(out, "{}: no runs yet", path.display())?;
+        } else {
+            writeln!(out, "{}: runs of {}", path.display(), profiles.join(", "))?;
+        }
+        return Ok(EXIT_OK);
+    };
+    let all = store.series(&SeriesQuery {
+        profile: target.clone(),
+        metric: args.metric,
+        machine: None,
+        config: None,
+    })?;
+    if all.is_empty() {
+        let known = store.profiles()?;
+        writeln!(
+            err,
+            "error: {}: no completed runs of `{target}` with {}{}",
+            path.display(),
+            args.metric.name(),
+            if known.is_empty() {
+                String::new()
+            } else {
+                format!(" (it holds runs of {})", known.join(", "))
+            }
+        )?;
+        return Ok(EXIT_USAGE);
+    }
+    let chosen = match choose(&all, &args) {
+        Ok(chosen) => chosen,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let commits = first_parent_line(workspace_root);
+    let groups = group(&chosen, &commits, args.dirty);
+    if args.changes {
+        return write_changes(&args, &store, &groups, &commits, out, err);
+    }
+    if args.json {
+        let document = serde_json::json!({
+            "store": path,
+            "profile": target,
+            "metric": args.metric,
+            "groups": groups.iter().map(|g| group_json(&store, g)).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{document}")?;
+        return Ok(EXIT_OK);
+    }
+    for (k, group) in groups.iter().enumerate() {
+        if k > 0 {
+            writeln!(out)?;
+        }
+        write_table(target, args.metric, &store, group, args.last as usize, out)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// The series `args` asks for: `--range`, `--machine` and `--config`
+/// applied, prefixes of fingerprints and hashes accepted when they name
+/// one.
+fn choose<'a>(all: &'a [Series], args: &ShowArgs) -> Result<Vec<&'a Series>, String> {
+    let pick = |given: &Option<String>, of: fn(&Series) -> &str, what: &str| {
+        let Some(given) = given else {
+            return Ok(None);
+        };
+        let mut found: Vec<&str> = all
+            .iter()
+            .map(of)
+            .filter(|v| v.starts_with(given.as_str()))
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        match found.as_slice() {
+            [one] => Ok(Some(one.to_string())),
+            [] => Err(format!("no runs of that target on {what} `{given}`")),
+            many => Err(format!(
+                "{what} `{given}` is the start of {}: give more of it",
+                many.join(", ")
+            )),
+        }
+    };
+    let machine = pick(&args.machine, |s| &s.machine, "machine")?;
+    let config = pick(&args.config, |s| &s.config, "config")?;
+    for range in &args.ranges {
+        if !all.iter().any(|s| &s.path == range) {
+            let mut paths: Vec<&str> = all.iter().map(|s| s.path.as_str()).collect();
+            paths.sort_unstable();
+            paths.dedup();
+            return Err(format!(
+                "no range `{range}` in the runs of that target: it has {}",
+                paths.join(", ")
+            ));
+        }
+    }
+    Ok(all
+        .iter()
+        .filter(|s| machine.as_ref().is_none_or(|m| &s.machine == m))
+        .filter(|s| config.as_ref().is_none_or(|c| &s.config == c))
+        .filter(|s| args.ranges.is_empty() || args.ranges.contains(&s.path))
+        .collect())
+}
+
+fn group<'a>(series: &[&'a Series], commits: &[String], dirty: bool) -> Vec<Group<'a>> {
+    let mut groups: Vec<Group<'a>> = Vec::new();
+    for &s in series {
+        let along = s.along(commits, dirty);
+        let points = by_commit(&along.points);
+        match groups
+            .iter_mut()
+            .find(|g| g.machine == s.machine && g.config == s.config)
+        {
+            Some(g) => {
+                g.dirty = g.dirty.max(along.dirty);
+                g.off_line = g.off_line.max(along.off_line);
+                g.series.push((s, points));
+            }
+            None => groups.push(Group {
+                machine: &s.machine,
+                config: &s.config,
+                series: vec![(s, points)],
+                dirty: along.dirty,
+                off_line: along.off_line,
+            }),
+        }
+    }
+    groups
+}
+
+fn value_text(metric: Metric, value: u64) -> String {
+    if metric.is_bytes() {
+        profiling_core::data::human_bytes(value)
+    } else {
+        format_ns(value)
+    }
+}
+
+fn short(commit: Option<&str>) -> String {
+    commit.map_or_else(
+        || "(no commit)".to_owned(),
+        |c| c.chars().take(10).collect(),
+    )
+}
+
+fn describe_machine(store: &Store, fingerprint: &str) -> String {
+    match store.machine(fingerprint) {
+        Ok(Some(m)) => format!(
+            "{fingerprint} ({}, {} cores, {}{})",
+            m.cpu_model,
+            m.cores,
+            m.backend,
+            if m.gpus.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", m.gpus)
+            }
+        ),
+        _ => fingerprint.to_owned(),
+    }
+}
+
+/// One group as a table: a row per range path (the pass first, each
+/// range under the one it runs in), a column per commit, the last `last`
+/// of them, oldest first.
+fn write_table(
+    target: &str,
+    metric: Metric,
+    store: &Store,
+    group: &Group<'_>,
+    last: usize,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    // The columns: the commits of the first series (the pass's, which
+    // every run has), in its order, then commits only the others have;
+    // outside git, each run of the first series.
+    let mut columns: Vec<(Option<String>, String, usize)> = group.series[0]
+        .1
+        .iter()
+        .map(|p| (p.commit.clone(), column_label(p), p.runs.len()))
+        .collect();
+    for (_, points) in &group.series[1..] {
+        for point in points {
+            if point.commit.is_some() && !columns.iter().any(|(c, _, _)| c == &point.commit) {
+                columns.push((point.commit.clone(), column_label(point), point.runs.len()));
+            }
+        }
+    }
+    let shown = columns.len().saturating_sub(last);
+    writeln!(
+        out,
+        "{target}: {} per commit{}; machine {}, config {}",
+        metric.name(),
+        if shown > 0 {
+            format!(
+                ", the last {last} of {} (--last N shows more)",
+                columns.len()
+            )
+        } else {
+            String::new()
+        },
+        describe_machine(store, group.machine),
+        group.config
+    )?;
+    let columns = &columns[shown..];
+    let mut table: Vec<Vec<String>> = Vec::new();
+    let mut header = vec!["commit".to_owned()];
+    header.extend(columns.iter().map(|(_, label, _)| label.clone()));
+    table.push(header);
+    let mut runs = vec!["runs".to_owned()];
+    runs.extend(columns.iter().map(|(_, _, n)| n.to_string()));
+    table.push(runs);
+    for (series, points) in &group.series {
+        let indent = if series.part == "pass" {
+            0
+        } else {
+            series.depth as usize + 1
+        };
+        let mut line = vec![format!("{}{}", "  ".repeat(indent), series.name)];
+        for (k, (commit, _, _)) in columns.iter().enumerate() {
+            let cell = if commit.is_some() {
+                points.iter().find(|p| &p.commit == commit)
+            } else {
+                points.get(shown + k)
+            };
+            line.push(cell.map_or_else(|| "-".to_owned(), |p| value_text(metric, p.value)));
+        }
+        table.push(line);
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &table {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, &width))| {
+                if c == 0 {
+                    format!("{cell:<width$}")
+                } else {
+                    format!("{cell:>width$}")
+                }
+            })
+            .collect();
+        writeln!(out, "  {}", cells.join("  ").trim_end())?;
+    }
+    write_left_out(group, out)
+}
+
+/// A column's heading: the commit's first ten digits, or outside git the
+/// run's id.
+fn column_label(point: &CommitPoint) -> String {
+    match &point.commit {
+        Some(commit) => commit.chars().take(10).collect(),
+        None => point
+            .runs
+            .first()
+            .map_or_else(String::new, |run| run.run_id.clone()),
+    }
+}
+
+fn write_left_out(group: &Group<'_>, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut left = Vec::new();
+    if group.dirty > 0 {
+        left.push(format!(
+            "{} of a dirty tree (--dirty keeps them)",
+            runs_word(group.dirty)
+        ));
+    }
+    if group.off_line > 0 {
+        left.push(format!(
+            "{} of commits off HEAD's first-parent line",
+            runs_word(group.off_line)
+        ));
+    }
+    if !left.is_empty() {
+        writeln!(out, "  left out: {}", left.join("; "))?;
+    }
+    Ok(())
+}
+
+fn runs_word(n: usize) -> String {
+    format!("{n} {}", if n == 1 { "run" } else { "runs" })
+}
+
+fn group_json(store: &Store, group: &Group<'_>) -> serde_json::Value {
+    serde_json::json!({
+        "machine": store.machine(group.machine).ok().flatten(),
+        "machine_fingerprint": group.machine,
+        "config": group.config,
+        "left_out": {"dirty": group.dirty, "off_line": group.off_line},
+        "series": group.series.iter().map(|(s, points)| serde_json::json!({
+            "part": s.part,
+            "path": s.path,
+            "name": s.name,
+            "depth": s.depth,
+            "commits": points,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn percent(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{:+.1} %", (ratio - 1.0) * 100.0)
+    } else {
+        "unbounded".to_owned()
+    }
+}
+
+/// `history TARGET --changes`: every change found, newest first, and with
+/// `--fail-on`, exit 3 on a regression at least that large.
+fn write_changes(
+    args: &ShowArgs,
+    store: &Store,
+    groups: &[Group<'_>],
+    commits: &[String],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let detector = Detector::default();
+    let mut found: Vec<Change> = Vec::new();
+    let mut series_count = 0;
+    for group in groups {
+        let prepared: Vec<_> = group
+            .series
+            .iter()
+            .map(|(s, points)| ((*s).clone(), points.clone()))
+            .collect();
+        series_count += prepared.len();
+        found.extend(changes::find(&prepared, &detector));
+    }
+    let since = match &args.since {
+        None => None,
+        Some(given) => match commits.iter().position(|c| c.starts_with(given.as_str())) {
+            Some(at) => Some(at),
+            None => {
+                writeln!(
+                    err,
+                    "error: --since {given}: not a commit of HEAD's first-parent line"
+                )?;
+                return Ok(EXIT_USAGE);
+            }
+        },
+    };
+    let after_since = |change: &Change| match (since, &change.commit) {
+        (None, _) => true,
+        (Some(at), Some(commit)) => commits
+            .iter()
+            .position(|c| c == commit)
+            .is_some_and(|i| i > at),
+        (Some(_), None) => false,
+    };
+    let failing: Vec<&Change> = match args.fail_on {
+        Some(threshold) => found
+            .iter()
+            .filter(|c| c.is_regression() && c.ratio - 1.0 >= threshold && after_since(c))
+            .collect(),
+        None => Vec::new(),
+    };
+    let code = if failing.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_REGRESSION
+    };
+    if args.json {
+        let document = serde_json::json!({
+            "store": store.path(),
+            "profile": args.target,
+            "metric": args.metric,
+            "detector": {
+                "method": "e-divisive means",
+                "min_size": detector.min_size,
+                "permutations": detector.permutations,
+                "significance": detector.significance,
+            },
+            "series": series_count,
+            "changes": found,
+            "failing": failing.len(),
+        });
+        writeln!(out, "{document}")?;
+        return Ok(code);
+    }
+    let target = args.target.as_deref().unwrap_or_default();
+    if found.is_empty() {
+        writeln!(
+            out,
+            "{target}: no change in {} series ({}; E-Divisive means, p <= {})",
+            series_count,
+            args.metric.name(),
+            detector.significance
+        )?;
+        return Ok(code);
+    }
+    writeln!(
+        out,
+        "{target}: {} {} in {} series ({}; E-Divisive means, p <= {}), newest first:",
+        found.len(),
+        if found.len() == 1 {
+            "change"
+        } else {
+            "changes"
+        },
+        series_count,
+        args.metric.name(),
+        detector.significance
+    )?;
+    for change in &found {
+        let also = if change.also.is_empty() {
+            String::new()
+        } else {
+            format!("; moved with it: {}", change.also.join(", "))
+        };
+        writeln!(
+            out,
+            "  {}  {}  {} [{}, {}]  {} -> {}  p = {:.3}  (commit {} of {}, machine {}, config {}){also}",
+            short(change.commit.as_deref()),
+            change.path,
+            percent(change.ratio),
+            percent(change.low),
+            percent(change.high),
+            value_text(args.metric, change.before),
+            value_text(args.metric, change.after),
+            change.p_value,
+            change.index + 1,
+            change.commits,
+            change.machine,
+            change.config,
+        )?;
+    }
+    if let Some(threshold) = args.fail_on {
+        if failing.is_empty() {
+            writeln!(out, "no regression of {} or more", percent(1.0 + threshold))?;
+        } else {
+            writeln!(
+                out,
+                "{} {} of {} or more",
+                failing.len(),
+                if failing.len() == 1 {
+                    "regression"
+                } else {
+                    "regressions"
+                },
+                percent(1.0 + threshold)
+            )?;
+        }
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handoff_names_the_store_as_the_store_does() {
+        assert_eq!(crate::handoff::STORE_ENV, profiling_history::store::ENV);
+        assert_eq!(
+            crate::handoff::STORE_FILE,
+            profiling_history::store::DEFAULT_FILE
+        );
+    }
+
+    #[test]
+    fn a_threshold_is_a_positive_percentage() {
+        assert_eq!(parse_percent("+5%"), Ok(0.05));
+        assert_eq!(parse_percent("5%"), Ok(0.05));
+        assert_eq!(parse_percent("12.5"), Ok(0.125));
+        for bad in ["-3%", "0%", "five", "", "inf"] {
+            assert!(parse_percent(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_location_is_a_path_sqlite_or_off_and_urls_keep_their_secrets() {
+        let base = Path::new("/work");
+        assert_eq!(
+            Location::parse("runs/h.sqlite", base).unwrap(),
+            Location::Sqlite(PathBuf::from("/work/runs/h.sqlite"))
+        );
+        assert_eq!(
+            Location::parse("sqlite:///tmp/h.sqlite", base).unwrap(),
+            Location::Sqlite(PathBuf::from("/tmp/h.sqlite"))
+        );
+        assert_eq!(Location::parse("off", base).unwrap(), Location::Off);
+        let refused = Location::parse("postgres://ci:hunter2@db.example/perf", base)
+            .unwrap_err()
+            .to_string();
+        assert!(!refused.contains("hunter2"), "{refused}");
+        assert!(
+            refused.starts_with("history store `postgres://ci:***@db.example/perf`: "),
+            "{refused}"
+        );
+    }
+}

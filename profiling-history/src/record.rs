@@ -1,0 +1,340 @@
+//! What the store keeps of one run, read from its directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use profiling_compare::runs::{LoadedRun, RunStatus};
+use profiling_core::driver::manifest::Manifest;
+use profiling_core::driver::run_samples::RunSamples;
+use profiling_core::stats::DurationStats;
+use serde::Serialize;
+
+/// The machine a run ran on, as its manifest says: `fingerprint` tells
+/// machines apart, a hash of everything else here (two machines of one
+/// kind are two machines: each has noise of its own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Machine {
+    pub fingerprint: String,
+    pub host: String,
+    pub os: String,
+    pub cpu_model: String,
+    pub cores: u64,
+    /// The tensor backend and its versions: `none`, `libtorch 2.11.0`,
+    /// with `onnxruntime 1.22.0`.
+    pub backend: String,
+    /// The GPUs the backend saw, by name, comma-separated.
+    pub gpus: String,
+}
+
+/// One range path's figures in one run (or, with `part` "pass", the
+/// measured pass's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RangeRow {
+    /// "pass" for the measured pass, "range" for a range path.
+    pub part: &'static str,
+    /// The recorded ranges it ran in, outermost first, then its name
+    /// (`preprocess/resize`); "pass" for the pass.
+    pub path: String,
+    pub name: String,
+    pub depth: u32,
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub mean_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// The 95 % interval of the median (order statistics of the kept
+    /// samples), where the samples say which range it is.
+    pub low_ns: Option<u64>,
+    pub high_ns: Option<u64>,
+    /// With `memory: on`: the median bytes one range allocated, and the
+    /// median of its peaks of live bytes.
+    pub alloc_bytes: Option<u64>,
+    pub peak_bytes: Option<u64>,
+}
+
+/// One run as the store keeps it.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// What made it: `run` (an `ab` side, a sweep point and a load step
+    /// are to come with their own kinds).
+    pub kind: &'static str,
+    pub profile: String,
+    pub run_id: String,
+    /// `completed` or `interrupted` (a failed run measured nothing).
+    pub status: &'static str,
+    pub started_at: String,
+    pub finished_at: String,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub machine: Machine,
+    /// A hash of [`Record::config_description`].
+    pub config: String,
+    /// What the run measured, as canonical JSON: the target and its
+    /// parameters, the data source, the device, the CUDA policy and the
+    /// workload but for its warmup, iterations and seed (which change how
+    /// much was measured, not what).
+    pub config_description: String,
+    pub iterations: u64,
+    pub run_dir: PathBuf,
+    pub ranges: Vec<RangeRow>,
+    /// The manifest, as JSON.
+    pub manifest: String,
+    /// `samples.bin`, deflated.
+    pub samples: Option<Vec<u8>>,
+}
+
+/// The codec of [`Record::samples`].
+pub const SAMPLES_CODEC: &str = "deflate";
+
+/// Why a run cannot be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Read(#[from] profiling_compare::runs::ReadRunError),
+    #[error("{path}: {reason}")]
+    Unusable { path: PathBuf, reason: String },
+}
+
+impl Record {
+    /// The run in `dir` (or its manifest), read as `compare` reads it.
+    pub fn read(dir: &Path) -> Result<Record, RecordError> {
+        let run = profiling_compare::runs::load(dir)?;
+        let samples = std::fs::read(run.dir.join("samples.bin")).ok();
+        Record::of(&run, samples.as_deref())
+    }
+
+    /// `run`, with the bytes of its `samples.bin` when there are any.
+    pub fn of(run: &LoadedRun, samples_file: Option<&[u8]>) -> Result<Record, RecordError> {
+        let manifest = &run.typed;
+        let unusable = |reason: String| RecordError::Unusable {
+            path: run.manifest_path.clone(),
+            reason,
+        };
+        let status = match run.status {
+            RunStatus::Completed => "completed",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => return Err(unusable("a failed run measured nothing".to_owned())),
+        };
+        let (config, config_description) = config_of(manifest).map_err(unusable)?;
+        let json = serde_json::to_string(&run.manifest)
+            .map_err(|e| unusable(format!("cannot write the manifest as JSON: {e}")))?;
+        let samples = samples_file.map(deflate);
+        Ok(Record {
+            kind: "run",
+            profile: run.profile.clone(),
+            run_id: run.run_id.clone(),
+            status,
+            started_at: manifest.started_at.clone(),
+            finished_at: manifest.finished_at.clone(),
+            git_commit: manifest.git_commit.clone(),
+            git_dirty: manifest.git_dirty,
+            machine: machine_of(manifest),
+            config,
+            config_description,
+            iterations: u64::from(manifest.completed_iterations),
+            run_dir: run.dir.clone(),
+            ranges: ranges_of(manifest, &run.samples),
+            manifest: json,
+            samples,
+        })
+    }
+
+    /// What makes a run one record: the same run read twice is one.
+    pub fn identity(&self) -> String {
+        format!("{}/{}@{}", self.profile, self.run_id, self.started_at)
+    }
+}
+
+/// `bytes` deflated as [`Record::samples`] keeps them.
+pub fn deflate(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::DeflateEncoder::new(
+        Vec::with_capacity(bytes.len() / 2),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    encoder.write_all(bytes).expect("deflate into memory");
+    encoder.finish().expect("deflate into memory")
+}
+
+/// `bytes` deflated by [`Record::samples`], inflated.
+pub fn inflate(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    let mut decoder = flate2::write::DeflateDecoder::new(&mut out);
+    decoder.write_all(bytes)?;
+    decoder.finish()?;
+    Ok(out)
+}
+
+/// A 64-bit FNV-1a hash, as 16 hex digits: stable across builds and
+/// platforms, which is all an identity of a config or machine needs.
+pub fn fingerprint(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+fn machine_of(manifest: &Manifest) -> Machine {
+    let backend_info = &manifest.backend;
+    let mut backend = backend_info.name.clone();
+    if let Some(version) = &backend_info.libtorch_version {
+        backend.push_str(&format!(" {version}"));
+    }
+    if let Some(ort) = &backend_info.onnxruntime {
+        backend.push_str(&format!(", onnxruntime {ort}"));
+    }
+    let gpus = backend_info
+        .gpus
+        .iter()
+        .map(|gpu| gpu.name.clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let host = &manifest.host;
+    let identity = serde_json::json!({
+        "host": host.name,
+        "os": host.os,
+        "cpu_model": host.cpu_model,
+        "cores": host.cores,
+        "backend": backend,
+        "gpus": gpus,
+    });
+    Machine {
+        fingerprint: fingerprint(&identity.to_string()),
+        host: host.name.clone(),
+        os: host.os.clone(),
+        cpu_model: host.cpu_model.clone(),
+        cores: host.cores as u64,
+        backend,
+        gpus,
+    }
+}
+
+/// The hash and canonical JSON of what a run measured.
+fn config_of(manifest: &Manifest) -> Result<(String, String), String> {
+    let mut workload =
+        serde_json::to_value(&manifest.workload).map_err(|e| format!("workload: {e}"))?;
+    if let Some(fields) = workload.as_object_mut() {
+        for how_much in ["warmup", "iterations", "seed"] {
+            fields.remove(how_much);
+        }
+    }
+    let target = &manifest.target;
+    let parameters =
+        serde_json::to_value(&target.parameters).map_err(|e| format!("target.parameters: {e}"))?;
+    // serde_json's maps are ordered by key: the text is canonical.
+    let description = serde_json::json!({
+        "target": target.name,
+        "parameters": parameters,
+        "profile_prepare": target.profile_prepare,
+        "data_source": {
+            "name": manifest.data_source.name,
+            "description": serde_json::to_value(&manifest.data_source.description)
+                .map_err(|e| format!("data_source: {e}"))?,
+        },
+        "device": manifest.device.to_string(),
+        "cuda": serde_json::to_value(manifest.cuda).map_err(|e| format!("cuda: {e}"))?,
+        "workload": workload,
+    })
+    .to_string();
+    Ok((fingerprint(&description), description))
+}
+
+fn row(part: &'static str, path: &str, name: &str, depth: u32, stats: &DurationStats) -> RangeRow {
+    RangeRow {
+        part,
+        path: path.to_owned(),
+        name: name.to_owned(),
+        depth,
+        count: stats.count,
+        p50_ns: stats.p50_ns,
+        p90_ns: stats.p90_ns,
+        p99_ns: stats.p99_ns,
+        mean_ns: stats.mean_ns,
+        min_ns: stats.min_ns,
+        max_ns: stats.max_ns,
+        low_ns: None,
+        high_ns: None,
+        alloc_bytes: None,
+        peak_bytes: None,
+    }
+}
+
+/// The pass, then every range path (or, in a manifest without a tree,
+/// every range name), each with the interval of its median where the
+/// samples hold its series.
+fn ranges_of(manifest: &Manifest, samples: &RunSamples) -> Vec<RangeRow> {
+    let timings = &manifest.timings;
+    let mut rows = Vec::new();
+    if let Some(passes) = &timings.iterations {
+        let mut pass = row("pass", "pass", "pass", 0, passes);
+        (pass.low_ns, pass.high_ns) = median_interval(&samples.passes.sorted_values());
+        if let Some(memory) = &manifest_pass_memory(manifest) {
+            pass.alloc_bytes = Some(memory.0);
+            pass.peak_bytes = Some(memory.1);
+        }
+        rows.push(pass);
+    }
+    let names_at = |name: &str| {
+        timings
+            .range_tree
+            .iter()
+            .filter(|node| node.name == name)
+            .count()
+    };
+    let series_of = |name: &str| samples.ranges.iter().find(|s| s.name == name);
+    if timings.range_tree.is_empty() {
+        for range in &timings.ranges {
+            let mut r = row("range", &range.name, &range.name, 0, &range.inclusive);
+            if let Some(series) = series_of(&range.name) {
+                (r.low_ns, r.high_ns) = median_interval(&series.inclusive.sorted_values());
+            }
+            if let Some(memory) = &range.memory {
+                r.alloc_bytes = Some(memory.per_range.allocated_bytes.median);
+                r.peak_bytes = Some(memory.per_range.peak_bytes.median);
+            }
+            rows.push(r);
+        }
+        return rows;
+    }
+    for node in &timings.range_tree {
+        let mut r = row("range", &node.path, &node.name, node.depth, &node.inclusive);
+        // A name's samples are every range of the name: they are this
+        // path's only where the name has no other path.
+        if names_at(&node.name) == 1 {
+            if let Some(series) = series_of(&node.name) {
+                (r.low_ns, r.high_ns) = median_interval(&series.inclusive.sorted_values());
+            }
+        }
+        if let Some(memory) = &node.memory {
+            r.alloc_bytes = Some(memory.per_range.allocated_bytes.median);
+            r.peak_bytes = Some(memory.per_range.peak_bytes.median);
+        }
+        rows.push(r);
+    }
+    rows
+}
+
+/// A pass's median allocated bytes and peak, with `memory: on`.
+fn manifest_pass_memory(manifest: &Manifest) -> Option<(u64, u64)> {
+    let per_pass = manifest.timings.memory.as_ref()?.per_pass.as_ref()?;
+    Some((per_pass.allocated_bytes.median, per_pass.peak_bytes.median))
+}
+
+/// The distribution-free 95 % interval of the median of `sorted`: the
+/// order statistics of ranks ⌊n/2 − 1.96·√n/2⌋ and ⌈1 + n/2 + 1.96·√n/2⌉
+/// (counted from 1; none below 6 samples, too few for one).
+pub fn median_interval(sorted: &[u64]) -> (Option<u64>, Option<u64>) {
+    let n = sorted.len();
+    if n < 6 {
+        return (None, None);
+    }
+    let half_width = 1.96 * (n as f64).sqrt() / 2.0;
+    let middle = n as f64 / 2.0;
+    let low = ((middle - half_width).floor() as usize).clamp(1, n);
+    let high = ((1.0 + middle + half_width).ceil() as usize).clamp(1, n);
+    (Some(sorted[low - 1]), Some(sorted[high - 1]))
+}
