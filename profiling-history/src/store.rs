@@ -527,6 +527,17 @@ fn not_a_store(path: &Path, source: rusqlite::Error) -> StoreError {
                 reason: "the file is not an SQLite database".to_owned(),
             }
         }
+        rusqlite::Error::SqliteFailure(error, detail)
+            if error.code == rusqlite::ErrorCode::DatabaseCorrupt =>
+        {
+            StoreError::NotAStore {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "the SQLite file is damaged ({}): restore it from a copy, or move it away and `profile-cli history import` the run directories",
+                    detail.as_deref().unwrap_or("database disk image is malformed")
+                ),
+            }
+        }
         source => StoreError::Sql {
             path: path.to_path_buf(),
             source,

@@ -297,6 +297,28 @@ fn a_file_that_is_no_database_is_refused_and_kept() {
     assert!(std::fs::read_to_string(&path)
         .unwrap()
         .starts_with("my notes"));
+    // A store cut short (a copy that stopped half way) is named damaged.
+    let whole = dir.path().join("whole.sqlite");
+    let mut store = Store::open(&whole).unwrap();
+    for k in 0..50 {
+        store
+            .record(&record("nms", &k.to_string(), "c1", 4000))
+            .unwrap();
+    }
+    drop(store);
+    let cut = dir.path().join("cut.sqlite");
+    std::fs::write(&cut, &std::fs::read(&whole).unwrap()[..3000]).unwrap();
+    let damaged = Store::open_existing(&cut)
+        .and_then(|store| store.runs().map(|_| ()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        damaged.starts_with(&format!(
+            "{}: not a history store: the SQLite file is damaged",
+            cut.display()
+        )),
+        "{damaged}"
+    );
     // Reading where there is no store says how one comes to be.
     let missing = Store::open_existing(&dir.path().join("none.sqlite")).unwrap_err();
     assert!(
