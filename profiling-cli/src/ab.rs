@@ -503,6 +503,12 @@ fn run_pair(
         dir: kept.dir,
         config: kept.config,
         accept: planned.base.sections.ab_accept.clone(),
+        store: Some(crate::handoff::store_of(
+            &profiling_core::driver::session::run_root(
+                planned.base.config.output_dir.as_deref(),
+                workspace_root,
+            ),
+        )),
     }))
 }
 

@@ -68,6 +68,12 @@ pub(crate) struct Swept {
     pub pages: bool,
     /// The run directories of the completed points whose config wants a page.
     pub point_pages: Vec<PathBuf>,
+    /// The run directories of every completed point, for the history store.
+    #[serde(default)]
+    pub completed: Vec<PathBuf>,
+    /// The history store they go into (see [`Ran::store`]).
+    #[serde(default)]
+    pub store: Option<String>,
     /// The `--json` document so far, with `--json`.
     pub document: Option<serde_json::Value>,
 }
@@ -126,6 +132,9 @@ pub(crate) struct Paired {
     /// pair was planned.
     #[serde(default)]
     pub accept: Option<String>,
+    /// The history store both sides go into (see [`Ran::store`]).
+    #[serde(default)]
+    pub store: Option<String>,
 }
 
 /// Writes `handoff` to `file`.

@@ -180,10 +180,15 @@ fn open_to_write(location: &Location) -> Result<Option<Store>, profiling_history
 
 /// [`record_run`] into the store `text` names (as `$PROFILING_STORE` or
 /// [`crate::handoff::Ran::store`] holds it).
-pub(crate) fn record_text(text: &str, run_dir: &Path, err: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn record_text(
+    text: &str,
+    run_dir: &Path,
+    kind: &'static str,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
     let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     match Location::parse(text, &here) {
-        Ok(location) => record_run(&location, run_dir, err),
+        Ok(location) => record_run(&location, run_dir, kind, err),
         Err(error) => writeln!(
             err,
             "warning: the run is not in the history store: {error}; its directory is kept, and `profile-cli history import {}` writes it later",
@@ -198,6 +203,7 @@ pub(crate) fn record_text(text: &str, run_dir: &Path, err: &mut dyn Write) -> st
 pub(crate) fn record_run(
     location: &Location,
     run_dir: &Path,
+    kind: &'static str,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
     let Location::Sqlite(path) = location else {
@@ -209,7 +215,8 @@ pub(crate) fn record_run(
     let written = Store::open(path)
         .map_err(|e| e.to_string())
         .and_then(|mut store| {
-            let record = Record::read(run_dir).map_err(|e| e.to_string())?;
+            let mut record = Record::read(run_dir).map_err(|e| e.to_string())?;
+            record.kind = kind;
             store.record(&record).map(|_| ()).map_err(|e| e.to_string())
         });
     if let Err(message) = written {

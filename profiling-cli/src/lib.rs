@@ -475,10 +475,10 @@ fn main_in(
     if let (None, Some(here)) = (&cli.workspace, runs_default) {
         // In a workspace of one's own, `history` reads where its runs went.
         #[cfg(feature = "full")]
-        let in_own_workspace = history_workspace.is_some();
+        let reads_its_workspace = history_workspace.is_some();
         #[cfg(not(feature = "full"))]
-        let in_own_workspace = false;
-        if !(in_own_workspace && matches!(command, Command::History(_))) {
+        let reads_its_workspace = false;
+        if !reads_its_workspace {
             runs_here(&mut command, here);
         }
     }

@@ -724,6 +724,18 @@ fn ab_alternates_the_sides_in_one_capture_and_finds_the_slower_one() {
         &["--fail-on-regression"],
     );
     assert_eq!(code, 3, "a slower candidate fails the gate: {document}");
+    // Both sides went into the history store beside the runs.
+    let store = rusqlite::Connection::open(out.path().join("history.sqlite")).unwrap();
+    let sides: Vec<(String, String)> = store
+        .prepare("SELECT kind, run_dir FROM runs ORDER BY kind")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let kinds: Vec<&str> = sides.iter().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(kinds, ["ab-base", "ab-candidate"]);
+    assert!(sides[1].1.ends_with("twice/candidate"), "{sides:?}");
     let comparison = &document["comparisons"][0];
     assert_eq!(comparison["pairing"]["pairs"], 20, "{comparison}");
     assert_eq!(comparison["pairing"]["passes_per_block"], 3);

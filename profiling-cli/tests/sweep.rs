@@ -176,6 +176,17 @@ fn range_medians_follow_the_swept_parameter() {
     let json: serde_json::Value = serde_json::from_str(outcome.stdout.trim()).unwrap();
     assert_eq!(json["status"], "completed");
     assert_in_proportion(&range_medians(&json, "work"), &[1.0, 2.0, 4.0], "--json");
+    // Each point went into the history store beside the runs, a config
+    // of its own.
+    let store = rusqlite::Connection::open(out.path().join("history.sqlite")).unwrap();
+    let kinds: Vec<(String, i64)> = store
+        .prepare("SELECT kind, COUNT(DISTINCT config) FROM runs GROUP BY kind")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(kinds, [("sweep-point".to_owned(), 3)]);
 
     // sweep.yaml says the same, with intervals around the medians.
     let dir = sweep_dir(out.path(), "s");

@@ -48,6 +48,7 @@ fn record(k: usize, samples: &[u8]) -> Record {
         kind: "run",
         profile: "bench".to_owned(),
         run_id: format!("run-{k}"),
+        place: String::new(),
         status: "completed",
         started_at: format!("2026-12-06T10:00:00.{k:06}Z"),
         finished_at: "2026-12-06T10:00:01Z".to_owned(),

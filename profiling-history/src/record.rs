@@ -62,6 +62,10 @@ pub struct Record {
     pub kind: &'static str,
     pub profile: String,
     pub run_id: String,
+    /// Where in a pair or sweep the run was, when it was: `/base` or
+    /// `/candidate` of a pair (both sides share its id and start), a
+    /// sweep's point directory. Part of [`Record::identity`].
+    pub place: String,
     /// `completed` or `interrupted` (a failed run measured nothing).
     pub status: &'static str,
     pub started_at: String,
@@ -125,6 +129,7 @@ impl Record {
             kind: "run",
             profile: run.profile.clone(),
             run_id: run.run_id.clone(),
+            place: place_of(manifest),
             status,
             started_at: manifest.started_at.clone(),
             finished_at: manifest.finished_at.clone(),
@@ -143,7 +148,19 @@ impl Record {
 
     /// What makes a run one record: the same run read twice is one.
     pub fn identity(&self) -> String {
-        format!("{}/{}@{}", self.profile, self.run_id, self.started_at)
+        format!(
+            "{}/{}{}@{}",
+            self.profile, self.run_id, self.place, self.started_at
+        )
+    }
+}
+
+/// [`Record::place`] of the run `manifest` describes.
+fn place_of(manifest: &Manifest) -> String {
+    match (&manifest.pair, &manifest.sweep) {
+        (Some(pair), _) => format!("/{}/{}", pair.id, pair.side),
+        (None, Some(point)) => format!("/{}/{}", point.id, point.point),
+        (None, None) => String::new(),
     }
 }
 

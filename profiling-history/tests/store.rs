@@ -46,6 +46,7 @@ fn record(profile: &str, run_id: &str, commit: &str, pass: u64) -> Record {
         kind: "run",
         profile: profile.to_owned(),
         run_id: run_id.to_owned(),
+        place: String::new(),
         status: "completed",
         started_at: format!("2026-12-06T10:00:00.{run_id}Z"),
         finished_at: "2026-12-06T10:00:01Z".to_owned(),

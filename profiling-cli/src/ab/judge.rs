@@ -26,6 +26,15 @@ pub(crate) fn after_pair(
     let count = pairs.len();
     let mut judged = Vec::with_capacity(count);
     for (index, paired) in pairs.into_iter().enumerate() {
+        // Each side into the history store, once the pair is in place.
+        if let Some(store) = &paired.store {
+            for (dir, kind) in [
+                (&paired.base_dir, "ab-base"),
+                (&paired.candidate_dir, "ab-candidate"),
+            ] {
+                crate::history::record_text(store, dir, kind, err)?;
+            }
+        }
         if count > 1 && !args.json {
             if index > 0 {
                 writeln!(out)?;

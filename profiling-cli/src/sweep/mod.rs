@@ -109,8 +109,15 @@ pub fn sweep_command(
     if ran.stopped_at_failure {
         writeln!(streams.err, "stopping at the failed point (--fail-fast)")?;
     }
+    // The history store the points go into, as a run's would.
+    let store = planned.points.first().map(|(_, point)| {
+        crate::handoff::store_of(&profiling_core::driver::session::run_root(
+            point.config.output_dir.as_deref(),
+            root,
+        ))
+    });
     let PlannedSweep { document, .. } = planned;
-    finish(&args, document, dir, ran, pages, &mut streams)
+    finish(&args, document, (dir, store), ran, pages, &mut streams)
 }
 
 /// The request `args` make.
@@ -211,7 +218,7 @@ fn say_point(
 fn finish(
     args: &SweepArgs,
     mut document: SweepDocument,
-    sweep_dir: PathBuf,
+    (sweep_dir, store): (PathBuf, Option<String>),
     ran: sweep::PointsRan,
     pages: Option<SweepPages>,
     streams: &mut Streams<'_>,
@@ -282,6 +289,13 @@ fn finish(
             .filter(|(point, wanted)| **wanted && point.status == PointStatus::Completed)
             .filter_map(|(point, _)| point.run_dir.clone())
             .collect(),
+        completed: document
+            .points
+            .iter()
+            .filter(|point| point.status == PointStatus::Completed)
+            .filter_map(|point| point.run_dir.clone())
+            .collect(),
+        store,
         sweep_dir,
         document: json,
     };
@@ -310,6 +324,13 @@ pub(crate) fn after_sweep(
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
     let mut code = swept.code;
+    // Each completed point into the history store.
+    #[cfg(feature = "full")]
+    if let Some(store) = &swept.store {
+        for dir in &swept.completed {
+            crate::history::record_text(store, dir, "sweep-point", streams.err)?;
+        }
+    }
     let mut page = None;
     if let (true, Some(write_pages)) = (swept.pages, pages) {
         let (failed, sweep_page) = write_pages(&swept.point_pages, &swept.sweep_dir);
