@@ -189,6 +189,22 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     .unwrap();
     assert_eq!(manifest["git_commit"], serde_yaml::Value::Null);
     assert_eq!(manifest["git_note"], "a git repository with no commit yet");
+    // The run went into the workspace's history store, which `history`
+    // run there reads (with no commit yet, the run is its own column).
+    assert!(ws.join("inference_profiling/history.sqlite").is_file());
+    let history = profile_cli_in(&ws, &["history", "head4"]);
+    assert_eq!(history.code, Some(0), "{history}");
+    assert!(
+        history
+            .stdout
+            .starts_with("head4: p50 per commit; machine ")
+            && history
+                .stdout
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with(" first")),
+        "{history}"
+    );
     // The workspace's `profile` binary attributes memory: it installs the
     // counting allocator.
     assert!(
