@@ -96,6 +96,11 @@ struct ShowArgs {
     /// Print one JSON document instead.
     #[arg(long)]
     json: bool,
+    /// Print every stored figure of the target's runs instead, one row per run and range path:
+    /// `csv` (a header, then RFC 4180 rows; pandas.read_csv reads it as it is) or `json` (an
+    /// array of objects with the same fields). --machine and --config filter it.
+    #[arg(long, value_name = "FORMAT", value_parser = ["csv", "json"], conflicts_with_all = ["changes", "json"])]
+    export: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -414,6 +419,9 @@ fn show(
         }
         return Ok(EXIT_OK);
     };
+    if let Some(format) = &args.export {
+        return export(&store, target, &args, format, out, err);
+    }
     let all = store.series(&SeriesQuery {
         profile: target.clone(),
         metric: args.metric,
@@ -462,6 +470,76 @@ fn show(
             writeln!(out)?;
         }
         write_table(target, args.metric, &store, group, args.last as usize, out)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// `history TARGET --export FORMAT`: every stored figure, flat.
+fn export(
+    store: &Store,
+    target: &str,
+    args: &ShowArgs,
+    format: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let mut rows = store.rows(target, None, None)?;
+    // A fingerprint or hash, or the first digits of one.
+    for (given, of, what) in [
+        (
+            &args.machine,
+            (|r: &profiling_history::FlatRow| r.machine.clone()) as fn(&_) -> String,
+            "machine",
+        ),
+        (
+            &args.config,
+            |r: &profiling_history::FlatRow| r.config.clone(),
+            "config",
+        ),
+    ] {
+        let Some(given) = given else { continue };
+        let mut matching: Vec<String> = rows
+            .iter()
+            .map(of)
+            .filter(|v| v.starts_with(given.as_str()))
+            .collect();
+        matching.sort_unstable();
+        matching.dedup();
+        if matching.len() > 1 {
+            writeln!(
+                err,
+                "error: {what} `{given}` is the start of {}: give more of it",
+                matching.join(", ")
+            )?;
+            return Ok(EXIT_USAGE);
+        }
+        rows.retain(|r| matching.contains(&of(r)));
+    }
+    if rows.is_empty() {
+        writeln!(
+            err,
+            "error: {}: no runs of `{target}`{}",
+            store.path().display(),
+            if args.machine.is_some() || args.config.is_some() {
+                " on that machine and config"
+            } else {
+                ""
+            }
+        )?;
+        return Ok(EXIT_USAGE);
+    }
+    if format == "json" {
+        writeln!(out, "{}", serde_json::to_string(&rows)?)?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(out, "{}", profiling_history::FlatRow::COLUMNS.join(","))?;
+    for row in &rows {
+        let fields: Vec<String> = row
+            .fields()
+            .iter()
+            .map(|f| profiling_history::store::csv_field(f))
+            .collect();
+        writeln!(out, "{}", fields.join(","))?;
     }
     Ok(EXIT_OK)
 }

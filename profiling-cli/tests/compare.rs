@@ -1599,6 +1599,27 @@ fn runs_go_into_the_history_store_and_history_reads_them_back() {
     let rows: Vec<&str> = first_words[2..].iter().map(|w| w[0]).collect();
     assert_eq!(rows, ["pass", "steady", "work"], "{}", table.stdout);
 
+    // Every figure, flat, as pandas reads CSV: a header and a row per run
+    // and range path.
+    let exported = history(&["--export", "csv"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let lines: Vec<&str> = exported.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "profile,kind,run_id,status,started_at,commit,dirty,machine,config,part,path,name,depth,count,p50_ns,p90_ns,p99_ns,mean_ns,min_ns,max_ns,low_ns,high_ns,alloc_bytes,peak_bytes"
+    );
+    assert_eq!(lines.len(), 1 + 2 * 3, "{}", exported.stdout);
+    let fields: Vec<&str> = lines[2].split(',').collect();
+    assert_eq!(fields.len(), 24);
+    assert_eq!(&fields[..4], ["compare-spin", "run", "h1", "completed"]);
+    assert_eq!((fields[9], fields[10]), ("range", "steady"));
+    assert!(fields[14].parse::<u64>().unwrap() > 0);
+    let json = history(&["--export", "json"]);
+    let rows: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 6);
+    assert_eq!(rows[5]["path"], "work");
+    assert_eq!(rows[5]["run_id"], "h2");
+
     // Two runs are no history to find a change in.
     let changes = history(&["--changes"]);
     assert_eq!(changes.code, 0, "{}", changes.stderr);

@@ -23,4 +23,4 @@ pub mod store;
 pub use changes::{Change, Detector};
 pub use record::{Machine, RangeRow, Record};
 pub use series::{Metric, Point, Series, SeriesQuery};
-pub use store::{Location, Recorded, Store, StoreError};
+pub use store::{FlatRow, Location, Recorded, Store, StoreError};

@@ -20,6 +20,108 @@ pub const DEFAULT_FILE: &str = "history.sqlite";
 /// `off`).
 pub const ENV: &str = "PROFILING_STORE";
 
+/// One run's figures of one range path, as [`Store::rows`] gives them:
+/// the columns of `history --export csv`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FlatRow {
+    pub profile: String,
+    pub kind: String,
+    pub run_id: String,
+    pub status: String,
+    pub started_at: String,
+    pub commit: Option<String>,
+    pub dirty: Option<bool>,
+    pub machine: String,
+    pub config: String,
+    pub part: String,
+    pub path: String,
+    pub name: String,
+    pub depth: u32,
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub mean_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub low_ns: Option<u64>,
+    pub high_ns: Option<u64>,
+    pub alloc_bytes: Option<u64>,
+    pub peak_bytes: Option<u64>,
+}
+
+impl FlatRow {
+    /// The CSV header, in the fields' order.
+    pub const COLUMNS: [&'static str; 24] = [
+        "profile",
+        "kind",
+        "run_id",
+        "status",
+        "started_at",
+        "commit",
+        "dirty",
+        "machine",
+        "config",
+        "part",
+        "path",
+        "name",
+        "depth",
+        "count",
+        "p50_ns",
+        "p90_ns",
+        "p99_ns",
+        "mean_ns",
+        "min_ns",
+        "max_ns",
+        "low_ns",
+        "high_ns",
+        "alloc_bytes",
+        "peak_bytes",
+    ];
+
+    /// Its fields as CSV text, in [`FlatRow::COLUMNS`]' order (an empty
+    /// field where there is no value).
+    pub fn fields(&self) -> [String; 24] {
+        let opt = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
+        [
+            self.profile.clone(),
+            self.kind.clone(),
+            self.run_id.clone(),
+            self.status.clone(),
+            self.started_at.clone(),
+            self.commit.clone().unwrap_or_default(),
+            self.dirty.map_or_else(String::new, |d| d.to_string()),
+            self.machine.clone(),
+            self.config.clone(),
+            self.part.clone(),
+            self.path.clone(),
+            self.name.clone(),
+            self.depth.to_string(),
+            self.count.to_string(),
+            self.p50_ns.to_string(),
+            self.p90_ns.to_string(),
+            self.p99_ns.to_string(),
+            self.mean_ns.to_string(),
+            self.min_ns.to_string(),
+            self.max_ns.to_string(),
+            opt(self.low_ns),
+            opt(self.high_ns),
+            opt(self.alloc_bytes),
+            opt(self.peak_bytes),
+        ]
+    }
+}
+
+/// `field` as one CSV field (RFC 4180): quoted when it holds a comma, a
+/// quote or a line break, its quotes doubled.
+pub fn csv_field(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}
+
 /// Where records go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -462,6 +564,64 @@ impl Store {
             }
         }
         Ok(series)
+    }
+
+    /// Every stored figure of `profile`'s runs (completed or interrupted),
+    /// one row per run and range path (the pass's first), oldest run
+    /// first; `machine` and `config` filter as in [`Store::series`].
+    pub fn rows(
+        &self,
+        profile: &str,
+        machine: Option<&str>,
+        config: Option<&str>,
+    ) -> Result<Vec<FlatRow>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT u.profile, u.kind, u.run_id, u.status, u.started_at, u.git_commit,
+                        u.git_dirty, u.machine, u.config, r.part, r.path, r.name, r.depth,
+                        r.count, r.p50_ns, r.p90_ns, r.p99_ns, r.mean_ns, r.min_ns, r.max_ns,
+                        r.low_ns, r.high_ns, r.alloc_bytes, r.peak_bytes
+                 FROM runs u JOIN ranges r ON r.run = u.id
+                 WHERE u.profile = ?1 AND (?2 IS NULL OR u.machine = ?2)
+                   AND (?3 IS NULL OR u.config = ?3)
+                 ORDER BY u.started_at, u.id, CASE r.part WHEN 'pass' THEN 0 ELSE 1 END, r.path",
+            )
+            .map_err(|e| self.sql(e))?;
+        let rows = statement
+            .query_map(params![profile, machine, config], |row| {
+                let count = |k: usize| row.get::<_, i64>(k).map(from_sql_int);
+                let maybe = |k: usize| row.get::<_, Option<i64>>(k).map(|v| v.map(from_sql_int));
+                Ok(FlatRow {
+                    profile: row.get(0)?,
+                    kind: row.get(1)?,
+                    run_id: row.get(2)?,
+                    status: row.get(3)?,
+                    started_at: row.get(4)?,
+                    commit: row.get(5)?,
+                    dirty: row.get(6)?,
+                    machine: row.get(7)?,
+                    config: row.get(8)?,
+                    part: row.get(9)?,
+                    path: row.get(10)?,
+                    name: row.get(11)?,
+                    depth: row.get(12)?,
+                    count: count(13)?,
+                    p50_ns: count(14)?,
+                    p90_ns: count(15)?,
+                    p99_ns: count(16)?,
+                    mean_ns: count(17)?,
+                    min_ns: count(18)?,
+                    max_ns: count(19)?,
+                    low_ns: maybe(20)?,
+                    high_ns: maybe(21)?,
+                    alloc_bytes: maybe(22)?,
+                    peak_bytes: maybe(23)?,
+                })
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.sql(e))?;
+        Ok(rows)
     }
 
     /// The machine stored under `fingerprint`.

@@ -236,6 +236,13 @@ fn names_are_data_never_sql() {
         store.machine("fp-box").unwrap().unwrap().cpu_model,
         "Robert'); DROP TABLE machines;--"
     );
+    // Exported as CSV, each name is one field.
+    let rows = store.rows(hostile, None, None).unwrap();
+    assert_eq!(rows.len(), 3);
+    let field = profiling_history::store::csv_field(&rows[1].path);
+    assert_eq!(field, "\"\"\"; DELETE FROM ranges; --\"");
+    assert_eq!(profiling_history::store::csv_field("a,b"), "\"a,b\"");
+    assert_eq!(profiling_history::store::csv_field("plain"), "plain");
     // A name that matches everything in SQL matches nothing here.
     assert!(store.series(&p50("' OR '1'='1")).unwrap().is_empty());
 }
