@@ -801,6 +801,59 @@ fn percent(ratio: f64) -> String {
     }
 }
 
+/// The changes of every series of `groups`, and how many series there
+/// were.
+fn detect(groups: &[Group<'_>], detector: &Detector) -> (Vec<Change>, usize) {
+    let mut found: Vec<Change> = Vec::new();
+    let mut series_count = 0;
+    for group in groups {
+        let prepared: Vec<_> = group
+            .series
+            .iter()
+            .map(|(s, points)| ((*s).clone(), points.clone()))
+            .collect();
+        series_count += prepared.len();
+        found.extend(changes::find(&prepared, detector));
+    }
+    (found, series_count)
+}
+
+/// The changes `--fail-on` fails on: regressions at least that large,
+/// after `--since` when given; `Err` with the message when `--since` is
+/// not a commit of the line.
+fn failing<'c>(
+    args: &ShowArgs,
+    found: &'c [Change],
+    commits: &[String],
+) -> Result<Vec<&'c Change>, String> {
+    let Some(threshold) = args.fail_on else {
+        return Ok(Vec::new());
+    };
+    let since = match &args.since {
+        None => None,
+        Some(given) => Some(
+            commits
+                .iter()
+                .position(|c| c.starts_with(given.as_str()))
+                .ok_or_else(|| {
+                    format!("--since {given}: not a commit of HEAD's first-parent line")
+                })?,
+        ),
+    };
+    let after_since = |change: &Change| match (since, &change.commit) {
+        (None, _) => true,
+        (Some(at), Some(commit)) => commits
+            .iter()
+            .position(|c| c == commit)
+            .is_some_and(|i| i > at),
+        (Some(_), None) => false,
+    };
+    Ok(found
+        .iter()
+        .filter(|c| c.is_regression() && c.ratio - 1.0 >= threshold && after_since(c))
+        .collect())
+}
+
 /// `history TARGET --changes`: every change found, newest first, and with
 /// `--fail-on`, exit 3 on a regression at least that large.
 fn write_changes(
@@ -812,44 +865,13 @@ fn write_changes(
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let detector = Detector::default();
-    let mut found: Vec<Change> = Vec::new();
-    let mut series_count = 0;
-    for group in groups {
-        let prepared: Vec<_> = group
-            .series
-            .iter()
-            .map(|(s, points)| ((*s).clone(), points.clone()))
-            .collect();
-        series_count += prepared.len();
-        found.extend(changes::find(&prepared, &detector));
-    }
-    let since = match &args.since {
-        None => None,
-        Some(given) => match commits.iter().position(|c| c.starts_with(given.as_str())) {
-            Some(at) => Some(at),
-            None => {
-                writeln!(
-                    err,
-                    "error: --since {given}: not a commit of HEAD's first-parent line"
-                )?;
-                return Ok(EXIT_USAGE);
-            }
-        },
-    };
-    let after_since = |change: &Change| match (since, &change.commit) {
-        (None, _) => true,
-        (Some(at), Some(commit)) => commits
-            .iter()
-            .position(|c| c == commit)
-            .is_some_and(|i| i > at),
-        (Some(_), None) => false,
-    };
-    let failing: Vec<&Change> = match args.fail_on {
-        Some(threshold) => found
-            .iter()
-            .filter(|c| c.is_regression() && c.ratio - 1.0 >= threshold && after_since(c))
-            .collect(),
-        None => Vec::new(),
+    let (found, series_count) = detect(groups, &detector);
+    let failing = match failing(args, &found, commits) {
+        Ok(failing) => failing,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(EXIT_USAGE);
+        }
     };
     let code = if failing.is_empty() {
         EXIT_OK
@@ -875,70 +897,65 @@ fn write_changes(
         return Ok(code);
     }
     let target = args.target.as_deref().unwrap_or_default();
+    let method = format!(
+        "{}; E-Divisive means, p <= {}",
+        args.metric.name(),
+        detector.significance
+    );
     if found.is_empty() {
         writeln!(
             out,
-            "{target}: no change in {} series ({}; E-Divisive means, p <= {})",
-            series_count,
-            args.metric.name(),
-            detector.significance
+            "{target}: no change in {series_count} series ({method})"
         )?;
         return Ok(code);
     }
+    let noun = if found.len() == 1 {
+        "change"
+    } else {
+        "changes"
+    };
     writeln!(
         out,
-        "{target}: {} {} in {} series ({}; E-Divisive means, p <= {}), newest first:",
-        found.len(),
-        if found.len() == 1 {
-            "change"
-        } else {
-            "changes"
-        },
-        series_count,
-        args.metric.name(),
-        detector.significance
+        "{target}: {} {noun} in {series_count} series ({method}), newest first:",
+        found.len()
     )?;
     for change in &found {
-        let also = if change.also.is_empty() {
-            String::new()
-        } else {
-            format!("; moved with it: {}", change.also.join(", "))
-        };
-        writeln!(
-            out,
-            "  {}  {}  {} [{}, {}]  {} -> {}  p = {:.3}  (commit {} of {}, machine {}, config {}){also}",
-            short(change.commit.as_deref()),
-            change.path,
-            percent(change.ratio),
-            percent(change.low),
-            percent(change.high),
-            value_text(args.metric, change.before),
-            value_text(args.metric, change.after),
-            change.p_value,
-            change.index + 1,
-            change.commits,
-            change.machine,
-            change.config,
-        )?;
+        write_change(args.metric, change, out)?;
     }
     if let Some(threshold) = args.fail_on {
-        if failing.is_empty() {
-            writeln!(out, "no regression of {} or more", percent(1.0 + threshold))?;
-        } else {
-            writeln!(
-                out,
-                "{} {} of {} or more",
-                failing.len(),
-                if failing.len() == 1 {
-                    "regression"
-                } else {
-                    "regressions"
-                },
-                percent(1.0 + threshold)
-            )?;
+        let at_least = percent(1.0 + threshold);
+        match failing.len() {
+            0 => writeln!(out, "no regression of {at_least} or more")?,
+            1 => writeln!(out, "1 regression of {at_least} or more")?,
+            n => writeln!(out, "{n} regressions of {at_least} or more")?,
         }
     }
     Ok(code)
+}
+
+/// One change as a line of `--changes`.
+fn write_change(metric: Metric, change: &Change, out: &mut dyn Write) -> std::io::Result<()> {
+    let also = if change.also.is_empty() {
+        String::new()
+    } else {
+        format!("; moved with it: {}", change.also.join(", "))
+    };
+    writeln!(
+        out,
+        "  {}  {}  {} [{}, {}]  {} -> {}  p = {:.3}  (commit {} of {}, machine {}, config {}){also}",
+        short(change.commit.as_deref()),
+        change.path,
+        percent(change.ratio),
+        percent(change.low),
+        percent(change.high),
+        value_text(metric, change.before),
+        value_text(metric, change.after),
+        change.p_value,
+        change.index + 1,
+        change.commits,
+        change.machine,
+        change.config,
+    )
 }
 
 #[cfg(test)]

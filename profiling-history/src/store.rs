@@ -373,11 +373,10 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
-        let identity = record.identity();
         let existing: Option<i64> = tx
             .query_row(
                 "SELECT id FROM runs WHERE identity = ?1",
-                [&identity],
+                [record.identity()],
                 |row| row.get(0),
             )
             .optional()
@@ -388,91 +387,7 @@ impl Store {
                 inserted: false,
             });
         }
-        let machine = &record.machine;
-        tx.execute(
-            "INSERT INTO machines (fingerprint, host, os, cpu_model, cores, backend, gpus)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (fingerprint) DO NOTHING",
-            params![
-                machine.fingerprint,
-                machine.host,
-                machine.os,
-                machine.cpu_model,
-                sql_int(machine.cores),
-                machine.backend,
-                machine.gpus
-            ],
-        )
-        .map_err(sql)?;
-        tx.execute(
-            "INSERT INTO configs (hash, description) VALUES (?1, ?2)
-             ON CONFLICT (hash) DO NOTHING",
-            params![record.config, record.config_description],
-        )
-        .map_err(sql)?;
-        tx.execute(
-            "INSERT INTO runs (identity, kind, profile, run_id, status, started_at, finished_at,
-                 git_commit, git_dirty, machine, config, iterations, run_dir, recorded_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            params![
-                identity,
-                record.kind,
-                record.profile,
-                record.run_id,
-                record.status,
-                record.started_at,
-                record.finished_at,
-                record.git_commit,
-                record.git_dirty,
-                machine.fingerprint,
-                record.config,
-                sql_int(record.iterations),
-                record.run_dir.to_string_lossy(),
-                profiling_core::driver::provenance::UtcTime::now().rfc3339(),
-            ],
-        )
-        .map_err(sql)?;
-        let id = tx.last_insert_rowid();
-        {
-            let mut insert = tx
-                .prepare(
-                    "INSERT INTO ranges (run, part, path, name, depth, count, p50_ns, p90_ns,
-                         p99_ns, mean_ns, min_ns, max_ns, low_ns, high_ns, alloc_bytes, peak_bytes)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                )
-                .map_err(sql)?;
-            for row in &record.ranges {
-                insert
-                    .execute(params![
-                        id,
-                        row.part,
-                        row.path,
-                        row.name,
-                        row.depth,
-                        sql_int(row.count),
-                        sql_int(row.p50_ns),
-                        sql_int(row.p90_ns),
-                        sql_int(row.p99_ns),
-                        sql_int(row.mean_ns),
-                        sql_int(row.min_ns),
-                        sql_int(row.max_ns),
-                        row.low_ns.map(sql_int),
-                        row.high_ns.map(sql_int),
-                        row.alloc_bytes.map(sql_int),
-                        row.peak_bytes.map(sql_int),
-                    ])
-                    .map_err(sql)?;
-            }
-        }
-        tx.execute(
-            "INSERT INTO documents (run, manifest, samples, samples_codec) VALUES (?1, ?2, ?3, ?4)",
-            params![
-                id,
-                record.manifest,
-                record.samples,
-                record.samples.as_ref().map(|_| SAMPLES_CODEC)
-            ],
-        )
-        .map_err(sql)?;
+        let id = insert(&tx, record).map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(Recorded { id, inserted: true })
     }
@@ -675,6 +590,87 @@ impl Store {
             _ => Ok(None),
         }
     }
+}
+
+/// Inserts `record` (its machine and config where new, the run, its rows
+/// and its documents) in `tx`; the run's id.
+fn insert(tx: &rusqlite::Transaction<'_>, record: &Record) -> rusqlite::Result<i64> {
+    let machine = &record.machine;
+    tx.execute(
+        "INSERT INTO machines (fingerprint, host, os, cpu_model, cores, backend, gpus)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (fingerprint) DO NOTHING",
+        params![
+            machine.fingerprint,
+            machine.host,
+            machine.os,
+            machine.cpu_model,
+            sql_int(machine.cores),
+            machine.backend,
+            machine.gpus
+        ],
+    )?;
+    tx.execute(
+        "INSERT INTO configs (hash, description) VALUES (?1, ?2)
+         ON CONFLICT (hash) DO NOTHING",
+        params![record.config, record.config_description],
+    )?;
+    tx.execute(
+        "INSERT INTO runs (identity, kind, profile, run_id, status, started_at, finished_at,
+             git_commit, git_dirty, machine, config, iterations, run_dir, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            record.identity(),
+            record.kind,
+            record.profile,
+            record.run_id,
+            record.status,
+            record.started_at,
+            record.finished_at,
+            record.git_commit,
+            record.git_dirty,
+            machine.fingerprint,
+            record.config,
+            sql_int(record.iterations),
+            record.run_dir.to_string_lossy(),
+            profiling_core::driver::provenance::UtcTime::now().rfc3339(),
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    let mut rows = tx.prepare(
+        "INSERT INTO ranges (run, part, path, name, depth, count, p50_ns, p90_ns,
+             p99_ns, mean_ns, min_ns, max_ns, low_ns, high_ns, alloc_bytes, peak_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?;
+    for row in &record.ranges {
+        rows.execute(params![
+            id,
+            row.part,
+            row.path,
+            row.name,
+            row.depth,
+            sql_int(row.count),
+            sql_int(row.p50_ns),
+            sql_int(row.p90_ns),
+            sql_int(row.p99_ns),
+            sql_int(row.mean_ns),
+            sql_int(row.min_ns),
+            sql_int(row.max_ns),
+            row.low_ns.map(sql_int),
+            row.high_ns.map(sql_int),
+            row.alloc_bytes.map(sql_int),
+            row.peak_bytes.map(sql_int),
+        ])?;
+    }
+    tx.execute(
+        "INSERT INTO documents (run, manifest, samples, samples_codec) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            id,
+            record.manifest,
+            record.samples,
+            record.samples.as_ref().map(|_| SAMPLES_CODEC)
+        ],
+    )?;
+    Ok(id)
 }
 
 fn not_a_store(path: &Path, source: rusqlite::Error) -> StoreError {
