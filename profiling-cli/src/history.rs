@@ -144,22 +144,20 @@ impl StoreArgs {
     }
 }
 
-/// The store: `given`, else `$PROFILING_STORE`, else beside the run
-/// directories of `output_dir` or the workspace. A relative path is taken
-/// from `here`.
+/// The store: `given`, else where a run under `output_dir` or the
+/// workspace goes (`$PROFILING_STORE`, else beside the run directories:
+/// [`crate::handoff::store_of`]). A relative path is taken from `here`.
 pub(crate) fn location(
     given: Option<&str>,
     output_dir: Option<&Path>,
     workspace_root: &Path,
     here: &Path,
 ) -> Result<Location, profiling_history::StoreError> {
-    let from_env = std::env::var(profiling_history::store::ENV).ok();
-    match given.or(from_env.as_deref()) {
-        Some(text) => Location::parse(text, here),
-        None => Ok(Location::beside_runs(&session::absolute(
-            &session::run_root(output_dir, workspace_root),
-        ))),
-    }
+    let text = given.map_or_else(
+        || crate::handoff::store_of(&session::run_root(output_dir, workspace_root)),
+        str::to_owned,
+    );
+    Location::parse(&text, here)
 }
 
 /// `profile-cli history ...`.
@@ -194,12 +192,17 @@ pub(crate) fn record_text(
     let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     match Location::parse(text, &here) {
         Ok(location) => record_run(&location, run_dir, kind, err),
-        Err(error) => writeln!(
-            err,
-            "warning: the run is not in the history store: {error}; its directory is kept, and `profile-cli history import {}` writes it later",
-            run_dir.display()
-        ),
+        Err(error) => not_recorded(&error.to_string(), run_dir, err),
     }
+}
+
+/// The warning of a run the store did not take.
+fn not_recorded(message: &str, run_dir: &Path, err: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        err,
+        "warning: the run is not in the history store: {message}; its directory is kept, and `profile-cli history import {}` writes it later",
+        run_dir.display()
+    )
 }
 
 /// Writes the run in `run_dir` into the store at `location`, after the
@@ -232,11 +235,7 @@ pub(crate) fn record_run(
                 let _ = std::fs::remove_file(PathBuf::from(file));
             }
         }
-        writeln!(
-            err,
-            "warning: the run is not in the history store: {message}; its directory is kept, and `profile-cli history import {}` writes it later",
-            run_dir.display()
-        )?;
+        not_recorded(&message, run_dir, err)?;
     }
     Ok(())
 }

@@ -160,19 +160,6 @@ impl Location {
         };
         Ok(Location::Sqlite(base.join(path)))
     }
-
-    /// The store of the run directories under `run_root`.
-    pub fn beside_runs(run_root: &Path) -> Location {
-        Location::Sqlite(run_root.join(DEFAULT_FILE))
-    }
-
-    /// What to show of it: the path, or `off`.
-    pub fn shown(&self) -> String {
-        match self {
-            Location::Sqlite(path) => path.display().to_string(),
-            Location::Off => "off".to_owned(),
-        }
-    }
 }
 
 /// `text` with the password of a URL's user, if any, masked.
