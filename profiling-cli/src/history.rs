@@ -175,10 +175,7 @@ pub fn history_command(
 
 /// Opens the store at `location` to write.
 fn open_to_write(location: &Location) -> Result<Option<Store>, profiling_history::StoreError> {
-    match location {
-        Location::Off => Ok(None),
-        Location::Sqlite(path) => Store::open(path).map(Some),
-    }
+    Store::open_location(location)
 }
 
 /// [`record_run`] into the store `text` names (as `$PROFILING_STORE` or
@@ -214,21 +211,25 @@ pub(crate) fn record_run(
     kind: &'static str,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let Location::Sqlite(path) = location else {
+    if *location == Location::Off {
         return Ok(());
+    }
+    // An SQLite store this write makes and cannot finish (a full disk) is
+    // not left behind half made.
+    let made = match location {
+        Location::Sqlite(path) if !path.exists() => Some(path),
+        _ => None,
     };
-    // A store this write makes and cannot finish (a full disk) is not
-    // left behind half made.
-    let existed = path.exists();
-    let written = Store::open(path)
+    let written = Store::open_location(location)
         .map_err(|e| e.to_string())
+        .and_then(|store| store.ok_or_else(|| "the store is off".to_owned()))
         .and_then(|mut store| {
             let mut record = Record::read(run_dir).map_err(|e| e.to_string())?;
             record.kind = kind;
             store.record(&record).map(|_| ()).map_err(|e| e.to_string())
         });
     if let Err(message) = written {
-        if !existed {
+        if let Some(path) = made {
             for suffix in ["", "-wal", "-shm", "-journal"] {
                 let mut file = path.as_os_str().to_owned();
                 file.push(suffix);
@@ -301,7 +302,7 @@ fn import_command(
     writeln!(
         out,
         "{}: {written} {} written, {there} there already{}{}",
-        store.path().display(),
+        store.name(),
         if written == 1 { "run" } else { "runs" },
         if skipped > 0 {
             format!(", {skipped} failed (nothing measured) skipped")
@@ -388,16 +389,16 @@ fn show(
             return Ok(EXIT_USAGE);
         }
     };
-    let Location::Sqlite(path) = &location else {
-        writeln!(
-            err,
-            "error: the history store is off ({}=off)",
-            profiling_history::store::ENV
-        )?;
-        return Ok(EXIT_USAGE);
-    };
-    let store = match Store::open_existing(path) {
-        Ok(store) => store,
+    let mut store = match Store::open_location_existing(&location) {
+        Ok(Some(store)) => store,
+        Ok(None) => {
+            writeln!(
+                err,
+                "error: the history store is off ({}=off)",
+                profiling_history::store::ENV
+            )?;
+            return Ok(EXIT_USAGE);
+        }
         Err(error) => {
             writeln!(err, "error: {error}")?;
             return Ok(EXIT_USAGE);
@@ -409,17 +410,17 @@ fn show(
             writeln!(
                 out,
                 "{}",
-                serde_json::json!({ "store": path, "profiles": profiles })
+                serde_json::json!({ "store": store.name(), "profiles": profiles })
             )?;
         } else if profiles.is_empty() {
-            writeln!(out, "{}: no runs yet", path.display())?;
+            writeln!(out, "{}: no runs yet", store.name())?;
         } else {
-            writeln!(out, "{}: runs of {}", path.display(), profiles.join(", "))?;
+            writeln!(out, "{}: runs of {}", store.name(), profiles.join(", "))?;
         }
         return Ok(EXIT_OK);
     };
     if let Some(format) = &args.export {
-        return export(&store, target, &args, format, out, err);
+        return export(&mut store, target, &args, format, out, err);
     }
     let all = store.series(&SeriesQuery {
         profile: target.clone(),
@@ -432,7 +433,7 @@ fn show(
         writeln!(
             err,
             "error: {}: no completed runs of `{target}` with {}{}",
-            path.display(),
+            store.name(),
             args.metric.name(),
             if known.is_empty() {
                 String::new()
@@ -452,14 +453,14 @@ fn show(
     let commits = first_parent_line(workspace_root);
     let groups = group(&chosen, &commits, args.dirty);
     if args.changes {
-        return write_changes(&args, &store, &groups, &commits, out, err);
+        return write_changes(&args, &mut store, &groups, &commits, out, err);
     }
     if args.json {
         let document = serde_json::json!({
-            "store": path,
+            "store": store.name(),
             "profile": target,
             "metric": args.metric,
-            "groups": groups.iter().map(|g| group_json(&store, g)).collect::<Vec<_>>(),
+            "groups": groups.iter().map(|g| group_json(&mut store, g)).collect::<Vec<_>>(),
         });
         writeln!(out, "{document}")?;
         return Ok(EXIT_OK);
@@ -468,14 +469,14 @@ fn show(
         if k > 0 {
             writeln!(out)?;
         }
-        write_table(target, args.metric, &store, group, args.last as usize, out)?;
+        write_table(target, args.metric, &mut store, group, args.last as usize, out)?;
     }
     Ok(EXIT_OK)
 }
 
 /// `history TARGET --export FORMAT`: every stored figure, flat.
 fn export(
-    store: &Store,
+    store: &mut Store,
     target: &str,
     args: &ShowArgs,
     format: &str,
@@ -518,7 +519,7 @@ fn export(
         writeln!(
             err,
             "error: {}: no runs of `{target}`{}",
-            store.path().display(),
+            store.name(),
             if args.machine.is_some() || args.config.is_some() {
                 " on that machine and config"
             } else {
@@ -629,7 +630,7 @@ fn short(commit: Option<&str>) -> String {
     )
 }
 
-fn describe_machine(store: &Store, fingerprint: &str) -> String {
+fn describe_machine(store: &mut Store, fingerprint: &str) -> String {
     match store.machine(fingerprint) {
         Ok(Some(m)) => format!(
             "{fingerprint} ({}, {} cores, {}{})",
@@ -652,7 +653,7 @@ fn describe_machine(store: &Store, fingerprint: &str) -> String {
 fn write_table(
     target: &str,
     metric: Metric,
-    store: &Store,
+    store: &mut Store,
     group: &Group<'_>,
     last: usize,
     out: &mut dyn Write,
@@ -776,7 +777,7 @@ fn runs_word(n: usize) -> String {
     format!("{n} {}", if n == 1 { "run" } else { "runs" })
 }
 
-fn group_json(store: &Store, group: &Group<'_>) -> serde_json::Value {
+fn group_json(store: &mut Store, group: &Group<'_>) -> serde_json::Value {
     serde_json::json!({
         "machine": store.machine(group.machine).ok().flatten(),
         "machine_fingerprint": group.machine,
@@ -857,7 +858,7 @@ fn failing<'c>(
 /// `--fail-on`, exit 3 on a regression at least that large.
 fn write_changes(
     args: &ShowArgs,
-    store: &Store,
+    store: &mut Store,
     groups: &[Group<'_>],
     commits: &[String],
     out: &mut dyn Write,
@@ -879,7 +880,7 @@ fn write_changes(
     };
     if args.json {
         let document = serde_json::json!({
-            "store": store.path(),
+            "store": store.name(),
             "profile": args.target,
             "metric": args.metric,
             "detector": {
@@ -992,12 +993,21 @@ mod tests {
             Location::Sqlite(PathBuf::from("/tmp/h.sqlite"))
         );
         assert_eq!(Location::parse("off", base).unwrap(), Location::Off);
-        let refused = Location::parse("postgres://ci:hunter2@db.example/perf", base)
+        let postgres = Location::parse("postgres://ci:hunter2@db.example/perf", base).unwrap();
+        assert_eq!(
+            postgres,
+            Location::Postgres("postgres://ci:hunter2@db.example/perf".to_owned())
+        );
+        for shown in [postgres.to_string(), format!("{postgres:?}")] {
+            assert!(shown.contains("postgres://ci:***@db.example/perf"), "{shown}");
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+        let refused = Location::parse("mysql://ci:hunter2@db.example/perf", base)
             .unwrap_err()
             .to_string();
         assert!(!refused.contains("hunter2"), "{refused}");
         assert!(
-            refused.starts_with("history store `postgres://ci:***@db.example/perf`: "),
+            refused.starts_with("history store `mysql://ci:***@db.example/perf`: "),
             "{refused}"
         );
     }

@@ -14,7 +14,9 @@
 //! size with an interval, and, among nested ranges that moved together,
 //! the innermost one.
 
+mod backend;
 pub mod changes;
+mod pg;
 pub mod record;
 mod schema;
 pub mod series;
@@ -23,4 +25,5 @@ pub mod store;
 pub use changes::{Change, Detector};
 pub use record::{Machine, RangeRow, Record};
 pub use series::{Metric, Point, Series, SeriesQuery};
+pub use backend::DbError;
 pub use store::{FlatRow, Location, Recorded, Store, StoreError};

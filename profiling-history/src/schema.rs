@@ -5,11 +5,12 @@
 //! newer version than this build knows is refused, both versions named,
 //! and left as it is.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use crate::backend::{Connection, DbError, Tx, Value};
 
-/// The migrations, the first making version 1. Append only: a published
-/// migration never changes.
-const MIGRATIONS: &[&str] = &[
+/// The migrations of an SQLite store, the first making version 1. Append
+/// only: a published migration never changes, and each has its
+/// PostgreSQL twin in [`POSTGRES`] at the same place.
+const SQLITE: &[&str] = &[
     // 1: runs, the machines and configs they name, their ranges and their
     // documents (the manifest, the samples).
     "
@@ -72,8 +73,95 @@ const MIGRATIONS: &[&str] = &[
     ",
 ];
 
+
+/// The same migrations for PostgreSQL: its types for SQLite's (`BIGINT`
+/// for `INTEGER`, an identity column for the row id, `BOOLEAN` for the
+/// dirty flag, `BYTEA` for `BLOB`), the same tables, columns and keys.
+const POSTGRES: &[&str] = &[
+    "
+    CREATE TABLE machines (
+        fingerprint TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        os TEXT NOT NULL,
+        cpu_model TEXT NOT NULL,
+        cores BIGINT NOT NULL,
+        backend TEXT NOT NULL,
+        gpus TEXT NOT NULL
+    );
+    CREATE TABLE configs (
+        hash TEXT PRIMARY KEY,
+        description TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        identity TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        git_commit TEXT,
+        git_dirty BOOLEAN,
+        machine TEXT NOT NULL REFERENCES machines(fingerprint),
+        config TEXT NOT NULL REFERENCES configs(hash),
+        iterations BIGINT NOT NULL,
+        run_dir TEXT NOT NULL,
+        recorded_at TEXT NOT NULL
+    );
+    CREATE INDEX runs_by_series ON runs(profile, machine, config, started_at);
+    CREATE TABLE ranges (
+        run BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        part TEXT NOT NULL,
+        path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        depth BIGINT NOT NULL,
+        count BIGINT NOT NULL,
+        p50_ns BIGINT NOT NULL,
+        p90_ns BIGINT NOT NULL,
+        p99_ns BIGINT NOT NULL,
+        mean_ns BIGINT NOT NULL,
+        min_ns BIGINT NOT NULL,
+        max_ns BIGINT NOT NULL,
+        low_ns BIGINT,
+        high_ns BIGINT,
+        alloc_bytes BIGINT,
+        peak_bytes BIGINT,
+        PRIMARY KEY (run, part, path)
+    );
+    CREATE TABLE documents (
+        run BIGINT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        manifest TEXT NOT NULL,
+        samples BYTEA,
+        samples_codec TEXT
+    );
+    ",
+];
+
+/// Which database a store is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    fn migrations(self) -> &'static [&'static str] {
+        match self {
+            Dialect::Sqlite => SQLITE,
+            Dialect::Postgres => POSTGRES,
+        }
+    }
+}
+
+/// The key of the advisory lock PostgreSQL writers migrate under
+/// ("PRFHIST1" as a number).
+const MIGRATION_LOCK: i64 = 0x5052_4648_4953_5431;
+
 /// The version a store has once every migration of this build ran.
-pub const VERSION: u32 = MIGRATIONS.len() as u32;
+pub const VERSION: u32 = SQLITE.len() as u32;
+
+const _: () = assert!(SQLITE.len() == POSTGRES.len());
 
 /// Why a store's schema cannot be used.
 #[derive(Debug)]
@@ -86,46 +174,69 @@ pub enum SchemaError {
     Unreadable {
         value: String,
     },
-    Sql(rusqlite::Error),
+    Sql(DbError),
 }
 
-impl From<rusqlite::Error> for SchemaError {
-    fn from(error: rusqlite::Error) -> SchemaError {
+impl From<DbError> for SchemaError {
+    fn from(error: DbError) -> SchemaError {
         SchemaError::Sql(error)
     }
 }
 
 /// The store's version: 0 before any migration.
-pub fn version(conn: &Connection) -> Result<u32, SchemaError> {
-    let has_meta: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta')",
-        [],
-        |row| row.get(0),
-    )?;
-    if !has_meta {
+fn version_in(tx: &mut Tx<'_>, dialect: Dialect) -> Result<u32, SchemaError> {
+    let has_meta = match dialect {
+        Dialect::Sqlite => tx.query(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta')",
+            &[],
+        )?,
+        Dialect::Postgres => tx.query("SELECT to_regclass('meta') IS NOT NULL", &[])?,
+    };
+    if !has_meta.first().map(|row| row.flag(0)).transpose()?.flatten().unwrap_or(false) {
         return Ok(0);
     }
-    let value: Option<String> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'schema_version'",
-            [],
-            |row| row.get(0),
-        )
-        .optional()?;
-    match value {
+    let value = tx.query(
+        "SELECT value FROM meta WHERE key = ?1",
+        &[Value::Text(Some("schema_version"))],
+    )?;
+    match value.first() {
         None => Ok(0),
-        Some(value) => value.parse().map_err(|_| SchemaError::Unreadable { value }),
+        Some(row) => {
+            let value = row.text(0)?;
+            value.parse().map_err(|_| SchemaError::Unreadable { value })
+        }
     }
+}
+
+/// The store's version, read in a transaction of its own.
+pub(crate) fn version(conn: &mut Connection, dialect: Dialect) -> Result<u32, SchemaError> {
+    let mut tx = match (dialect, &mut *conn) {
+        // A read-only SQLite file cannot take the write lock.
+        (Dialect::Sqlite, Connection::Sqlite(sqlite)) => {
+            Tx::Sqlite(sqlite.transaction().map_err(DbError::from)?)
+        }
+        (_, conn) => conn.transaction()?,
+    };
+    let found = version_in(&mut tx, dialect)?;
+    tx.commit()?;
+    Ok(found)
 }
 
 /// Runs the migrations `conn` lacks, each in a transaction that also
 /// moves the version; refuses a newer store untouched.
-pub fn migrate(conn: &mut Connection) -> Result<u32, SchemaError> {
+pub(crate) fn migrate(conn: &mut Connection, dialect: Dialect) -> Result<u32, SchemaError> {
     loop {
-        // Under the write lock, so that two processes opening a new store
-        // at once run each migration once.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current = version(&tx)?;
+        // Under the write lock (SQLite's, or an advisory lock PostgreSQL
+        // holds until the transaction ends), so that two processes opening
+        // a new store at once run each migration once.
+        let mut tx = conn.transaction()?;
+        if dialect == Dialect::Postgres {
+            tx.query(
+                "SELECT 1 FROM (SELECT pg_advisory_xact_lock(?1)) AS locked",
+                &[Value::Int(Some(MIGRATION_LOCK))],
+            )?;
+        }
+        let current = version_in(&mut tx, dialect)?;
         if current > VERSION {
             return Err(SchemaError::Newer { found: current });
         }
@@ -133,14 +244,13 @@ pub fn migrate(conn: &mut Connection) -> Result<u32, SchemaError> {
             tx.commit()?;
             return Ok(current);
         }
-        tx.execute_batch(
-            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        )?;
-        tx.execute_batch(MIGRATIONS[current as usize])?;
+        tx.batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")?;
+        tx.batch(dialect.migrations()[current as usize])?;
+        let next = (current + 1).to_string();
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [(current + 1).to_string()],
+            &[Value::Text(Some(&next))],
         )?;
         tx.commit()?;
     }

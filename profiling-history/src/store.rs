@@ -1,23 +1,27 @@
-//! The store: one interface over a database of records. SQLite is the
-//! backend here, a file beside the run directories by default
+//! The store: one interface over a database of records, in one of two
+//! backends. An SQLite file beside the run directories by default
 //! ([`DEFAULT_FILE`]), in WAL mode so that readers never wait for a
-//! writer and concurrent writers take turns. Each record is written in one
-//! transaction: a reader sees a run whole or not at all. Every value goes
-//! into a statement as a parameter (names are data, never SQL).
+//! writer and concurrent writers take turns; or a PostgreSQL database
+//! (`postgres://...`), which many machines and CI runners write to at
+//! once. Each record is written in one transaction: a reader sees a run
+//! whole or not at all. Every value goes into a statement as a parameter
+//! (names are data, never SQL), and the statements are the same text on
+//! both backends ([`crate::backend`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::OpenFlags;
 
+use crate::backend::{Connection, DbError, Row, Value};
 use crate::record::{Record, SAMPLES_CODEC};
-use crate::schema::{self, SchemaError};
+use crate::schema::{self, Dialect, SchemaError};
 use crate::series::{Metric, Point, Series, SeriesQuery};
 
 /// The store's file name beside the run directories.
 pub const DEFAULT_FILE: &str = "history.sqlite";
-/// The environment variable that names a store (a path, `sqlite:PATH`, or
-/// `off`).
+/// The environment variable that names a store (a path, `sqlite:PATH`,
+/// `postgres://...`, or `off`).
 pub const ENV: &str = "PROFILING_STORE";
 
 /// One run's figures of one range path, as [`Store::rows`] gives them:
@@ -123,22 +127,46 @@ pub fn csv_field(field: &str) -> String {
 }
 
 /// Where records go.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Location {
     Sqlite(PathBuf),
+    /// A PostgreSQL connection URL (`postgres://` or `postgresql://`),
+    /// as given; shown with its password masked.
+    Postgres(String),
     /// Nothing is recorded.
     Off,
 }
 
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Location::Postgres(url) => f.debug_tuple("Postgres").field(&mask(url)).finish(),
+            Location::Off => f.write_str("Off"),
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => f.write_str(&mask(url)),
+            Location::Off => f.write_str("off"),
+        }
+    }
+}
+
 impl Location {
     /// `text` as a user gives it: `off` (or `none`), `sqlite:PATH`,
-    /// `sqlite://PATH`, or a path; a relative path is taken from `base`.
+    /// `sqlite://PATH`, `postgres://...` (or `postgresql://...`), or a
+    /// path; a relative path is taken from `base`.
     pub fn parse(text: &str, base: &Path) -> Result<Location, StoreError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(StoreError::Location {
                 given: String::new(),
-                reason: "empty: give a path, `sqlite:PATH` or `off`".to_owned(),
+                reason: "empty: give a path, `sqlite:PATH`, `postgres://...` or `off`".to_owned(),
             });
         }
         if matches!(text, "off" | "none") {
@@ -148,11 +176,14 @@ impl Location {
             rest
         } else if let Some(rest) = text.strip_prefix("sqlite:") {
             rest
+        } else if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            crate::pg::config(text)?;
+            return Ok(Location::Postgres(text.to_owned()));
         } else if let Some((scheme, _)) = text.split_once("://") {
             return Err(StoreError::Location {
                 given: mask(text),
                 reason: format!(
-                    "`{scheme}` stores are not in this build: it writes SQLite files (a path, `sqlite:PATH`)"
+                    "`{scheme}` is not a store this build writes: a path or `sqlite:PATH` for an SQLite file, `postgres://USER@HOST/DATABASE` for PostgreSQL"
                 ),
             });
         } else {
@@ -180,7 +211,8 @@ pub fn mask(text: &str) -> String {
     }
 }
 
-/// Why the store could not be used.
+/// Why the store could not be used. `store` is its path, or its URL with
+/// the password masked.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("history store `{given}`: {reason}")]
@@ -192,24 +224,18 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: cannot open the history store: {source}", path.display())]
-    Open {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("{}: the history store has schema version {found}, and this build knows versions up to {supported}: a newer profile-cli wrote it; use that one", path.display())]
+    #[error("{store}: cannot open the history store: {source}")]
+    Open { store: String, source: DbError },
+    #[error("{store}: the history store has schema version {found}, and this build knows versions up to {supported}: a newer profile-cli wrote it; use that one")]
     Newer {
-        path: PathBuf,
+        store: String,
         found: u32,
         supported: u32,
     },
-    #[error("{}: not a history store: {reason}", path.display())]
-    NotAStore { path: PathBuf, reason: String },
-    #[error("{}: {source}", path.display())]
-    Sql {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
+    #[error("{store}: not a history store: {reason}")]
+    NotAStore { store: String, reason: String },
+    #[error("{store}: {source}")]
+    Sql { store: String, source: DbError },
 }
 
 /// What [`Store::record`] did.
@@ -224,12 +250,14 @@ pub struct Recorded {
 /// An open store.
 pub struct Store {
     conn: Connection,
-    path: PathBuf,
+    dialect: Dialect,
+    /// Its path, or its URL with the password masked.
+    name: String,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store").field("store", &self.name).finish()
     }
 }
 
@@ -237,6 +265,52 @@ impl std::fmt::Debug for Store {
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Store {
+    /// Opens the store `location` names for writing (making an SQLite
+    /// file and its directory when they are not there), migrated to this
+    /// build's schema; `None` for [`Location::Off`].
+    pub fn open_location(location: &Location) -> Result<Option<Store>, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path).map(Some),
+            Location::Postgres(url) => Store::connect(url).map(Some),
+            Location::Off => Ok(None),
+        }
+    }
+
+    /// Opens the store `location` names to read it: an SQLite file must
+    /// be there ([`StoreError::Missing`]); `None` for [`Location::Off`].
+    pub fn open_location_existing(location: &Location) -> Result<Option<Store>, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open_existing(path).map(Some),
+            Location::Postgres(url) => Store::connect(url).map(Some),
+            Location::Off => Ok(None),
+        }
+    }
+
+    /// Connects to the PostgreSQL database `url` names, migrating it to
+    /// this build's schema. The password comes from the URL, else
+    /// `PGPASSWORD`, else the password file (`PGPASSFILE` or
+    /// `~/.pgpass`), as libpq finds it.
+    pub fn connect(url: &str) -> Result<Store, StoreError> {
+        let name = mask(url);
+        let client = crate::pg::config(url)?
+            .connect(postgres::NoTls)
+            .map_err(|source| StoreError::Open {
+                store: name.clone(),
+                source: source.into(),
+            })?;
+        let mut conn = Connection::Postgres(Box::new(crate::backend::Postgres {
+            client,
+            statements: Default::default(),
+        }));
+        schema::migrate(&mut conn, Dialect::Postgres)
+            .map_err(|error| schema_error(&name, error))?;
+        Ok(Store {
+            conn,
+            dialect: Dialect::Postgres,
+            name,
+        })
+    }
+
     /// Opens the SQLite store at `path` for writing, making it (and its
     /// directory) when it is not there, and migrating it to this build's
     /// schema.
@@ -247,82 +321,77 @@ impl Store {
                 source,
             })?;
         }
-        let conn = Connection::open_with_flags(
+        let conn = rusqlite::Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
+            store: path.display().to_string(),
+            source: source.into(),
         })?;
         Store::set_up(conn, path, true)
     }
 
-    /// Opens the store at `path` to read it; [`StoreError::Missing`] when
-    /// there is none.
+    /// Opens the SQLite store at `path` to read it; [`StoreError::Missing`]
+    /// when there is none.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.is_file() {
             return Err(StoreError::Missing {
                 path: path.to_path_buf(),
             });
         }
-        let conn = Connection::open_with_flags(
+        let conn = rusqlite::Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .or_else(|_| {
-            Connection::open_with_flags(
+            rusqlite::Connection::open_with_flags(
                 path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
         })
         .map_err(|source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
+            store: path.display().to_string(),
+            source: source.into(),
         })?;
         let writable = !conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
         Store::set_up(conn, path, writable)
     }
 
-    fn set_up(mut conn: Connection, path: &Path, writable: bool) -> Result<Store, StoreError> {
-        let sql = |source| StoreError::Sql {
-            path: path.to_path_buf(),
-            source,
+    fn set_up(
+        conn: rusqlite::Connection,
+        path: &Path,
+        writable: bool,
+    ) -> Result<Store, StoreError> {
+        let name = path.display().to_string();
+        let sql = |source: rusqlite::Error| StoreError::Sql {
+            store: name.clone(),
+            source: source.into(),
         };
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         if writable {
             // Not a database (a text file, a truncated copy) fails here.
             conn.pragma_update(None, "journal_mode", "WAL")
-                .map_err(|source| not_a_store(path, source))?;
+                .map_err(|source| not_a_store(&name, source.into()))?;
             conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(sql)?;
         }
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(sql)?;
-        let schema_error = |error| match error {
-            SchemaError::Newer { found } => StoreError::Newer {
-                path: path.to_path_buf(),
-                found,
-                supported: schema::VERSION,
-            },
-            SchemaError::Unreadable { value } => StoreError::NotAStore {
-                path: path.to_path_buf(),
-                reason: format!("meta.schema_version is `{value}`, not a version"),
-            },
-            SchemaError::Sql(source) => not_a_store(path, source),
-        };
+        let mut conn = Connection::Sqlite(conn);
         if writable {
-            schema::migrate(&mut conn).map_err(schema_error)?;
+            schema::migrate(&mut conn, Dialect::Sqlite).map_err(|e| schema_error(&name, e))?;
         } else {
-            let found = schema::version(&conn).map_err(schema_error)?;
+            let found =
+                schema::version(&mut conn, Dialect::Sqlite).map_err(|e| schema_error(&name, e))?;
             if found > schema::VERSION {
-                return Err(schema_error(SchemaError::Newer { found }));
+                return Err(schema_error(&name, SchemaError::Newer { found }));
             }
             if found < schema::VERSION {
                 return Err(StoreError::NotAStore {
-                    path: path.to_path_buf(),
+                    store: name,
                     reason: format!(
                         "it has schema version {found} and is read-only, so it cannot be brought to version {}",
                         schema::VERSION
@@ -332,126 +401,146 @@ impl Store {
         }
         Ok(Store {
             conn,
-            path: path.to_path_buf(),
+            dialect: Dialect::Sqlite,
+            name,
         })
     }
 
-    /// Where the store is.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the store is: its path, or its URL with the password masked.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
-    fn sql(&self, source: rusqlite::Error) -> StoreError {
+    /// True for a PostgreSQL store.
+    pub fn is_postgres(&self) -> bool {
+        self.dialect == Dialect::Postgres
+    }
+
+    fn sql(&self, source: DbError) -> StoreError {
         StoreError::Sql {
-            path: self.path.clone(),
+            store: self.name.clone(),
             source,
         }
+    }
+
+    fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Row>, StoreError> {
+        let name = &self.name;
+        self.conn
+            .query(sql, values)
+            .map_err(|source| StoreError::Sql {
+                store: name.clone(),
+                source,
+            })
     }
 
     /// Writes `record` in one transaction, unless the store holds the run
-    /// already.
+    /// already. Two writers of the same run at once write it once: the
+    /// second finds the first's.
     pub fn record(&mut self, record: &Record) -> Result<Recorded, StoreError> {
-        let path = self.path.clone();
+        let name = self.name.clone();
         let sql = |source| StoreError::Sql {
-            path: path.clone(),
+            store: name.clone(),
             source,
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
-        let existing: Option<i64> = tx
-            .query_row(
+        let identity = record.identity();
+        let mut tx = self.conn.transaction().map_err(sql)?;
+        let existing = tx
+            .query(
                 "SELECT id FROM runs WHERE identity = ?1",
-                [record.identity()],
-                |row| row.get(0),
+                &[Value::Text(Some(&identity))],
             )
-            .optional()
             .map_err(sql)?;
-        if let Some(id) = existing {
+        if let Some(row) = existing.first() {
             return Ok(Recorded {
-                id,
+                id: row.int(0).map_err(sql)?,
                 inserted: false,
             });
         }
-        let id = insert(&tx, record).map_err(sql)?;
+        let recorded = insert(&mut tx, record, &identity).map_err(sql)?;
         tx.commit().map_err(sql)?;
-        Ok(Recorded { id, inserted: true })
+        Ok(recorded)
     }
 
     /// How many runs the store holds.
-    pub fn runs(&self) -> Result<u64, StoreError> {
-        self.conn
-            .query_row("SELECT COUNT(*) FROM runs", [], |row| row.get::<_, i64>(0))
-            .map(|n| n as u64)
+    pub fn runs(&mut self) -> Result<u64, StoreError> {
+        let rows = self.query("SELECT COUNT(*) FROM runs", &[])?;
+        let count = rows[0].int(0).map_err(|e| self.sql(e))?;
+        Ok(from_sql_int(count))
+    }
+
+    /// The identities of every stored run (`profile/run_id@started_at`,
+    /// with the place of a pair's side or a sweep's point), in the order
+    /// they were written.
+    pub fn identities(&mut self) -> Result<Vec<String>, StoreError> {
+        let rows = self.query("SELECT identity FROM runs ORDER BY id", &[])?;
+        rows.iter()
+            .map(|row| row.text(0))
+            .collect::<Result<_, _>>()
             .map_err(|e| self.sql(e))
     }
 
     /// The profiles the store holds runs of, by name.
-    pub fn profiles(&self) -> Result<Vec<String>, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare("SELECT DISTINCT profile FROM runs ORDER BY profile")
-            .map_err(|e| self.sql(e))?;
-        let names = statement
-            .query_map([], |row| row.get(0))
-            .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
-            .map_err(|e| self.sql(e))?;
-        Ok(names)
+    pub fn profiles(&mut self) -> Result<Vec<String>, StoreError> {
+        let rows = self.query("SELECT DISTINCT profile FROM runs ORDER BY profile", &[])?;
+        rows.iter()
+            .map(|row| row.text(0))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sql(e))
     }
 
     /// The runs of `query.profile`, one series per machine, config and
     /// range path (the pass first, then the paths in order), each run a
     /// point, oldest first. Failed runs are never stored; interrupted ones
     /// are left out.
-    pub fn series(&self, query: &SeriesQuery) -> Result<Vec<Series>, StoreError> {
+    pub fn series(&mut self, query: &SeriesQuery) -> Result<Vec<Series>, StoreError> {
         let column = query.metric.column();
         let (low, high) = if query.metric.has_interval() {
             ("r.low_ns", "r.high_ns")
         } else {
             ("NULL", "NULL")
         };
-        let statement_text = format!(
+        let statement = format!(
             "SELECT u.machine, u.config, r.part, r.path, r.name, r.depth, u.id, u.run_id,
                     u.started_at, u.git_commit, u.git_dirty, u.run_dir, {column}, {low}, {high}
              FROM runs u JOIN ranges r ON r.run = u.id
              WHERE u.profile = ?1 AND u.status = 'completed'
-               AND (?2 IS NULL OR u.machine = ?2) AND (?3 IS NULL OR u.config = ?3)
+               AND (CAST(?2 AS TEXT) IS NULL OR u.machine = ?2) AND (CAST(?3 AS TEXT) IS NULL OR u.config = ?3)
                AND {column} IS NOT NULL
              ORDER BY u.machine, u.config, CASE r.part WHEN 'pass' THEN 0 ELSE 1 END, r.path,
                       u.started_at, u.id"
         );
-        let mut statement = self
-            .conn
-            .prepare(&statement_text)
-            .map_err(|e| self.sql(e))?;
-        let mut rows = statement
-            .query(params![query.profile, query.machine, query.config])
-            .map_err(|e| self.sql(e))?;
+        let rows = self.query(
+            &statement,
+            &[
+                Value::Text(Some(&query.profile)),
+                Value::Text(query.machine.as_deref()),
+                Value::Text(query.config.as_deref()),
+            ],
+        )?;
         let mut series: Vec<Series> = Vec::new();
-        while let Some(row) = rows.next().map_err(|e| self.sql(e))? {
-            let read = || -> rusqlite::Result<(Series, Point)> {
+        for row in &rows {
+            let read = || -> Result<(Series, Point), DbError> {
                 let key = Series {
                     profile: query.profile.clone(),
                     metric: query.metric,
-                    machine: row.get(0)?,
-                    config: row.get(1)?,
-                    part: row.get(2)?,
-                    path: row.get(3)?,
-                    name: row.get(4)?,
-                    depth: row.get(5)?,
+                    machine: row.text(0)?,
+                    config: row.text(1)?,
+                    part: row.text(2)?,
+                    path: row.text(3)?,
+                    name: row.text(4)?,
+                    depth: u32::try_from(row.int(5)?).unwrap_or(u32::MAX),
                     points: Vec::new(),
                 };
                 let point = Point {
-                    run: row.get(6)?,
-                    run_id: row.get(7)?,
-                    started_at: row.get(8)?,
-                    commit: row.get(9)?,
-                    dirty: row.get(10)?,
-                    run_dir: PathBuf::from(row.get::<_, String>(11)?),
-                    value: from_sql_int(row.get(12)?),
-                    low: row.get::<_, Option<i64>>(13)?.map(from_sql_int),
-                    high: row.get::<_, Option<i64>>(14)?.map(from_sql_int),
+                    run: row.int(6)?,
+                    run_id: row.text(7)?,
+                    started_at: row.text(8)?,
+                    commit: row.opt_text(9)?,
+                    dirty: row.flag(10)?,
+                    run_dir: PathBuf::from(row.text(11)?),
+                    value: from_sql_int(row.int(12)?),
+                    low: row.opt_int(13)?.map(from_sql_int),
+                    high: row.opt_int(14)?.map(from_sql_int),
                 };
                 Ok((key, point))
             };
@@ -472,106 +561,109 @@ impl Store {
     /// one row per run and range path (the pass's first), oldest run
     /// first; `machine` and `config` filter as in [`Store::series`].
     pub fn rows(
-        &self,
+        &mut self,
         profile: &str,
         machine: Option<&str>,
         config: Option<&str>,
     ) -> Result<Vec<FlatRow>, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare(
-                "SELECT u.profile, u.kind, u.run_id, u.status, u.started_at, u.git_commit,
-                        u.git_dirty, u.machine, u.config, r.part, r.path, r.name, r.depth,
-                        r.count, r.p50_ns, r.p90_ns, r.p99_ns, r.mean_ns, r.min_ns, r.max_ns,
-                        r.low_ns, r.high_ns, r.alloc_bytes, r.peak_bytes
-                 FROM runs u JOIN ranges r ON r.run = u.id
-                 WHERE u.profile = ?1 AND (?2 IS NULL OR u.machine = ?2)
-                   AND (?3 IS NULL OR u.config = ?3)
-                 ORDER BY u.started_at, u.id, CASE r.part WHEN 'pass' THEN 0 ELSE 1 END, r.path",
-            )
-            .map_err(|e| self.sql(e))?;
-        let rows = statement
-            .query_map(params![profile, machine, config], |row| {
-                let count = |k: usize| row.get::<_, i64>(k).map(from_sql_int);
-                let maybe = |k: usize| row.get::<_, Option<i64>>(k).map(|v| v.map(from_sql_int));
-                Ok(FlatRow {
-                    profile: row.get(0)?,
-                    kind: row.get(1)?,
-                    run_id: row.get(2)?,
-                    status: row.get(3)?,
-                    started_at: row.get(4)?,
-                    commit: row.get(5)?,
-                    dirty: row.get(6)?,
-                    machine: row.get(7)?,
-                    config: row.get(8)?,
-                    part: row.get(9)?,
-                    path: row.get(10)?,
-                    name: row.get(11)?,
-                    depth: row.get(12)?,
-                    count: count(13)?,
-                    p50_ns: count(14)?,
-                    p90_ns: count(15)?,
-                    p99_ns: count(16)?,
-                    mean_ns: count(17)?,
-                    min_ns: count(18)?,
-                    max_ns: count(19)?,
-                    low_ns: maybe(20)?,
-                    high_ns: maybe(21)?,
-                    alloc_bytes: maybe(22)?,
-                    peak_bytes: maybe(23)?,
-                })
+        let rows = self.query(
+            "SELECT u.profile, u.kind, u.run_id, u.status, u.started_at, u.git_commit,
+                    u.git_dirty, u.machine, u.config, r.part, r.path, r.name, r.depth,
+                    r.count, r.p50_ns, r.p90_ns, r.p99_ns, r.mean_ns, r.min_ns, r.max_ns,
+                    r.low_ns, r.high_ns, r.alloc_bytes, r.peak_bytes
+             FROM runs u JOIN ranges r ON r.run = u.id
+             WHERE u.profile = ?1 AND (CAST(?2 AS TEXT) IS NULL OR u.machine = ?2)
+               AND (CAST(?3 AS TEXT) IS NULL OR u.config = ?3)
+             ORDER BY u.started_at, u.id, CASE r.part WHEN 'pass' THEN 0 ELSE 1 END, r.path",
+            &[
+                Value::Text(Some(profile)),
+                Value::Text(machine),
+                Value::Text(config),
+            ],
+        )?;
+        let flat = |row: &Row| -> Result<FlatRow, DbError> {
+            let count = |k: usize| row.int(k).map(from_sql_int);
+            let maybe = |k: usize| row.opt_int(k).map(|v| v.map(from_sql_int));
+            Ok(FlatRow {
+                profile: row.text(0)?,
+                kind: row.text(1)?,
+                run_id: row.text(2)?,
+                status: row.text(3)?,
+                started_at: row.text(4)?,
+                commit: row.opt_text(5)?,
+                dirty: row.flag(6)?,
+                machine: row.text(7)?,
+                config: row.text(8)?,
+                part: row.text(9)?,
+                path: row.text(10)?,
+                name: row.text(11)?,
+                depth: u32::try_from(row.int(12)?).unwrap_or(u32::MAX),
+                count: count(13)?,
+                p50_ns: count(14)?,
+                p90_ns: count(15)?,
+                p99_ns: count(16)?,
+                mean_ns: count(17)?,
+                min_ns: count(18)?,
+                max_ns: count(19)?,
+                low_ns: maybe(20)?,
+                high_ns: maybe(21)?,
+                alloc_bytes: maybe(22)?,
+                peak_bytes: maybe(23)?,
             })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.sql(e))?;
-        Ok(rows)
+        };
+        rows.iter()
+            .map(flat)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sql(e))
     }
 
     /// The machine stored under `fingerprint`.
-    pub fn machine(&self, fingerprint: &str) -> Result<Option<crate::Machine>, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT fingerprint, host, os, cpu_model, cores, backend, gpus FROM machines
-                 WHERE fingerprint = ?1",
-                [fingerprint],
-                |row| {
-                    Ok(crate::Machine {
-                        fingerprint: row.get(0)?,
-                        host: row.get(1)?,
-                        os: row.get(2)?,
-                        cpu_model: row.get(3)?,
-                        cores: from_sql_int(row.get(4)?),
-                        backend: row.get(5)?,
-                        gpus: row.get(6)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(|e| self.sql(e))
+    pub fn machine(&mut self, fingerprint: &str) -> Result<Option<crate::Machine>, StoreError> {
+        let rows = self.query(
+            "SELECT fingerprint, host, os, cpu_model, cores, backend, gpus FROM machines
+             WHERE fingerprint = ?1",
+            &[Value::Text(Some(fingerprint))],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let read = || -> Result<crate::Machine, DbError> {
+            Ok(crate::Machine {
+                fingerprint: row.text(0)?,
+                host: row.text(1)?,
+                os: row.text(2)?,
+                cpu_model: row.text(3)?,
+                cores: from_sql_int(row.int(4)?),
+                backend: row.text(5)?,
+                gpus: row.text(6)?,
+            })
+        };
+        read().map(Some).map_err(|e| self.sql(e))
     }
 
     /// The raw samples of stored run `id` (`samples.bin` as written), when
     /// it had any.
-    pub fn samples(&self, id: i64) -> Result<Option<Vec<u8>>, StoreError> {
-        let stored: Option<(Option<Vec<u8>>, Option<String>)> = self
-            .conn
-            .query_row(
-                "SELECT samples, samples_codec FROM documents WHERE run = ?1",
-                [id],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
+    pub fn samples(&mut self, id: i64) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self.query(
+            "SELECT samples, samples_codec FROM documents WHERE run = ?1",
+            &[Value::Int(Some(id))],
+        )?;
+        let stored = rows
+            .first()
+            .map(|row| Ok::<_, DbError>((row.opt_blob(0)?, row.opt_text(1)?)))
+            .transpose()
             .map_err(|e| self.sql(e))?;
         match stored {
             Some((Some(bytes), Some(codec))) if codec == SAMPLES_CODEC => {
                 crate::record::inflate(&bytes)
                     .map(Some)
                     .map_err(|e| StoreError::NotAStore {
-                        path: self.path.clone(),
+                        store: self.name.clone(),
                         reason: format!("the samples of run {id} do not inflate: {e}"),
                     })
             }
             Some((Some(_), codec)) => Err(StoreError::NotAStore {
-                path: self.path.clone(),
+                store: self.name.clone(),
                 reason: format!("the samples of run {id} have an unknown codec {codec:?}"),
             }),
             _ => Ok(None),
@@ -580,101 +672,138 @@ impl Store {
 }
 
 /// Inserts `record` (its machine and config where new, the run, its rows
-/// and its documents) in `tx`; the run's id.
-fn insert(tx: &rusqlite::Transaction<'_>, record: &Record) -> rusqlite::Result<i64> {
+/// and its documents) in `tx`. A run another writer stored since the
+/// transaction began is left as it is, its id returned.
+fn insert(
+    tx: &mut crate::backend::Tx<'_>,
+    record: &Record,
+    identity: &str,
+) -> Result<Recorded, DbError> {
     let machine = &record.machine;
     tx.execute(
         "INSERT INTO machines (fingerprint, host, os, cpu_model, cores, backend, gpus)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (fingerprint) DO NOTHING",
-        params![
-            machine.fingerprint,
-            machine.host,
-            machine.os,
-            machine.cpu_model,
-            sql_int(machine.cores),
-            machine.backend,
-            machine.gpus
+        &[
+            Value::Text(Some(&machine.fingerprint)),
+            Value::Text(Some(&machine.host)),
+            Value::Text(Some(&machine.os)),
+            Value::Text(Some(&machine.cpu_model)),
+            Value::Int(Some(sql_int(machine.cores))),
+            Value::Text(Some(&machine.backend)),
+            Value::Text(Some(&machine.gpus)),
         ],
     )?;
     tx.execute(
         "INSERT INTO configs (hash, description) VALUES (?1, ?2)
          ON CONFLICT (hash) DO NOTHING",
-        params![record.config, record.config_description],
-    )?;
-    tx.execute(
-        "INSERT INTO runs (identity, kind, profile, run_id, status, started_at, finished_at,
-             git_commit, git_dirty, machine, config, iterations, run_dir, recorded_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
-            record.identity(),
-            record.kind,
-            record.profile,
-            record.run_id,
-            record.status,
-            record.started_at,
-            record.finished_at,
-            record.git_commit,
-            record.git_dirty,
-            machine.fingerprint,
-            record.config,
-            sql_int(record.iterations),
-            record.run_dir.to_string_lossy(),
-            profiling_core::driver::provenance::UtcTime::now().rfc3339(),
+        &[
+            Value::Text(Some(&record.config)),
+            Value::Text(Some(&record.config_description)),
         ],
     )?;
-    let id = tx.last_insert_rowid();
-    let mut rows = tx.prepare(
-        "INSERT INTO ranges (run, part, path, name, depth, count, p50_ns, p90_ns,
-             p99_ns, mean_ns, min_ns, max_ns, low_ns, high_ns, alloc_bytes, peak_bytes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    let run_dir = record.run_dir.to_string_lossy();
+    let now = profiling_core::driver::provenance::UtcTime::now().rfc3339();
+    let inserted = tx.query(
+        "INSERT INTO runs (identity, kind, profile, run_id, status, started_at, finished_at,
+             git_commit, git_dirty, machine, config, iterations, run_dir, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+         ON CONFLICT (identity) DO NOTHING RETURNING id",
+        &[
+            Value::Text(Some(identity)),
+            Value::Text(Some(&record.kind)),
+            Value::Text(Some(&record.profile)),
+            Value::Text(Some(&record.run_id)),
+            Value::Text(Some(&record.status)),
+            Value::Text(Some(&record.started_at)),
+            Value::Text(Some(&record.finished_at)),
+            Value::Text(record.git_commit.as_deref()),
+            Value::Flag(record.git_dirty),
+            Value::Text(Some(&machine.fingerprint)),
+            Value::Text(Some(&record.config)),
+            Value::Int(Some(sql_int(record.iterations))),
+            Value::Text(Some(&run_dir)),
+            Value::Text(Some(&now)),
+        ],
     )?;
-    for row in &record.ranges {
-        rows.execute(params![
+    let Some(row) = inserted.first() else {
+        let existing = tx.query(
+            "SELECT id FROM runs WHERE identity = ?1",
+            &[Value::Text(Some(identity))],
+        )?;
+        let id = existing.first().map(|row| row.int(0)).transpose()?.unwrap_or(0);
+        return Ok(Recorded {
             id,
-            row.part,
-            row.path,
-            row.name,
-            row.depth,
-            sql_int(row.count),
-            sql_int(row.p50_ns),
-            sql_int(row.p90_ns),
-            sql_int(row.p99_ns),
-            sql_int(row.mean_ns),
-            sql_int(row.min_ns),
-            sql_int(row.max_ns),
-            row.low_ns.map(sql_int),
-            row.high_ns.map(sql_int),
-            row.alloc_bytes.map(sql_int),
-            row.peak_bytes.map(sql_int),
-        ])?;
+            inserted: false,
+        });
+    };
+    let id = row.int(0)?;
+    for row in &record.ranges {
+        tx.execute(
+            "INSERT INTO ranges (run, part, path, name, depth, count, p50_ns, p90_ns,
+                 p99_ns, mean_ns, min_ns, max_ns, low_ns, high_ns, alloc_bytes, peak_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            &[
+                Value::Int(Some(id)),
+                Value::Text(Some(&row.part)),
+                Value::Text(Some(&row.path)),
+                Value::Text(Some(&row.name)),
+                Value::Int(Some(i64::from(row.depth))),
+                Value::Int(Some(sql_int(row.count))),
+                Value::Int(Some(sql_int(row.p50_ns))),
+                Value::Int(Some(sql_int(row.p90_ns))),
+                Value::Int(Some(sql_int(row.p99_ns))),
+                Value::Int(Some(sql_int(row.mean_ns))),
+                Value::Int(Some(sql_int(row.min_ns))),
+                Value::Int(Some(sql_int(row.max_ns))),
+                Value::Int(row.low_ns.map(sql_int)),
+                Value::Int(row.high_ns.map(sql_int)),
+                Value::Int(row.alloc_bytes.map(sql_int)),
+                Value::Int(row.peak_bytes.map(sql_int)),
+            ],
+        )?;
     }
     tx.execute(
         "INSERT INTO documents (run, manifest, samples, samples_codec) VALUES (?1, ?2, ?3, ?4)",
-        params![
-            id,
-            record.manifest,
-            record.samples,
-            record.samples.as_ref().map(|_| SAMPLES_CODEC)
+        &[
+            Value::Int(Some(id)),
+            Value::Text(Some(&record.manifest)),
+            Value::Blob(record.samples.as_deref()),
+            Value::Text(record.samples.as_ref().map(|_| SAMPLES_CODEC)),
         ],
     )?;
-    Ok(id)
+    Ok(Recorded { id, inserted: true })
 }
 
-fn not_a_store(path: &Path, source: rusqlite::Error) -> StoreError {
+fn schema_error(name: &str, error: SchemaError) -> StoreError {
+    match error {
+        SchemaError::Newer { found } => StoreError::Newer {
+            store: name.to_owned(),
+            found,
+            supported: schema::VERSION,
+        },
+        SchemaError::Unreadable { value } => StoreError::NotAStore {
+            store: name.to_owned(),
+            reason: format!("meta.schema_version is `{value}`, not a version"),
+        },
+        SchemaError::Sql(source) => not_a_store(name, source),
+    }
+}
+
+fn not_a_store(name: &str, source: DbError) -> StoreError {
     match source {
-        rusqlite::Error::SqliteFailure(error, _)
+        DbError::Sqlite(rusqlite::Error::SqliteFailure(error, _))
             if error.code == rusqlite::ErrorCode::NotADatabase =>
         {
             StoreError::NotAStore {
-                path: path.to_path_buf(),
+                store: name.to_owned(),
                 reason: "the file is not an SQLite database".to_owned(),
             }
         }
-        rusqlite::Error::SqliteFailure(error, detail)
+        DbError::Sqlite(rusqlite::Error::SqliteFailure(error, detail))
             if error.code == rusqlite::ErrorCode::DatabaseCorrupt =>
         {
             StoreError::NotAStore {
-                path: path.to_path_buf(),
+                store: name.to_owned(),
                 reason: format!(
                     "the SQLite file is damaged ({}): restore it from a copy, or move it away and `profile-cli history import` the run directories",
                     detail.as_deref().unwrap_or("database disk image is malformed")
@@ -682,7 +811,7 @@ fn not_a_store(path: &Path, source: rusqlite::Error) -> StoreError {
             }
         }
         source => StoreError::Sql {
-            path: path.to_path_buf(),
+            store: name.to_owned(),
             source,
         },
     }

@@ -317,7 +317,7 @@ fn a_file_that_is_no_database_is_refused_and_kept() {
     let cut = dir.path().join("cut.sqlite");
     std::fs::write(&cut, &std::fs::read(&whole).unwrap()[..3000]).unwrap();
     let damaged = Store::open_existing(&cut)
-        .and_then(|store| store.runs().map(|_| ()))
+        .and_then(|mut store| store.runs().map(|_| ()))
         .unwrap_err()
         .to_string();
     assert!(
@@ -356,7 +356,7 @@ fn writers_at_once_lose_nothing_and_duplicate_nothing() {
     for writer in writers {
         writer.join().unwrap();
     }
-    let store = Store::open_existing(&path).unwrap();
+    let mut store = Store::open_existing(&path).unwrap();
     assert_eq!(store.runs().unwrap(), 8 * 60 + 1);
     let pass = store.series(&p50("nms")).unwrap().remove(0);
     assert_eq!(pass.points.len(), 8 * 60 + 1);
