@@ -34,14 +34,24 @@ enum HistoryCommand {
     /// Exit codes: 0 every run found was written or was there already; 1 some could not be read
     /// or written (each named); 2 the store cannot be opened.
     Import(ImportArgs),
+    /// Write every run under the run directories that the store does not hold yet.
+    ///
+    /// A run whose store could not be written when it finished (a PostgreSQL server away, a full
+    /// disk) keeps its directory and says so; this writes it, and every other run the store
+    /// lacks, from the workspace's run directories (or --output-dir's). Runs the store holds are
+    /// left as they are.
+    ///
+    /// Exit codes: as import.
+    Sync(SyncArgs),
 }
 
 /// Where the store is.
 #[derive(Debug, Args)]
 struct StoreArgs {
-    /// The store: an SQLite file (a path, or sqlite:PATH). Else $PROFILING_STORE, else
-    /// history.sqlite beside the run directories (the workspace's inference_profiling/, or
-    /// --output-dir).
+    /// The store: an SQLite file (a path, or sqlite:PATH) or a PostgreSQL database
+    /// (postgres://USER@HOST/DATABASE; the password from the URL, $PGPASSWORD or ~/.pgpass). Else
+    /// $PROFILING_STORE, else history.sqlite beside the run directories (the workspace's
+    /// inference_profiling/, or --output-dir).
     #[arg(long, value_name = "LOCATION")]
     store: Option<String>,
     /// The store of runs made with --output-dir DIR instead of the workspace's.
@@ -54,6 +64,12 @@ struct ImportArgs {
     /// Run directories, or directories holding them.
     #[arg(required = true, value_name = "DIR")]
     dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+struct SyncArgs {
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -125,6 +141,7 @@ impl HistoryArgs {
     pub(crate) fn default_output_dir(&mut self, dir: PathBuf) {
         let store = match &mut self.command {
             Some(HistoryCommand::Import(import)) => &mut import.store,
+            Some(HistoryCommand::Sync(sync)) => &mut sync.store,
             None => &mut self.show.store,
         };
         store.output_dir.get_or_insert(dir);
@@ -169,6 +186,22 @@ pub fn history_command(
 ) -> anyhow::Result<u8> {
     match args.command {
         Some(HistoryCommand::Import(import)) => import_command(import, workspace_root, out, err),
+        Some(HistoryCommand::Sync(sync)) => {
+            let root = session::run_root(sync.store.output_dir.as_deref(), workspace_root);
+            if !root.is_dir() {
+                writeln!(
+                    err,
+                    "error: {}: no run directories here yet",
+                    root.display()
+                )?;
+                return Ok(EXIT_USAGE);
+            }
+            let import = ImportArgs {
+                dirs: vec![root],
+                store: sync.store,
+            };
+            import_command(import, workspace_root, out, err)
+        }
         None => show(args.show, workspace_root, out, err),
     }
 }
@@ -469,7 +502,14 @@ fn show(
         if k > 0 {
             writeln!(out)?;
         }
-        write_table(target, args.metric, &mut store, group, args.last as usize, out)?;
+        write_table(
+            target,
+            args.metric,
+            &mut store,
+            group,
+            args.last as usize,
+            out,
+        )?;
     }
     Ok(EXIT_OK)
 }
@@ -999,7 +1039,10 @@ mod tests {
             Location::Postgres("postgres://ci:hunter2@db.example/perf".to_owned())
         );
         for shown in [postgres.to_string(), format!("{postgres:?}")] {
-            assert!(shown.contains("postgres://ci:***@db.example/perf"), "{shown}");
+            assert!(
+                shown.contains("postgres://ci:***@db.example/perf"),
+                "{shown}"
+            );
             assert!(!shown.contains("hunter2"), "{shown}");
         }
         let refused = Location::parse("mysql://ci:hunter2@db.example/perf", base)

@@ -429,10 +429,19 @@ mod tests {
 
     #[test]
     fn a_flag_reads_from_an_integer_or_a_boolean() {
-        let row = Row(vec![Cell::Int(1), Cell::Flag(false), Cell::Null, Cell::Text("x".into())]);
+        let row = Row(vec![
+            Cell::Int(1),
+            Cell::Flag(false),
+            Cell::Null,
+            Cell::Text("x".into()),
+        ]);
         assert_eq!(row.flag(0).unwrap(), Some(true));
         assert_eq!(row.flag(1).unwrap(), Some(false));
         assert_eq!(row.flag(2).unwrap(), None);
-        assert!(row.flag(3).unwrap_err().to_string().contains("column 3: text"));
+        assert!(row
+            .flag(3)
+            .unwrap_err()
+            .to_string()
+            .contains("column 3: text"));
     }
 }

@@ -22,8 +22,8 @@ mod schema;
 pub mod series;
 pub mod store;
 
+pub use backend::DbError;
 pub use changes::{Change, Detector};
 pub use record::{Machine, RangeRow, Record};
 pub use series::{Metric, Point, Series, SeriesQuery};
-pub use backend::DbError;
 pub use store::{FlatRow, Location, Recorded, Store, StoreError};

@@ -90,7 +90,12 @@ fn from_password_file(config: &Config) -> Option<String> {
         Host::Tcp(name) => name.clone(),
         Host::Unix(path) => path.display().to_string(),
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
     let user = config
         .get_user()
         .map(str::to_owned)

@@ -73,12 +73,10 @@ const SQLITE: &[&str] = &[
     ",
 ];
 
-
 /// The same migrations for PostgreSQL: its types for SQLite's (`BIGINT`
 /// for `INTEGER`, an identity column for the row id, `BOOLEAN` for the
 /// dirty flag, `BYTEA` for `BLOB`), the same tables, columns and keys.
-const POSTGRES: &[&str] = &[
-    "
+const POSTGRES: &[&str] = &["
     CREATE TABLE machines (
         fingerprint TEXT PRIMARY KEY,
         host TEXT NOT NULL,
@@ -135,8 +133,7 @@ const POSTGRES: &[&str] = &[
         samples BYTEA,
         samples_codec TEXT
     );
-    ",
-];
+    "];
 
 /// Which database a store is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +189,13 @@ fn version_in(tx: &mut Tx<'_>, dialect: Dialect) -> Result<u32, SchemaError> {
         )?,
         Dialect::Postgres => tx.query("SELECT to_regclass('meta') IS NOT NULL", &[])?,
     };
-    if !has_meta.first().map(|row| row.flag(0)).transpose()?.flatten().unwrap_or(false) {
+    if !has_meta
+        .first()
+        .map(|row| row.flag(0))
+        .transpose()?
+        .flatten()
+        .unwrap_or(false)
+    {
         return Ok(0);
     }
     let value = tx.query(

@@ -710,10 +710,10 @@ fn insert(
          ON CONFLICT (identity) DO NOTHING RETURNING id",
         &[
             Value::Text(Some(identity)),
-            Value::Text(Some(&record.kind)),
+            Value::Text(Some(record.kind)),
             Value::Text(Some(&record.profile)),
             Value::Text(Some(&record.run_id)),
-            Value::Text(Some(&record.status)),
+            Value::Text(Some(record.status)),
             Value::Text(Some(&record.started_at)),
             Value::Text(Some(&record.finished_at)),
             Value::Text(record.git_commit.as_deref()),
@@ -730,7 +730,11 @@ fn insert(
             "SELECT id FROM runs WHERE identity = ?1",
             &[Value::Text(Some(identity))],
         )?;
-        let id = existing.first().map(|row| row.int(0)).transpose()?.unwrap_or(0);
+        let id = existing
+            .first()
+            .map(|row| row.int(0))
+            .transpose()?
+            .unwrap_or(0);
         return Ok(Recorded {
             id,
             inserted: false,
@@ -744,7 +748,7 @@ fn insert(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             &[
                 Value::Int(Some(id)),
-                Value::Text(Some(&row.part)),
+                Value::Text(Some(row.part)),
                 Value::Text(Some(&row.path)),
                 Value::Text(Some(&row.name)),
                 Value::Int(Some(i64::from(row.depth))),

@@ -49,11 +49,19 @@ fn row(part: &'static str, path: &str, depth: u32, p50: u64, memory: bool) -> Ra
 /// absent (no commit, no dirty flag, no memory, no samples).
 fn record(profile: &str, run_id: &str, k: u64) -> Record {
     Record {
-        kind: if k % 3 == 0 { "ab-base" } else { "run" },
+        kind: if k.is_multiple_of(3) {
+            "ab-base"
+        } else {
+            "run"
+        },
         profile: profile.to_owned(),
         run_id: run_id.to_owned(),
         place: String::new(),
-        status: if k % 7 == 6 { "interrupted" } else { "completed" },
+        status: if k % 7 == 6 {
+            "interrupted"
+        } else {
+            "completed"
+        },
         started_at: format!("2026-12-06T10:{:02}:{:02}.{run_id}Z", k / 60 % 60, k % 60),
         finished_at: "2026-12-06T11:00:00Z".to_owned(),
         git_commit: (k % 5 != 4).then(|| format!("c{k}")),
@@ -62,18 +70,30 @@ fn record(profile: &str, run_id: &str, k: u64) -> Record {
             1 => Some(true),
             _ => Some(false),
         },
-        machine: machine(if k % 2 == 0 { "box" } else { "other box" }),
+        machine: machine(if k.is_multiple_of(2) {
+            "box"
+        } else {
+            "other box"
+        }),
         config: format!("cfg-{}", k % 2),
         config_description: "{\"data\": \"it's\"}".to_owned(),
         iterations: 10 + k,
         run_dir: PathBuf::from(format!("/runs/{profile}/{run_id}")),
         ranges: vec![
-            row("pass", "pass", 0, 4000 + k, k % 2 == 0),
+            row("pass", "pass", 0, 4000 + k, k.is_multiple_of(2)),
             row("range", "\"; DELETE FROM ranges; --", 0, 2000 + k, false),
-            row("range", "\"; DELETE FROM ranges; --/' OR '1'='1", 1, 1000 + k, true),
+            row(
+                "range",
+                "\"; DELETE FROM ranges; --/' OR '1'='1",
+                1,
+                1000 + k,
+                true,
+            ),
         ],
         manifest: "{}".to_owned(),
-        samples: (k % 2 == 0).then(|| profiling_history::record::deflate(&[k as u8; 300])),
+        samples: k
+            .is_multiple_of(2)
+            .then(|| profiling_history::record::deflate(&[k as u8; 300])),
     }
 }
 
@@ -127,7 +147,11 @@ fn the_same_runs_read_the_same_from_sqlite_and_postgres() {
     assert!(postgres.is_postgres() && !sqlite.is_postgres());
     for store in [&mut sqlite, &mut postgres] {
         for k in 0..24 {
-            let profile = if k % 3 == 2 { "nms" } else { "x'); DROP TABLE runs; --" };
+            let profile = if k % 3 == 2 {
+                "nms"
+            } else {
+                "x'); DROP TABLE runs; --"
+            };
             let recorded = store.record(&record(profile, &k.to_string(), k)).unwrap();
             assert!(recorded.inserted);
         }
@@ -173,7 +197,9 @@ fn writer_process() {
         store.record(&record("nms", &id, k)).unwrap();
         // Every tenth write, a run every writer writes.
         if k % 10 == 0 {
-            store.record(&record("nms", &format!("shared-{k}"), k)).unwrap();
+            store
+                .record(&record("nms", &format!("shared-{k}"), k))
+                .unwrap();
         }
     }
 }
@@ -245,12 +271,16 @@ fn a_server_that_goes_away_is_an_error_and_the_store_takes_writes_when_it_is_bac
     let error = store.record(&record("nms", "during", 1)).unwrap_err();
     let text = error.to_string();
     assert!(
-        matches!(error, StoreError::Sql { .. }) && text.starts_with("postgres://profiling@/postgres?host="),
+        matches!(error, StoreError::Sql { .. })
+            && text.starts_with("postgres://profiling@/postgres?host="),
         "{text}"
     );
     // Not there: connecting names the store and why.
     let refused = Store::connect(&cluster.url()).unwrap_err().to_string();
-    assert!(refused.contains("cannot open the history store"), "{refused}");
+    assert!(
+        refused.contains("cannot open the history store"),
+        "{refused}"
+    );
     cluster.pg_ctl_start();
     let mut store = Store::connect(&cluster.url()).unwrap();
     store.record(&record("nms", "during", 1)).unwrap();
@@ -267,14 +297,18 @@ fn a_server_that_is_not_there_is_named_with_its_password_masked() {
     let error = Store::connect(&url).unwrap_err().to_string();
     assert!(!error.contains("hunter2"), "{error}");
     assert!(
-        error.starts_with("postgres://ci:***@/perf?host=") && error.contains("cannot open the history store: "),
+        error.starts_with("postgres://ci:***@/perf?host=")
+            && error.contains("cannot open the history store: "),
         "{error}"
     );
     // A URL it cannot read is refused before any connection.
     let error = Store::connect("postgres://ci:hunter2@db.example:port/perf")
         .unwrap_err()
         .to_string();
-    assert!(!error.contains("hunter2") && error.contains("not a PostgreSQL URL"), "{error}");
+    assert!(
+        !error.contains("hunter2") && error.contains("not a PostgreSQL URL"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -286,18 +320,27 @@ fn a_postgres_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
     store.record(&record("nms", "1", 1)).unwrap();
     drop(store);
     let mut client = postgres::Client::connect(
-        &format!("host={} user=profiling dbname=postgres", cluster.socket_dir().display()),
+        &format!(
+            "host={} user=profiling dbname=postgres",
+            cluster.socket_dir().display()
+        ),
         postgres::NoTls,
     )
     .unwrap();
     client
-        .execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", &[])
+        .execute(
+            "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+            &[],
+        )
         .unwrap();
     let error = Store::connect(&cluster.url()).unwrap_err().to_string();
     assert!(
         error.ends_with("the history store has schema version 99, and this build knows versions up to 1: a newer profile-cli wrote it; use that one"),
         "{error}"
     );
-    let runs: i64 = client.query_one("SELECT COUNT(*) FROM runs", &[]).unwrap().get(0);
+    let runs: i64 = client
+        .query_one("SELECT COUNT(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
     assert_eq!(runs, 1);
 }

@@ -319,7 +319,11 @@ fn nsight_agrees_with_the_manifest_on_every_range() {
         let path = range["path"].as_str().unwrap();
         let name = path.rsplit('/').next().unwrap();
         let (ours, theirs) = (&ours[name], &theirs[name]);
-        assert_eq!(ours.len() as u64, range["count"].as_u64().unwrap(), "{path}");
+        assert_eq!(
+            ours.len() as u64,
+            range["count"].as_u64().unwrap(),
+            "{path}"
+        );
         assert_eq!(theirs.len(), ours.len(), "{path}: instances Nsight saw");
         assert_eq!(
             lower_median(ours),
@@ -366,7 +370,12 @@ fn our_instances(trace: &Path) -> BTreeMap<String, Vec<u64>> {
         .iter()
         .filter(|e| e["cat"] == "range")
         .collect();
-    events.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+    events.sort_by(|a, b| {
+        a["ts"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["ts"].as_f64().unwrap())
+    });
     let mut instances = BTreeMap::<String, Vec<u64>>::new();
     for event in events {
         let nanoseconds = (event["dur"].as_f64().unwrap() * 1e3).round() as u64;
@@ -395,12 +404,20 @@ fn nsight_instances(export: &Path, capture: &str) -> BTreeMap<String, Vec<u64>> 
         .map(Result::unwrap)
         .collect();
     let captures: Vec<_> = ranges.iter().filter(|r| r.2 == capture).collect();
-    assert_eq!(captures.len(), 1, "one {capture} range in {}", export.display());
+    assert_eq!(
+        captures.len(),
+        1,
+        "one {capture} range in {}",
+        export.display()
+    );
     let (from, to) = (captures[0].0, captures[0].1);
     let mut instances = BTreeMap::<String, Vec<u64>>::new();
     for (start, end, name) in ranges {
         if start >= from && end <= to && name != capture {
-            instances.entry(name).or_default().push((end - start) as u64);
+            instances
+                .entry(name)
+                .or_default()
+                .push((end - start) as u64);
         }
     }
     instances

@@ -378,3 +378,64 @@ fn script_help_is_the_header_comment() {
         assert_eq!(help.lines().collect::<Vec<_>>(), header, "{script} --help");
     }
 }
+
+/// `scripts/setup-postgres --dry-run` with `lib` for /usr/lib/postgresql,
+/// a PATH without `initdb`, and `apt_get` as apt-get.
+fn postgres_dry_run(lib: &Path, apt_get: Option<&str>) -> Output {
+    Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/setup-postgres"))
+        .arg("--dry-run")
+        .env("PATH", "/usr/bin:/bin")
+        .env("PROFILING_SETUP_POSTGRES_LIB", lib)
+        .env("PROFILING_SETUP_APT_GET", apt_get.unwrap_or(""))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn postgres_server_programs_are_found_in_the_newest_version_or_installed_with_apt() {
+    if Path::new("/usr/bin/initdb").exists() {
+        println!("skipped: an initdb in /usr/bin is on every PATH this test can give");
+        return;
+    }
+    let lib = tempfile::tempdir().unwrap();
+    for version in ["9", "15"] {
+        let bin = lib.path().join(version).join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for program in ["initdb", "pg_ctl", "createdb"] {
+            fake_program(&bin.join(program), "");
+        }
+        fake_program(
+            &bin.join("postgres"),
+            &format!("postgres (PostgreSQL) {version}.1 fake"),
+        );
+    }
+    let output = postgres_dry_run(lib.path(), Some("/usr/bin/apt-get"));
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!(
+            "setup-postgres: nothing to install: postgres (PostgreSQL) 15.1 fake in {}\n",
+            lib.path().join("15/bin").display()
+        )
+    );
+    // A version without its server program does not count.
+    std::fs::remove_file(lib.path().join("15/bin/postgres")).unwrap();
+    std::fs::remove_file(lib.path().join("9/bin/postgres")).unwrap();
+    let why = format!(
+        "no initdb, pg_ctl and postgres on PATH or in {}",
+        lib.path().display()
+    );
+    let refused = format!("setup-postgres: PostgreSQL cannot be installed: {why}, and this user cannot install Debian packages (not root, no password-less sudo, or no apt-get); the PostgreSQL store tests will skip\n");
+    let output = postgres_dry_run(lib.path(), Some("/usr/bin/apt-get"));
+    assert!(output.status.success());
+    let expected = match who_installs() {
+        Some(how) => format!(
+            "setup-postgres: would install postgresql with {how}, for the history store's tests: {why}\n"
+        ),
+        None => refused.clone(),
+    };
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+    let output = postgres_dry_run(lib.path(), None);
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), refused);
+}

@@ -118,7 +118,14 @@ impl Cluster {
     pub fn stop(&self) {
         self.run(
             "pg_ctl",
-            &["-D", self.data().to_str().unwrap(), "-m", "immediate", "-w", "stop"],
+            &[
+                "-D",
+                self.data().to_str().unwrap(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
         );
     }
 
@@ -183,7 +190,14 @@ impl Drop for Cluster {
             None => Command::new(&program),
         };
         let _ = command
-            .args(["-D", self.data().to_str().unwrap(), "-m", "immediate", "-w", "stop"])
+            .args([
+                "-D",
+                self.data().to_str().unwrap(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
