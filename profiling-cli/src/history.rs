@@ -43,6 +43,18 @@ enum HistoryCommand {
     ///
     /// Exit codes: as import.
     Sync(SyncArgs),
+    /// Find the changes in series from a CSV file, in Apache Otava's format.
+    ///
+    /// A header, then one row per point in order: a time column, metric columns (numbers) and
+    /// attribute columns (a commit, a branch; every column that is not all numbers). Each metric
+    /// is searched as `history --changes` searches a range (E-Divisive means with a permutation
+    /// test), so the detector can be run on results from elsewhere and compared with Otava's on
+    /// the same file. Each change is given at the first row after it, with the medians either
+    /// side.
+    ///
+    /// Exit codes: 0 read (changes or none); 2 the file cannot be read as series (its row and
+    /// column named).
+    Changes(CsvChangesArgs),
 }
 
 /// Where the store is.
@@ -66,6 +78,37 @@ struct ImportArgs {
     dirs: Vec<PathBuf>,
     #[command(flatten)]
     store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+struct CsvChangesArgs {
+    /// The CSV file.
+    #[arg(long, value_name = "FILE", required = true)]
+    csv: PathBuf,
+    /// The column that orders the rows (shown with each change).
+    #[arg(long, value_name = "NAME", default_value = "time")]
+    time_column: String,
+    /// Only this metric column (repeatable); by default every column of numbers.
+    #[arg(long = "metric", value_name = "NAME")]
+    metrics: Vec<String>,
+    /// A split is a change when its permutation p-value is at most this.
+    #[arg(long, value_name = "P", default_value_t = 0.01, value_parser = parse_probability)]
+    significance: f64,
+    /// Points each side of a change holds at least.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    min_size: u32,
+    /// Print one JSON document instead.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_probability(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "`{text}`: a probability between 0 and 1, such as 0.01"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -142,6 +185,7 @@ impl HistoryArgs {
         let store = match &mut self.command {
             Some(HistoryCommand::Import(import)) => &mut import.store,
             Some(HistoryCommand::Sync(sync)) => &mut sync.store,
+            Some(HistoryCommand::Changes(_)) => return,
             None => &mut self.show.store,
         };
         store.output_dir.get_or_insert(dir);
@@ -202,6 +246,7 @@ pub fn history_command(
             };
             import_command(import, workspace_root, out, err)
         }
+        Some(HistoryCommand::Changes(args)) => csv_changes(&args, out, err),
         None => show(args.show, workspace_root, out, err),
     }
 }
@@ -272,6 +317,94 @@ pub(crate) fn record_run(
         not_recorded(&message, run_dir, err)?;
     }
     Ok(())
+}
+
+/// `history changes --csv FILE`.
+fn csv_changes(
+    args: &CsvChangesArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let table =
+        match profiling_history::table::Table::read(&args.csv, &args.time_column, &args.metrics) {
+            Ok(table) => table,
+            Err(error) => {
+                writeln!(err, "error: {error}")?;
+                return Ok(EXIT_USAGE);
+            }
+        };
+    let detector = Detector {
+        min_size: args.min_size as usize,
+        significance: args.significance,
+        ..Detector::default()
+    };
+    let changes = table.changes(&detector);
+    if args.json {
+        let document = serde_json::json!({
+            "file": args.csv,
+            "rows": table.time.len(),
+            "metrics": table.metrics.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            "detector": {
+                "method": "e-divisive means",
+                "min_size": detector.min_size,
+                "permutations": detector.permutations,
+                "significance": detector.significance,
+            },
+            "changes": changes.iter().map(|c| serde_json::json!({
+                "metric": c.metric,
+                "row": c.row,
+                "time": c.time,
+                "attributes": c.attributes.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str()))).collect::<serde_json::Map<_, _>>(),
+                "before": c.before,
+                "after": c.after,
+                "ratio": c.ratio,
+                "p_value": c.p_value,
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{document}")?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(
+        out,
+        "{}: {} {} in {} {} of {} rows (E-Divisive means, p <= {}, {} or more rows a side)",
+        args.csv.display(),
+        changes.len(),
+        if changes.len() == 1 {
+            "change"
+        } else {
+            "changes"
+        },
+        table.metrics.len(),
+        if table.metrics.len() == 1 {
+            "metric"
+        } else {
+            "metrics"
+        },
+        table.time.len(),
+        detector.significance,
+        detector.min_size,
+    )?;
+    for change in &changes {
+        let attributes: Vec<String> = change
+            .attributes
+            .iter()
+            .map(|(name, value)| format!("{name} {value}"))
+            .collect();
+        writeln!(
+            out,
+            "  {}: row {} ({}{}{}): {} -> {} ({:+.1} %, p = {:.3})",
+            change.metric,
+            change.row,
+            change.time,
+            if attributes.is_empty() { "" } else { ", " },
+            attributes.join(", "),
+            change.before,
+            change.after,
+            (change.ratio - 1.0) * 100.0,
+            change.p_value,
+        )?;
+    }
+    Ok(EXIT_OK)
 }
 
 fn import_command(

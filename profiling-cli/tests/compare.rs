@@ -1853,3 +1853,59 @@ fn history_finds_the_commit_where_a_range_got_slower() {
         "error: --since 0000000: not a commit of HEAD's first-parent line\n"
     );
 }
+
+/// `history changes --csv`: series from elsewhere in Apache Otava's CSV
+/// format, each change at its row with its attributes, and a file it
+/// cannot read refused naming the row and column.
+#[test]
+fn history_changes_reads_otavas_csv_and_names_the_row_where_a_metric_shifted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("results.csv");
+    let mut text = String::from("time,commit,branch,throughput,p99 latency\n");
+    for k in 0..60u32 {
+        // A 6 % slower p99 from row 41 on, in a fixed ripple of ±1 %; a
+        // throughput without a change.
+        let ripple = [0.0, 0.8, -0.6, 0.3, -0.9, 0.5, -0.2][k as usize % 7];
+        let latency = if k >= 41 { 106.0 } else { 100.0 } + ripple;
+        text.push_str(&format!(
+            "2026-11-{:02}T10:00,c{k},main,{},{latency}\n",
+            k % 30 + 1,
+            500.0 - ripple
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    let csv = path(&file);
+    let shown = cli(&["history", "changes", "--csv", &csv]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let lines: Vec<&str> = shown.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("{csv}: 1 change in 2 metrics of 60 rows (E-Divisive means, p <= 0.01, 3 or more rows a side)")
+    );
+    assert!(
+        lines[1].starts_with("  p99 latency: row 41 (2026-11-12T10:00, commit c41, branch main): "),
+        "{}",
+        shown.stdout
+    );
+    assert!(lines[1].contains("(+6.0 %, p = 0.005)"), "{}", shown.stdout);
+    let json = cli(&[
+        "history",
+        "changes",
+        "--csv",
+        &csv,
+        "--json",
+        "--metric",
+        "throughput",
+    ]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(document["metrics"], serde_json::json!(["throughput"]));
+    assert_eq!(document["changes"], serde_json::json!([]));
+
+    std::fs::write(&file, "time,commit,x\n1,c1,2\n2,c2,fast\n").unwrap();
+    let refused = cli(&["history", "changes", "--csv", &csv, "--metric", "x"]);
+    assert_eq!(refused.code, 2);
+    assert_eq!(
+        refused.stderr,
+        format!("error: {csv}: row 3, column `x`: `fast` is not a number\n")
+    );
+}

@@ -21,6 +21,7 @@ pub mod record;
 mod schema;
 pub mod series;
 pub mod store;
+pub mod table;
 
 pub use backend::DbError;
 pub use changes::{Change, Detector};
