@@ -155,6 +155,11 @@ struct ShowArgs {
     /// Print one JSON document instead.
     #[arg(long)]
     json: bool,
+    /// Also write the history as a page: one chart per range (its value per commit, the
+    /// intervals, the changes found, each point a link to its run's page), into FILE, or
+    /// history.html beside the target's runs when no FILE is given.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with_all = ["changes", "export"])]
+    page: Option<Option<PathBuf>>,
     /// Print every stored figure of the target's runs instead, one row per run and range path:
     /// `csv` (a header, then RFC 4180 rows; pandas.read_csv reads it as it is) or `json` (an
     /// array of objects with the same fields). --machine and --config filter it.
@@ -621,6 +626,20 @@ fn show(
     if args.changes {
         return write_changes(&args, &mut store, &groups, &commits, out, err);
     }
+    if let Some(page) = &args.page {
+        let target_dir =
+            session::run_root(args.store.output_dir.as_deref(), workspace_root).join(target);
+        let path = page
+            .clone()
+            .unwrap_or_else(|| target_dir.join(crate::report::HISTORY_PAGE_FILE));
+        match write_history_page(&path, target, args.metric, &mut store, &groups) {
+            Ok(()) => writeln!(err, "page: {}", path.display())?,
+            Err(message) => {
+                writeln!(err, "error: {message}")?;
+                return Ok(EXIT_USAGE);
+            }
+        }
+    }
     if args.json {
         let document = serde_json::json!({
             "store": store.name(),
@@ -786,6 +805,50 @@ fn group<'a>(series: &[&'a Series], commits: &[String], dirty: bool) -> Vec<Grou
         }
     }
     groups
+}
+
+/// Writes the page of `groups` (with the changes found in them) to `path`.
+fn write_history_page(
+    path: &Path,
+    target: &str,
+    metric: Metric,
+    store: &mut Store,
+    groups: &[Group<'_>],
+) -> Result<(), String> {
+    let (found, _) = detect(groups, &Detector::default());
+    let page_dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let page_dir = std::fs::canonicalize(&page_dir).unwrap_or(page_dir);
+    let machines: Vec<String> = groups
+        .iter()
+        .map(|g| describe_machine(store, g.machine))
+        .collect();
+    let view = crate::report::HistoryView {
+        target,
+        metric,
+        store: store.name(),
+        changes: &found,
+        page_dir: &page_dir,
+        groups: groups
+            .iter()
+            .zip(machines)
+            .map(|(g, machine_text)| crate::report::HistoryGroup {
+                machine: g.machine,
+                machine_text,
+                config: g.config,
+                series: &g.series,
+            })
+            .collect(),
+    };
+    let html = crate::report::history_page(&view);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    crate::report::write_page(path, &html)
+        .map(|_| ())
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn value_text(metric: Metric, value: u64) -> String {

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use profiling_core::prelude::*;
 
+#[path = "common/browser.rs"]
+mod browser;
 mod common;
 
 use common::cli;
@@ -1852,6 +1854,61 @@ fn history_finds_the_commit_where_a_range_got_slower() {
         unknown.stderr,
         "error: --since 0000000: not a commit of HEAD's first-parent line\n"
     );
+
+    // The page: beside the target's runs, a chart per range with a point
+    // per commit linking to its run's page and the change marked.
+    let paged = cli(&[
+        "history",
+        "history-spin",
+        "--store",
+        store_text.as_str(),
+        "--output-dir",
+        dir_text.as_str(),
+        "--page",
+    ]);
+    assert_eq!(paged.code, 0, "{}", paged.stderr);
+    let page = out.path().join("history-spin/history.html");
+    assert_eq!(paged.stderr, format!("page: {}\n", page.display()));
+    history_page_shows_the_change(&page, &commits);
+}
+
+/// What [`history_finds_the_commit_where_a_range_got_slower`]'s page
+/// shows, read back from a headless Chromium's DOM.
+fn history_page_shows_the_change(page: &Path, commits: &[String]) {
+    let Some(browser) = browser::Browser::or_skip() else {
+        return;
+    };
+    let rendered = browser.dump_dom(page);
+    browser::assert_console_is_silent(page, &rendered.stderr);
+    let dom = browser::Dom::parse(&rendered.dom);
+    let figures: Vec<&str> = dom
+        .tagged("figure")
+        .filter_map(|f| dom.elements[f].attribute("data-path"))
+        .collect();
+    assert_eq!(figures, ["pass", "work"]);
+    let work = dom
+        .with_attribute("figure", "data-path", "work")
+        .next()
+        .unwrap();
+    let points = dom.values_inside(work, "circle", "data-commit");
+    assert_eq!(points, commits, "a point per commit, oldest first");
+    // Each point links to its run's page, which is there.
+    let links = dom.values_inside(work, "a", "href");
+    assert_eq!(links.len(), 12);
+    for (k, href) in links.iter().enumerate() {
+        assert_eq!(href, &format!("runs/c{k:02}/report.html"));
+        assert!(page.parent().unwrap().join(href).is_file(), "{href}");
+    }
+    let changes = dom.values_inside(work, "line", "data-commit");
+    assert_eq!(changes, [commits[6].clone()], "the change, where it began");
+    // The pass moved with the work: its change is the work's, not marked.
+    let pass = dom
+        .with_attribute("figure", "data-path", "pass")
+        .next()
+        .unwrap();
+    assert!(dom.values_inside(pass, "line", "data-commit").is_empty());
+    let table = dom.by_id("table", "changes");
+    assert_eq!(dom.values_inside(table, "tr", "data-path"), ["work"]);
 }
 
 /// `history changes --csv`: series from elsewhere in Apache Otava's CSV

@@ -1,5 +1,6 @@
 //! The pages: `report.html` of a run or of a comparison of runs,
-//! `sweep.html` of a sweep and `load.html` of a load. Each page is a typed view of what it shows
+//! `sweep.html` of a sweep, `load.html` of a load and `history.html` of a
+//! target's history. Each page is a typed view of what it shows
 //! (built from the manifest, the comparison or `sweep.yaml`), rendered as
 //! HTML by `maud`, which escapes every value by its type: text is escaped
 //! unless it is wrapped as markup on purpose. Plots are inline SVG
@@ -11,6 +12,7 @@
 mod charts;
 mod command;
 mod comparison;
+mod history;
 mod load;
 mod pages;
 mod ranges;
@@ -23,6 +25,7 @@ use crate::summary::format_ns;
 
 pub use command::{report_command, ReportArgs};
 pub use comparison::{comparison_page, judged_comparison_page};
+pub use history::{history_page, HistoryGroup, HistoryView, HISTORY_PAGE_FILE};
 pub use load::{load_page, LOAD_PAGE_FILE};
 pub use pages::{write_load_page, write_page, write_run_page, write_sweep_pages};
 pub use run::{read_run, run_page, RunPage};
