@@ -868,17 +868,23 @@ fn short(commit: Option<&str>) -> String {
 
 fn describe_machine(store: &mut Store, fingerprint: &str) -> String {
     match store.machine(fingerprint) {
-        Ok(Some(m)) => format!(
-            "{fingerprint} ({}, {} cores, {}{})",
-            m.cpu_model,
-            m.cores,
-            m.backend,
-            if m.gpus.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", m.gpus)
+        Ok(Some(m)) => {
+            let mut parts = vec![format!("{}, {} cores", m.cpu_model, m.cores)];
+            if !m.governor.is_empty() {
+                parts.push(format!("governor {}", m.governor));
             }
-        ),
+            if !m.kernel.is_empty() {
+                parts.push(format!("kernel {}", m.kernel));
+            }
+            parts.push(m.backend.clone());
+            if !m.gpus.is_empty() {
+                parts.push(m.gpus.clone());
+            }
+            if !m.gpu_driver.is_empty() {
+                parts.push(format!("driver {}", m.gpu_driver));
+            }
+            format!("{fingerprint} ({})", parts.join(", "))
+        }
         _ => fingerprint.to_owned(),
     }
 }

@@ -1579,6 +1579,9 @@ fn runs_go_into_the_history_store_and_history_reads_them_back() {
         groups[0]["machine"]["cores"].as_u64().unwrap() >= 1,
         "{document}"
     );
+    // The kernel the runs ran on is part of the machine.
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(groups[0]["machine"]["kernel"], kernel.trim(), "{document}");
 
     let table = history(&[]);
     assert_eq!(table.code, 0, "{}", table.stderr);

@@ -24,6 +24,13 @@ pub struct Machine {
     pub backend: String,
     /// The GPUs the backend saw, by name, comma-separated.
     pub gpus: String,
+    /// The kernel's release; empty where the manifest does not say.
+    pub kernel: String,
+    /// The CPU frequency governor the run saw (`performance`,
+    /// `powersave`); empty where there is none to read.
+    pub governor: String,
+    /// The NVIDIA driver's version; empty without one.
+    pub gpu_driver: String,
 }
 
 /// One range path's figures in one run (or, with `part` "pass", the
@@ -211,7 +218,15 @@ fn machine_of(manifest: &Manifest) -> Machine {
         .collect::<Vec<_>>()
         .join(", ");
     let host = &manifest.host;
-    let identity = serde_json::json!({
+    let kernel = host.kernel.clone().unwrap_or_default();
+    let governor = manifest
+        .timings
+        .machine
+        .as_ref()
+        .and_then(|m| m.governor.clone())
+        .unwrap_or_default();
+    let gpu_driver = host.gpu_driver.clone().unwrap_or_default();
+    let mut identity = serde_json::json!({
         "host": host.name,
         "os": host.os,
         "cpu_model": host.cpu_model,
@@ -219,6 +234,17 @@ fn machine_of(manifest: &Manifest) -> Machine {
         "backend": backend,
         "gpus": gpus,
     });
+    // What older manifests do not record stays out of the identity, so
+    // their machines keep the fingerprints they had.
+    for (key, value) in [
+        ("kernel", &kernel),
+        ("governor", &governor),
+        ("gpu_driver", &gpu_driver),
+    ] {
+        if !value.is_empty() {
+            identity[key] = serde_json::Value::from(value.as_str());
+        }
+    }
     Machine {
         fingerprint: fingerprint(&identity.to_string()),
         host: host.name.clone(),
@@ -227,6 +253,9 @@ fn machine_of(manifest: &Manifest) -> Machine {
         cores: host.cores as u64,
         backend,
         gpus,
+        kernel,
+        governor,
+        gpu_driver,
     }
 }
 

@@ -71,12 +71,19 @@ const SQLITE: &[&str] = &[
         samples_codec TEXT
     );
     ",
+    // 2: the machine's kernel, CPU governor and GPU driver.
+    "
+    ALTER TABLE machines ADD COLUMN kernel TEXT NOT NULL DEFAULT '';
+    ALTER TABLE machines ADD COLUMN governor TEXT NOT NULL DEFAULT '';
+    ALTER TABLE machines ADD COLUMN gpu_driver TEXT NOT NULL DEFAULT '';
+    ",
 ];
 
 /// The same migrations for PostgreSQL: its types for SQLite's (`BIGINT`
 /// for `INTEGER`, an identity column for the row id, `BOOLEAN` for the
 /// dirty flag, `BYTEA` for `BLOB`), the same tables, columns and keys.
-const POSTGRES: &[&str] = &["
+const POSTGRES: &[&str] = &[
+    "
     CREATE TABLE machines (
         fingerprint TEXT PRIMARY KEY,
         host TEXT NOT NULL,
@@ -133,7 +140,13 @@ const POSTGRES: &[&str] = &["
         samples BYTEA,
         samples_codec TEXT
     );
-    "];
+    ",
+    "
+    ALTER TABLE machines ADD COLUMN kernel TEXT NOT NULL DEFAULT '';
+    ALTER TABLE machines ADD COLUMN governor TEXT NOT NULL DEFAULT '';
+    ALTER TABLE machines ADD COLUMN gpu_driver TEXT NOT NULL DEFAULT '';
+    ",
+];
 
 /// Which database a store is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

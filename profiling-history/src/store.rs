@@ -620,8 +620,9 @@ impl Store {
     /// The machine stored under `fingerprint`.
     pub fn machine(&mut self, fingerprint: &str) -> Result<Option<crate::Machine>, StoreError> {
         let rows = self.query(
-            "SELECT fingerprint, host, os, cpu_model, cores, backend, gpus FROM machines
-             WHERE fingerprint = ?1",
+            "SELECT fingerprint, host, os, cpu_model, cores, backend, gpus, kernel, governor,
+                    gpu_driver
+             FROM machines WHERE fingerprint = ?1",
             &[Value::Text(Some(fingerprint))],
         )?;
         let Some(row) = rows.first() else {
@@ -636,6 +637,9 @@ impl Store {
                 cores: from_sql_int(row.int(4)?),
                 backend: row.text(5)?,
                 gpus: row.text(6)?,
+                kernel: row.text(7)?,
+                governor: row.text(8)?,
+                gpu_driver: row.text(9)?,
             })
         };
         read().map(Some).map_err(|e| self.sql(e))
@@ -681,8 +685,9 @@ fn insert(
 ) -> Result<Recorded, DbError> {
     let machine = &record.machine;
     tx.execute(
-        "INSERT INTO machines (fingerprint, host, os, cpu_model, cores, backend, gpus)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (fingerprint) DO NOTHING",
+        "INSERT INTO machines (fingerprint, host, os, cpu_model, cores, backend, gpus, kernel,
+             governor, gpu_driver)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (fingerprint) DO NOTHING",
         &[
             Value::Text(Some(&machine.fingerprint)),
             Value::Text(Some(&machine.host)),
@@ -691,6 +696,9 @@ fn insert(
             Value::Int(Some(sql_int(machine.cores))),
             Value::Text(Some(&machine.backend)),
             Value::Text(Some(&machine.gpus)),
+            Value::Text(Some(&machine.kernel)),
+            Value::Text(Some(&machine.governor)),
+            Value::Text(Some(&machine.gpu_driver)),
         ],
     )?;
     tx.execute(

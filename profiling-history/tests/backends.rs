@@ -22,6 +22,9 @@ fn machine(name: &str) -> Machine {
         cores: 2,
         backend: "none".to_owned(),
         gpus: String::new(),
+        kernel: "6.1.0-27-amd64".to_owned(),
+        governor: "performance".to_owned(),
+        gpu_driver: String::new(),
     }
 }
 
@@ -335,7 +338,7 @@ fn a_postgres_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
         .unwrap();
     let error = Store::connect(&cluster.url()).unwrap_err().to_string();
     assert!(
-        error.ends_with("the history store has schema version 99, and this build knows versions up to 1: a newer profile-cli wrote it; use that one"),
+        error.ends_with("the history store has schema version 99, and this build knows versions up to 2: a newer profile-cli wrote it; use that one"),
         "{error}"
     );
     let runs: i64 = client

@@ -16,6 +16,9 @@ fn machine(name: &str) -> Machine {
         cores: 2,
         backend: "none".to_owned(),
         gpus: String::new(),
+        kernel: "6.1.0-27-amd64".to_owned(),
+        governor: "performance".to_owned(),
+        gpu_driver: String::new(),
     }
 }
 
@@ -265,7 +268,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
             error,
             StoreError::Newer {
                 found: 7,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
@@ -274,7 +277,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
     assert_eq!(
         error.to_string(),
         format!(
-            "{}: the history store has schema version 7, and this build knows versions up to 1: a newer profile-cli wrote it; use that one",
+            "{}: the history store has schema version 7, and this build knows versions up to 2: a newer profile-cli wrote it; use that one",
             path.display()
         )
     );
@@ -403,4 +406,45 @@ fn the_samples_come_back_as_they_were_written() {
     assert_eq!(store.samples(id).unwrap(), Some(samples));
     let other = store.record(&record("nms", "2", "c1", 4000)).unwrap().id;
     assert_eq!(store.samples(other).unwrap(), None);
+}
+
+/// A store of version 1 (before machines had a kernel, a governor and a
+/// GPU driver) is brought to this build's version when it is opened, its
+/// runs kept, its machines with those fields empty.
+#[test]
+fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.sqlite");
+    let mut store = Store::open(&path).unwrap();
+    store.record(&record("nms", "1", "c1", 4000)).unwrap();
+    drop(store);
+    // What version 1 had.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE machines DROP COLUMN kernel;
+         ALTER TABLE machines DROP COLUMN governor;
+         ALTER TABLE machines DROP COLUMN gpu_driver;
+         UPDATE meta SET value = '1' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.runs().unwrap(), 1);
+    let machine = store.machine("fp-box").unwrap().unwrap();
+    assert_eq!(
+        (machine.kernel.as_str(), machine.governor.as_str()),
+        ("", "")
+    );
+    store.record(&record("nms", "2", "c2", 4000)).unwrap();
+    assert_eq!(store.series(&p50("nms")).unwrap()[0].points.len(), 2);
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: String = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, "2");
 }

@@ -20,6 +20,14 @@ pub struct HostInfo {
     pub os: String,
     pub cpu_model: String,
     pub cores: usize,
+    /// The kernel's release (`6.1.0-27-amd64`); absent from manifests
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The NVIDIA driver's version, where its kernel module is loaded
+    /// (`/proc/driver/nvidia/version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_driver: Option<String>,
 }
 
 impl HostInfo {
@@ -62,7 +70,44 @@ impl HostInfo {
             os,
             cpu_model,
             cores,
+            kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+            gpu_driver: std::fs::read_to_string("/proc/driver/nvidia/version")
+                .ok()
+                .and_then(|text| nvidia_driver_version(&text)),
         }
+    }
+}
+
+/// The driver's version in the first line of `/proc/driver/nvidia/version`
+/// (`NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 ...`):
+/// the first word of dotted numbers.
+fn nvidia_driver_version(text: &str) -> Option<String> {
+    text.lines()
+        .next()?
+        .split_whitespace()
+        .find(|word| {
+            word.contains('.')
+                && word
+                    .split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod host_tests {
+    #[test]
+    fn the_nvidia_driver_version_is_read_from_the_modules_banner() {
+        let banner = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 01:44:30 UTC 2024\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n";
+        assert_eq!(
+            super::nvidia_driver_version(banner).as_deref(),
+            Some("550.54.14")
+        );
+        assert_eq!(
+            super::nvidia_driver_version("NVRM version: unknown\n"),
+            None
+        );
+        assert_eq!(super::nvidia_driver_version(""), None);
     }
 }
 
