@@ -504,10 +504,8 @@ fn run_pair(
         config: kept.config,
         accept: planned.base.sections.ab_accept.clone(),
         store: Some(crate::handoff::store_of(
-            &profiling_core::driver::session::run_root(
-                planned.base.config.output_dir.as_deref(),
-                workspace_root,
-            ),
+            planned.base.config.output_dir.as_deref(),
+            workspace_root,
         )),
     }))
 }

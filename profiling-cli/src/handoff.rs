@@ -45,13 +45,49 @@ pub(crate) const STORE_ENV: &str = "PROFILING_STORE";
 /// The history store's file beside the run directories.
 pub(crate) const STORE_FILE: &str = "history.sqlite";
 
-/// The store a run under `run_root` goes into, as [`Ran::store`] holds it.
-pub(crate) fn store_of(run_root: &Path) -> String {
-    std::env::var(STORE_ENV).unwrap_or_else(|_| {
-        profiling_core::driver::session::absolute(&run_root.join(STORE_FILE))
-            .to_string_lossy()
-            .into_owned()
-    })
+/// The store a run under `output_dir` (else the workspace's run
+/// directories) goes into, as [`Ran::store`] holds it:
+/// `$PROFILING_STORE`, else the workspace's own setting (`store` under
+/// `[workspace.metadata.profiling]` of its `Cargo.toml`: a path, taken
+/// from the workspace's root, `sqlite:PATH`, `postgres://...` or `off`),
+/// else the SQLite file beside the run directories.
+pub(crate) fn store_of(output_dir: Option<&Path>, workspace_root: &Path) -> String {
+    if let Ok(store) = std::env::var(STORE_ENV) {
+        return store;
+    }
+    if let Some(store) = workspace_store(workspace_root) {
+        return store;
+    }
+    let run_root = profiling_core::driver::session::run_root(output_dir, workspace_root);
+    profiling_core::driver::session::absolute(&run_root.join(STORE_FILE))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `[workspace.metadata.profiling] store` of the workspace's `Cargo.toml`
+/// (or `[package.metadata.profiling]` of a single package), a relative
+/// path made absolute from the workspace's root; none when it is not
+/// there or not text.
+fn workspace_store(workspace_root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(workspace_root.join("Cargo.toml")).ok()?;
+    let document: toml_edit::DocumentMut = text.parse().ok()?;
+    let store = ["workspace", "package"].iter().find_map(|table| {
+        document
+            .get(table)?
+            .get("metadata")?
+            .get("profiling")?
+            .get("store")?
+            .as_str()
+            .map(str::to_owned)
+    })?;
+    let plain_path = !store.contains("://")
+        && !store.starts_with("sqlite:")
+        && !matches!(store.trim(), "off" | "none");
+    if plain_path && Path::new(&store).is_relative() {
+        let absolute = profiling_core::driver::session::absolute(&workspace_root.join(&store));
+        return Some(absolute.to_string_lossy().into_owned());
+    }
+    Some(store)
 }
 
 /// A sweep that ran its points: what comes after it (the pages, the
@@ -164,4 +200,55 @@ pub(crate) fn write_profiles(root: &Path, out: &mut dyn Write) -> anyhow::Result
     let profiles = profiling_core::driver::session::profiles(root);
     writeln!(out, "{}", serde_json::to_string(&profiles)?)?;
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace(manifest: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Cargo.toml"), manifest).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_workspace_names_its_store_in_its_cargo_metadata() {
+        let url = workspace(
+            "[workspace]\nmembers = []\n\n[workspace.metadata.profiling]\nstore = \"postgres://ci@perf-db/history\"\n",
+        );
+        assert_eq!(
+            workspace_store(url.path()).as_deref(),
+            Some("postgres://ci@perf-db/history")
+        );
+        // A relative path is the workspace's, wherever the command runs.
+        let relative = workspace(
+            "[package]\nname = \"x\"\n[package.metadata.profiling]\nstore = \"perf/h.sqlite\"\n",
+        );
+        assert_eq!(
+            workspace_store(relative.path()),
+            Some(
+                relative
+                    .path()
+                    .join("perf/h.sqlite")
+                    .to_string_lossy()
+                    .into_owned()
+            )
+        );
+        let off = workspace("[workspace.metadata.profiling]\nstore = \"off\"\n");
+        assert_eq!(workspace_store(off.path()).as_deref(), Some("off"));
+        // Not set, not text, no manifest: the default.
+        for manifest in [
+            "[workspace]\n",
+            "[workspace.metadata.profiling]\nstore = 3\n",
+            "not toml [",
+        ] {
+            assert_eq!(
+                workspace_store(workspace(manifest).path()),
+                None,
+                "{manifest}"
+            );
+        }
+        assert_eq!(workspace_store(Path::new("/nonexistent")), None);
+    }
 }

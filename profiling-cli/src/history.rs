@@ -220,7 +220,7 @@ pub(crate) fn location(
     here: &Path,
 ) -> Result<Location, profiling_history::StoreError> {
     let text = given.map_or_else(
-        || crate::handoff::store_of(&session::run_root(output_dir, workspace_root)),
+        || crate::handoff::store_of(output_dir, workspace_root),
         str::to_owned,
     );
     Location::parse(&text, here)

@@ -502,12 +502,10 @@ pub(crate) fn run(
             && ended.manifest_path.is_some()
             && ended.write_error.is_none(),
         document,
-        store: planned.config.write_manifest.then(|| {
-            handoff::store_of(&session::run_root(
-                planned.config.output_dir.as_deref(),
-                root,
-            ))
-        }),
+        store: planned
+            .config
+            .write_manifest
+            .then(|| handoff::store_of(planned.config.output_dir.as_deref(), root)),
     };
     if let Some(file) = &args.handoff {
         handoff::write(file, &handoff::Handoff::Run(ran))?;

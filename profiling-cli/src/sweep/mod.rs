@@ -110,12 +110,10 @@ pub fn sweep_command(
         writeln!(streams.err, "stopping at the failed point (--fail-fast)")?;
     }
     // The history store the points go into, as a run's would.
-    let store = planned.points.first().map(|(_, point)| {
-        crate::handoff::store_of(&profiling_core::driver::session::run_root(
-            point.config.output_dir.as_deref(),
-            root,
-        ))
-    });
+    let store = planned
+        .points
+        .first()
+        .map(|(_, point)| crate::handoff::store_of(point.config.output_dir.as_deref(), root));
     let PlannedSweep { document, .. } = planned;
     finish(&args, document, (dir, store), ran, pages, &mut streams)
 }
