@@ -23,6 +23,7 @@ use crate::decide::DecideArgs;
 mod against;
 #[cfg(feature = "full")]
 mod judge;
+mod junit;
 #[cfg(feature = "full")]
 pub(crate) use judge::after_pair;
 #[cfg(feature = "full")]
@@ -110,6 +111,11 @@ pub struct AbArgs {
     /// Do not write the comparison page.
     #[arg(long)]
     pub no_report: bool,
+    /// Also write the gates' results as JUnit XML into FILE, for a CI's test report: a test
+    /// suite per pair (per repetition), a test case per gate, a failure for a gate that failed
+    /// and an error for one that could not be decided.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Gates agreed before measuring, comma-separated: METRIC[RANGE] OP THRESHOLD, like
     /// 'p50<=-3%, mean<=-3%, p99<=+2%, peak<=+2%'. Metrics: mean, p50, p90, p95, p99, max of the
     /// pass (or of a range: `p99[decode]`), allocations, bytes and peak per pass (with --memory),

@@ -276,6 +276,36 @@ fn write_results(text: &mut String, results: &[GateResult], options: &Options) {
     }
 }
 
+/// One gate's result in a line: `base 1.20 ms, candidate 1.18 ms, change
+/// -1.7 % [-2.9 %, -0.4 %]: holds` (the note after an unclear one).
+pub(crate) fn gate_line(result: &GateResult) -> String {
+    let side = |value: Option<f64>| value.map_or("-".to_owned(), |v| figure(result, v));
+    let change = match (result.change, result.interval) {
+        (Some(change), Some([low, high])) => format!(
+            "{} [{}, {}]",
+            gates::format_change(&result.gate, change),
+            gates::format_change(&result.gate, low),
+            gates::format_change(&result.gate, high)
+        ),
+        (Some(change), None) => gates::format_change(&result.gate, change),
+        _ => "-".to_owned(),
+    };
+    let outcome = match result.outcome {
+        GateOutcome::Holds => "holds",
+        GateOutcome::Fails => "fails",
+        GateOutcome::Unclear => "unclear",
+    };
+    let mut line = format!(
+        "base {}, candidate {}, change {change}: {outcome}",
+        side(result.base),
+        side(result.candidate)
+    );
+    if let Some(note) = &result.note {
+        line.push_str(&format!(" ({note})"));
+    }
+    line
+}
+
 /// A gate's figure of one side in its metric's unit.
 pub(crate) fn figure(result: &GateResult, value: f64) -> String {
     use profiling_compare::gates::Metric;

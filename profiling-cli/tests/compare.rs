@@ -886,14 +886,36 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
         (gates["verdict"].as_str().unwrap().to_owned(), results)
     };
 
+    let junit = out.path().join("reports/gates.xml");
+    let junit_text = path(&junit);
     let (code, document) = ab_json(
         out.path(),
         "slower",
         "work_us: 300",
         "work_us: 600",
-        &["--accept", "p50<=-3%, mean<=-3%"],
+        &["--accept", "p50<=-3%, mean<=-3%", "--junit", &junit_text],
     );
     assert_eq!(code, 3, "{document}");
+    // For the CI's test report: a suite for the pair, a failed case per
+    // gate, each saying what the gate saw.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"profile-cli ab\">\n  <testsuite name=\"compare-spin slower\" tests=\"2\" failures=\"2\" errors=\"0\" skipped=\"0\">\n"),
+        "{xml}"
+    );
+    assert_eq!(
+        xml.matches("<failure type=\"gate\" message=\"gate p50&lt;=-3% failed\">base ")
+            .count(),
+        1,
+        "{xml}"
+    );
+    assert_eq!(
+        xml.matches("<testcase classname=\"compare-spin slower\" name=\"mean&lt;=-3%\">")
+            .count(),
+        1,
+        "{xml}"
+    );
+    assert!(xml.ends_with("  </testsuite>\n</testsuites>\n"), "{xml}");
     assert_eq!(
         gates(&document),
         (
@@ -946,10 +968,30 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
         "repeated",
         "work_us: 600",
         "work_us: 300",
-        &["--accept", "p50<=-3%", "--repetitions", "2"],
+        &[
+            "--accept",
+            "p50<=-3%",
+            "--repetitions",
+            "2",
+            "--junit",
+            &junit_text,
+        ],
     );
     assert_eq!(code, 0, "{document}");
     assert_eq!(document["verdict"], "accept", "{document}");
+    // A suite per repetition, every gate held; the earlier file replaced.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testsuite ").count(), 2, "{xml}");
+    assert!(
+        xml.contains(
+            "<testsuite name=\"compare-spin repeated-2\" tests=\"1\" failures=\"0\" errors=\"0\""
+        ),
+        "{xml}"
+    );
+    assert!(
+        !xml.contains("<failure") && xml.contains(": holds</system-out>"),
+        "{xml}"
+    );
     let repetitions = document["repetitions"].as_array().unwrap();
     assert_eq!(repetitions.len(), 2);
     for (k, repetition) in repetitions.iter().enumerate() {

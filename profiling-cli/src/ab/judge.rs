@@ -48,6 +48,7 @@ pub(crate) fn after_pair(
             Err(code) => return Ok(code),
         }
     }
+    write_junit(args, &judged.iter().collect::<Vec<_>>(), err)?;
     let verdicts: Vec<GateVerdict> = judged.iter().filter_map(|j| j.verdict).collect();
     let together = (verdicts.len() == count && count > 0)
         .then(|| profiling_compare::gates::verdict_of_repetitions(&verdicts));
@@ -87,6 +88,32 @@ pub(super) struct Judged {
     pub document: Option<serde_json::Value>,
     pub verdict: Option<profiling_compare::gates::GateVerdict>,
     pub code: u8,
+    /// The gates' results as a JUnit `<testsuite>`, when judged by gates.
+    pub junit: Option<String>,
+}
+
+/// Writes `--junit FILE` from the pairs judged (nothing without it);
+/// a failure to write is a warning, never the verdict's.
+pub(super) fn write_junit(
+    args: &AbArgs,
+    judged: &[&Judged],
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let Some(path) = &args.junit else {
+        return Ok(());
+    };
+    let suites: Vec<String> = judged.iter().filter_map(|j| j.junit.clone()).collect();
+    if suites.is_empty() {
+        writeln!(
+            err,
+            "warning: --junit {}: no gates judged the pair (give them with --accept or the config's ab.accept); the file holds no test",
+            path.display()
+        )?;
+    }
+    match super::junit::write(path, &suites) {
+        Ok(()) => writeln!(err, "junit: {}", session::absolute(path).display()),
+        Err(error) => writeln!(err, "warning: cannot write {}: {error}", path.display()),
+    }
 }
 
 /// One pair's comparison, gates, record and page; `Err` with the exit
@@ -199,7 +226,15 @@ pub(super) fn judge_samples(
             Err(error) => writeln!(err, "warning: cannot write {}: {error}", path.display())?,
         }
     }
+    let junit = gates.as_deref().map(|results| {
+        let id = paired
+            .dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        super::junit::testsuite(&format!("{} {id}", base.profile), results)
+    });
     Ok(Ok(Judged {
+        junit,
         document,
         verdict: gates.as_deref().map(profiling_compare::gates::verdict),
         code: crate::compare::regression_code(

@@ -338,6 +338,7 @@ impl Staged {
             Ok(judged) => judged,
             Err(code) => return Ok(code),
         };
+        super::judge::write_junit(args, &[&judged], err)?;
         if let Some(mut document) = judged.document {
             if let Some(object) = document.as_object_mut() {
                 let stages: Vec<String> = self
