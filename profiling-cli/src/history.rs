@@ -13,6 +13,8 @@ use profiling_history::{Location, Metric, Record, Series, SeriesQuery, Store};
 use crate::exit::{EXIT_OK, EXIT_REGRESSION, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::summary::format_ns;
 
+mod diff;
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct HistoryArgs {
@@ -43,6 +45,16 @@ enum HistoryCommand {
     ///
     /// Exit codes: as import.
     Sync(SyncArgs),
+    /// Each range's figure at two commits side by side, and the changes found between them.
+    ///
+    /// For a pull request: BASE and HEAD are commits of HEAD's first-parent line (a merge
+    /// base and the branch's tip); each target with runs at either (or only --target), per
+    /// machine and config, gets a row per range path with its figure at both and the change,
+    /// and the changes the detector found in between (as `history --changes`) are named.
+    /// --markdown prints it to paste into the pull request.
+    ///
+    /// Exit codes: 0 shown; 2 a commit or target that is not there.
+    Diff(diff::DiffArgs),
     /// Find the changes in series from a CSV file, in Apache Otava's format.
     ///
     /// A header, then one row per point in order: a time column, metric columns (numbers) and
@@ -191,6 +203,7 @@ impl HistoryArgs {
             Some(HistoryCommand::Import(import)) => &mut import.store,
             Some(HistoryCommand::Sync(sync)) => &mut sync.store,
             Some(HistoryCommand::Changes(_)) => return,
+            Some(HistoryCommand::Diff(diff)) => &mut diff.store,
             None => &mut self.show.store,
         };
         store.output_dir.get_or_insert(dir);
@@ -252,6 +265,7 @@ pub fn history_command(
             import_command(import, workspace_root, out, err)
         }
         Some(HistoryCommand::Changes(args)) => csv_changes(&args, out, err),
+        Some(HistoryCommand::Diff(args)) => diff::diff(args, workspace_root, out, err),
         None => show(args.show, workspace_root, out, err),
     }
 }
@@ -322,6 +336,37 @@ pub(crate) fn record_run(
         not_recorded(&message, run_dir, err)?;
     }
     Ok(())
+}
+
+/// The store `args` name, to read; `Err` with the exit code once said
+/// why it cannot be (off, not there, not a store).
+fn open_existing(
+    args: &StoreArgs,
+    workspace_root: &Path,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<Store, u8>> {
+    let location = match args.location(workspace_root) {
+        Ok(location) => location,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(Err(EXIT_USAGE));
+        }
+    };
+    match Store::open_location_existing(&location) {
+        Ok(Some(store)) => Ok(Ok(store)),
+        Ok(None) => {
+            writeln!(
+                err,
+                "error: the history store is off ({}=off)",
+                profiling_history::store::ENV
+            )?;
+            Ok(Err(EXIT_USAGE))
+        }
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            Ok(Err(EXIT_USAGE))
+        }
+    }
 }
 
 /// `history changes --csv FILE`.
@@ -553,27 +598,9 @@ fn show(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let location = match args.store.location(workspace_root) {
-        Ok(location) => location,
-        Err(message) => {
-            writeln!(err, "error: {message}")?;
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let mut store = match Store::open_location_existing(&location) {
-        Ok(Some(store)) => store,
-        Ok(None) => {
-            writeln!(
-                err,
-                "error: the history store is off ({}=off)",
-                profiling_history::store::ENV
-            )?;
-            return Ok(EXIT_USAGE);
-        }
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(EXIT_USAGE);
-        }
+    let mut store = match open_existing(&args.store, workspace_root, err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     let Some(target) = &args.target else {
         let profiles = store.profiles()?;
@@ -740,6 +767,18 @@ fn export(
 /// applied, prefixes of fingerprints and hashes accepted when they name
 /// one.
 fn choose<'a>(all: &'a [Series], args: &ShowArgs) -> Result<Vec<&'a Series>, String> {
+    choose_by(all, &args.machine, &args.config, &args.ranges)
+}
+
+/// The series of `all` on the machine and config whose fingerprints start
+/// with `machine` and `config` (each must name one), of `ranges` (all
+/// when empty).
+fn choose_by<'a>(
+    all: &'a [Series],
+    machine: &Option<String>,
+    config: &Option<String>,
+    ranges: &[String],
+) -> Result<Vec<&'a Series>, String> {
     let pick = |given: &Option<String>, of: fn(&Series) -> &str, what: &str| {
         let Some(given) = given else {
             return Ok(None);
@@ -760,9 +799,9 @@ fn choose<'a>(all: &'a [Series], args: &ShowArgs) -> Result<Vec<&'a Series>, Str
             )),
         }
     };
-    let machine = pick(&args.machine, |s| &s.machine, "machine")?;
-    let config = pick(&args.config, |s| &s.config, "config")?;
-    for range in &args.ranges {
+    let machine = pick(machine, |s| &s.machine, "machine")?;
+    let config = pick(config, |s| &s.config, "config")?;
+    for range in ranges {
         if !all.iter().any(|s| &s.path == range) {
             let mut paths: Vec<&str> = all.iter().map(|s| s.path.as_str()).collect();
             paths.sort_unstable();
@@ -777,7 +816,7 @@ fn choose<'a>(all: &'a [Series], args: &ShowArgs) -> Result<Vec<&'a Series>, Str
         .iter()
         .filter(|s| machine.as_ref().is_none_or(|m| &s.machine == m))
         .filter(|s| config.as_ref().is_none_or(|c| &s.config == c))
-        .filter(|s| args.ranges.is_empty() || args.ranges.contains(&s.path))
+        .filter(|s| ranges.is_empty() || ranges.contains(&s.path))
         .collect())
 }
 

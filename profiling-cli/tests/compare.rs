@@ -1900,6 +1900,64 @@ fn history_finds_the_commit_where_a_range_got_slower() {
         "error: --since 0000000: not a commit of HEAD's first-parent line\n"
     );
 
+    // The pull request's summary: the figures at two commits, the change
+    // found between them, the ranges it moved in bold.
+    let diff = |base: &str, head: &str, extra: &[&str]| {
+        let mut args = vec![
+            "history",
+            "diff",
+            base,
+            head,
+            "--store",
+            store_text.as_str(),
+        ];
+        args.extend(extra);
+        cli(&args)
+    };
+    let summary = diff(&commits[4], &commits[8], &["--markdown"]);
+    assert_eq!(summary.code, 0, "{}", summary.stderr);
+    let text = &summary.stdout;
+    assert!(
+        text.starts_with(&format!(
+            "### Performance: `{}` → `{}` (p50)\n\n**history-spin** · machine `",
+            &commits[4][..10],
+            &commits[8][..10]
+        )),
+        "{text}"
+    );
+    let work_row = text
+        .lines()
+        .find(|l| l.starts_with("| `work` |"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        work_row.ends_with(" **+30.0 %** |") || work_row.contains(" | **+"),
+        "{work_row}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("| `pass` |") && l.contains("**+")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("- work +"))
+            && text.contains(&format!("from {} (moved with it: pass)", &commits[6][..10])),
+        "{text}"
+    );
+    let before = diff(&commits[0], &commits[3], &["--json"]);
+    let document: serde_json::Value = serde_json::from_str(&before.stdout).unwrap();
+    assert_eq!(
+        document["sections"][0]["changes"],
+        serde_json::json!([]),
+        "{document}"
+    );
+    assert_eq!(document["sections"][0]["rows"].as_array().unwrap().len(), 2);
+    let unknown = diff("no-such-commit", "HEAD", &[]);
+    assert_eq!(unknown.code, 2);
+    assert_eq!(
+        unknown.stderr,
+        "error: `no-such-commit` is not a commit of this repository\n"
+    );
+
     // The page: beside the target's runs, a chart per range with a point
     // per commit linking to its run's page and the change marked.
     let paged = cli(&[
