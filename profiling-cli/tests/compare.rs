@@ -1939,7 +1939,7 @@ fn history_finds_the_commit_where_a_range_got_slower() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("- work +"))
+        text.contains("- work +")
             && text.contains(&format!("from {} (moved with it: pass)", &commits[6][..10])),
         "{text}"
     );
