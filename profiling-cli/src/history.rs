@@ -174,8 +174,10 @@ struct ShowArgs {
     page: Option<Option<PathBuf>>,
     /// Print every stored figure of the target's runs instead, one row per run and range path:
     /// `csv` (a header, then RFC 4180 rows; pandas.read_csv reads it as it is) or `json` (an
-    /// array of objects with the same fields). --machine and --config filter it.
-    #[arg(long, value_name = "FORMAT", value_parser = ["csv", "json"], conflicts_with_all = ["changes", "json"])]
+    /// array of objects with the same fields); or `bmf`, the newest completed run in Bencher
+    /// Metric Format (for `bencher run --file`), a benchmark per range with its median as
+    /// latency. --machine and --config filter it.
+    #[arg(long, value_name = "FORMAT", value_parser = ["csv", "json", "bmf"], conflicts_with_all = ["changes", "json"])]
     export: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
@@ -694,6 +696,51 @@ fn show(
 }
 
 /// `history TARGET --export FORMAT`: every stored figure, flat.
+/// The newest completed run of `rows` in Bencher Metric Format, for
+/// `bencher run --file`: a benchmark per range path (`TARGET/PATH`, the
+/// pass as `TARGET/pass`), its `latency` the median in nanoseconds with
+/// the median's interval as its bounds; with memory, `alloc-bytes` and
+/// `peak-bytes` too. An empty object when no run completed.
+fn bmf(rows: &[profiling_history::FlatRow]) -> serde_json::Value {
+    let newest = rows
+        .iter()
+        .filter(|r| r.status == "completed")
+        .map(|r| (&r.started_at, &r.run_id, &r.machine, &r.config))
+        .max();
+    let mut document = serde_json::Map::new();
+    let Some(newest) = newest else {
+        return serde_json::Value::Object(document);
+    };
+    for row in rows
+        .iter()
+        .filter(|r| (&r.started_at, &r.run_id, &r.machine, &r.config) == newest)
+    {
+        let mut measures = serde_json::Map::new();
+        let mut latency = serde_json::json!({ "value": row.p50_ns as f64 });
+        if let (Some(low), Some(high)) = (row.low_ns, row.high_ns) {
+            latency["lower_value"] = serde_json::json!(low as f64);
+            latency["upper_value"] = serde_json::json!(high as f64);
+        }
+        measures.insert("latency".to_owned(), latency);
+        for (name, value) in [
+            ("alloc-bytes", row.alloc_bytes),
+            ("peak-bytes", row.peak_bytes),
+        ] {
+            if let Some(value) = value {
+                measures.insert(
+                    name.to_owned(),
+                    serde_json::json!({ "value": value as f64 }),
+                );
+            }
+        }
+        document.insert(
+            format!("{}/{}", row.profile, row.path),
+            serde_json::Value::Object(measures),
+        );
+    }
+    serde_json::Value::Object(document)
+}
+
 fn export(
     store: &mut Store,
     target: &str,
@@ -749,6 +796,10 @@ fn export(
     }
     if format == "json" {
         writeln!(out, "{}", serde_json::to_string(&rows)?)?;
+        return Ok(EXIT_OK);
+    }
+    if format == "bmf" {
+        writeln!(out, "{}", bmf(&rows))?;
         return Ok(EXIT_OK);
     }
     writeln!(out, "{}", profiling_history::FlatRow::COLUMNS.join(","))?;

@@ -1666,6 +1666,25 @@ fn runs_go_into_the_history_store_and_history_reads_them_back() {
     assert_eq!(rows.as_array().unwrap().len(), 6);
     assert_eq!(rows[5]["path"], "work");
     assert_eq!(rows[5]["run_id"], "h2");
+    the_guides_pandas_example_reads_the_export(&exported.stdout, rows.as_array().unwrap());
+    // For `bencher run`: the newest run, a benchmark per range, its
+    // median as latency with the median's interval.
+    let bmf = history(&["--export", "bmf"]);
+    assert_eq!(bmf.code, 0, "{}", bmf.stderr);
+    let bmf: serde_json::Value = serde_json::from_str(&bmf.stdout).unwrap();
+    let names: Vec<&String> = bmf.as_object().unwrap().keys().collect();
+    assert_eq!(
+        names,
+        [
+            "compare-spin/pass",
+            "compare-spin/steady",
+            "compare-spin/work"
+        ]
+    );
+    let work = &bmf["compare-spin/work"]["latency"];
+    assert_eq!(work["value"].as_f64(), rows[5]["p50_ns"].as_f64());
+    assert_eq!(work["lower_value"].as_f64(), rows[5]["low_ns"].as_f64());
+    assert_eq!(work["upper_value"].as_f64(), rows[5]["high_ns"].as_f64());
 
     // Two runs are no history to find a change in.
     let changes = history(&["--changes"]);
@@ -2012,6 +2031,58 @@ fn history_page_shows_the_change(page: &Path, commits: &[String]) {
     assert!(dom.values_inside(pass, "line", "data-commit").is_empty());
     let table = dom.by_id("table", "changes");
     assert_eq!(dom.values_inside(table, "tr", "data-path"), ["work"]);
+}
+
+/// The pandas example of `docs/guide/history.md` (the Python block after
+/// "pandas reads it as it is"), run on `csv` as the guide says, prints the
+/// median of each range per commit that `rows` (the same export as JSON)
+/// give. Skipped, saying so, without the pandas `scripts/setup-pandas`
+/// installs.
+fn the_guides_pandas_example_reads_the_export(csv: &str, rows: &[serde_json::Value]) {
+    let python = common::workspace_root().join("target/pandas-venv/bin/python");
+    if !python.is_file() {
+        println!("skipped: no pandas (scripts/setup-pandas installs it)");
+        return;
+    }
+    let guide =
+        std::fs::read_to_string(common::workspace_root().join("docs/guide/history.md")).unwrap();
+    let after = &guide[guide.find("pandas reads it as it is:").unwrap()..];
+    let block = after
+        .split("```python\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    assert_eq!(block.lines().count(), 3, "a three-line example:\n{block}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("history.csv"), csv).unwrap();
+    let output = std::process::Command::new(&python)
+        .args(["-c", block])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for path in ["steady", "work"] {
+        let mut values: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["path"] == path)
+            .map(|r| r["p50_ns"].as_f64().unwrap())
+            .collect();
+        values.sort_by(f64::total_cmp);
+        let median = (values[0] + values[values.len() - 1]) / 2.0;
+        let line = printed
+            .lines()
+            .find(|l| l.split_whitespace().any(|w| w == path))
+            .unwrap_or_else(|| panic!("no {path} in:\n{printed}"));
+        let shown: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
+        assert_eq!(shown, median, "{path} in:\n{printed}");
+    }
 }
 
 /// `history changes --csv`: series from elsewhere in Apache Otava's CSV
