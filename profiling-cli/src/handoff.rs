@@ -132,6 +132,10 @@ pub(crate) struct Loaded {
     pub page_error: Option<String>,
     /// The `--json` document so far, with `--json`.
     pub document: Option<serde_json::Value>,
+    /// The history store the load goes into once its record is written
+    /// (see [`Ran::store`]).
+    #[serde(default)]
+    pub store: Option<String>,
 }
 
 /// What is left to do after a profiling binary exits.

@@ -323,7 +323,7 @@ pub(crate) fn record_run(
         .map_err(|e| e.to_string())
         .and_then(|store| store.ok_or_else(|| "the store is off".to_owned()))
         .and_then(|mut store| {
-            let mut record = Record::read(run_dir).map_err(|e| e.to_string())?;
+            let mut record = Record::read_any(run_dir).map_err(|e| e.to_string())?;
             record.kind = kind;
             store.record(&record).map(|_| ()).map_err(|e| e.to_string())
         });
@@ -499,7 +499,7 @@ fn import_command(
     runs.dedup();
     let (mut written, mut there, mut skipped, mut failed) = (0, 0, 0, 0);
     for run in &runs {
-        match Record::read(run) {
+        match Record::read_any(run) {
             Ok(record) => match store.record(&record) {
                 Ok(recorded) if recorded.inserted => written += 1,
                 Ok(_) => there += 1,
@@ -508,9 +508,12 @@ fn import_command(
                     failed += 1;
                 }
             },
-            Err(profiling_history::record::RecordError::Read(
-                profiling_compare::runs::ReadRunError::Failed { .. },
-            )) => skipped += 1,
+            Err(
+                profiling_history::record::RecordError::Read(
+                    profiling_compare::runs::ReadRunError::Failed { .. },
+                )
+                | profiling_history::record::RecordError::FailedLoad { .. },
+            ) => skipped += 1,
             Err(error) => {
                 writeln!(err, "error: {}: {error}", run.display())?;
                 failed += 1;
@@ -543,13 +546,17 @@ fn import_command(
 /// Every run directory at or below `path` (a directory holding a
 /// manifest.yaml, or the manifest itself), symbolic links not followed.
 fn find_runs(path: &Path, runs: &mut Vec<PathBuf>) {
+    let load = profiling_core::driver::session::LOAD_MANIFEST;
     if path.is_file() {
-        if path.file_name().is_some_and(|n| n == "manifest.yaml") {
+        if path
+            .file_name()
+            .is_some_and(|n| n == "manifest.yaml" || n == load)
+        {
             runs.push(path.parent().unwrap_or(Path::new(".")).to_path_buf());
         }
         return;
     }
-    if path.join("manifest.yaml").is_file() {
+    if path.join("manifest.yaml").is_file() || path.join(load).is_file() {
         runs.push(path.to_path_buf());
         return;
     }

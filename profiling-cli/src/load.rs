@@ -213,7 +213,11 @@ pub(crate) fn load_command(
         Ok(ended) => ended,
         Err(error) => return streams.fail(&error),
     };
-    let loaded = conclude(&ended, wants_page, &mut streams)?;
+    let mut loaded = conclude(&ended, wants_page, &mut streams)?;
+    loaded.store = planned
+        .config
+        .write_manifest
+        .then(|| handoff::store_of(planned.config.output_dir.as_deref(), root));
     let code = loaded.code;
     if let Some(file) = &args.handoff {
         handoff::write(file, &handoff::Handoff::Load(loaded))?;
@@ -279,6 +283,7 @@ fn conclude(
         page_path: ended.page_path.as_deref().map(session::absolute),
         page_error: ended.page_error.clone(),
         document,
+        store: None,
     })
 }
 
@@ -289,6 +294,12 @@ fn conclude(
 pub(crate) fn after_load(loaded: Loaded, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
     #[cfg(feature = "full")]
     let loaded = draw_page(loaded);
+    // Into the history store, once the record is in place.
+    #[cfg(feature = "full")]
+    if let (Some(store), Some(record)) = (&loaded.store, &loaded.record) {
+        let dir = record.parent().unwrap_or(Path::new("."));
+        crate::history::record_text(store, dir, "load", streams.err)?;
+    }
     let mut code = loaded.code;
     if loaded.record.is_some() {
         if let Some(path) = &loaded.page_path {

@@ -268,6 +268,63 @@ fn waiting_for_a_worker_is_in_the_latency_and_its_own_column() {
     );
 }
 
+/// A load goes into the history store with its runs: its query latency,
+/// queueing and service and each range under load, per commit, as
+/// `history` shows them; importing it again writes nothing.
+#[test]
+fn a_load_goes_into_the_history_store_with_its_percentiles() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, document, stderr) = load(
+        out.path(),
+        &[
+            "load-stalling",
+            "--qps",
+            "400",
+            "--queries",
+            "60",
+            "--run-id",
+            "l1",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("history store"), "{stderr}");
+    let step = &document["load"]["steps"][0];
+    let out_dir = path(out.path());
+    for metric in ["p50", "p99"] {
+        let shown = cli(&[
+            "history",
+            "load-stalling",
+            "--output-dir",
+            &out_dir,
+            "--dirty",
+            "--json",
+            "--metric",
+            metric,
+        ]);
+        assert_eq!(shown.code, 0, "{}", shown.stderr);
+        let history: Value = serde_json::from_str(&shown.stdout).unwrap();
+        let series = history["groups"][0]["series"].as_array().unwrap();
+        let paths: Vec<&str> = series.iter().map(|s| s["path"].as_str().unwrap()).collect();
+        assert_eq!(
+            &paths[..3],
+            ["query latency", "query queueing", "query service"],
+            "{history}"
+        );
+        assert!(paths.contains(&"stall"), "{paths:?}");
+        let latency = series[0]["commits"][0]["value"].as_f64().unwrap();
+        assert_eq!(latency, percentile(step, "latency", metric), "{metric}");
+    }
+    let imported = cli(&["history", "import", &out_dir, "--output-dir", &out_dir]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    assert!(
+        imported
+            .stdout
+            .ends_with(": 0 runs written, 1 there already\n"),
+        "{}",
+        imported.stdout
+    );
+}
+
 /// The slowest queries are the ones that stalled: the tail's owner is
 /// the range `stall`, and every range has its distribution over the run.
 #[test]

@@ -29,7 +29,7 @@ fn row(part: &'static str, path: String, p50: u64) -> RangeRow {
         p90_ns: p50 + 10,
         p99_ns: p50 + 20,
         mean_ns: p50,
-        min_ns: p50 / 2,
+        min_ns: Some(p50 / 2),
         max_ns: p50 * 2,
         low_ns: Some(p50 - 1),
         high_ns: Some(p50 + 1),

@@ -49,7 +49,9 @@ pub struct RangeRow {
     pub p90_ns: u64,
     pub p99_ns: u64,
     pub mean_ns: u64,
-    pub min_ns: u64,
+    /// None where what was recorded has no minimum (a load's
+    /// distributions keep percentiles, the mean and the maximum).
+    pub min_ns: Option<u64>,
     pub max_ns: u64,
     /// The 95 % interval of the median (order statistics of the kept
     /// samples), where the samples say which range it is.
@@ -64,8 +66,8 @@ pub struct RangeRow {
 /// One run as the store keeps it.
 #[derive(Debug, Clone)]
 pub struct Record {
-    /// What made it: `run` (an `ab` side, a sweep point and a load step
-    /// are to come with their own kinds).
+    /// What made it: `run`, `ab-base` and `ab-candidate` (a pair's
+    /// sides), `sweep-point`, `load`.
     pub kind: &'static str,
     pub profile: String,
     pub run_id: String,
@@ -106,9 +108,23 @@ pub enum RecordError {
     Read(#[from] profiling_compare::runs::ReadRunError),
     #[error("{path}: {reason}")]
     Unusable { path: PathBuf, reason: String },
+    /// A load that failed: nothing was measured.
+    #[error("{path}: a failed load measured nothing")]
+    FailedLoad { path: PathBuf },
 }
 
 impl Record {
+    /// What `dir` holds: a load (its `load.yaml`, or the file) as
+    /// [`Record::read_load`] reads it, else a run as [`Record::read`].
+    pub fn read_any(dir: &Path) -> Result<Record, RecordError> {
+        let load = profiling_core::driver::session::LOAD_MANIFEST;
+        if dir.join(load).is_file() || dir.file_name().is_some_and(|n| n == load) {
+            Record::read_load(dir)
+        } else {
+            Record::read(dir)
+        }
+    }
+
     /// The run in `dir` (or its manifest), read as `compare` reads it.
     pub fn read(dir: &Path) -> Result<Record, RecordError> {
         let run = profiling_compare::runs::load(dir)?;
@@ -153,12 +169,128 @@ impl Record {
         })
     }
 
+    /// The load in `dir` (its `load.yaml`, or the file itself): the step
+    /// its tables detail (the peak's after a search, else the only one) as
+    /// rows of part `load` (`query latency`, `query queueing`, `query
+    /// service`: their p50,
+    /// p90, p99, mean and maximum, the p50's interval) and part `range`
+    /// (each range under load). Its config is what it measured: the
+    /// target, its parameters, the data and the load asked for.
+    pub fn read_load(dir: &Path) -> Result<Record, RecordError> {
+        use profiling_core::driver::session::{read_load_manifest, LoadStatus, LOAD_MANIFEST};
+        let path = if dir.is_dir() {
+            dir.join(LOAD_MANIFEST)
+        } else {
+            dir.to_path_buf()
+        };
+        let run_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let unusable = |reason: String| RecordError::Unusable {
+            path: path.clone(),
+            reason,
+        };
+        let manifest = read_load_manifest(&path).map_err(|e| RecordError::Unusable {
+            path: path.clone(),
+            reason: e,
+        })?;
+        let status = match manifest.status {
+            LoadStatus::Completed => "completed",
+            LoadStatus::Interrupted => "interrupted",
+            LoadStatus::Failed => return Err(RecordError::FailedLoad { path }),
+        };
+        let description = serde_json::json!({
+            "kind": "load",
+            "target": manifest.target,
+            "parameters": manifest.target_parameters,
+            "data_source": manifest.data_source,
+            "data": manifest.data_description,
+            "device": manifest.device,
+            "load": manifest.load.request,
+        });
+        let description = serde_json::to_string(&description)
+            .map_err(|e| unusable(format!("cannot describe its config: {e}")))?;
+        let json = serde_json::to_string(&manifest)
+            .map_err(|e| unusable(format!("cannot write the record as JSON: {e}")))?;
+        let mut ranges = Vec::new();
+        if let Some(step) = manifest.load.detailed_step() {
+            for (name, distribution) in [
+                ("query latency", &step.latency),
+                ("query queueing", &step.queueing),
+                ("query service", &step.service),
+            ] {
+                if let Some(d) = distribution {
+                    ranges.push(load_row(name, d));
+                }
+            }
+            for range in &step.ranges {
+                ranges.push(RangeRow {
+                    part: "range",
+                    path: range.name.clone(),
+                    name: range.name.clone(),
+                    depth: 0,
+                    count: range.count,
+                    p50_ns: range.p50_ns,
+                    p90_ns: range.p90_ns,
+                    p99_ns: range.p99_ns,
+                    mean_ns: range.mean_ns,
+                    min_ns: None,
+                    max_ns: range.max_ns,
+                    low_ns: None,
+                    high_ns: None,
+                    alloc_bytes: None,
+                    peak_bytes: None,
+                });
+            }
+        }
+        Ok(Record {
+            kind: "load",
+            profile: manifest.profile_name.clone(),
+            run_id: manifest.run_id.clone(),
+            place: String::new(),
+            status,
+            started_at: manifest.started_at.clone(),
+            finished_at: manifest.finished_at.clone(),
+            git_commit: manifest.git_commit.clone(),
+            git_dirty: manifest.git_dirty,
+            machine: machine_from(&manifest.host, manifest.backend.as_ref(), None),
+            config: fingerprint(&description),
+            config_description: description,
+            iterations: manifest.load.steps.iter().map(|s| s.queries).sum(),
+            run_dir,
+            ranges,
+            manifest: json,
+            samples: None,
+        })
+    }
+
     /// What makes a run one record: the same run read twice is one.
     pub fn identity(&self) -> String {
         format!(
             "{}/{}{}@{}",
             self.profile, self.run_id, self.place, self.started_at
         )
+    }
+}
+
+/// A load's distribution as a row of part `load`.
+fn load_row(name: &str, d: &profiling_core::driver::load::summary::Distribution) -> RangeRow {
+    let at = |quantile: &str| d.percentiles.iter().find(|p| p.name == quantile);
+    let value = |quantile: &str| at(quantile).map_or(d.max_ns, |p| p.value_ns);
+    RangeRow {
+        part: "load",
+        path: name.to_owned(),
+        name: name.to_owned(),
+        depth: 0,
+        count: d.count,
+        p50_ns: value("p50"),
+        p90_ns: value("p90"),
+        p99_ns: value("p99"),
+        mean_ns: d.mean_ns,
+        min_ns: None,
+        max_ns: d.max_ns,
+        low_ns: at("p50").and_then(|p| p.low_ns),
+        high_ns: at("p50").and_then(|p| p.high_ns),
+        alloc_bytes: None,
+        peak_bytes: None,
     }
 }
 
@@ -203,7 +335,28 @@ pub fn fingerprint(text: &str) -> String {
 }
 
 fn machine_of(manifest: &Manifest) -> Machine {
-    let backend_info = &manifest.backend;
+    let governor = manifest
+        .timings
+        .machine
+        .as_ref()
+        .and_then(|m| m.governor.clone());
+    machine_from(&manifest.host, Some(&manifest.backend), governor)
+}
+
+/// The machine of a host, the backends it ran and the CPU governor it saw.
+fn machine_from(
+    host: &profiling_core::driver::provenance::HostInfo,
+    backend_info: Option<&profiling_core::driver::provenance::BackendInfo>,
+    governor: Option<String>,
+) -> Machine {
+    let none = profiling_core::driver::provenance::BackendInfo {
+        name: "none".to_owned(),
+        libtorch_version: None,
+        cuda_available: false,
+        gpus: Vec::new(),
+        onnxruntime: None,
+    };
+    let backend_info = backend_info.unwrap_or(&none);
     let mut backend = backend_info.name.clone();
     if let Some(version) = &backend_info.libtorch_version {
         backend.push_str(&format!(" {version}"));
@@ -217,14 +370,8 @@ fn machine_of(manifest: &Manifest) -> Machine {
         .map(|gpu| gpu.name.clone())
         .collect::<Vec<_>>()
         .join(", ");
-    let host = &manifest.host;
     let kernel = host.kernel.clone().unwrap_or_default();
-    let governor = manifest
-        .timings
-        .machine
-        .as_ref()
-        .and_then(|m| m.governor.clone())
-        .unwrap_or_default();
+    let governor = governor.unwrap_or_default();
     let gpu_driver = host.gpu_driver.clone().unwrap_or_default();
     let mut identity = serde_json::json!({
         "host": host.name,
@@ -300,7 +447,7 @@ fn row(part: &'static str, path: &str, name: &str, depth: u32, stats: &DurationS
         p90_ns: stats.p90_ns,
         p99_ns: stats.p99_ns,
         mean_ns: stats.mean_ns,
-        min_ns: stats.min_ns,
+        min_ns: Some(stats.min_ns),
         max_ns: stats.max_ns,
         low_ns: None,
         high_ns: None,

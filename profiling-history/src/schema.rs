@@ -77,6 +77,32 @@ const SQLITE: &[&str] = &[
     ALTER TABLE machines ADD COLUMN governor TEXT NOT NULL DEFAULT '';
     ALTER TABLE machines ADD COLUMN gpu_driver TEXT NOT NULL DEFAULT '';
     ",
+    // 3: a range's minimum may be absent (a load's distributions have
+    // none); SQLite changes a column's constraint by making the table anew.
+    "
+    ALTER TABLE ranges RENAME TO ranges_before_3;
+    CREATE TABLE ranges (
+        run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        part TEXT NOT NULL,
+        path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        count INTEGER NOT NULL,
+        p50_ns INTEGER NOT NULL,
+        p90_ns INTEGER NOT NULL,
+        p99_ns INTEGER NOT NULL,
+        mean_ns INTEGER NOT NULL,
+        min_ns INTEGER,
+        max_ns INTEGER NOT NULL,
+        low_ns INTEGER,
+        high_ns INTEGER,
+        alloc_bytes INTEGER,
+        peak_bytes INTEGER,
+        PRIMARY KEY (run, part, path)
+    );
+    INSERT INTO ranges SELECT * FROM ranges_before_3;
+    DROP TABLE ranges_before_3;
+    ",
 ];
 
 /// The same migrations for PostgreSQL: its types for SQLite's (`BIGINT`
@@ -146,6 +172,7 @@ const POSTGRES: &[&str] = &[
     ALTER TABLE machines ADD COLUMN governor TEXT NOT NULL DEFAULT '';
     ALTER TABLE machines ADD COLUMN gpu_driver TEXT NOT NULL DEFAULT '';
     ",
+    "ALTER TABLE ranges ALTER COLUMN min_ns DROP NOT NULL;",
 ];
 
 /// Which database a store is.

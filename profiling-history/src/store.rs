@@ -46,7 +46,7 @@ pub struct FlatRow {
     pub p90_ns: u64,
     pub p99_ns: u64,
     pub mean_ns: u64,
-    pub min_ns: u64,
+    pub min_ns: Option<u64>,
     pub max_ns: u64,
     pub low_ns: Option<u64>,
     pub high_ns: Option<u64>,
@@ -106,7 +106,7 @@ impl FlatRow {
             self.p90_ns.to_string(),
             self.p99_ns.to_string(),
             self.mean_ns.to_string(),
-            self.min_ns.to_string(),
+            opt(self.min_ns),
             self.max_ns.to_string(),
             opt(self.low_ns),
             opt(self.high_ns),
@@ -506,7 +506,7 @@ impl Store {
              WHERE u.profile = ?1 AND u.status = 'completed'
                AND (CAST(?2 AS TEXT) IS NULL OR u.machine = ?2) AND (CAST(?3 AS TEXT) IS NULL OR u.config = ?3)
                AND {column} IS NOT NULL
-             ORDER BY u.machine, u.config, CASE r.part WHEN 'pass' THEN 0 ELSE 1 END, r.path,
+             ORDER BY u.machine, u.config, CASE r.part WHEN 'pass' THEN 0 WHEN 'load' THEN 1 ELSE 2 END, r.path,
                       u.started_at, u.id"
         );
         let rows = self.query(
@@ -574,7 +574,7 @@ impl Store {
              FROM runs u JOIN ranges r ON r.run = u.id
              WHERE u.profile = ?1 AND (CAST(?2 AS TEXT) IS NULL OR u.machine = ?2)
                AND (CAST(?3 AS TEXT) IS NULL OR u.config = ?3)
-             ORDER BY u.started_at, u.id, CASE r.part WHEN 'pass' THEN 0 ELSE 1 END, r.path",
+             ORDER BY u.started_at, u.id, CASE r.part WHEN 'pass' THEN 0 WHEN 'load' THEN 1 ELSE 2 END, r.path",
             &[
                 Value::Text(Some(profile)),
                 Value::Text(machine),
@@ -603,7 +603,7 @@ impl Store {
                 p90_ns: count(15)?,
                 p99_ns: count(16)?,
                 mean_ns: count(17)?,
-                min_ns: count(18)?,
+                min_ns: maybe(18)?,
                 max_ns: count(19)?,
                 low_ns: maybe(20)?,
                 high_ns: maybe(21)?,
@@ -765,7 +765,7 @@ fn insert(
                 Value::Int(Some(sql_int(row.p90_ns))),
                 Value::Int(Some(sql_int(row.p99_ns))),
                 Value::Int(Some(sql_int(row.mean_ns))),
-                Value::Int(Some(sql_int(row.min_ns))),
+                Value::Int(row.min_ns.map(sql_int)),
                 Value::Int(Some(sql_int(row.max_ns))),
                 Value::Int(row.low_ns.map(sql_int)),
                 Value::Int(row.high_ns.map(sql_int)),

@@ -33,7 +33,7 @@ fn row(part: &'static str, path: &str, depth: u32, p50: u64) -> RangeRow {
         p90_ns: p50 + 10,
         p99_ns: p50 + 20,
         mean_ns: p50 + 1,
-        min_ns: p50 - 5,
+        min_ns: Some(p50 - 5),
         max_ns: p50 + 30,
         low_ns: Some(p50 - 2),
         high_ns: Some(p50 + 2),
@@ -268,7 +268,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
             error,
             StoreError::Newer {
                 found: 7,
-                supported: 2,
+                supported: 3,
                 ..
             }
         ),
@@ -277,7 +277,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
     assert_eq!(
         error.to_string(),
         format!(
-            "{}: the history store has schema version 7, and this build knows versions up to 2: a newer profile-cli wrote it; use that one",
+            "{}: the history store has schema version 7, and this build knows versions up to 3: a newer profile-cli wrote it; use that one",
             path.display()
         )
     );
@@ -446,5 +446,5 @@ fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "2");
+    assert_eq!(version, "3");
 }

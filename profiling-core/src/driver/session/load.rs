@@ -90,6 +90,10 @@ pub struct LoadManifest {
     pub profile_cli_version: String,
     pub build_profile: String,
     pub host: HostInfo,
+    /// The backends of the build that ran it, as a run's manifest
+    /// records them; absent from records written before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<crate::driver::provenance::BackendInfo>,
     pub load: LoadSection,
 }
 
@@ -261,6 +265,7 @@ pub fn execute_load(
         profile_cli_version: request.program_version.clone(),
         build_profile: build_profile().to_owned(),
         host: HostInfo::current(),
+        backend: Some(crate::driver::provenance::BackendInfo::current()),
         load: LoadSection {
             request: spec.request.clone(),
             calibration,
