@@ -23,6 +23,7 @@ use crate::decide::DecideArgs;
 mod against;
 #[cfg(feature = "full")]
 mod judge;
+#[cfg(feature = "full")]
 mod junit;
 #[cfg(feature = "full")]
 pub(crate) use judge::after_pair;

@@ -277,69 +277,6 @@ fn open_to_write(location: &Location) -> Result<Option<Store>, profiling_history
     Store::open_location(location)
 }
 
-/// [`record_run`] into the store `text` names (as `$PROFILING_STORE` or
-/// [`crate::handoff::Ran::store`] holds it).
-pub(crate) fn record_text(
-    text: &str,
-    run_dir: &Path,
-    kind: &'static str,
-    err: &mut dyn Write,
-) -> std::io::Result<()> {
-    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    match Location::parse(text, &here) {
-        Ok(location) => record_run(&location, run_dir, kind, err),
-        Err(error) => not_recorded(&error.to_string(), run_dir, err),
-    }
-}
-
-/// The warning of a run the store did not take.
-fn not_recorded(message: &str, run_dir: &Path, err: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(
-        err,
-        "warning: the run is not in the history store: {message}; its directory is kept, and `profile-cli history import {}` writes it later",
-        run_dir.display()
-    )
-}
-
-/// Writes the run in `run_dir` into the store at `location`, after the
-/// run directory is complete; a failure is a warning (the run directory
-/// stays, and `history import` writes it later), never the run's.
-pub(crate) fn record_run(
-    location: &Location,
-    run_dir: &Path,
-    kind: &'static str,
-    err: &mut dyn Write,
-) -> std::io::Result<()> {
-    if *location == Location::Off {
-        return Ok(());
-    }
-    // An SQLite store this write makes and cannot finish (a full disk) is
-    // not left behind half made.
-    let made = match location {
-        Location::Sqlite(path) if !path.exists() => Some(path),
-        _ => None,
-    };
-    let written = Store::open_location(location)
-        .map_err(|e| e.to_string())
-        .and_then(|store| store.ok_or_else(|| "the store is off".to_owned()))
-        .and_then(|mut store| {
-            let mut record = Record::read_any(run_dir).map_err(|e| e.to_string())?;
-            record.kind = kind;
-            store.record(&record).map(|_| ()).map_err(|e| e.to_string())
-        });
-    if let Err(message) = written {
-        if let Some(path) = made {
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                let mut file = path.as_os_str().to_owned();
-                file.push(suffix);
-                let _ = std::fs::remove_file(PathBuf::from(file));
-            }
-        }
-        not_recorded(&message, run_dir, err)?;
-    }
-    Ok(())
-}
-
 /// The store `args` name, to read; `Err` with the exit code once said
 /// why it cannot be (off, not there, not a store).
 fn open_existing(

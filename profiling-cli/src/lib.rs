@@ -43,6 +43,8 @@ mod history;
 mod list;
 mod load;
 #[cfg(feature = "full")]
+mod recording;
+#[cfg(feature = "full")]
 pub mod report;
 mod run;
 mod run_dir;

@@ -298,7 +298,7 @@ pub(crate) fn after_load(loaded: Loaded, streams: &mut Streams<'_>) -> anyhow::R
     #[cfg(feature = "full")]
     if let (Some(store), Some(record)) = (&loaded.store, &loaded.record) {
         let dir = record.parent().unwrap_or(Path::new("."));
-        crate::history::record_text(store, dir, "load", streams.err)?;
+        crate::recording::record_text(store, dir, "load", streams.err)?;
     }
     let mut code = loaded.code;
     if loaded.record.is_some() {

@@ -189,7 +189,7 @@ pub(crate) fn after_run(
     // Into the history store first, once the run is in place: a failure
     // there is a warning, and the run directory stays.
     if let (Some(store), true, true) = (&ran.store, ran.manifest_written, ran.measured) {
-        crate::history::record_text(store, &ran.run_dir, "run", streams.err)?;
+        crate::recording::record_text(store, &ran.run_dir, "run", streams.err)?;
     }
     // The baseline, compared with and saved, once the run is in place.
     let mut compared = None;

@@ -32,7 +32,7 @@ pub(crate) fn after_pair(
                 (&paired.base_dir, "ab-base"),
                 (&paired.candidate_dir, "ab-candidate"),
             ] {
-                crate::history::record_text(store, dir, kind, err)?;
+                crate::recording::record_text(store, dir, kind, err)?;
             }
         }
         if count > 1 && !args.json {

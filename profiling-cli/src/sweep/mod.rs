@@ -326,7 +326,7 @@ pub(crate) fn after_sweep(
     #[cfg(feature = "full")]
     if let Some(store) = &swept.store {
         for dir in &swept.completed {
-            crate::history::record_text(store, dir, "sweep-point", streams.err)?;
+            crate::recording::record_text(store, dir, "sweep-point", streams.err)?;
         }
     }
     let mut page = None;

@@ -413,7 +413,9 @@ fn a_load_that_cannot_write_its_record_leaves_nothing_and_its_id_free() {
         files_under(out.path()),
         [
             "detection-postprocess/runs/l1/load.html",
-            "detection-postprocess/runs/l1/load.yaml"
+            "detection-postprocess/runs/l1/load.yaml",
+            // The store the load went into.
+            "history.sqlite"
         ]
     );
 }

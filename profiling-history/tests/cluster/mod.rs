@@ -151,17 +151,22 @@ impl Cluster {
         );
     }
 
-    fn run(&self, program: &str, args: &[&str]) {
+    /// `program` of the server's directory, as the cluster's user.
+    fn command(&self, program: &str) -> Command {
         let program = self.bin.join(program);
-        let mut command = match &self.user {
+        match &self.user {
             Some(user) => {
                 let mut command = Command::new("runuser");
                 command.arg("-u").arg(user).arg("--").arg(&program);
                 command
             }
             None => Command::new(&program),
-        };
-        let output = command
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let output = self
+            .command(program)
             .args(args)
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
@@ -169,8 +174,7 @@ impl Cluster {
             .unwrap();
         assert!(
             output.status.success(),
-            "{} {args:?}: {}{}\nlog: {}",
-            program.display(),
+            "{program} {args:?}: {}{}\nlog: {}",
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr),
             std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
@@ -180,16 +184,8 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let program = self.bin.join("pg_ctl");
-        let mut command = match &self.user {
-            Some(user) => {
-                let mut command = Command::new("runuser");
-                command.arg("-u").arg(user).arg("--").arg(&program);
-                command
-            }
-            None => Command::new(&program),
-        };
-        let _ = command
+        let _ = self
+            .command("pg_ctl")
             .args([
                 "-D",
                 self.data().to_str().unwrap(),
