@@ -158,6 +158,10 @@ struct ShowArgs {
     /// With --fail-on: only changes that began after this commit count.
     #[arg(long, value_name = "COMMIT", requires = "fail_on")]
     since: Option<String>,
+    /// List the verdicts of the target's pairs judged by gates (`ab --accept`) instead, oldest
+    /// first: each pair's id, its verdict, the commits of its sides and each gate's outcome.
+    #[arg(long, conflicts_with_all = ["changes", "export", "page"])]
+    verdicts: bool,
     /// Keep runs of a dirty tree, placed at the commit they were made on.
     #[arg(long)]
     dirty: bool,
@@ -275,6 +279,64 @@ pub fn history_command(
 /// Opens the store at `location` to write.
 fn open_to_write(location: &Location) -> Result<Option<Store>, profiling_history::StoreError> {
     Store::open_location(location)
+}
+
+/// `history TARGET --verdicts`.
+fn write_verdicts(
+    store: &mut Store,
+    target: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let verdicts = store.verdicts(target)?;
+    if json {
+        let list: Vec<serde_json::Value> = verdicts
+            .iter()
+            .map(|v| {
+                let mut value = serde_json::to_value(v).unwrap_or_default();
+                value["gates"] = serde_json::from_str(&v.gates).unwrap_or(serde_json::Value::Null);
+                value
+            })
+            .collect();
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "store": store.name(), "profile": target, "verdicts": list })
+        )?;
+        return Ok(EXIT_OK);
+    }
+    if verdicts.is_empty() {
+        writeln!(
+            out,
+            "{}: no verdicts of `{target}` (pairs judged by `ab --accept`)",
+            store.name()
+        )?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(out, "{target}: {} verdicts, oldest first", verdicts.len())?;
+    for verdict in &verdicts {
+        let gates: Vec<String> = serde_json::from_str::<Vec<serde_json::Value>>(&verdict.gates)
+            .unwrap_or_default()
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} {}",
+                    g["gate"]["text"].as_str().unwrap_or("?"),
+                    g["outcome"].as_str().unwrap_or("?")
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "  {}  {}  {} -> {}  ({})",
+            verdict.ab_id,
+            verdict.verdict,
+            short(verdict.base_commit.as_deref()),
+            short(verdict.candidate_commit.as_deref()),
+            gates.join(", ")
+        )?;
+    }
+    Ok(EXIT_OK)
 }
 
 /// The store `args` name, to read; `Err` with the exit code once said
@@ -565,6 +627,9 @@ fn show(
     };
     if let Some(format) = &args.export {
         return export(&mut store, target, &args, format, out, err);
+    }
+    if args.verdicts {
+        return write_verdicts(&mut store, target, args.json, out);
     }
     let all = store.series(&SeriesQuery {
         profile: target.clone(),

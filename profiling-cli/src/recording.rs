@@ -73,3 +73,56 @@ fn record_run(
     }
     Ok(())
 }
+
+/// Writes a pair's verdict by its gates into the store `text` names,
+/// after both sides went in (so that it names their stored runs); a
+/// failure is a warning, never the pair's.
+pub(crate) fn record_verdict(
+    text: &str,
+    pair_dir: &Path,
+    (base, candidate): (
+        &profiling_compare::runs::LoadedRun,
+        &profiling_compare::runs::LoadedRun,
+    ),
+    results: &[profiling_compare::gates::GateResult],
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let written = Location::parse(text, &here)
+        .map_err(|e| e.to_string())
+        .and_then(|location| Store::open_location(&location).map_err(|e| e.to_string()))
+        .and_then(|store| {
+            let Some(mut store) = store else {
+                return Ok(());
+            };
+            let identity = |run| {
+                Record::of(run, None)
+                    .map(|r| r.identity())
+                    .map_err(|e| e.to_string())
+            };
+            let verdict = profiling_history::Verdict {
+                profile: base.profile.clone(),
+                ab_id: pair_dir
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                base: identity(base)?,
+                candidate: identity(candidate)?,
+                base_commit: base.typed.git_commit.clone(),
+                candidate_commit: candidate.typed.git_commit.clone(),
+                verdict: profiling_compare::gates::verdict(results).to_string(),
+                gates: serde_json::to_string(results).map_err(|e| e.to_string())?,
+            };
+            store
+                .record_verdict(&verdict)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+    if let Err(message) = written {
+        writeln!(
+            err,
+            "warning: the verdict is not in the history store: {message}; the pair's directory {} keeps it",
+            pair_dir.display()
+        )?;
+    }
+    Ok(())
+}

@@ -979,6 +979,61 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
     );
     assert_eq!(code, 0, "{document}");
     assert_eq!(document["verdict"], "accept", "{document}");
+    // Each verdict is in the history store with the pair's sides.
+    let out_dir = path(out.path());
+    let listed = cli(&[
+        "history",
+        "compare-spin",
+        "--verdicts",
+        "--output-dir",
+        &out_dir,
+    ]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(
+        lines[0], "compare-spin: 4 verdicts, oldest first",
+        "{}",
+        listed.stdout
+    );
+    let words: Vec<(&str, &str)> = lines[1..]
+        .iter()
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next().unwrap(), w.next().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        words,
+        [
+            ("slower", "reject"),
+            ("faster", "accept"),
+            ("repeated-1", "accept"),
+            ("repeated-2", "accept")
+        ]
+    );
+    assert!(
+        lines[1].ends_with("(p50<=-3% fails, mean<=-3% fails)"),
+        "{}",
+        lines[1]
+    );
+    let listed = cli(&[
+        "history",
+        "compare-spin",
+        "--verdicts",
+        "--json",
+        "--output-dir",
+        &out_dir,
+    ]);
+    let stored: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let first = &stored["verdicts"][0];
+    assert_eq!(first["gates"][0]["outcome"], "fails", "{stored}");
+    assert!(
+        first["base"]
+            .as_str()
+            .unwrap()
+            .starts_with("compare-spin/slower/slower/base@"),
+        "{stored}"
+    );
     // A suite per repetition, every gate held; the earlier file replaced.
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testsuite ").count(), 2, "{xml}");

@@ -27,4 +27,4 @@ pub use backend::DbError;
 pub use changes::{Change, Detector};
 pub use record::{Machine, RangeRow, Record};
 pub use series::{Metric, Point, Series, SeriesQuery};
-pub use store::{FlatRow, Location, Recorded, Store, StoreError};
+pub use store::{FlatRow, Location, Recorded, Store, StoreError, Verdict};

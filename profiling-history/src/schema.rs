@@ -103,6 +103,23 @@ const SQLITE: &[&str] = &[
     INSERT INTO ranges SELECT * FROM ranges_before_3;
     DROP TABLE ranges_before_3;
     ",
+    // 4: the verdicts of pairs judged by gates.
+    "
+    CREATE TABLE verdicts (
+        id INTEGER PRIMARY KEY,
+        identity TEXT NOT NULL UNIQUE,
+        profile TEXT NOT NULL,
+        ab_id TEXT NOT NULL,
+        base_run INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+        candidate_run INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+        base_commit TEXT,
+        candidate_commit TEXT,
+        verdict TEXT NOT NULL,
+        gates TEXT NOT NULL,
+        recorded_at TEXT NOT NULL
+    );
+    CREATE INDEX verdicts_by_profile ON verdicts(profile, id);
+    ",
 ];
 
 /// The same migrations for PostgreSQL: its types for SQLite's (`BIGINT`
@@ -173,6 +190,22 @@ const POSTGRES: &[&str] = &[
     ALTER TABLE machines ADD COLUMN gpu_driver TEXT NOT NULL DEFAULT '';
     ",
     "ALTER TABLE ranges ALTER COLUMN min_ns DROP NOT NULL;",
+    "
+    CREATE TABLE verdicts (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        identity TEXT NOT NULL UNIQUE,
+        profile TEXT NOT NULL,
+        ab_id TEXT NOT NULL,
+        base_run BIGINT REFERENCES runs(id) ON DELETE SET NULL,
+        candidate_run BIGINT REFERENCES runs(id) ON DELETE SET NULL,
+        base_commit TEXT,
+        candidate_commit TEXT,
+        verdict TEXT NOT NULL,
+        gates TEXT NOT NULL,
+        recorded_at TEXT NOT NULL
+    );
+    CREATE INDEX verdicts_by_profile ON verdicts(profile, id);
+    ",
 ];
 
 /// Which database a store is.

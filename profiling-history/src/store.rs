@@ -675,6 +675,126 @@ impl Store {
     }
 }
 
+/// A pair's verdict by its gates, as [`Store::record_verdict`] writes it
+/// and [`Store::verdicts`] reads it back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Verdict {
+    pub profile: String,
+    pub ab_id: String,
+    /// The sides' record identities ([`Record::identity`]): the verdict
+    /// names the stored runs when they are in the store.
+    pub base: String,
+    pub candidate: String,
+    pub base_commit: Option<String>,
+    pub candidate_commit: Option<String>,
+    /// `accept`, `reject` or `inconclusive`.
+    pub verdict: String,
+    /// Each gate's result, as JSON (the `ab --json` document's
+    /// `gates.results`).
+    pub gates: String,
+}
+
+impl Verdict {
+    /// What makes a verdict one: the same pair judged twice is one.
+    pub fn identity(&self) -> String {
+        format!("{} vs {}", self.base, self.candidate)
+    }
+}
+
+impl Store {
+    /// Writes `verdict` in one transaction, unless the store holds it
+    /// already; it names its sides' stored runs where they are there.
+    pub fn record_verdict(&mut self, verdict: &Verdict) -> Result<Recorded, StoreError> {
+        let name = self.name.clone();
+        let sql = |source| StoreError::Sql {
+            store: name.clone(),
+            source,
+        };
+        let identity = verdict.identity();
+        let now = profiling_core::driver::provenance::UtcTime::now().rfc3339();
+        let mut tx = self.conn.transaction().map_err(sql)?;
+        let inserted = tx
+            .query(
+                "INSERT INTO verdicts (identity, profile, ab_id, base_run, candidate_run,
+                     base_commit, candidate_commit, verdict, gates, recorded_at)
+                 VALUES (?1, ?2, ?3, (SELECT id FROM runs WHERE identity = ?4),
+                     (SELECT id FROM runs WHERE identity = ?5), ?6, ?7, ?8, ?9, ?10)
+                 ON CONFLICT (identity) DO NOTHING RETURNING id",
+                &[
+                    Value::Text(Some(&identity)),
+                    Value::Text(Some(&verdict.profile)),
+                    Value::Text(Some(&verdict.ab_id)),
+                    Value::Text(Some(&verdict.base)),
+                    Value::Text(Some(&verdict.candidate)),
+                    Value::Text(verdict.base_commit.as_deref()),
+                    Value::Text(verdict.candidate_commit.as_deref()),
+                    Value::Text(Some(&verdict.verdict)),
+                    Value::Text(Some(&verdict.gates)),
+                    Value::Text(Some(&now)),
+                ],
+            )
+            .map_err(sql)?;
+        let recorded = match inserted.first() {
+            Some(row) => Recorded {
+                id: row.int(0).map_err(sql)?,
+                inserted: true,
+            },
+            None => {
+                let existing = tx
+                    .query(
+                        "SELECT id FROM verdicts WHERE identity = ?1",
+                        &[Value::Text(Some(&identity))],
+                    )
+                    .map_err(sql)?;
+                Recorded {
+                    id: existing
+                        .first()
+                        .map(|r| r.int(0))
+                        .transpose()
+                        .map_err(sql)?
+                        .unwrap_or(0),
+                    inserted: false,
+                }
+            }
+        };
+        tx.commit().map_err(sql)?;
+        Ok(recorded)
+    }
+
+    /// The verdicts of `profile`'s pairs, oldest first.
+    pub fn verdicts(&mut self, profile: &str) -> Result<Vec<Verdict>, StoreError> {
+        let rows = self.query(
+            "SELECT v.profile, v.ab_id, v.identity, v.base_commit, v.candidate_commit, v.verdict,
+                    v.gates, b.identity, c.identity
+             FROM verdicts v LEFT JOIN runs b ON b.id = v.base_run
+                  LEFT JOIN runs c ON c.id = v.candidate_run
+             WHERE v.profile = ?1 ORDER BY v.id",
+            &[Value::Text(Some(profile))],
+        )?;
+        let read = |row: &Row| -> Result<Verdict, DbError> {
+            let identity = row.text(2)?;
+            let (base, candidate) = identity
+                .split_once(" vs ")
+                .map(|(b, c)| (b.to_owned(), c.to_owned()))
+                .unwrap_or_default();
+            Ok(Verdict {
+                profile: row.text(0)?,
+                ab_id: row.text(1)?,
+                base: row.opt_text(7)?.unwrap_or(base),
+                candidate: row.opt_text(8)?.unwrap_or(candidate),
+                base_commit: row.opt_text(3)?,
+                candidate_commit: row.opt_text(4)?,
+                verdict: row.text(5)?,
+                gates: row.text(6)?,
+            })
+        };
+        rows.iter()
+            .map(read)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sql(e))
+    }
+}
+
 /// Inserts `record` (its machine and config where new, the run, its rows
 /// and its documents) in `tx`. A run another writer stored since the
 /// transaction began is left as it is, its id returned.

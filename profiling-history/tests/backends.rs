@@ -136,7 +136,23 @@ fn everything(store: &mut Store) -> Vec<String> {
     for id in 1..=4 {
         answers.push(format!("{:?}", store.samples(id).unwrap()));
     }
+    answers.push(format!("{:?}", store.verdicts("nms").unwrap()));
     answers
+}
+
+/// A pair's verdict on runs `base` and `candidate` of `nms`.
+fn verdict(base: u64, candidate: u64, verdict: &str) -> profiling_history::Verdict {
+    let side = |k: u64| record("nms", &k.to_string(), k);
+    profiling_history::Verdict {
+        profile: "nms".to_owned(),
+        ab_id: format!("ab-{base}-{candidate}"),
+        base: side(base).identity(),
+        candidate: side(candidate).identity(),
+        base_commit: side(base).git_commit,
+        candidate_commit: side(candidate).git_commit,
+        verdict: verdict.to_owned(),
+        gates: r#"[{"gate":"p50<=-3%","outcome":"fails"}]"#.to_owned(),
+    }
 }
 
 #[test]
@@ -161,6 +177,26 @@ fn the_same_runs_read_the_same_from_sqlite_and_postgres() {
         // The same run again: nothing new, its id.
         let again = store.record(&record("nms", "2", 2)).unwrap();
         assert_eq!((again.inserted, again.id), (false, 3));
+        // Verdicts: one on stored runs, one whose sides are not stored;
+        // each once.
+        assert!(
+            store
+                .record_verdict(&verdict(2, 5, "reject"))
+                .unwrap()
+                .inserted
+        );
+        assert!(
+            store
+                .record_verdict(&verdict(98, 99, "accept"))
+                .unwrap()
+                .inserted
+        );
+        assert!(
+            !store
+                .record_verdict(&verdict(2, 5, "reject"))
+                .unwrap()
+                .inserted
+        );
     }
     let ours = everything(&mut sqlite);
     assert_eq!(everything(&mut postgres), ours);
@@ -170,6 +206,13 @@ fn the_same_runs_read_the_same_from_sqlite_and_postgres() {
     assert!(ours.iter().any(|a| a.contains("low: Some(")));
     assert!(ours.iter().any(|a| a.contains("1099511627776")));
     assert!(ours.iter().any(|a| a.contains("Some([0, 0, 0")));
+    let verdicts = sqlite.verdicts("nms").unwrap();
+    assert_eq!(verdicts.len(), 2);
+    assert_eq!(
+        (verdicts[0].verdict.as_str(), verdicts[0].ab_id.as_str()),
+        ("reject", "ab-2-5")
+    );
+    assert_eq!(verdicts[0].base, record("nms", "2", 2).identity());
     // Opened again, a PostgreSQL store is migrated once: its version, not
     // its tables, is made again.
     drop(postgres);
@@ -338,7 +381,7 @@ fn a_postgres_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
         .unwrap();
     let error = Store::connect(&cluster.url()).unwrap_err().to_string();
     assert!(
-        error.ends_with("the history store has schema version 99, and this build knows versions up to 3: a newer profile-cli wrote it; use that one"),
+        error.ends_with("the history store has schema version 99, and this build knows versions up to 4: a newer profile-cli wrote it; use that one"),
         "{error}"
     );
     let runs: i64 = client

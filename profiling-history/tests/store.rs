@@ -268,7 +268,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
             error,
             StoreError::Newer {
                 found: 7,
-                supported: 3,
+                supported: 4,
                 ..
             }
         ),
@@ -277,7 +277,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
     assert_eq!(
         error.to_string(),
         format!(
-            "{}: the history store has schema version 7, and this build knows versions up to 3: a newer profile-cli wrote it; use that one",
+            "{}: the history store has schema version 7, and this build knows versions up to 4: a newer profile-cli wrote it; use that one",
             path.display()
         )
     );
@@ -424,6 +424,7 @@ fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
         "ALTER TABLE machines DROP COLUMN kernel;
          ALTER TABLE machines DROP COLUMN governor;
          ALTER TABLE machines DROP COLUMN gpu_driver;
+         DROP TABLE verdicts;
          UPDATE meta SET value = '1' WHERE key = 'schema_version';",
     )
     .unwrap();
@@ -446,5 +447,5 @@ fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "3");
+    assert_eq!(version, "4");
 }

@@ -226,6 +226,9 @@ pub(super) fn judge_samples(
             Err(error) => writeln!(err, "warning: cannot write {}: {error}", path.display())?,
         }
     }
+    if let (Some(results), Some(store)) = (&gates, &paired.store) {
+        crate::recording::record_verdict(store, &paired.dir, (&base, &candidate), results, err)?;
+    }
     let junit = gates.as_deref().map(|results| {
         let id = paired
             .dir
