@@ -952,12 +952,16 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
         assert!(record.contains(part), "{part:?} in:\n{record}");
     }
 
+    // Half the work holds gates on the median and the p90. (No mean gate
+    // here: on a machine busy enough to stall a pass for milliseconds,
+    // 60 passes' mean can straddle -3 % and leave the verdict
+    // inconclusive; the mean gate is the slower pair's above.)
     let (code, document) = ab_json(
         out.path(),
         "faster",
         "work_us: 600",
         "work_us: 300",
-        &["--accept", "p50<=-3%, mean<=-3%, p90<=+2%"],
+        &["--accept", "p50<=-3%, p90<=+2%"],
     );
     assert_eq!(code, 0, "{document}");
     assert_eq!(gates(&document).0, "accept", "{document}");
@@ -1124,7 +1128,9 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
         std::fs::write(&config, text).unwrap();
         config
     };
-    let base = with_gates("agreed", "mean<=-3%");
+    // A median gate: a mean's interval on 60 passes can straddle -3 % on
+    // a machine busy enough to stall passes for milliseconds.
+    let base = with_gates("agreed", "p50<=-3%");
     let candidate = spin_config(out.path(), "agreed-candidate", "work_us: 300");
     let (base, candidate, out_dir) = (path(&base), path(&candidate), path(out.path()));
     let pair = |id: &str, config: &str| {
@@ -1154,7 +1160,7 @@ fn ab_accept_decides_by_the_gates_agreed_before_measuring() {
         gates(&document),
         (
             "accept".to_owned(),
-            vec![("mean<=-3%".to_owned(), "holds".to_owned())]
+            vec![("p50<=-3%".to_owned(), "holds".to_owned())]
         )
     );
     // `--markdown` prints the experiment's record, for a pull request.
