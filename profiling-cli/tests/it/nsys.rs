@@ -815,8 +815,11 @@ fn nsys_output_without_a_newline_is_passed_on_as_it_comes() {
 /// left behind that holds its output open does not keep the command.
 #[test]
 fn run_nsys_ends_when_nsys_does_while_a_process_it_started_holds_the_pipe() {
+    // The helper also ends once the test's directory is gone: a release
+    // written and removed with it between two of its looks would
+    // otherwise leave it running after the test.
     let bin = fake_nsys(
-        "(while [ ! -e \"$RELEASE\" ]; do sleep 0.05; done) &\n\
+        "(while [ ! -e \"$RELEASE\" ] && [ -d \"$(dirname \"$RELEASE\")\" ]; do sleep 0.05; done) &\n\
          echo 'fake nsys: done, a helper left running'\n\
          exit 0\n",
     );
