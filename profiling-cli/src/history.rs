@@ -576,18 +576,12 @@ fn find_runs(path: &Path, runs: &mut Vec<PathBuf>) {
 /// The commits of HEAD's first-parent line in `dir`'s repository, oldest
 /// first; none outside git.
 fn first_parent_line(dir: &Path) -> Vec<String> {
-    let output = std::process::Command::new("git")
-        .args(["rev-list", "--first-parent", "--reverse", "HEAD"])
-        .current_dir(dir)
-        .stderr(std::process::Stdio::null())
-        .output();
-    match output {
-        Ok(output) if output.status.success() => String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    }
+    profiling_core::driver::provenance::git_output(
+        dir,
+        ["rev-list", "--first-parent", "--reverse", "HEAD"],
+    )
+    .map(|text| text.lines().map(str::to_owned).collect())
+    .unwrap_or_default()
 }
 
 /// The series' groups: per machine and config, the series of each range

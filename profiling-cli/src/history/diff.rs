@@ -189,18 +189,18 @@ pub(crate) fn diff(
     Ok(EXIT_OK)
 }
 
+/// The full hash of commit `rev` in `dir`'s repository.
 fn rev_parse(dir: &Path, rev: &str) -> Option<String> {
-    let output = std::process::Command::new("git")
-        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
-        .arg(format!("{rev}^{{commit}}"))
-        .current_dir(dir)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    profiling_core::driver::provenance::git_output(
+        dir,
+        [
+            "rev-parse".to_owned(),
+            "--verify".to_owned(),
+            "--quiet".to_owned(),
+            "--end-of-options".to_owned(),
+            format!("{rev}^{{commit}}"),
+        ],
+    )
 }
 
 fn short(commit: &str) -> &str {
