@@ -161,7 +161,7 @@ pub struct AbArgs {
 }
 
 #[cfg(feature = "full")]
-pub(crate) use against::{prepare as prepare_against, BuildTarget, Built};
+pub(crate) use against::{prepare as prepare_against, BuildTarget, Built, CargoProfile};
 
 pub use profiling_core::driver::run_samples::MAX_LOOKS;
 

@@ -13,6 +13,7 @@ use profiling_history::{Location, Metric, Record, Series, SeriesQuery, Store};
 use crate::exit::{EXIT_OK, EXIT_REGRESSION, EXIT_TARGET_FAILED, EXIT_USAGE};
 use crate::summary::format_ns;
 
+mod backfill;
 mod diff;
 
 #[derive(Debug, Args)]
@@ -22,6 +23,11 @@ pub struct HistoryArgs {
     command: Option<HistoryCommand>,
     #[command(flatten)]
     show: ShowArgs,
+    /// `--profile` and `--features` (global): how `backfill` builds.
+    #[arg(skip)]
+    cargo_profile: Option<String>,
+    #[arg(skip)]
+    features: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,6 +73,26 @@ enum HistoryCommand {
     /// Exit codes: 0 read (changes or none); 2 the file cannot be read as series (its row and
     /// column named).
     Changes(CsvChangesArgs),
+    /// Build and run TARGET at past commits, so that its history exists before its first stored
+    /// run, and name the commit where each change began.
+    ///
+    /// --commits A..B is A and each commit of B's first-parent line after it, oldest first; with
+    /// --every N, every Nth runs (the first and the last always). Each is built as `ab --against`
+    /// builds its base (a worktree beside the repository, the build kept between commits, so
+    /// each rebuilds what changed; --profile and --features as for a delegated build), and TARGET
+    /// runs once with its config at that commit, into <runs>/backfill/TARGET/runs/<commit>/ and
+    /// the store. A commit whose run is there already is not run again.
+    ///
+    /// Then the changes are searched as `history --changes` does (on this metric), and each that
+    /// lies between two commits that ran, with commits between them that did not, is bisected:
+    /// the commit halfway runs, and the change goes to the half its figure says, until the first
+    /// commit of the new level is named. A commit that does not build or run is skipped, as
+    /// `git bisect skip` does.
+    ///
+    /// Exit codes: 0 done (changes or none); 1 some commit could not be built, run or recorded
+    /// (each named; the others ran); 2 bad usage, a range that is not one, or no store; 130
+    /// interrupted (the runs recorded so far kept).
+    Backfill(backfill::BackfillArgs),
 }
 
 /// Where the store is.
@@ -203,6 +229,13 @@ fn parse_percent(text: &str) -> Result<f64, String> {
 }
 
 impl HistoryArgs {
+    /// How `backfill` builds the workspace's binary: cargo's profile and
+    /// the package's features (the global `--profile` and `--features`).
+    pub(crate) fn build_with(&mut self, cargo_profile: Option<String>, features: Vec<String>) {
+        self.cargo_profile = cargo_profile;
+        self.features = features;
+    }
+
     /// Reads the store under `dir` when `--output-dir` does not say.
     pub(crate) fn default_output_dir(&mut self, dir: PathBuf) {
         let store = match &mut self.command {
@@ -210,6 +243,7 @@ impl HistoryArgs {
             Some(HistoryCommand::Sync(sync)) => &mut sync.store,
             Some(HistoryCommand::Changes(_)) => return,
             Some(HistoryCommand::Diff(diff)) => &mut diff.store,
+            Some(HistoryCommand::Backfill(backfill)) => backfill.store_args(),
             None => &mut self.show.store,
         };
         store.output_dir.get_or_insert(dir);
@@ -272,6 +306,14 @@ pub fn history_command(
         }
         Some(HistoryCommand::Changes(args)) => csv_changes(&args, out, err),
         Some(HistoryCommand::Diff(args)) => diff::diff(args, workspace_root, out, err),
+        Some(HistoryCommand::Backfill(backfill)) => backfill::backfill(
+            backfill,
+            workspace_root,
+            args.cargo_profile.as_deref(),
+            args.features,
+            out,
+            err,
+        ),
         None => show(args.show, workspace_root, out, err),
     }
 }

@@ -76,6 +76,21 @@ struct Cli {
     /// targets instead of building and running that workspace's `profile` binary.
     #[arg(long, global = true)]
     no_delegate: bool,
+    /// Cargo's profile for building a workspace's own `profile` binary (and `ab --against`'s
+    /// base): `release` (the default), `dev`, or one of the workspace's `[profile.NAME]`, as
+    /// cargo's --profile takes it.
+    #[arg(
+        long = "profile",
+        visible_alias = "cargo-profile",
+        value_name = "PROFILE-NAME",
+        global = true
+    )]
+    cargo_profile: Option<String>,
+    /// Features of a workspace's own profiling crate to build its `profile` binary with
+    /// (and `ab --against`'s base), as cargo's --features takes them: comma- or
+    /// space-separated, repeatable.
+    #[arg(long, short = 'F', value_name = "FEATURES", global = true)]
+    features: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -483,6 +498,13 @@ fn main_in(
         if !reads_its_workspace {
             runs_here(&mut command, here);
         }
+    }
+    #[cfg(feature = "full")]
+    if let Command::History(history_args) = &mut command {
+        history_args.build_with(
+            cli.cargo_profile.clone(),
+            delegate::feature_list(&cli.features),
+        );
     }
     let result = match command {
         Command::List { json, sources } => {

@@ -57,14 +57,19 @@ fn run(command: &mut Command, shown: &str) -> Result<std::process::Output, Snipp
 /// The command [`check_build`] runs, as it could be typed.
 pub fn check_command(krate: &SnippetsCrate) -> String {
     format!(
-        "cargo check -p {} --manifest-path {}",
+        "cargo build --lib -p {} --manifest-path {}",
         krate.package,
         krate.dir.join("Cargo.toml").display()
     )
 }
 
-/// Runs `cargo check` on `krate` and sorts the compiler's messages into
-/// those about `snippet` (the new snippet directory) and the rest.
+/// Builds `krate`'s library (cargo's `dev` profile) and sorts the
+/// compiler's messages into those about `snippet` (the new snippet
+/// directory) and the rest.
+///
+/// A build rather than `cargo check`: the parity test that follows builds
+/// the same dependencies in the same profile, so they are compiled once;
+/// a check's would be compiled a second time, metadata only, for nothing.
 ///
 /// cargo's own environment applies: `CARGO_TARGET_DIR` picks the build
 /// directory.
@@ -74,7 +79,7 @@ pub fn check_build(krate: &SnippetsCrate, snippet: &Path) -> Result<BuildCheck, 
     let output = run(
         crate::workspace::cargo_for_snippets(&krate.dir)
             .current_dir(&krate.dir)
-            .args(["check", "--message-format=json", "-p", &krate.package])
+            .args(["build", "--lib", "--message-format=json", "-p", &krate.package])
             .arg("--manifest-path")
             .arg(&manifest),
         &shown,

@@ -46,24 +46,55 @@ use profiling_core::driver::manifest::signal_name;
 const POLL: Duration = Duration::from_millis(25);
 
 /// What to build at a revision: the package and binary of the workspace's
-/// profiling program, with these features.
+/// profiling program, with these features, in this cargo profile.
 pub(crate) struct BuildTarget {
     pub package: String,
     pub bin: String,
     pub features: Vec<String>,
-    /// `--release`, else cargo's `dev` profile: the candidate's, so that
-    /// both sides are built alike.
-    pub release: bool,
+    /// The candidate's cargo profile, so that both sides are built alike.
+    pub profile: CargoProfile,
 }
 
-impl BuildTarget {
-    /// The profile's directory under a target directory.
-    fn profile_dir(&self) -> &'static str {
-        if self.release {
-            "release"
-        } else {
-            "debug"
+/// A cargo profile a binary is built in: `release`, `dev`, or one of the
+/// workspace's own (`[profile.NAME]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CargoProfile(String);
+
+impl CargoProfile {
+    pub(crate) fn release() -> CargoProfile {
+        CargoProfile("release".to_owned())
+    }
+
+    /// `name` as cargo's `--profile` takes it (`None`: release).
+    pub(crate) fn named(name: Option<&str>) -> CargoProfile {
+        CargoProfile(name.unwrap_or("release").to_owned())
+    }
+
+    pub(crate) fn is_dev(&self) -> bool {
+        matches!(self.0.as_str(), "dev" | "test")
+    }
+
+    /// The profile's directory under a target directory, as cargo names it.
+    pub(crate) fn dir(&self) -> &str {
+        match self.0.as_str() {
+            "dev" | "test" => "debug",
+            "bench" => "release",
+            name => name,
         }
+    }
+
+    /// Cargo's arguments that select it.
+    pub(crate) fn args(&self) -> Vec<String> {
+        match self.0.as_str() {
+            "release" => vec!["--release".to_owned()],
+            "dev" => Vec::new(),
+            name => vec!["--profile".to_owned(), name.to_owned()],
+        }
+    }
+
+    /// Those arguments as they are typed, each after a space.
+    pub(crate) fn shown(&self) -> String {
+        self.args().iter().map(|a| format!(" {a}")).collect()
     }
 }
 
@@ -82,7 +113,11 @@ impl BuildTarget {
             package: "profiling-cli".to_owned(),
             bin: "profile-cli".to_owned(),
             features,
-            release: !cfg!(debug_assertions),
+            profile: if cfg!(debug_assertions) {
+                CargoProfile::named(Some("dev"))
+            } else {
+                CargoProfile::release()
+            },
         }
     }
 }
@@ -232,10 +267,10 @@ pub(crate) fn prepare(
         Ok(locks) => locks,
         Err(code) => return Ok(Err(code)),
     };
-    if !build.release {
+    if build.profile.is_dev() {
         writeln!(
             err,
-            "note: this program is a debug build: the base is built as one too, so that the two sides are built alike (a release build, as `cargo build --release` makes, times what ships)"
+            "note: both sides are debug builds (cargo's `dev` profile), built alike; a release build, as `cargo build --release` makes, times what ships"
         )?;
     }
     let place = Place {
@@ -415,17 +450,18 @@ fn build_side(
         Err(code) => return Ok(Err(code)),
     };
     let side_dir = place.builds.join(side);
-    // Only a release build is copied: a debug target directory holds
+    // Only an optimized build is copied: a debug target directory holds
     // every test's build too, gigabytes, and a dev build is quick.
-    if build.release {
-        let from = place.target.join("release");
-        if let Err(signal) = seed(&from, &side_dir.join("target/release"), side, err)? {
+    if !build.profile.is_dev() {
+        let dir = build.profile.dir();
+        let from = place.target.join(dir);
+        if let Err(signal) = seed(&from, &side_dir.join("target").join(dir), side, err)? {
             return Ok(Err(interrupted(signal, side, err)?));
         }
     }
     let binary = side_dir
         .join("target")
-        .join(build.profile_dir())
+        .join(build.profile.dir())
         .join(&build.bin);
     let built_from = built_from_record(&binary);
     // Written again only once this build is checked: until then, the
@@ -470,7 +506,7 @@ fn build_side(
         writeln!(
             err,
             "error: the {side} at {label} does not build (`cargo build{} -p {} --bin {}`): {first_error}",
-            if build.release { " --release" } else { "" },
+            build.profile.shown(),
             build.package,
             build.bin
         )?;
@@ -535,7 +571,7 @@ impl BuildTarget {
         let mut command = profiling_extract::workspace::cargo_for_snippets(&krate);
         command
             .arg("build")
-            .args(self.release.then_some("--release"))
+            .args(self.profile.args())
             .args(["-p", &self.package, "--bin", &self.bin])
             .arg("--manifest-path")
             .arg(&manifest)

@@ -26,7 +26,8 @@ pub(super) enum NotBuilt {
     Failed,
 }
 
-/// Builds `to`'s `profile` binary in release; its path.
+/// Builds `to`'s `profile` binary (in release, unless `--profile` names
+/// another of cargo's profiles; with the `--features` given); its path.
 ///
 /// Cargo's own output is shown when the build fails, or once it has been
 /// busy (compiling, downloading, waiting for a lock) for more than
@@ -38,9 +39,16 @@ pub(super) fn build(to: &Delegated, snippet: Option<&Path>) -> Result<PathBuf, N
     let package = &to.package;
     let manifest = to.workspace.join("Cargo.toml");
     let terminal = std::io::stderr().is_terminal();
+    let mut selection: Vec<String> = vec!["build".to_owned()];
+    selection.extend(to.profile.args());
+    selection.extend(["-p", package.as_str(), "--bin", "profile"].map(str::to_owned));
+    if !to.features.is_empty() {
+        selection.extend(["--features".to_owned(), to.features.join(",")]);
+    }
+    let typed = format!("cargo {}", selection.join(" "));
     let cargo = cargo_for_snippets(&to.krate)
         .current_dir(&to.krate)
-        .args(["build", "--release", "-p", package, "--bin", "profile"])
+        .args(&selection)
         .arg(if terminal {
             "--message-format=json-diagnostic-rendered-ansi"
         } else {
@@ -63,14 +71,14 @@ pub(super) fn build(to: &Delegated, snippet: Option<&Path>) -> Result<PathBuf, N
     let built = watch_build(child, snippet, &mut std::io::stderr().lock());
     let Some(executable) = built.executable.filter(|_| built.success) else {
         eprintln!(
-            "error: `cargo build --release -p {package} --bin profile --manifest-path {}` failed (above)",
+            "error: `{typed} --manifest-path {}` failed (above)",
             manifest.display()
         );
         return Err(NotBuilt::Failed);
     };
     if built.compiled && built.hidden_warnings > 0 {
         eprintln!(
-            "profile-cli: {} from other crates of {} not shown (`cargo build --release -p {package} --manifest-path {}` shows them)",
+            "profile-cli: {} from other crates of {} not shown (`{typed} --manifest-path {}` shows them)",
             plural_warnings(built.hidden_warnings),
             to.workspace.display(),
             manifest.display()

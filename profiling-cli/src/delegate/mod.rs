@@ -87,6 +87,21 @@ pub(crate) struct Delegated {
     krate: PathBuf,
     /// The profiling crate's package, whose `profile` binary runs.
     package: String,
+    /// Cargo's profile the binary is built in (`--profile`).
+    profile: crate::ab::CargoProfile,
+    /// The package's features it is built with (`--features`).
+    features: Vec<String>,
+}
+
+/// `--features` as cargo reads it: names separated by commas or spaces,
+/// the option repeatable.
+pub(crate) fn feature_list(given: &[String]) -> Vec<String> {
+    given
+        .iter()
+        .flat_map(|words| words.split([',', ' ']))
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Where `cli`'s command goes: the profiling crate of the workspace it
@@ -124,6 +139,8 @@ pub(crate) fn delegated(cli: &Cli, build_root: &Path) -> Option<Delegated> {
         workspace,
         krate,
         package,
+        profile: crate::ab::CargoProfile::named(cli.cargo_profile.as_deref()),
+        features: feature_list(&cli.features),
     })
 }
 
@@ -238,8 +255,8 @@ fn build_base(
     let build = crate::ab::BuildTarget {
         package: to.package.clone(),
         bin: "profile".to_owned(),
-        features: Vec::new(),
-        release: true,
+        features: to.features.clone(),
+        profile: to.profile.clone(),
     };
     let mut err = std::io::stderr().lock();
     let built =
@@ -308,6 +325,22 @@ mod tests {
         let parsed = cli(&["list", "--workspace=/v"]);
         assert_eq!(parsed.workspace, Some(PathBuf::from("/v")));
         assert!(!parsed.no_delegate);
+    }
+
+    #[test]
+    fn the_build_s_profile_and_features_are_read_as_cargo_reads_them() {
+        let parsed = cli(&["run", "x", "--profile", "dev", "-F", "a,b", "--features", "c d"]);
+        assert_eq!(parsed.cargo_profile.as_deref(), Some("dev"));
+        assert_eq!(feature_list(&parsed.features), ["a", "b", "c", "d"]);
+        let parsed = cli(&["--cargo-profile", "profiling", "list"]);
+        let profile = crate::ab::CargoProfile::named(parsed.cargo_profile.as_deref());
+        assert_eq!(profile.dir(), "profiling");
+        assert_eq!(profile.args(), ["--profile", "profiling"]);
+        let release = crate::ab::CargoProfile::named(None);
+        assert_eq!((release.dir(), release.args()), ("release", vec!["--release".to_owned()]));
+        let dev = crate::ab::CargoProfile::named(Some("dev"));
+        assert_eq!((dev.dir(), dev.args(), dev.is_dev()), ("debug", Vec::new(), true));
+        assert_eq!(crate::ab::CargoProfile::named(Some("bench")).dir(), "release");
     }
 
     #[test]

@@ -57,7 +57,11 @@ impl std::fmt::Display for Finished {
 /// that run cargo share, without debug information, and the release
 /// profile unoptimized. These tests check what a build makes and how the
 /// tool drives it, not how fast the built code runs; optimizing every
-/// dependency a second time would be most of their time.
+/// dependency a second time would be most of their time. The `test`
+/// profile is set as `dev` is (`scripts/test` gives this process's own
+/// builds line tables in both): a parity test's dependencies are then the
+/// ones a `dev` build compiled, as they are for a user, not a build of
+/// their own.
 pub fn nested_cargo(command: &mut std::process::Command) -> &mut std::process::Command {
     command
         .env(
@@ -65,6 +69,7 @@ pub fn nested_cargo(command: &mut std::process::Command) -> &mut std::process::C
             workspace_root().join("target/snippet-check"),
         )
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_TEST_DEBUG", "0")
         .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "256")

@@ -709,6 +709,67 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         "{skipped}"
     );
 
+    // The same commits backfilled into the store: every third from the
+    // good one (it, the one that does not build, and the last), each
+    // built in a worktree as `ab --against` builds its base and run with
+    // its config there, into runs of their own named by their commits.
+    let backfilled = profile_cli_in(
+        &ws,
+        &[
+            "history",
+            "backfill",
+            "dbl",
+            "--commits",
+            &format!("{good}..HEAD"),
+            "--every",
+            "3",
+            "--iterations",
+            "20",
+        ],
+    );
+    assert_eq!(backfilled.code, Some(1), "{backfilled}");
+    assert!(
+        backfilled.stderr.contains(&format!(
+            "backfill: {} does not build (4/5): not run (exit 2, above)",
+            &unbuildable[..12]
+        )),
+        "{backfilled}"
+    );
+    assert!(
+        backfilled
+            .stdout
+            .starts_with("dbl: no change found in its p50 over "),
+        "{backfilled}"
+    );
+    let tip = git_in(&ws, &["rev-parse", "HEAD"]);
+    for commit in [&good, &tip] {
+        let manifest: serde_yaml::Value = serde_yaml::from_str(
+            &std::fs::read_to_string(
+                ws.join("inference_profiling/backfill/dbl/runs")
+                    .join(&commit[..12])
+                    .join("manifest.yaml"),
+            )
+            .unwrap_or_else(|error| panic!("{commit}: {error}\n{backfilled}")),
+        )
+        .unwrap();
+        assert_eq!(manifest["git_commit"].as_str(), Some(commit.as_str()), "{backfilled}");
+        assert_eq!(manifest["git_dirty"], false, "{backfilled}");
+    }
+    let stored = profile_cli_in(&ws, &["history", "dbl", "--json"]);
+    assert_eq!(stored.code, Some(0), "{stored}");
+    for commit in [&good, &tip] {
+        assert!(stored.stdout.contains(commit.as_str()), "{commit}: {stored}");
+    }
+    assert_eq!(git_in(&ws, &["worktree", "list"]).lines().count(), 1);
+    // Again: the runs there are recorded, not run again.
+    let again = profile_cli_in(
+        &ws,
+        &["history", "backfill", "dbl", "--commits", &format!("{good}..HEAD"), "--every", "4"],
+    );
+    assert_eq!(again.code, Some(0), "{again}");
+    assert_eq!(again.stderr.matches(", in the store already").count(), 2, "{again}");
+    assert!(!again.stderr.contains("running dbl"), "{again}");
+
     // A crate that declares the program's global allocator, as services
     // do: `new` takes the counting allocator out of the binary (a program
     // has one) and says so; the binary links, runs, and says that memory

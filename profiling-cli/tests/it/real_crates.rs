@@ -278,10 +278,14 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
 
     // A published crate's function profiled with its memory: imageproc's
     // blur allocates its output image (and its f32 buffers) in every call,
-    // charged to the copied function's range.
+    // charged to the copied function's range. The workspace's binary built
+    // in cargo's `dev` profile (`--profile`), on the dependencies the
+    // parity tests built: own_workspace.rs runs the default release build.
     let ran = profile_cli_in(
         &ws,
         &[
+            "--profile",
+            "dev",
             "run",
             "ip-blur",
             "--memory",
@@ -299,6 +303,8 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
         .unwrap(),
     )
     .unwrap();
+    // `--profile dev` reached the build: a debug build ran.
+    assert_eq!(manifest["build_profile"], "debug", "{ran}");
     let blur = manifest["timings"]["ranges"]
         .as_sequence()
         .unwrap()
