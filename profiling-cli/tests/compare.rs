@@ -761,12 +761,18 @@ fn ab_alternates_the_sides_in_one_capture_and_finds_the_slower_one() {
     assert!(low <= ratio && ratio <= high);
     assert_eq!(row("pass").1, "slower");
     // The tails of the pass, paired: each side's p95 and p99 over its
-    // passes, the candidate's well above the base's.
-    for tail in ["p95", "p99"] {
-        let tail = &document["tails"][tail];
+    // passes, each with its interval. The candidate's p95 is well above
+    // the base's; the p99 of 60 passes is their slowest, which one pass
+    // the machine stalled sets on either side, so only its interval is
+    // asserted.
+    for name in ["p95", "p99"] {
+        let tail = &document["tails"][name];
         let change = tail["change"].as_f64().unwrap();
         let [low, high] = [0, 1].map(|i| tail["interval"][i].as_f64().unwrap());
-        assert!(change > 0.3 && low <= change && change <= high, "{tail}");
+        assert!(low <= change && change <= high, "{tail}");
+        if name == "p95" {
+            assert!(change > 0.3, "{tail}");
+        }
         assert_eq!(tail["pairs"], 20, "{tail}");
     }
     // `steady` did not change: not a difference either way.

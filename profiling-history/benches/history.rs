@@ -17,6 +17,19 @@ fn main() {
 const RANGES: usize = 20;
 /// Runs in the store `series` reads.
 const STORED: usize = 10_000;
+/// Commits of the series whose changes are found.
+const COMMITS: usize = 1_000;
+
+/// `n`, or a hundredth of it (at least 10) when the benchmarks run once
+/// each as tests (`cargo test`, unoptimized), which checks that they run,
+/// not what they cost: `cargo bench` passes `--bench`.
+fn sized(n: usize) -> usize {
+    if std::env::args().any(|a| a == "--bench") {
+        n
+    } else {
+        (n / 100).max(10)
+    }
+}
 
 fn row(part: &'static str, path: String, p50: u64) -> RangeRow {
     RangeRow {
@@ -112,7 +125,7 @@ fn write_a_run_of_10000_passes_and_20_ranges(bencher: divan::Bencher) {
 fn series_of_a_target_over_10000_runs(bencher: divan::Bencher) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("history.sqlite")).unwrap();
-    for k in 0..STORED {
+    for k in 0..sized(STORED) {
         store.record(&record(k, &[])).unwrap();
     }
     let query = SeriesQuery {
@@ -132,11 +145,12 @@ fn series_of_a_target_over_10000_runs(bencher: divan::Bencher) {
 fn changes_in_a_series_of_1000_commits(bencher: divan::Bencher) {
     // A 3 % shift a third of the way and a 5 % one two thirds of the way,
     // in noise of 1 %.
-    let values: Vec<f64> = (0..1000)
+    let commits = sized(COMMITS);
+    let values: Vec<f64> = (0..commits)
         .map(|k| {
-            let level = if k < 333 {
+            let level = if k < commits / 3 {
                 1000.0
-            } else if k < 666 {
+            } else if k < 2 * commits / 3 {
                 1030.0
             } else {
                 1081.5
