@@ -126,6 +126,11 @@ pub struct AbArgs {
     /// anything runs, a range the targets do not have once the first pair (or stage) has run.
     #[arg(long, value_name = "GATES")]
     pub accept: Option<String>,
+    /// For `git bisect run`: exit 0 when the gates accept ("good"), 1 when they reject ("bad"),
+    /// and 125 ("skip") when the verdict is inconclusive or a side does not build or run, so that
+    /// a noisy pair or a broken commit is never named the first bad one.
+    #[arg(long, requires = "accept")]
+    pub bisect: bool,
     /// Repeat the whole pairing K times (ids AB_ID-1 ... AB_ID-K), each pair judged on its own; with
     /// gates, the verdict is accept or reject only when every repetition says so, else inconclusive.
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]

@@ -260,6 +260,8 @@ pub fn analyze_command(
         if !args.json && !args.quiet {
             writeln!(out, "analysis: {}", path.display())?;
         }
+        // The GPU time per range into the store the run went into.
+        crate::recording::record_analysis(run_dir, err)?;
         // The run's page shows it.
         let page = run_dir.join(crate::report::REPORT_FILE);
         if page.is_file() {

@@ -203,12 +203,18 @@ struct ShowArgs {
     #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with_all = ["changes", "export"])]
     page: Option<Option<PathBuf>>,
     /// Print every stored figure of the target's runs instead, one row per run and range path:
-    /// `csv` (a header, then RFC 4180 rows; pandas.read_csv reads it as it is) or `json` (an
-    /// array of objects with the same fields); or `bmf`, the newest completed run in Bencher
-    /// Metric Format (for `bencher run --file`), a benchmark per range with its median as
-    /// latency. --machine and --config filter it.
-    #[arg(long, value_name = "FORMAT", value_parser = ["csv", "json", "bmf"], conflicts_with_all = ["changes", "json"])]
+    /// `csv` (a header, then RFC 4180 rows; pandas.read_csv reads it as it is), `json` (an
+    /// array of objects with the same fields) or `parquet` (Apache Parquet, a typed column per
+    /// field: pandas.read_parquet and polars read it; redirect it to a file); or `bmf`, the
+    /// newest completed run in Bencher Metric Format (for `bencher run --file`), a benchmark
+    /// per range with its median as latency. --machine and --config filter it.
+    #[arg(long, value_name = "FORMAT", value_parser = ["csv", "json", "parquet", "bmf"], conflicts_with_all = ["changes", "json"])]
     export: Option<String>,
+    /// With --export csv, json or parquet: the raw samples instead of the figures, one row per
+    /// measured pass and per call of each range (inclusive and exclusive of the ranges inside
+    /// it), in the order measured.
+    #[arg(long, requires = "export")]
+    samples: bool,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -740,7 +746,6 @@ fn show(
     Ok(EXIT_OK)
 }
 
-/// `history TARGET --export FORMAT`: every stored figure, flat.
 /// The newest completed run of `rows` in Bencher Metric Format, for
 /// `bencher run --file`: a benchmark per range path (`TARGET/PATH`, the
 /// pass as `TARGET/pass`), its `latency` the median in nanoseconds with
@@ -786,6 +791,8 @@ fn bmf(rows: &[profiling_history::FlatRow]) -> serde_json::Value {
     serde_json::Value::Object(document)
 }
 
+/// `history TARGET --export FORMAT`: every stored figure, flat, or with
+/// `--samples` every kept sample.
 fn export(
     store: &mut Store,
     target: &str,
@@ -839,12 +846,19 @@ fn export(
         )?;
         return Ok(EXIT_USAGE);
     }
+    if args.samples {
+        return export_samples(store, target, &rows, format, out, err);
+    }
     if format == "json" {
         writeln!(out, "{}", serde_json::to_string(&rows)?)?;
         return Ok(EXIT_OK);
     }
     if format == "bmf" {
         writeln!(out, "{}", bmf(&rows))?;
+        return Ok(EXIT_OK);
+    }
+    if format == "parquet" {
+        out.write_all(&profiling_history::FlatRow::parquet(&rows))?;
         return Ok(EXIT_OK);
     }
     writeln!(out, "{}", profiling_history::FlatRow::COLUMNS.join(","))?;
@@ -855,6 +869,53 @@ fn export(
             .map(|f| profiling_history::store::csv_field(f))
             .collect();
         writeln!(out, "{}", fields.join(","))?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// `--export FORMAT --samples`: every kept sample of the runs `rows` holds
+/// (the target's, on the machines and configs chosen).
+fn export_samples(
+    store: &mut Store,
+    target: &str,
+    rows: &[profiling_history::FlatRow],
+    format: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    if format == "bmf" {
+        writeln!(
+            err,
+            "error: --samples: Bencher Metric Format holds figures, not samples: give --export csv, json or parquet"
+        )?;
+        return Ok(EXIT_USAGE);
+    }
+    let chosen: std::collections::HashSet<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.machine.as_str(), r.config.as_str()))
+        .collect();
+    let (mut samples, sketched) = store.sample_rows(target, None, None)?;
+    samples.retain(|s| chosen.contains(&(s.machine.as_str(), s.config.as_str())));
+    if sketched > 0 {
+        writeln!(
+            err,
+            "note: {sketched} samples past the ones the runs kept are known only by their histogram bucket, and have no row"
+        )?;
+    }
+    match format {
+        "json" => writeln!(out, "{}", serde_json::to_string(&samples)?)?,
+        "parquet" => out.write_all(&profiling_history::SampleRow::parquet(&samples))?,
+        _ => {
+            writeln!(out, "{}", profiling_history::SampleRow::COLUMNS.join(","))?;
+            for sample in &samples {
+                let fields: Vec<String> = sample
+                    .fields()
+                    .iter()
+                    .map(|f| profiling_history::store::csv_field(f))
+                    .collect();
+                writeln!(out, "{}", fields.join(","))?;
+            }
+        }
     }
     Ok(EXIT_OK)
 }
@@ -1321,7 +1382,7 @@ fn write_change(metric: Metric, change: &Change, out: &mut dyn Write) -> std::io
         out,
         "  {}  {}  {} [{}, {}]  {} -> {}  p = {:.3}  (commit {} of {}, machine {}, config {}){also}",
         short(change.commit.as_deref()),
-        change.path,
+        change.label(),
         percent(change.ratio),
         percent(change.low),
         percent(change.high),

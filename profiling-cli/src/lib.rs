@@ -95,6 +95,15 @@ struct Cli {
     command: Command,
 }
 
+impl Command {
+    /// `ab --bisect` in the process the user started (not the stage or
+    /// the side a workspace's binary runs for it): its exit code is
+    /// [`exit::for_bisect`]'s.
+    fn exits_for_bisect(&self) -> bool {
+        matches!(self, Command::Ab(ab) if ab.bisect && ab.handoff.is_none() && ab.stage.is_none())
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Show every registered target: name, source location, description.
@@ -354,7 +363,15 @@ pub fn run_main() -> std::process::ExitCode {
     #[cfg(feature = "full")]
     let parsed = match parsed {
         Ok(cli) => match delegate::delegated(&cli, workspace_root) {
-            Some(to) => return std::process::ExitCode::from(delegate::delegate(cli, to, &args)),
+            Some(to) => {
+                let for_bisect = cli.command.exits_for_bisect();
+                let code = delegate::delegate(cli, to, &args);
+                return ended(if for_bisect {
+                    exit::for_bisect(code)
+                } else {
+                    code
+                });
+            }
             None => Ok(cli),
         },
         Err(error) => Err(error),
@@ -410,6 +427,17 @@ fn run_parsed(
         ),
         Err(error) => said_by_clap(error, &mut out, &mut err),
     };
+    ended(code)
+}
+
+/// The process's end with `code`: by the signal itself when `code` is a
+/// signal's (130, 143), after the command cleaned up and said what it
+/// says, as bash, make and cargo end, so that a shell loop around the
+/// command stops with it.
+fn ended(code: u8) -> std::process::ExitCode {
+    if let Some(signal) = profiling_core::driver::interrupt::signal_of_exit_code(code) {
+        profiling_core::driver::interrupt::die_by(signal);
+    }
     std::process::ExitCode::from(code)
 }
 
@@ -454,6 +482,24 @@ fn said_by_clap(error: clap::Error, out: &mut dyn Write, err: &mut dyn Write) ->
 /// config, `--output-dir` nor `--workspace` says: what the program does
 /// when started outside `workspace_root`.
 fn main_in(
+    cli: Cli,
+    args: &[OsString],
+    workspace_root: &Path,
+    runs_default: Option<PathBuf>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let for_bisect = cli.command.exits_for_bisect();
+    let code = main_on(cli, args, workspace_root, runs_default, out, err);
+    if for_bisect {
+        exit::for_bisect(code)
+    } else {
+        code
+    }
+}
+
+/// [`main_in`], its exit code as the command gives it.
+fn main_on(
     cli: Cli,
     args: &[OsString],
     workspace_root: &Path,

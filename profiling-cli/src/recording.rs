@@ -26,6 +26,62 @@ pub(crate) fn record_text(
     }
 }
 
+/// After `analyze` wrote `analysis.yaml` into `run_dir`: what Nsight saw
+/// of the run's GPU work, into the store the run went into
+/// (`$PROFILING_STORE`, else the nearest `history.sqlite` above the run
+/// directory), as [`Record::read_analysis`] reads it. Nothing when no
+/// range launched GPU work or there is no store yet; a failure is a
+/// warning.
+pub(crate) fn record_analysis(run_dir: &Path, err: &mut dyn Write) -> std::io::Result<()> {
+    let text = match std::env::var(crate::handoff::STORE_ENV) {
+        Ok(text) => text,
+        Err(_) => {
+            let nearest = run_dir
+                .ancestors()
+                .skip(1)
+                .map(|dir| dir.join(crate::handoff::STORE_FILE))
+                .find(|file| file.is_file());
+            match nearest {
+                Some(file) => file.to_string_lossy().into_owned(),
+                None => return Ok(()),
+            }
+        }
+    };
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let location = match Location::parse(&text, &here) {
+        Ok(Location::Off) => return Ok(()),
+        Ok(location) => location,
+        Err(error) => return analysis_not_recorded(&error.to_string(), run_dir, err),
+    };
+    let written = Record::read_analysis(run_dir)
+        .map_err(|e| e.to_string())
+        .and_then(|record| {
+            let Some(record) = record else {
+                return Ok(());
+            };
+            let mut store = Store::open_location_existing(&location)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| "the store is off".to_owned())?;
+            store.record(&record).map(|_| ()).map_err(|e| e.to_string())
+        });
+    match written {
+        Ok(()) => Ok(()),
+        Err(message) => analysis_not_recorded(&message, run_dir, err),
+    }
+}
+
+fn analysis_not_recorded(
+    message: &str,
+    run_dir: &Path,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        err,
+        "warning: the analysis is not in the history store: {message}; {} is kept",
+        run_dir.join("analysis.yaml").display()
+    )
+}
+
 /// The warning of a run the store did not take.
 fn not_recorded(message: &str, run_dir: &Path, err: &mut dyn Write) -> std::io::Result<()> {
     writeln!(

@@ -138,6 +138,51 @@ fn a_run_directory_gets_its_analysis_beside_the_manifest_and_on_its_page() {
     let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(document["passes"].as_array().unwrap().len(), 2);
     assert_eq!(document["ranges"][0]["kernels"][0]["name"], "gemm");
+
+    // What Nsight saw of the GPU went into the store the run went into,
+    // beside the run's own record: its range's GPU busy time, once
+    // however often it is analyzed.
+    let store = rusqlite::Connection::open(out.path().join("history.sqlite")).unwrap();
+    let stored: Vec<(String, String, String, String, i64, i64, i64)> = store
+        .prepare(
+            "SELECT u.kind, u.run_id, r.part, r.path, r.count, r.p50_ns, r.max_ns
+             FROM runs u JOIN ranges r ON r.run = u.id WHERE u.kind = 'analyze'",
+        )
+        .unwrap()
+        .query_map([], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+                row.get(6)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        stored,
+        [(
+            "analyze".to_owned(),
+            "r".to_owned(),
+            "gpu".to_owned(),
+            "preprocess".to_owned(),
+            2,
+            100,
+            200
+        )]
+    );
+    let kinds: Vec<String> = store
+        .prepare("SELECT kind FROM runs ORDER BY kind")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(kinds, ["analyze", "run"]);
 }
 
 #[test]

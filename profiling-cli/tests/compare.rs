@@ -1734,6 +1734,69 @@ fn runs_go_into_the_history_store_and_history_reads_them_back() {
     assert_eq!(rows[5]["path"], "work");
     assert_eq!(rows[5]["run_id"], "h2");
     the_guides_pandas_example_reads_the_export(&exported.stdout, rows.as_array().unwrap());
+    // Every kept sample: a row per measured pass and per call of each
+    // range, inclusive and exclusive, as many as the figures counted.
+    let samples = history(&["--export", "json", "--samples"]);
+    assert_eq!(samples.code, 0, "{}", samples.stderr);
+    let samples: serde_json::Value = serde_json::from_str(&samples.stdout).unwrap();
+    let samples = samples.as_array().unwrap();
+    for row in rows.as_array().unwrap() {
+        let (part, path, run) = (&row["part"], &row["path"], &row["run_id"]);
+        for measure in if part == "pass" {
+            &[""][..]
+        } else {
+            &["inclusive", "exclusive"][..]
+        } {
+            let of_it: Vec<u64> = samples
+                .iter()
+                .filter(|s| s["run_id"] == *run && s["name"] == *path && s["measure"] == *measure)
+                .map(|s| s["ns"].as_u64().unwrap())
+                .collect();
+            assert_eq!(of_it.len() as u64, row["count"].as_u64().unwrap(), "{row}");
+            if *measure != "exclusive" {
+                assert_eq!(of_it.iter().min().copied(), row["min_ns"].as_u64(), "{row}");
+                assert_eq!(of_it.iter().max().copied(), row["max_ns"].as_u64(), "{row}");
+            }
+        }
+    }
+    let samples_csv = history(&["--export", "csv", "--samples"]);
+    assert_eq!(
+        samples_csv.stdout.lines().next(),
+        Some("profile,run_id,started_at,commit,machine,config,part,name,measure,index,ns")
+    );
+    assert_eq!(samples_csv.stdout.lines().count(), 1 + samples.len());
+    let refused = history(&["--export", "bmf", "--samples"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    // Both as Parquet: pandas (with pyarrow) reads them, typed, with what
+    // the CSV holds.
+    let parquet = |extra: &[&str]| {
+        let mut argv: Vec<std::ffi::OsString> = [
+            "profile-cli",
+            "history",
+            "compare-spin",
+            "--output-dir",
+            dir.as_str(),
+            "--dirty",
+            "--export",
+            "parquet",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        argv.extend(extra.iter().map(Into::into));
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = profiling_cli::main_with(argv, &common::workspace_root(), &mut out, &mut err);
+        assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+        assert_eq!(
+            (&out[..4], &out[out.len() - 4..]),
+            (&b"PAR1"[..], &b"PAR1"[..])
+        );
+        out
+    };
+    pandas_reads_the_parquet_as_the_csv(&[
+        (parquet(&[]), exported.stdout.clone()),
+        (parquet(&["--samples"]), samples_csv.stdout.clone()),
+    ]);
     // For `bencher run`: the newest run, a benchmark per range, its
     // median as latency with the median's interval.
     let bmf = history(&["--export", "bmf"]);
@@ -2150,6 +2213,65 @@ fn the_guides_pandas_example_reads_the_export(csv: &str, rows: &[serde_json::Val
         let shown: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
         assert_eq!(shown, median, "{path} in:\n{printed}");
     }
+}
+
+/// Each Parquet export, read by pandas with pyarrow, holds the rows and
+/// values of the CSV export beside it, with integer columns as integers,
+/// `dirty` as booleans and nulls where the CSV has nothing. Skipped,
+/// saying so, without the pandas and pyarrow `scripts/setup-pandas`
+/// installs.
+fn pandas_reads_the_parquet_as_the_csv(exports: &[(Vec<u8>, String)]) {
+    let python = common::workspace_root().join("target/pandas-venv/bin/python");
+    let has_pyarrow = python.is_file()
+        && std::process::Command::new(&python)
+            .args(["-c", "import pyarrow"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !has_pyarrow {
+        println!("skipped: no pandas with pyarrow (scripts/setup-pandas installs them)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (k, (parquet, csv)) in exports.iter().enumerate() {
+        std::fs::write(dir.path().join(format!("{k}.parquet")), parquet).unwrap();
+        std::fs::write(dir.path().join(format!("{k}.csv")), csv).unwrap();
+    }
+    let script = format!(
+        r#"
+import numpy as np
+import pandas as pd
+def text(v):
+    if v is None:
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v)).lower()
+    if isinstance(v, (float, np.floating)):
+        return "" if np.isnan(v) else str(int(v))
+    return str(v)
+for k in range({count}):
+    typed = pd.read_parquet(f"{{k}}.parquet")
+    plain = pd.read_csv(f"{{k}}.csv", keep_default_na=False, dtype=str)
+    assert list(typed.columns) == list(plain.columns), (list(typed.columns), list(plain.columns))
+    assert len(typed) == len(plain), (len(typed), len(plain))
+    for column in typed.columns:
+        shown = [text(v) for v in typed[column]]
+        assert shown == list(plain[column]), (column, shown[:5], list(plain[column])[:5])
+    assert str(typed["ns" if "ns" in typed.columns else "p50_ns"].dtype) == "int64"
+print("read", {count})
+"#,
+        count = exports.len()
+    );
+    let output = std::process::Command::new(&python)
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// `history changes --csv`: series from elsewhere in Apache Otava's CSV

@@ -9,6 +9,7 @@
 //! runs the scenarios; with the child variable set, it is the program.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -120,8 +121,55 @@ fn main() -> ExitCode {
     ctrl_c_ends_a_load_with_what_it_measured_and_exits_130();
     sigterm_ends_a_load_waiting_for_a_send_far_ahead();
     sigterm_ends_a_load_in_a_long_warmup();
-    println!("signals: 13 checks passed");
+    ctrl_c_in_a_shell_loop_stops_the_loop();
+    println!("signals: 14 checks passed");
     ExitCode::SUCCESS
+}
+
+/// Ctrl-C in a shell loop around the command stops the loop, as it would
+/// around `make` or `cargo`: the terminal sends SIGINT to the foreground
+/// process group; the command finishes its call, writes its interrupted
+/// manifest, then dies of the signal, and bash, which waited for it, ends
+/// too instead of starting the next turn.
+fn ctrl_c_in_a_shell_loop_stops_the_loop() {
+    use std::os::unix::process::CommandExt;
+    let output = tempfile::tempdir().unwrap();
+    let script = r#"for turn in 1 2 3; do "$0" run signal-sleeper --warmup 0 --iterations 50 --run-id "sig-$turn" --output-dir "$1"; echo "after $turn"; done"#;
+    let mut shell = Command::new("bash")
+        .args(["-c", script])
+        .arg(std::env::current_exe().unwrap())
+        .arg(output.path())
+        .env(CHILD, "1")
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(shell.stdout.take().unwrap()).lines();
+    let running = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.contains("running `signal-sleeper`"));
+    assert!(running, "the first turn started its run");
+    wait_for_calls(&mut lines, 2);
+    // SAFETY: kill(2) on the process group this test started, as a
+    // terminal's Ctrl-C reaches its foreground job.
+    let sent = unsafe { libc::kill(-(shell.id() as libc::pid_t), libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = shell.wait().unwrap();
+    assert!(
+        !rest.iter().any(|line| line.starts_with("after")),
+        "the loop went on: {rest:?}"
+    );
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{rest:?}");
+    let first = output
+        .path()
+        .join("signal-sleeper/runs/sig-1/manifest.yaml");
+    let manifest: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(first).unwrap()).unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    assert!(!output.path().join("signal-sleeper/runs/sig-2").exists());
 }
 
 /// Starts the child and waits until its second call has started: its first
@@ -225,7 +273,7 @@ fn ctrl_c_finishes_the_call_writes_the_manifest_and_exits_130() {
     let mut child = start(output.path());
     signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.signal(), Some(libc::SIGINT));
     let manifest = manifest(output.path());
     assert_eq!(manifest["status"], "interrupted");
     assert_eq!(manifest["interrupted_by"], "SIGINT");
@@ -259,7 +307,7 @@ fn sigterm_exits_143_with_the_manifest() {
     let output = tempfile::tempdir().unwrap();
     let mut child = start(output.path());
     signal(&child, libc::SIGTERM);
-    assert_eq!(child.wait().unwrap().code(), Some(143));
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
     assert_eq!(manifest(output.path())["interrupted_by"], "SIGTERM");
 }
 
@@ -272,7 +320,8 @@ fn a_sigterm_after_ctrl_c_exits_at_once_with_143() {
     a_second_signal_exits_at_once(libc::SIGTERM, 143);
 }
 
-/// Ctrl-C, then `second`: the process ends with `code` at once.
+/// Ctrl-C, then `second`: the process dies of `second` at once (a shell
+/// says `code`).
 fn a_second_signal_exits_at_once(second: i32, code: i32) {
     let output = tempfile::tempdir().unwrap();
     let (mut child, mut lines) = start_target(output.path(), "signal-long-sleeper");
@@ -282,7 +331,8 @@ fn a_second_signal_exits_at_once(second: i32, code: i32) {
     signal(&child, libc::SIGINT);
     wait_until_delivered(&child, libc::SIGINT);
     signal(&child, second);
-    assert_eq!(child.wait().unwrap().code(), Some(code));
+    let status = child.wait().unwrap();
+    assert_eq!((status.signal(), 128 + second), (Some(second), code));
     // Without waiting for the 5 s call in progress: a run that waited for it
     // would have written its interrupted manifest.
     assert!(!output.path().join("signal-long-sleeper/runs/sig").exists());
@@ -302,7 +352,7 @@ fn the_real_binary_stops_a_run_on_ctrl_c_with_its_manifest() {
     drain(lines);
     std::thread::sleep(Duration::from_millis(800));
     signal(&child, libc::SIGINT);
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGINT));
     let runs = output.path().join("detection-postprocess/runs");
     if !runs.join("sig").exists() {
         // Stopped before the passes: nothing of the run but its lock file.
@@ -372,7 +422,7 @@ fn a_sweep_stops_after_its_current_point_on_ctrl_c_and_resumes() {
     wait_for_calls(&mut lines, 1);
     drain(lines);
     signal(&child, libc::SIGINT);
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGINT));
     let dir = output.path().join("signal-sleeper/runs/sw");
     assert_eq!(
         sweep_statuses(&dir),
@@ -458,7 +508,10 @@ fn a_first_signal_outside_the_passes_ends_the_command_at_once() {
         wait_for_handlers(&child);
         self::signal(&child, signal);
         let finished = child.wait_with_output().unwrap();
-        assert_eq!(finished.status.code(), Some(code), "signal {signal}");
+        assert_eq!(
+            (finished.status.signal(), 128 + signal),
+            (Some(signal), code)
+        );
         assert!(
             finished.stdout.is_empty(),
             "{}",
@@ -486,7 +539,7 @@ fn a_first_signal_while_a_run_sets_up_ends_it_with_nothing_written() {
         self::signal(&child, signal);
         drain(lines);
         let status = child.wait().unwrap();
-        assert_eq!(status.code(), Some(code), "signal {signal}");
+        assert_eq!((status.signal(), 128 + signal), (Some(signal), code));
         let runs = output.path().join("signal-slow-factory/runs");
         assert!(!runs.join("sig").exists(), "no run directory");
         let left: Vec<String> = std::fs::read_dir(&runs)
@@ -578,7 +631,11 @@ fn an_interrupted_ab_keeps_the_earlier_pair_and_exits_130() {
             wait_until_delivered(&child, libc::SIGINT);
             signal(&child, libc::SIGINT);
         }
-        assert_eq!(child.wait().unwrap().code(), Some(130), "twice: {twice}");
+        assert_eq!(
+            child.wait().unwrap().signal(),
+            Some(libc::SIGINT),
+            "twice: {twice}"
+        );
         assert_eq!(
             std::fs::read(pair.join("paired.json")).unwrap(),
             paired,
@@ -615,7 +672,7 @@ fn two_ctrl_cs_on_a_new_ab_id_leave_nothing_under_it() {
     signal(&child, libc::SIGINT);
     wait_until_delivered(&child, libc::SIGINT);
     signal(&child, libc::SIGINT);
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGINT));
     assert!(!runs.join("fresh").exists(), "{:?}", names(&runs));
     let left = names(&runs);
     assert!(
@@ -666,7 +723,7 @@ fn ctrl_c_ends_a_load_with_what_it_measured_and_exits_130() {
     drain(lines);
     signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.signal(), Some(libc::SIGINT));
     let path = output.path().join("signal-sleeper/runs/sig/load.yaml");
     let record: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -734,7 +791,7 @@ fn sigterm_ends_a_load_waiting_for_a_send_far_ahead() {
     // The first query, sent at once, has ended: the next is 1,000 s away.
     let mut child = start_load(output.path(), "signal-says-done", &args, CALL_ENDED, 1);
     signal(&child, libc::SIGTERM);
-    assert_eq!(child.wait().unwrap().code(), Some(143));
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
     let (record, left) = load_record(output.path(), "signal-says-done");
     assert_eq!(record["status"], "interrupted");
     assert_eq!(record["interrupted_by"], "SIGTERM");
@@ -751,7 +808,7 @@ fn sigterm_ends_a_load_in_a_long_warmup() {
     let args = ["--queries", "5", "--warmup", "1000000000"];
     let mut child = start_load(output.path(), "signal-sleeper", &args, CALL_STARTED, 2);
     signal(&child, libc::SIGTERM);
-    assert_eq!(child.wait().unwrap().code(), Some(143));
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
     let (record, left) = load_record(output.path(), "signal-sleeper");
     assert_eq!(record["status"], "interrupted");
     let step = &record["load"]["steps"][0];

@@ -79,7 +79,13 @@ pub fn check_build(krate: &SnippetsCrate, snippet: &Path) -> Result<BuildCheck, 
     let output = run(
         crate::workspace::cargo_for_snippets(&krate.dir)
             .current_dir(&krate.dir)
-            .args(["build", "--lib", "--message-format=json", "-p", &krate.package])
+            .args([
+                "build",
+                "--lib",
+                "--message-format=json",
+                "-p",
+                &krate.package,
+            ])
             .arg("--manifest-path")
             .arg(&manifest),
         &shown,

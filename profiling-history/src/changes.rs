@@ -179,6 +179,16 @@ pub struct Change {
 }
 
 impl Change {
+    /// What changed, as a line names it: the range path (`pass` for the
+    /// pass), `(GPU busy)` after it for what `analyze` recorded.
+    pub fn label(&self) -> String {
+        if self.part == "gpu" {
+            format!("{} (GPU busy)", self.path)
+        } else {
+            self.path.clone()
+        }
+    }
+
     /// Slower (a larger value) rather than faster.
     pub fn is_regression(&self) -> bool {
         self.ratio > 1.0

@@ -16,6 +16,7 @@
 
 mod backend;
 pub mod changes;
+pub mod parquet;
 mod pg;
 pub mod record;
 mod schema;
@@ -27,4 +28,4 @@ pub use backend::DbError;
 pub use changes::{Change, Detector};
 pub use record::{Machine, RangeRow, Record};
 pub use series::{Metric, Point, Series, SeriesQuery};
-pub use store::{FlatRow, Location, Recorded, Store, StoreError, Verdict};
+pub use store::{FlatRow, Location, Recorded, SampleRow, Store, StoreError, Verdict};

@@ -169,6 +169,68 @@ impl Record {
         })
     }
 
+    /// What Nsight Systems recorded of the run in `dir`, as `profile-cli
+    /// analyze` wrote it beside the manifest (`analysis.yaml`): a record of
+    /// kind `analyze` beside the run's own (place `/analyze`), its
+    /// provenance the run's, a row of part `gpu` per range that launched
+    /// GPU work, its figures those of the range's GPU busy time (the union
+    /// of what it launched on the GPU). `Ok(None)` when no range launched
+    /// any.
+    pub fn read_analysis(dir: &Path) -> Result<Option<Record>, RecordError> {
+        let path = dir.join("analysis.yaml");
+        let unusable = |reason: String| RecordError::Unusable {
+            path: path.clone(),
+            reason,
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| unusable(e.to_string()))?;
+        let analysis: serde_yaml::Value =
+            serde_yaml::from_str(&text).map_err(|e| unusable(e.to_string()))?;
+        let mut record = Record::read(dir)?;
+        let number = |value: &serde_yaml::Value, key: &str| -> Result<u64, RecordError> {
+            value[key]
+                .as_u64()
+                .ok_or_else(|| unusable(format!("`{key}` is not a count of nanoseconds")))
+        };
+        let mut ranges = Vec::new();
+        for range in analysis["ranges"].as_sequence().into_iter().flatten() {
+            let busy = &range["gpu_busy"];
+            if busy.is_null() {
+                continue;
+            }
+            let text = |key: &str| -> Result<String, RecordError> {
+                range[key]
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| unusable(format!("a range without its `{key}`")))
+            };
+            ranges.push(RangeRow {
+                part: "gpu",
+                path: text("path")?,
+                name: format!("{} (GPU busy)", text("name")?),
+                depth: u32::try_from(number(range, "depth")?).unwrap_or(u32::MAX),
+                count: number(busy, "count")?,
+                p50_ns: number(busy, "p50_ns")?,
+                p90_ns: number(busy, "p90_ns")?,
+                p99_ns: number(busy, "p99_ns")?,
+                mean_ns: number(busy, "mean_ns")?,
+                min_ns: Some(number(busy, "min_ns")?),
+                max_ns: number(busy, "max_ns")?,
+                low_ns: None,
+                high_ns: None,
+                alloc_bytes: None,
+                peak_bytes: None,
+            });
+        }
+        if ranges.is_empty() {
+            return Ok(None);
+        }
+        record.kind = "analyze";
+        record.place = format!("{}/analyze", record.place);
+        record.ranges = ranges;
+        record.samples = None;
+        Ok(Some(record))
+    }
+
     /// The load in `dir` (its `load.yaml`, or the file itself): the step
     /// its tables detail (the peak's after a search, else the only one) as
     /// rows of part `load` (`query latency`, `query queueing`, `query

@@ -116,6 +116,131 @@ impl FlatRow {
     }
 }
 
+impl FlatRow {
+    /// `rows` as an Apache Parquet file, a column per field (in
+    /// [`FlatRow::COLUMNS`]' order): text, 64-bit integers (nanoseconds and
+    /// bytes), `dirty` a boolean, and nulls where a figure is not there.
+    pub fn parquet(rows: &[FlatRow]) -> Vec<u8> {
+        use crate::parquet::Column;
+        let text = |f: fn(&FlatRow) -> Option<String>| Column::Text(rows.iter().map(f).collect());
+        let int = |f: fn(&FlatRow) -> Option<u64>| {
+            Column::Int(rows.iter().map(|r| f(r).map(as_i64)).collect())
+        };
+        let columns: [Column; 24] = [
+            text(|r| Some(r.profile.clone())),
+            text(|r| Some(r.kind.clone())),
+            text(|r| Some(r.run_id.clone())),
+            text(|r| Some(r.status.clone())),
+            text(|r| Some(r.started_at.clone())),
+            text(|r| r.commit.clone()),
+            Column::Bool(rows.iter().map(|r| r.dirty).collect()),
+            text(|r| Some(r.machine.clone())),
+            text(|r| Some(r.config.clone())),
+            text(|r| Some(r.part.clone())),
+            text(|r| Some(r.path.clone())),
+            text(|r| Some(r.name.clone())),
+            int(|r| Some(u64::from(r.depth))),
+            int(|r| Some(r.count)),
+            int(|r| Some(r.p50_ns)),
+            int(|r| Some(r.p90_ns)),
+            int(|r| Some(r.p99_ns)),
+            int(|r| Some(r.mean_ns)),
+            int(|r| r.min_ns),
+            int(|r| Some(r.max_ns)),
+            int(|r| r.low_ns),
+            int(|r| r.high_ns),
+            int(|r| r.alloc_bytes),
+            int(|r| r.peak_bytes),
+        ];
+        let named: Vec<(&str, Column)> = FlatRow::COLUMNS.into_iter().zip(columns).collect();
+        crate::parquet::write(&named)
+    }
+}
+
+/// A count or a duration as Parquet's signed 64-bit integer (none comes
+/// near 2^63).
+fn as_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// One sample of a stored run: a measured pass's time, or one call of a
+/// range (inclusive of the ranges inside it, or exclusive of them), in the
+/// order measured.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SampleRow {
+    pub profile: String,
+    pub run_id: String,
+    pub started_at: String,
+    pub commit: Option<String>,
+    pub machine: String,
+    pub config: String,
+    /// "pass" or "range".
+    pub part: &'static str,
+    /// The range's name ("pass" for the pass).
+    pub name: String,
+    /// "inclusive" or "exclusive" for a range; empty for the pass.
+    pub measure: &'static str,
+    /// Its place among the samples of its series, from 0.
+    pub index: u64,
+    pub ns: u64,
+}
+
+impl SampleRow {
+    /// The CSV header, in the fields' order.
+    pub const COLUMNS: [&'static str; 11] = [
+        "profile",
+        "run_id",
+        "started_at",
+        "commit",
+        "machine",
+        "config",
+        "part",
+        "name",
+        "measure",
+        "index",
+        "ns",
+    ];
+
+    /// `rows` as an Apache Parquet file, a column per field (in
+    /// [`SampleRow::COLUMNS`]' order).
+    pub fn parquet(rows: &[SampleRow]) -> Vec<u8> {
+        use crate::parquet::Column;
+        let text = |f: fn(&SampleRow) -> Option<String>| Column::Text(rows.iter().map(f).collect());
+        let columns: [Column; 11] = [
+            text(|r| Some(r.profile.clone())),
+            text(|r| Some(r.run_id.clone())),
+            text(|r| Some(r.started_at.clone())),
+            text(|r| r.commit.clone()),
+            text(|r| Some(r.machine.clone())),
+            text(|r| Some(r.config.clone())),
+            text(|r| Some(r.part.to_owned())),
+            text(|r| Some(r.name.clone())),
+            text(|r| Some(r.measure.to_owned())),
+            Column::Int(rows.iter().map(|r| Some(as_i64(r.index))).collect()),
+            Column::Int(rows.iter().map(|r| Some(as_i64(r.ns))).collect()),
+        ];
+        let named: Vec<(&str, Column)> = SampleRow::COLUMNS.into_iter().zip(columns).collect();
+        crate::parquet::write(&named)
+    }
+
+    /// The fields as text, in [`SampleRow::COLUMNS`]' order.
+    pub fn fields(&self) -> [String; 11] {
+        [
+            self.profile.clone(),
+            self.run_id.clone(),
+            self.started_at.clone(),
+            self.commit.clone().unwrap_or_default(),
+            self.machine.clone(),
+            self.config.clone(),
+            self.part.to_owned(),
+            self.name.clone(),
+            self.measure.to_owned(),
+            self.index.to_string(),
+            self.ns.to_string(),
+        ]
+    }
+}
+
 /// `field` as one CSV field (RFC 4180): quoted when it holds a comma, a
 /// quote or a line break, its quotes doubled.
 pub fn csv_field(field: &str) -> String {
@@ -615,6 +740,86 @@ impl Store {
             .map(flat)
             .collect::<Result<_, _>>()
             .map_err(|e| self.sql(e))
+    }
+
+    /// Every kept sample of the target's stored runs, a row each, the runs
+    /// in the order they started (`machine` and `config` filter them as in
+    /// [`Store::rows`]); and how many samples were known only by histogram
+    /// buckets (a run past its kept samples), which have no row.
+    pub fn sample_rows(
+        &mut self,
+        profile: &str,
+        machine: Option<&str>,
+        config: Option<&str>,
+    ) -> Result<(Vec<SampleRow>, u64), StoreError> {
+        let runs = self.query(
+            "SELECT id, run_id, started_at, git_commit, machine, config FROM runs
+             WHERE profile = ?1 AND (CAST(?2 AS TEXT) IS NULL OR machine = ?2)
+               AND (CAST(?3 AS TEXT) IS NULL OR config = ?3)
+             ORDER BY started_at, id",
+            &[
+                Value::Text(Some(profile)),
+                Value::Text(machine),
+                Value::Text(config),
+            ],
+        )?;
+        let runs = runs
+            .iter()
+            .map(|row| -> Result<_, DbError> {
+                Ok((
+                    row.int(0)?,
+                    row.text(1)?,
+                    row.text(2)?,
+                    row.opt_text(3)?,
+                    row.text(4)?,
+                    row.text(5)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.sql(e))?;
+        let mut rows = Vec::new();
+        let mut sketched = 0;
+        for (id, run_id, started_at, commit, machine, config) in runs {
+            let Some(bytes) = self.samples(id)? else {
+                continue;
+            };
+            let decoded =
+                profiling_core::driver::run_samples::RunSamples::decode(&bytes).map_err(|e| {
+                    StoreError::NotAStore {
+                        store: self.name.clone(),
+                        reason: format!("the samples of run {run_id} do not read: {e}"),
+                    }
+                })?;
+            let mut series: Vec<(
+                &'static str,
+                String,
+                &'static str,
+                &profiling_core::driver::run_samples::Series,
+            )> = vec![("pass", "pass".to_owned(), "", &decoded.passes)];
+            for range in &decoded.ranges {
+                series.push(("range", range.name.clone(), "inclusive", &range.inclusive));
+                series.push(("range", range.name.clone(), "exclusive", &range.exclusive));
+            }
+            for (part, name, measure, values) in series {
+                sketched += values.count.saturating_sub(values.kept.len() as u64);
+                for (index, &ns) in values.kept.iter().enumerate() {
+                    rows.push(SampleRow {
+                        profile: profile.to_owned(),
+                        run_id: run_id.clone(),
+                        started_at: started_at.clone(),
+                        commit: commit.clone(),
+                        machine: machine.clone(),
+                        config: config.clone(),
+                        part,
+                        name: name.clone(),
+                        measure,
+                        index: index as u64,
+                        ns,
+                    });
+                }
+            }
+        }
+        Ok((rows, sketched))
     }
 
     /// The machine stored under `fingerprint`.

@@ -525,8 +525,11 @@ mod tests {
     fn reading_ends_when_the_command_does_not_when_the_pipe_closes() {
         let dir = scratch();
         let release = dir.path().join("release");
+        // The process left behind ends with the release file, or with the
+        // test's directory once that is removed: never left running.
         let script = format!(
-            "(while [ ! -e '{}' ]; do sleep 0.05; done) & printf 'said before the end\\n'; exit 3",
+            "(while [ -d '{}' ] && [ ! -e '{}' ]; do sleep 0.05; done) & printf 'said before the end\\n'; exit 3",
+            dir.path().display(),
             release.display()
         );
         let lines = vec![vec!["sh".to_owned(), "-c".to_owned(), script]];

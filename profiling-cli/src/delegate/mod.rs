@@ -329,7 +329,16 @@ mod tests {
 
     #[test]
     fn the_build_s_profile_and_features_are_read_as_cargo_reads_them() {
-        let parsed = cli(&["run", "x", "--profile", "dev", "-F", "a,b", "--features", "c d"]);
+        let parsed = cli(&[
+            "run",
+            "x",
+            "--profile",
+            "dev",
+            "-F",
+            "a,b",
+            "--features",
+            "c d",
+        ]);
         assert_eq!(parsed.cargo_profile.as_deref(), Some("dev"));
         assert_eq!(feature_list(&parsed.features), ["a", "b", "c", "d"]);
         let parsed = cli(&["--cargo-profile", "profiling", "list"]);
@@ -337,10 +346,19 @@ mod tests {
         assert_eq!(profile.dir(), "profiling");
         assert_eq!(profile.args(), ["--profile", "profiling"]);
         let release = crate::ab::CargoProfile::named(None);
-        assert_eq!((release.dir(), release.args()), ("release", vec!["--release".to_owned()]));
+        assert_eq!(
+            (release.dir(), release.args()),
+            ("release", vec!["--release".to_owned()])
+        );
         let dev = crate::ab::CargoProfile::named(Some("dev"));
-        assert_eq!((dev.dir(), dev.args(), dev.is_dev()), ("debug", Vec::new(), true));
-        assert_eq!(crate::ab::CargoProfile::named(Some("bench")).dir(), "release");
+        assert_eq!(
+            (dev.dir(), dev.args(), dev.is_dev()),
+            ("debug", Vec::new(), true)
+        );
+        assert_eq!(
+            crate::ab::CargoProfile::named(Some("bench")).dir(),
+            "release"
+        );
     }
 
     #[test]

@@ -64,15 +64,24 @@ impl BackfillArgs {
 /// first: A, then B's first-parent line after A. `Err` says why not.
 fn commits_of(range: &str, dir: &Path) -> Result<Vec<String>, String> {
     let Some((from, to)) = range.split_once("..") else {
-        return Err(format!("`{range}`: give a range A..B (two commits, A first)"));
+        return Err(format!(
+            "`{range}`: give a range A..B (two commits, A first)"
+        ));
     };
     if from.is_empty() || to.is_empty() || to.starts_with('.') {
-        return Err(format!("`{range}`: give a range A..B (two commits, A first)"));
+        return Err(format!(
+            "`{range}`: give a range A..B (two commits, A first)"
+        ));
     }
     let resolve = |rev: &str| {
         profiling_core::driver::provenance::git_output(
             dir,
-            ["rev-parse", "--verify", "--end-of-options", &format!("{rev}^{{commit}}")],
+            [
+                "rev-parse",
+                "--verify",
+                "--end-of-options",
+                &format!("{rev}^{{commit}}"),
+            ],
         )
         .map(|text| text.trim().to_owned())
         .ok_or_else(|| format!("`{rev}` is not a commit of {}", dir.display()))
@@ -235,17 +244,22 @@ impl CommitRunner for Builder<'_> {
         // writes nothing new), not run again.
         let complete = Record::read_any(&dir).is_ok_and(|record| record.status == "completed");
         if !complete {
-            let built =
-                match crate::ab::prepare_against(commit, None, &self.workspace, &self.build, err)? {
-                    Ok(built) => built,
-                    Err(code) => {
-                        if let Some(signal) = profiling_core::driver::interrupt::received() {
-                            anyhow::bail!(Interrupted(signal));
-                        }
-                        writeln!(err, "backfill: {label}: not run (exit {code}, above)")?;
-                        return Ok(false);
+            let built = match crate::ab::prepare_against(
+                commit,
+                None,
+                &self.workspace,
+                &self.build,
+                err,
+            )? {
+                Ok(built) => built,
+                Err(code) => {
+                    if let Some(signal) = profiling_core::driver::interrupt::received() {
+                        anyhow::bail!(Interrupted(signal));
                     }
-                };
+                    writeln!(err, "backfill: {label}: not run (exit {code}, above)")?;
+                    return Ok(false);
+                }
+            };
             let binary = built.base.0.clone();
             let mut command = Command::new(&binary);
             command
@@ -276,11 +290,18 @@ impl CommitRunner for Builder<'_> {
             match status {
                 Ok(status) if status.success() => {}
                 Ok(status) => {
-                    writeln!(err, "backfill: {label}: the run failed ({status}): not recorded")?;
+                    writeln!(
+                        err,
+                        "backfill: {label}: the run failed ({status}): not recorded"
+                    )?;
                     return Ok(false);
                 }
                 Err(error) => {
-                    writeln!(err, "backfill: {label}: cannot run {}: {error}", binary.display())?;
+                    writeln!(
+                        err,
+                        "backfill: {label}: cannot run {}: {error}",
+                        binary.display()
+                    )?;
                     return Ok(false);
                 }
             }
@@ -424,12 +445,9 @@ fn short(commit: &str) -> &str {
 
 /// `abcdef123456 subject`, as `git log --oneline` names a commit.
 fn describe(dir: &Path, commit: &str) -> String {
-    profiling_core::driver::provenance::git_output(
-        dir,
-        ["log", "-1", "--format=%s", commit, "--"],
-    )
-    .map(|subject| format!("{} {}", short(commit), subject.trim()))
-    .unwrap_or_else(|| short(commit).to_owned())
+    profiling_core::driver::provenance::git_output(dir, ["log", "-1", "--format=%s", commit, "--"])
+        .map(|subject| format!("{} {}", short(commit), subject.trim()))
+        .unwrap_or_else(|| short(commit).to_owned())
 }
 
 /// `profile-cli history backfill`.
@@ -475,7 +493,10 @@ pub(crate) fn backfill(
     };
     // A Ctrl-C or SIGTERM ends the backfill once the worktree is removed.
     if let Err(error) = profiling_core::driver::interrupt::install_handlers() {
-        writeln!(err, "warning: cannot handle Ctrl-C ({error}): a signal may leave a worktree behind")?;
+        writeln!(
+            err,
+            "warning: cannot handle Ctrl-C ({error}): a signal may leave a worktree behind"
+        )?;
     }
     let run_root =
         profiling_core::driver::session::run_root(args.store.output_dir.as_deref(), &workspace);
@@ -581,7 +602,10 @@ fn backfill_with(
                     " (bisected: {more} more {} ran{}",
                     if more == 1 { "commit" } else { "commits" },
                     if skipped > 0 {
-                        format!(", {skipped} could not and {} skipped", if skipped == 1 { "was" } else { "were" })
+                        format!(
+                            ", {skipped} could not and {} skipped",
+                            if skipped == 1 { "was" } else { "were" }
+                        )
                     } else {
                         String::new()
                     }
@@ -598,8 +622,12 @@ fn backfill_with(
         writeln!(
             out,
             "{} {} {:+.1} % ({} -> {}) from {}{}",
-            if change.is_regression() { "slower:" } else { "faster:" },
-            if change.part == "pass" { "pass" } else { change.path.as_str() },
+            if change.is_regression() {
+                "slower:"
+            } else {
+                "faster:"
+            },
+            change.label(),
             (change.ratio - 1.0) * 100.0,
             format_figure(backfill.metric, change.before),
             format_figure(backfill.metric, change.after),
@@ -648,7 +676,11 @@ mod tests {
                 Ok(Some(level(i)))
             })
             .unwrap();
-            assert_eq!((found.first, found.last_before), (at, at - 1), "step at {at}");
+            assert_eq!(
+                (found.first, found.last_before),
+                (at, at - 1),
+                "step at {at}"
+            );
             // log2 of the commits between, rounded up: no more.
             assert!(runs.len() <= 6, "step at {at}: ran {runs:?}");
         }
@@ -672,7 +704,11 @@ mod tests {
         // Figures off their level by up to a third of the step.
         let figure = |i: usize| {
             let wobble = [-9.0, 7.0, 3.0, -5.0, 10.0][i % 5];
-            if i < 27 { 100.0 + wobble } else { 130.0 + wobble }
+            if i < 27 {
+                100.0 + wobble
+            } else {
+                130.0 + wobble
+            }
         };
         let found = bisect(4, 36, 100.0, 130.0, &mut |i| Ok(Some(figure(i)))).unwrap();
         assert_eq!(found.first, 27);
@@ -843,8 +879,7 @@ mod tests {
             broken: vec![4],
             ran: Vec::new(),
         };
-        let (code, out, err) =
-            backfill_of(&mut fake, &line, 2, &dir.path().join("history.sqlite"));
+        let (code, out, err) = backfill_of(&mut fake, &line, 2, &dir.path().join("history.sqlite"));
         assert_eq!(code, EXIT_TARGET_FAILED, "{out}{err}");
         assert!(err.contains("backfill: c04: not run"), "{err}");
         assert_eq!(out, "nms: no change found in its p50 over c00..c39\n");
@@ -855,7 +890,14 @@ mod tests {
         let repo = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
             let output = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "-c",
+                    "commit.gpgsign=false",
+                ])
                 .args(args)
                 .current_dir(repo.path())
                 .output()

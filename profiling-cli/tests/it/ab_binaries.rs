@@ -219,7 +219,12 @@ fn a_sigterm_to_the_pair_alone_starts_no_further_block() {
     assert!(killed.success());
     stderr.read_to_string(&mut said).unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(143), "{said}");
+    // Ended by the signal itself, after its cleanup, as a shell expects.
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{said}"
+    );
     let line = said
         .lines()
         .find(|line| line.starts_with("interrupted by SIGTERM"))
@@ -404,10 +409,14 @@ impl Against {
     }
 
     /// Waits for `running[index]` to end: its exit code.
+    /// The command's exit status as a shell says it: its code, or 128 +
+    /// the signal it died of.
     fn wait(&mut self, index: usize) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
         let child = &mut self.running[index];
         until("the command to end", || child.try_wait().unwrap().is_some());
-        child.wait().unwrap().code()
+        let status = child.wait().unwrap();
+        status.code().or(status.signal().map(|signal| 128 + signal))
     }
 }
 

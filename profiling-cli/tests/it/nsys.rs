@@ -330,18 +330,26 @@ fn nsight_agrees_with_the_manifest_on_every_range() {
             range["inclusive"]["p50_ns"].as_u64().unwrap(),
             "{path}: the trace's instances are the manifest's"
         );
+        // Nsight takes its timestamps around the run's, so each of its
+        // instances holds the run's, but on a clock of its own: the run's
+        // counter is calibrated against CLOCK_MONOTONIC by quanta over half
+        // a millisecond or more, to a part in ten thousand or so on a busy
+        // machine, so an instance of a few milliseconds may read a few
+        // hundred nanoseconds shorter on Nsight's. A part in a thousand,
+        // and the nanosecond rounding of the trace's microseconds, allowed.
+        for (&ours, &theirs) in ours.iter().zip(theirs) {
+            let allowed = 1 + ours / 1_000;
+            assert!(
+                theirs + allowed >= ours,
+                "{path}: an instance Nsight measured shorter than the run did: {theirs} ns against {ours} ns"
+            );
+        }
         let mut differences: Vec<i64> = ours
             .iter()
             .zip(theirs)
             .map(|(&ours, &theirs)| theirs as i64 - ours as i64)
             .collect();
         differences.sort_unstable();
-        // Nanosecond rounding of the trace's microseconds aside.
-        assert!(
-            differences[0] >= -1,
-            "{path}: an instance Nsight measured shorter than the run did, by {} ns",
-            -differences[0]
-        );
         let median = differences[(differences.len() - 1) / 2];
         assert!(
             median <= 5_000,
@@ -679,15 +687,20 @@ impl Watched {
         &mut self.stderr
     }
 
-    /// Reads stderr to its end and waits for the exit: code and what
-    /// stderr said since the last look.
+    /// Reads stderr to its end and waits for the exit: the exit code, or
+    /// for a process that died of a signal 128 + the signal (what a shell
+    /// says), and what stderr said since the last look.
     fn finish(mut self) -> (Option<i32>, String) {
+        use std::os::unix::process::ExitStatusExt;
         let mut rest = Vec::new();
         std::io::Read::read_to_end(&mut self.stderr, &mut rest).unwrap();
         self.seen.push_str(&String::from_utf8_lossy(&rest));
         let status = self.child.wait().unwrap();
         let _ = self.done.send(());
-        (status.code(), self.seen)
+        (
+            status.code().or(status.signal().map(|signal| 128 + signal)),
+            self.seen,
+        )
     }
 }
 
@@ -729,6 +742,7 @@ fn interrupted_under_fake_nsys(signal: i32, to_group: bool) {
         // SAFETY: kill(2) on the fake nsys this test started.
         unsafe { libc::kill(nsys, libc::SIGKILL) };
     }
+    // Ended by the signal itself (a shell says 128 + it), after nsys.
     assert_eq!(code, Some(128 + signal), "{stderr}");
     assert!(!still_running, "nsys was left running:\n{stderr}");
     assert!(

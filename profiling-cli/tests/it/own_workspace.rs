@@ -338,7 +338,12 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     }
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = long.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{rest:?}");
+    // Ended by the signal itself, after its cleanup, as a shell expects.
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{rest:?}"
+    );
 
     // The workspace's binary links what lists and runs targets, not what
     // reads runs back (proc macros aside: they run in the compiler).
@@ -622,7 +627,12 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         let sent = unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGINT) };
         assert_eq!(sent, 0);
         stderr.read_to_string(&mut said).unwrap();
-        assert_eq!(child.wait().unwrap().code(), Some(130), "{said}");
+        // Ended by the signal itself, after its cleanup, as a shell expects.
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&child.wait().unwrap()),
+            Some(libc::SIGINT),
+            "{said}"
+        );
         assert!(said.contains("interrupted by SIGINT"), "{said}");
         assert!(!place.0.join(".ws.ab-base").exists(), "{said}");
         assert_eq!(git_in(&ws, &["worktree", "list"]).lines().count(), 1);
@@ -644,7 +654,8 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     // `git bisect run` over four commits after a good one: one unchanged,
     // one that makes the copy six times slower (the first bad one), one
     // whose workspace does not build (skipped: 125), one that builds
-    // again. The copy spins for a set time before it doubles: passes of
+    // again; `--bisect` exits 0 on accept, 1 on reject and 125 for what
+    // cannot be judged. The copy spins for a set time before it doubles: passes of
     // tens of microseconds timed by the clock, which a busy machine or
     // where each process's code and data land moves by a few percent,
     // where a pass of a microsecond moved by half or more.
@@ -676,7 +687,15 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         Command::new("git")
             .args(["bisect", "run"])
             .arg(env!("CARGO_BIN_EXE_profile-cli"))
-            .args(["ab", "dbl", "--against", &good, "--accept", "p50<=+50%"])
+            .args([
+                "ab",
+                "dbl",
+                "--against",
+                &good,
+                "--accept",
+                "p50<=+50%",
+                "--bisect",
+            ])
             // 200 block pairs of passes of about 30 µs: enough for the
             // unchanged commit's interval to sit inside the gate even on a
             // machine whose other work preempts many of its passes.
@@ -752,22 +771,41 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
             .unwrap_or_else(|error| panic!("{commit}: {error}\n{backfilled}")),
         )
         .unwrap();
-        assert_eq!(manifest["git_commit"].as_str(), Some(commit.as_str()), "{backfilled}");
+        assert_eq!(
+            manifest["git_commit"].as_str(),
+            Some(commit.as_str()),
+            "{backfilled}"
+        );
         assert_eq!(manifest["git_dirty"], false, "{backfilled}");
     }
     let stored = profile_cli_in(&ws, &["history", "dbl", "--json"]);
     assert_eq!(stored.code, Some(0), "{stored}");
     for commit in [&good, &tip] {
-        assert!(stored.stdout.contains(commit.as_str()), "{commit}: {stored}");
+        assert!(
+            stored.stdout.contains(commit.as_str()),
+            "{commit}: {stored}"
+        );
     }
     assert_eq!(git_in(&ws, &["worktree", "list"]).lines().count(), 1);
     // Again: the runs there are recorded, not run again.
     let again = profile_cli_in(
         &ws,
-        &["history", "backfill", "dbl", "--commits", &format!("{good}..HEAD"), "--every", "4"],
+        &[
+            "history",
+            "backfill",
+            "dbl",
+            "--commits",
+            &format!("{good}..HEAD"),
+            "--every",
+            "4",
+        ],
     );
     assert_eq!(again.code, Some(0), "{again}");
-    assert_eq!(again.stderr.matches(", in the store already").count(), 2, "{again}");
+    assert_eq!(
+        again.stderr.matches(", in the store already").count(),
+        2,
+        "{again}"
+    );
     assert!(!again.stderr.contains("running dbl"), "{again}");
 
     // A crate that declares the program's global allocator, as services

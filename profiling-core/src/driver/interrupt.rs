@@ -1,16 +1,22 @@
 //! Ctrl-C and SIGTERM. Inside the measured passes, the run stops after the
 //! current target call, closes its ranges and writes a manifest that says
-//! it was interrupted; a second signal ends the process at once, with exit
-//! code 128 + that signal. Everywhere else (reading a config, loading
-//! records, statistics, a comparison, a page) the first signal ends the
-//! process at once with that code, except while a file is being written
-//! ([`Hold`]): the write finishes (a temporary file renamed into place, or
-//! removed), then the process ends, so that no partial file is left.
+//! it was interrupted; a second signal ends the process at once. Everywhere
+//! else (reading a config, loading records, statistics, a comparison, a
+//! page) the first signal ends the process at once, except while a file is
+//! being written ([`Hold`]): the write finishes (a temporary file renamed
+//! into place, or removed), then the process ends, so that no partial file
+//! is left.
 //!
-//! The handlers are `signal-hook`'s: per signal, in this order, an exit
-//! armed by an earlier signal, an exit armed while nothing holds signals
-//! off (`flag::register_conditional_shutdown`, with the signal's own code),
-//! then the flags the runner reads.
+//! However it ends for a signal, the process dies *by* that signal, as
+//! bash, make and cargo do after cleaning up: its default action is
+//! restored and the signal raised again ([`die_by`]), so that a shell loop
+//! around the command stops with it, and the shell reports 128 + the
+//! signal (130 for Ctrl-C, 143 for SIGTERM).
+//!
+//! The handlers are `signal-hook`'s: per signal, in this order, the default
+//! action armed by an earlier signal, the default action armed while
+//! nothing holds signals off (`flag::register_conditional_default`), then
+//! the flags the runner reads.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -60,8 +66,8 @@ pub fn install_handlers() -> std::io::Result<()> {
 fn register(signals: [i32; 2]) -> std::io::Result<()> {
     for signal in signals {
         // Registered first, so it sees the flag as the signal before left it.
-        flag::register_conditional_shutdown(signal, 128 + signal, &RECEIVED)?;
-        flag::register_conditional_shutdown(signal, 128 + signal, &ARMED)?;
+        flag::register_conditional_default(signal, &RECEIVED)?;
+        flag::register_conditional_default(signal, &ARMED)?;
         flag::register_usize(signal, &SIGNAL, signal as usize)?;
         flag::register(signal, &RECEIVED)?;
     }
@@ -122,9 +128,30 @@ impl Drop for Hold {
             && INSTALLED_HANDLERS.load(Ordering::SeqCst)
             && !std::thread::panicking()
         {
-            std::process::exit(i32::from(exit_code(signal as i32)));
+            die_by(signal as i32);
         }
     }
+}
+
+/// Ends the process by `signal`, after flushing the standard streams: its
+/// default action restored and the signal raised again, so that the parent
+/// sees the process die of it (a shell stops a loop; `$?` is 128 + the
+/// signal). Should the signal not end it (ignored by whoever started the
+/// process), it exits with [`exit_code`].
+pub fn die_by(signal: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let _ = signal_hook::low_level::emulate_default_handler(signal);
+    std::process::exit(i32::from(exit_code(signal)))
+}
+
+/// The signal whose [`exit_code`] `code` is (SIGINT for 130, SIGTERM for
+/// 143), if it is one of those this module handles.
+pub fn signal_of_exit_code(code: u8) -> Option<i32> {
+    [SIGINT, SIGTERM]
+        .into_iter()
+        .find(|&signal| exit_code(signal) == code)
 }
 
 /// The signal received since the handlers were installed, deferred or

@@ -68,10 +68,13 @@ fn main() {
     assert_eq!(entry.parameters(), ["count", "label"]);
     let source = data::build("counting", &serde_yaml::from_str("{count: 2}").unwrap()).unwrap();
     assert_eq!(source.read(1).unwrap().id, "n1");
-    let error = data::build("counting", &serde_yaml::from_str("{count: 2, lable: x}").unwrap())
-        .err()
-        .unwrap()
-        .to_string();
+    let error = data::build(
+        "counting",
+        &serde_yaml::from_str("{count: 2, lable: x}").unwrap(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(error.contains("unknown field `lable`"), "{error}");
     let described = data::find_source("described").unwrap();
     assert_eq!(described.doc, "Nothing at all.");

@@ -96,7 +96,10 @@ impl Stage {
 
     #[nvtx_range("stage new", if_cuda = Device::Cpu)]
     fn new() -> Self {
-        Stage { device: Device::Cpu, calls: 0 }
+        Stage {
+            device: Device::Cpu,
+            calls: 0,
+        }
     }
 
     #[nvtx_range]
@@ -141,7 +144,10 @@ fn main() {
 
     let mut stage = Stage::new();
     assert_eq!(stage.run(&[1.0, 2.0]), 3.0);
-    assert_eq!(Stage::upload(Device::Cuda(0), vec![1.0]), (Device::Cuda(0), 1));
+    assert_eq!(
+        Stage::upload(Device::Cuda(0), vec![1.0]),
+        (Device::Cuda(0), 1)
+    );
     assert_eq!(stage.decode(), 3);
     assert_eq!(stage.consume(), 1);
 }

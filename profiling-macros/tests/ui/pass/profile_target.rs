@@ -2,8 +2,8 @@
 // register what they say.
 #![deny(warnings)]
 
-use profiling_core::prelude::*;
 use profiling_core::driver::registry::{targets, TargetEntry};
+use profiling_core::prelude::*;
 
 macro_rules! target_body {
     () => {
