@@ -324,9 +324,55 @@ pub fn history_command(
     }
 }
 
-/// Opens the store at `location` to write.
-fn open_to_write(location: &Location) -> Result<Option<Store>, profiling_history::StoreError> {
-    Store::open_location(location)
+/// The store `store` names, opened to write (made when it is not there);
+/// `Err` with the exit code once what is wrong is said: a location that
+/// is not one, a store that cannot be opened, or one that is off (what
+/// was to go into it is `purpose`).
+fn store_to_write(
+    store: &StoreArgs,
+    workspace_root: &Path,
+    purpose: &str,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<Store, u8>> {
+    let location = match store.location(workspace_root) {
+        Ok(location) => location,
+        Err(message) => {
+            writeln!(err, "error: {message}")?;
+            return Ok(Err(EXIT_USAGE));
+        }
+    };
+    match Store::open_location(&location) {
+        Ok(Some(store)) => Ok(Ok(store)),
+        Ok(None) => {
+            writeln!(
+                err,
+                "error: the history store is off ({}=off): {purpose}",
+                profiling_history::store::ENV
+            )?;
+            Ok(Err(EXIT_USAGE))
+        }
+        Err(error) => {
+            writeln!(err, "error: {error}")?;
+            Ok(Err(EXIT_USAGE))
+        }
+    }
+}
+
+/// `columns`, then each of `rows`, as CSV (RFC 4180).
+fn write_csv<const N: usize>(
+    columns: &[&str; N],
+    rows: impl Iterator<Item = [String; N]>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out, "{}", columns.join(","))?;
+    for fields in rows {
+        let fields: Vec<String> = fields
+            .iter()
+            .map(|f| profiling_history::store::csv_field(f))
+            .collect();
+        writeln!(out, "{}", fields.join(","))?;
+    }
+    Ok(())
 }
 
 /// `history TARGET --verdicts`.
@@ -512,28 +558,11 @@ fn import_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let location = match args.store.location(workspace_root) {
-        Ok(location) => location,
-        Err(message) => {
-            writeln!(err, "error: {message}")?;
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let mut store = match open_to_write(&location) {
-        Ok(Some(store)) => store,
-        Ok(None) => {
-            writeln!(
-                err,
-                "error: the history store is off ({}=off): nothing to import into",
-                profiling_history::store::ENV
-            )?;
-            return Ok(EXIT_USAGE);
-        }
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(EXIT_USAGE);
-        }
-    };
+    let mut store =
+        match store_to_write(&args.store, workspace_root, "nothing to import into", err)? {
+            Ok(store) => store,
+            Err(code) => return Ok(code),
+        };
     let mut runs = Vec::new();
     for dir in &args.dirs {
         if !dir.exists() {
@@ -861,15 +890,11 @@ fn export(
         out.write_all(&profiling_history::FlatRow::parquet(&rows))?;
         return Ok(EXIT_OK);
     }
-    writeln!(out, "{}", profiling_history::FlatRow::COLUMNS.join(","))?;
-    for row in &rows {
-        let fields: Vec<String> = row
-            .fields()
-            .iter()
-            .map(|f| profiling_history::store::csv_field(f))
-            .collect();
-        writeln!(out, "{}", fields.join(","))?;
-    }
+    write_csv(
+        &profiling_history::FlatRow::COLUMNS,
+        rows.iter().map(profiling_history::FlatRow::fields),
+        out,
+    )?;
     Ok(EXIT_OK)
 }
 
@@ -905,17 +930,11 @@ fn export_samples(
     match format {
         "json" => writeln!(out, "{}", serde_json::to_string(&samples)?)?,
         "parquet" => out.write_all(&profiling_history::SampleRow::parquet(&samples))?,
-        _ => {
-            writeln!(out, "{}", profiling_history::SampleRow::COLUMNS.join(","))?;
-            for sample in &samples {
-                let fields: Vec<String> = sample
-                    .fields()
-                    .iter()
-                    .map(|f| profiling_history::store::csv_field(f))
-                    .collect();
-                writeln!(out, "{}", fields.join(","))?;
-            }
-        }
+        _ => write_csv(
+            &profiling_history::SampleRow::COLUMNS,
+            samples.iter().map(profiling_history::SampleRow::fields),
+            out,
+        )?,
     }
     Ok(EXIT_OK)
 }

@@ -469,27 +469,14 @@ pub(crate) fn backfill(
             return Ok(EXIT_USAGE);
         }
     };
-    let location = match args.store.location(&workspace) {
-        Ok(location) => location,
-        Err(message) => {
-            writeln!(err, "error: {message}")?;
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let store = match Store::open_location(&location) {
-        Ok(Some(store)) => store,
-        Ok(None) => {
-            writeln!(
-                err,
-                "error: the history store is off ({}=off): a backfill writes its runs there",
-                profiling_history::store::ENV
-            )?;
-            return Ok(EXIT_USAGE);
-        }
-        Err(error) => {
-            writeln!(err, "error: {error}")?;
-            return Ok(EXIT_USAGE);
-        }
+    let store = match super::store_to_write(
+        &args.store,
+        &workspace,
+        "a backfill writes its runs there",
+        err,
+    )? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     // A Ctrl-C or SIGTERM ends the backfill once the worktree is removed.
     if let Err(error) = profiling_core::driver::interrupt::install_handlers() {
