@@ -96,8 +96,32 @@ fn record(profile: &str, run_id: &str, k: u64) -> Record {
         manifest: "{}".to_owned(),
         samples: k
             .is_multiple_of(2)
-            .then(|| profiling_history::record::deflate(&[k as u8; 300])),
+            .then(|| profiling_history::record::deflate(&samples(k))),
     }
+}
+
+/// A `samples.bin` of run `k`: its passes and one range's calls.
+fn samples(k: u64) -> Vec<u8> {
+    use profiling_core::driver::run_samples::{RangeSeries, RunSamples, Series};
+    let series = |kept: Vec<u64>| Series {
+        count: kept.len() as u64,
+        min: *kept.iter().min().unwrap(),
+        max: *kept.iter().max().unwrap(),
+        total: kept.iter().map(|&v| u128::from(v)).sum(),
+        kept,
+        buckets: Vec::new(),
+    };
+    RunSamples {
+        passes: series(vec![4000 + k, 4100 + k, 3900 + k]),
+        calls: series(vec![4000 + k, 4100 + k, 3900 + k]),
+        ranges: vec![RangeSeries {
+            name: "it's".to_owned(),
+            inclusive: series(vec![2000 + k, 2050 + k, 1950 + k]),
+            exclusive: series(vec![1000 + k, 1025 + k, 975 + k]),
+        }],
+        ..RunSamples::default()
+    }
+    .encode()
 }
 
 fn query(profile: &str, metric: Metric, machine: Option<&str>) -> SeriesQuery {
@@ -131,6 +155,10 @@ fn everything(store: &mut Store) -> Vec<String> {
         answers.push(format!(
             "{:?}",
             store.rows(profile, Some("fp-box"), Some("cfg-0")).unwrap()
+        ));
+        answers.push(format!(
+            "{:?}",
+            store.sample_rows(profile, Some("fp-box"), None).unwrap()
         ));
     }
     for id in 1..=4 {
@@ -200,12 +228,20 @@ fn the_same_runs_read_the_same_from_sqlite_and_postgres() {
     }
     let ours = everything(&mut sqlite);
     assert_eq!(everything(&mut postgres), ours);
+    // The raw samples read back as rows on both: a pass's three and a
+    // range's three inclusive and three exclusive per run with samples.
+    let (rows, sketched) = postgres.sample_rows("nms", Some("fp-box"), None).unwrap();
+    assert_eq!(sketched, 0);
+    assert!(!rows.is_empty() && rows.len() % 9 == 0, "{rows:?}");
+    assert!(rows
+        .iter()
+        .any(|r| r.name == "it's" && r.measure == "exclusive"));
     // Not vacuous: the runs, their rows, a series with intervals and one
     // of memory, and the samples are there.
     assert_eq!(ours[0], "24");
     assert!(ours.iter().any(|a| a.contains("low: Some(")));
     assert!(ours.iter().any(|a| a.contains("1099511627776")));
-    assert!(ours.iter().any(|a| a.contains("Some([0, 0, 0")));
+    assert!(ours.iter().any(|a| *a == format!("{:?}", Some(samples(0)))));
     let verdicts = sqlite.verdicts("nms").unwrap();
     assert_eq!(verdicts.len(), 2);
     assert_eq!(
