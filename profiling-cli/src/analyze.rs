@@ -41,8 +41,9 @@ pub struct AnalyzeArgs {
     /// Analyze a report whose passes do not match the run's manifest.
     #[arg(long)]
     force: bool,
-    /// Say nothing on stderr but errors (the export's progress, the files written).
-    #[arg(long, short)]
+    /// The global `-q`: nothing on stderr but errors (the export's progress, the files
+    /// written).
+    #[arg(skip)]
     quiet: bool,
 }
 
@@ -208,7 +209,8 @@ pub fn analyze_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let located = match locate(&args.path, args.quiet || args.json, err) {
+    let quiet = args.quiet || crate::streams::quiet();
+    let located = match locate(&args.path, quiet || args.json, err) {
         Ok(located) => located,
         Err(message) => {
             writeln!(err, "error: {message}")?;
@@ -257,7 +259,7 @@ pub fn analyze_command(
             writeln!(err, "error: cannot write {}: {error}", path.display())?;
             return Ok(EXIT_TARGET_FAILED);
         }
-        if !args.json && !args.quiet {
+        if !args.json && !quiet {
             writeln!(out, "analysis: {}", path.display())?;
         }
         // The GPU time per range into the store the run went into.
@@ -272,7 +274,7 @@ pub fn analyze_command(
                     samples: samples.as_ref(),
                     comparison: None,
                 });
-                if crate::report::write_page(&page, &html).is_ok() && !args.json && !args.quiet {
+                if crate::report::write_page(&page, &html).is_ok() && !args.json && !quiet {
                     writeln!(out, "report: {}", page.display())?;
                 }
             }

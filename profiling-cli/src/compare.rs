@@ -63,6 +63,11 @@ impl CompareArgs {
     pub(crate) fn default_output_dir(&mut self, dir: std::path::PathBuf) {
         self.output_dir.get_or_insert(dir);
     }
+
+    /// Colours the verdicts as the global `--color` says.
+    pub(crate) fn color(&mut self, color: crate::decide::ColorChoice) {
+        self.decide.color = color;
+    }
 }
 
 /// `profile-cli compare`.

@@ -38,8 +38,9 @@ pub struct DecideArgs {
     /// with code layout cannot fail a gate alone.
     #[arg(long, value_name = "FRACTION")]
     pub gate_share: Option<f64>,
-    /// Colour the verdicts: `auto` on a terminal unless NO_COLOR is set.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    /// Whether to colour the verdicts: the global `--color`, set once the
+    /// command line is parsed.
+    #[arg(skip = ColorChoice::Auto)]
     pub color: ColorChoice,
 }
 
@@ -54,6 +55,17 @@ impl DecideArgs {
                 std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
                     && std::io::IsTerminal::is_terminal(&std::io::stdout())
             }
+        }
+    }
+}
+
+impl ColorChoice {
+    /// The same choice for clap's help and errors.
+    pub(crate) fn for_clap(self) -> clap::ColorChoice {
+        match self {
+            ColorChoice::Auto => clap::ColorChoice::Auto,
+            ColorChoice::Always => clap::ColorChoice::Always,
+            ColorChoice::Never => clap::ColorChoice::Never,
         }
     }
 }

@@ -91,8 +91,55 @@ struct Cli {
     /// space-separated, repeatable.
     #[arg(long, short = 'F', value_name = "FEATURES", global = true)]
     features: Vec<String>,
+    /// Say less: no progress bars, no `note:` advice and no cargo progress while a workspace's
+    /// binary builds (results, warnings and errors stay).
+    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more: the cargo command and the binary a command runs in a workspace of one's own,
+    /// and cargo's whole output.
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Colour: `auto` (on a terminal, unless NO_COLOR is set), `always` or `never`; the verdicts
+    /// of compare, run --baseline and ab, and this help.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = decide::ColorChoice::Auto, global = true)]
+    color: decide::ColorChoice,
     #[command(subcommand)]
     command: Command,
+}
+
+impl Cli {
+    /// The command line `args` (the program first) parsed, clap's help and
+    /// errors coloured as its `--color` says; once parsed, the global
+    /// `-q`, `-v` and `--color` in effect for the process.
+    fn parse_args(args: &[OsString]) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let color = color_asked(args);
+        let matches = Cli::command()
+            .styles(clap::builder::styling::Styles::styled())
+            .color(color.for_clap())
+            .try_get_matches_from(args)?;
+        let cli = Cli::from_arg_matches(&matches)?;
+        streams::say(cli.quiet, cli.verbose);
+        Ok(cli)
+    }
+}
+
+/// The `--color` of `args`, read before they are parsed: clap renders
+/// `--help` and its refusals with it.
+fn color_asked(args: &[OsString]) -> decide::ColorChoice {
+    args.iter()
+        .zip(args.iter().skip(1).map(Some).chain([None]))
+        .filter_map(|(arg, next)| {
+            let arg = arg.to_str()?;
+            match arg.strip_prefix("--color") {
+                Some("") => next.and_then(|n| n.to_str()),
+                Some(value) => value.strip_prefix('='),
+                None => None,
+            }
+        })
+        .filter_map(|word| <decide::ColorChoice as clap::ValueEnum>::from_str(word, false).ok())
+        .last()
+        .unwrap_or(decide::ColorChoice::Auto)
 }
 
 impl Command {
@@ -329,6 +376,27 @@ pub(crate) enum Command {
     /// unit, too few queries for the p99 asked); 130 or 143 stopped by a signal (what was
     /// measured is written, marked interrupted).
     Load(load::LoadArgs),
+    /// Print a shell's completion script (bash, zsh, fish, powershell, elvish).
+    ///
+    /// The script completes every command, option and fixed value of this build's command line.
+    /// bash: save it as ~/.local/share/bash-completion/completions/profile-cli (or source it from
+    /// ~/.bashrc); zsh: as _profile-cli in a directory of $fpath; fish: as
+    /// ~/.config/fish/completions/profile-cli.fish; PowerShell: dot-source it from $PROFILE.
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page of profile-cli (roff), or with --output DIR write one per command.
+    ///
+    /// `profile-cli man | man -l -` reads it now; `profile-cli man --output DIR` writes
+    /// profile-cli.1 and a profile-cli-COMMAND.1 for each command into DIR (a directory of
+    /// $MANPATH's man1/, such as ~/.local/share/man/man1), then `man profile-cli-run`.
+    Man {
+        /// Write profile-cli.1 and one page per command into DIR instead of printing the first.
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
     /// The profiles of this build and their runs directories, as JSON: what `profile-cli
     /// compare`, `report` and `baselines` read a profiling binary's runs with.
     #[command(hide = true)]
@@ -357,7 +425,7 @@ pub fn run_main() -> std::process::ExitCode {
         .parent()
         .unwrap_or(Path::new("."));
     let args: Vec<OsString> = std::env::args_os().collect();
-    let parsed = Cli::try_parse_from(&args);
+    let parsed = Cli::parse_args(&args);
     // `list`, `run` and the others in a workspace with a profiling crate of
     // its own run that workspace's binary.
     #[cfg(feature = "full")]
@@ -392,7 +460,7 @@ pub fn run_main() -> std::process::ExitCode {
 /// ```
 pub fn run_main_for(workspace_root: &Path) -> std::process::ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
-    run_parsed(Cli::try_parse_from(&args), &args, workspace_root)
+    run_parsed(Cli::parse_args(&args), &args, workspace_root)
 }
 
 /// The program on the command line `args` as parsed, in this process: the
@@ -425,7 +493,7 @@ fn run_parsed(
             &mut out,
             &mut err,
         ),
-        Err(error) => said_by_clap(error, &mut out, &mut err),
+        Err(error) => said_by_clap(error, color_asked(args), &mut out, &mut err),
     };
     ended(code)
 }
@@ -456,22 +524,43 @@ pub fn main_with(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    match Cli::try_parse_from(&args) {
+    match Cli::parse_args(&args) {
         Ok(cli) => main_in(cli, &args, workspace_root, None, out, err),
-        Err(error) => said_by_clap(error, out, err),
+        Err(error) => said_by_clap(error, color_asked(&args), out, err),
     }
 }
 
 /// A command line clap refused, or `--help` and `--version`: what clap
 /// says, on `err` for an error (exit 2) and on `out` for the help or the
 /// version (exit 0).
-fn said_by_clap(error: clap::Error, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+fn said_by_clap(
+    error: clap::Error,
+    color: decide::ColorChoice,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     let code = if error.use_stderr() {
         EXIT_USAGE
     } else {
         EXIT_OK
     };
-    let text = error.render().to_string();
+    let colored = match color {
+        decide::ColorChoice::Always => true,
+        decide::ColorChoice::Never => false,
+        decide::ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && if error.use_stderr() {
+                    std::io::IsTerminal::is_terminal(&std::io::stderr())
+                } else {
+                    std::io::IsTerminal::is_terminal(&std::io::stdout())
+                }
+        }
+    };
+    let text = if colored {
+        error.render().ansi().to_string()
+    } else {
+        error.render().to_string()
+    };
     let stream: &mut dyn Write = if error.use_stderr() { err } else { out };
     let _ = write!(stream, "{text}");
     code
@@ -535,12 +624,30 @@ fn main_on(
     #[cfg(feature = "full")]
     let user = user.as_deref().unwrap_or(workspace_root);
     let mut command = cli.command;
-    if let (None, Some(here)) = (&cli.workspace, runs_default) {
-        // In a workspace of one's own, `history` reads where its runs went.
+    // $PROFILING_RUNS_DIR, where set, before the directory the program
+    // would take by itself (as CRITERION_HOME is criterion's).
+    // The global --color, for the commands that colour their verdicts.
+    match &mut command {
+        Command::Run(args) => args.decide.color = cli.color,
+        Command::Ab(args) => args.decide.color = cli.color,
         #[cfg(feature = "full")]
-        let reads_its_workspace = history_workspace.is_some();
+        Command::Compare(args) => args.color(cli.color),
+        #[cfg(feature = "full")]
+        Command::Report(args) => args.color(cli.color),
+        _ => {}
+    }
+    let from_env = runs_dir_from_env();
+    let told = from_env.is_some();
+    if let (None, Some(here)) = (&cli.workspace, from_env.or(runs_default)) {
+        // In a workspace of one's own, `history` reads where its runs went:
+        // there unless the variable says.
+        #[cfg(feature = "full")]
+        let reads_its_workspace = history_workspace.is_some() && !told;
         #[cfg(not(feature = "full"))]
-        let reads_its_workspace = false;
+        let reads_its_workspace = {
+            let _ = told;
+            false
+        };
         if !reads_its_workspace {
             runs_here(&mut command, here);
         }
@@ -579,6 +686,8 @@ fn main_on(
         #[cfg(feature = "full")]
         Command::Analyze(analyze_args) => analyze::analyze_command(analyze_args, out, err),
         Command::Profiles => handoff::write_profiles(workspace_root, out),
+        Command::Completions { shell } => completions(shell, out),
+        Command::Man { output } => man_pages(output.as_deref(), out, err),
         Command::Cache(cache_args) => cache::cache_command(cache_args, workspace_root, out, err),
         Command::Runs(runs_args) => runs::runs_command(runs_args, workspace_root, out, err),
         #[cfg(feature = "full")]
@@ -626,6 +735,79 @@ fn outside_the_workspace(workspace_root: &Path) -> Option<PathBuf> {
         _ => false,
     };
     (!inside).then_some(here)
+}
+
+/// `completions SHELL`: the shell's completion script for this command
+/// line, clap's own.
+fn completions(shell: clap_complete::Shell, out: &mut dyn Write) -> anyhow::Result<u8> {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "profile-cli", &mut script);
+    out.write_all(&script)?;
+    Ok(EXIT_OK)
+}
+
+/// `man`: the man page of `profile-cli` on `out`; with `output`, it and a
+/// page per visible command (`profile-cli-run.1`, ...) written there.
+fn man_pages(
+    output: Option<&Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    use clap::CommandFactory;
+    let mut root = Cli::command();
+    root.build();
+    let render = |command: &clap::Command, title: &str| -> std::io::Result<Vec<u8>> {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(command.clone())
+            .title(title)
+            .render(&mut page)?;
+        Ok(page)
+    };
+    let Some(dir) = output else {
+        out.write_all(&render(&root, "profile-cli")?)?;
+        return Ok(EXIT_OK);
+    };
+    if let Err(error) = std::fs::create_dir_all(dir) {
+        writeln!(err, "error: cannot make {}: {error}", dir.display())?;
+        return Ok(EXIT_TARGET_FAILED);
+    }
+    let mut pages = vec![("profile-cli".to_owned(), render(&root, "profile-cli")?)];
+    for command in root.get_subcommands() {
+        if command.is_hide_set() || command.get_name() == "help" {
+            continue;
+        }
+        let name = format!("profile-cli-{}", command.get_name());
+        let command = command.clone().display_name(name.clone());
+        pages.push((name.clone(), render(&command, &name)?));
+    }
+    for (name, page) in &pages {
+        let path = dir.join(format!("{name}.1"));
+        if let Err(error) = profiling_core::driver::files::write_atomically(&path, page) {
+            writeln!(err, "error: cannot write {}: {error}", path.display())?;
+            return Ok(EXIT_TARGET_FAILED);
+        }
+    }
+    writeln!(
+        out,
+        "wrote {} man pages into {} (profile-cli.1 and one per command)",
+        pages.len(),
+        dir.display()
+    )?;
+    Ok(EXIT_OK)
+}
+
+/// The variable that says where runs go (and are looked for) when neither
+/// an option nor the config says: `DIR/<profile>/runs/<run id>/`, with the
+/// history store in DIR.
+pub const RUNS_DIR_ENV: &str = "PROFILING_RUNS_DIR";
+
+/// `$PROFILING_RUNS_DIR` as a directory, when set and not empty; a
+/// relative one from the current directory.
+fn runs_dir_from_env() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os(RUNS_DIR_ENV).filter(|d| !d.is_empty())?);
+    Some(std::path::absolute(&dir).unwrap_or(dir))
 }
 
 /// Makes `here` where the commands that write or read runs put and look for

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use profiling_core::device::Device;
 use profiling_core::driver::config::{GpuTiming, MemoryMode, Overrides, RecordReading};
-use profiling_core::driver::nsys::{NsysCapture, NsysCommand};
+use profiling_core::driver::nsys::{NsysArgs, NsysCapture, NsysCommand};
 use profiling_core::driver::registry;
 use profiling_core::driver::session::{self, ConfigOrigin, RunRequest, SessionError};
 
@@ -95,6 +95,12 @@ pub(crate) struct RunArgs {
     /// such a capture on a busy machine.
     #[arg(long)]
     pub(crate) nsys_sample: bool,
+    /// With --nsys or --print-nsys-command: an option of `nsys profile` to add to the capture
+    /// (repeatable; one word each, `--nsys-arg=--cuda-graph-trace=node`), after the config's
+    /// `nsys.args`. `--trace` adds to the capture's APIs and `-e` to its variables; options that
+    /// would break the capture (output, capture range, delay, duration) are refused, saying why.
+    #[arg(long = "nsys-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub(crate) nsys_args: Vec<String>,
     /// Write no report.html beside the manifest (also `write_report: false` in the config).
     #[arg(long)]
     pub(crate) no_report: bool,
@@ -380,9 +386,9 @@ fn fail_on_own_config(
 ) -> anyhow::Result<u8> {
     let code = streams.fail(error)?;
     if let Some((display, Some(setup))) = own.map(|own| (&own.display, own.setup)) {
-        writeln!(
+        crate::streams::note(
             streams.err,
-            "note: the data {display} reads is installed by {setup}"
+            format_args!("the data {display} reads is installed by {setup}"),
         )?;
     }
     Ok(code)
@@ -464,6 +470,12 @@ pub(crate) fn run(
     if args.nsys {
         return under_nsys(&args, &planned, &mut streams);
     }
+    if !args.nsys_args.is_empty() {
+        return streams.refuse(
+            "--nsys-arg adds options to the Nsight Systems capture: give it with --nsys or --print-nsys-command",
+            EXIT_USAGE,
+        );
+    }
     // A baseline to compare with or to save is checked before anything runs.
     if args.baseline.is_some() || args.save_baseline.is_some() {
         if let Err(message) = check_baselines(&args, &planned) {
@@ -530,8 +542,31 @@ fn undo_the_umask_of_nsys() {
     }
 }
 
+/// The user's options of `nsys profile`: the config's `nsys.args`, then
+/// `--nsys-arg`s; an error names the option or key and why it cannot be.
+fn nsys_args_of(args: &RunArgs, planned: &session::Planned) -> Result<NsysArgs, String> {
+    let from_config = planned.sections.nsys_args.len();
+    let mut words = planned.sections.nsys_args.clone();
+    words.extend(args.nsys_args.iter().cloned());
+    NsysArgs::parse(&words).map_err(|error| {
+        if error.index < from_config {
+            let file = planned
+                .config_path
+                .as_deref()
+                .map_or_else(|| "the config".to_owned(), |p| p.display().to_string());
+            format!("{file}: nsys.args[{}]: {error}", error.index)
+        } else {
+            format!("--nsys-arg {error}")
+        }
+    })
+}
+
 /// The nsys command that captures the planned run.
-fn nsys_command_of(args: &RunArgs, planned: &session::Planned) -> NsysCommand {
+fn nsys_command_of(
+    args: &RunArgs,
+    planned: &session::Planned,
+    nsys_args: &NsysArgs,
+) -> NsysCommand {
     let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("profile-cli"));
     let run_dir = session::absolute(&planned.run_dir);
     let command = session::explicit_command(planned, &program);
@@ -548,6 +583,7 @@ fn nsys_command_of(args: &RunArgs, planned: &session::Planned) -> NsysCommand {
             capture_range: &planned.config.capture_range,
             cuda: planned.config.device.is_cuda(),
             sample: args.nsys_sample,
+            args: nsys_args,
         },
         &command,
         &analyzer,
@@ -562,7 +598,15 @@ fn print_nsys_command(
     planned: &session::Planned,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
-    writeln!(streams.out, "{}", nsys_command_of(args, planned).render())?;
+    let nsys_args = match nsys_args_of(args, planned) {
+        Ok(nsys_args) => nsys_args,
+        Err(message) => return streams.refuse(&message, EXIT_USAGE),
+    };
+    writeln!(
+        streams.out,
+        "{}",
+        nsys_command_of(args, planned, &nsys_args).render()
+    )?;
     if let Err(error) = session::check_run_dir_free(planned) {
         writeln!(
             streams.err,
@@ -580,10 +624,14 @@ fn under_nsys(
     planned: &session::Planned,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<u8> {
+    let nsys_args = match nsys_args_of(args, planned) {
+        Ok(nsys_args) => nsys_args,
+        Err(message) => return streams.refuse(&message, EXIT_USAGE),
+    };
     if let Err(error) = session::check_run_dir_free(planned) {
         return streams.fail(&error);
     }
-    let command = nsys_command_of(args, planned);
+    let command = nsys_command_of(args, planned, &nsys_args);
     if let Some(file) = &args.handoff {
         handoff::write(file, &handoff::Handoff::Nsys { command })?;
         return Ok(EXIT_OK);

@@ -4,8 +4,42 @@
 //! every command that measures.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use profiling_core::driver::session::SessionError;
+
+/// How much the process says besides its results, from the global `-q`
+/// and `-v` (see [`say`]): 0 quiet, 1 the default, 2 and more verbose.
+static VERBOSITY: AtomicU8 = AtomicU8::new(1);
+
+/// Sets what [`quiet`] and [`verbose`] say, once the command line is
+/// parsed: `-q` (no progress bars, no `note:` advice, no cargo progress of
+/// a workspace's build), `-v` (the commands run for a workspace's binary,
+/// and cargo's whole output).
+pub(crate) fn say(quiet: bool, verbose: u8) {
+    let level = if quiet { 0 } else { verbose.saturating_add(1) };
+    VERBOSITY.store(level, Ordering::Relaxed);
+}
+
+/// `-q` was given.
+pub(crate) fn quiet() -> bool {
+    VERBOSITY.load(Ordering::Relaxed) == 0
+}
+
+/// `-v` was given.
+#[cfg_attr(not(feature = "full"), allow(dead_code))]
+pub(crate) fn verbose() -> bool {
+    VERBOSITY.load(Ordering::Relaxed) >= 2
+}
+
+/// Writes `note: TEXT` on `err` unless `-q` was given: advice, never a
+/// result, a warning or an error.
+pub(crate) fn note(err: &mut dyn Write, text: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    if quiet() {
+        return Ok(());
+    }
+    writeln!(err, "note: {text}")
+}
 
 /// A terminal stream whose reader may go away (`profile-cli run ... | head
 /// -2`): from the first broken pipe on, what is printed goes nowhere and the

@@ -494,7 +494,7 @@ impl PhaseBar {
         let due = self
             .last_draw
             .is_none_or(|at| now.duration_since(at) >= Self::REDRAWN_AFTER);
-        if now.duration_since(self.started) < Self::SHOWN_AFTER || !due {
+        if now.duration_since(self.started) < Self::SHOWN_AFTER || !due || crate::streams::quiet() {
             return;
         }
         self.last_draw = Some(now);

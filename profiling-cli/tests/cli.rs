@@ -1016,6 +1016,120 @@ fn print_nsys_command_spells_out_every_setting_and_writes_nothing() {
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
 
+/// `--nsys-arg` and the config's `nsys.args` add options to the capture,
+/// merged with its own where nsys takes an option once; those that would
+/// break it are refused, naming the option or the key, and nothing is
+/// written.
+#[test]
+fn nsys_options_of_ones_own_join_the_printed_command_or_are_refused_saying_why() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let config = out.path().join("nsys.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "target: {{name: cli-doubler}}\noutput_dir: {dir}\nnsys:\n  args: [\"--trace=cublas\", \"--cuda-graph-trace=node\"]\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let printed = cli(&[
+        "run",
+        "--config",
+        config,
+        "--run-id",
+        "n1",
+        "--print-nsys-command",
+        "--nsys-arg=--trace=cudnn",
+        "--nsys-arg",
+        "-e",
+        "--nsys-arg",
+        "CUDA_LAUNCH_BLOCKING=1",
+        "--nsys-arg=--gpu-metrics-devices",
+        "--nsys-arg=all",
+    ]);
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    let lines: Vec<&str> = printed.stdout.lines().collect();
+    assert_eq!(lines[3], "  --trace=nvtx,osrt,cublas,cudnn \\");
+    assert_eq!(
+        lines[9],
+        "  -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0,CUDA_LAUNCH_BLOCKING=1 \\"
+    );
+    assert_eq!(lines[10], "  --trace-fork-before-exec=true \\");
+    assert_eq!(lines[11], "  --cuda-graph-trace=node \\");
+    assert_eq!(lines[12], "  --gpu-metrics-devices all \\");
+    assert!(lines[13].ends_with(" run cli-doubler \\"), "{}", lines[13]);
+
+    // From the command line: the option named, and why.
+    let refused = cli(&[
+        "run",
+        "--config",
+        config,
+        "--print-nsys-command",
+        "--nsys-arg=--duration=5",
+    ]);
+    assert_eq!(refused.code, 2);
+    assert_eq!(
+        refused.stderr,
+        "error: --nsys-arg `--duration=5`: set by the capture itself: the capture ends when the capture range closes; a duration could end it inside a pass\n"
+    );
+    // From the config: the file, the key and the word's place.
+    std::fs::write(
+        out.path().join("bad.yaml"),
+        "target: {name: cli-doubler}\nnsys: {args: [\"--stats=true\", \"-o\", \"/tmp/elsewhere\"]}\n",
+    )
+    .unwrap();
+    let bad = out.path().join("bad.yaml");
+    let refused = cli(&[
+        "run",
+        "--config",
+        bad.to_str().unwrap(),
+        "--output-dir",
+        dir,
+        "--nsys",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.starts_with(&format!(
+            "error: {}: nsys.args[1]: `-o`: set by the capture itself: the report goes where `analyze`",
+            bad.display()
+        )),
+        "{}",
+        refused.stderr
+    );
+    // Without a capture to add them to.
+    let alone = cli(&["run", "--config", config, "--nsys-arg=--stats=true"]);
+    assert_eq!(alone.code, 2);
+    assert!(
+        alone
+            .stderr
+            .contains("give it with --nsys or --print-nsys-command"),
+        "{}",
+        alone.stderr
+    );
+    // A key of the section it does not have.
+    std::fs::write(
+        out.path().join("typo.yaml"),
+        "target: {name: cli-doubler}\nnsys: {arg: []}\n",
+    )
+    .unwrap();
+    let typo = cli(&[
+        "run",
+        "--config",
+        out.path().join("typo.yaml").to_str().unwrap(),
+        "--print-nsys-command",
+    ]);
+    assert_eq!(typo.code, 2);
+    assert!(typo.stderr.contains("arg"), "{}", typo.stderr);
+    // Nothing was written: only the configs are there.
+    let mut names: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["bad.yaml", "nsys.yaml", "typo.yaml"]);
+}
+
 /// Every bad input: exit 2, one `error:` line naming what was wrong, and no
 /// run directory.
 #[test]
@@ -1742,6 +1856,15 @@ fn a_video_in_pipeline_mode_is_decoded_inside_each_pass_under_its_own_range() {
         "the decoder starts once a pass"
     );
     assert_eq!(manifest["data_source"]["description"]["mode"], "pipeline");
+    // What video_decode is, said beside it.
+    let decoded_by = manifest["data_source"]["description"]["decoded_by"]
+        .as_str()
+        .unwrap();
+    assert!(
+        decoded_by.contains("in a process of its own")
+            && decoded_by.contains("not decoding it in this process"),
+        "{decoded_by}"
+    );
 
     let eager = write("eager.yaml", "eager");
     let outcome = cli(&["run", "--config", &eager, "--run-id", "refused"]);

@@ -524,3 +524,60 @@ fn the_machine_is_on_record_with_the_threads_cpu_time_per_pass() {
         "{count} of 2000 passes read their CPU time"
     );
 }
+
+/// Waits its time, off the CPU.
+struct Sleeping(Duration);
+
+impl ProfileTarget for Sleeping {
+    type Prepared = ();
+    type Output = ();
+    fn prepare(&mut self, _record: &DataRecord, _device: Device) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, _prepared: &()) -> anyhow::Result<()> {
+        std::thread::sleep(self.0);
+        Ok(())
+    }
+}
+
+/// The machine-speed canary (about 120 ms for its two readings) is read
+/// around the capture of a run its warmup says will last 2 s or more, and
+/// not around a short one, whose manifest says why.
+#[test]
+fn the_canary_is_read_around_long_runs_only_and_a_short_one_says_why() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let one_record =
+        "target: {name: t}\ndata_source: {name: dummy, record_count: 1, include_image: false}\n";
+    let short = run(
+        &format!("{one_record}warmup: 1\niterations: 3\n"),
+        Spinning(Duration::from_micros(100)),
+    );
+    let machine = short.timings.machine.unwrap();
+    assert_eq!(machine.canary, None);
+    let note = machine.canary_note.unwrap();
+    assert!(
+        note.starts_with("not read: the warmup and capture were expected to take 0 ms"),
+        "{note}"
+    );
+    // No warmup: nothing to tell the capture's length by.
+    let blind = run(
+        &format!("{one_record}warmup: 0\niterations: 1\n"),
+        Spinning(Duration::ZERO),
+    );
+    let note = blind.timings.machine.unwrap().canary_note.unwrap();
+    assert!(note.contains("without a warmup pass"), "{note}");
+    // Sleeping never ends early: two warmup passes of 700 ms, one
+    // measured pass to come, at least 2.1 s.
+    let long = run(
+        &format!("{one_record}warmup: 2\niterations: 1\n"),
+        Sleeping(Duration::from_millis(700)),
+    );
+    let machine = long.timings.machine.unwrap();
+    assert_eq!(machine.canary_note, None);
+    let canary = machine.canary.unwrap();
+    assert!(
+        canary.before.memory_ns > 0 && canary.after.compute_ns > 0,
+        "{canary:?}"
+    );
+    assert!(canary.between.is_empty());
+}

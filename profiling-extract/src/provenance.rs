@@ -160,6 +160,7 @@ pub(crate) fn nsys_command(request: &NewSnippet, root: &Path, config: &Path) -> 
             capture_range: profiling_core::driver::config::DEFAULT_CAPTURE_RANGE,
             cuda: request.device.is_cuda(),
             sample: false,
+            args: &profiling_core::driver::nsys::NsysArgs::default(),
         },
         &lines,
         &program.to_string_lossy(),

@@ -15,7 +15,12 @@
 //! again from there. In `frames` mode they are read like any eager source's
 //! records; in `pipeline` mode the run loads lazily and every read opens the
 //! range `video_decode` (and, when the decoder starts, `video_open` inside
-//! it), so a video pipeline's decoding is measured with the rest of a pass.
+//! it), so a video pipeline's reading is measured with the rest of a pass.
+//! FFmpeg decodes in a process of its own, ahead of the reads, into the
+//! pipe: `video_decode` is the time a pass waits for the next decoded frame
+//! and copies it in, not the cost of decoding it in this process (on a busy
+//! machine, or a decoder slower than the pass, the two come close; on an
+//! idle one with a fast decoder, `video_decode` is mostly the copy).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -46,7 +51,10 @@ pub struct VideoParameters {
     pub limit: Option<usize>,
     /// Scale every frame to `[width, height]`.
     pub resize: Option<[u32; 2]>,
-    /// `frames` (decoded before the passes) or `pipeline` (decoded in them).
+    /// `frames` (decoded before the passes) or `pipeline` (read inside each
+    /// pass under the range `video_decode`: the wait for a frame that FFmpeg
+    /// decodes ahead in a process of its own, and its copy; not the cost of
+    /// decoding it in this process).
     #[serde(default)]
     pub mode: VideoMode,
     /// The `ffmpeg` program to run (`ffprobe` is looked for beside it);
@@ -65,7 +73,8 @@ pub enum VideoMode {
     /// Before the passes, like eager images.
     #[default]
     Frames,
-    /// Inside each pass, under the range `video_decode`.
+    /// Inside each pass, under the range `video_decode`: read from the
+    /// pipe FFmpeg fills ahead in its own process.
     Pipeline,
 }
 
@@ -570,6 +579,15 @@ impl RecordSource for VideoSource {
                 Value::from(self.path.display().to_string()),
             ),
             ("mode".to_owned(), Value::from(self.mode.name())),
+            (
+                "decoded_by".to_owned(),
+                Value::from(match self.mode {
+                    VideoMode::Frames => "FFmpeg, before the passes",
+                    VideoMode::Pipeline => {
+                        "FFmpeg in a process of its own, ahead of the reads: video_decode times waiting for each frame and copying it in, not decoding it in this process"
+                    }
+                }),
+            ),
             ("codec".to_owned(), Value::from(self.info.codec.clone())),
             ("video_width".to_owned(), Value::from(self.info.width)),
             ("video_height".to_owned(), Value::from(self.info.height)),

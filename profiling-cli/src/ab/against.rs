@@ -268,9 +268,9 @@ pub(crate) fn prepare(
         Err(code) => return Ok(Err(code)),
     };
     if build.profile.is_dev() {
-        writeln!(
+        crate::streams::note(
             err,
-            "note: both sides are debug builds (cargo's `dev` profile), built alike; a release build, as `cargo build --release` makes, times what ships"
+            format_args!("both sides are debug builds (cargo's `dev` profile), built alike; a release build, as `cargo build --release` makes, times what ships"),
         )?;
     }
     let place = Place {

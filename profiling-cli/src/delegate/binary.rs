@@ -136,6 +136,7 @@ fn run_for_handoff(
         signal_hook::flag::register(signal_hook::consts::SIGINT, absorbed_interrupt),
         signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone()),
     ];
+    say_what_runs(executable, forwarded);
     let code = match Command::new(executable)
         .args(forwarded)
         .arg(HANDOFF_OPTION)
@@ -217,11 +218,24 @@ pub(super) fn read_runs(
     finish::read_delegated(cli, args, workspace, &profiles)
 }
 
+/// With `-v`: the workspace's binary and its arguments, as a shell would
+/// run them.
+fn say_what_runs(executable: &Path, args: &[&OsStr]) {
+    if crate::streams::verbose() {
+        let words: Vec<String> = std::iter::once(executable.as_os_str())
+            .chain(args.iter().copied())
+            .map(|word| profiling_core::driver::nsys::shell_quote(&word.to_string_lossy()))
+            .collect();
+        eprintln!("profile-cli: running `{}`", words.join(" "));
+    }
+}
+
 /// Runs the binary with `args` in this process's place: its signals, its
 /// exit code.
 #[cfg(unix)]
 pub(super) fn exec(executable: &Path, args: &[&OsStr]) -> u8 {
     use std::os::unix::process::CommandExt;
+    say_what_runs(executable, args);
     let error = Command::new(executable).args(args).exec();
     eprintln!("error: cannot run {}: {error}", executable.display());
     1

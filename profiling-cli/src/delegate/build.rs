@@ -61,6 +61,13 @@ pub(super) fn build(to: &Delegated, snippet: Option<&Path>) -> Result<PathBuf, N
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
+    if crate::streams::verbose() {
+        eprintln!(
+            "profile-cli: running `{typed} --manifest-path {}` in {}",
+            manifest.display(),
+            to.krate.display()
+        );
+    }
     let child = match cargo {
         Ok(child) => child,
         Err(error) => {
@@ -138,11 +145,13 @@ fn watch_build(mut child: Child, snippet: Option<&Path>, err: &mut dyn Write) ->
         compiled: false,
         hidden_warnings: 0,
     };
+    // -v: cargo's output as it comes; -q: only a failure's.
     let mut shown = Shown {
         err,
         held: Vec::new(),
         busy_since: None,
-        showing: false,
+        showing: crate::streams::verbose(),
+        never_early: crate::streams::quiet(),
     };
     loop {
         match said.recv_timeout(Duration::from_millis(100)) {
@@ -238,6 +247,8 @@ struct Shown<'a> {
     held: Vec<(bool, String)>,
     busy_since: Option<Instant>,
     showing: bool,
+    /// `-q`: held until the end, shown only if the build fails.
+    never_early: bool,
 }
 
 impl Shown<'_> {
@@ -268,6 +279,7 @@ impl Shown<'_> {
     /// then on everything as it comes.
     fn show_once_long(&mut self) {
         if !self.showing
+            && !self.never_early
             && self
                 .busy_since
                 .is_some_and(|since| since.elapsed() >= A_MOMENT)

@@ -72,6 +72,8 @@ impl Command {
             | Command::Analyze(_)
             | Command::History(_)
             | Command::Profiles
+            | Command::Completions { .. }
+            | Command::Man { .. }
             | Command::Step { .. } => Delegation::NotDelegated,
         }
     }
@@ -127,10 +129,13 @@ pub(crate) fn delegated(cli: &Cli, build_root: &Path) -> Option<Delegated> {
     }
     let Some((krate, package)) = profiling_crate(&workspace) else {
         // `list` and `run` here are this binary's: say whose targets they are.
-        eprintln!(
-            "note: {} has no profiling crate (`profile-cli init` makes one): these are the targets built into this binary, from {}",
-            workspace.display(),
-            build_root.display()
+        let _ = crate::streams::note(
+            &mut std::io::stderr(),
+            format_args!(
+                "{} has no profiling crate (`profile-cli init` makes one): these are the targets built into this binary, from {}",
+                workspace.display(),
+                build_root.display()
+            ),
         );
         return None;
     };

@@ -45,6 +45,11 @@ impl ReportArgs {
     pub(crate) fn default_output_dir(&mut self, dir: PathBuf) {
         self.output_dir.get_or_insert(dir);
     }
+
+    /// Colours the verdicts as the global `--color` says.
+    pub(crate) fn color(&mut self, color: crate::decide::ColorChoice) {
+        self.decide.color = color;
+    }
 }
 
 /// A page, and the path it goes to unless `-o` names another.

@@ -461,3 +461,210 @@ fn a_second_run_with_the_same_id_is_refused_while_the_first_runs() {
         .is_file());
     assert!(!claim.exists());
 }
+
+fn profile_cli_in(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_profile-cli"));
+    command.args(args).current_dir(dir);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+/// `completions SHELL` prints a script the shell itself loads: bash then
+/// knows how to complete `profile-cli`, down to a command's options.
+#[test]
+fn completions_are_scripts_the_shells_load() {
+    let bash = profile_cli(&["completions", "bash"]);
+    assert!(bash.status.success());
+    let script = String::from_utf8(bash.stdout).unwrap();
+    assert!(script.contains("--nsys-arg"), "the run command's options");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profile-cli.bash");
+    std::fs::write(&file, &script).unwrap();
+    let loaded = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {} && complete -p profile-cli && f=$(complete -p profile-cli | sed -E 's/.* -F ([^ ]+) .*/\\1/') && COMP_WORDS=(profile-cli ru); COMP_CWORD=1; COMP_LINE='profile-cli ru'; COMP_POINT=14; \"$f\" profile-cli ru profile-cli && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            file.display()
+        ))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&loaded.stdout);
+    assert!(
+        loaded.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    assert!(
+        said.contains(" -F ") && said.contains(" profile-cli\n"),
+        "{said}"
+    );
+    let offered: Vec<&str> = said.lines().skip(1).collect();
+    assert!(
+        offered.contains(&"run") && offered.contains(&"runs"),
+        "{said}"
+    );
+    for (shell, mark) in [
+        ("zsh", "#compdef profile-cli"),
+        ("fish", "complete -c profile-cli"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let output = profile_cli(&["completions", shell]);
+        assert!(output.status.success(), "{shell}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(mark),
+            "{shell}"
+        );
+    }
+    let unknown = profile_cli(&["completions", "tcsh"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+/// `man` prints a page `man` renders; `man --output DIR` writes one per
+/// command.
+#[test]
+fn man_pages_render_with_man() {
+    let page = profile_cli(&["man"]);
+    assert!(page.status.success());
+    let roff = String::from_utf8(page.stdout).unwrap();
+    assert!(
+        roff.starts_with(".ie \\n(.g .ds Aq") || roff.contains(".TH profile-cli 1"),
+        "{roff}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let written = profile_cli(&["man", "--output", dir.path().to_str().unwrap()]);
+    assert!(written.status.success());
+    assert!(String::from_utf8_lossy(&written.stdout).starts_with("wrote "));
+    let run_page = dir.path().join("profile-cli-run.1");
+    assert!(dir.path().join("profile-cli.1").is_file());
+    assert!(
+        !dir.path().join("profile-cli-step.1").exists(),
+        "hidden commands have none"
+    );
+    let Ok(rendered) = Command::new("man")
+        .arg("-l")
+        .arg(&run_page)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+    else {
+        eprintln!("no man here: the page was written, not rendered");
+        return;
+    };
+    let text = String::from_utf8_lossy(&rendered.stdout);
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    assert!(text.contains("profile-cli-run"), "{text}");
+    assert!(text.contains("--print-nsys-command"), "{text}");
+}
+
+/// The global `-q` leaves the advice out, wherever it stands on the line;
+/// `--color` is taken before the command as after it.
+#[test]
+fn quiet_and_color_are_options_of_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[workspace]\nmembers = []\nresolver = \"2\"\n",
+    )
+    .unwrap();
+    let said = profile_cli_in(dir.path(), &["list"], &[]);
+    assert!(said.status.success());
+    let stderr = String::from_utf8_lossy(&said.stderr);
+    assert!(
+        stderr.starts_with("note: ") && stderr.contains("has no profiling crate"),
+        "{stderr}"
+    );
+    for quiet in [&["-q", "list"][..], &["list", "--quiet"][..]] {
+        let quiet = profile_cli_in(dir.path(), quiet, &[]);
+        assert!(quiet.status.success());
+        assert!(
+            quiet.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&quiet.stderr)
+        );
+        assert_eq!(quiet.stdout, said.stdout);
+    }
+    let both = profile_cli_in(dir.path(), &["-q", "-v", "list"], &[]);
+    assert_eq!(both.status.code(), Some(2));
+    // Colour forced on clap's own help, and off.
+    let always = profile_cli(&["--color", "always", "run", "--help"]);
+    assert!(String::from_utf8_lossy(&always.stdout).contains("\u{1b}["));
+    let never = profile_cli(&["run", "--help", "--color=never"]);
+    assert!(!String::from_utf8_lossy(&never.stdout).contains("\u{1b}["));
+}
+
+/// `PROFILING_RUNS_DIR` is where runs and the history store go, and where
+/// the commands that read runs look, when nothing on the line says.
+#[test]
+fn the_runs_directory_variable_takes_the_runs_and_the_store() {
+    let runs = tempfile::tempdir().unwrap();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let env = [("PROFILING_RUNS_DIR", runs.path())];
+    for id in ["a", "b"] {
+        let ran = profile_cli_in(
+            here,
+            &[
+                "run",
+                "detection-postprocess",
+                "--run-id",
+                id,
+                "--no-report",
+            ],
+            &env,
+        );
+        assert!(
+            ran.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        assert!(runs
+            .path()
+            .join(format!("detection-postprocess/runs/{id}/manifest.yaml"))
+            .is_file());
+    }
+    assert!(runs.path().join("history.sqlite").is_file());
+    let compared = profile_cli_in(
+        here,
+        &[
+            "compare",
+            "detection-postprocess@a",
+            "detection-postprocess@b",
+            "--json",
+        ],
+        &env,
+    );
+    assert!(
+        compared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    let history = profile_cli_in(here, &["history", "detection-postprocess", "--json"], &env);
+    assert!(
+        history.status.success(),
+        "{}",
+        String::from_utf8_lossy(&history.stderr)
+    );
+    // --output-dir still wins.
+    let other = tempfile::tempdir().unwrap();
+    let ran = profile_cli_in(
+        here,
+        &[
+            "run",
+            "detection-postprocess",
+            "--run-id",
+            "c",
+            "--no-report",
+            "--output-dir",
+            other.path().to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(ran.status.success());
+    assert!(other.path().join("detection-postprocess/runs/c").is_dir());
+    assert!(!runs.path().join("detection-postprocess/runs/c").exists());
+}

@@ -10,6 +10,12 @@
 //! chain of dependent integer steps, so its time is the core's. Each is
 //! the fastest of a few tries (the least disturbed), and both together
 //! take about 60 ms on a two-core virtual machine.
+//!
+//! That is more than a short run takes in all: a run reads the canary
+//! only when its warmup says the run will last [`WORTH_READING_NS`] or
+//! more ([`worth_reading`]), so that the readings are a small share of it;
+//! the manifest says why when it was not read. A paired run always reads
+//! it: it is a comparison, and long.
 
 use std::time::Instant;
 
@@ -83,6 +89,36 @@ pub fn between_blocks(blocks: usize) -> Vec<usize> {
     }
     // After `b` pairs: after block 2b - 1.
     after_pairs.into_iter().map(|b| 2 * b - 1).collect()
+}
+
+/// How long a run's warmup and capture together must be expected to take
+/// for the canary to be read before and after its capture: two readings
+/// (about 120 ms on a two-core virtual machine) are then at most a
+/// sixteenth of the run.
+pub const WORTH_READING_NS: u64 = 2_000_000_000;
+
+/// Whether a run reads the canary around its capture, from its warmup:
+/// `warmup_ns` for `warmup_passes` passes, and `iterations` measured
+/// passes to come, each expected to take what a warmup pass took on
+/// average. `Err` says why not, for the manifest.
+pub fn worth_reading(warmup_ns: u64, warmup_passes: u32, iterations: u32) -> Result<(), String> {
+    if warmup_passes == 0 {
+        return Err(format!(
+            "not read: without a warmup pass, nothing said how long the capture would take (it is read for runs expected to take {} s or more)",
+            WORTH_READING_NS / 1_000_000_000
+        ));
+    }
+    let capture_ns = (warmup_ns / u64::from(warmup_passes)).saturating_mul(u64::from(iterations));
+    let run_ns = warmup_ns.saturating_add(capture_ns);
+    if run_ns >= WORTH_READING_NS {
+        Ok(())
+    } else {
+        Err(format!(
+            "not read: the warmup and capture were expected to take {:.0} ms, and the canary (about 120 ms) is read for runs of {} s or more",
+            run_ns as f64 / 1e6,
+            WORTH_READING_NS / 1_000_000_000
+        ))
+    }
 }
 
 /// Reads both kernels now.
@@ -166,6 +202,26 @@ mod tests {
         assert!(between_blocks(4).is_empty());
         assert_eq!(between_blocks(6).len(), 2);
         assert!(between_blocks(0).is_empty());
+    }
+
+    #[test]
+    fn the_canary_is_read_for_runs_expected_to_last_two_seconds_or_more() {
+        // 10 warmup passes of 100 ms, 10 measured to come: 2 s.
+        assert_eq!(worth_reading(1_000_000_000, 10, 10), Ok(()));
+        // One pass of 1 s, one to come.
+        assert_eq!(worth_reading(1_000_000_000, 1, 1), Ok(()));
+        // A long warmup alone is enough.
+        assert_eq!(worth_reading(2_000_000_000, 2, 0), Ok(()));
+        // Just short: 1 ms per pass, 1 warmup and 1,998 measured.
+        let short = worth_reading(1_000_000, 1, 1_998).unwrap_err();
+        assert!(short.contains("expected to take 1999 ms"), "{short}");
+        assert!(short.starts_with("not read: "), "{short}");
+        assert_eq!(worth_reading(1_000_000, 1, 1_999), Ok(()));
+        // No warmup: no estimate.
+        let blind = worth_reading(0, 0, 1_000_000).unwrap_err();
+        assert!(blind.contains("without a warmup pass"), "{blind}");
+        // Saturating, not wrapping.
+        assert_eq!(worth_reading(u64::MAX, 1, u32::MAX), Ok(()));
     }
 
     #[test]

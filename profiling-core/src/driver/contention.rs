@@ -47,6 +47,10 @@ pub struct MachineState {
     /// after it: a memory-bound and a compute-bound kernel's times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<Canaries>,
+    /// Why the canary was not read, when it was not: a run too short for
+    /// it to be a small share ([`canary::worth_reading`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary_note: Option<String>,
 }
 
 impl MachineState {
@@ -99,6 +103,8 @@ pub struct Snapshot {
     governor: Option<String>,
     frequencies_mhz: Vec<u32>,
     canary: Option<Canary>,
+    /// At the opening end: why the canary is not read.
+    canary_note: Option<String>,
     /// At the closing end of a paired run: the canary read between its
     /// block pairs.
     between: Vec<Canary>,
@@ -116,6 +122,7 @@ impl Snapshot {
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             frequencies_mhz: frequencies_mhz(),
             canary: None,
+            canary_note: None,
             between: Vec::new(),
         }
     }
@@ -129,11 +136,32 @@ impl Snapshot {
         }
     }
 
+    /// Just before a capture opens: with `read` `Ok`, [`Snapshot::opening`];
+    /// else the machine now, and why the canary was not read.
+    pub(crate) fn opening_if(read: Result<(), String>) -> Snapshot {
+        match read {
+            Ok(()) => Snapshot::opening(),
+            Err(note) => Snapshot {
+                canary_note: Some(note),
+                ..Snapshot::now()
+            },
+        }
+    }
+
     /// Just after a capture closes: the machine now, then the canary.
     pub(crate) fn closing() -> Snapshot {
         let mut snapshot = Snapshot::now();
         snapshot.canary = Some(canary::read());
         snapshot
+    }
+
+    /// Just after a capture closes: the machine now, then the canary
+    /// where `opening` read it.
+    pub(crate) fn closing_as(opening: &Snapshot) -> Snapshot {
+        match opening.canary {
+            Some(_) => Snapshot::closing(),
+            None => Snapshot::now(),
+        }
     }
 
     /// Just after a paired run's capture closes, with the canary read
@@ -196,6 +224,7 @@ pub(crate) fn state(start: &Snapshot, end: &Snapshot, passes: &[(u64, u64)]) -> 
             }),
             _ => None,
         },
+        canary_note: start.canary_note.clone(),
     }
 }
 

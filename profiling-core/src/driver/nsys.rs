@@ -83,6 +83,146 @@ pub struct NsysCapture<'a> {
     pub cuda: bool,
     /// Sample the CPU and trace context switches (perf events).
     pub sample: bool,
+    /// The user's own options of `nsys profile` (`--nsys-arg`, the
+    /// config's `nsys.args`), checked by [`NsysArgs::parse`].
+    pub args: &'a NsysArgs,
+}
+
+/// Options of `nsys profile` that the capture sets and that a user's may
+/// not replace, each with why: they decide where the report goes and that
+/// the capture is the run's capture range, once.
+const REFUSED: &[(&[&str], &str)] = &[
+    (
+        &["-o", "--output"],
+        "the report goes where `analyze` moves it into the run directory from (the run's `.<run id>.nsys/trace`)",
+    ),
+    (
+        &["-c", "--capture-range"],
+        "the capture is the run's capture range (`--capture-range=nvtx`); name another range with the config's `capture_range`",
+    ),
+    (
+        &["--capture-range-end"],
+        "nsys stops when the capture range closes (`stop`): the run writes its files after it, and a second capture would hold no pass of the run",
+    ),
+    (
+        &["-p", "--nvtx-capture"],
+        "the capture range is the config's `capture_range` (or --capture-range)",
+    ),
+    (
+        &["-y", "--delay"],
+        "the capture starts when the capture range opens, not after a delay",
+    ),
+    (
+        &["-d", "--duration"],
+        "the capture ends when the capture range closes; a duration could end it inside a pass",
+    ),
+    (
+        &["-f", "--force-overwrite"],
+        "the report directory is the run's own, and its report is overwritten already",
+    ),
+    (
+        &["--trace-fork-before-exec"],
+        "it is on already, so that a profiling binary the command starts is traced",
+    ),
+];
+
+/// The user's own options of `nsys profile`, checked and sorted: those
+/// the capture also sets are merged with its own (`--trace` adds to its
+/// list, `-e` to its variables) or replace them (`--sample`,
+/// `--cpuctxsw`), since nsys takes each option once; the rest follow its
+/// options as they were given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NsysArgs {
+    /// APIs to trace besides the capture's own (`--trace`, `-t`).
+    pub trace: Vec<String>,
+    /// `--sample` (`-s`), in place of the capture's.
+    pub sample: Option<String>,
+    /// `--cpuctxsw`, in place of the capture's.
+    pub cpuctxsw: Option<String>,
+    /// Variables for the profiled process (`--env-var`, `-e`), besides
+    /// the capture's.
+    pub env: Vec<String>,
+    /// Every other option, with the words that followed it, in order.
+    pub other: Vec<Vec<String>>,
+}
+
+/// A word of the user's nsys options that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NsysArgError {
+    /// Its place among the words given, from 0.
+    pub index: usize,
+    pub word: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for NsysArgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.word, self.reason)
+    }
+}
+
+impl NsysArgs {
+    /// Checks and sorts `words`, options of `nsys profile` as a shell
+    /// would pass them: `--name=value`, or `--name value` (the value its
+    /// own word), or a flag alone. Refused: what [`REFUSED`] lists, and a
+    /// first word that is not an option.
+    pub fn parse(words: &[String]) -> Result<NsysArgs, NsysArgError> {
+        let mut args = NsysArgs::default();
+        let mut index = 0;
+        while index < words.len() {
+            let word = &words[index];
+            let refuse = |reason: String| NsysArgError {
+                index,
+                word: word.clone(),
+                reason,
+            };
+            if !word.starts_with('-') || word == "-" || word == "--" {
+                return Err(refuse(
+                    "not an option of `nsys profile`: the command it profiles is the run's own; give options only (`--name=value`, or `--name` then its value)".to_owned(),
+                ));
+            }
+            let (name, inline) = match word.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_owned())),
+                None => (word.as_str(), None),
+            };
+            if let Some((_, why)) = REFUSED.iter().find(|(names, _)| names.contains(&name)) {
+                return Err(refuse(format!("set by the capture itself: {why}")));
+            }
+            // The words up to the next option are this one's value.
+            let mut end = index + 1;
+            while end < words.len() && !words[end].starts_with('-') {
+                end += 1;
+            }
+            let following = &words[index + 1..end];
+            let value = || -> Result<String, NsysArgError> {
+                match (&inline, following) {
+                    (Some(value), []) if !value.is_empty() => Ok(value.clone()),
+                    (None, [value]) => Ok(value.clone()),
+                    _ => Err(refuse(format!("`{name}` takes one value: `{name}=VALUE`"))),
+                }
+            };
+            match name {
+                "-t" | "--trace" => {
+                    for api in value()?.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+                        if !args.trace.iter().any(|a| a == api) {
+                            args.trace.push(api.to_owned());
+                        }
+                    }
+                }
+                "-s" | "--sample" => args.sample = Some(value()?),
+                "--cpuctxsw" => args.cpuctxsw = Some(value()?),
+                "-e" | "--env-var" => args.env.push(value()?),
+                _ => args.other.push(words[index..end].to_vec()),
+            }
+            index = end;
+        }
+        Ok(args)
+    }
+
+    /// Whether no option was given.
+    pub fn is_empty(&self) -> bool {
+        *self == NsysArgs::default()
+    }
 }
 
 /// The nsys command around a profiling command: the directory it writes
@@ -122,34 +262,51 @@ pub fn nsys_command(
     let run_dir = std::path::absolute(capture.run_dir).unwrap_or_else(|_| capture.run_dir.into());
     let report_dir = report_dir(&run_dir);
     let output = report_dir.join(REPORT_STEM).to_string_lossy().into_owned();
-    let trace = if capture.cuda {
-        "--trace=cuda,nvtx,osrt"
+    let args = capture.args;
+    let mut apis: Vec<&str> = if capture.cuda {
+        vec!["cuda", "nvtx", "osrt"]
     } else {
-        "--trace=nvtx,osrt"
+        vec!["nvtx", "osrt"]
     };
-    let (sample, switches) = if capture.sample {
-        ("--sample=process-tree", "--cpuctxsw=process-tree")
+    for api in &args.trace {
+        // `none` would drop the NVTX the capture range is found by.
+        if api != "none" && !apis.contains(&api.as_str()) {
+            apis.push(api);
+        }
+    }
+    let trace = format!("--trace={}", apis.join(","));
+    let collector = if capture.sample {
+        "process-tree"
     } else {
-        ("--sample=none", "--cpuctxsw=none")
+        "none"
     };
+    let sample = format!("--sample={}", args.sample.as_deref().unwrap_or(collector));
+    let switches = format!(
+        "--cpuctxsw={}",
+        args.cpuctxsw.as_deref().unwrap_or(collector)
+    );
     let nvtx_capture = format!("--nvtx-capture={}@*", capture.capture_range);
+    // Lets Nsight match a capture range named by a plain, unregistered string.
+    let mut env = vec!["NSYS_NVTX_PROFILER_REGISTER_ONLY=0".to_owned()];
+    env.extend(args.env.iter().cloned());
+    let env = env.join(",");
     let mut lines = vec![
         line(&["nsys", "profile"]),
         line(&["-o", &output]),
         // The directory is the command's own: a report left by an earlier
         // attempt is replaced.
         line(&["--force-overwrite=true"]),
-        line(&[trace]),
-        line(&[sample]),
-        line(&[switches]),
+        line(&[&trace]),
+        line(&[&sample]),
+        line(&[&switches]),
         line(&["--capture-range=nvtx"]),
         // The run goes on after the capture: it writes its files, then ends.
         line(&["--capture-range-end=stop"]),
         line(&[&nvtx_capture]),
-        // Lets Nsight match a capture range named by a plain, unregistered string.
-        line(&["-e", "NSYS_NVTX_PROFILER_REGISTER_ONLY=0"]),
+        line(&["-e", &env]),
         line(&["--trace-fork-before-exec=true"]),
     ];
+    lines.extend(args.other.iter().cloned());
     lines.extend(command.iter().cloned());
     NsysCommand {
         finish: vec![
@@ -244,6 +401,7 @@ mod tests {
                 capture_range: "profile-target",
                 cuda,
                 sample,
+                args: &NsysArgs::default(),
             },
             &profiling,
             "/bin/profile-cli",
@@ -272,6 +430,118 @@ mod tests {
         assert_eq!(text.lines().collect::<Vec<_>>(), expected);
     }
 
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_users_options_merge_with_the_captures_own_or_follow_them() {
+        let args = NsysArgs::parse(&words(
+            "--trace=cublas,cudnn,nvtx --cuda-graph-trace node -e A=1 --gpu-metrics-devices=all -s cpu --cudabacktrace=all:500",
+        ))
+        .unwrap();
+        let command = nsys_command(
+            &NsysCapture {
+                run_dir: Path::new("/r/runs/r1"),
+                capture_range: "profile-target",
+                cuda: true,
+                sample: false,
+                args: &args,
+            },
+            &[vec!["/bin/profile-cli".to_owned()]],
+            "/bin/profile-cli",
+        );
+        let text = command.render();
+        let expected = [
+            "mkdir -p /r/runs/.r1.nsys && nsys profile \\",
+            "  -o /r/runs/.r1.nsys/trace \\",
+            "  --force-overwrite=true \\",
+            "  --trace=cuda,nvtx,osrt,cublas,cudnn \\",
+            "  --sample=cpu \\",
+            "  --cpuctxsw=none \\",
+            "  --capture-range=nvtx \\",
+            "  --capture-range-end=stop \\",
+            "  '--nvtx-capture=profile-target@*' \\",
+            "  -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0,A=1 \\",
+            "  --trace-fork-before-exec=true \\",
+            "  --cuda-graph-trace node \\",
+            "  --gpu-metrics-devices=all \\",
+            "  --cudabacktrace=all:500 \\",
+            "  /bin/profile-cli \\",
+            "  && /bin/profile-cli analyze /r/runs/r1",
+        ];
+        assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+        // Nothing given: the capture's own command.
+        assert!(NsysArgs::parse(&[]).unwrap().is_empty());
+        // `none` cannot take the NVTX tracing away.
+        let none = NsysArgs::parse(&words("-t none")).unwrap();
+        let command = nsys_command(
+            &NsysCapture {
+                run_dir: Path::new("/r/runs/r1"),
+                capture_range: "profile-target",
+                cuda: false,
+                sample: false,
+                args: &none,
+            },
+            &[],
+            "p",
+        );
+        assert_eq!(command.lines[3], ["--trace=nvtx,osrt"]);
+    }
+
+    #[test]
+    fn options_that_would_break_the_capture_are_refused_saying_why() {
+        for (given, index, word, why) in [
+            ("-o /tmp/x", 0, "-o", "the report goes where `analyze`"),
+            (
+                "--stats=true --output=/tmp/x",
+                1,
+                "--output=/tmp/x",
+                "the report goes",
+            ),
+            (
+                "--capture-range=cudaProfilerApi",
+                0,
+                "--capture-range=cudaProfilerApi",
+                "the capture is the run's capture range",
+            ),
+            ("-c none", 0, "-c", "the capture is the run's capture range"),
+            (
+                "--capture-range-end=repeat",
+                0,
+                "--capture-range-end=repeat",
+                "nsys stops when the capture range closes",
+            ),
+            ("--nvtx-capture=x", 0, "--nvtx-capture=x", "`capture_range`"),
+            ("--delay=5", 0, "--delay=5", "not after a delay"),
+            ("-d 10", 0, "-d", "could end it inside a pass"),
+            (
+                "--force-overwrite=false",
+                0,
+                "--force-overwrite=false",
+                "overwritten already",
+            ),
+            (
+                "--trace-fork-before-exec=false",
+                0,
+                "--trace-fork-before-exec=false",
+                "on already",
+            ),
+            ("cuda", 0, "cuda", "not an option of `nsys profile`"),
+            ("--trace", 0, "--trace", "takes one value"),
+            ("--trace=", 0, "--trace=", "takes one value"),
+            ("--sample=cpu none", 0, "--sample=cpu", "takes one value"),
+        ] {
+            let error = NsysArgs::parse(&words(given)).unwrap_err();
+            assert_eq!((error.index, error.word.as_str()), (index, word), "{given}");
+            assert!(error.reason.contains(why), "{given}: {}", error.reason);
+            assert!(
+                error.to_string().starts_with(&format!("`{word}`: ")),
+                "{error}"
+            );
+        }
+    }
+
     #[test]
     fn cuda_is_traced_on_a_cuda_device_and_perf_collectors_only_when_asked() {
         let cuda = command(true, false).lines.concat();
@@ -293,6 +563,7 @@ mod tests {
                 capture_range: "profile-target",
                 cuda: false,
                 sample: false,
+                args: &NsysArgs::default(),
             },
             &[vec!["/bin/profile-cli".to_owned()]],
             "/bin/profile-cli",

@@ -114,6 +114,19 @@ pub(super) struct RawConfig {
     pub(super) ab: Option<RawAb>,
     /// What `profile-cli load` reads of this config; a run reads none of it.
     pub(super) load: Option<LoadConfig>,
+    /// What `run --nsys` and `--print-nsys-command` add to the capture; a
+    /// run reads none of it.
+    pub(super) nsys: Option<RawNsys>,
+}
+
+/// The config's `nsys:` section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNsys {
+    /// Options of `nsys profile` added to the capture, one word each
+    /// (checked by [`crate::driver::nsys::NsysArgs::parse`] where used).
+    #[serde(default)]
+    pub(super) args: Vec<String>,
 }
 
 /// The config's `load:` section: `profile-cli load`'s defaults, each
@@ -251,6 +264,15 @@ impl ConfigFile {
     /// The config's `load:` section, when it has one.
     pub fn load_section(&self) -> Option<&LoadConfig> {
         self.raw.load.as_ref()
+    }
+
+    /// The config's `nsys.args`: options of `nsys profile` for the
+    /// capture.
+    pub fn nsys_args(&self) -> &[String] {
+        self.raw
+            .nsys
+            .as_ref()
+            .map_or(&[][..], |nsys| nsys.args.as_slice())
     }
 
     /// The target this config names, if it names one.

@@ -81,6 +81,9 @@ pub(super) struct Measured<O> {
     )>,
     /// With `memory: on`: what each pass and call allocated.
     pub(super) memory: Option<MeasuredMemory>,
+    /// Whether the machine-speed canary is read around the capture, or
+    /// why not ([`crate::driver::canary::worth_reading`]).
+    pub(super) canary: Result<(), String>,
 }
 
 /// The memory figures of the measured passes ([`crate::memory::attribution`]),
@@ -217,6 +220,7 @@ impl<O> Measured<O> {
             last_pass_ns: 0,
             machine: None,
             memory: None,
+            canary: Ok(()),
         }
     }
 
@@ -328,7 +332,10 @@ pub(super) fn capture<T: ProfileTarget, I: Inputs<T>>(
     measured.call_samples.prefault();
     crate::memory::prefault_spare(&mut measured.passes);
     synchronize_at(plan, config.cuda.synchronize_before_capture);
-    let machine_start = crate::driver::contention::Snapshot::opening();
+    let machine_start = crate::driver::contention::Snapshot::opening_if(std::mem::replace(
+        &mut measured.canary,
+        Ok(()),
+    ));
     let capture = Capture::begin_expecting(measured.expected_range_events);
     if let Some(gpu) = gpu.as_deref_mut() {
         gpu.capture_begins();
@@ -379,10 +386,8 @@ pub(super) fn capture<T: ProfileTarget, I: Inputs<T>>(
     drop(capture_range);
     measured.capture_ns = now_ns() - capture_started;
     measured.ranges = capture.end();
-    measured.machine = Some((
-        machine_start,
-        crate::driver::contention::Snapshot::closing(),
-    ));
+    let machine_end = crate::driver::contention::Snapshot::closing_as(&machine_start);
+    measured.machine = Some((machine_start, machine_end));
     readings_to_ns(
         measured
             .passes

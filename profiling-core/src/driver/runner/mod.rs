@@ -435,6 +435,8 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
     })?;
     let mut measured = Measured::expecting(config.iterations, inputs.len(), inputs.room());
+    measured.canary =
+        crate::driver::canary::worth_reading(warmup_ns, tally.completed_warmup, config.iterations);
     measured.expected_range_events =
         (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
     measured.memory = config.memory.is_on().then(|| {

@@ -97,7 +97,8 @@ pub struct Planned {
     /// manifest records is still `run_dir`'s.
     pub staged_in: Option<PathBuf>,
     /// The sections of the config file that commands other than `run`
-    /// read (`load:`, `sweep:`, `ab.accept`), from the one reading of it.
+    /// read (`load:`, `sweep:`, `ab.accept`), and `run --nsys` reads
+    /// (`nsys.args`), from the one reading of it.
     pub sections: ConfigSections,
 }
 
@@ -111,6 +112,8 @@ pub struct ConfigSections {
     pub sweep: Option<Value>,
     /// `ab.accept`, the gates of `profile-cli ab` without `--accept`.
     pub ab_accept: Option<String>,
+    /// `nsys.args`, the options `run --nsys` adds to the capture.
+    pub nsys_args: Vec<String>,
 }
 
 impl Planned {

@@ -62,6 +62,7 @@ pub fn plan(request: &RunRequest) -> Result<Planned, SessionError> {
             load: file.load_section().cloned(),
             sweep: file.sweep().cloned(),
             ab_accept: file.ab_accept().map(str::to_owned),
+            nsys_args: file.nsys_args().to_vec(),
         });
     let config_path = file.and_then(|f| f.path);
 
