@@ -63,8 +63,9 @@ pub(crate) struct LoadArgs {
     /// Queries each worker serves before the measurement (default 10).
     #[arg(long, value_name = "N", value_parser = units::parse_count::<u64>)]
     pub(crate) warmup: Option<u64>,
-    /// The minimum query count. With neither this nor --duration, LoadGen's minimums: 600 s
-    /// and 1,024 queries (server 270,336; offline 24,576); either one set replaces both.
+    /// The minimum query count. With neither this nor --duration, the quick minimums: 368
+    /// queries (what p99's 95 % interval needs) and 30 s, a server's rate permitting; either one
+    /// set replaces both.
     #[arg(long, value_name = "N", value_parser = units::parse_count::<u64>)]
     pub(crate) queries: Option<u64>,
     /// The minimum duration: a number and a unit (500ms, 30s, 2m). A server load sends
@@ -80,6 +81,11 @@ pub(crate) struct LoadArgs {
     /// bracket, then bisected to 5 %; each step a full measurement, the curve printed.
     #[arg(long)]
     pub(crate) find_peak: bool,
+    /// With neither --queries nor --duration, MLPerf LoadGen's minimums for a result to publish
+    /// (600 s and 1,024 queries; server 270,336; offline 24,576) instead of the quick ones (also
+    /// `load.loadgen_minimums: true`).
+    #[arg(long)]
+    pub(crate) loadgen_minimums: bool,
     #[command(flatten)]
     pub(crate) run_dir: RunDirArgs,
     /// Replace an earlier run with the same --run-id.
@@ -113,6 +119,7 @@ impl LoadArgs {
             duration: self.duration.clone(),
             p99_bound: self.p99_bound.clone(),
             find_peak: self.find_peak,
+            loadgen_minimums: self.loadgen_minimums,
         }
     }
 }
@@ -376,6 +383,8 @@ fn announce(
         request.warmup,
         if request.minimums_from == "LoadGen's defaults" {
             "LoadGen's minimums; --duration or --queries sets others".to_owned()
+        } else if request.minimums_from == profiling_core::driver::load::spec::QUICK_DEFAULTS {
+            "the quick defaults: enough for p99's interval, in about 30 s where the rate allows; --loadgen-minimums for LoadGen's, --duration or --queries for others".to_owned()
         } else {
             format!("from {}", request.minimums_from)
         },

@@ -224,30 +224,72 @@ pub fn median_interval(sorted: &[u64], confidence: f64) -> Option<(u64, u64, u64
     let median = lower_median(sorted)?;
     let n = sorted.len();
     let tail = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0;
-    // P(X <= k) for X ~ Binomial(n, 1/2), accumulated in log space.
-    let log_half_n = n as f64 * std::f64::consts::LN_2;
-    let mut log_choose = 0.0_f64; // ln C(n, 0)
-    let mut cumulative = 0.0_f64;
-    // `j` (1-based) is the largest rank with P(X <= j - 1) <= tail.
-    let mut rank = 0usize;
-    for k in 0..n {
-        cumulative += (log_choose - log_half_n).exp();
-        if cumulative > tail {
-            break;
-        }
-        rank = k + 1;
-        // ln C(n, k + 1) = ln C(n, k) + ln((n - k) / (k + 1))
-        log_choose += ((n - k) as f64).ln() - ((k + 1) as f64).ln();
-    }
+    let cdf = binomial_cdf(n, 0.5);
+    // `j` (1-based) is the largest rank with P(X <= j - 1) <= tail, for
+    // X ~ Binomial(n, 1/2); at most the median's rank.
+    let rank = (1..=n.div_ceil(2))
+        .take_while(|&j| cdf(j - 1) <= tail)
+        .last()
+        .unwrap_or(0);
     if rank == 0 {
         return Some((median, sorted[0], sorted[n - 1]));
     }
     Some((median, sorted[rank - 1], sorted[n - rank]))
 }
 
+/// P(B <= k) for B ~ Binomial(n, p), 0 < p < 1: the probabilities from
+/// the mode outwards by the ratio of neighbours, in logs, so that large
+/// n neither overflow nor underflow where it matters. The one binomial
+/// CDF of the project: the intervals of medians ([`median_interval`]) and
+/// of a load's percentiles are read from it.
+pub fn binomial_cdf(n: usize, p: f64) -> impl Fn(usize) -> f64 {
+    let mode = (((n + 1) as f64) * p).floor().min(n as f64) as usize;
+    let mut log = vec![f64::NEG_INFINITY; n + 1];
+    log[mode] = 0.0;
+    let odds = (p / (1.0 - p)).ln();
+    for k in mode..n {
+        log[k + 1] = log[k] + ((n - k) as f64 / (k + 1) as f64).ln() + odds;
+        if log[k + 1] < -745.0 {
+            break;
+        }
+    }
+    for k in (1..=mode).rev() {
+        log[k - 1] = log[k] - ((n - k + 1) as f64 / k as f64).ln() - odds;
+        if log[k - 1] < -745.0 {
+            break;
+        }
+    }
+    let weights: Vec<f64> = log.iter().map(|l| l.exp()).collect();
+    let total: f64 = weights.iter().sum();
+    let mut cumulative = Vec::with_capacity(n + 1);
+    let mut sum = 0.0;
+    for w in &weights {
+        sum += w / total;
+        cumulative.push(sum);
+    }
+    move |k: usize| cumulative[k.min(n)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CDF against sums of binomial coefficients, exact in f64.
+    #[test]
+    fn the_binomial_cdf_is_the_sum_of_the_probabilities_up_to_k() {
+        let half = binomial_cdf(10, 0.5);
+        // C(10, 0..=4) = 1, 10, 45, 120, 210: 386 of 1024.
+        assert!((half(4) - 386.0 / 1024.0).abs() < 1e-12, "{}", half(4));
+        assert!((half(10) - 1.0).abs() < 1e-12);
+        assert!((half(99) - 1.0).abs() < 1e-12, "k past n is all of it");
+        // p = 0.9, n = 3: P(B <= 1) = 0.1^3 + 3 * 0.9 * 0.1^2 = 0.028.
+        let skewed = binomial_cdf(3, 0.9);
+        assert!((skewed(1) - 0.028).abs() < 1e-12, "{}", skewed(1));
+        // Large n: no overflow, and the median's mass where it belongs.
+        let large = binomial_cdf(1_000_000, 0.5);
+        assert!((large(499_999) - 0.5).abs() < 1e-3, "{}", large(499_999));
+        assert!(large(490_000) < 1e-80);
+    }
 
     /// The extremes and nearest-rank percentiles of `stats` are those of
     /// `samples` sorted.

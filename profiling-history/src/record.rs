@@ -579,17 +579,12 @@ fn manifest_pass_memory(manifest: &Manifest) -> Option<(u64, u64)> {
     Some((per_pass.allocated_bytes.median, per_pass.peak_bytes.median))
 }
 
-/// The distribution-free 95 % interval of the median of `sorted`: the
-/// order statistics of ranks ⌊n/2 − 1.96·√n/2⌋ and ⌈1 + n/2 + 1.96·√n/2⌉
-/// (counted from 1; none below 6 samples, too few for one).
+/// The distribution-free 95 % interval of the median of `sorted`, as
+/// [`profiling_core::stats::median_interval`] gives it (from the binomial
+/// distribution itself); none below 6 samples, too few for one.
 pub fn median_interval(sorted: &[u64]) -> (Option<u64>, Option<u64>) {
-    let n = sorted.len();
-    if n < 6 {
-        return (None, None);
+    match profiling_core::stats::median_interval(sorted, 0.95) {
+        Some((_, low, high)) if sorted.len() >= 6 => (Some(low), Some(high)),
+        _ => (None, None),
     }
-    let half_width = 1.96 * (n as f64).sqrt() / 2.0;
-    let middle = n as f64 / 2.0;
-    let low = ((middle - half_width).floor() as usize).clamp(1, n);
-    let high = ((1.0 + middle + half_width).ceil() as usize).clamp(1, n);
-    (Some(sorted[low - 1]), Some(sorted[high - 1]))
 }

@@ -53,7 +53,9 @@ fn fields_of(section: &str) -> Vec<String> {
 fn accepted_keys() -> BTreeSet<String> {
     let top = fields_of("");
     let mut keys: BTreeSet<String> = top.iter().cloned().collect();
-    for section in ["profile", "target", "workload", "cuda", "ab", "load"] {
+    for section in [
+        "profile", "target", "workload", "cuda", "ab", "load", "nsys",
+    ] {
         assert!(top.iter().any(|key| key == section), "{section}: {top:?}");
         keys.extend(
             fields_of(section)

@@ -145,6 +145,8 @@ pub struct LoadConfig {
     pub duration: Option<Value>,
     pub p99_bound: Option<Value>,
     pub find_peak: Option<bool>,
+    /// LoadGen's minimums when no length is given (`--loadgen-minimums`).
+    pub loadgen_minimums: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -89,7 +89,7 @@ pub fn percentile(
         });
     }
     let rank = ((quantile * n as f64).ceil() as usize).clamp(1, n);
-    let cdf = binomial_cdf(n, quantile);
+    let cdf = crate::stats::binomial_cdf(n, quantile);
     let tail = (1.0 - confidence) / 2.0;
     // Lower end: the largest l with P(B <= l - 1) <= tail (at least 1).
     let low_rank = (1..=n)
@@ -104,37 +104,6 @@ pub fn percentile(
         low_ns: sorted[low_rank.min(rank) - 1],
         high_ns: sorted[high_rank.max(rank) - 1],
     })
-}
-
-/// P(B <= k) for B ~ Binomial(n, p), 0 < p < 1: the probabilities from
-/// the mode outwards by the ratio of neighbours, in logs, so that large
-/// n neither overflow nor underflow where it matters.
-fn binomial_cdf(n: usize, p: f64) -> impl Fn(usize) -> f64 {
-    let mode = (((n + 1) as f64) * p).floor().min(n as f64) as usize;
-    let mut log = vec![f64::NEG_INFINITY; n + 1];
-    log[mode] = 0.0;
-    let odds = (p / (1.0 - p)).ln();
-    for k in mode..n {
-        log[k + 1] = log[k] + ((n - k) as f64 / (k + 1) as f64).ln() + odds;
-        if log[k + 1] < -745.0 {
-            break;
-        }
-    }
-    for k in (1..=mode).rev() {
-        log[k - 1] = log[k] - ((n - k + 1) as f64 / k as f64).ln() - odds;
-        if log[k - 1] < -745.0 {
-            break;
-        }
-    }
-    let weights: Vec<f64> = log.iter().map(|l| l.exp()).collect();
-    let total: f64 = weights.iter().sum();
-    let mut cumulative = Vec::with_capacity(n + 1);
-    let mut sum = 0.0;
-    for w in &weights {
-        sum += w / total;
-        cumulative.push(sum);
-    }
-    move |k: usize| cumulative[k.min(n)]
 }
 
 /// Whether the workers kept up with an open-loop load.

@@ -1,5 +1,6 @@
 //! What a load asks for, resolved: each setting from its option, else the
-//! config's `load:` section, else its default (LoadGen's minimums), every
+//! config's `load:` section, else its default (the quick length of
+//! [`QUICK_MIN_DURATION_S`], or LoadGen's minimums when asked), every
 //! rule checked before anything runs, and a refusal that names the option
 //! or the config key (its file, line and column) it came from.
 
@@ -17,6 +18,19 @@ use crate::units;
 
 /// LoadGen's minimum duration of a performance run.
 pub const LOADGEN_MIN_DURATION_S: f64 = 600.0;
+
+/// The minimum duration of a load given no length: about half a minute,
+/// a developer's loop rather than a published result's (LoadGen's ten
+/// minutes, with `--loadgen-minimums`).
+pub const QUICK_MIN_DURATION_S: f64 = 30.0;
+
+/// The minimum query count of a load given no length: as many as p99's
+/// 95 % interval needs (368), so that the percentile asked of it, and the
+/// bound, are decided; a rate too low to send them in
+/// [`QUICK_MIN_DURATION_S`] takes longer.
+pub fn quick_min_queries() -> u64 {
+    needed_for(0.99, CONFIDENCE)
+}
 
 /// LoadGen's minimum query count of a scenario (single-stream's for a
 /// concurrency load, offline's sample count for an offline one).
@@ -43,6 +57,9 @@ pub struct LoadOptions {
     pub duration: Option<String>,
     pub p99_bound: Option<String>,
     pub find_peak: bool,
+    /// `--loadgen-minimums`: LoadGen's minimum count and duration when no
+    /// length is given, in place of the quick ones.
+    pub loadgen_minimums: bool,
 }
 
 /// What `load` was asked to do.
@@ -222,11 +239,17 @@ pub fn resolve(
     if let Some((0, at)) = &queries {
         return Err(at.refuse("a load measures at least one query (got 0)"));
     }
+    let loadgen = options.loadgen_minimums || section.loadgen_minimums == Some(true);
     let (min_queries, min_duration_s, minimums_from) = match (&queries, duration) {
-        (None, None) => (
+        (None, None) if loadgen => (
             loadgen_min_queries(&shape.name),
             LOADGEN_MIN_DURATION_S,
             "LoadGen's defaults".to_owned(),
+        ),
+        (None, None) => (
+            quick_min_queries(),
+            QUICK_MIN_DURATION_S,
+            QUICK_DEFAULTS.to_owned(),
         ),
         (q, d) => (
             q.as_ref().map_or(0, |(n, _)| *n),
@@ -389,6 +412,10 @@ fn check_counts(
     Ok(())
 }
 
+/// Where the minimums of a load given no length come from, as the record
+/// and the output say it.
+pub const QUICK_DEFAULTS: &str = "the quick defaults";
+
 /// A load's minimum query count and duration, and where they came from.
 struct Minimums {
     queries: u64,
@@ -535,20 +562,65 @@ mod tests {
         resolve(options, section, None, 7, "capture")
     }
 
-    /// Nothing asked: one query outstanding, LoadGen's minimums, the
-    /// run's seed and capture range.
+    /// Nothing asked: one query outstanding, the quick minimums (p99's
+    /// interval and half a minute), the run's seed and capture range.
     #[test]
-    fn a_load_with_no_settings_is_single_stream_at_loadgen_s_minimums() {
+    fn a_load_with_no_settings_is_single_stream_at_the_quick_minimums() {
         let spec = resolved(&LoadOptions::default(), &LoadConfig::default()).unwrap();
         assert!(matches!(spec.plan.scenario, Scenario::SingleStream));
-        assert_eq!(spec.plan.queries, 1_024);
-        assert_eq!(spec.plan.min_duration_ns, 600_000_000_000);
+        assert_eq!(spec.plan.queries, 368);
+        assert_eq!(spec.plan.min_duration_ns, 30_000_000_000);
         assert_eq!(spec.plan.workers, 1);
         assert_eq!(spec.plan.warmup, 10);
         assert_eq!(spec.plan.seed, 7);
         assert_eq!(spec.plan.capture_range, "capture");
-        assert_eq!(spec.request.minimums_from, "LoadGen's defaults");
+        assert_eq!(spec.request.minimums_from, QUICK_DEFAULTS);
         assert_eq!(spec.request.scenario, "single-stream");
+        // A server at 100 queries a second: half a minute's worth.
+        let server = LoadOptions {
+            qps: Some(100.0),
+            ..LoadOptions::default()
+        };
+        assert_eq!(
+            resolved(&server, &LoadConfig::default())
+                .unwrap()
+                .plan
+                .queries,
+            3_000
+        );
+        // At 2 a second, 368 queries: longer than half a minute, for p99.
+        let slow = LoadOptions {
+            qps: Some(2.0),
+            ..LoadOptions::default()
+        };
+        assert_eq!(
+            resolved(&slow, &LoadConfig::default())
+                .unwrap()
+                .plan
+                .queries,
+            368
+        );
+    }
+
+    /// `--loadgen-minimums` (or `load.loadgen_minimums: true`): LoadGen's
+    /// minimums, for a result to publish.
+    #[test]
+    fn loadgen_minimums_are_asked_for() {
+        let asked = LoadOptions {
+            loadgen_minimums: true,
+            ..LoadOptions::default()
+        };
+        let spec = resolved(&asked, &LoadConfig::default()).unwrap();
+        assert_eq!(spec.plan.queries, 1_024);
+        assert_eq!(spec.plan.min_duration_ns, 600_000_000_000);
+        assert_eq!(spec.request.minimums_from, "LoadGen's defaults");
+        let section = LoadConfig {
+            loadgen_minimums: Some(true),
+            qps: Some(1_000.0),
+            ..LoadConfig::default()
+        };
+        let server = resolved(&LoadOptions::default(), &section).unwrap();
+        assert_eq!(server.plan.queries, 600_000);
     }
 
     /// The option wins over the config's key; a rate makes the load a
