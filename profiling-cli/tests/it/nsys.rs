@@ -280,7 +280,7 @@ fn the_time_a_range_waits_in_os_calls_is_what_nsight_recorded() {
 /// Nsight takes its timestamps in its NVTX callbacks, around the run's
 /// own, so each of its instances holds the run's (never shorter), and the
 /// median of the differences is Nsight's own cost at a range's two ends,
-/// under 5 µs. The median of the differences, not the difference of the
+/// a few microseconds, under 20 µs. The median of the differences, not the difference of the
 /// medians: on a loaded machine one instance delayed inside Nsight's
 /// callback moves a median of 100 by a whole gap between two neighbours
 /// in order, the same instance moves the median difference by nothing.
@@ -315,6 +315,8 @@ fn nsight_agrees_with_the_manifest_on_every_range() {
 
     let ours = our_instances(&run.join("trace.json"));
     let theirs = nsight_instances(&run.join("trace.sqlite"), "profile-target");
+    // Per range, the median of Nsight's instance less the run's.
+    let mut medians: Vec<(String, i64, i64, i64)> = Vec::new();
     for range in tree {
         let path = range["path"].as_str().unwrap();
         let name = path.rsplit('/').next().unwrap();
@@ -351,12 +353,26 @@ fn nsight_agrees_with_the_manifest_on_every_range() {
             .collect();
         differences.sort_unstable();
         let median = differences[(differences.len() - 1) / 2];
-        assert!(
-            median <= 5_000,
-            "{path}: Nsight's instances longer than the run's by a median of {median} ns \
-             (from {} to {} ns)",
+        medians.push((
+            path.to_owned(),
+            median,
             differences[0],
-            differences[differences.len() - 1]
+            differences[differences.len() - 1],
+        ));
+    }
+    // Nsight stamps an instance inside its own callbacks of the push and
+    // the pop, so its instances carry the cost of those callbacks beside
+    // the run's: under 1 µs for most ranges of this target on this
+    // project's two-core machine, 6 to 9 µs for `preprocess/letterbox/resize`
+    // with a build running beside it (2026-12-07). A clock read misplaced,
+    // or a scale off by a part in a thousand on these instances of
+    // milliseconds, is more than 20 µs.
+    let least = medians.iter().map(|m| m.1).min().unwrap_or(0);
+    for (path, median, shortest, longest) in &medians {
+        assert!(
+            *median <= 20_000,
+            "{path}: Nsight's instances longer than the run's by a median of {median} ns \
+             (from {shortest} to {longest} ns; the range that agrees best differs by {least} ns)"
         );
     }
 }
