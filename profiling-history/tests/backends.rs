@@ -292,13 +292,21 @@ fn write_from_eight_processes(store: &str) {
             Command::new(std::env::current_exe().unwrap())
                 .args(["--exact", "writer_process", "--test-threads", "1"])
                 .env(WRITER_ENV, format!("{writer} {store}"))
-                .stdout(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    for mut child in children {
-        assert!(child.wait().unwrap().success(), "a writer failed");
+    // A few lines each: no pipe fills while another writer is waited for.
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "a writer failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 
