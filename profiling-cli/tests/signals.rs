@@ -135,16 +135,27 @@ fn ctrl_c_in_a_shell_loop_stops_the_loop() {
     use std::os::unix::process::CommandExt;
     let output = tempfile::tempdir().unwrap();
     let script = r#"for turn in 1 2 3; do "$0" run signal-sleeper --warmup 0 --iterations 50 --run-id "sig-$turn" --output-dir "$1"; echo "after $turn"; done"#;
-    let mut shell = Command::new("bash")
+    let mut shell = Command::new("bash");
+    shell
         .args(["-c", script])
         .arg(std::env::current_exe().unwrap())
         .arg(output.path())
         .env(CHILD, "1")
         .process_group(0)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    // A terminal's foreground job takes SIGINT as the default says. A
+    // shell that starts with it ignored (as everything a non-interactive
+    // shell runs with `&` does) can never take it back, and would run the
+    // loop on whatever the command does.
+    // SAFETY: signal(2) between fork and exec, nothing else.
+    unsafe {
+        shell.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut shell = shell.spawn().unwrap();
     let mut lines = BufReader::new(shell.stdout.take().unwrap()).lines();
     let running = lines
         .by_ref()
