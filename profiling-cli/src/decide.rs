@@ -48,18 +48,24 @@ impl DecideArgs {
     /// Whether to colour what goes to stdout.
     #[cfg(feature = "full")]
     pub(crate) fn colored(&self) -> bool {
-        match self.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && std::io::IsTerminal::is_terminal(&std::io::stdout())
-            }
-        }
+        self.color
+            .colors(std::io::IsTerminal::is_terminal(&std::io::stdout()))
     }
 }
 
 impl ColorChoice {
+    /// Whether text for a stream colours: `auto` on a terminal
+    /// (`terminal`) unless NO_COLOR is set.
+    pub(crate) fn colors(self, terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && terminal
+            }
+        }
+    }
+
     /// The same choice for clap's help and errors.
     pub(crate) fn for_clap(self) -> clap::ColorChoice {
         match self {

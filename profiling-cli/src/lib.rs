@@ -544,18 +544,11 @@ fn said_by_clap(
     } else {
         EXIT_OK
     };
-    let colored = match color {
-        decide::ColorChoice::Always => true,
-        decide::ColorChoice::Never => false,
-        decide::ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && if error.use_stderr() {
-                    std::io::IsTerminal::is_terminal(&std::io::stderr())
-                } else {
-                    std::io::IsTerminal::is_terminal(&std::io::stdout())
-                }
-        }
-    };
+    let colored = color.colors(if error.use_stderr() {
+        std::io::IsTerminal::is_terminal(&std::io::stderr())
+    } else {
+        std::io::IsTerminal::is_terminal(&std::io::stdout())
+    });
     let text = if colored {
         error.render().ansi().to_string()
     } else {
