@@ -471,6 +471,9 @@ fn run_parsed(
     args: &[OsString],
     workspace_root: &Path,
 ) -> std::process::ExitCode {
+    // The clock's origin first: its scale's window runs while the command
+    // starts up, not when a run first needs nanoseconds.
+    profiling_core::timing::clock::start();
     // Ctrl-C and SIGTERM stop a run after its current call, with a manifest;
     // a second one ends the process at once.
     if let Err(error) = profiling_core::driver::interrupt::install_handlers() {

@@ -44,6 +44,11 @@ pub(crate) struct RunArgs {
     /// Measured passes inside the capture range (at least 1).
     #[arg(long, value_name = "N", value_parser = crate::units::parse_nonzero_count::<u32>)]
     pub(crate) iterations: Option<u32>,
+    /// Size the measured passes by time instead (criterion's rule): as many as fit in DURATION
+    /// (`5s`, `500ms`) at the warmup passes' median pace; needs a warmup pass. The manifest's
+    /// workload.measurement_time says how they were sized.
+    #[arg(long, value_name = "DURATION", conflicts_with = "iterations", value_parser = parse_measurement_time)]
+    pub(crate) measurement_time: Option<u64>,
     /// Records per target call (workload.batch_size, at least 1): above 1, the records are grouped
     /// in order into batches, each prepared by the target's `prepare_batch` and run in one call.
     #[arg(long, value_name = "N", value_parser = crate::units::parse_count::<u32>)]
@@ -118,6 +123,10 @@ pub(crate) struct RunArgs {
     /// the baseline, the page, the baseline saved), for the `profile-cli` that ran it.
     #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
     pub(crate) handoff: Option<PathBuf>,
+}
+
+fn parse_measurement_time(text: &str) -> Result<u64, String> {
+    profiling_core::units::parse_duration(text).map(profiling_core::units::nanos)
 }
 
 pub(crate) fn parse_device(text: &str) -> Result<Device, String> {
@@ -405,6 +414,7 @@ fn request_of(args: &RunArgs, argv: &[OsString], root: &Path) -> RunRequest {
             device: args.device,
             warmup: args.warmup,
             iterations: args.iterations,
+            measurement_time_ns: args.measurement_time,
             batch_size: args.batch_size,
             capture_range: args.capture_range.clone(),
             record_loading: args.record_loading,
@@ -494,7 +504,7 @@ pub(crate) fn run(
     };
     let config = &planned.config;
     let manifest = &ended.manifest;
-    let (code, error) = tell_how_it_ended(&ended, config, &mut streams)?;
+    let (code, error) = tell_how_it_ended(&ended, &mut streams)?;
     let manifest_path = ended.manifest_path.as_deref().map(session::absolute);
     let mut document = streams
         .json
@@ -668,7 +678,13 @@ fn announce(
         origin,
         config.device,
         config.warmup,
-        config.iterations,
+        match config.measurement_time_ns {
+            Some(nanos) => format!(
+                "sized by time ({})",
+                profiling_core::units::format_ns(nanos)
+            ),
+            None => config.iterations.to_string(),
+        },
         match config.batch_size {
             1 => String::new(),
             size => format!(", batches of {size} (last batch: {})", config.last_batch),
@@ -681,7 +697,6 @@ fn announce(
 /// and the error the `--json` document names.
 fn tell_how_it_ended(
     ended: &session::RunEnd,
-    config: &profiling_core::driver::config::Config,
     streams: &mut Streams<'_>,
 ) -> anyhow::Result<(u8, Option<String>)> {
     let manifest = &ended.manifest;
@@ -704,7 +719,7 @@ fn tell_how_it_ended(
                     "interrupted by {} after {} of {} measured passes: the manifest keeps what completed",
                     profiling_core::driver::manifest::signal_name(signal),
                     outcome.completed_iterations,
-                    config.iterations
+                    manifest.workload.iterations
                 )?;
                 (profiling_core::driver::interrupt::exit_code(signal), None)
             }

@@ -16,15 +16,7 @@ use profiling_core::timing::memory::{CountStats, FigureStats, MemoryTimings, Ran
 /// Ranges listed in each of the two top lists.
 const TOP_RANGES: usize = 5;
 
-/// A duration in the unit that reads best.
-pub fn format_ns(ns: u64) -> String {
-    match ns {
-        0..=999 => format!("{ns} ns"),
-        1_000..=999_999 => format!("{:.2} µs", ns as f64 / 1e3),
-        1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
-        _ => format!("{:.2} s", ns as f64 / 1e9),
-    }
-}
+pub use profiling_core::units::format_ns;
 
 /// A time per record that may be a fraction of a nanosecond.
 fn format_ns_f64(ns: f64) -> String {
@@ -84,6 +76,9 @@ struct Listed<'a> {
 /// its median is per call.
 pub fn write_summary(manifest: &Manifest, out: &mut dyn Write) -> std::io::Result<()> {
     let timings = &manifest.timings;
+    if let Some(sized) = &manifest.workload.measurement_time {
+        writeln!(out, "{}", sized.describe())?;
+    }
     write_passes_and_calls(manifest, out)?;
     let ranges = listed_ranges(timings);
     if !ranges.is_empty() {

@@ -1877,3 +1877,85 @@ fn a_video_in_pipeline_mode_is_decoded_inside_each_pass_under_its_own_range() {
         outcome.stderr
     );
 }
+
+/// `--measurement-time` sizes the passes by time and says how, on the
+/// terminal, in the manifest and in the nsys command that repeats the run;
+/// it and `--iterations` are one or the other.
+#[test]
+fn measurement_time_sizes_the_passes_and_says_how() {
+    let out = tempfile::tempdir().unwrap();
+    let outcome = cli(&[
+        "run",
+        "cli-doubler",
+        "--warmup",
+        "2",
+        "--measurement-time",
+        "20ms",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--run-id",
+        "timed",
+        "--no-report",
+    ]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let manifest = read_manifest(&manifest_path(&outcome.stdout));
+    let sized = &manifest["workload"]["measurement_time"];
+    assert_eq!(sized["asked_ns"], 20_000_000);
+    let passes = sized["passes"].as_u64().unwrap();
+    let pace = sized["warmup_pass_ns"].as_u64().unwrap();
+    assert_eq!(passes, 20_000_000u64.div_ceil(pace.max(1)).min(1_000_000));
+    assert_eq!(manifest["workload"]["iterations"], passes);
+    assert_eq!(manifest["completed_iterations"], passes);
+    assert!(
+        outcome
+            .stdout
+            .contains("iterations sized by time (20.00 ms)"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(
+        outcome
+            .stdout
+            .contains(&format!("{passes} measured passes: 20.00 ms asked at ")),
+        "{}",
+        outcome.stdout
+    );
+
+    let printed = cli(&[
+        "run",
+        "cli-doubler",
+        "--measurement-time",
+        "1.5s",
+        "--print-nsys-command",
+    ]);
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    assert!(
+        printed.stdout.contains("--measurement-time 1500000000ns"),
+        "{}",
+        printed.stdout
+    );
+    assert!(
+        !printed.stdout.contains("--iterations"),
+        "{}",
+        printed.stdout
+    );
+
+    let both = cli(&[
+        "run",
+        "cli-doubler",
+        "--iterations",
+        "3",
+        "--measurement-time",
+        "1s",
+    ]);
+    assert_eq!(both.code, 2);
+    assert!(
+        both.stderr
+            .contains("'--iterations <N>' cannot be used with '--measurement-time <DURATION>'"),
+        "{}",
+        both.stderr
+    );
+    let bare = cli(&["run", "cli-doubler", "--measurement-time", "5"]);
+    assert_eq!(bare.code, 2);
+    assert!(bare.stderr.contains("`5` needs a unit"), "{}", bare.stderr);
+}

@@ -72,6 +72,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// A duration in the unit that reads best: `950 ns`, `1.20 µs`, `3.40 ms`,
+/// `2.00 s`.
+///
+/// ```
+/// assert_eq!(profiling_core::units::format_ns(1_204_000), "1.20 ms");
+/// ```
+pub fn format_ns(ns: u64) -> String {
+    match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.2} µs", ns as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
 /// A duration as whole nanoseconds, saturating at `u64::MAX` (584 years;
 /// never reached by a parsed duration, which is at most a week).
 pub fn nanos(duration: Duration) -> u64 {

@@ -581,3 +581,39 @@ fn the_canary_is_read_around_long_runs_only_and_a_short_one_says_why() {
     );
     assert!(canary.between.is_empty());
 }
+
+/// `measurement_time` sizes the measured passes at the warmup's pace:
+/// the time asked over the median warmup pass, rounded up, and the run
+/// holds exactly those passes.
+#[test]
+fn measurement_time_sizes_the_passes_at_the_warmups_pace() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Sleeping never ends early: a pass of one record is at least 4 ms,
+    // so 40 ms holds at most 10 of them.
+    let outcome = run(
+        "target: {name: t}\ndata_source: {name: dummy, record_count: 1, include_image: false}\nwarmup: 3\nmeasurement_time: 40ms\n",
+        Sleeping(Duration::from_millis(4)),
+    );
+    let sized = outcome.measurement_time.expect("sized by time");
+    assert_eq!(sized.asked_ns, 40_000_000);
+    assert!(sized.warmup_pass_ns >= 4_000_000, "{sized:?}");
+    assert_eq!(
+        u64::from(sized.passes),
+        sized.asked_ns.div_ceil(sized.warmup_pass_ns),
+        "{sized:?}"
+    );
+    assert!((1..=10).contains(&sized.passes), "{sized:?}");
+    assert_eq!(sized.capped, None);
+    assert_eq!(outcome.completed_iterations, sized.passes);
+    assert_eq!(
+        outcome.timings.iterations.map(|passes| passes.count),
+        Some(u64::from(sized.passes))
+    );
+    // Counted passes are not sized.
+    let counted = run(
+        "target: {name: t}\ndata_source: {name: dummy, record_count: 1, include_image: false}\nwarmup: 1\niterations: 2\n",
+        Sleeping(Duration::from_millis(1)),
+    );
+    assert_eq!(counted.measurement_time, None);
+    assert_eq!(counted.completed_iterations, 2);
+}

@@ -183,7 +183,13 @@ pub struct ManifestDataSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     pub warmup: u32,
+    /// The measured passes: as configured, or as `measurement_time` sized
+    /// them.
     pub iterations: u32,
+    /// How `measurement_time` (`--measurement-time`) sized the measured
+    /// passes; absent when `iterations` counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurement_time: Option<crate::driver::runner::MeasurementTime>,
     /// Records per target call.
     pub batch_size: u32,
     /// What a short last batch did.
@@ -301,6 +307,7 @@ impl Manifest {
             workload: Workload {
                 warmup: 0,
                 iterations: 1,
+                measurement_time: None,
                 batch_size: 1,
                 last_batch: LastBatch::Keep,
                 record_loading: RecordReading::Eager,

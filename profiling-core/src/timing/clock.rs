@@ -3,9 +3,17 @@
 //!
 //! Where the kernel says the CPU's time-stamp counter is sound (the `tsc`
 //! clocksource, or the `constant_tsc` and `nonstop_tsc` flags), the clock
-//! is the counter read through `quanta`, converted to nanoseconds with a
-//! calibration against `CLOCK_MONOTONIC` made on the first reading, before
-//! any capture opens: about 10 ns a reading where `Instant` takes about 25.
+//! is the counter, about 10 ns a reading where `Instant` takes about 25.
+//! Its scale to nanoseconds is the ratio of two (counter, `CLOCK_MONOTONIC`)
+//! pairs: one taken with the first reading (the origin), one when a reading
+//! is first turned into nanoseconds, at least [`SCALE_WINDOW_NS`] later (if
+//! that first need comes sooner, it waits out the rest of the window). Each
+//! pair is the tightest of a few brackets of `CLOCK_MONOTONIC` between two
+//! counter reads, so the scale is exact to a few parts in a million: a few
+//! nanoseconds on a millisecond's range. Nothing is calibrated in a loop at
+//! start-up, and a run that lasts past the window before it converts pays
+//! nothing for it.
+//!
 //! Elsewhere, or with `PROFILING_CLOCK=instant` in the environment, it is
 //! `std::time::Instant`. Either way, one reading is one call of
 //! [`now_ns`] (or, on the measured paths, of [`ticks`], turned into
@@ -21,17 +29,90 @@ use serde::{Deserialize, Serialize};
 /// The environment variable that forces `std::time::Instant`.
 pub const CLOCK_ENV: &str = "PROFILING_CLOCK";
 
+/// The least time between the two (counter, monotonic) pairs whose ratio
+/// scales the counter to nanoseconds.
+pub const SCALE_WINDOW_NS: u64 = 5_000_000;
+
 enum Source {
-    /// The counter and its calibration; `origin` is the first raw reading.
+    /// The counter: `origin` is the first pair, the scale is set from a
+    /// second pair when first needed.
     Counter {
-        clock: quanta::Clock,
-        origin: u64,
+        origin: Pair,
+        scale: OnceLock<Ratio>,
         why: String,
     },
     Instant {
         origin: Instant,
         why: String,
     },
+}
+
+/// A counter reading and the monotonic instant it was taken at.
+#[derive(Clone, Copy)]
+struct Pair {
+    ticks: u64,
+    instant: Instant,
+}
+
+impl Pair {
+    /// The tightest of a few brackets `rdtsc; clock_gettime; rdtsc`, the
+    /// counter taken as the bracket's middle.
+    #[cfg(target_arch = "x86_64")]
+    fn read() -> Pair {
+        let mut best: Option<(u64, Pair)> = None;
+        for _ in 0..16 {
+            // SAFETY: `rdtsc` has no preconditions on x86_64.
+            let before = unsafe { std::arch::x86_64::_rdtsc() };
+            let instant = Instant::now();
+            let after = unsafe { std::arch::x86_64::_rdtsc() };
+            let width = after.wrapping_sub(before);
+            if after >= before && best.is_none_or(|(narrowest, _)| width < narrowest) {
+                let ticks = before + width / 2;
+                best = Some((width, Pair { ticks, instant }));
+            }
+        }
+        best.map(|(_, pair)| pair).unwrap_or_else(|| Pair {
+            ticks: 0,
+            instant: Instant::now(),
+        })
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn read() -> Pair {
+        Pair {
+            ticks: 0,
+            instant: Instant::now(),
+        }
+    }
+}
+
+/// Nanoseconds per tick as a 32.32 fixed-point number.
+#[derive(Clone, Copy)]
+struct Ratio {
+    per_tick: u64,
+}
+
+impl Ratio {
+    /// The ratio of the spans between two pairs, waiting until they are at
+    /// least [`SCALE_WINDOW_NS`] apart.
+    fn between(origin: Pair) -> Ratio {
+        let window = std::time::Duration::from_nanos(SCALE_WINDOW_NS);
+        while origin.instant.elapsed() < window {
+            std::hint::spin_loop();
+        }
+        let end = Pair::read();
+        let nanos = (end.instant - origin.instant).as_nanos();
+        let ticks = u128::from(end.ticks.saturating_sub(origin.ticks).max(1));
+        let per_tick = ((nanos << 32) + ticks / 2) / ticks;
+        Ratio {
+            per_tick: u64::try_from(per_tick).unwrap_or(u64::MAX),
+        }
+    }
+
+    #[inline]
+    fn nanos(self, ticks: u64) -> u64 {
+        u64::try_from((u128::from(ticks) * u128::from(self.per_tick)) >> 32).unwrap_or(u64::MAX)
+    }
 }
 
 fn source() -> &'static Source {
@@ -57,29 +138,28 @@ impl Source {
                 "the kernel does not report an invariant time-stamp counter".to_owned(),
             );
         };
-        // Calibrates against CLOCK_MONOTONIC (under a millisecond).
-        let clock = quanta::Clock::new();
-        if !reads_the_counter(&clock) {
-            return instant(
-                "quanta does not use the time-stamp counter here (no invariant TSC in CPUID)"
-                    .to_owned(),
-            );
-        }
-        let origin = clock.raw();
+        let origin = Pair::read();
         TICKS_ARE_COUNTER.store(true, Ordering::Release);
         Source::Counter {
-            clock,
             origin,
+            scale: OnceLock::new(),
             why: sound,
         }
     }
+}
+
+/// Takes the clock's origin now: the process's first reading. A program
+/// calls it first thing, so that the scale's window runs while it starts
+/// up rather than when it first needs nanoseconds.
+pub fn start() {
+    let _ = source();
 }
 
 /// Nanoseconds since the process's timing origin (its first clock read).
 #[inline]
 pub fn now_ns() -> u64 {
     match source() {
-        Source::Counter { clock, origin, .. } => clock.delta_as_nanos(*origin, clock.raw()),
+        Source::Counter { .. } => ticks_ns(ticks()),
         Source::Instant { origin, .. } => {
             u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
         }
@@ -96,8 +176,7 @@ pub fn now_ns() -> u64 {
 pub fn ticks() -> u64 {
     #[cfg(target_arch = "x86_64")]
     if TICKS_ARE_COUNTER.load(Ordering::Relaxed) {
-        // SAFETY: `rdtsc` has no preconditions on x86_64; quanta reads the
-        // counter the same way (checked when the clock was chosen).
+        // SAFETY: `rdtsc` has no preconditions on x86_64.
         return unsafe { std::arch::x86_64::_rdtsc() };
     }
     ticks_chosen()
@@ -108,7 +187,11 @@ pub fn ticks() -> u64 {
 #[inline(never)]
 fn ticks_chosen() -> u64 {
     match source() {
-        Source::Counter { clock, .. } => clock.raw(),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `rdtsc` has no preconditions on x86_64.
+        Source::Counter { .. } => unsafe { std::arch::x86_64::_rdtsc() },
+        #[cfg(not(target_arch = "x86_64"))]
+        Source::Counter { .. } => unreachable!("the counter is chosen on x86_64 only"),
         Source::Instant { .. } => now_ns(),
     }
 }
@@ -138,24 +221,28 @@ pub fn readings_to_ns<'a>(readings: impl IntoIterator<Item = &'a mut u64>) {
 /// readings.
 #[derive(Clone, Copy)]
 pub struct Scale {
-    counter: Option<(&'static quanta::Clock, u64)>,
+    counter: Option<(Ratio, u64)>,
 }
 
 impl Scale {
+    /// The scale, set on the first call where the clock is the counter
+    /// (waiting out the rest of [`SCALE_WINDOW_NS`] since the origin).
     pub fn get() -> Scale {
         Scale {
             counter: match source() {
-                Source::Counter { clock, origin, .. } => Some((clock, *origin)),
+                Source::Counter { origin, scale, .. } => {
+                    Some((*scale.get_or_init(|| Ratio::between(*origin)), origin.ticks))
+                }
                 Source::Instant { .. } => None,
             },
         }
     }
 
-    /// [`ticks_ns`].
+    /// [`ticks_ns`]: readings before the origin (none are taken) read 0.
     #[inline]
     pub fn reading(self, ticks: u64) -> u64 {
         match self.counter {
-            Some((clock, origin)) => clock.delta_as_nanos(origin, ticks),
+            Some((ratio, origin)) => ratio.nanos(ticks.saturating_sub(origin)),
             None => ticks,
         }
     }
@@ -164,7 +251,7 @@ impl Scale {
     #[inline]
     pub fn span(self, span: u64) -> u64 {
         match self.counter {
-            Some((clock, _)) => clock.delta_as_nanos(0, span),
+            Some((ratio, _)) => ratio.nanos(span),
             None => span,
         }
     }
@@ -193,23 +280,6 @@ fn kernel_says_tsc_is_sound() -> Option<String> {
 #[cfg(not(target_arch = "x86_64"))]
 fn kernel_says_tsc_is_sound() -> Option<String> {
     None
-}
-
-/// True when `clock` reads the time-stamp counter itself (quanta falls
-/// back to the monotonic clock without an invariant TSC in CPUID): its
-/// reading lies between two reads of the counter.
-#[cfg(target_arch = "x86_64")]
-fn reads_the_counter(clock: &quanta::Clock) -> bool {
-    // SAFETY: `rdtsc` has no preconditions on x86_64.
-    let before = unsafe { std::arch::x86_64::_rdtsc() };
-    let raw = clock.raw();
-    let after = unsafe { std::arch::x86_64::_rdtsc() };
-    before <= raw && raw <= after
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn reads_the_counter(_clock: &quanta::Clock) -> bool {
-    false
 }
 
 /// What the clock is and what reading it costs, measured at start-up and
@@ -254,7 +324,8 @@ impl TimerInfo {
 pub fn describe() -> String {
     match source() {
         Source::Counter { why, .. } => format!(
-            "time-stamp counter (rdtsc, through quanta), calibrated against CLOCK_MONOTONIC: {why}"
+            "time-stamp counter (rdtsc), scaled by two readings of CLOCK_MONOTONIC at least {} ms apart: {why}",
+            SCALE_WINDOW_NS / 1_000_000
         ),
         Source::Instant { why, .. } => {
             format!("std::time::Instant (clock_gettime CLOCK_MONOTONIC): {why}")

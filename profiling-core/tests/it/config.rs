@@ -689,3 +689,66 @@ fn keys_are_located_in_the_file_by_their_dotted_path() {
         None
     );
 }
+
+#[test]
+fn measurement_time_sizes_the_passes_by_time_in_place_of_iterations() {
+    let config = resolve("target: {name: t}\nmeasurement_time: 1.5s").unwrap();
+    assert_eq!(config.measurement_time_ns, Some(1_500_000_000));
+    let config = resolve("target: {name: t}\nworkload: {measurement_time: 250ms}").unwrap();
+    assert_eq!(config.measurement_time_ns, Some(250_000_000));
+    assert_eq!(
+        resolve("target: {name: t}\niterations: 3")
+            .unwrap()
+            .measurement_time_ns,
+        None
+    );
+    // The option, and --iterations over the key.
+    let file = ConfigFile::parse(
+        "target: {name: t}\nmeasurement_time: 2s",
+        Some(Path::new("snippet/config.yaml")),
+    )
+    .unwrap();
+    let given = |overrides: Overrides| file.resolve(&overrides);
+    let counted = given(Overrides {
+        iterations: Some(7),
+        ..Overrides::default()
+    })
+    .unwrap();
+    assert_eq!((counted.iterations, counted.measurement_time_ns), (7, None));
+    let timed = given(Overrides {
+        measurement_time_ns: Some(5_000_000),
+        ..Overrides::default()
+    })
+    .unwrap();
+    assert_eq!(timed.measurement_time_ns, Some(5_000_000));
+    assert_eq!(
+        given(Overrides {
+            measurement_time_ns: Some(5_000_000),
+            warmup: Some(0),
+            ..Overrides::default()
+        })
+        .unwrap_err()
+        .to_string(),
+        "command line: --measurement-time: sizes the measured passes from the warmup passes' time: needs a warmup of at least 1"
+    );
+}
+
+#[test]
+fn a_measurement_time_that_cannot_size_the_passes_is_refused_naming_the_key() {
+    assert_eq!(
+        error("target: {name: t}\nmeasurement_time: 5"),
+        "snippet/config.yaml: measurement_time: expected a duration with its unit (`5s`, `500ms`), got the number `5`"
+    );
+    assert_eq!(
+        error("target: {name: t}\nworkload: {measurement_time: '5'}"),
+        "snippet/config.yaml: workload.measurement_time: `5` needs a unit: 5s, 5ms or 5us"
+    );
+    assert_eq!(
+        error("target: {name: t}\nmeasurement_time: 2s\nworkload: {iterations: 4}"),
+        "snippet/config.yaml: measurement_time: given with `iterations`: keep one (iterations counts the measured passes, measurement_time sizes them by time)"
+    );
+    assert_eq!(
+        error("target: {name: t}\nwarmup: 0\nmeasurement_time: 2s"),
+        "snippet/config.yaml: measurement_time: sizes the measured passes from the warmup passes' time: needs a warmup of at least 1"
+    );
+}

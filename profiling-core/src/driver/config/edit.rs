@@ -12,6 +12,7 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "device",
     "warmup",
     "iterations",
+    "measurement_time",
     "record_loading",
     "seed",
     "validate_output",

@@ -36,7 +36,13 @@ pub struct Config {
     pub data_source: DataSourceConfig,
     pub device: Device,
     pub warmup: u32,
+    /// The measured passes; with `measurement_time`, 1 until the warmup
+    /// sizes them.
     pub iterations: u32,
+    /// `measurement_time` (`--measurement-time`): the measured passes are
+    /// as many as fit in this time at the warmup passes' pace, in place of
+    /// `iterations` (criterion's rule).
+    pub measurement_time_ns: Option<u64>,
     /// Records per call of the target (`workload.batch_size`, at least 1):
     /// above 1, `prepare_batch` makes one input of each batch.
     pub batch_size: u32,
@@ -363,6 +369,8 @@ pub struct Overrides {
     pub device: Option<Device>,
     pub warmup: Option<u32>,
     pub iterations: Option<u32>,
+    /// `--measurement-time`, in nanoseconds.
+    pub measurement_time_ns: Option<u64>,
     /// `--batch-size`.
     pub batch_size: Option<u32>,
     pub capture_range: Option<String>,

@@ -92,6 +92,8 @@ pub(super) struct RawConfig {
     pub(super) device: Option<Value>,
     pub(super) warmup: Option<i64>,
     pub(super) iterations: Option<i64>,
+    /// Sizes the measured passes by time instead of `iterations`.
+    pub(super) measurement_time: Option<Value>,
     pub(super) batch_size: Option<i64>,
     pub(super) last_batch: Option<LastBatch>,
     pub(super) record_loading: Option<RecordReading>,
@@ -179,6 +181,7 @@ pub(super) struct RawWorkload {
     pub(super) device: Option<Value>,
     pub(super) warmup: Option<i64>,
     pub(super) iterations: Option<i64>,
+    pub(super) measurement_time: Option<Value>,
     pub(super) batch_size: Option<i64>,
     pub(super) last_batch: Option<LastBatch>,
     pub(super) record_loading: Option<RecordReading>,

@@ -62,6 +62,7 @@ fn resolve(
         least: 1,
         why: "",
     })?;
+    let measurement_time_ns = resolving.measurement_time(warmup)?;
     let batch_size = resolving.count(Count {
         given: overrides.batch_size,
         option: "--batch-size",
@@ -107,6 +108,7 @@ fn resolve(
         device,
         warmup,
         iterations,
+        measurement_time_ns,
         batch_size,
         last_batch,
         record_loading,
@@ -347,6 +349,71 @@ impl Resolving<'_> {
         }
         u32::try_from(value)
             .map_err(|_| self.invalid(&key, format!("must be at most {}, got {value}", u32::MAX)))
+    }
+
+    /// `--measurement-time`, else `measurement_time` (or
+    /// `workload.measurement_time`): a duration with its unit, above zero,
+    /// with a warmup pass to size the passes from. `--iterations` wins over
+    /// the key, and the config may not give both it and `iterations`.
+    fn measurement_time(&self, warmup: u32) -> Result<Option<u64>, ConfigError> {
+        const NEEDS_WARMUP: &str =
+            "sizes the measured passes from the warmup passes' time: needs a warmup of at least 1";
+        if self.overrides.iterations.is_some() {
+            return Ok(None);
+        }
+        if let Some(nanos) = self.overrides.measurement_time_ns {
+            if nanos == 0 {
+                return Err(Self::invalid_option(
+                    "--measurement-time",
+                    "must be above zero".to_owned(),
+                ));
+            }
+            if warmup == 0 {
+                return Err(Self::invalid_option(
+                    "--measurement-time",
+                    NEEDS_WARMUP.to_owned(),
+                ));
+            }
+            return Ok(Some(nanos));
+        }
+        let workload = self.raw.workload.as_ref();
+        let (key, value) = match (
+            &self.raw.measurement_time,
+            workload.and_then(|w| w.measurement_time.as_ref()),
+        ) {
+            (Some(value), _) => ("measurement_time", value),
+            (None, Some(value)) => ("workload.measurement_time", value),
+            (None, None) => return Ok(None),
+        };
+        if self.raw.iterations.is_some() || workload.is_some_and(|w| w.iterations.is_some()) {
+            return Err(self.invalid(
+                key,
+                "given with `iterations`: keep one (iterations counts the measured passes, \
+                 measurement_time sizes them by time)"
+                    .to_owned(),
+            ));
+        }
+        let nanos = match value {
+            Value::String(text) => crate::units::parse_duration(text)
+                .map(crate::units::nanos)
+                .map_err(|message| self.invalid(key, message))?,
+            other => {
+                return Err(self.invalid(
+                    key,
+                    format!(
+                        "expected a duration with its unit (`5s`, `500ms`), got {}",
+                        describe_value(other)
+                    ),
+                ))
+            }
+        };
+        if nanos == 0 {
+            return Err(self.invalid(key, "must be above zero".to_owned()));
+        }
+        if warmup == 0 {
+            return Err(self.invalid(key, NEEDS_WARMUP.to_owned()));
+        }
+        Ok(Some(nanos))
     }
 
     fn record_loading(&self, profile_prepare: bool) -> Result<RecordReading, ConfigError> {

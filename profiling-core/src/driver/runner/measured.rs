@@ -47,6 +47,8 @@ impl Drop for Switch {
 /// pass's outputs), the samples, and the ranges of the capture. Allocated
 /// before the capture opens, so that nothing in it allocates.
 pub(super) struct Measured<O> {
+    /// The measured passes to run.
+    pub(super) iterations: u32,
     pub(super) outputs: Vec<Option<O>>,
     pub(super) pass_samples: SampleSet,
     pub(super) call_samples: SampleSet,
@@ -205,8 +207,10 @@ impl<O> Measured<O> {
     /// Room for `iterations` passes over `count` inputs, `room` of them
     /// set aside now ([`Inputs::room`]).
     pub(super) fn expecting(iterations: u32, count: usize, room: usize) -> Self {
+        let passes = iterations;
         let iterations = iterations as usize;
         Measured {
+            iterations: passes,
             outputs: (0..room).map(|_| None).collect(),
             pass_samples: SampleSet::expecting(iterations, SAMPLES_KEPT),
             call_samples: SampleSet::expecting(iterations.saturating_mul(count), SAMPLES_KEPT),
@@ -319,7 +323,7 @@ pub(super) fn capture<T: ProfileTarget, I: Inputs<T>>(
     mut gpu: Option<&mut GpuEvents>,
 ) -> Result<Measured<T::Output>, RunError> {
     let config = &plan.config;
-    let iterations = config.iterations;
+    let iterations = measured.iterations;
     let sync_each = synchronizes_each_call(config);
     let mut name_buffer = IterationName::new();
     // Interrupted in warmup: no measured pass starts.

@@ -11,6 +11,7 @@ mod iteration_name;
 mod measured;
 mod outcome;
 mod per_record;
+mod sizing;
 mod stepped;
 
 pub use outcome::{
@@ -18,6 +19,7 @@ pub use outcome::{
     Validation,
 };
 pub use per_record::{PerRecord, Throughput};
+pub use sizing::{MeasurementTime, MAX_SIZED_PASSES, MAX_SIZED_RANGE_EVENTS};
 
 pub(crate) use exclusive::exclusive;
 use inputs::{EagerBatches, EagerRecords, Inputs, LazyBatches, LazyRecords, Prepared};
@@ -417,12 +419,22 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
     let gpu_mode = Switch::set(gpu.is_some(), crate::timing::recorder::set_gpu);
     let (warmup_ns, warmup_passes, last_warmup_opens) =
         warmup(target, &mut inputs, plan, &mut tally)?;
+    // `measurement_time`: the passes sized now, at the warmup's pace.
+    let sized = config.measurement_time_ns.map(|asked| {
+        let pace = warmup_passes
+            .stats()
+            .map_or(warmup_ns, |stats| stats.p50_ns);
+        MeasurementTime::size(asked, pace, last_warmup_opens)
+    });
+    let iterations = sized
+        .as_ref()
+        .map_or(config.iterations, |sized| sized.passes);
     if let Some(gpu) = gpu.as_mut() {
         // Two events per range of the last warmup pass, and the runner's
         // boundaries: one before each call and one after the last.
         let per_pass = (config.warmup > 0)
             .then(|| (last_warmup_opens as usize).saturating_mul(2) + inputs.len() + 1);
-        gpu.prepare_capture(per_pass, config.iterations, inputs.len())
+        gpu.prepare_capture(per_pass, iterations, inputs.len())
             .map_err(|source| {
                 let source = source.context("cannot create the GPU events (gpu_timing)");
                 tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
@@ -434,14 +446,15 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         let source = anyhow::anyhow!("capture_range contains a NUL character");
         tally.error(Pass::Setup, Failure::new(Phase::Run, None, source))
     })?;
-    let mut measured = Measured::expecting(config.iterations, inputs.len(), inputs.room());
+    let mut measured = Measured::expecting(iterations, inputs.len(), inputs.room());
     measured.canary =
-        crate::driver::canary::worth_reading(warmup_ns, tally.completed_warmup, config.iterations);
+        crate::driver::canary::worth_reading(warmup_ns, tally.completed_warmup, iterations);
     measured.expected_range_events =
-        (last_warmup_opens as usize).saturating_mul(config.iterations as usize);
-    measured.memory = config.memory.is_on().then(|| {
-        MeasuredMemory::expecting(config.iterations as usize, inputs.len(), inputs.room())
-    });
+        (last_warmup_opens as usize).saturating_mul(iterations as usize);
+    measured.memory = config
+        .memory
+        .is_on()
+        .then(|| MeasuredMemory::expecting(iterations as usize, inputs.len(), inputs.room()));
     let memory_mode = Switch::set(config.memory.is_on(), crate::timing::recorder::set_memory);
     let measured = capture(
         target,
@@ -460,7 +473,9 @@ fn drive<T: ProfileTarget, I: Inputs<T>>(
         warmup_ns,
         warmup_passes,
     };
-    conclude(target, &inputs, plan, tally, batches, measured, warmed, gpu)
+    let mut outcome = conclude(target, &inputs, plan, tally, batches, measured, warmed, gpu)?;
+    outcome.measurement_time = sized;
+    Ok(outcome)
 }
 
 /// What the warmup left for the outcome: the clock it ran on, its time
@@ -543,6 +558,7 @@ fn conclude<T: ProfileTarget, I: Inputs<T>>(
         calls: tally.calls,
         completed_warmup: tally.completed_warmup,
         completed_iterations: tally.completed_iterations,
+        measurement_time: None,
         validation,
         timings,
         capture: CaptureRecord {

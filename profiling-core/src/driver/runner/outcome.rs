@@ -203,6 +203,9 @@ pub struct RunOutcome {
     pub calls: CallCounts,
     pub completed_warmup: u32,
     pub completed_iterations: u32,
+    /// How `measurement_time` sized the measured passes, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurement_time: Option<super::MeasurementTime>,
     pub validation: Validation,
     pub timings: Timings,
     /// The raw ranges and passes, for the trace.

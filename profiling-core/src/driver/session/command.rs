@@ -45,7 +45,10 @@ pub fn explicit_command(planned: &Planned, program: &Path) -> Vec<Vec<String>> {
     }
     option("--device", config.device.to_string());
     option("--warmup", config.warmup.to_string());
-    option("--iterations", config.iterations.to_string());
+    match config.measurement_time_ns {
+        Some(nanos) => option("--measurement-time", format!("{nanos}ns")),
+        None => option("--iterations", config.iterations.to_string()),
+    }
     if config.batch_size != 1 {
         option("--batch-size", config.batch_size.to_string());
     }

@@ -357,6 +357,11 @@ fn manifest_of(
         state => state,
     };
     let (status, error, outcome_view) = status_of(&ran.result, config);
+    let sized = ran
+        .result
+        .as_ref()
+        .ok()
+        .and_then(|outcome| outcome.measurement_time.clone());
     Manifest {
         schema_version: crate::driver::manifest::SCHEMA_VERSION,
         profile_name: config.profile_name.clone(),
@@ -378,7 +383,10 @@ fn manifest_of(
         record_batches: outcome_view.record_batches,
         workload: Workload {
             warmup: config.warmup,
-            iterations: config.iterations,
+            iterations: sized
+                .as_ref()
+                .map_or(config.iterations, |sized| sized.passes),
+            measurement_time: sized,
             batch_size: config.batch_size,
             last_batch: config.last_batch,
             record_loading: config.record_loading,

@@ -230,6 +230,14 @@ pub fn plan_pair(request: PairRequest) -> Result<PlannedPair, PairError> {
     let mut base = plan(&base_request)?;
     let mut candidate = plan(&candidate_request)?;
     let mut notes = Vec::new();
+    // Both sides run the same passes in lock-step blocks, counted before
+    // either runs: a config's `measurement_time` cannot size them.
+    if let Some(nanos) = base.config.measurement_time_ns.take() {
+        notes.push(format!(
+            "the config's measurement_time ({}) does not apply to paired passes: they are counted (--iterations N)",
+            crate::units::format_ns(nanos)
+        ));
+    }
     if base_request.overrides.iterations.is_none() && base.config.iterations < MIN_PASSES {
         notes.push(format!(
             "{MIN_PASSES} measured passes a side (the config's {} give too few block pairs); --iterations N sets it",
@@ -493,6 +501,7 @@ pub fn share_workload(base: &Planned, candidate: &mut Planned) {
     to.device = from.device;
     to.warmup = from.warmup;
     to.iterations = from.iterations;
+    to.measurement_time_ns = from.measurement_time_ns;
     to.batch_size = from.batch_size;
     to.last_batch = from.last_batch;
     to.record_loading = from.record_loading;
