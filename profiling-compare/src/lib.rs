@@ -434,6 +434,7 @@ pub fn compare(
         }
     }
     let (base, candidate) = (run_info(base), run_info(candidate));
+    warnings.extend(gpu_warnings(&base, &candidate));
     let mut rows = rows_of(base_run, candidate_run, options);
     explained_by_the_machine(&base, &candidate, &mut rows);
     let memory_of = |run: &LoadedRun| {
@@ -467,6 +468,23 @@ pub fn compare(
 /// was off the CPU (preempted, with more involuntary switches) for a share
 /// of its passes that the other's was not, a change of that size is what
 /// the machine did, not the code.
+/// A warning for each difference between the two runs' GPUs that their
+/// timings depend on (clocks, power limits: [`GpuStates::differences`]).
+///
+/// [`GpuStates::differences`]: profiling_core::driver::gpu_state::GpuStates::differences
+pub(crate) fn gpu_warnings(base: &RunInfo, candidate: &RunInfo) -> Vec<String> {
+    let gpus = |run: &RunInfo| run.machine.as_ref().and_then(|m| m.gpus.clone());
+    let (Some(b), Some(c)) = (gpus(base), gpus(candidate)) else {
+        return Vec::new();
+    };
+    profiling_core::driver::gpu_state::GpuStates::differences(&b, &c)
+        .into_iter()
+        .map(|difference| {
+            format!("the runs' GPUs differ: {difference}; a GPU's times follow its clocks and power limit")
+        })
+        .collect()
+}
+
 fn explained_by_the_machine(base: &RunInfo, candidate: &RunInfo, rows: &mut [Row]) {
     let (Some(b), Some(c)) = (&base.machine, &candidate.machine) else {
         return;

@@ -437,9 +437,11 @@ pub fn compare_paired(
         info.label = format!("{}/{side}", info.label);
         info
     };
+    let (base_info, candidate_info) = (labelled(base, "base"), labelled(candidate, "candidate"));
+    warnings.extend(crate::gpu_warnings(&base_info, &candidate_info));
     crate::Comparison {
-        base: labelled(base, "base"),
-        candidate: labelled(candidate, "candidate"),
+        base: base_info,
+        candidate: candidate_info,
         differences: crate::differences(&base.manifest, &candidate.manifest)
             .into_iter()
             // The two sides are different targets by design; what they

@@ -13,6 +13,7 @@ mod common;
 mod ab_binaries;
 mod binary;
 mod full_disk;
+mod gpu_state;
 mod history_postgres;
 mod hostile;
 mod init;

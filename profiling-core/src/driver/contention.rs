@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::driver::canary::{self, Canaries, Canary};
+use crate::driver::gpu_state::{GpuState, GpuStates};
 use crate::stats::DurationStats;
 
 /// The machine's state during a run's capture, as the manifest records it
@@ -51,6 +52,11 @@ pub struct MachineState {
     /// it to be a small share ([`canary::worth_reading`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary_note: Option<String>,
+    /// Each GPU's state (NVML) when the capture opened and when it closed,
+    /// or why there is none; absent from manifests written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuStates>,
 }
 
 impl MachineState {
@@ -83,6 +89,9 @@ impl MachineState {
                 compute / 1e3
             ));
         }
+        if let Some(gpu) = self.gpus.as_ref().and_then(GpuStates::summary) {
+            parts.push(gpu);
+        }
         if parts.is_empty() {
             "not recorded".to_owned()
         } else {
@@ -108,6 +117,8 @@ pub struct Snapshot {
     /// At the closing end of a paired run: the canary read between its
     /// block pairs.
     between: Vec<Canary>,
+    /// The GPUs (NVML), or why not.
+    gpus: Option<Result<Vec<GpuState>, String>>,
 }
 
 impl Snapshot {
@@ -124,6 +135,7 @@ impl Snapshot {
             canary: None,
             canary_note: None,
             between: Vec::new(),
+            gpus: Some(GpuStates::now()),
         }
     }
 
@@ -225,6 +237,10 @@ pub(crate) fn state(start: &Snapshot, end: &Snapshot, passes: &[(u64, u64)]) -> 
             _ => None,
         },
         canary_note: start.canary_note.clone(),
+        gpus: match (&start.gpus, &end.gpus) {
+            (Some(a), Some(b)) => Some(GpuStates::of(a.clone(), b.clone())),
+            _ => None,
+        },
     }
 }
 

@@ -15,6 +15,7 @@ pub mod canary;
 pub mod config;
 pub mod contention;
 pub mod files;
+pub mod gpu_state;
 pub mod interrupt;
 pub mod load;
 pub mod manifest;

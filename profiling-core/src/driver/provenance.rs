@@ -57,12 +57,7 @@ impl HostInfo {
             );
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|text| {
-                text.lines()
-                    .find(|line| line.starts_with("model name"))
-                    .and_then(|line| line.split_once(':'))
-                    .map(|(_, model)| model.trim().to_owned())
-            })
+            .and_then(|text| cpu_model(&text))
             .unwrap_or_else(|| "unknown".to_owned());
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         HostInfo {
@@ -77,6 +72,103 @@ impl HostInfo {
         }
     }
 }
+
+/// The CPU's model in `/proc/cpuinfo`: its `model name` (x86), else, on
+/// Arm (whose cpuinfo has none), the core named from its `CPU implementer`
+/// and `CPU part` numbers as `lscpu` names them (`ARM Neoverse-V2` on
+/// Grace), with its variant and revision; a pair not in the table by its
+/// numbers.
+pub(crate) fn cpu_model(cpuinfo: &str) -> Option<String> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_owned())
+        })
+    };
+    if let Some(model) = field("model name").filter(|m| !m.is_empty()) {
+        return Some(model);
+    }
+    let number = |name: &str| {
+        let text = field(name)?;
+        match text.strip_prefix("0x") {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => text.parse().ok(),
+        }
+    };
+    let (implementer, part) = (number("CPU implementer")?, number("CPU part")?);
+    let step = match (number("CPU variant"), number("CPU revision")) {
+        (Some(variant), Some(revision)) => format!(" r{variant}p{revision}"),
+        _ => String::new(),
+    };
+    let vendor = ARM_IMPLEMENTERS
+        .iter()
+        .find(|(id, _)| *id == implementer)
+        .map(|(_, name)| *name);
+    let core = ARM_PARTS
+        .iter()
+        .find(|(id, p, _)| *id == implementer && *p == part)
+        .map(|(_, _, name)| *name);
+    Some(match (vendor, core) {
+        (Some(vendor), Some(core)) => format!("{vendor} {core}{step}"),
+        (Some(vendor), None) => format!("{vendor} part 0x{part:03x}{step}"),
+        (None, _) => format!("implementer 0x{implementer:02x} part 0x{part:03x}{step}"),
+    })
+}
+
+/// Arm's implementer codes (`MIDR_EL1`), as `lscpu` names them.
+const ARM_IMPLEMENTERS: [(u32, &str); 12] = [
+    (0x41, "ARM"),
+    (0x42, "Broadcom"),
+    (0x43, "Cavium"),
+    (0x46, "Fujitsu"),
+    (0x48, "HiSilicon"),
+    (0x4e, "NVIDIA"),
+    (0x50, "APM"),
+    (0x51, "Qualcomm"),
+    (0x53, "Samsung"),
+    (0x61, "Apple"),
+    (0x6d, "Microsoft"),
+    (0xc0, "Ampere"),
+];
+
+/// Cores by implementer and part number, as `lscpu` names them: the
+/// server and data-centre cores inference runs on, and common others.
+const ARM_PARTS: [(u32, u32, &str); 34] = [
+    (0x41, 0xd03, "Cortex-A53"),
+    (0x41, 0xd04, "Cortex-A35"),
+    (0x41, 0xd05, "Cortex-A55"),
+    (0x41, 0xd07, "Cortex-A57"),
+    (0x41, 0xd08, "Cortex-A72"),
+    (0x41, 0xd09, "Cortex-A73"),
+    (0x41, 0xd0a, "Cortex-A75"),
+    (0x41, 0xd0b, "Cortex-A76"),
+    (0x41, 0xd0c, "Neoverse-N1"),
+    (0x41, 0xd0d, "Cortex-A77"),
+    (0x41, 0xd40, "Neoverse-V1"),
+    (0x41, 0xd41, "Cortex-A78"),
+    (0x41, 0xd44, "Cortex-X1"),
+    (0x41, 0xd46, "Cortex-A510"),
+    (0x41, 0xd47, "Cortex-A710"),
+    (0x41, 0xd48, "Cortex-X2"),
+    (0x41, 0xd49, "Neoverse-N2"),
+    (0x41, 0xd4a, "Neoverse-E1"),
+    (0x41, 0xd4f, "Neoverse-V2"),
+    (0x41, 0xd80, "Cortex-A520"),
+    (0x41, 0xd81, "Cortex-A720"),
+    (0x41, 0xd82, "Cortex-X4"),
+    (0x41, 0xd84, "Neoverse-V3"),
+    (0x41, 0xd8e, "Neoverse-N3"),
+    (0x43, 0x0a1, "ThunderX 88XX"),
+    (0x43, 0x0af, "ThunderX2 99xx"),
+    (0x46, 0x001, "A64FX"),
+    (0x48, 0xd01, "TaiShan-v110"),
+    (0x48, 0xd02, "TaiShan-v120"),
+    (0x4e, 0x003, "Denver 2"),
+    (0x4e, 0x004, "Carmel"),
+    (0x50, 0x000, "X-Gene"),
+    (0xc0, 0xac3, "Ampere-1"),
+    (0xc0, 0xac4, "Ampere-1a"),
+];
 
 /// The driver's version in the first line of `/proc/driver/nvidia/version`
 /// (`NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 ...`):
@@ -108,6 +200,37 @@ mod host_tests {
             None
         );
         assert_eq!(super::nvidia_driver_version(""), None);
+    }
+
+    #[test]
+    fn the_cpu_model_is_named_on_x86_and_on_arm_from_its_part_numbers() {
+        let x86 = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n";
+        assert_eq!(
+            super::cpu_model(x86).as_deref(),
+            Some("Intel(R) Xeon(R) Platinum 8480+")
+        );
+        // A Grace core, as its kernel writes it: no `model name`.
+        let grace = "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\nCPU revision\t: 0\n\nprocessor\t: 1\n";
+        assert_eq!(
+            super::cpu_model(grace).as_deref(),
+            Some("ARM Neoverse-V2 r0p0")
+        );
+        let ampere =
+            "CPU implementer\t: 0xc0\nCPU variant\t: 0x0\nCPU part\t: 0xac3\nCPU revision\t: 1\n";
+        assert_eq!(
+            super::cpu_model(ampere).as_deref(),
+            Some("Ampere Ampere-1 r0p1")
+        );
+        // Not in the table: the numbers themselves.
+        let unknown = "CPU implementer\t: 0x41\nCPU part\t: 0xfff\n";
+        assert_eq!(super::cpu_model(unknown).as_deref(), Some("ARM part 0xfff"));
+        let stranger =
+            "CPU implementer\t: 0x99\nCPU part\t: 0x012\nCPU variant\t: 0x1\nCPU revision\t: 2\n";
+        assert_eq!(
+            super::cpu_model(stranger).as_deref(),
+            Some("implementer 0x99 part 0x012 r1p2")
+        );
+        assert_eq!(super::cpu_model("processor\t: 0\n"), None);
     }
 }
 
