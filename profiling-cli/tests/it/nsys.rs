@@ -335,9 +335,9 @@ fn nsight_agrees_with_the_manifest_on_every_range() {
         // Nsight takes its timestamps around the run's, so each of its
         // instances holds the run's, but on a clock of its own: the run's
         // counter is scaled against CLOCK_MONOTONIC by two readings at
-        // least 5 ms apart, to a few parts in a million (more on a busy
-        // machine), so an instance of a few milliseconds may read a few
-        // hundred nanoseconds shorter on Nsight's. A part in a thousand,
+        // least 1 ms apart, to about ten parts in a million, so an instance
+        // of a few milliseconds may read tens of nanoseconds shorter on
+        // Nsight's. A part in a thousand,
         // and the nanosecond rounding of the trace's microseconds, allowed.
         for (&ours, &theirs) in ours.iter().zip(theirs) {
             let allowed = 1 + ours / 1_000;

@@ -90,8 +90,8 @@ fn readings_turned_into_nanoseconds_later_are_the_clocks() {
     assert_eq!(readings, [start_ns, end_ns]);
 }
 
-/// The counter's scale, set from two readings of `CLOCK_MONOTONIC` a few
-/// milliseconds apart, agrees with `CLOCK_MONOTONIC` over 300 ms to 50
+/// The counter's scale, set from two readings of `CLOCK_MONOTONIC` a
+/// millisecond apart, agrees with `CLOCK_MONOTONIC` over 300 ms to 50
 /// parts in a million (15 µs): each end is the tightest of many brackets
 /// of `Instant` between two readings.
 #[test]
