@@ -160,7 +160,7 @@ struct ShowArgs {
     /// The target (profile name) whose history to show; without one, the profiles the store
     /// holds.
     target: Option<String>,
-    /// The figure to follow: p50, p90, p99, mean, min, max, alloc-bytes, peak (the last two need
+    /// The figure to follow: p50, p90, p95, p99, mean, min, max, alloc-bytes, peak (the last two need
     /// runs with memory: on).
     #[arg(long, default_value = "p50", value_parser = parse_metric)]
     metric: Metric,

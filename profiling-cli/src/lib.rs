@@ -358,7 +358,7 @@ pub(crate) enum Command {
     /// records, read once. Each query runs the target on one record, the records taken in turn.
     ///
     /// Every query is timed from when it was meant to be sent, so the time it waited for a
-    /// worker counts (its own column); p50, p90, p99, p99.9 and max each come with a 95 %
+    /// worker counts (its own column); p50, p90, p95, p99, p99.9 and max each come with a 95 %
     /// distribution-free interval. With --p99-bound, whether it held; when the offered rate is
     /// more than the workers serve, the run says they fell behind and how the queue grew. The
     /// target's ranges are recorded on every worker: each range's distribution under load, and

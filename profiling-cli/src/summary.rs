@@ -52,9 +52,12 @@ fn plural(count: u64, word: &str) -> String {
 
 fn spread(stats: &DurationStats) -> String {
     format!(
-        "median {} (p90 {}, min {}, max {})",
+        "median {} (p90 {}{}, min {}, max {})",
         format_ns(stats.p50_ns),
         format_ns(stats.p90_ns),
+        stats
+            .p95_ns
+            .map_or_else(String::new, |p95| format!(", p95 {}", format_ns(p95))),
         format_ns(stats.min_ns),
         format_ns(stats.max_ns)
     )

@@ -1720,11 +1720,11 @@ fn runs_go_into_the_history_store_and_history_reads_them_back() {
     let lines: Vec<&str> = exported.stdout.lines().collect();
     assert_eq!(
         lines[0],
-        "profile,kind,run_id,status,started_at,commit,dirty,machine,config,part,path,name,depth,count,p50_ns,p90_ns,p99_ns,mean_ns,min_ns,max_ns,low_ns,high_ns,alloc_bytes,peak_bytes"
+        "profile,kind,run_id,status,started_at,commit,dirty,machine,config,part,path,name,depth,count,p50_ns,p90_ns,p95_ns,p99_ns,mean_ns,min_ns,max_ns,low_ns,high_ns,alloc_bytes,peak_bytes"
     );
     assert_eq!(lines.len(), 1 + 2 * 3, "{}", exported.stdout);
     let fields: Vec<&str> = lines[2].split(',').collect();
-    assert_eq!(fields.len(), 24);
+    assert_eq!(fields.len(), 25);
     assert_eq!(&fields[..4], ["compare-spin", "run", "h1", "completed"]);
     assert_eq!((fields[9], fields[10]), ("range", "steady"));
     assert!(fields[14].parse::<u64>().unwrap() > 0);
@@ -1733,6 +1733,12 @@ fn runs_go_into_the_history_store_and_history_reads_them_back() {
     assert_eq!(rows.as_array().unwrap().len(), 6);
     assert_eq!(rows[5]["path"], "work");
     assert_eq!(rows[5]["run_id"], "h2");
+    let p = |key: &str| rows[5][key].as_u64().unwrap();
+    assert!(
+        p("p90_ns") <= p("p95_ns") && p("p95_ns") <= p("p99_ns"),
+        "{}",
+        rows[5]
+    );
     the_guides_pandas_example_reads_the_export(&exported.stdout, rows.as_array().unwrap());
     // Every kept sample: a row per measured pass and per call of each
     // range, inclusive and exclusive, as many as the figures counted.

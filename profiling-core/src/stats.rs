@@ -10,6 +10,9 @@ pub struct DurationStats {
     pub p50_ns: u64,
     pub mean_ns: u64,
     pub p90_ns: u64,
+    /// Absent from manifests written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ns: Option<u64>,
     pub p99_ns: u64,
     pub max_ns: u64,
     pub stddev_ns: u64,
@@ -81,8 +84,8 @@ impl DurationStats {
         let variance = ((shifted_squares - shifted * shifted / n) / n).max(0.0);
         let mean = total as f64 / n;
         let rank = |p: f64| ((p * n).ceil() as usize).clamp(1, samples.len()) - 1;
-        let ranks = [rank(0.50), rank(0.90), rank(0.99)];
-        let [p50, p90, p99] = if small {
+        let ranks = [rank(0.50), rank(0.90), rank(0.95), rank(0.99)];
+        let [p50, p90, p95, p99] = if small {
             select_copied(samples, ranks)
         } else {
             select_bucketed(samples, &counts, ranks)
@@ -93,6 +96,7 @@ impl DurationStats {
             p50_ns: p50,
             mean_ns: mean.round() as u64,
             p90_ns: p90,
+            p95_ns: Some(p95),
             p99_ns: p99,
             max_ns: max,
             stddev_ns: variance.sqrt().round() as u64,
@@ -122,60 +126,67 @@ fn bucket(value: u64) -> usize {
 }
 
 /// The values of ascending 0-based ranks `ranks`, from a copy.
-fn select_copied(samples: &[u64], ranks: [usize; 3]) -> [u64; 3] {
+fn select_copied<const N: usize>(samples: &[u64], ranks: [usize; N]) -> [u64; N] {
     let mut copy = samples.to_vec();
     // Highest rank first: each selection leaves the lower ranks to its
     // left, so the next one searches only there.
-    let [i50, i90, i99] = ranks;
-    let p99 = *copy.select_nth_unstable(i99).1;
-    let p90 = *copy[..=i99].select_nth_unstable(i90).1;
-    let p50 = *copy[..=i90].select_nth_unstable(i50).1;
-    [p50, p90, p99]
+    let mut values = [0; N];
+    let mut end = copy.len();
+    for at in (0..N).rev() {
+        values[at] = *copy[..end].select_nth_unstable(ranks[at]).1;
+        end = ranks[at] + 1;
+    }
+    values
 }
 
 /// The values of ascending 0-based ranks `ranks`, given each bucket's
 /// count: the bucket each rank falls in, then a selection among that
 /// bucket's samples only.
-fn select_bucketed(samples: &[u64], counts: &[[u32; 4]], ranks: [usize; 3]) -> [u64; 3] {
+fn select_bucketed<const N: usize>(
+    samples: &[u64],
+    counts: &[[u32; 4]],
+    ranks: [usize; N],
+) -> [u64; N] {
     let count = |bucket: usize| counts[bucket].iter().map(|&c| c as usize).sum::<usize>();
     // Each rank's bucket and its rank inside it.
-    let mut found = [(0usize, 0usize); 3];
+    let mut found = [(0usize, 0usize); N];
     let (mut next, mut before) = (0, 0usize);
     for index in 0..counts.len() {
         let through = before + count(index);
-        while next < 3 && ranks[next] < through {
+        while next < N && ranks[next] < through {
             found[next] = (index, ranks[next] - before);
             next += 1;
         }
-        if next == 3 {
+        if next == N {
             break;
         }
         before = through;
     }
     // A bucket under 256 holds one value: the rank's. The samples of the
-    // other (at most three) buckets are gathered.
-    let buckets = [found[0].0, found[1].0, found[2].0];
+    // other (at most N) buckets are gathered, once per bucket.
+    let buckets = found.map(|(bucket, _)| bucket);
     if buckets.iter().all(|&b| b < 256) {
         return buckets.map(|b| b as u64);
     }
-    let mut gathered: [Vec<u64>; 3] = std::array::from_fn(|i| {
-        let first_with_it = buckets.iter().position(|&b| b == buckets[i]) == Some(i);
-        if first_with_it && buckets[i] >= 256 {
+    // The first rank of each bucket holds the bucket's samples.
+    let holder: [usize; N] =
+        std::array::from_fn(|i| buckets.iter().position(|&b| b == buckets[i]).unwrap_or(i));
+    let mut gathered: [Vec<u64>; N] = std::array::from_fn(|i| {
+        if holder[i] == i && buckets[i] >= 256 {
             Vec::with_capacity(count(buckets[i]))
         } else {
             Vec::new()
         }
     });
-    // Buckets under 256 match no sample here: their values are known.
-    let buckets = buckets.map(|b| if b < 256 { usize::MAX } else { b });
+    // The distinct buckets of 256 and above, and where their samples go.
+    let wanted: Vec<(usize, usize)> = (0..N)
+        .filter(|&i| holder[i] == i && buckets[i] >= 256)
+        .map(|i| (buckets[i], i))
+        .collect();
     for &sample in samples {
         let at = bucket(sample);
-        if at == buckets[0] {
-            gathered[0].push(sample);
-        } else if at == buckets[1] {
-            gathered[1].push(sample);
-        } else if at == buckets[2] {
-            gathered[2].push(sample);
+        if let Some(&(_, i)) = wanted.iter().find(|&&(b, _)| b == at) {
+            gathered[i].push(sample);
         }
     }
     std::array::from_fn(|i| {
@@ -183,8 +194,7 @@ fn select_bucketed(samples: &[u64], counts: &[[u32; 4]], ranks: [usize; 3]) -> [
         if bucket < 256 {
             return bucket as u64;
         }
-        let holder = buckets.iter().position(|&b| b == buckets[i]).unwrap_or(i);
-        *gathered[holder].select_nth_unstable(inside).1
+        *gathered[holder[i]].select_nth_unstable(inside).1
     })
 }
 
@@ -303,6 +313,7 @@ mod tests {
                 stats.min_ns,
                 stats.p50_ns,
                 stats.p90_ns,
+                stats.p95_ns.unwrap(),
                 stats.p99_ns,
                 stats.max_ns
             ],
@@ -310,6 +321,7 @@ mod tests {
                 sorted[0],
                 rank(0.5),
                 rank(0.9),
+                rank(0.95),
                 rank(0.99),
                 sorted[length - 1]
             ],
@@ -327,7 +339,10 @@ mod tests {
         let mut samples: Vec<u64> = (1..=100).rev().collect();
         let stats = DurationStats::from_samples(&mut samples).unwrap();
         assert_eq!((stats.count, stats.min_ns, stats.max_ns), (100, 1, 100));
-        assert_eq!((stats.p50_ns, stats.p90_ns, stats.p99_ns), (50, 90, 99));
+        assert_eq!(
+            (stats.p50_ns, stats.p90_ns, stats.p95_ns, stats.p99_ns),
+            (50, 90, Some(95), 99)
+        );
         assert_eq!(stats.mean_ns, 51); // 50.5 rounds up
         assert_eq!(stats.total_ns, 5050);
         assert_eq!(stats.stddev_ns, 29); // sqrt(833.25) = 28.87

@@ -458,6 +458,7 @@ impl Extraction<'_> {
             parity,
             move_to: move_to.as_deref().map(|placed| display_path(placed, root)),
             parsed: Vec::new(),
+            allocator_note: None,
         }
     }
 

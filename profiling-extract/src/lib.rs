@@ -64,7 +64,10 @@ use extraction::{add_serde_derive, named_dependencies, thin_wrapper, Extraction}
 use profiling_core::device::Device;
 use profiling_core::driver::config::check_profile_name;
 use source::{display_path, CargoManifest, ModuleLocation};
-use write::{check_name_is_free, destination, leave_out_counting_allocator, write_all_or_nothing};
+use write::{
+    check_name_is_free, destination, leave_out_counting_allocator, wrap_production_allocator,
+    write_all_or_nothing,
+};
 
 /// `new --data-source custom`: the snippet gets a data source of its own,
 /// appended to its `target.rs` and named in its config.
@@ -295,6 +298,10 @@ pub struct Extracted {
     /// production calls or its types found naming them. A file over 1 MB
     /// is parsed only when the copy needs it, and none over 32 MB.
     pub parsed: Vec<(String, u64)>,
+    /// What became of the production binary's global allocator in the
+    /// profiling binary (wrapped by the counting allocator), when it
+    /// declares one.
+    pub allocator_note: Option<String>,
 }
 
 /// A snippet ready to be written.
@@ -499,6 +506,9 @@ pub fn create(request: &NewSnippet) -> Result<Generated, SnippetError> {
     if let Some(note) = leave_out_counting_allocator(&generated.extracted, &request.workspace_root)?
     {
         generated.extracted.warnings.push(note);
+    } else {
+        generated.extracted.allocator_note =
+            wrap_production_allocator(&generated.extracted, &request.workspace_root)?;
     }
     Ok(generated)
 }

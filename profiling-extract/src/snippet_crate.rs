@@ -56,6 +56,31 @@ fn write(path: &Path, text: &str) -> Result<(), SnippetError> {
     })
 }
 
+/// Adds `dependency` to `[dependencies]` of the manifest at `path`, as
+/// production declares it; false where it has one of that key already.
+pub(crate) fn add_production_dependency(
+    path: &Path,
+    dependency: &crate::ProductionDependency,
+) -> Result<bool, SnippetError> {
+    let mut document = read_manifest(path)?;
+    let table = document
+        .entry("dependencies")
+        .or_insert(toml_edit::table())
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            SnippetError::Manifest(format!("{}: `dependencies` is not a table", path.display()))
+        })?;
+    if table.contains_key(&dependency.key) {
+        return Ok(false);
+    }
+    table.insert(
+        &dependency.key,
+        toml_edit::Item::Value(toml_edit::Value::InlineTable(dependency.spec.clone())),
+    );
+    write(path, &document.to_string())?;
+    Ok(true)
+}
+
 /// A path dependency of the snippets crate on a crate of its workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddedDependency {

@@ -183,6 +183,89 @@ pub(crate) fn leave_out_counting_allocator(
     }
 }
 
+/// When a binary of the production package declares the program's global
+/// allocator, wraps it in the counting allocator in the profiling binary's
+/// `main.rs` (in place of the block `init` wrote, which counts over the
+/// system's) and adds its crate to the profiling crate, as production
+/// declares it: the snippets are then timed on production's allocator, and
+/// memory per range still counts. What it did, or why it could not, in
+/// words.
+pub(crate) fn wrap_production_allocator(
+    extracted: &Extracted,
+    workspace_root: &Path,
+) -> Result<Option<String>, SnippetError> {
+    let (Some(krate), Some(crate_dir)) = (
+        &extracted.snippets_crate,
+        extracted.production_src.as_deref().and_then(Path::parent),
+    ) else {
+        return Ok(None);
+    };
+    let root = krate.dir.parent().unwrap_or(workspace_root);
+    let found = match allocator::in_binaries(crate_dir) {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(None),
+        Err(why) => {
+            return Ok(Some(format!(
+                "{why}: the snippets run on the system's allocator, which production does not"
+            )))
+        }
+    };
+    let declared = format!("{}:{}", display_path(&found.file, root), found.line);
+    let production = crate::production::Production::read(crate_dir, &krate.dir);
+    let package = production
+        .as_ref()
+        .map_or_else(|| "the production crate".to_owned(), |p| p.package.clone());
+    let main = krate.dir.join("src/main.rs");
+    let shown = display_path(&main, root);
+    let Ok(text) = std::fs::read_to_string(&main) else {
+        return Ok(None);
+    };
+    if !text.contains(allocator::COUNTING_ALLOCATOR) {
+        if text.contains(&format!("CountingAllocator<{}>", found.ty)) {
+            return Ok(None);
+        }
+        return Ok(Some(format!(
+            "`{package}` runs on `{}` ({declared}), and {shown} is not as `profile-cli init` wrote it: to time the snippets on it, make its global allocator `profiling_core::memory::CountingAllocator<{}>` = `profiling_core::memory::CountingAllocator::new({})`",
+            found.ty, found.ty, found.value
+        )));
+    }
+    let Some(dependency) = production
+        .as_ref()
+        .and_then(|p| p.dependency(&found.krate))
+        .cloned()
+    else {
+        return Ok(Some(format!(
+            "`{package}` runs on `{}` ({declared}), but its crate `{}` is not among {package}'s dependencies in its Cargo.toml: the snippets run on the system's allocator",
+            found.ty, found.krate
+        )));
+    };
+    let cargo = krate.dir.join("Cargo.toml");
+    let added = crate::snippet_crate::add_production_dependency(&cargo, &dependency)?;
+    let edited = text.replacen(
+        allocator::COUNTING_ALLOCATOR,
+        &allocator::wrapping(&found, &package, &declared),
+        1,
+    );
+    profiling_core::driver::files::write_atomically(&main, edited.as_bytes()).map_err(
+        |source| SnippetError::Write {
+            path: main.clone(),
+            source,
+        },
+    )?;
+    Ok(Some(format!(
+        "`{package}` runs on `{}` ({declared}): {shown} counts allocations over it{}, so the snippets are timed on it and memory per range still counts",
+        found.ty,
+        if added {
+            format!(
+                " (`{dependency}` added to {})",
+                display_path(&cargo, root)
+            )
+        } else {
+            String::new()
+        }
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

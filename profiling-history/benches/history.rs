@@ -40,6 +40,7 @@ fn row(part: &'static str, path: String, p50: u64) -> RangeRow {
         count: 10_000,
         p50_ns: p50,
         p90_ns: p50 + 10,
+        p95_ns: Some(p50 + 15),
         p99_ns: p50 + 20,
         mean_ns: p50,
         min_ns: Some(p50 / 2),

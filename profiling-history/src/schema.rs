@@ -120,6 +120,8 @@ const SQLITE: &[&str] = &[
     );
     CREATE INDEX verdicts_by_profile ON verdicts(profile, id);
     ",
+    // 5: a range's p95, absent for the runs recorded before it.
+    "ALTER TABLE ranges ADD COLUMN p95_ns INTEGER;",
 ];
 
 /// The same migrations for PostgreSQL: its types for SQLite's (`BIGINT`
@@ -206,6 +208,7 @@ const POSTGRES: &[&str] = &[
     );
     CREATE INDEX verdicts_by_profile ON verdicts(profile, id);
     ",
+    "ALTER TABLE ranges ADD COLUMN p95_ns BIGINT;",
 ];
 
 /// Which database a store is.

@@ -12,6 +12,8 @@ use serde::Serialize;
 pub enum Metric {
     P50,
     P90,
+    /// Absent from runs recorded before it was.
+    P95,
     P99,
     Mean,
     Min,
@@ -23,9 +25,10 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::P50,
         Metric::P90,
+        Metric::P95,
         Metric::P99,
         Metric::Mean,
         Metric::Min,
@@ -39,6 +42,7 @@ impl Metric {
         match self {
             Metric::P50 => "p50",
             Metric::P90 => "p90",
+            Metric::P95 => "p95",
             Metric::P99 => "p99",
             Metric::Mean => "mean",
             Metric::Min => "min",

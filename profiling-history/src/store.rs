@@ -44,6 +44,8 @@ pub struct FlatRow {
     pub count: u64,
     pub p50_ns: u64,
     pub p90_ns: u64,
+    /// Absent for runs recorded before it was.
+    pub p95_ns: Option<u64>,
     pub p99_ns: u64,
     pub mean_ns: u64,
     pub min_ns: Option<u64>,
@@ -56,7 +58,7 @@ pub struct FlatRow {
 
 impl FlatRow {
     /// The CSV header, in the fields' order.
-    pub const COLUMNS: [&'static str; 24] = [
+    pub const COLUMNS: [&'static str; 25] = [
         "profile",
         "kind",
         "run_id",
@@ -73,6 +75,7 @@ impl FlatRow {
         "count",
         "p50_ns",
         "p90_ns",
+        "p95_ns",
         "p99_ns",
         "mean_ns",
         "min_ns",
@@ -85,7 +88,7 @@ impl FlatRow {
 
     /// Its fields as CSV text, in [`FlatRow::COLUMNS`]' order (an empty
     /// field where there is no value).
-    pub fn fields(&self) -> [String; 24] {
+    pub fn fields(&self) -> [String; 25] {
         let opt = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
         [
             self.profile.clone(),
@@ -104,6 +107,7 @@ impl FlatRow {
             self.count.to_string(),
             self.p50_ns.to_string(),
             self.p90_ns.to_string(),
+            opt(self.p95_ns),
             self.p99_ns.to_string(),
             self.mean_ns.to_string(),
             opt(self.min_ns),
@@ -126,7 +130,7 @@ impl FlatRow {
         let int = |f: fn(&FlatRow) -> Option<u64>| {
             Column::Int(rows.iter().map(|r| f(r).map(as_i64)).collect())
         };
-        let columns: [Column; 24] = [
+        let columns: [Column; 25] = [
             text(|r| Some(r.profile.clone())),
             text(|r| Some(r.kind.clone())),
             text(|r| Some(r.run_id.clone())),
@@ -143,6 +147,7 @@ impl FlatRow {
             int(|r| Some(r.count)),
             int(|r| Some(r.p50_ns)),
             int(|r| Some(r.p90_ns)),
+            int(|r| r.p95_ns),
             int(|r| Some(r.p99_ns)),
             int(|r| Some(r.mean_ns)),
             int(|r| r.min_ns),
@@ -695,7 +700,7 @@ impl Store {
             "SELECT u.profile, u.kind, u.run_id, u.status, u.started_at, u.git_commit,
                     u.git_dirty, u.machine, u.config, r.part, r.path, r.name, r.depth,
                     r.count, r.p50_ns, r.p90_ns, r.p99_ns, r.mean_ns, r.min_ns, r.max_ns,
-                    r.low_ns, r.high_ns, r.alloc_bytes, r.peak_bytes
+                    r.low_ns, r.high_ns, r.alloc_bytes, r.peak_bytes, r.p95_ns
              FROM runs u JOIN ranges r ON r.run = u.id
              WHERE u.profile = ?1 AND (CAST(?2 AS TEXT) IS NULL OR u.machine = ?2)
                AND (CAST(?3 AS TEXT) IS NULL OR u.config = ?3)
@@ -726,6 +731,7 @@ impl Store {
                 count: count(13)?,
                 p50_ns: count(14)?,
                 p90_ns: count(15)?,
+                p95_ns: maybe(24)?,
                 p99_ns: count(16)?,
                 mean_ns: count(17)?,
                 min_ns: maybe(18)?,
@@ -1077,8 +1083,10 @@ fn insert(
     for row in &record.ranges {
         tx.execute(
             "INSERT INTO ranges (run, part, path, name, depth, count, p50_ns, p90_ns,
-                 p99_ns, mean_ns, min_ns, max_ns, low_ns, high_ns, alloc_bytes, peak_bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 p99_ns, mean_ns, min_ns, max_ns, low_ns, high_ns, alloc_bytes, peak_bytes,
+                 p95_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                 ?17)",
             &[
                 Value::Int(Some(id)),
                 Value::Text(Some(row.part)),
@@ -1096,6 +1104,7 @@ fn insert(
                 Value::Int(row.high_ns.map(sql_int)),
                 Value::Int(row.alloc_bytes.map(sql_int)),
                 Value::Int(row.peak_bytes.map(sql_int)),
+                Value::Int(row.p95_ns.map(sql_int)),
             ],
         )?;
     }
@@ -1170,6 +1179,7 @@ impl Metric {
         match self {
             Metric::P50 => "r.p50_ns",
             Metric::P90 => "r.p90_ns",
+            Metric::P95 => "r.p95_ns",
             Metric::P99 => "r.p99_ns",
             Metric::Mean => "r.mean_ns",
             Metric::Min => "r.min_ns",

@@ -37,6 +37,7 @@ fn row(part: &'static str, path: &str, depth: u32, p50: u64, memory: bool) -> Ra
         count: 10,
         p50_ns: p50,
         p90_ns: p50 + 10,
+        p95_ns: Some(p50 + 15),
         p99_ns: p50 + 20,
         mean_ns: p50 + 1,
         min_ns: Some(p50 - 5),
@@ -425,7 +426,7 @@ fn a_postgres_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
         .unwrap();
     let error = Store::connect(&cluster.url()).unwrap_err().to_string();
     assert!(
-        error.ends_with("the history store has schema version 99, and this build knows versions up to 4: a newer profile-cli wrote it; use that one"),
+        error.ends_with("the history store has schema version 99, and this build knows versions up to 5: a newer profile-cli wrote it; use that one"),
         "{error}"
     );
     let runs: i64 = client

@@ -31,6 +31,7 @@ fn row(part: &'static str, path: &str, depth: u32, p50: u64) -> RangeRow {
         count: 10,
         p50_ns: p50,
         p90_ns: p50 + 10,
+        p95_ns: Some(p50 + 15),
         p99_ns: p50 + 20,
         mean_ns: p50 + 1,
         min_ns: Some(p50 - 5),
@@ -124,6 +125,13 @@ fn a_run_is_written_once_and_read_back_as_its_series() {
         .unwrap();
     assert_eq!(p99[0].points[1].value, 4420);
     assert_eq!(p99[0].points[1].low, None);
+    let p95 = store
+        .series(&SeriesQuery {
+            metric: Metric::P95,
+            ..p50("nms")
+        })
+        .unwrap();
+    assert_eq!(p95[0].points[1].value, 4415);
     // No memory figures stored: no alloc-bytes series.
     let alloc = store
         .series(&SeriesQuery {
@@ -268,7 +276,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
             error,
             StoreError::Newer {
                 found: 7,
-                supported: 4,
+                supported: 5,
                 ..
             }
         ),
@@ -277,7 +285,7 @@ fn a_store_of_a_newer_schema_is_refused_and_left_as_it_is() {
     assert_eq!(
         error.to_string(),
         format!(
-            "{}: the history store has schema version 7, and this build knows versions up to 4: a newer profile-cli wrote it; use that one",
+            "{}: the history store has schema version 7, and this build knows versions up to 5: a newer profile-cli wrote it; use that one",
             path.display()
         )
     );
@@ -425,6 +433,7 @@ fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
          ALTER TABLE machines DROP COLUMN governor;
          ALTER TABLE machines DROP COLUMN gpu_driver;
          DROP TABLE verdicts;
+         ALTER TABLE ranges DROP COLUMN p95_ns;
          UPDATE meta SET value = '1' WHERE key = 'schema_version';",
     )
     .unwrap();
@@ -438,6 +447,23 @@ fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
     );
     store.record(&record("nms", "2", "c2", 4000)).unwrap();
     assert_eq!(store.series(&p50("nms")).unwrap()[0].points.len(), 2);
+    // The run recorded before the store kept p95 has none: its series
+    // holds the later run only, and the export leaves the field empty.
+    let p95 = store
+        .series(&SeriesQuery {
+            metric: Metric::P95,
+            ..p50("nms")
+        })
+        .unwrap();
+    let runs: Vec<&str> = p95[0].points.iter().map(|p| p.run_id.as_str()).collect();
+    assert_eq!(runs, ["2"]);
+    let rows = store.rows("nms", None, None).unwrap();
+    let p95s: Vec<Option<u64>> = rows
+        .iter()
+        .filter(|r| r.part == "pass")
+        .map(|r| r.p95_ns)
+        .collect();
+    assert_eq!(p95s, [None, Some(4015)]);
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let version: String = conn
@@ -447,5 +473,5 @@ fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "4");
+    assert_eq!(version, "5");
 }

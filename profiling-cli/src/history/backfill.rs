@@ -38,7 +38,7 @@ pub(crate) struct BackfillArgs {
     /// Warmup passes of each run (default: the config's).
     #[arg(long, value_name = "N")]
     warmup: Option<u32>,
-    /// The figure the changes are searched in: p50, p90, p99, mean, min, max, alloc-bytes, peak.
+    /// The figure the changes are searched in: p50, p90, p95, p99, mean, min, max, alloc-bytes, peak.
     #[arg(long, default_value = "p50", value_parser = parse_metric)]
     metric: Metric,
     /// A split is a change when its permutation p-value is at most this.
@@ -734,6 +734,7 @@ mod tests {
                     count: 10,
                     p50_ns: p50,
                     p90_ns: p50,
+                    p95_ns: Some(p50),
                     p99_ns: p50,
                     mean_ns: p50,
                     min_ns: Some(p50),

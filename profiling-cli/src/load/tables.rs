@@ -111,8 +111,8 @@ fn write_distributions(step: &LoadStep, at_peak: bool, out: &mut dyn Write) -> s
     )?;
     writeln!(
         out,
-        "{:<10} {:>26} {:>26} {:>26} {:>26} {:>12}",
-        "", "p50", "p90", "p99", "p99.9", "max"
+        "{:<10} {:>26} {:>26} {:>26} {:>26} {:>26} {:>12}",
+        "", "p50", "p90", "p95", "p99", "p99.9", "max"
     )?;
     for (label, distribution) in [
         ("latency", &step.latency),
@@ -158,17 +158,18 @@ fn write_ranges(step: &LoadStep, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "\nranges under load, over every worker:")?;
     writeln!(
         out,
-        "{:<28} {:>9} {:>14} {:>14} {:>14} {:>14}",
-        "range", "count", "p50", "p90", "p99", "max"
+        "{:<28} {:>9} {:>14} {:>14} {:>14} {:>14} {:>14}",
+        "range", "count", "p50", "p90", "p95", "p99", "max"
     )?;
     for range in &step.ranges {
         writeln!(
             out,
-            "{:<28} {:>9} {:>14} {:>14} {:>14} {:>14}{}",
+            "{:<28} {:>9} {:>14} {:>14} {:>14} {:>14} {:>14}{}",
             range.name,
             range.count,
             ms(range.p50_ns),
             ms(range.p90_ns),
+            range.p95_ns.map_or_else(|| "-".to_owned(), ms),
             ms(range.p99_ns),
             ms(range.max_ns),
             if range.other_threads > 0 {
@@ -256,10 +257,11 @@ fn distribution_row(label: &str, distribution: &Distribution) -> String {
         None => "-".to_owned(),
     };
     format!(
-        "{:<10} {:>26} {:>26} {:>26} {:>26} {:>12}",
+        "{:<10} {:>26} {:>26} {:>26} {:>26} {:>26} {:>12}",
         format!("{label} ms"),
         cell("p50"),
         cell("p90"),
+        cell("p95"),
         cell("p99"),
         cell("p99.9"),
         format!("{:.3}", distribution.max_ns as f64 / 1e6)

@@ -18,14 +18,24 @@ pub(super) struct RangeRow {
     pub inclusive_p50: u64,
     pub exclusive_total: u64,
     pub inclusive_total: u64,
-    /// Per pass: (median, p90, mean) of inclusive and of self time.
-    pub inclusive_per_pass: Option<(u64, u64, u64)>,
-    pub exclusive_per_pass: Option<(u64, u64, u64)>,
+    /// Per pass: inclusive and self time.
+    pub inclusive_per_pass: Option<PerPass>,
+    pub exclusive_per_pass: Option<PerPass>,
     /// GPU medians per call (inclusive, self), on runs with GPU timing.
     pub gpu_p50: Option<(u64, u64)>,
     /// Allocations and bytes per pass, all and its own, and the peak, on
     /// runs with `memory: on`.
     pub memory: Option<RowMemory>,
+}
+
+/// A range's time per pass: median, p90, p95 (absent from older
+/// manifests) and mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct PerPass {
+    pub p50: u64,
+    pub p90: u64,
+    pub p95: Option<u64>,
+    pub mean: u64,
 }
 
 /// A range path's memory as the page shows it, per pass.
@@ -89,8 +99,14 @@ impl RangeRows {
 
     fn of_paths(timings: &Timings, paths: &[RangePathTimings], note: Option<String>) -> RangeRows {
         let passes = timings.iterations.map_or(0, |p| p.count);
-        let per_pass =
-            |stats: &Option<DurationStats>| stats.as_ref().map(|s| (s.p50_ns, s.p90_ns, s.mean_ns));
+        let per_pass = |stats: &Option<DurationStats>| {
+            stats.as_ref().map(|s| PerPass {
+                p50: s.p50_ns,
+                p90: s.p90_ns,
+                p95: s.p95_ns,
+                mean: s.mean_ns,
+            })
+        };
         let rows = paths
             .iter()
             .map(|entry| RangeRow {

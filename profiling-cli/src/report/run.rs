@@ -359,7 +359,7 @@ fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
             thead {
                 tr {
                     th { "range path" } th { "calls" } th { "per pass" } th { "median per call" }
-                    th { "inclusive per pass: median" } th { "p90" } th { "self per pass: median" } th { "p90" }
+                    th { "inclusive per pass: median" } th { "p90" } th { "p95" } th { "self per pass: median" } th { "p90" } th { "p95" }
                     th { "share of a pass" }
                     @if gpu { th { "GPU median per call" } th { "GPU self median" } }
                     @if memory { th { "allocations per pass" } th { "own" } th { "bytes per pass" } th { "peak" } }
@@ -367,7 +367,7 @@ fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
             }
             tbody {
                 @for row in &tree.rows {
-                    @let per_pass_mean = row.inclusive_per_pass.map_or(row.inclusive_total / passes, |(_, _, mean)| mean);
+                    @let per_pass_mean = row.inclusive_per_pass.map_or(row.inclusive_total / passes, |p| p.mean);
                     @let share = if tree.pass_mean > 0 { per_pass_mean as f64 / tree.pass_mean as f64 } else { 0.0 };
                     @let rate = row.count as f64 / passes as f64;
                     tr data-path=(row.path) {
@@ -375,10 +375,12 @@ fn range_table(tree: &RangeRows, m: &Manifest) -> Markup {
                         td data-sort=(row.count) { (row.count) }
                         td data-sort=(rate) { (format!("{rate:.2}")) }
                         (duration_cell(Some(row.inclusive_p50)))
-                        (duration_cell(row.inclusive_per_pass.map(|p| p.0)))
-                        (duration_cell(row.inclusive_per_pass.map(|p| p.1)))
-                        (duration_cell(row.exclusive_per_pass.map(|p| p.0)))
-                        (duration_cell(row.exclusive_per_pass.map(|p| p.1)))
+                        (duration_cell(row.inclusive_per_pass.map(|p| p.p50)))
+                        (duration_cell(row.inclusive_per_pass.map(|p| p.p90)))
+                        (duration_cell(row.inclusive_per_pass.and_then(|p| p.p95)))
+                        (duration_cell(row.exclusive_per_pass.map(|p| p.p50)))
+                        (duration_cell(row.exclusive_per_pass.map(|p| p.p90)))
+                        (duration_cell(row.exclusive_per_pass.and_then(|p| p.p95)))
                         td data-sort=(share) { (format!("{:.1} %", share * 100.0)) }
                         @if gpu {
                             (duration_cell(row.gpu_p50.map(|g| g.0)))

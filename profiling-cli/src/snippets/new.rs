@@ -284,6 +284,9 @@ fn tell_what_was_written(
     for (parameter, source) in &extracted.mapped {
         writeln!(out, "  prepare: `{parameter}` is {source}")?;
     }
+    if let Some(note) = &extracted.allocator_note {
+        writeln!(out, "  allocator: {note}")?;
+    }
     for warning in &extracted.warnings {
         writeln!(err, "warning: {warning}")?;
     }

@@ -31,10 +31,16 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
     // every command in the workspace that it is ignored there.
     std::fs::write(
         ws.join("app/Cargo.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[profile.release]\nopt-level = 3\n",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nmimalloc = { version = \"0.1\", default-features = false }\n\n[profile.release]\nopt-level = 3\n",
     )
     .unwrap();
     std::fs::write(ws.join("app/src/lib.rs"), APP_LIB).unwrap();
+    // The service's binary runs on mimalloc, as many do.
+    std::fs::write(
+        ws.join("app/src/main.rs"),
+        "use mimalloc::MiMalloc;\n\n#[global_allocator]\nstatic GLOBAL: MiMalloc = MiMalloc;\n\nfn main() {\n    println!(\"{:?}\", app::double(&[1.0]));\n}\n",
+    )
+    .unwrap();
     // The versions this workspace was built and tested with: without a
     // lock file cargo would take the newest releases of the registry that
     // day, and the test would depend on the date (and on the network for
@@ -65,6 +71,16 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
 
     let double = profile_cli_in(&ws, &["new", "dbl", "--from", "app/src/lib.rs::double"]);
     assert_eq!(double.code, Some(0), "{double}");
+    // The profiling binary counts over the allocator production runs on.
+    assert!(
+        double.stdout.contains("  allocator: `app` runs on `mimalloc::MiMalloc` (app/src/main.rs:3): inference_profiling/src/main.rs counts allocations over it (`mimalloc = { version = \"0.1\", default-features = false }` added to inference_profiling/Cargo.toml), so the snippets are timed on it and memory per range still counts"),
+        "{double}"
+    );
+    let main = std::fs::read_to_string(ws.join("inference_profiling/src/main.rs")).unwrap();
+    assert!(
+        main.contains("#[global_allocator]\nstatic ALLOCATOR: profiling_core::memory::CountingAllocator<mimalloc::MiMalloc> =\n    profiling_core::memory::CountingAllocator::new(mimalloc::MiMalloc);\n"),
+        "{main}"
+    );
     assert!(
         double
             .stdout
@@ -206,7 +222,8 @@ fn init_new_list_and_run_in_a_workspace_of_ones_own() {
         "{history}"
     );
     // The workspace's `profile` binary attributes memory: it installs the
-    // counting allocator.
+    // counting allocator, over mimalloc.
+    assert_eq!(manifest["allocator"], "mimalloc::MiMalloc");
     assert!(
         manifest["timings"]["memory"]["per_pass"]["allocations"].is_mapping(),
         "{:?}",

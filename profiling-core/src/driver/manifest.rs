@@ -91,6 +91,12 @@ pub struct Manifest {
     pub profile_cli_version: String,
     #[serde(default)]
     pub build_profile: String,
+    /// The allocator the run's binary allocated with: the counting
+    /// allocator's inner one by type name (`std::alloc::System`,
+    /// `mimalloc::MiMalloc`), or why it is not known (another global
+    /// allocator); absent from manifests written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<String>,
     pub host: HostInfo,
     pub backend: BackendInfo,
     #[serde(default)]
@@ -331,6 +337,7 @@ impl Manifest {
             finished_at: String::new(),
             profile_cli_version: String::new(),
             build_profile: String::new(),
+            allocator: None,
             host: HostInfo::current(),
             backend: BackendInfo::current(),
             calls: CallCounts::default(),

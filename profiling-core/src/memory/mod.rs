@@ -341,6 +341,10 @@ static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static NET_BYTES: AtomicI64 = AtomicI64::new(0);
 /// Set by the first allocation through [`CountingAllocator`].
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The allocator the counting one forwards to, by type name (its address
+/// and length), set with [`INSTALLED`].
+static INNER_NAME: AtomicUsize = AtomicUsize::new(0);
+static INNER_NAME_LEN: AtomicUsize = AtomicUsize::new(0);
 
 /// Turns the allocator's calls into [`attribution`] on or off.
 fn set_attribution(on: bool) {
@@ -351,25 +355,60 @@ fn set_attribution(on: bool) {
     }
 }
 
-/// The system allocator, counting allocations and the bytes they keep while
-/// [`count_allocations`] watches, and attributing them to ranges while a
-/// capture records with `memory: on` ([`attribution`]). Otherwise it costs
-/// one relaxed load per call.
+/// An allocator (the system's unless given another), counting
+/// allocations and the bytes they keep while [`count_allocations`]
+/// watches, and attributing them to ranges while a capture records with
+/// `memory: on` ([`attribution`]). Otherwise it costs one relaxed load per
+/// call on top of the inner allocator's.
+///
+/// The system allocator, as a binary's global allocator:
 ///
 /// ```ignore
 /// #[global_allocator]
 /// static ALLOCATOR: profiling_core::memory::CountingAllocator =
 ///     profiling_core::memory::CountingAllocator;
 /// ```
-pub struct CountingAllocator;
+///
+/// The allocator a production program uses, wrapped (timings on it, and
+/// memory per range still counted), as `profile-cli new` writes it when
+/// the production binary declares one:
+///
+/// ```ignore
+/// #[global_allocator]
+/// static ALLOCATOR: profiling_core::memory::CountingAllocator<mimalloc::MiMalloc> =
+///     profiling_core::memory::CountingAllocator::new(mimalloc::MiMalloc);
+/// ```
+pub struct CountingAllocator<A = System> {
+    inner: A,
+}
 
-impl CountingAllocator {
+/// The counting allocator over the system's: a value of the type of the
+/// same name, so that `static A: CountingAllocator = CountingAllocator;`
+/// reads as it would for a unit struct.
+#[allow(non_upper_case_globals)]
+pub const CountingAllocator: CountingAllocator = CountingAllocator { inner: System };
+
+impl<A> CountingAllocator<A> {
+    /// Counting over `inner`.
+    pub const fn new(inner: A) -> CountingAllocator<A> {
+        CountingAllocator { inner }
+    }
+
     #[inline]
     fn hooks() -> usize {
         if !INSTALLED.load(Ordering::Relaxed) {
-            INSTALLED.store(true, Ordering::Relaxed);
+            Self::installed();
         }
         HOOKS.load(Ordering::Relaxed)
+    }
+
+    /// The first call: the allocator is in place, and forwards to `A`.
+    #[cold]
+    fn installed() {
+        let name = std::any::type_name::<A>();
+        INNER_NAME.store(name.as_ptr() as usize, Ordering::Relaxed);
+        INNER_NAME_LEN.store(name.len(), Ordering::Relaxed);
+        INSTALLED.store(true, Ordering::Release);
     }
 
     #[cold]
@@ -393,20 +432,21 @@ impl CountingAllocator {
     }
 }
 
-// SAFETY: every call is forwarded to `System` unchanged; the counters are
-// atomics and the attribution's table and stacks are allocated ahead, so
-// the hooks never allocate.
-unsafe impl GlobalAlloc for CountingAllocator {
+// SAFETY: every call is forwarded to the inner allocator unchanged; the
+// counters are atomics and the attribution's table and stacks are
+// allocated ahead (from the system allocator), so the hooks never
+// allocate.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAllocator<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract is passed on.
-        let ptr = unsafe { System.alloc(layout) };
+        let ptr = unsafe { self.inner.alloc(layout) };
         Self::allocated(ptr, layout);
         ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as above.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
         Self::allocated(ptr, layout);
         ptr
     }
@@ -421,7 +461,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
             }
         }
         // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { self.inner.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -432,7 +472,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
             None
         };
         // SAFETY: as above.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = unsafe { self.inner.realloc(ptr, layout, new_size) };
         if hooks != 0 && !new.is_null() {
             Self::count(hooks, new_size as i64 - layout.size() as i64, 1);
         }
@@ -456,6 +496,35 @@ pub struct Allocations {
 /// (known once anything has been allocated).
 pub fn counting_installed() -> bool {
     INSTALLED.load(Ordering::Relaxed)
+}
+
+/// The allocator this process allocates with, as the manifest records it:
+/// [`inner_allocator`]'s name, or that another global allocator than
+/// [`CountingAllocator`] is in place.
+pub fn allocator_description() -> String {
+    match inner_allocator() {
+        Some(name) => name.to_owned(),
+        None => {
+            "not the counting allocator: another #[global_allocator] (memory per range unavailable)"
+                .to_owned()
+        }
+    }
+}
+
+/// The allocator [`CountingAllocator`] forwards to, by type name
+/// (`std::alloc::System`, `mimalloc::MiMalloc`), once it is installed.
+pub fn inner_allocator() -> Option<&'static str> {
+    if !INSTALLED.load(Ordering::Acquire) {
+        return None;
+    }
+    let (address, len) = (
+        INNER_NAME.load(Ordering::Relaxed),
+        INNER_NAME_LEN.load(Ordering::Relaxed),
+    );
+    // SAFETY: the address and length of a `&'static str` (a type name),
+    // stored before `INSTALLED` was released.
+    let bytes = unsafe { std::slice::from_raw_parts(address as *const u8, len) };
+    std::str::from_utf8(bytes).ok()
 }
 
 /// Counts allocations on every thread from [`watch_allocations`] until

@@ -283,6 +283,7 @@ impl SampleSet {
             p50_ns: quantile(0.50),
             mean_ns: mean.round() as u64,
             p90_ns: quantile(0.90),
+            p95_ns: Some(quantile(0.95)),
             p99_ns: quantile(0.99),
             max_ns: all.max,
             stddev_ns: variance.sqrt().round() as u64,

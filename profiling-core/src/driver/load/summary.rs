@@ -18,8 +18,13 @@ use crate::timing::{RangeLog, SampleSet};
 pub const CONFIDENCE: f64 = 0.95;
 
 /// The percentiles every distribution of a load reports.
-pub const QUANTILES: [(&str, f64); 4] =
-    [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)];
+pub const QUANTILES: [(&str, f64); 5] = [
+    ("p50", 0.5),
+    ("p90", 0.9),
+    ("p95", 0.95),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+];
 
 /// The component of a query's time spent waiting for a worker.
 pub const QUEUEING: &str = "queueing";
@@ -127,6 +132,9 @@ pub struct RangeUnderLoad {
     pub count: u64,
     pub p50_ns: u64,
     pub p90_ns: u64,
+    /// Absent from documents written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ns: Option<u64>,
     pub p99_ns: u64,
     pub max_ns: u64,
     pub mean_ns: u64,
@@ -427,6 +435,7 @@ fn ranges_under_load(log: &RangeLog, workers: u32) -> (Vec<RangeUnderLoad>, Vec<
                 count,
                 p50_ns,
                 p90_ns,
+                p95_ns,
                 p99_ns,
                 max_ns,
                 mean_ns,
@@ -437,6 +446,7 @@ fn ranges_under_load(log: &RangeLog, workers: u32) -> (Vec<RangeUnderLoad>, Vec<
                 count,
                 p50_ns,
                 p90_ns,
+                p95_ns,
                 p99_ns,
                 max_ns,
                 mean_ns,

@@ -115,6 +115,7 @@ mod tests {
             p50_ns,
             mean_ns: p50_ns,
             p90_ns: p50_ns,
+            p95_ns: Some(p50_ns),
             p99_ns: p50_ns,
             max_ns: p50_ns,
             stddev_ns: 0,

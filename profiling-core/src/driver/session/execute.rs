@@ -410,6 +410,7 @@ fn manifest_of(
         finished_at: ran.finished_at.clone(),
         profile_cli_version: request.program_version.clone(),
         build_profile: build_profile().to_owned(),
+        allocator: Some(crate::memory::allocator_description()),
         host: HostInfo::current(),
         backend: BackendInfo::current(),
         calls: outcome_view.calls,
