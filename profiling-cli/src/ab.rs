@@ -120,7 +120,7 @@ pub struct AbArgs {
     /// Gates agreed before measuring, comma-separated: METRIC[RANGE] OP THRESHOLD, like
     /// 'p50<=-3%, mean<=-3%, p99<=+2%, peak<=+2%'. Metrics: mean, p50, p90, p95, p99, max of the
     /// pass (or of a range: `p99[decode]`), allocations, bytes and peak per pass (with --memory),
-    /// and parity. Thresholds: a change in % or with a unit (ns, us, ms, s; B, KiB, MiB, GiB).
+    /// and parity. Thresholds: a change in % or with a unit (ns, us, ms, s, m, h; B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB).
     /// The verdict: accept (exit 0), reject (a gate failed: exit 3) or inconclusive (exit 4). A
     /// gate no pair could decide is refused (exit 2): a memory metric without --memory before
     /// anything runs, a range the targets do not have once the first pair (or stage) has run.

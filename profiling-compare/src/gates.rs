@@ -266,37 +266,36 @@ fn parse_threshold(value: &str, unit: Unit) -> Result<Threshold, String> {
     if suffix == "%" {
         return Ok(Threshold::Relative(parsed / 100.0));
     }
-    let scale = match (unit, suffix) {
-        (Unit::Time, "ns") => 1.0,
-        (Unit::Time, "us" | "µs") => 1e3,
-        (Unit::Time, "ms") => 1e6,
-        (Unit::Time, "s") => 1e9,
-        (Unit::Bytes, "B") => 1.0,
-        (Unit::Bytes, "KiB") => 1024.0,
-        (Unit::Bytes, "MiB") => 1024.0 * 1024.0,
-        (Unit::Bytes, "GiB") => 1024.0 * 1024.0 * 1024.0,
-        (Unit::Count, "") => 1.0,
-        (Unit::Time, "") => {
+    // The units of every duration and size the tool reads.
+    let time = profiling_core::units::nanos_per_unit(suffix);
+    let size = profiling_core::units::bytes_per_unit(suffix).map(|b| b as f64);
+    let scale = match (unit, suffix, time, size) {
+        (Unit::Time, _, Some(nanos), _) => nanos,
+        (Unit::Bytes, _, _, Some(bytes)) => bytes,
+        (Unit::Count, "", ..) => 1.0,
+        (Unit::Time, "", ..) => {
             return Err(format!(
                 "`{value}` has no unit: a change in % (`{value}%`) or a time (`{value}us`: ns, us, ms, s)"
             ))
         }
-        (Unit::Bytes, "") => {
+        (Unit::Bytes, "", ..) => {
             return Err(format!(
                 "`{value}` has no unit: a change in % (`{value}%`) or bytes (`{value}KiB`: B, KiB, MiB, GiB)"
             ))
         }
-        (Unit::Time, other) => {
+        (Unit::Time, other, ..) => {
             return Err(format!(
-                "unknown unit `{other}` for a time: ns, us, ms or s (or %)"
+                "unknown unit `{other}` for a time: {} (or %)",
+                profiling_core::units::TIME_UNITS
             ))
         }
-        (Unit::Bytes, other) => {
+        (Unit::Bytes, other, ..) => {
             return Err(format!(
-                "unknown unit `{other}` for bytes: B, KiB, MiB or GiB (or %)"
+                "unknown unit `{other}` for bytes: {} (or %)",
+                profiling_core::units::SIZE_UNITS
             ))
         }
-        (Unit::Count, other) => {
+        (Unit::Count, other, ..) => {
             return Err(format!(
                 "allocations are counted: `{number}` without `{other}` (or a change in %)"
             ))
@@ -768,15 +767,9 @@ pub fn format_change(gate: &Gate, value: f64) -> String {
     }
 }
 
-/// `bytes` in B, KiB or MiB, as a gate's figures are shown.
+/// `bytes` as a gate's figures are shown: [`profiling_core::units::format_bytes`].
 pub fn format_bytes(bytes: f64) -> String {
-    if bytes >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
-    } else if bytes >= 1024.0 {
-        format!("{:.1} KiB", bytes / 1024.0)
-    } else {
-        format!("{bytes:.0} B")
-    }
+    profiling_core::units::format_bytes(bytes)
 }
 
 /// One line per gate, then the verdict: what `ab --accept` prints.
@@ -879,6 +872,12 @@ mod tests {
             gate("bytes<=+64KiB").threshold,
             Threshold::Absolute(65536.0)
         );
+        // The units of every duration and size the tool reads.
+        assert_eq!(
+            gate("peak<=+1.5MB").threshold,
+            Threshold::Absolute(1_500_000.0)
+        );
+        assert_eq!(gate("mean<=+1m").threshold, Threshold::Absolute(60e9));
         assert_eq!(
             gate("allocations[step]<=+0").threshold,
             Threshold::Absolute(0.0)
@@ -954,7 +953,7 @@ mod tests {
         );
         assert_eq!(
             problem("p99<=2parsecs").1,
-            "unknown unit `parsecs` for a time: ns, us, ms or s (or %)"
+            "unknown unit `parsecs` for a time: ns, us, ms, s, m or h (or %)"
         );
         assert_eq!(
             problem("p99=2%").1,

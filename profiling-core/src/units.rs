@@ -34,23 +34,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let number: f64 = number.parse().map_err(|_| {
         format!("`{text}` is not a duration: a number and a unit, like 60s or 10ms")
     })?;
-    let seconds_per_unit = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        "" => {
+    let seconds_per_unit = match (unit.trim(), nanos_per_unit(unit.trim())) {
+        (_, Some(nanos)) => nanos / 1e9,
+        ("", None) => {
             return Err(format!(
                 "`{text}` needs a unit: {text}s, {text}ms or {text}us"
             ))
         }
-        other => {
-            return Err(format!(
-                "unknown unit `{other}` in `{text}`: ns, us, ms, s, m or h"
-            ))
-        }
+        (other, None) => return Err(format!("unknown unit `{other}` in `{text}`: {TIME_UNITS}")),
     };
     let seconds = number * seconds_per_unit;
     if seconds.is_nan() || seconds <= 0.0 {
@@ -72,6 +63,45 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// The time units every duration this tool reads may have, in words.
+pub const TIME_UNITS: &str = "ns, us, ms, s, m or h";
+
+/// The size units every size this tool reads may have, in words.
+pub const SIZE_UNITS: &str = "B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB in powers of 1000)";
+
+/// Nanoseconds in one `unit` of time: `ns`, `us` (`µs`), `ms`, `s`,
+/// `m` (`min`), `h`; the one table of time units, for durations and the
+/// gates' thresholds.
+pub fn nanos_per_unit(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return None,
+    })
+}
+
+/// Bytes in one `unit` of size, any case: `B`, `KB`, `MB`, `GB`, `TB` in
+/// powers of 1000, `KiB`, `MiB`, `GiB`, `TiB` in powers of 1024; the one
+/// table of size units, for sizes and the gates' thresholds.
+pub fn bytes_per_unit(unit: &str) -> Option<u64> {
+    Some(match unit.to_ascii_lowercase().as_str() {
+        "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => return None,
+    })
+}
+
 /// A duration in the unit that reads best: `950 ns`, `1.20 µs`, `3.40 ms`,
 /// `2.00 s`.
 ///
@@ -85,6 +115,32 @@ pub fn format_ns(ns: u64) -> String {
         1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
         _ => format!("{:.2} s", ns as f64 / 1e9),
     }
+}
+
+/// A number of bytes in the binary unit that reads best, one decimal
+/// (`512 B`, `1.5 KiB`, `2.0 GiB`): the one byte formatter of the
+/// terminal, the pages and the gates. Fractions of a byte (a mean) are
+/// rounded below a KiB.
+///
+/// ```
+/// use profiling_core::units::format_bytes;
+///
+/// assert_eq!(format_bytes(512.0), "512 B");
+/// assert_eq!(format_bytes(1536.0), "1.5 KiB");
+/// assert_eq!(format_bytes(3.5 * 1024.0 * 1024.0 * 1024.0), "3.5 GiB");
+/// ```
+pub fn format_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024.0 {
+        return format!("{bytes:.0} B");
+    }
+    let mut value = bytes / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }
 
 /// A duration as whole nanoseconds, saturating at `u64::MAX` (584 years;
@@ -183,17 +239,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = (&text[..split], text[split..].trim());
-    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        "tib" => 1 << 40,
-        _ => return Err(expected()),
+    let scale: u64 = match unit {
+        "" => 1,
+        unit => bytes_per_unit(unit).ok_or_else(expected)?,
     };
     // Whole numbers exactly; a fraction through a float, rounded.
     if let Ok(whole) = number.parse::<u64>() {

@@ -314,19 +314,10 @@ unsafe fn prefault(start: *mut u8, len: usize) {
     let _ = (start, len);
 }
 
-/// `bytes` in binary units with one decimal: `512 B`, `1.5 KiB`, `12.0 GiB`.
+/// `bytes` in binary units with one decimal: `512 B`, `1.5 KiB`, `12.0 GiB`
+/// ([`crate::units::format_bytes`]).
 pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
+    crate::units::format_bytes(bytes as f64)
 }
 
 // Counting allocations.
