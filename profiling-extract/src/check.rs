@@ -44,7 +44,7 @@ fn absolute(path: &Path) -> std::path::PathBuf {
 }
 
 fn cargo() -> std::ffi::OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+    crate::cargo_program()
 }
 
 fn run(command: &mut Command, shown: &str) -> Result<std::process::Output, SnippetError> {

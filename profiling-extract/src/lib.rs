@@ -69,6 +69,13 @@ use write::{
     write_all_or_nothing,
 };
 
+/// The cargo to run: the one running this build (`$CARGO`, set by cargo
+/// for the programs it runs), else `cargo` on `PATH`. Every command the
+/// tool runs cargo for takes it from here.
+pub fn cargo_program() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
 /// `new --data-source custom`: the snippet gets a data source of its own,
 /// appended to its `target.rs` and named in its config.
 pub const CUSTOM_SOURCE: &str = "custom";
@@ -195,14 +202,7 @@ impl SnippetsCrate {
     /// directory above it whose `Cargo.toml` has a `[workspace]`, else the
     /// crate's own.
     pub fn workspace_root(&self) -> PathBuf {
-        self.dir
-            .ancestors()
-            .find(|dir| {
-                std::fs::read_to_string(dir.join("Cargo.toml"))
-                    .is_ok_and(|text| text.lines().any(|l| l.trim() == "[workspace]"))
-            })
-            .unwrap_or(&self.dir)
-            .to_path_buf()
+        workspace::workspace_above(&self.dir).map_or_else(|| self.dir.clone(), |(dir, _)| dir)
     }
 
     /// The snippets crate whose `Cargo.toml` is in `dir`, when there is one.

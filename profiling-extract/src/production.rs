@@ -199,11 +199,8 @@ fn as_inline(spec: &Item) -> Option<InlineTable> {
 /// The nearest workspace root above `dir` (itself included) and its
 /// `[workspace.dependencies]`.
 fn workspace_dependencies(dir: &Path) -> Option<(PathBuf, Table)> {
-    dir.ancestors().find_map(|candidate| {
-        let text = std::fs::read_to_string(candidate.join("Cargo.toml")).ok()?;
-        let document: DocumentMut = text.parse().ok()?;
-        let workspace = document.get("workspace")?;
-        let dependencies = workspace
+    crate::workspace::workspace_above(dir).map(|(root, document)| {
+        let dependencies = document["workspace"]
             .get("dependencies")
             .and_then(Item::as_table_like)
             .map(|table| {
@@ -214,7 +211,7 @@ fn workspace_dependencies(dir: &Path) -> Option<(PathBuf, Table)> {
                 owned
             })
             .unwrap_or_default();
-        Some((candidate.to_path_buf(), dependencies))
+        (root, dependencies)
     })
 }
 
@@ -225,7 +222,7 @@ fn resolved_features(dir: &Path, package: &str) -> Option<BTreeSet<String>> {
     // Absolute: cargo never reads it as an option.
     let manifest = std::path::absolute(dir.join("Cargo.toml")).ok()?;
     let run = |offline: bool| {
-        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        let mut command = Command::new(crate::cargo_program());
         command
             .args(["metadata", "--format-version", "1", "--manifest-path"])
             .arg(&manifest);

@@ -33,24 +33,25 @@ const BUILD_SCRIPT: &str = include_str!("../../inference_profiling/build.rs");
 /// directory above it has one.
 pub fn find_workspace(start: &Path) -> Option<PathBuf> {
     let start = std::path::absolute(start).ok()?;
-    let mut nearest = None;
-    for dir in start.ancestors() {
-        let manifest = dir.join("Cargo.toml");
-        let Ok(text) = std::fs::read_to_string(&manifest) else {
-            continue;
-        };
-        if nearest.is_none() {
-            nearest = Some(dir.to_path_buf());
-        }
-        let is_workspace = text
-            .parse::<DocumentMut>()
-            .map(|doc| doc.contains_key("workspace"))
-            .unwrap_or(false);
-        if is_workspace {
-            return Some(dir.to_path_buf());
-        }
-    }
-    nearest
+    workspace_above(&start).map(|(dir, _)| dir).or_else(|| {
+        start
+            .ancestors()
+            .find(|dir| dir.join("Cargo.toml").is_file())
+            .map(Path::to_path_buf)
+    })
+}
+
+/// The nearest directory at or above `start` whose `Cargo.toml` has a
+/// `[workspace]` table (or any `[workspace.*]`), with that manifest: the
+/// one rule every part of the extractor finds a workspace root by.
+pub(crate) fn workspace_above(start: &Path) -> Option<(PathBuf, DocumentMut)> {
+    start.ancestors().find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        let document = text.parse::<DocumentMut>().ok()?;
+        document
+            .contains_key("workspace")
+            .then(|| (dir.to_path_buf(), document))
+    })
 }
 
 /// Where the profiling crate takes `profiling-core` and `profiling-cli`
@@ -204,8 +205,7 @@ pub fn snippets_listing(snippets_dir: &Path) -> String {
 /// in, not of `--manifest-path`, and other flags from another directory
 /// would rebuild everything.
 pub fn cargo_for_snippets(krate_dir: &Path) -> std::process::Command {
-    let mut command =
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut command = std::process::Command::new(crate::cargo_program());
     command.env(
         SNIPPETS_LISTING_VARIABLE,
         snippets_listing(&krate_dir.join("snippets")),

@@ -651,7 +651,7 @@ fn seed(
 
 /// Where cargo builds the workspace: its target directory.
 fn target_directory(workspace: &Path) -> Result<PathBuf, String> {
-    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut command = Command::new(profiling_extract::cargo_program());
     command
         .args([
             "metadata",

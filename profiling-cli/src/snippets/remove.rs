@@ -205,7 +205,7 @@ fn prune_lock(krate: &SnippetsCrate, package: &str, out: &mut dyn Write) -> std:
     if !std::fs::read_to_string(&lock).is_ok_and(|text| lists(&text)) {
         return Ok(());
     }
-    let _ = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let _ = std::process::Command::new(profiling_extract::cargo_program())
         .args([
             "metadata",
             "--offline",
