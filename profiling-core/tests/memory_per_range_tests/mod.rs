@@ -227,7 +227,13 @@ fn nested_ranges_and_a_grown_buffer_are_charged_to_the_byte() {
     assert_eq!(pass, call);
     assert_eq!(pass.allocations.total, 7 * PASSES);
     assert_eq!(memory.untracked_blocks, 0);
-    assert!(memory.cost_per_allocation_ns > 0.0, "{memory:?}");
+    // Measured (the fastest of five rounds with attribution less without):
+    // a figure, never negative, and 0 where it is below the machine's noise
+    // (as with mimalloc on a busy machine); the charges above are exact.
+    assert!(
+        memory.cost_per_allocation_ns.is_finite() && memory.cost_per_allocation_ns >= 0.0,
+        "{memory:?}"
+    );
 
     // The pass's live bytes at each range's boundaries (the trace's
     // counter track): `inner` opens over the new buffer and the kept 1000,
