@@ -473,11 +473,13 @@ pub fn compare(
 ///
 /// [`GpuStates::differences`]: profiling_core::driver::gpu_state::GpuStates::differences
 pub(crate) fn gpu_warnings(base: &RunInfo, candidate: &RunInfo) -> Vec<String> {
-    let gpus = |run: &RunInfo| run.machine.as_ref().and_then(|m| m.gpus.clone());
+    fn gpus(run: &RunInfo) -> Option<&profiling_core::driver::gpu_state::GpuStates> {
+        run.machine.as_ref()?.gpus.as_ref()
+    }
     let (Some(b), Some(c)) = (gpus(base), gpus(candidate)) else {
         return Vec::new();
     };
-    profiling_core::driver::gpu_state::GpuStates::differences(&b, &c)
+    profiling_core::driver::gpu_state::GpuStates::differences(b, c)
         .into_iter()
         .map(|difference| {
             format!("the runs' GPUs differ: {difference}; a GPU's times follow its clocks and power limit")

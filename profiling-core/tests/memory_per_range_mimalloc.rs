@@ -17,6 +17,7 @@ fn main() {
     // mimalloc serves the blocks: one allocated through the global
     // allocator is in its heap, one from the system's is not.
     let ours = Box::new([0u8; 100]);
+    // SAFETY: a layout of non-zero size.
     let systems = unsafe { std::alloc::System.alloc(std::alloc::Layout::new::<[u8; 100]>()) };
     // SAFETY: mi_is_in_heap_region only compares the address with
     // mimalloc's regions.

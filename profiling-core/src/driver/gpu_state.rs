@@ -147,15 +147,14 @@ impl GpuStates {
     /// either run has no state, or they agree.
     pub fn differences(base: &GpuStates, candidate: &GpuStates) -> Vec<String> {
         let mut said = Vec::new();
-        let side = |states: &GpuStates| -> Vec<GpuState> {
+        fn side(states: &GpuStates) -> &[GpuState] {
             if states.end.is_empty() {
-                states.start.clone()
+                &states.start
             } else {
-                states.end.clone()
+                &states.end
             }
-        };
-        let (b, c) = (side(base), side(candidate));
-        for (b, c) in b.iter().zip(&c) {
+        }
+        for (b, c) in side(base).iter().zip(side(candidate)) {
             let gpu = format!("GPU {} ({})", b.index, b.name);
             if b.name != c.name {
                 said.push(format!(

@@ -10,9 +10,9 @@
 //! that first need comes sooner, it waits out the rest of the window). Each
 //! pair is the tightest of a few brackets of `CLOCK_MONOTONIC` between two
 //! counter reads, so the scale is exact to about ten parts in a million at
-//! worst (measured: 0.1 to 10), 10 ns on a millisecond's range. Nothing is calibrated in a loop at
-//! start-up, and a run that lasts past the window before it converts pays
-//! nothing for it.
+//! worst (measured: 0.1 to 10), 10 ns on a millisecond's range. Nothing is
+//! calibrated in a loop at start-up, and a run that lasts past the window
+//! before it converts pays nothing for it.
 //!
 //! Elsewhere, or with `PROFILING_CLOCK=instant` in the environment, it is
 //! `std::time::Instant`. Either way, one reading is one call of

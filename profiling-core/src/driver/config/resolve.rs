@@ -361,13 +361,8 @@ impl Resolving<'_> {
         if self.overrides.iterations.is_some() {
             return Ok(None);
         }
+        // A parsed duration is never zero (`units::parse_duration`).
         if let Some(nanos) = self.overrides.measurement_time_ns {
-            if nanos == 0 {
-                return Err(Self::invalid_option(
-                    "--measurement-time",
-                    "must be above zero".to_owned(),
-                ));
-            }
             if warmup == 0 {
                 return Err(Self::invalid_option(
                     "--measurement-time",
@@ -407,9 +402,6 @@ impl Resolving<'_> {
                 ))
             }
         };
-        if nanos == 0 {
-            return Err(self.invalid(key, "must be above zero".to_owned()));
-        }
         if warmup == 0 {
             return Err(self.invalid(key, NEEDS_WARMUP.to_owned()));
         }

@@ -206,9 +206,8 @@ impl<O> Measured<O> {
 
     /// Room for `iterations` passes over `count` inputs, `room` of them
     /// set aside now ([`Inputs::room`]).
-    pub(super) fn expecting(iterations: u32, count: usize, room: usize) -> Self {
-        let passes = iterations;
-        let iterations = iterations as usize;
+    pub(super) fn expecting(passes: u32, count: usize, room: usize) -> Self {
+        let iterations = passes as usize;
         Measured {
             iterations: passes,
             outputs: (0..room).map(|_| None).collect(),
