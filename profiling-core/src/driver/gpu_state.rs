@@ -142,9 +142,11 @@ impl GpuStates {
     }
 
     /// What differs between two runs' GPUs that their timings depend on:
-    /// the clocks at the capture's end (after warming up to the load), the
-    /// application clocks, the power limit, persistence mode. Empty where
-    /// either run has no state, or they agree.
+    /// the clocks at the capture's end (after warming up to the load) by
+    /// more than [`CLOCK_GAP`] (a boosting GPU moves between clock steps
+    /// of a few MHz on its own), and the settings exactly: the application
+    /// clocks, the power limit, persistence mode. Empty where either run
+    /// has no state, or they agree.
     pub fn differences(base: &GpuStates, candidate: &GpuStates) -> Vec<String> {
         let mut said = Vec::new();
         fn side(states: &GpuStates) -> &[GpuState] {
@@ -163,37 +165,49 @@ impl GpuStates {
                 ));
                 continue;
             }
-            let mut differ = |what: &str, unit: &str, base: Option<u32>, candidate: Option<u32>| {
-                if let (Some(x), Some(y)) = (base, candidate) {
-                    if x != y {
-                        said.push(format!(
-                            "{gpu}: {what} {x}{unit} (base) vs {y}{unit} (candidate)"
-                        ));
+            // Apart by more than `gap` of the larger (0: any difference).
+            let mut differ =
+                |what: &str, unit: &str, gap: f64, base: Option<u32>, candidate: Option<u32>| {
+                    if let (Some(x), Some(y)) = (base, candidate) {
+                        if f64::from(x.abs_diff(y)) > gap * f64::from(x.max(y)) {
+                            said.push(format!(
+                                "{gpu}: {what} {x}{unit} (base) vs {y}{unit} (candidate)"
+                            ));
+                        }
                     }
-                }
-            };
-            differ("SM clock", " MHz", b.sm_clock_mhz, c.sm_clock_mhz);
+                };
+            differ(
+                "SM clock",
+                " MHz",
+                CLOCK_GAP,
+                b.sm_clock_mhz,
+                c.sm_clock_mhz,
+            );
             differ(
                 "memory clock",
                 " MHz",
+                CLOCK_GAP,
                 b.memory_clock_mhz,
                 c.memory_clock_mhz,
             );
             differ(
                 "application clock",
                 " MHz",
+                0.0,
                 b.application_graphics_clock_mhz,
                 c.application_graphics_clock_mhz,
             );
             differ(
                 "application memory clock",
                 " MHz",
+                0.0,
                 b.application_memory_clock_mhz,
                 c.application_memory_clock_mhz,
             );
             differ(
                 "power limit",
                 " W",
+                0.0,
                 b.power_limit_mw.map(|mw| mw / 1000),
                 c.power_limit_mw.map(|mw| mw / 1000),
             );
@@ -211,6 +225,10 @@ impl GpuStates {
         said
     }
 }
+
+/// The least share by which two runs' current clocks differ for
+/// [`GpuStates::differences`] to say so.
+pub const CLOCK_GAP: f64 = 0.05;
 
 // NVML's C interface: `nvmlReturn_t` is an enum (a C int), a device a
 // pointer, every figure an out-parameter.
@@ -444,6 +462,8 @@ mod tests {
         };
         let base = states(gpu(1980, 700));
         assert!(GpuStates::differences(&base, &base).is_empty());
+        // A clock step or two of boost is not another state.
+        assert!(GpuStates::differences(&base, &states(gpu(1935, 700))).is_empty());
         let slower = states(gpu(1410, 400));
         assert_eq!(
             GpuStates::differences(&base, &slower),
