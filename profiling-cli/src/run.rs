@@ -123,6 +123,11 @@ pub(crate) struct RunArgs {
     /// the baseline, the page, the baseline saved), for the `profile-cli` that ran it.
     #[arg(long = "handoff", alias = "outcome", value_name = "FILE", hide = true)]
     pub(crate) handoff: Option<PathBuf>,
+    /// Does what is left after a run that another build of profile-cli ran with `--handoff FILE`
+    /// (the first `scripts/profile`'s build, which has no history store): the record in the
+    /// store, the comparison, the page, the baseline saved, the `--json` document.
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with = "handoff")]
+    pub(crate) finish_handoff: Option<PathBuf>,
 }
 
 fn parse_measurement_time(text: &str) -> Result<u64, String> {
@@ -456,6 +461,18 @@ pub(crate) fn run(
         err,
         json: args.json,
     };
+    if let Some(file) = &args.finish_handoff {
+        #[cfg(feature = "full")]
+        return finish_handoff(file, &args, &mut streams);
+        #[cfg(not(feature = "full"))]
+        return streams.refuse(
+            &format!(
+                "--finish-handoff {}: the whole profile-cli does what is left after a run, not this build",
+                file.display()
+            ),
+            EXIT_USAGE,
+        );
+    }
     let mut request = request_of(&args, argv, root);
     // A target that needs data of its own runs on its config.
     let own_config = match own_config(&request, root) {
@@ -534,6 +551,40 @@ pub(crate) fn run(
         return Ok(code);
     }
     after_run(ran, &args, &mut streams)
+}
+
+/// `run --finish-handoff FILE`: what is left after the run another build
+/// ran with `--handoff FILE`, as the `profile-cli` that delegated to it
+/// does; the file is removed once read.
+#[cfg(feature = "full")]
+fn finish_handoff(file: &Path, args: &RunArgs, streams: &mut Streams<'_>) -> anyhow::Result<u8> {
+    let handoff = match handoff::read(file) {
+        Ok(Some(handoff)) => handoff,
+        Ok(None) => {
+            return streams.refuse(
+                &format!(
+                    "--finish-handoff {}: no run left anything there (it ended before its end, or the file was already used)",
+                    file.display()
+                ),
+                EXIT_USAGE,
+            )
+        }
+        Err(error) => return streams.refuse(&format!("--finish-handoff: {error}"), EXIT_USAGE),
+    };
+    let _ = std::fs::remove_file(file);
+    match handoff {
+        handoff::Handoff::Run(ran) => after_run(ran, args, streams),
+        handoff::Handoff::Nsys { command } => {
+            crate::analyze::run_under_nsys(&command, args.json, streams.out, streams.err)
+        }
+        _ => streams.refuse(
+            &format!(
+                "--finish-handoff {}: the file holds what another command left, not a run",
+                file.display()
+            ),
+            EXIT_USAGE,
+        ),
+    }
 }
 
 /// Nsight Systems starts the program it profiles with a umask of 0, which

@@ -401,3 +401,70 @@ fn the_documentation_links_lead_to_files_and_headings_that_exist() {
     }
     assert!(broken.is_empty(), "links that lead nowhere: {broken:#?}");
 }
+
+/// The first `scripts/profile run` runs its target with a build that has
+/// no history store or pages (`--handoff FILE`), and the whole build does
+/// what is left (`--finish-handoff FILE`): the page, and the run recorded
+/// in the store, as one `run` does; the file is used once.
+#[test]
+fn a_run_handed_off_is_finished_by_another_process() {
+    let out = tempfile::tempdir().unwrap();
+    let handoff = out.path().join("handoff.json");
+    let dir = out.path().to_str().unwrap();
+    let common = [
+        "run",
+        "readme-ranged",
+        "--warmup",
+        "0",
+        "--iterations",
+        "3",
+        "--run-id",
+        "first",
+        "--output-dir",
+        dir,
+    ];
+    let mut ran: Vec<&str> = common.to_vec();
+    ran.extend(["--handoff", handoff.to_str().unwrap()]);
+    let first = cli_in(out.path(), &ran);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let run_dir = out.path().join("readme-ranged/runs/first");
+    assert!(first.stdout.contains("manifest: "), "{}", first.stdout);
+    assert!(!first.stdout.contains("report: "), "{}", first.stdout);
+    assert!(!run_dir.join("report.html").exists());
+    assert!(!out.path().join("history.sqlite").exists());
+    assert!(std::fs::metadata(&handoff).unwrap().len() > 0);
+
+    let mut finish: Vec<&str> = common.to_vec();
+    finish.extend(["--finish-handoff", handoff.to_str().unwrap()]);
+    let finished = cli_in(out.path(), &finish);
+    assert_eq!(finished.code, 0, "{}{}", finished.stdout, finished.stderr);
+    let page = run_dir.join("report.html");
+    assert!(
+        finished
+            .stdout
+            .contains(&format!("report: {}", page.display())),
+        "{}",
+        finished.stdout
+    );
+    assert!(page.is_file());
+    assert!(!handoff.exists());
+    // Recorded in the store, once.
+    let history = cli_in(
+        out.path(),
+        &["history", "readme-ranged", "--dirty", "--output-dir", dir],
+    );
+    assert_eq!(history.code, 0, "{}{}", history.stdout, history.stderr);
+    assert!(
+        history
+            .stdout
+            .lines()
+            .any(|line| line.split_whitespace().eq(["runs", "1"])),
+        "{}",
+        history.stdout
+    );
+
+    // Used once: a second finish names the file and does nothing.
+    let again = cli_in(out.path(), &finish);
+    assert_eq!(again.code, 2, "{}{}", again.stdout, again.stderr);
+    assert!(again.stderr.contains("handoff.json"), "{}", again.stderr);
+}

@@ -100,8 +100,8 @@ pub fn check_build(krate: &SnippetsCrate, snippet: &Path) -> Result<BuildCheck, 
         elsewhere: Vec::new(),
         cargo_stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     };
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Some(diagnostic) = diagnostic(line) else {
+    for message in cargo_metadata::Message::parse_stream(output.stdout.as_slice()) {
+        let Some(diagnostic) = message.ok().and_then(diagnostic) else {
             continue;
         };
         let inside = diagnostic
@@ -117,28 +117,25 @@ pub fn check_build(krate: &SnippetsCrate, snippet: &Path) -> Result<BuildCheck, 
     Ok(check)
 }
 
-/// A compiler error or warning from one line of cargo's JSON output.
-fn diagnostic(line: &str) -> Option<Diagnostic> {
-    let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    if value["reason"] != "compiler-message" {
+/// A compiler error or warning from cargo's JSON messages (an internal
+/// compiler error is an error).
+fn diagnostic(message: cargo_metadata::Message) -> Option<Diagnostic> {
+    use cargo_metadata::diagnostic::DiagnosticLevel;
+    let cargo_metadata::Message::CompilerMessage(compiler) = message else {
         return None;
-    }
-    let message = &value["message"];
-    let level = message["level"].as_str()?;
-    if level != "error" && level != "warning" {
-        return None;
-    }
-    let primary = message["spans"]
-        .as_array()
-        .and_then(|spans| spans.iter().find(|s| s["is_primary"] == true));
+    };
+    let message = compiler.message;
+    let level = match message.level {
+        DiagnosticLevel::Error | DiagnosticLevel::Ice => "error",
+        DiagnosticLevel::Warning => "warning",
+        _ => return None,
+    };
+    let primary = message.spans.iter().find(|span| span.is_primary);
     Some(Diagnostic {
         level: level.to_owned(),
-        file: primary.and_then(|s| s["file_name"].as_str().map(str::to_owned)),
-        line: primary.and_then(|s| s["line_start"].as_u64()),
-        rendered: message["rendered"]
-            .as_str()
-            .unwrap_or_else(|| message["message"].as_str().unwrap_or(""))
-            .to_owned(),
+        file: primary.map(|span| span.file_name.clone()),
+        line: primary.map(|span| span.line_start as u64),
+        rendered: message.rendered.clone().unwrap_or(message.message.clone()),
     })
 }
 
@@ -442,22 +439,27 @@ mod tests {
 
     #[test]
     fn compiler_messages_are_read_from_cargo_json() {
-        let line = r#"{"reason":"compiler-message","message":{"level":"error","message":"cannot find value `x`","rendered":"error[E0425]: cannot find value `x`\n","spans":[{"file_name":"/w/snippets/a/target.rs","line_start":12,"is_primary":true}]}}"#;
+        // As cargo 1.9x writes them (the explanation cut short).
+        let stream = concat!(
+            r#"{"reason":"compiler-message","package_id":"path+file:///w/snippets/a#0.1.0","manifest_path":"/w/snippets/a/Cargo.toml","target":{"kind":["lib"],"crate_types":["lib"],"name":"a","src_path":"/w/snippets/a/target.rs","edition":"2021","doc":true,"doctest":true,"test":true},"message":{"rendered":"error[E0425]: cannot find value `x`\n","$message_type":"diagnostic","children":[],"level":"error","message":"cannot find value `x`","spans":[{"byte_end":21,"byte_start":20,"column_end":22,"column_start":21,"expansion":null,"file_name":"/w/snippets/a/target.rs","is_primary":true,"label":"not found in this scope","line_end":12,"line_start":12,"suggested_replacement":null,"suggestion_applicability":null,"text":[]}],"code":{"code":"E0425","explanation":"An unresolved name was used."}}}"#,
+            "\n",
+            r#"{"reason":"compiler-message","package_id":"path+file:///w/snippets/a#0.1.0","manifest_path":"/w/snippets/a/Cargo.toml","target":{"kind":["lib"],"crate_types":["lib"],"name":"a","src_path":"/w/snippets/a/target.rs","edition":"2021","doc":true,"doctest":true,"test":true},"message":{"rendered":"note: n\n","$message_type":"diagnostic","children":[],"level":"note","message":"n","spans":[],"code":null}}"#,
+            "\n",
+            "a line that is not JSON\n",
+            r#"{"reason":"build-finished","success":false}"#,
+            "\n",
+        );
+        let found: Vec<Diagnostic> = cargo_metadata::Message::parse_stream(stream.as_bytes())
+            .filter_map(|message| diagnostic(message.unwrap()))
+            .collect();
         assert_eq!(
-            diagnostic(line),
-            Some(Diagnostic {
+            found,
+            vec![Diagnostic {
                 level: "error".to_owned(),
                 file: Some("/w/snippets/a/target.rs".to_owned()),
                 line: Some(12),
                 rendered: "error[E0425]: cannot find value `x`\n".to_owned(),
-            })
+            }]
         );
-        assert_eq!(
-            diagnostic(r#"{"reason":"build-finished","success":true}"#),
-            None
-        );
-        let note =
-            r#"{"reason":"compiler-message","message":{"level":"note","message":"n","spans":[]}}"#;
-        assert_eq!(diagnostic(note), None);
     }
 }

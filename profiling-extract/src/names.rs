@@ -745,6 +745,19 @@ impl<'a> Resolver<'a> {
     /// listed as unresolved. Returns the names the copied items use.
     fn module_item(&mut self, name: &str) -> Vec<String> {
         let item = &self.items[name];
+        // A `pub` item of a module the snippet cannot reach that the crate
+        // re-exports (`pub use m::{f, T};` at its root): production's, by
+        // that path, so that the copy calls production's and its values
+        // are production's types.
+        if item.public && self.blocked.is_some() && !self.force.contains(name) {
+            let mut path = self.module_path[1..].to_vec();
+            path.push(name.to_owned());
+            if let Some(import) = self.public_import(&path, None) {
+                self.result.module_items.push(name.to_owned());
+                self.chosen.insert(import);
+                return Vec::new();
+            }
+        }
         let helper = (!item.public || self.copy_public || self.force.contains(name))
             .then(|| helper_items(self.scope, name))
             .filter(|found| !found.is_empty());
@@ -844,6 +857,13 @@ impl<'a> Resolver<'a> {
             .crate_blocked
             .clone()
             .or_else(|| self.location.unreachable_item(&path));
+        // Named where the crate re-exports it, rather than copied.
+        if why.is_some() {
+            if let Some(public) = self.public_import(&path, Some(import.binding())) {
+                self.chosen.insert(public);
+                return true;
+            }
+        }
         let module = path
             .first()
             .filter(|_| why.is_some() && self.crate_blocked.is_none());
@@ -872,6 +892,27 @@ impl<'a> Resolver<'a> {
             });
         }
         false
+    }
+
+    /// The import of `path` (an item of the crate: its modules below the
+    /// root, then its name) through the path the crate re-exports it by,
+    /// bound to `binding` (the item's own name when `None`); `None` when
+    /// the crate cannot be named or does not export the item.
+    fn public_import(&self, path: &[String], binding: Option<&str>) -> Option<ImportPath> {
+        if self.crate_blocked.is_some() {
+            return None;
+        }
+        let crate_ident = self.location.crate_ident.clone()?;
+        let public = self.location.public_path(path)?;
+        let (name, modules) = public.split_last()?;
+        let binding = binding.unwrap_or(path.last()?);
+        Some(ImportPath {
+            parent: std::iter::once(crate_ident)
+                .chain(modules.iter().cloned())
+                .collect(),
+            name: name.clone(),
+            rename: (name != binding).then(|| binding.to_owned()),
+        })
     }
 
     /// For an import of an item of another module of the crate that the

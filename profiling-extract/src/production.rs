@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
@@ -222,13 +221,14 @@ fn resolved_features(dir: &Path, package: &str) -> Option<BTreeSet<String>> {
     // Absolute: cargo never reads it as an option.
     let manifest = std::path::absolute(dir.join("Cargo.toml")).ok()?;
     let run = |offline: bool| {
-        let mut command = Command::new(crate::cargo_program());
-        command
-            .args(["metadata", "--format-version", "1", "--manifest-path"])
-            .arg(&manifest);
+        let mut metadata = cargo_metadata::MetadataCommand::new();
+        metadata
+            .cargo_path(crate::cargo_program())
+            .manifest_path(&manifest);
         if offline {
-            command.arg("--offline");
+            metadata.other_options(vec!["--offline".to_owned()]);
         }
+        let mut command = metadata.cargo_command();
         command
             .stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -237,23 +237,19 @@ fn resolved_features(dir: &Path, package: &str) -> Option<BTreeSet<String>> {
             .filter(|output| output.status.success())
     };
     let output = run(true).or_else(|| run(false))?;
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+    let metadata =
+        cargo_metadata::MetadataCommand::parse(std::str::from_utf8(&output.stdout).ok()?).ok()?;
     let manifest = std::fs::canonicalize(&manifest).ok()?;
-    let id = metadata["packages"].as_array()?.iter().find_map(|p| {
-        let path = std::fs::canonicalize(p["manifest_path"].as_str()?).ok()?;
-        (path == manifest && p["name"].as_str() == Some(package)).then(|| p["id"].clone())
+    let id = metadata.packages.iter().find_map(|p| {
+        let path = std::fs::canonicalize(&p.manifest_path).ok()?;
+        (path == manifest && p.name.as_str() == package).then(|| p.id.clone())
     })?;
-    let node = metadata["resolve"]["nodes"]
-        .as_array()?
-        .iter()
-        .find(|node| node["id"] == id)?;
-    Some(
-        node["features"]
-            .as_array()?
-            .iter()
-            .filter_map(|f| f.as_str().map(str::to_owned))
-            .collect(),
-    )
+    let node = metadata
+        .resolve?
+        .nodes
+        .into_iter()
+        .find(|node| node.id == id)?;
+    Some(node.features.iter().map(|f| f.to_string()).collect())
 }
 
 /// `default` expanded through the package's own `[features]` (entries

@@ -171,67 +171,97 @@ impl ModuleLocation {
         }
     }
 
-    /// Where another crate reaches `name`, an item of this private module,
-    /// when its parent module re-exports it (`pub use self::m::name;` or
-    /// `pub use self::m::*;`) and can itself be reached: the path from the
-    /// crate's name.
+    /// Where another crate reaches `name`, an item of this file's module
+    /// that cannot be named where it is defined (a private module on the
+    /// way), when the crate re-exports it ([`Self::public_path`]): the
+    /// path from the crate's name.
     pub fn reexported(&self, name: &str) -> Option<String> {
-        let root = self.lib_root.as_deref()?;
-        let src = root.parent()?;
-        let (module, parent) = self.modules.split_last()?;
-        if check_declarations(&self.files, root, src, parent).is_some() {
+        let crate_ident = self.crate_ident.as_deref()?;
+        let mut path = self.modules.clone();
+        path.push(name.to_owned());
+        let public = self.public_path(&path)?;
+        Some(
+            std::iter::once(crate_ident.to_owned())
+                .chain(public)
+                .collect::<Vec<_>>()
+                .join("::"),
+        )
+    }
+
+    /// The path by which another crate names `path` (an item of this
+    /// crate: its modules from the crate root, then its name), below the
+    /// crate's name: the path itself where every module on the way is
+    /// `pub`, else the shortest re-export of it (`pub use m::{f, T};`,
+    /// `pub use self::m::*;`, `pub use crate::m::T as U;`) in a module
+    /// another crate reaches, searched from the crate root down through its
+    /// `pub mod`s. `None` when the item is not `pub` or nothing re-exports
+    /// it where it can be reached.
+    pub fn public_path(&self, path: &[String]) -> Option<Vec<String>> {
+        let (name, modules) = path.split_last()?;
+        let (_, public) = self.find_item(path)?;
+        if !public {
             return None;
         }
-        let file = self.files.needed(&module_file(root, src, parent)).ok()?;
-        fn paths(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
-            match tree {
-                syn::UseTree::Path(path) => {
-                    let mut prefix = prefix;
-                    prefix.push(path.ident.to_string());
-                    paths(&path.tree, prefix, out);
+        let root = self.lib_root.as_deref()?;
+        let src = root.parent()?;
+        if check_declarations(&self.files, root, src, modules).is_none() {
+            return Some(path.to_vec());
+        }
+        // Breadth first: the first re-export found is the shortest path.
+        let mut queue: std::collections::VecDeque<Vec<String>> = [Vec::new()].into();
+        let mut visited = 0;
+        while let Some(module) = queue.pop_front() {
+            visited += 1;
+            if visited > 256 {
+                break;
+            }
+            let Ok(file) = self.files.needed(&module_file(root, src, &module)) else {
+                continue;
+            };
+            let children: Vec<String> = file
+                .syntax
+                .items
+                .iter()
+                .filter_map(|item| match item {
+                    syn::Item::Mod(m) => Some(m.ident.to_string()),
+                    _ => None,
+                })
+                .collect();
+            for item in &file.syntax.items {
+                let syn::Item::Use(item_use) = item else {
+                    continue;
+                };
+                if !matches!(item_use.vis, syn::Visibility::Public(_)) {
+                    continue;
                 }
-                syn::UseTree::Name(leaf) => {
-                    let mut path = prefix;
-                    path.push(leaf.ident.to_string());
-                    out.push(path);
-                }
-                syn::UseTree::Glob(_) => {
-                    let mut path = prefix;
-                    path.push("*".to_owned());
-                    out.push(path);
-                }
-                syn::UseTree::Group(group) => {
-                    for tree in &group.items {
-                        paths(tree, prefix.clone(), out);
+                let mut leaves = Vec::new();
+                use_leaves(&item_use.tree, Vec::new(), &mut leaves);
+                for (from, leaf, rename) in leaves {
+                    let Some(from) = absolute_use_path(&module, &children, &from) else {
+                        continue;
+                    };
+                    let exported = match leaf.as_str() {
+                        "*" => (from == modules).then(|| name.clone()),
+                        _ => (from == modules && leaf == *name).then(|| rename.unwrap_or(leaf)),
+                    };
+                    if let Some(exported) = exported {
+                        let mut found = module.clone();
+                        found.push(exported);
+                        return Some(found);
                     }
                 }
-                syn::UseTree::Rename(_) => {}
             }
-        }
-        let mut found = Vec::new();
-        for item in &file.syntax.items {
-            if let syn::Item::Use(item_use) = item {
-                if matches!(item_use.vis, syn::Visibility::Public(_)) {
-                    paths(&item_use.tree, Vec::new(), &mut found);
+            for item in &file.syntax.items {
+                if let syn::Item::Mod(m) = item {
+                    if m.content.is_none() && matches!(m.vis, syn::Visibility::Public(_)) {
+                        let mut child = module.clone();
+                        child.push(m.ident.to_string());
+                        queue.push_back(child);
+                    }
                 }
             }
         }
-        let reexports = found.iter().any(|path| {
-            let path: Vec<&str> = path
-                .iter()
-                .map(String::as_str)
-                .skip_while(|segment| *segment == "self")
-                .collect();
-            path.len() == 2 && path[0] == module.as_str() && (path[1] == name || path[1] == "*")
-        });
-        let crate_ident = self.crate_ident.as_deref()?;
-        reexports.then(|| {
-            std::iter::once(crate_ident.to_owned())
-                .chain(parent.iter().cloned())
-                .chain(std::iter::once(name.to_owned()))
-                .collect::<Vec<_>>()
-                .join("::")
-        })
+        None
     }
 
     /// The file of a module of the library declared at its root without
@@ -296,6 +326,68 @@ impl ModuleLocation {
             (ident == name.as_str()).then_some((kind, public))
         })
     }
+}
+
+/// The leaves of a `use` tree: the path before each, the name (`*` for a
+/// glob) and its rename.
+fn use_leaves(
+    tree: &syn::UseTree,
+    prefix: Vec<String>,
+    out: &mut Vec<(Vec<String>, String, Option<String>)>,
+) {
+    match tree {
+        syn::UseTree::Path(path) => {
+            let mut prefix = prefix;
+            prefix.push(path.ident.to_string());
+            use_leaves(&path.tree, prefix, out);
+        }
+        syn::UseTree::Name(leaf) => out.push((prefix, leaf.ident.to_string(), None)),
+        syn::UseTree::Rename(leaf) => out.push((
+            prefix,
+            leaf.ident.to_string(),
+            Some(leaf.rename.to_string()),
+        )),
+        syn::UseTree::Glob(_) => out.push((prefix, "*".to_owned(), None)),
+        syn::UseTree::Group(group) => {
+            for tree in &group.items {
+                use_leaves(tree, prefix.clone(), out);
+            }
+        }
+    }
+}
+
+/// The modules below the crate root that `from`, the path of a `use`
+/// declaration in `module` (whose own modules are `children`), names:
+/// `crate::`, `self::` and `super::` resolved, and a first segment that is
+/// one of `module`'s modules read from there (the 2018 rule; at the root
+/// the 2015 one agrees). `None` for a path into another crate.
+fn absolute_use_path(
+    module: &[String],
+    children: &[String],
+    from: &[String],
+) -> Option<Vec<String>> {
+    let (first, rest) = from.split_first()?;
+    let mut base: Vec<String> = match first.as_str() {
+        "crate" => Vec::new(),
+        "self" => module.to_vec(),
+        "super" => module.get(..module.len().checked_sub(1)?)?.to_vec(),
+        name if children.iter().any(|child| child == name) => {
+            let mut base = module.to_vec();
+            base.push(name.to_owned());
+            base
+        }
+        _ => return None,
+    };
+    for segment in rest {
+        match segment.as_str() {
+            "super" => {
+                base.pop()?;
+            }
+            "self" => {}
+            name => base.push(name.to_owned()),
+        }
+    }
+    Some(base)
 }
 
 /// The file of the module `modules` below the crate root `root`.

@@ -651,16 +651,11 @@ fn seed(
 
 /// Where cargo builds the workspace: its target directory.
 fn target_directory(workspace: &Path) -> Result<PathBuf, String> {
-    let mut command = Command::new(profiling_extract::cargo_program());
-    command
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--manifest-path",
-        ])
-        .arg(workspace.join("Cargo.toml"));
+    let command = cargo_metadata::MetadataCommand::new()
+        .cargo_path(profiling_extract::cargo_program())
+        .manifest_path(workspace.join("Cargo.toml"))
+        .no_deps()
+        .cargo_command();
     // Cargo may wait for its package cache's lock: a signal ends the wait.
     let output = match output_of(command).map_err(|error| format!("cannot run cargo: {error}"))? {
         Ok(output) => output,
@@ -678,12 +673,13 @@ fn target_directory(workspace: &Path) -> Result<PathBuf, String> {
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+    let metadata = std::str::from_utf8(&output.stdout)
+        .map_err(|error| error.to_string())
+        .and_then(|text| {
+            cargo_metadata::MetadataCommand::parse(text).map_err(|error| error.to_string())
+        })
         .map_err(|error| format!("`cargo metadata`: {error}"))?;
-    metadata["target_directory"]
-        .as_str()
-        .map(PathBuf::from)
-        .ok_or_else(|| "`cargo metadata` names no target directory".to_owned())
+    Ok(metadata.target_directory.into_std_path_buf())
 }
 
 /// Holds `path` locked (another `--against` that takes it waits; `whose`

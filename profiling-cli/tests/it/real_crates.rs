@@ -16,7 +16,6 @@
 //! share by turns (`snippet_check_build`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::common::{profile_cli_in, snippet_check_build, workspace_root, RemoveOnDrop};
 
@@ -155,34 +154,20 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
 /// resolves and fetches them for `tests/corpus/`.
 fn corpus_sources() -> Vec<(String, PathBuf)> {
     let manifest = workspace_root().join("profiling-cli/tests/corpus/Cargo.toml");
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--locked",
-            "--manifest-path",
-        ])
-        .arg(&manifest)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .cargo_path(env!("CARGO"))
+        .manifest_path(&manifest)
+        .other_options(vec!["--locked".to_owned()])
+        .exec()
+        .unwrap_or_else(|error| panic!("cargo metadata: {error}"));
     let wanted = ["powerboxesrs", "imageproc", "lsap", "delaunator", "earcutr"];
-    let found: Vec<(String, PathBuf)> = metadata["packages"]
-        .as_array()
-        .unwrap()
+    let found: Vec<(String, PathBuf)> = metadata
+        .packages
         .iter()
-        .filter_map(|package| {
-            let name = package["name"].as_str()?;
-            wanted.contains(&name).then(|| {
-                let path = PathBuf::from(package["manifest_path"].as_str().unwrap());
-                (name.to_owned(), path.parent().unwrap().to_path_buf())
-            })
+        .filter(|package| wanted.contains(&package.name.as_str()))
+        .map(|package| {
+            let dir = package.manifest_path.parent().unwrap();
+            (package.name.to_string(), dir.as_std_path().to_path_buf())
         })
         .collect();
     assert_eq!(found.len(), wanted.len(), "{found:?}");
