@@ -327,7 +327,7 @@ impl Extraction<'_> {
     }
 
     /// The target around the copy.
-    pub fn plan_target(&self) -> scaffold::Target {
+    pub fn plan_target(&self, production: Option<&Production>) -> scaffold::Target {
         let function = self.function;
         // A literal a production call passes is the default of a scalar
         // parameter's setting.
@@ -352,6 +352,7 @@ impl Extraction<'_> {
                 .as_deref()
                 .and_then(Path::parent)
                 .map(|src| (src, &*self.location.files)),
+            production.map_or(&[], |p| &p.dependency_sources[..]),
         )
     }
 

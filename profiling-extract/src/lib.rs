@@ -390,7 +390,7 @@ fn generate_with(
     }
     let mut copied = copy::copy(&source, &function, &location, lines, indent, features);
     extraction.copy_helpers(&mut copied, &imports, features);
-    let target = extraction.plan_target();
+    let target = extraction.plan_target(crates.production.as_ref());
     let mut extracted = extraction.extracted(&crates, &copied, &imports, &target, warnings);
     let mut target_rs = render::target_rs(&extracted, &copied, &imports, &target);
     if request.data_source == CUSTOM_SOURCE {

@@ -980,7 +980,10 @@ impl<'a> Resolver<'a> {
             // calls without naming it.
             if import.name == "*" || import.rename.as_deref() == Some("_") {
                 self.chosen.insert(import.clone());
-            } else if !self.chosen.contains(import) && could_be_trait(import, self.location) {
+            } else if !self.chosen.contains(import)
+                && !self.chosen.iter().any(|c| c.binding() == import.binding())
+                && could_be_trait(import, self.location)
+            {
                 // Kept where the snippet can name it: a trait brings the
                 // methods the copy calls without being named, and a missing
                 // one does not build, where an unused one is only a warning.

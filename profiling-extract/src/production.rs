@@ -48,6 +48,11 @@ pub struct Production {
     pub features: Option<BTreeSet<String>>,
     /// Where `features` came from, for the snippet's README.
     pub features_from: String,
+    /// Its dependencies' libraries as the resolve has them: the name code
+    /// gives each and the directory of its library's root file (where
+    /// the types its signatures name are defined). Empty when
+    /// `cargo metadata` could not say.
+    pub dependency_sources: Vec<(String, PathBuf)>,
 }
 
 impl Production {
@@ -90,14 +95,16 @@ impl Production {
                 });
             }
         }
-        let (features, features_from) = match resolved_features(dir, &package) {
-            Some(features) => (
-                Some(features),
+        let (features, features_from, dependency_sources) = match resolved(dir, &package) {
+            Some(resolved) => (
+                Some(resolved.features),
                 "the features the workspace builds it with (cargo metadata)".to_owned(),
+                resolved.dependency_sources,
             ),
             None => (
                 Some(default_features(&document)),
                 "its default features (cargo metadata could not say more)".to_owned(),
+                Vec::new(),
             ),
         };
         Some(Production {
@@ -105,6 +112,7 @@ impl Production {
             dependencies,
             features,
             features_from,
+            dependency_sources,
         })
     }
 
@@ -214,10 +222,17 @@ fn workspace_dependencies(dir: &Path) -> Option<(PathBuf, Table)> {
     })
 }
 
+/// What cargo's resolve says of a package.
+struct Resolved {
+    features: BTreeSet<String>,
+    dependency_sources: Vec<(String, PathBuf)>,
+}
+
 /// The features cargo enables for `package` (the package in `dir`) when
-/// its workspace builds: the resolve of `cargo metadata`, offline first
-/// (nothing fetched when the lock file and the cache suffice).
-fn resolved_features(dir: &Path, package: &str) -> Option<BTreeSet<String>> {
+/// its workspace builds, and where its dependencies' libraries are: the
+/// resolve of `cargo metadata`, offline first (nothing fetched when the
+/// lock file and the cache suffice).
+fn resolved(dir: &Path, package: &str) -> Option<Resolved> {
     // Absolute: cargo never reads it as an option.
     let manifest = std::path::absolute(dir.join("Cargo.toml")).ok()?;
     let run = |offline: bool| {
@@ -249,7 +264,20 @@ fn resolved_features(dir: &Path, package: &str) -> Option<BTreeSet<String>> {
         .nodes
         .into_iter()
         .find(|node| node.id == id)?;
-    Some(node.features.iter().map(|f| f.to_string()).collect())
+    let dependency_sources = node
+        .deps
+        .iter()
+        .filter_map(|dep| {
+            let package = metadata.packages.iter().find(|p| p.id == dep.pkg)?;
+            let library = package.targets.iter().find(|t| t.is_lib())?;
+            let src = library.src_path.parent()?.as_std_path().to_path_buf();
+            Some((dep.name.clone(), src))
+        })
+        .collect();
+    Some(Resolved {
+        features: node.features.iter().map(|f| f.to_string()).collect(),
+        dependency_sources,
+    })
 }
 
 /// `default` expanded through the package's own `[features]` (entries

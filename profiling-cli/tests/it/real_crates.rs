@@ -148,6 +148,26 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
     ),
     // `Vec<f64>` from the record's tensor, scalars as settings.
     ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
+    // In a private module whose items the crate root re-exports
+    // (`pub use poly_algos::{..}`): the sibling it calls
+    // (`simplify_polyline`) and the types of other private modules
+    // (`PointF`, from `shapes`) named by their public paths.
+    (
+        "ri-simplify",
+        "rten-imageproc/src/poly_algos.rs::simplify_polygon",
+        "",
+        Parity::NotYet,
+    ),
+    // A view of another crate with its lifetime left out
+    // (`NdTensorView<bool, 2>` for `NdTensorView<'a, bool, 2>`), held
+    // `'static` in the inputs; the return type (`Polygons`) by its public
+    // path, the module's private helpers copied.
+    (
+        "ri-contours",
+        "rten-imageproc/src/contours.rs::find_contours",
+        "",
+        Parity::NotYet,
+    ),
 ];
 
 /// The source directories of the corpus crates, by package name, as cargo
@@ -160,7 +180,14 @@ fn corpus_sources() -> Vec<(String, PathBuf)> {
         .other_options(vec!["--locked".to_owned()])
         .exec()
         .unwrap_or_else(|error| panic!("cargo metadata: {error}"));
-    let wanted = ["powerboxesrs", "imageproc", "lsap", "delaunator", "earcutr"];
+    let wanted = [
+        "powerboxesrs",
+        "imageproc",
+        "lsap",
+        "delaunator",
+        "earcutr",
+        "rten-imageproc",
+    ];
     let found: Vec<(String, PathBuf)> = metadata
         .packages
         .iter()
@@ -260,6 +287,27 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
     assert!(config.contains("\n  detections: {count: 1000,"), "{config}");
     // Imports kept as possible traits that the build found unused are gone.
     assert!(!target.contains("use rstar::"), "{target}");
+
+    // Items of private modules reached through the root's re-exports:
+    // production's own, neither copied nor left unresolved.
+    let simplify =
+        std::fs::read_to_string(ws.join("inference_profiling/snippets/ri_simplify/target.rs"))
+            .unwrap();
+    assert!(
+        simplify.contains("\nuse rten_imageproc::{PointF, simplify_polyline};\n")
+            || simplify.contains("\nuse rten_imageproc::{simplify_polyline, PointF};\n"),
+        "{simplify}"
+    );
+    assert!(!simplify.contains("fn simplify_polyline"), "{simplify}");
+    // Another crate's view, its lifetime given: `'static` in the inputs.
+    let contours =
+        std::fs::read_to_string(ws.join("inference_profiling/snippets/ri_contours/target.rs"))
+            .unwrap();
+    assert!(
+        contours.contains("    pub mask: NdTensorView<'static, bool, 2>,\n"),
+        "{contours}"
+    );
+    assert!(contours.contains("Polygons"), "{contours}");
 
     // A published crate's function profiled with its memory: imageproc's
     // blur allocates its output image (and its f32 buffers) in every call,

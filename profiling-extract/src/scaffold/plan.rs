@@ -27,9 +27,18 @@ pub(crate) fn plan(
     type_args: &TypeArgs,
     call_site: Option<&CallSite>,
     crate_src: Option<(&std::path::Path, &CrateFiles)>,
+    dependencies: &[(String, std::path::PathBuf)],
 ) -> Target {
     let generics = generic_params(source, &function.sig.generics);
-    let planner = Planner::new(source, function, type_args, &generics, call_site, crate_src);
+    let planner = Planner::new(
+        source,
+        function,
+        type_args,
+        &generics,
+        call_site,
+        crate_src,
+        dependencies,
+    );
     let mut parameters = Vec::new();
     let mut receiver = None;
     for (index, input) in function.sig.inputs.iter().enumerate() {
@@ -218,17 +227,18 @@ impl<'a> Planner<'a> {
         generics: &[crate::select::GenericParam],
         call_site: Option<&'a CallSite>,
         crate_src: Option<(&std::path::Path, &CrateFiles)>,
+        dependencies: &[(String, std::path::PathBuf)],
     ) -> Planner<'a> {
         let owner = function.owner_name();
         let mut substitutions: Vec<(String, String)> = generics
             .iter()
             .filter_map(|p| Some((p.name.clone(), type_args.get(&p.name)?.to_owned())))
             .collect();
-        let types = ModuleTypes::of(
-            function.scope,
-            crate_src,
-            &signature_names(function, type_args),
-        );
+        let names = signature_names(function, type_args);
+        let mut types = ModuleTypes::of(function.scope, crate_src, &names);
+        if let Some((_, files)) = crate_src {
+            types.add_foreign(function.scope, dependencies, files, &names);
+        }
         if let Some(owner) = &owner {
             substitutions.push((
                 "Self".to_owned(),

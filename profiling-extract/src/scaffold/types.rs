@@ -98,6 +98,18 @@ impl ImageKind {
     }
 }
 
+/// A struct, enum or type alias with lifetime parameters, and how many.
+fn lifetimes_of(item: &syn::Item) -> Option<(&syn::Ident, usize)> {
+    let (ident, generics) = match item {
+        syn::Item::Struct(s) => (&s.ident, &s.generics),
+        syn::Item::Enum(e) => (&e.ident, &e.generics),
+        syn::Item::Type(t) => (&t.ident, &t.generics),
+        _ => return None,
+    };
+    let count = generics.lifetimes().count();
+    (count > 0).then_some((ident, count))
+}
+
 /// Facts about the production module's types that decide mappings.
 pub(super) struct ModuleTypes {
     pub defaults: Vec<String>,
@@ -154,6 +166,80 @@ impl ModuleTypes {
         types
     }
 
+    /// The lifetime parameters of the types of other crates among `names`
+    /// (the signature's), which a signature may leave out
+    /// (`NdTensorView<f32, 2>` for `NdTensorView<'a, f32, 2>`): each looked
+    /// for in the sources of the dependencies (`dependencies`: the name
+    /// code gives each, and its library's source directory) that the
+    /// module's `use` declarations or the signature name. A type of the
+    /// crate's own keeps its own facts.
+    pub(super) fn add_foreign(
+        &mut self,
+        scope: &[syn::Item],
+        dependencies: &[(String, std::path::PathBuf)],
+        files: &CrateFiles,
+        names: &BTreeSet<String>,
+    ) {
+        let wanted: Vec<&String> = names
+            .iter()
+            .filter(|name| name.starts_with(|c: char| c.is_ascii_uppercase()))
+            .filter(|name| !self.known.contains(name))
+            .filter(|name| !self.lifetimed.iter().any(|(n, _)| n == *name))
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let mut named: BTreeSet<String> = names.clone();
+        for item in scope {
+            if let syn::Item::Use(item_use) = item {
+                let mut tree = &item_use.tree;
+                while let syn::UseTree::Group(group) = tree {
+                    match group.items.first() {
+                        Some(first) if group.items.len() == 1 => tree = first,
+                        _ => break,
+                    }
+                }
+                if let syn::UseTree::Path(path) = tree {
+                    named.insert(path.ident.to_string());
+                }
+            }
+        }
+        for (_, src) in dependencies
+            .iter()
+            .filter(|(ident, _)| named.contains(ident))
+        {
+            let mut paths = Vec::new();
+            rust_files(src, &mut paths, 0);
+            let mentions = |text: &str| wanted.iter().any(|name| names_word(text, name));
+            for file in paths.iter().take(2000) {
+                files.search(file, mentions, |parsed| {
+                    self.add_lifetimes_of(&parsed.items, &wanted);
+                });
+            }
+        }
+    }
+
+    /// The types of `items` (and of their inline modules) named in
+    /// `wanted` that have lifetime parameters.
+    fn add_lifetimes_of(&mut self, items: &[syn::Item], wanted: &[&String]) {
+        for item in items {
+            if let syn::Item::Mod(module) = item {
+                if let Some((_, inner)) = &module.content {
+                    self.add_lifetimes_of(inner, wanted);
+                }
+                continue;
+            }
+            if let Some((ident, count)) = lifetimes_of(item) {
+                let name = ident.to_string();
+                if wanted.iter().any(|w| **w == name)
+                    && !self.lifetimed.iter().any(|(n, _)| *n == name)
+                {
+                    self.lifetimed.push((name, count));
+                }
+            }
+        }
+    }
+
     /// `scope`'s facts; `Default` and `Copy` only of the copy's own module
     /// (`own`), where a name means one type.
     fn add(&mut self, scope: &[syn::Item], own: bool) {
@@ -182,12 +268,7 @@ impl ModuleTypes {
                     }
                 }
             }
-            let lifetimes = match item {
-                syn::Item::Struct(s) => Some((&s.ident, s.generics.lifetimes().count())),
-                syn::Item::Enum(e) => Some((&e.ident, e.generics.lifetimes().count())),
-                _ => None,
-            };
-            if let Some((ident, count)) = lifetimes.filter(|(_, count)| *count > 0) {
+            if let Some((ident, count)) = lifetimes_of(item) {
                 if !types.lifetimed.iter().any(|(n, _)| ident == n) {
                     types.lifetimed.push((ident.to_string(), count));
                 }
