@@ -456,3 +456,79 @@ pub(crate) fn is_snippet_path(spec: &toml_edit::Item) -> bool {
         .and_then(toml_edit::Item::as_str)
         .is_some_and(|path| Path::new(path).starts_with("snippets"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn path(segments: &[&str]) -> Vec<String> {
+        segments.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn items_of_private_modules_are_named_by_the_shortest_reexport() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(
+            &root.join("Cargo.toml"),
+            "[package]\nname = \"geo-kit\"\nversion = \"0.1.0\"\n",
+        );
+        write(
+            &root.join("src/lib.rs"),
+            "mod shapes;\nmod algos;\npub mod nested;\nmod unexported;\n\
+             pub use shapes::{Point, Polygon as Poly};\npub use crate::algos::*;\n",
+        );
+        write(
+            &root.join("src/shapes.rs"),
+            "pub struct Point;\npub struct Polygon;\npub(crate) struct Hidden;\n",
+        );
+        write(
+            &root.join("src/algos.rs"),
+            "pub fn hull() {}\nfn private_helper() {}\n",
+        );
+        write(
+            &root.join("src/nested/mod.rs"),
+            "mod deep;\npub use self::deep::Deep;\n",
+        );
+        write(&root.join("src/nested/deep.rs"), "pub struct Deep;\n");
+        write(&root.join("src/unexported.rs"), "pub fn lost() {}\n");
+        let files = CrateFiles::new(root);
+        let location = ModuleLocation::of_file(&root.join("src/algos.rs"), &files);
+        assert_eq!(location.crate_ident.as_deref(), Some("geo_kit"));
+        let public = |p: &[&str]| location.public_path(&path(p));
+        assert_eq!(public(&["shapes", "Point"]), Some(path(&["Point"])));
+        assert_eq!(public(&["shapes", "Polygon"]), Some(path(&["Poly"])));
+        assert_eq!(public(&["algos", "hull"]), Some(path(&["hull"])));
+        assert_eq!(
+            public(&["nested", "deep", "Deep"]),
+            Some(path(&["nested", "Deep"]))
+        );
+        // Not `pub`, or `pub` where nothing re-exports it.
+        assert_eq!(public(&["shapes", "Hidden"]), None);
+        assert_eq!(public(&["algos", "private_helper"]), None);
+        assert_eq!(public(&["unexported", "lost"]), None);
+        assert_eq!(
+            location.reexported("hull").as_deref(),
+            Some("geo_kit::hull")
+        );
+    }
+
+    #[test]
+    fn use_paths_are_read_from_the_module_they_are_in() {
+        let module = path(&["a", "b"]);
+        let children = path(&["c"]);
+        let absolute = |from: &[&str]| absolute_use_path(&module, &children, &path(from));
+        assert_eq!(absolute(&["crate", "x"]), Some(path(&["x"])));
+        assert_eq!(absolute(&["self", "c"]), Some(path(&["a", "b", "c"])));
+        assert_eq!(absolute(&["c", "d"]), Some(path(&["a", "b", "c", "d"])));
+        assert_eq!(absolute(&["super", "y"]), Some(path(&["a", "y"])));
+        assert_eq!(absolute(&["super", "super", "z"]), Some(path(&["z"])));
+        // Another crate's path.
+        assert_eq!(absolute(&["std", "fmt"]), None);
+    }
+}
