@@ -439,3 +439,152 @@ fn postgres_server_programs_are_found_in_the_newest_version_or_installed_with_ap
     assert!(output.status.success());
     assert_eq!(String::from_utf8(output.stdout).unwrap(), refused);
 }
+
+/// `scripts/profile` in a tree of its own, with a stand-in `cargo` that
+/// logs each build and leaves a stand-in `profile-cli`, which logs its
+/// arguments and, given `--handoff FILE`, leaves `handoff` (the text given
+/// it) there.
+struct ProfileScript {
+    root: tempfile::TempDir,
+}
+
+impl ProfileScript {
+    fn new(handoff: &str) -> ProfileScript {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path();
+        fs::create_dir_all(dir.join("scripts")).unwrap();
+        fs::create_dir_all(dir.join("inference_profiling/snippets")).unwrap();
+        fs::create_dir_all(dir.join("bin")).unwrap();
+        fs::write(dir.join("inference_profiling/Cargo.toml"), "").unwrap();
+        fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/profile"),
+            dir.join("scripts/profile"),
+        )
+        .unwrap();
+        let executable = |path: &Path, text: &str| {
+            use std::os::unix::fs::PermissionsExt;
+            fs::write(path, text).unwrap();
+            fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        executable(&dir.join("scripts/setup"), "#!/bin/sh\nexit 0\n");
+        let binary = format!(
+            "#!/bin/bash\necho \"profile-cli $*\" >> '{log}'\n\
+             while [ $# -gt 0 ]; do [ \"$1\" = --handoff ] && printf '%s' '{handoff}' > \"$2\"; shift; done\n\
+             [ -n '{handoff}' ] || exit 2\n\
+             echo 'passes: 1 measured pass'\n",
+            log = dir.join("log").display()
+        );
+        fs::write(dir.join("binary"), binary).unwrap();
+        executable(
+            &dir.join("bin/cargo"),
+            &format!(
+                "#!/bin/bash\necho \"cargo $*\" >> '{log}'\nmkdir -p '{release}'\ncp '{binary}' '{release}/profile-cli'\nchmod +x '{release}/profile-cli'\n",
+                log = dir.join("log").display(),
+                release = dir.join("target/release").display(),
+                binary = dir.join("binary").display(),
+            ),
+        );
+        ProfileScript { root }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let path = format!(
+            "{}:{}",
+            self.root.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new(self.root.path().join("scripts/profile"))
+            .args(args)
+            .env("PATH", path)
+            .output()
+            .unwrap()
+    }
+
+    /// The log's lines, each path of the tree and the handoff file's name
+    /// made the same every time.
+    fn log(&self) -> Vec<String> {
+        let text = fs::read_to_string(self.root.path().join("log")).unwrap_or_default();
+        let manifest = self.root.path().join("Cargo.toml");
+        text.lines()
+            .map(|line| {
+                let line = line.replace(&manifest.display().to_string(), "ROOT/Cargo.toml");
+                match line.find("profile-cli-handoff.") {
+                    Some(at) => {
+                        let start = line[..at].rfind(' ').map_or(0, |s| s + 1);
+                        format!("{}HANDOFF", &line[..start])
+                    }
+                    None => line,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The first `run` builds the part of profile-cli that runs targets, runs
+/// it with `--handoff`, then builds the whole and finishes the run with
+/// it; every later call builds the whole and runs it.
+#[test]
+fn the_first_run_runs_before_the_whole_build_and_the_whole_build_finishes_it() {
+    let tree = ProfileScript::new("{\"run\":1}");
+    let first = tree.run(&[]);
+    assert!(first.status.success(), "{first:?}");
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert_eq!(
+        stdout.matches("passes: 1 measured pass").count(),
+        2,
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(stderr.contains("profile: first build:"), "{stderr}");
+    assert!(
+        stderr.contains("profile: building the rest of profile-cli"),
+        "{stderr}"
+    );
+    assert_eq!(
+        tree.log(),
+        [
+            "cargo build --release --manifest-path ROOT/Cargo.toml -p profiling-cli --no-default-features --features workspace-targets,sources",
+            "profile-cli run detection-pipeline --handoff HANDOFF",
+            "cargo build --release --manifest-path ROOT/Cargo.toml -p profiling-cli",
+            "profile-cli run detection-pipeline --finish-handoff HANDOFF",
+        ]
+    );
+
+    let later = tree.run(&["run", "detection-pipeline", "--iterations", "5"]);
+    assert!(later.status.success(), "{later:?}");
+    assert!(!String::from_utf8_lossy(&later.stderr).contains("first build"));
+    assert_eq!(
+        tree.log()[4..],
+        [
+            "cargo build --release --manifest-path ROOT/Cargo.toml -p profiling-cli",
+            "profile-cli run detection-pipeline --iterations 5",
+        ]
+    );
+}
+
+/// A first run that leaves nothing (refused before it ran) ends there,
+/// with its exit code, and builds nothing more; a first command other than
+/// `run`, or one with `--features`, builds the whole profile-cli at once.
+#[test]
+fn a_first_run_that_left_nothing_ends_there_and_other_first_commands_build_the_whole() {
+    let tree = ProfileScript::new("");
+    let refused = tree.run(&["run", "no-such-target"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert_eq!(
+        tree.log(),
+        [
+            "cargo build --release --manifest-path ROOT/Cargo.toml -p profiling-cli --no-default-features --features workspace-targets,sources",
+            "profile-cli run no-such-target --handoff HANDOFF",
+        ]
+    );
+
+    let list = ProfileScript::new("{\"run\":1}");
+    assert!(list.run(&["list"]).status.success());
+    assert_eq!(
+        list.log(),
+        [
+            "cargo build --release --manifest-path ROOT/Cargo.toml -p profiling-cli",
+            "profile-cli list",
+        ]
+    );
+}
