@@ -508,14 +508,25 @@ impl<'a> Planner<'a> {
             .call_site
             .and_then(|c| c.literals.get(p.index).cloned().flatten())
             .filter(|literal| !literal.contains("::"))
-            .and_then(|literal| split_literal(&literal, shape, elements.len()));
-        let (values, origin) = match given {
-            Some(literals) => (
+            .and_then(|literal| split_literal(&literal, shape, elements.len()))
+            .map(|literals| {
                 elements
                     .iter()
                     .zip(&literals)
                     .map(|(ty, literal)| literal_for(ty, literal))
-                    .collect::<Vec<_>>(),
+                    .collect::<Vec<_>>()
+            })
+            // A call of another instance (`true` where the type given is
+            // `u8`) says nothing of this one.
+            .filter(|values| {
+                elements
+                    .iter()
+                    .zip(values)
+                    .all(|(ty, value)| literal_fits(ty, value))
+            });
+        let (values, origin) = match given {
+            Some(values) => (
+                values,
                 format!(
                     "as a call in {} passes it",
                     self.call_site.map_or("production", |c| c.file.as_str())
@@ -695,6 +706,23 @@ fn literal_for(ty: &str, literal: &str) -> String {
     text
 }
 
+/// Whether `value`, a literal as [`literal_for`] writes it, is one of the
+/// scalar type `ty`: `true` or `false` for `bool`, a number for the others,
+/// a whole one for integers.
+fn literal_fits(ty: &str, value: &str) -> bool {
+    let boolean = value == "true" || value == "false";
+    match ty {
+        "bool" => boolean,
+        "f32" | "f64" => !boolean && value.parse::<f64>().is_ok(),
+        "char" => value.starts_with('\''),
+        _ if NUMERIC.contains(&ty) => {
+            !boolean && !value.contains(['.', 'e', 'E']) || value.starts_with("0x")
+        }
+        // An alias or a type this does not know: as production wrote it.
+        _ => true,
+    }
+}
+
 /// A value that makes the copy do its work when production says nothing:
 /// `0.5` for thresholds and ratios, `1.0` for other floats, `1` for
 /// integers, `false` for flags.
@@ -742,5 +770,22 @@ mod tests {
         );
         assert_eq!(pascal_case("nms.v2"), "NmsV2");
         assert_eq!(pascal_case("3d-nms"), "Target3dNms");
+    }
+
+    /// A production call of another instance of a generic function
+    /// (`stroke_rect(mask, rect, true, 1)` with `T = bool`) gives no default
+    /// to the one profiled (`T = u8`).
+    #[test]
+    fn a_literal_of_another_type_is_no_default() {
+        assert!(literal_fits("u8", &literal_for("u8", "255u8")));
+        assert!(literal_fits("i32", &literal_for("i32", "-1")));
+        assert!(literal_fits("f32", &literal_for("f32", "1")));
+        assert!(literal_fits("bool", "true"));
+        assert!(!literal_fits("u8", "true"));
+        assert!(!literal_fits("usize", &literal_for("usize", "0.5")));
+        assert!(!literal_fits("bool", "1"));
+        assert!(!literal_fits("f64", "false"));
+        // An alias it does not know: as written.
+        assert!(literal_fits("Coord", "3"));
     }
 }
