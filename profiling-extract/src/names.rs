@@ -271,7 +271,13 @@ fn module_imports(
             } else {
                 Vec::new()
             };
-            flatten_use(&item_use.tree, prefix, &mut out);
+            let mut leaves = Vec::new();
+            super::source::use_leaves(&item_use.tree, prefix, &mut leaves);
+            out.extend(leaves.into_iter().map(|(parent, name, rename)| ImportPath {
+                parent,
+                name,
+                rename,
+            }));
         }
     }
     let here: Vec<String> = location
@@ -297,36 +303,6 @@ fn module_imports(
         }
     }
     out
-}
-
-fn flatten_use(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<ImportPath>) {
-    match tree {
-        syn::UseTree::Path(path) => {
-            let mut prefix = prefix;
-            prefix.push(path.ident.to_string());
-            flatten_use(&path.tree, prefix, out);
-        }
-        syn::UseTree::Name(name) => out.push(ImportPath {
-            parent: prefix,
-            name: name.ident.to_string(),
-            rename: None,
-        }),
-        syn::UseTree::Rename(rename) => out.push(ImportPath {
-            parent: prefix,
-            name: rename.ident.to_string(),
-            rename: Some(rename.rename.to_string()),
-        }),
-        syn::UseTree::Glob(_) => out.push(ImportPath {
-            parent: prefix,
-            name: "*".to_owned(),
-            rename: None,
-        }),
-        syn::UseTree::Group(group) => {
-            for tree in &group.items {
-                flatten_use(tree, prefix.clone(), out);
-            }
-        }
-    }
 }
 
 /// A path as the production module writes it, made absolute from `here`

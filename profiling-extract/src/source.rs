@@ -328,9 +328,9 @@ impl ModuleLocation {
     }
 }
 
-/// The leaves of a `use` tree: the path before each, the name (`*` for a
-/// glob) and its rename.
-fn use_leaves(
+/// The leaves of a `use` tree below `prefix`: the path before each, the
+/// name (`*` for a glob) and its rename.
+pub(crate) fn use_leaves(
     tree: &syn::UseTree,
     prefix: Vec<String>,
     out: &mut Vec<(Vec<String>, String, Option<String>)>,
