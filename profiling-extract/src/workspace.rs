@@ -41,17 +41,83 @@ pub fn find_workspace(start: &Path) -> Option<PathBuf> {
     })
 }
 
-/// The nearest directory at or above `start` whose `Cargo.toml` has a
-/// `[workspace]` table (or any `[workspace.*]`), with that manifest: the
-/// one rule every part of the extractor finds a workspace root by.
+/// The root of the workspace `start` lies in, by cargo's rule, with its
+/// manifest: the one rule every part of the extractor finds a workspace
+/// root by. The package `start` is in (the nearest `Cargo.toml` with a
+/// `[package]`) may name its root (`package.workspace`); else it is the
+/// nearest directory at or above `start` whose `Cargo.toml` has a
+/// `[workspace]` table (or any `[workspace.*]`) that does not exclude the
+/// package (`workspace.exclude`, unless `workspace.members` names it).
 pub(crate) fn workspace_above(start: &Path) -> Option<(PathBuf, DocumentMut)> {
+    let read = |dir: &Path| -> Option<DocumentMut> {
+        std::fs::read_to_string(dir.join("Cargo.toml"))
+            .ok()?
+            .parse()
+            .ok()
+    };
+    let package = start.ancestors().find_map(|dir| {
+        read(dir)
+            .filter(|d| d.contains_key("package"))
+            .map(|d| (dir, d))
+    });
+    if let Some((dir, manifest)) = &package {
+        let named = manifest
+            .get("package")
+            .and_then(|p| p.get("workspace"))
+            .and_then(Item::as_str);
+        if let Some(named) = named {
+            let root = lexically_normal(&dir.join(named));
+            if let Some(document) = read(&root).filter(|d| d.contains_key("workspace")) {
+                return Some((root, document));
+            }
+        }
+    }
+    let member = package.as_ref().map_or(start, |(dir, _)| *dir);
     start.ancestors().find_map(|dir| {
-        let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
-        let document = text.parse::<DocumentMut>().ok()?;
-        document
-            .contains_key("workspace")
-            .then(|| (dir.to_path_buf(), document))
+        let document = read(dir)?;
+        let workspace = document.get("workspace")?;
+        (!excludes(workspace, dir, member)).then(|| (dir.to_path_buf(), document))
     })
+}
+
+/// Whether the `[workspace]` of `root` leaves out the package in
+/// `package`: under a path of its `exclude`, and not under one of its
+/// `members` (written out; a glob is not expanded).
+fn excludes(workspace: &Item, root: &Path, package: &Path) -> bool {
+    let paths = |key: &str| -> Vec<PathBuf> {
+        workspace
+            .get(key)
+            .and_then(Item::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|path| lexically_normal(&root.join(path)))
+            .collect()
+    };
+    let package = lexically_normal(package);
+    paths("exclude")
+        .iter()
+        .any(|path| package.starts_with(path))
+        && !paths("members")
+            .iter()
+            .any(|path| package.starts_with(path))
+}
+
+/// `path` with `.` and `a/..` taken out, as written (no link followed).
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !normal.pop() {
+                    normal.push("..");
+                }
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// Where the profiling crate takes `profiling-core` and `profiling-cli`
@@ -455,5 +521,40 @@ mod tests {
         );
         let nowhere = tempfile::tempdir().unwrap();
         assert_eq!(find_workspace(nowhere.path()), None);
+    }
+
+    /// As cargo finds it: a package the workspace above excludes is a
+    /// workspace of its own (unless a member path names it), and
+    /// `package.workspace` names the root.
+    #[test]
+    fn the_workspace_is_found_by_cargos_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"crates/kept\"]\nexclude = [\"vendor\", \"crates\"]\n",
+        );
+        write("vendor/lib/Cargo.toml", "[package]\nname = \"lib\"\n");
+        write("crates/kept/Cargo.toml", "[package]\nname = \"kept\"\n");
+        write("crates/other/Cargo.toml", "[package]\nname = \"other\"\n");
+        write(
+            "elsewhere/inner/Cargo.toml",
+            "[package]\nname = \"inner\"\nworkspace = \"../../outer\"\n",
+        );
+        write(
+            "outer/Cargo.toml",
+            "[workspace]\nmembers = [\"../elsewhere/inner\"]\n",
+        );
+        let found = |path: &str| find_workspace(&root.join(path));
+        assert_eq!(found("vendor/lib/src"), Some(root.join("vendor/lib")));
+        assert_eq!(found("crates/other"), Some(root.join("crates/other")));
+        assert_eq!(found("crates/kept"), Some(root.clone()));
+        assert_eq!(found("elsewhere/inner"), Some(root.join("outer")));
+        assert_eq!(found("vendor"), Some(root.clone()));
     }
 }

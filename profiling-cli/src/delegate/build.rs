@@ -122,7 +122,7 @@ enum Said {
     /// A line of cargo's stderr (its status lines and its own warnings).
     Line(String),
     /// A JSON message of its stdout.
-    Message(serde_json::Value),
+    Message(Box<cargo_metadata::Message>),
 }
 
 /// What [`watch_build`] saw.
@@ -185,8 +185,8 @@ fn listen(child: &mut Child) -> (mpsc::Receiver<Said>, Vec<JoinHandle<()>>) {
         let sender = sender.clone();
         readers.push(std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(message) = serde_json::from_str(&line) {
-                    let _ = sender.send(Said::Message(message));
+                if let Ok(message) = serde_json::from_str::<cargo_metadata::Message>(&line) {
+                    let _ = sender.send(Said::Message(Box::new(message)));
                 }
             }
         }));
@@ -205,34 +205,49 @@ impl Built {
     /// Takes in one JSON message of cargo's: what was compiled, the
     /// binary, the diagnostics (shown for errors and the snippet's,
     /// counted for other warnings) and how the build ended.
-    fn read(&mut self, message: &serde_json::Value, snippet: Option<&Path>, shown: &mut Shown) {
-        match message["reason"].as_str() {
-            Some("compiler-artifact") => {
-                if message["fresh"] == false {
+    fn read(
+        &mut self,
+        message: &cargo_metadata::Message,
+        snippet: Option<&Path>,
+        shown: &mut Shown,
+    ) {
+        use cargo_metadata::diagnostic::DiagnosticLevel;
+        use cargo_metadata::Message;
+        match message {
+            Message::CompilerArtifact(artifact) => {
+                if !artifact.fresh {
                     self.compiled = true;
                     shown.busy();
                 }
-                if message["target"]["name"] == "profile" {
-                    self.executable = message["executable"].as_str().map(PathBuf::from);
+                if artifact.target.name == "profile" {
+                    self.executable = artifact
+                        .executable
+                        .as_ref()
+                        .map(|path| path.clone().into_std_path_buf());
                 }
             }
-            Some("compiler-message") => {
-                let diagnostic = &message["message"];
-                let rendered = diagnostic["rendered"].as_str().unwrap_or_default();
-                let level = diagnostic["level"].as_str().unwrap_or_default();
+            Message::CompilerMessage(compiler) => {
+                let diagnostic = &compiler.message;
+                let rendered = diagnostic.rendered.as_deref().unwrap_or_default();
+                // The package's target lies in the snippet's directory.
                 let of_snippet = snippet.is_some_and(|dir| {
-                    message["manifest_path"]
-                        .as_str()
-                        .and_then(|m| Path::new(m).parent()?.canonicalize().ok())
-                        .is_some_and(|m| m == dir)
+                    compiler
+                        .target
+                        .src_path
+                        .canonicalize()
+                        .is_ok_and(|source| source.starts_with(dir))
                 });
-                if level.starts_with("error") || of_snippet {
+                let error = matches!(
+                    diagnostic.level,
+                    DiagnosticLevel::Error | DiagnosticLevel::Ice
+                );
+                if error || of_snippet {
                     shown.diagnostic(rendered);
-                } else if level == "warning" {
+                } else if diagnostic.level == DiagnosticLevel::Warning {
                     self.hidden_warnings += 1;
                 }
             }
-            Some("build-finished") => self.success = message["success"] == true,
+            Message::BuildFinished(finished) => self.success = finished.success,
             _ => {}
         }
     }

@@ -280,14 +280,15 @@ for word in "$@"; do
 done
 case "$1" in
 metadata)
-  printf '{"target_directory":"%s"}\n' "${CARGO_TARGET_DIR:-$(dirname "$manifest")/target}"
+  root=$(dirname "$manifest")
+  printf '{"packages":[],"workspace_members":[],"workspace_default_members":[],"resolve":null,"target_directory":"%s","version":1,"workspace_root":"%s","metadata":null}\n' "${CARGO_TARGET_DIR:-$root/target}" "$root"
   exit 0 ;;
 build) ;;
 *) echo "fake cargo: $*" >&2; exit 101 ;;
 esac
 case "$*" in
 *--message-format=json*)
-  printf '{"reason":"compiler-artifact","fresh":true,"target":{"name":"profile"},"executable":"%s"}\n' "$FAKE_PROFILE"
+  printf '{"reason":"compiler-artifact","package_id":"path+file:///ws/inference_profiling#0.1.0","manifest_path":"/ws/inference_profiling/Cargo.toml","target":{"kind":["bin"],"crate_types":["bin"],"name":"profile","src_path":"/ws/inference_profiling/src/main.rs","edition":"2021","doc":true,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["%s"],"executable":"%s","fresh":true}\n' "$FAKE_PROFILE" "$FAKE_PROFILE"
   printf '{"reason":"build-finished","success":true}\n'
   exit 0 ;;
 esac
