@@ -110,6 +110,30 @@ fn lifetimes_of(item: &syn::Item) -> Option<(&syn::Ident, usize)> {
     (count > 0).then_some((ident, count))
 }
 
+/// Whether a type with lifetime parameters holds a mutable borrow under
+/// one of them: `&'a mut T`, or a type of its crate named `..Mut` that
+/// takes the lifetime (`ViewMutData<'a, T>`, as `NdTensorViewMut` is
+/// defined), which no `Clone` can copy.
+fn borrows_mutably(item: &syn::Item) -> bool {
+    use quote::ToTokens;
+    let generics = match item {
+        syn::Item::Struct(s) => &s.generics,
+        syn::Item::Enum(e) => &e.generics,
+        syn::Item::Type(t) => &t.generics,
+        _ => return false,
+    };
+    let text = item.to_token_stream().to_string();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    generics.lifetimes().any(|param| {
+        let lifetime = param.lifetime.to_string();
+        words.windows(3).any(|w| match w {
+            ["&", l, "mut"] => *l == lifetime,
+            [name, "<", l] => *l == lifetime && name.contains("Mut"),
+            _ => false,
+        })
+    })
+}
+
 /// Facts about the production module's types that decide mappings.
 pub(super) struct ModuleTypes {
     pub defaults: Vec<String>,
@@ -234,6 +258,11 @@ impl ModuleTypes {
                 if wanted.iter().any(|w| **w == name)
                     && !self.lifetimed.iter().any(|(n, _)| *n == name)
                 {
+                    // A mutable borrow is neither `Clone` nor `Copy`: a
+                    // value passed by value is made for each call.
+                    if borrows_mutably(item) {
+                        self.known.push(name.clone());
+                    }
                     self.lifetimed.push((name, count));
                 }
             }
@@ -510,6 +539,25 @@ pub(super) fn borrows(ty: &syn::Type) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mutable_borrows_are_told_from_shared_ones() {
+        let item = |text: &str| syn::parse_str::<syn::Item>(text).unwrap();
+        for mutable in [
+            "pub type NdTensorViewMut<'a, T, const N: usize> = TensorBase<ViewMutData<'a, T>, NdLayout<N>>;",
+            "pub type ArrayViewMut<'a, A, D> = ArrayBase<ViewRepr<&'a mut A>, D>;",
+            "pub struct Cursor<'b> { data: &'b mut [u8] }",
+        ] {
+            assert!(borrows_mutably(&item(mutable)), "{mutable}");
+        }
+        for shared in [
+            "pub type NdTensorView<'a, T, const N: usize> = TensorBase<ViewData<'a, T>, NdLayout<N>>;",
+            "pub type ArrayView<'a, A, D> = ArrayBase<ViewRepr<&'a A>, D>;",
+            "pub struct Tokens<'a> { text: &'a str, muted: Mut<u8> }",
+        ] {
+            assert!(!borrows_mutably(&item(shared)), "{shared}");
+        }
+    }
 
     #[test]
     fn numeric_arrays_and_views_are_recognized_with_their_dimensions_and_element() {
