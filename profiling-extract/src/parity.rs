@@ -57,8 +57,8 @@ pub(crate) fn parity_of(
             source.display
         ));
     };
-    // A function of a private module its parent re-exports is called
-    // where the parent puts it.
+    // A function of a private module the crate re-exports is called by
+    // the path it is re-exported at.
     let reexported = match (&location.unreachable, function.owner) {
         (Some(_), None) => location.reexported(&function.name()),
         _ => None,

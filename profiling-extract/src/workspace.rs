@@ -55,29 +55,34 @@ pub(crate) fn workspace_above(start: &Path) -> Option<(PathBuf, DocumentMut)> {
             .parse()
             .ok()
     };
-    let package = start.ancestors().find_map(|dir| {
-        read(dir)
-            .filter(|d| d.contains_key("package"))
-            .map(|d| (dir, d))
-    });
-    if let Some((dir, manifest)) = &package {
-        let named = manifest
+    // Every manifest at or above `start`, nearest first, each read once.
+    let mut manifests: Vec<(&Path, DocumentMut)> = start
+        .ancestors()
+        .filter_map(|dir| read(dir).map(|document| (dir, document)))
+        .collect();
+    let package = manifests
+        .iter()
+        .position(|(_, d)| d.contains_key("package"));
+    let member = package.map_or(start, |at| manifests[at].0);
+    if let Some(at) = package {
+        let named = manifests[at]
+            .1
             .get("package")
-            .and_then(|p| p.get("workspace"))
-            .and_then(Item::as_str);
-        if let Some(named) = named {
-            let root = lexically_normal(&dir.join(named));
+            .and_then(|p| p.get("workspace"));
+        if let Some(named) = named.and_then(Item::as_str) {
+            let root = lexically_normal(&member.join(named));
             if let Some(document) = read(&root).filter(|d| d.contains_key("workspace")) {
                 return Some((root, document));
             }
         }
     }
-    let member = package.as_ref().map_or(start, |(dir, _)| *dir);
-    start.ancestors().find_map(|dir| {
-        let document = read(dir)?;
-        let workspace = document.get("workspace")?;
-        (!excludes(workspace, dir, member)).then(|| (dir.to_path_buf(), document))
-    })
+    let at = manifests.iter().position(|(dir, document)| {
+        document
+            .get("workspace")
+            .is_some_and(|workspace| !excludes(workspace, dir, member))
+    })?;
+    let (dir, document) = manifests.swap_remove(at);
+    Some((dir.to_path_buf(), document))
 }
 
 /// Whether the `[workspace]` of `root` leaves out the package in

@@ -302,11 +302,13 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
     // Imports kept as possible traits that the build found unused are gone.
     assert!(!target.contains("use rstar::"), "{target}");
 
+    let snippet_file = |dir: &str, file: &str| {
+        std::fs::read_to_string(ws.join("inference_profiling/snippets").join(dir).join(file))
+            .unwrap()
+    };
     // Items of private modules reached through the root's re-exports:
     // production's own, neither copied nor left unresolved.
-    let simplify =
-        std::fs::read_to_string(ws.join("inference_profiling/snippets/ri_simplify/target.rs"))
-            .unwrap();
+    let simplify = snippet_file("ri_simplify", "target.rs");
     assert!(
         simplify.contains("\nuse rten_imageproc::{PointF, simplify_polyline};\n")
             || simplify.contains("\nuse rten_imageproc::{simplify_polyline, PointF};\n"),
@@ -314,17 +316,16 @@ fn new_on_published_crates_builds_links_in_and_matches_production() {
     );
     assert!(!simplify.contains("fn simplify_polyline"), "{simplify}");
     // Another crate's view, its lifetime given: `'static` in the inputs.
-    let contours =
-        std::fs::read_to_string(ws.join("inference_profiling/snippets/ri_contours/target.rs"))
-            .unwrap();
+    let contours = snippet_file("ri_contours", "target.rs");
     assert!(
         contours.contains("    pub mask: NdTensorView<'static, bool, 2>,\n"),
         "{contours}"
     );
-    assert!(contours.contains("Polygons"), "{contours}");
-    let stroke =
-        std::fs::read_to_string(ws.join("inference_profiling/snippets/ri_stroke/target.rs"))
-            .unwrap();
+    assert!(
+        contours.contains("\nuse rten_imageproc::{Point, Polygons, RetrievalMode};\n"),
+        "{contours}"
+    );
+    let stroke = snippet_file("ri_stroke", "target.rs");
     assert!(
         stroke.contains("    pub mask: fn() -> NdTensorViewMut<'static, u8, 2>,\n"),
         "{stroke}"

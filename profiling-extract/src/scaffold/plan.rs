@@ -716,7 +716,11 @@ fn literal_fits(ty: &str, value: &str) -> bool {
         "f32" | "f64" => !boolean && value.parse::<f64>().is_ok(),
         "char" => value.starts_with('\''),
         _ if NUMERIC.contains(&ty) => {
-            !boolean && !value.contains(['.', 'e', 'E']) || value.starts_with("0x")
+            let digits = value.trim_start_matches('-');
+            digits.parse::<u128>().is_ok()
+                || ["0x", "0o", "0b"]
+                    .iter()
+                    .any(|radix| digits.starts_with(radix))
         }
         // An alias or a type this does not know: as production wrote it.
         _ => true,
@@ -785,6 +789,8 @@ mod tests {
         assert!(!literal_fits("usize", &literal_for("usize", "0.5")));
         assert!(!literal_fits("bool", "1"));
         assert!(!literal_fits("f64", "false"));
+        assert!(!literal_fits("u32", "\"ab\""));
+        assert!(literal_fits("u32", "0xFF"));
         // An alias it does not know: as written.
         assert!(literal_fits("Coord", "3"));
     }

@@ -213,19 +213,18 @@ impl ModuleTypes {
         if wanted.is_empty() {
             return;
         }
+        // The crates the module's imports start from, and those the
+        // signature names by path.
         let mut named: BTreeSet<String> = names.clone();
         for item in scope {
             if let syn::Item::Use(item_use) = item {
-                let mut tree = &item_use.tree;
-                while let syn::UseTree::Group(group) = tree {
-                    match group.items.first() {
-                        Some(first) if group.items.len() == 1 => tree = first,
-                        _ => break,
-                    }
-                }
-                if let syn::UseTree::Path(path) = tree {
-                    named.insert(path.ident.to_string());
-                }
+                let mut leaves = Vec::new();
+                crate::source::use_leaves(&item_use.tree, Vec::new(), &mut leaves);
+                named.extend(
+                    leaves
+                        .into_iter()
+                        .filter_map(|(path, _, _)| path.into_iter().next()),
+                );
             }
         }
         for (_, src) in dependencies
