@@ -482,20 +482,17 @@ fn wait_for_handlers(child: &Child) {
 
 /// Outside the measured passes (here a comparison of fifty million
 /// bootstrap resamples a row: seconds of work), the first SIGINT or SIGTERM
-/// ends the command at once with its code, printing nothing more.
+/// ends the command at once with its code, printing nothing more. Each run
+/// has enough passes for a verdict: with fewer, no interval is resampled,
+/// the comparison takes milliseconds and may well end before the signal.
 fn a_first_signal_outside_the_passes_ends_the_command_at_once() {
     let output = tempfile::tempdir().unwrap();
+    let passes = profiling_compare::MIN_SAMPLES.to_string();
     for id in ["a", "b"] {
         let made = Command::new(std::env::current_exe().unwrap())
             .env(CHILD, "1")
-            .args([
-                "run",
-                "signal-sleeper",
-                "--warmup",
-                "0",
-                "--iterations",
-                "2",
-            ])
+            .args(["run", "signal-sleeper", "--warmup", "0", "--iterations"])
+            .arg(&passes)
             .args(["--run-id", id, "--output-dir"])
             .arg(output.path())
             .output()
