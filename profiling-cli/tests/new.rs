@@ -528,8 +528,15 @@ impl WorkspaceCopy {
         self.path("inference_profiling/snippets").join(directory)
     }
 
+    /// Runs `command` in the copy's root, as a user runs commands in their
+    /// workspace: cargo reads the configuration of the directory it runs
+    /// in, and the copy's `.cargo/config.toml` (its `[env]`) differs from
+    /// this repository's, so cargo run from elsewhere took other variables
+    /// and built the runtime again for every command.
     fn finish(&self, command: &mut Command) -> Finished {
-        let output = nested_cargo(command).output().unwrap();
+        let output = nested_cargo(command.current_dir(&self.root.0))
+            .output()
+            .unwrap();
         Finished {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -290,12 +290,24 @@ pub struct ParityRun {
 }
 
 /// The `cargo test` of the snippet crate in `directory` that runs its
-/// parity test.
-fn parity_words(directory: &Path) -> Result<Vec<String>, SnippetError> {
+/// parity test. When the snippets crate links the snippet in, it is
+/// selected too: cargo resolves the features of dependencies over the
+/// packages a command selects, so the snippet alone would build them (and
+/// the runtime above them) with other features than the build of the
+/// snippets crate that came just before, and compile them all again.
+fn parity_words(
+    directory: &Path,
+    krate: Option<&SnippetsCrate>,
+) -> Result<Vec<String>, SnippetError> {
     let package = snippet_crate::package_of(directory)?;
     let manifest = absolute(&directory.join("Cargo.toml"));
     let mut words: Vec<String> = ["cargo", "test", "-p"].map(String::from).to_vec();
     words.push(package);
+    if let Some(krate) = krate {
+        if snippet_crate::is_included(krate, directory)? {
+            words.extend(["-p".to_owned(), krate.package.clone()]);
+        }
+    }
     words.push("--manifest-path".to_owned());
     words.push(manifest.to_string_lossy().into_owned());
     words.extend(["--lib", "parity::", "--", "--nocapture"].map(String::from));
@@ -303,20 +315,26 @@ fn parity_words(directory: &Path) -> Result<Vec<String>, SnippetError> {
 }
 
 /// Runs the parity test of the snippet crate in `directory` (built for
-/// tests by cargo, in cargo's own target directory).
+/// tests by cargo, in cargo's own target directory), as the build of the
+/// snippets crate that holds it ran cargo: in that crate's directory, so
+/// that both read the same configuration.
 pub fn parity_run(directory: &Path) -> Result<ParityRun, SnippetError> {
-    let words = parity_words(directory)?;
+    let krate = SnippetsCrate::of_directory(directory);
+    let words = parity_words(directory, krate.as_ref())?;
     let shown = words
         .iter()
         .map(|w| profiling_core::driver::nsys::shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ");
-    let output = run(
-        Command::new(cargo())
-            .args(&words[1..])
-            .env("RUST_BACKTRACE", "0"),
-        &shown,
-    )?;
+    let mut command = match &krate {
+        Some(krate) => {
+            let mut command = crate::workspace::cargo_for_snippets(&krate.dir);
+            command.current_dir(&krate.dir);
+            command
+        }
+        None => Command::new(cargo()),
+    };
+    let output = run(command.args(&words[1..]).env("RUST_BACKTRACE", "0"), &shown)?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     Ok(ParityRun {
@@ -412,6 +430,40 @@ pub fn smoke_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A linked-in snippet's parity test selects the snippets crate too
+    /// (the features of the build before it); a snippet not linked in is
+    /// tested alone.
+    #[test]
+    fn the_parity_test_selects_the_snippets_crate_that_links_the_snippet_in() {
+        let root = tempfile::tempdir().unwrap();
+        let krate_dir = root.path().join("inference_profiling");
+        for name in ["linked", "alone"] {
+            let dir = krate_dir.join("snippets").join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("Cargo.toml"),
+                format!("[package]\nname = \"snippet-{name}\"\n"),
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            krate_dir.join("Cargo.toml"),
+            "[package]\nname = \"snips\"\n\n[dependencies]\nsnippet-linked = { path = \"snippets/linked\" }\n",
+        )
+        .unwrap();
+        let krate = SnippetsCrate::of_directory(&krate_dir.join("snippets/linked")).unwrap();
+        let selected = |name: &str| {
+            let words = parity_words(&krate_dir.join("snippets").join(name), Some(&krate)).unwrap();
+            words
+                .windows(2)
+                .filter(|pair| pair[0] == "-p")
+                .map(|pair| pair[1].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(selected("linked"), ["snippet-linked", "snips"]);
+        assert_eq!(selected("alone"), ["snippet-alone"]);
+    }
 
     #[test]
     fn the_parity_test_s_output_says_how_it_went() {

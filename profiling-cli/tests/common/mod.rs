@@ -61,9 +61,14 @@ impl std::fmt::Display for Finished {
 /// profile is set as `dev` is (`scripts/test` gives this process's own
 /// builds line tables in both): a parity test's dependencies are then the
 /// ones a `dev` build compiled, as they are for a user, not a build of
-/// their own.
+/// their own. No rustflags: cargo reads a `.cargo/config.toml` in every
+/// directory above the one it runs in, so a workspace under `target/`
+/// took this repository's (the rpath to libtorch) and the copy of this
+/// workspace took it twice over, its own and the one above: each set of
+/// flags made every dependency a build of its own.
 pub fn nested_cargo(command: &mut std::process::Command) -> &mut std::process::Command {
     command
+        .env("CARGO_ENCODED_RUSTFLAGS", "")
         .env(
             "CARGO_TARGET_DIR",
             workspace_root().join("target/snippet-check"),
