@@ -840,6 +840,26 @@ fn drafts_keep_every_other_target_building() {
     assert!(copy.links("new_build_check"));
     std::fs::write(good.join("target.rs"), &original).unwrap();
 
+    // A snippet's parity test runs alone: not the parity tests of snippets
+    // dropped in by hand, which are tests of the profiling crate itself
+    // (`<dir>::parity::...`), built for the same command.
+    let module = copy.snippet("module_parity");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(
+        module.join("target.rs"),
+        "#[cfg(test)]\nmod parity {\n    #[test]\n    fn the_copy_computes_what_production_computes() {\n        panic!(\"parity: the module snippet's test ran\");\n    }\n}\n",
+    )
+    .unwrap();
+    let alone = copy.tool(&["check", good_dir]);
+    assert_eq!(alone.code, Some(0), "{alone}");
+    assert!(
+        alone.stdout.contains(
+            "\n  parity: the copy computes what production computes on 1 record(s) of dummy, compared with ==\n"
+        ),
+        "{alone}"
+    );
+    std::fs::remove_dir_all(&module).unwrap();
+
     // A broken snippet dropped in by hand stops the build, which names it.
     let hand_made = copy.snippet("hand_made");
     std::fs::create_dir_all(&hand_made).unwrap();

@@ -294,7 +294,10 @@ pub struct ParityRun {
 /// selected too: cargo resolves the features of dependencies over the
 /// packages a command selects, so the snippet alone would build them (and
 /// the runtime above them) with other features than the build of the
-/// snippets crate that came just before, and compile them all again.
+/// snippets crate that came just before, and compile them all again. Its
+/// library's tests run too, and hold the parity tests of the snippets
+/// dropped in as modules (`<dir>::parity::...`): `--skip ::parity::`
+/// leaves those out, so that only this snippet's (`parity::...`) run.
 fn parity_words(
     directory: &Path,
     krate: Option<&SnippetsCrate>,
@@ -303,14 +306,19 @@ fn parity_words(
     let manifest = absolute(&directory.join("Cargo.toml"));
     let mut words: Vec<String> = ["cargo", "test", "-p"].map(String::from).to_vec();
     words.push(package);
-    if let Some(krate) = krate {
-        if snippet_crate::is_included(krate, directory)? {
+    let with_crate = match krate {
+        Some(krate) if snippet_crate::is_included(krate, directory)? => {
             words.extend(["-p".to_owned(), krate.package.clone()]);
+            true
         }
-    }
+        _ => false,
+    };
     words.push("--manifest-path".to_owned());
     words.push(manifest.to_string_lossy().into_owned());
     words.extend(["--lib", "parity::", "--", "--nocapture"].map(String::from));
+    if with_crate {
+        words.extend(["--skip", "::parity::"].map(String::from));
+    }
     Ok(words)
 }
 
@@ -463,6 +471,14 @@ mod tests {
         };
         assert_eq!(selected("linked"), ["snippet-linked", "snips"]);
         assert_eq!(selected("alone"), ["snippet-alone"]);
+        // The snippets crate's own tests of module snippets are left out.
+        let linked = parity_words(&krate_dir.join("snippets/linked"), Some(&krate)).unwrap();
+        assert_eq!(
+            linked[linked.len() - 5..],
+            ["parity::", "--", "--nocapture", "--skip", "::parity::"]
+        );
+        let alone = parity_words(&krate_dir.join("snippets/alone"), Some(&krate)).unwrap();
+        assert_eq!(alone[alone.len() - 3..], ["parity::", "--", "--nocapture"]);
     }
 
     #[test]

@@ -33,6 +33,11 @@ enum Parity {
 }
 
 /// (profile name, `--from` below the workspace, `--type-args`, parity).
+/// The first snippet of each crate makes it a dependency of the profiling
+/// crate, which changes the features of what they share (`rten-tensor`
+/// asks `smallvec` for more) and rebuilds every crate above those:
+/// `imageproc`, which brings `image`'s every format and the runtime above
+/// it, comes last, so that this happens to them once.
 const CASES: &[(&str, &str, &str, Parity)] = &[
     // Generic over borrowed views: owned fields, f64 scores converted from
     // the record's f32, thresholds from a production call's literals; its
@@ -61,6 +66,55 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
         "powerboxesrs/src/boxes.rs::box_areas",
         "N=f32,BA=ndarray::ArrayView2<'_, f32>",
         Parity::Passes,
+    ),
+    // A `no_std` crate's file: imports from `alloc`, private methods of
+    // its public `Point` given back, its private helpers copied once.
+    (
+        "dl-triangulate",
+        "delaunator/src/lib.rs::triangulate",
+        "",
+        Parity::NotYet,
+    ),
+    // Private `macro_rules!` macros copied before the copy, a public type
+    // whose private fields it reads copied too, an alias of `usize` read
+    // from the record; the same error from copy and production is parity.
+    (
+        "ec-earcut",
+        "earcutr/src/lib.rs::earcut",
+        "T=f64",
+        Parity::Passes,
+    ),
+    // `Vec<f64>` from the record's tensor, scalars as settings.
+    ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
+    // In a private module whose items the crate root re-exports
+    // (`pub use poly_algos::{..}`): the sibling it calls
+    // (`simplify_polyline`) and the types of other private modules
+    // (`PointF`, from `shapes`) named by their public paths.
+    (
+        "ri-simplify",
+        "rten-imageproc/src/poly_algos.rs::simplify_polygon",
+        "",
+        Parity::NotYet,
+    ),
+    // A view of another crate with its lifetime left out
+    // (`NdTensorView<bool, 2>` for `NdTensorView<'a, bool, 2>`), held
+    // `'static` in the inputs; the return type (`Polygons`) by its public
+    // path, the module's private helpers copied.
+    (
+        "ri-contours",
+        "rten-imageproc/src/contours.rs::find_contours",
+        "",
+        Parity::NotYet,
+    ),
+    // A mutable view of another crate passed by value
+    // (`NdTensorViewMut<T, 2>`): not `Clone`, so made for each call by a
+    // function `prepare` holds; the production call's `true` (of
+    // `T = bool`) is no default for `T = u8`.
+    (
+        "ri-stroke",
+        "rten-imageproc/src/drawing.rs::stroke_rect",
+        "T=u8",
+        Parity::None,
     ),
     // Private helpers copied transitively, a `pub use self::m::*` of a
     // private module resolved, `Image<Rgb<u8>>` taken as the record's image.
@@ -131,55 +185,6 @@ const CASES: &[(&str, &str, &str, Parity)] = &[
         "imageproc/src/region_labelling.rs::connected_components",
         "I=image::GrayImage",
         Parity::NotYet,
-    ),
-    // A `no_std` crate's file: imports from `alloc`, private methods of
-    // its public `Point` given back, its private helpers copied once.
-    (
-        "dl-triangulate",
-        "delaunator/src/lib.rs::triangulate",
-        "",
-        Parity::NotYet,
-    ),
-    // Private `macro_rules!` macros copied before the copy, a public type
-    // whose private fields it reads copied too, an alias of `usize` read
-    // from the record; the same error from copy and production is parity.
-    (
-        "ec-earcut",
-        "earcutr/src/lib.rs::earcut",
-        "T=f64",
-        Parity::Passes,
-    ),
-    // `Vec<f64>` from the record's tensor, scalars as settings.
-    ("lsap-solve", "lsap/src/lib.rs::solve", "", Parity::Passes),
-    // In a private module whose items the crate root re-exports
-    // (`pub use poly_algos::{..}`): the sibling it calls
-    // (`simplify_polyline`) and the types of other private modules
-    // (`PointF`, from `shapes`) named by their public paths.
-    (
-        "ri-simplify",
-        "rten-imageproc/src/poly_algos.rs::simplify_polygon",
-        "",
-        Parity::NotYet,
-    ),
-    // A view of another crate with its lifetime left out
-    // (`NdTensorView<bool, 2>` for `NdTensorView<'a, bool, 2>`), held
-    // `'static` in the inputs; the return type (`Polygons`) by its public
-    // path, the module's private helpers copied.
-    (
-        "ri-contours",
-        "rten-imageproc/src/contours.rs::find_contours",
-        "",
-        Parity::NotYet,
-    ),
-    // A mutable view of another crate passed by value
-    // (`NdTensorViewMut<T, 2>`): not `Clone`, so made for each call by a
-    // function `prepare` holds; the production call's `true` (of
-    // `T = bool`) is no default for `T = u8`.
-    (
-        "ri-stroke",
-        "rten-imageproc/src/drawing.rs::stroke_rect",
-        "T=u8",
-        Parity::None,
     ),
 ];
 
