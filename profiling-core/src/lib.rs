@@ -75,6 +75,21 @@ pub mod prelude {
 
 pub use prelude::*;
 
+// The attributes' documentation (profiling-macros/docs/) is tested here:
+// its examples use the runtime, and a proc-macro crate's documentation
+// tests would build the runtime a second time, for the host.
+#[cfg(doctest)]
+#[doc = include_str!("../../profiling-macros/docs/nvtx_range.md")]
+pub struct NvtxRangeDocumentation;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../profiling-macros/docs/profile_target.md")]
+pub struct ProfileTargetDocumentation;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../profiling-macros/docs/data_source.md")]
+pub struct DataSourceDocumentation;
+
 /// Declares targets that exist only in builds with a cargo feature, so that
 /// a build without it names the feature instead of "unknown target":
 ///
