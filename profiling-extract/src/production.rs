@@ -170,8 +170,9 @@ fn resolve_spec(
     Some(table)
 }
 
-/// `path` with `a/..` pairs removed, without looking at the file system.
-fn lexically_normal(path: &Path) -> PathBuf {
+/// `path` with `.` and `a/..` pairs removed, without looking at the file
+/// system (no link followed).
+pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
     let mut normal = PathBuf::new();
     for component in path.components() {
         match component {

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
+use super::production::lexically_normal;
 use super::SnippetError;
 
 /// The profiling crate's directory in a workspace.
@@ -106,23 +107,6 @@ fn excludes(workspace: &Item, root: &Path, package: &Path) -> bool {
         && !paths("members")
             .iter()
             .any(|path| package.starts_with(path))
-}
-
-/// `path` with `.` and `a/..` taken out, as written (no link followed).
-fn lexically_normal(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                if !normal.pop() {
-                    normal.push("..");
-                }
-            }
-            other => normal.push(other),
-        }
-    }
-    normal
 }
 
 /// Where the profiling crate takes `profiling-core` and `profiling-cli`

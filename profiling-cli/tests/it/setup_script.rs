@@ -456,16 +456,13 @@ impl ProfileScript {
         fs::create_dir_all(dir.join("inference_profiling/snippets")).unwrap();
         fs::create_dir_all(dir.join("bin")).unwrap();
         fs::write(dir.join("inference_profiling/Cargo.toml"), "").unwrap();
-        fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/profile"),
-            dir.join("scripts/profile"),
-        )
-        .unwrap();
-        let executable = |path: &Path, text: &str| {
-            use std::os::unix::fs::PermissionsExt;
-            fs::write(path, text).unwrap();
-            fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
-        };
+        // Written by a child process, as every script a test runs: no
+        // process forked meanwhile holds it open for writing.
+        let executable = crate::common::write_executable;
+        let script =
+            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/profile"))
+                .unwrap();
+        executable(&dir.join("scripts/profile"), &script);
         executable(&dir.join("scripts/setup"), "#!/bin/sh\nexit 0\n");
         let binary = format!(
             "#!/bin/bash\necho \"profile-cli $*\" >> '{log}'\n\

@@ -98,14 +98,19 @@ impl ImageKind {
     }
 }
 
+/// The name and generics of a struct, enum or type alias.
+fn generics_of(item: &syn::Item) -> Option<(&syn::Ident, &syn::Generics)> {
+    match item {
+        syn::Item::Struct(s) => Some((&s.ident, &s.generics)),
+        syn::Item::Enum(e) => Some((&e.ident, &e.generics)),
+        syn::Item::Type(t) => Some((&t.ident, &t.generics)),
+        _ => None,
+    }
+}
+
 /// A struct, enum or type alias with lifetime parameters, and how many.
 fn lifetimes_of(item: &syn::Item) -> Option<(&syn::Ident, usize)> {
-    let (ident, generics) = match item {
-        syn::Item::Struct(s) => (&s.ident, &s.generics),
-        syn::Item::Enum(e) => (&e.ident, &e.generics),
-        syn::Item::Type(t) => (&t.ident, &t.generics),
-        _ => return None,
-    };
+    let (ident, generics) = generics_of(item)?;
     let count = generics.lifetimes().count();
     (count > 0).then_some((ident, count))
 }
@@ -116,11 +121,8 @@ fn lifetimes_of(item: &syn::Item) -> Option<(&syn::Ident, usize)> {
 /// defined), which no `Clone` can copy.
 fn borrows_mutably(item: &syn::Item) -> bool {
     use quote::ToTokens;
-    let generics = match item {
-        syn::Item::Struct(s) => &s.generics,
-        syn::Item::Enum(e) => &e.generics,
-        syn::Item::Type(t) => &t.generics,
-        _ => return false,
+    let Some((_, generics)) = generics_of(item) else {
+        return false;
     };
     let text = item.to_token_stream().to_string();
     let words: Vec<&str> = text.split_whitespace().collect();
