@@ -162,33 +162,12 @@ fn resolve_spec(
     table.remove("optional");
     table.remove("workspace");
     if let Some(path) = table.get("path").and_then(Value::as_str) {
-        let absolute = lexically_normal(&base.join(path));
+        let absolute = crate::workspace::lexically_normal(&base.join(path));
         let rebased = crate::snippet_crate::relative_path(snippet_dir, &absolute);
         table.insert("path", Value::from(rebased));
     }
     table.fmt();
     Some(table)
-}
-
-/// `path` with `.` and `a/..` pairs removed, without looking at the file
-/// system (no link followed).
-pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            std::path::Component::ParentDir
-                if matches!(
-                    normal.components().next_back(),
-                    Some(std::path::Component::Normal(_))
-                ) =>
-            {
-                normal.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    normal
 }
 
 fn as_inline(spec: &Item) -> Option<InlineTable> {

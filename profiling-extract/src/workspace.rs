@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
-use super::production::lexically_normal;
 use super::SnippetError;
 
 /// The profiling crate's directory in a workspace.
@@ -441,6 +440,27 @@ fn crate_files(
         (".gitignore", GITIGNORE.to_owned()),
         ("snippets/.gitkeep", String::new()),
     ])
+}
+
+/// `path` with `.` and `a/..` pairs removed, without looking at the file
+/// system (no link followed).
+pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir
+                if matches!(
+                    normal.components().next_back(),
+                    Some(std::path::Component::Normal(_))
+                ) =>
+            {
+                normal.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 #[cfg(test)]
