@@ -666,6 +666,10 @@ fn what_cannot_be_compared_is_refused_with_exit_2_and_nothing_written() {
         refuse(&[&path(&good), &path(&doubled), "--noise-threshold", "2"])
             .starts_with("error: --noise-threshold 2: ")
     );
+    assert_eq!(
+        refuse(&[&path(&good), &path(&doubled), "--allow-different-targets", "--resamples", "4294967295"]),
+        "error: --resamples 4294967295: at most 100000000 (each row keeps one ratio of 8 bytes a resample; 100000 is the usual count)\n"
+    );
     assert!(refuse(&["nope@latest", &path(&good)])
         .starts_with("error: no profile `nope`: the profiles of this build are "));
 }

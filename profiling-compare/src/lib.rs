@@ -85,6 +85,14 @@ impl Options {
                 self.bootstrap.resamples
             ));
         }
+        if self.bootstrap.resamples > statistics::MAX_RESAMPLES {
+            return Err(format!(
+                "--resamples {}: at most {} (each row keeps one ratio of 8 bytes a resample; {} is the usual count)",
+                self.bootstrap.resamples,
+                statistics::MAX_RESAMPLES,
+                statistics::DEFAULT_RESAMPLES
+            ));
+        }
         Ok(())
     }
 }

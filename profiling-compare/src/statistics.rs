@@ -47,6 +47,9 @@ pub use profiling_core::stats::{lower_median, median_interval};
 /// endpoints of a 95 % interval move by well under 0.1 % from one seed to
 /// the next.
 pub const DEFAULT_RESAMPLES: u32 = 100_000;
+/// The most resamples a comparison takes: each row keeps one `f64` ratio a
+/// resample, so this bound holds a row to 800 MB.
+pub const MAX_RESAMPLES: u32 = 100_000_000;
 
 /// The seed of the bootstrap unless told otherwise; fixed, so that the
 /// same comparison always prints the same interval.
