@@ -27,4 +27,6 @@ mod real_crates;
 mod remove;
 mod report_browser;
 mod setup_script;
+// The sweep page's writer is part of the whole command line alone.
+#[cfg(feature = "full")]
 mod sweep_browser;
