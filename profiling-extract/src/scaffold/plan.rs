@@ -717,10 +717,14 @@ fn literal_fits(ty: &str, value: &str) -> bool {
         "char" => value.starts_with('\''),
         _ if NUMERIC.contains(&ty) => {
             let digits = value.trim_start_matches('-');
-            digits.parse::<u128>().is_ok()
+            // No negative value for an unsigned type (`-1` of an `i32`
+            // instance given to a `u8` one).
+            let sign_fits = digits.len() == value.len() || ty.starts_with('i');
+            let whole = digits.parse::<u128>().is_ok()
                 || ["0x", "0o", "0b"]
                     .iter()
-                    .any(|radix| digits.starts_with(radix))
+                    .any(|radix| digits.starts_with(radix));
+            sign_fits && whole
         }
         // An alias or a type this does not know: as production wrote it.
         _ => true,
@@ -791,6 +795,8 @@ mod tests {
         assert!(!literal_fits("f64", "false"));
         assert!(!literal_fits("u32", "\"ab\""));
         assert!(literal_fits("u32", "0xFF"));
+        assert!(!literal_fits("u8", &literal_for("u8", "-1")));
+        assert!(literal_fits("isize", &literal_for("isize", "-1_000")));
         // An alias it does not know: as written.
         assert!(literal_fits("Coord", "3"));
     }
